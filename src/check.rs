@@ -1,0 +1,323 @@
+//! Validation of task files: one file on its own (YAML syntax and budgets, schema, `id:` equal
+//! to the file stem, readable `result:`) and a task among the others (known agents,
+//! dependencies that exist, no cycles, expressions naming only dependencies). Pure.
+
+use crate::expr;
+use crate::model::{AgentName, CoordBlock, TaskId, TaskResult, TaskSpec};
+use crate::schema::{Schema, Violation};
+use crate::yaml::{parse_bytes, Doc, Limits};
+use std::collections::HashSet;
+
+/// A task file that parsed and passed the per-file checks.
+#[derive(Debug, Clone)]
+pub struct TaskDoc {
+    /// The exact text of the file.
+    pub text: String,
+    /// The parsed document with positions.
+    pub doc: Doc,
+    /// Person-owned fields.
+    pub spec: TaskSpec,
+    /// The agent's result, when written.
+    pub result: Option<TaskResult>,
+    /// The coordinator's block (default when absent).
+    pub coord: CoordBlock,
+}
+
+/// Parses and checks one task file on its own; `stem` is its file name without extension.
+pub fn read_task(
+    stem: &str,
+    bytes: &[u8],
+    schema: &Schema,
+    limits: &Limits,
+) -> Result<TaskDoc, Vec<Violation>> {
+    let doc = parse_bytes(bytes, limits).map_err(|e| vec![Violation::at(e.pos, e.message)])?;
+    if doc.value.is_null() {
+        return Err(vec![Violation::file(
+            "the file is empty; a task needs at least a line 'title: ...'",
+        )]);
+    }
+    let mut found = schema.validate(&doc);
+    if let Some(id) = doc.value.get("id").and_then(|v| v.as_str()) {
+        if id != stem {
+            found.push(Violation::at(
+                doc.pos_of("/id", false),
+                format!("id '{id}' does not match the file name '{stem}'; rename the file or fix the id"),
+            ));
+        }
+    }
+    if doc.value.is_object() && !doc.block_root {
+        found.push(Violation::file(
+            "write the task as 'key: value' lines, not as one '{...}' flow mapping",
+        ));
+    }
+    if !found.is_empty() {
+        found.sort();
+        return Err(found);
+    }
+    let spec: TaskSpec = serde_json::from_value(doc.value.clone())
+        .map_err(|e| vec![Violation::file(format!("cannot read the task: {e}"))])?;
+    let result = match doc.value.get("result") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(r) => Some(serde_json::from_value(r.clone()).map_err(|e| {
+            vec![Violation::at(
+                doc.pos_of("/result", false),
+                format!("result: {e}"),
+            )]
+        })?),
+    };
+    let coord = CoordBlock::from_value(doc.value.get("coord"));
+    let text = String::from_utf8_lossy(bytes).into_owned();
+    Ok(TaskDoc {
+        text,
+        doc,
+        spec,
+        result,
+        coord,
+    })
+}
+
+/// What the rest of the board knows, for the checks across tasks.
+pub trait Context {
+    /// Returns whether a task with this id exists anywhere under `work/` (archive included).
+    fn task_exists(&self, id: &TaskId) -> bool;
+    /// Returns whether the agent has a profile or a folder.
+    fn agent_exists(&self, agent: &AgentName) -> bool;
+    /// Returns the `depends_on` of a known, readable task.
+    fn deps_of(&self, id: &TaskId) -> Option<Vec<TaskId>>;
+}
+
+/// How serious a finding of the cross-task checks is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    /// Fatal at intake; a warning for `coord validate`, since the agent may be added later.
+    UnknownAgent,
+    /// Always fatal.
+    Error,
+}
+
+/// Returns the findings of the checks across tasks for task `id`.
+pub fn check_in_context(
+    id: &TaskId,
+    task: &TaskDoc,
+    ctx: &dyn Context,
+) -> Vec<(Severity, Violation)> {
+    let mut out = Vec::new();
+    agents(task, ctx, &mut out);
+    dependencies(id, task, ctx, &mut out);
+    expressions(task, &mut out);
+    out
+}
+
+fn agents(task: &TaskDoc, ctx: &dyn Context, out: &mut Vec<(Severity, Violation)>) {
+    let spec = &task.spec;
+    let mut named: Vec<(String, AgentName)> = Vec::new();
+    if let Some(a) = &spec.agent {
+        named.push(("/agent".into(), a.clone()));
+    }
+    if let Some(n) = &spec.next_agent {
+        let many = matches!(n, crate::model::NextAgent::Many(_));
+        for (i, a) in n.agents().into_iter().enumerate() {
+            let ptr = if many {
+                format!("/next_agent/{i}")
+            } else {
+                "/next_agent".into()
+            };
+            named.push((ptr, a));
+        }
+    }
+    if let Some(a) = &spec.join_agent {
+        named.push(("/join_agent".into(), a.clone()));
+        if !matches!(spec.next_agent, Some(crate::model::NextAgent::Many(_))) {
+            out.push((
+                Severity::Error,
+                Violation::at(
+                    task.doc.pos_of("/join_agent", true),
+                    "join_agent needs a next_agent list to join; add one or remove join_agent",
+                ),
+            ));
+        }
+    }
+    for (ptr, a) in named {
+        if !ctx.agent_exists(&a) {
+            out.push((
+                Severity::UnknownAgent,
+                Violation::at(
+                    task.doc.pos_of(&ptr, false),
+                    format!("unknown agent '{a}'; add it with 'coord agents add {a}'"),
+                ),
+            ));
+        }
+    }
+}
+
+fn dependencies(
+    id: &TaskId,
+    task: &TaskDoc,
+    ctx: &dyn Context,
+    out: &mut Vec<(Severity, Violation)>,
+) {
+    for (i, dep) in task.spec.depends_on.iter().enumerate() {
+        let pos = task.doc.pos_of(&format!("/depends_on/{i}"), false);
+        if dep == id {
+            out.push((
+                Severity::Error,
+                Violation::at(pos, format!("task depends on itself: {id} -> {id}")),
+            ));
+        } else if !ctx.task_exists(dep) {
+            out.push((
+                Severity::Error,
+                Violation::at(pos, format!("depends on unknown task '{dep}'")),
+            ));
+        } else if let Some(cycle) = find_cycle(id, dep, ctx) {
+            out.push((
+                Severity::Error,
+                Violation::at(pos, format!("dependency cycle: {cycle}")),
+            ));
+        }
+    }
+}
+
+/// Returns `id -> dep -> ... -> id` when `dep` leads back to `id`.
+fn find_cycle(id: &TaskId, dep: &TaskId, ctx: &dyn Context) -> Option<String> {
+    let mut seen = HashSet::new();
+    let mut path = vec![id.clone(), dep.clone()];
+    if dfs(id, ctx, &mut path, &mut seen) {
+        Some(
+            path.iter()
+                .map(TaskId::as_str)
+                .collect::<Vec<_>>()
+                .join(" -> "),
+        )
+    } else {
+        None
+    }
+}
+
+fn dfs(
+    target: &TaskId,
+    ctx: &dyn Context,
+    path: &mut Vec<TaskId>,
+    seen: &mut HashSet<TaskId>,
+) -> bool {
+    let Some(cur) = path.last().cloned() else {
+        return false;
+    };
+    if !seen.insert(cur.clone()) {
+        return false;
+    }
+    for next in ctx.deps_of(&cur).unwrap_or_default() {
+        path.push(next.clone());
+        if &next == target || dfs(target, ctx, path, seen) {
+            return true;
+        }
+        path.pop();
+    }
+    false
+}
+
+fn expressions(task: &TaskDoc, out: &mut Vec<(Severity, Violation)>) {
+    let Some(input) = &task.spec.input else {
+        return;
+    };
+    match expr::collect(input) {
+        Err((ptr, msg)) => out.push((
+            Severity::Error,
+            Violation::at(task.doc.pos_of(&format!("/input{ptr}"), false), msg),
+        )),
+        Ok(found) => {
+            for (ptr, e) in found {
+                if !task.spec.depends_on.contains(&e.task) {
+                    out.push((
+                        Severity::Error,
+                        Violation::at(
+                            task.doc.pos_of(&format!("/input{ptr}"), false),
+                            format!(
+                                "expression reads task '{}', which is not in depends_on; add it there",
+                                e.task
+                            ),
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    struct Fake {
+        deps: HashMap<&'static str, Vec<&'static str>>,
+        agents: Vec<&'static str>,
+    }
+
+    impl Context for Fake {
+        fn task_exists(&self, id: &TaskId) -> bool {
+            self.deps.contains_key(id.as_str())
+        }
+        fn agent_exists(&self, a: &AgentName) -> bool {
+            self.agents.contains(&a.as_str())
+        }
+        fn deps_of(&self, id: &TaskId) -> Option<Vec<TaskId>> {
+            self.deps
+                .get(id.as_str())
+                .map(|v| v.iter().filter_map(|s| TaskId::new(s).ok()).collect())
+        }
+    }
+
+    fn task(stem: &str, src: &str) -> Result<TaskDoc, Vec<Violation>> {
+        read_task(
+            stem,
+            src.as_bytes(),
+            &Schema::builtin_task(),
+            &Limits::default(),
+        )
+    }
+
+    fn tid(s: &str) -> TaskId {
+        TaskId::new(s).expect("valid id")
+    }
+
+    #[test]
+    fn id_must_match_stem() {
+        let err = task("a", "title: x\nid: b\n").expect_err("mismatch");
+        assert_eq!((err[0].pos.line, err[0].pos.col), (2, 5));
+    }
+
+    #[test]
+    fn empty_file_is_invalid() {
+        assert!(task("a", "").is_err());
+        assert!(task("a", "# only a comment\n").is_err());
+    }
+
+    #[test]
+    fn finds_cycles_and_unknowns() {
+        let ctx = Fake {
+            deps: HashMap::from([("a", vec!["b"]), ("b", vec!["c"]), ("c", vec!["a"])]),
+            agents: vec!["alice"],
+        };
+        let t = task("a", "title: x\ndepends_on: [b]\nagent: bob\n").expect("valid");
+        let found = check_in_context(&tid("a"), &t, &ctx);
+        let msgs: Vec<&str> = found.iter().map(|(_, v)| v.message.as_str()).collect();
+        assert!(
+            msgs.contains(&"dependency cycle: a -> b -> c -> a"),
+            "{msgs:?}"
+        );
+        assert!(found.iter().any(|(s, _)| *s == Severity::UnknownAgent));
+    }
+
+    #[test]
+    fn expressions_must_name_dependencies() {
+        let ctx = Fake {
+            deps: HashMap::from([("r", vec![]), ("a", vec![])]),
+            agents: vec![],
+        };
+        let t = task("a", "title: x\ndepends_on: [r]\ninput:\n  ok: ${tasks.r.result.output.s}\n  bad: ${tasks.z.result.output.s}\n")
+            .expect("valid");
+        let found = check_in_context(&tid("a"), &t, &ctx);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].1.pos.line, 5);
+    }
+}

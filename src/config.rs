@@ -1,0 +1,228 @@
+//! `coord.yaml`, the optional repo configuration (SPEC 6), with its defaults. Reads one file.
+
+use crate::model::{AgentName, Duration, Priority};
+use crate::yaml::{parse_bytes, Limits};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// Why coord.yaml could not be used.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {message}", path.display())]
+pub struct ConfigError {
+    /// The config file.
+    pub path: PathBuf,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+/// Defaults for task fields.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Defaults {
+    /// Lease per attempt.
+    pub timeout: Duration,
+    /// Attempts before the dead letter.
+    pub max_attempts: u32,
+    /// Priority of tasks that name none.
+    pub priority: Priority,
+}
+
+impl Default for Defaults {
+    fn default() -> Self {
+        Defaults {
+            timeout: Duration::from_secs(30 * 60),
+            max_attempts: 3,
+            priority: Priority::Normal,
+        }
+    }
+}
+
+/// Exponential backoff with full jitter.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Backoff {
+    /// Delay cap for the first retry.
+    pub base: Duration,
+    /// Largest delay.
+    pub max: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            base: Duration::from_secs(60),
+            max: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// Per-agent circuit breaker.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CircuitBreaker {
+    /// Consecutive failed attempts that open the circuit.
+    pub failure_threshold: u32,
+    /// How long it stays open.
+    pub open_for: Duration,
+}
+
+impl Default for CircuitBreaker {
+    fn default() -> Self {
+        CircuitBreaker {
+            failure_threshold: 5,
+            open_for: Duration::from_secs(600),
+        }
+    }
+}
+
+/// Commit settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CommitConfig {
+    /// `name <email>` for coord's commits.
+    pub author: String,
+}
+
+impl Default for CommitConfig {
+    fn default() -> Self {
+        CommitConfig {
+            author: "coord <coord@localhost>".to_string(),
+        }
+    }
+}
+
+/// The condition of a routing rule; every given field must match.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RuleWhen {
+    /// The agent that finished the task.
+    pub agent: Option<AgentName>,
+    /// Text the output (as JSON) contains, case-insensitively.
+    pub output_contains: Option<String>,
+    /// A label the task carries.
+    pub label: Option<String>,
+}
+
+/// A conditional handoff after success (SPEC 6 `rules`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    /// When it applies.
+    pub when: RuleWhen,
+    /// The agent to hand off to.
+    pub then: AgentName,
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// The work folder, relative to the repo root.
+    pub work_dir: String,
+    /// Task field defaults.
+    pub defaults: Defaults,
+    /// Retry backoff.
+    pub backoff: Backoff,
+    /// Per-agent circuit breaker.
+    pub circuit_breaker: CircuitBreaker,
+    /// Longest handoff chain.
+    pub max_handoffs: u32,
+    /// Age after which done/cancelled tasks are archived.
+    pub archive_after: Duration,
+    /// Whether results must carry a valid signature.
+    pub require_signed_results: bool,
+    /// Commit identity.
+    pub commit: CommitConfig,
+    /// Conditional routing after success.
+    pub rules: Vec<Rule>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            work_dir: "work".to_string(),
+            defaults: Defaults::default(),
+            backoff: Backoff::default(),
+            circuit_breaker: CircuitBreaker::default(),
+            max_handoffs: 10,
+            archive_after: Duration::from_secs(7 * 86_400),
+            require_signed_results: false,
+            commit: CommitConfig::default(),
+            rules: Vec::new(),
+        }
+    }
+}
+
+impl Config {
+    /// Reads `coord.yaml` at `path`; a missing file gives the defaults.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let err = |message: String| ConfigError {
+            path: path.to_path_buf(),
+            message,
+        };
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(e) => return Err(err(format!("cannot read: {e}"))),
+        };
+        let doc = parse_bytes(&bytes, &Limits::default()).map_err(|e| err(e.to_string()))?;
+        if doc.value.is_null() {
+            return Ok(Config::default());
+        }
+        let config: Config = serde_json::from_value(doc.value)
+            .map_err(|e| err(format!("{e}; see SPEC section 6 for the keys")))?;
+        config.check().map_err(err)?;
+        Ok(config)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        let wd = Path::new(&self.work_dir);
+        let contained = !self.work_dir.is_empty()
+            && wd.is_relative()
+            && wd
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !contained {
+            return Err(format!(
+                "work_dir {:?} must be a relative path inside the repo without '..'",
+                self.work_dir
+            ));
+        }
+        if self.defaults.max_attempts == 0 {
+            return Err("defaults.max_attempts must be at least 1".to_string());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_file_gives_defaults() {
+        let c = Config::load(Path::new("/nonexistent/coord.yaml")).expect("defaults");
+        assert_eq!(c.work_dir, "work");
+        assert_eq!(c.defaults.max_attempts, 3);
+        assert_eq!(c.max_handoffs, 10);
+    }
+
+    #[test]
+    fn reads_and_checks() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("coord.yaml");
+        std::fs::write(
+            &p,
+            "defaults: {timeout: 5m}\nrules:\n  - when: {agent: research}\n    then: analyst\n",
+        )
+        .expect("write");
+        let c = Config::load(&p).expect("valid");
+        assert_eq!(c.defaults.timeout.as_secs(), 300);
+        assert_eq!(c.rules[0].then.as_str(), "analyst");
+        std::fs::write(&p, "work_dir: ../elsewhere\n").expect("write");
+        assert!(Config::load(&p).is_err());
+        std::fs::write(&p, "max_handof: 3\n").expect("write");
+        let e = Config::load(&p).expect_err("typo");
+        assert!(e.to_string().contains("max_handof"), "{e}");
+    }
+}

@@ -1,0 +1,16 @@
+//! The task and agent data model: validated names, durations, states and the typed views of
+//! task files (SPEC 2.1) and agent profiles (SPEC 2.2). Pure data, no I/O.
+
+mod agent;
+mod duration;
+mod ids;
+mod state;
+mod task;
+
+pub use agent::{AgentCoord, AgentProfile, AssignMode, Circuit};
+pub use duration::Duration;
+pub use ids::{AgentName, NameError, TaskId};
+pub use state::{Folder, State};
+pub use task::{
+    Authority, CoordBlock, ErrorInfo, NextAgent, Priority, ResultStatus, TaskResult, TaskSpec,
+};

@@ -1,0 +1,252 @@
+//! Typed views of a task file (SPEC 2.1): the person-owned fields, the agent's `result:` and
+//! the coordinator's `coord:` block.
+
+use super::{AgentName, Duration, TaskId};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Task priority; assignment takes critical first.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Deserialize, Serialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Priority {
+    /// Lowest.
+    Low,
+    /// The default.
+    #[default]
+    Normal,
+    /// Before normal.
+    High,
+    /// First of all.
+    Critical,
+}
+
+impl Priority {
+    /// Returns the name as written in task files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Priority::Low => "low",
+            Priority::Normal => "normal",
+            Priority::High => "high",
+            Priority::Critical => "critical",
+        }
+    }
+}
+
+impl std::str::FromStr for Priority {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        serde_json::from_value(Value::String(s.to_string()))
+            .map_err(|_| format!("unknown priority {s:?}: use low, normal, high or critical"))
+    }
+}
+
+/// How much a person wants to be asked (SPEC 3.7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Authority {
+    /// Assign and finish without asking.
+    #[default]
+    JustDoIt,
+    /// Hold a success result in review before done and handoff.
+    DoItAndShowMe,
+    /// Wait in review before assignment.
+    AskMeFirst,
+}
+
+/// One agent or several (fan-out).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum NextAgent {
+    /// A single handoff.
+    One(AgentName),
+    /// A fan-out to several agents.
+    Many(Vec<AgentName>),
+}
+
+impl NextAgent {
+    /// Returns the named agents in order.
+    pub fn agents(&self) -> Vec<AgentName> {
+        match self {
+            NextAgent::One(a) => vec![a.clone()],
+            NextAgent::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// The person-owned fields of a task file.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(default)]
+pub struct TaskSpec {
+    /// Optional; must equal the file stem.
+    pub id: Option<TaskId>,
+    /// Required, non-empty.
+    pub title: String,
+    /// Longer text.
+    pub description: Option<String>,
+    /// Explicit assignee.
+    pub agent: Option<AgentName>,
+    /// Any agent having all of these may take the task.
+    pub capabilities: Vec<String>,
+    /// Priority; the config default applies when absent.
+    pub priority: Option<Priority>,
+    /// Ids that must be done first.
+    pub depends_on: Vec<TaskId>,
+    /// Handoff after success.
+    pub next_agent: Option<NextAgent>,
+    /// Fan-in agent with a `next_agent` list.
+    pub join_agent: Option<AgentName>,
+    /// Approval gating.
+    pub authority: Authority,
+    /// Lease per attempt.
+    pub timeout: Option<Duration>,
+    /// Attempts before the dead letter.
+    pub max_attempts: Option<u32>,
+    /// SLA, RFC 3339.
+    pub due: Option<String>,
+    /// Free labels.
+    pub labels: Vec<String>,
+    /// `coord new` with the same key is a no-op.
+    pub idempotency_key: Option<String>,
+    /// Free-form input for the agent; may hold expressions.
+    pub input: Option<Value>,
+}
+
+/// success | failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultStatus {
+    /// The work is done.
+    Success,
+    /// The attempt failed.
+    Failure,
+}
+
+impl ResultStatus {
+    /// Returns the name as written in task files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResultStatus::Success => "success",
+            ResultStatus::Failure => "failure",
+        }
+    }
+}
+
+/// An error: in a failure result, or the reason a task failed or was cancelled.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+pub struct ErrorInfo {
+    /// A machine-readable reason (`timeout`, `dependency_failed`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// What went wrong, for people.
+    #[serde(default)]
+    pub message: String,
+    /// Whether another attempt may help; defaults to true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retryable: Option<bool>,
+}
+
+impl ErrorInfo {
+    /// Returns an error with a code and a message.
+    pub fn new(code: &str, message: impl Into<String>, retryable: bool) -> ErrorInfo {
+        ErrorInfo {
+            code: Some(code.to_string()),
+            message: message.into(),
+            retryable: Some(retryable),
+        }
+    }
+
+    /// Returns whether another attempt may help (true unless said otherwise).
+    pub fn is_retryable(&self) -> bool {
+        self.retryable.unwrap_or(true)
+    }
+}
+
+/// The agent-owned `result:` block.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct TaskResult {
+    /// success | failure.
+    pub status: ResultStatus,
+    /// Free-form output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    /// Overrides the task's `next_agent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_agent: Option<NextAgent>,
+    /// With failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorInfo>,
+    /// `hmac-sha256:<hex>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// The attempt this result answers (fencing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// The agent that wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentName>,
+}
+
+/// The coordinator-owned `coord:` block. Read leniently: a person's stray edit never makes a
+/// task unreadable.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[serde(default)]
+pub struct CoordBlock {
+    /// The state the coordinator last recorded.
+    pub state: String,
+    /// The agent the task is assigned to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assigned_to: Option<AgentName>,
+    /// Attempts started so far.
+    pub attempt: u32,
+    /// When intake accepted the task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    /// When the current attempt started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assigned_at: Option<String>,
+    /// When the current attempt's lease ends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_expires_at: Option<String>,
+    /// Backoff: no assignment before this time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_before: Option<String>,
+    /// When the task reached a final state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    /// What a task in review waits for: `start` (ask_me_first) or `result` (do_it_and_show_me).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub review: Option<String>,
+    /// Handoff parent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<TaskId>,
+    /// Root id of the handoff chain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<TaskId>,
+    /// Ids of the chain from the root to the parent.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub chain: Vec<TaskId>,
+    /// Input with expressions resolved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<Value>,
+    /// Why the task failed or was cancelled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorInfo>,
+    /// Earlier attempts' results and errors.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<Value>,
+}
+
+impl CoordBlock {
+    /// Reads a `coord:` value; anything unreadable counts as no block.
+    pub fn from_value(v: Option<&Value>) -> CoordBlock {
+        v.and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default()
+    }
+
+    /// Returns the block as a JSON value, in field order.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
