@@ -76,6 +76,25 @@ pub fn read_task(
     })
 }
 
+/// Re-reads text the coordinator wrote (no schema check: the repo's schema may differ from
+/// the built-in one, and the person-owned fields were validated at intake).
+pub fn reread(text: &str) -> Option<TaskDoc> {
+    let doc = crate::yaml::parse(text, &Limits::default()).ok()?;
+    let spec: TaskSpec = serde_json::from_value(doc.value.clone()).ok()?;
+    let result = match doc.value.get("result") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(r) => Some(serde_json::from_value(r.clone()).ok()?),
+    };
+    let coord = CoordBlock::from_value(doc.value.get("coord"));
+    Some(TaskDoc {
+        text: text.to_string(),
+        doc,
+        spec,
+        result,
+        coord,
+    })
+}
+
 /// What the rest of the board knows, for the checks across tasks.
 pub trait Context {
     /// Returns whether a task with this id exists anywhere under `work/` (archive included).

@@ -1,0 +1,110 @@
+//! An immutable snapshot of `work/`: every task file with its folder and what reading it gave,
+//! every agent with its profile, and the files that do not belong. Built by `store::load`;
+//! read by the engine and the commands. Pure data.
+
+use crate::check::TaskDoc;
+use crate::model::{AgentName, AgentProfile, Folder, State, TaskId};
+use crate::schema::Violation;
+use crate::yaml::Doc;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// One task file.
+#[derive(Debug, Clone)]
+pub struct TaskFile {
+    /// The id (file stem).
+    pub id: TaskId,
+    /// Repo-relative path, `/`-separated.
+    pub path: String,
+    /// The folder it sits in.
+    pub folder: Folder,
+    /// The parsed task, or every problem found in the file on its own.
+    pub read: Result<TaskDoc, Vec<Violation>>,
+    /// For a file that did not read: whether the same bytes were already seen at an earlier
+    /// tick (a file still being written is not quarantined on first sight).
+    pub seen_before: bool,
+}
+
+impl TaskFile {
+    /// Returns the file name (`<id>.yaml` or `.yml`).
+    pub fn file_name(&self) -> &str {
+        self.path.rsplit('/').next().unwrap_or(&self.path)
+    }
+}
+
+/// An agent profile file.
+#[derive(Debug, Clone)]
+pub struct ProfileFile {
+    /// Repo-relative path.
+    pub path: String,
+    /// Its exact text.
+    pub text: String,
+    /// Parsed, for splicing the `coord:` block.
+    pub doc: Doc,
+}
+
+/// One agent: a profile, a folder under `assigned/`, or both.
+#[derive(Debug, Clone)]
+pub struct AgentEntry {
+    /// The agent's name.
+    pub name: AgentName,
+    /// The profile with defaults applied (defaults alone when there is no readable file).
+    pub profile: AgentProfile,
+    /// The profile file, when there is one that reads.
+    pub file: Option<ProfileFile>,
+    /// What is wrong with an unreadable profile.
+    pub error: Option<Violation>,
+}
+
+/// A path under `work/` that is not a task file where one belongs.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Problem {
+    /// Repo-relative path.
+    pub path: String,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+/// The snapshot.
+#[derive(Debug, Clone, Default)]
+pub struct Board {
+    /// The work folder, repo-relative (`work`).
+    pub work_dir: String,
+    /// Every task file, sorted by path.
+    pub tasks: Vec<TaskFile>,
+    /// Every agent by name.
+    pub agents: BTreeMap<AgentName, AgentEntry>,
+    /// `invalid/*.errors` files, repo-relative.
+    pub error_files: BTreeSet<String>,
+    /// Symlinks, stray files, badly named files and folders.
+    pub problems: Vec<Problem>,
+}
+
+impl Board {
+    /// Returns the files of each id, for lookups and duplicate detection.
+    pub fn by_id(&self) -> HashMap<&TaskId, Vec<&TaskFile>> {
+        let mut map: HashMap<&TaskId, Vec<&TaskFile>> = HashMap::new();
+        for t in &self.tasks {
+            map.entry(&t.id).or_default().push(t);
+        }
+        map
+    }
+
+    /// Returns the files of one id.
+    pub fn find(&self, id: &TaskId) -> Vec<&TaskFile> {
+        self.tasks.iter().filter(|t| &t.id == id).collect()
+    }
+
+    /// Returns the repo-relative path of a file named `file` in `folder`.
+    pub fn path_in(&self, folder: &Folder, file: &str) -> String {
+        format!("{}/{}/{file}", self.work_dir, folder.rel_dir())
+    }
+
+    /// Returns how many tasks sit in each state.
+    pub fn counts(&self) -> BTreeMap<State, usize> {
+        let mut c = BTreeMap::new();
+        for t in &self.tasks {
+            *c.entry(t.folder.state).or_insert(0) += 1;
+        }
+        c
+    }
+}

@@ -1,0 +1,56 @@
+//! Adoption of hand moves (SPEC 1): a file a person moved between folders keeps its folder's
+//! state; its `coord:` block is brought in line with the folder.
+
+use super::assign::start_attempt;
+use super::world::{ResultEdit, World};
+use crate::model::{State, TaskId};
+
+/// Brings every live task's `coord:` block in line with its folder.
+pub fn run(w: &mut World<'_>) {
+    let ids: Vec<TaskId> = w
+        .entries
+        .values()
+        .filter(|e| !matches!(e.folder.state, State::Inbox | State::Invalid | State::Archived))
+        .filter(|e| {
+            let recorded = State::parse(&e.task.coord.state);
+            let agent_ok = e.folder.state != State::Assigned
+                || e.task.coord.assigned_to == e.folder.agent;
+            recorded != Some(e.folder.state) || !agent_ok
+        })
+        .map(|e| e.id.clone())
+        .collect();
+    for id in ids {
+        adopt(w, &id);
+    }
+}
+
+fn adopt(w: &mut World<'_>, id: &TaskId) {
+    let Some(e) = w.entries.get(id) else { return };
+    let folder = e.folder.clone();
+    let mut c = e.task.coord.clone();
+    let now = w.now_str();
+    c.state = folder.state.as_str().to_string();
+    c.created_at.get_or_insert_with(|| now.clone());
+    match (&folder.agent, folder.state) {
+        (Some(agent), State::Assigned) => {
+            let agent = agent.clone();
+            if let Err(reason) = start_attempt(w, id, &agent, &mut c) {
+                c.error = Some(reason);
+            }
+        }
+        (_, State::Done | State::Failed | State::Cancelled) => {
+            c.lease_expires_at = None;
+            c.finished_at = Some(now);
+        }
+        (_, State::Review) => {
+            c.review.get_or_insert_with(|| "start".to_string());
+        }
+        _ => {
+            c.assigned_to = None;
+            c.assigned_at = None;
+            c.lease_expires_at = None;
+        }
+    }
+    let summary = format!("adopt {id}, moved by hand to {folder}");
+    w.transit(id, folder, c, ResultEdit::Keep, summary);
+}

@@ -1,0 +1,176 @@
+//! Assignment (SPEC 3.3): ready tasks in order of priority, due, age and id go to their
+//! explicit agent or to the least-loaded enabled agent having all their capabilities, within
+//! WIP limits, circuit breakers and backoff. Expressions in `input` are resolved here.
+
+use super::retry::{gate, Gate};
+use super::world::{parse_time, ResultEdit, World};
+use super::Note;
+use crate::expr;
+use crate::model::{AgentName, AssignMode, Circuit, CoordBlock, ErrorInfo, Folder, State, TaskId};
+use jiff::Timestamp;
+
+/// Assigns every ready task that some agent can take now.
+pub fn run(w: &mut World<'_>) {
+    for id in queue(w) {
+        if let Some(reason) = backoff_wait(w, &id) {
+            w.note(Note::Waiting { id, reason });
+            continue;
+        }
+        match pick(w, &id, None) {
+            Ok(agent) => assign(w, &id, &agent),
+            Err(reason) => w.note(Note::Waiting { id, reason }),
+        }
+    }
+}
+
+/// Returns the ready tasks in assignment order: priority, due, age, id.
+pub fn queue(w: &World<'_>) -> Vec<TaskId> {
+    let default = w.config.defaults.priority;
+    let mut ready: Vec<_> = w
+        .entries
+        .values()
+        .filter(|e| e.folder.state == State::Ready)
+        .map(|e| {
+            let s = &e.task.spec;
+            let due = s.due.as_deref().and_then(parse_time);
+            let key = (
+                std::cmp::Reverse(s.priority.unwrap_or(default)),
+                due.is_none(),
+                due,
+                e.task.coord.created_at.as_deref().and_then(parse_time),
+                e.id.clone(),
+            );
+            (key, e.id.clone())
+        })
+        .collect();
+    ready.sort();
+    ready.into_iter().map(|(_, id)| id).collect()
+}
+
+/// Returns why a task must still wait for its backoff, if it must.
+pub fn backoff_wait(w: &World<'_>, id: &TaskId) -> Option<String> {
+    let nb = w.entries.get(id)?.task.coord.not_before.clone()?;
+    let t: Timestamp = parse_time(&nb)?;
+    (t > w.now).then(|| format!("backing off until {nb}"))
+}
+
+/// Returns the agent that should take `id` now; with `only`, that agent or nobody (claim).
+pub fn pick(w: &World<'_>, id: &TaskId, only: Option<&AgentName>) -> Result<AgentName, String> {
+    let e = w.entries.get(id).ok_or_else(|| format!("task {id} is gone"))?;
+    let spec = &e.task.spec;
+    if let Some(agent) = &spec.agent {
+        if only.is_some_and(|o| o != agent) {
+            return Err(format!("task {id} is for agent {agent}"));
+        }
+        return available(w, agent, only.is_some()).map(|_| agent.clone());
+    }
+    let capable: Vec<&AgentName> = w
+        .agents
+        .iter()
+        .filter(|(n, st)| {
+            only.is_none_or(|o| o == *n)
+                && spec.capabilities.iter().all(|c| st.profile.capabilities.contains(c))
+        })
+        .map(|(n, _)| n)
+        .collect();
+    if capable.is_empty() {
+        return Err(match only {
+            Some(o) => format!("agent {o} lacks capabilities {:?}", spec.capabilities),
+            None if spec.capabilities.is_empty() => "no agents exist; add one with 'coord agents add NAME'".to_string(),
+            None => format!("no agent has capabilities {:?}", spec.capabilities),
+        });
+    }
+    let mut reasons = Vec::new();
+    let mut best: Option<(usize, &AgentName)> = None;
+    for a in capable {
+        match available(w, a, only.is_some()) {
+            Ok(load) if best.is_none_or(|(l, _)| load < l) => best = Some((load, a)),
+            Ok(_) => {}
+            Err(r) => reasons.push(r),
+        }
+    }
+    best.map(|(_, a)| a.clone()).ok_or_else(|| reasons.join("; "))
+}
+
+/// Returns the agent's load when it can take one more task now, else why not.
+fn available(w: &World<'_>, agent: &AgentName, claiming: bool) -> Result<usize, String> {
+    let st = w
+        .agents
+        .get(agent)
+        .ok_or_else(|| format!("agent {agent} does not exist"))?;
+    if !st.profile.enabled {
+        return Err(format!("agent {agent} is disabled"));
+    }
+    if st.profile.assign == AssignMode::Pull && !claiming {
+        return Err(format!("agent {agent} takes work with 'coord claim'"));
+    }
+    if gate(&st.coord, w.now) == Gate::Shut {
+        return Err(match st.coord.circuit {
+            Circuit::HalfOpen => format!("agent {agent} is half-open with a probe task running"),
+            _ => format!(
+                "circuit of agent {agent} is open until {}",
+                st.coord.open_until.as_deref().unwrap_or("?")
+            ),
+        });
+    }
+    let load = w.load_of(agent);
+    let limit = st.profile.max_active as usize;
+    if load >= limit {
+        return Err(format!("agent {agent} is at its limit ({load}/{limit})"));
+    }
+    Ok(load)
+}
+
+/// Assigns `id` to `agent` (or fails it with `bad_expression`).
+pub fn assign(w: &mut World<'_>, id: &TaskId, agent: &AgentName) {
+    let Some(e) = w.entries.get(id) else { return };
+    let mut c = e.task.coord.clone();
+    c.state = State::Assigned.as_str().to_string();
+    match start_attempt(w, id, agent, &mut c) {
+        Ok(()) => {
+            if let Some(st) = w.agents.get(agent) {
+                if gate(&st.coord, w.now) == Gate::Probe {
+                    let mut probe = st.coord.clone();
+                    probe.circuit = Circuit::HalfOpen;
+                    w.set_agent_coord(agent, probe);
+                }
+            }
+            let summary = format!("assign {id} to {agent}");
+            w.transit(id, Folder::assigned(agent.clone()), c, ResultEdit::Keep, summary);
+        }
+        Err(error) => {
+            c.state = State::Failed.as_str().to_string();
+            c.assigned_to = None;
+            c.finished_at = Some(w.now_str());
+            let summary = format!("fail {id}: {}", error.message);
+            c.error = Some(error);
+            w.transit(id, Folder::of(State::Failed), c, ResultEdit::Keep, summary);
+        }
+    }
+}
+
+/// Starts a new attempt in `c`: attempt + 1, lease, resolved input. Errs with `bad_expression`.
+pub fn start_attempt(
+    w: &World<'_>,
+    id: &TaskId,
+    agent: &AgentName,
+    c: &mut CoordBlock,
+) -> Result<(), ErrorInfo> {
+    let e = w.entries.get(id).ok_or_else(|| ErrorInfo::new("gone", "task vanished", true))?;
+    let spec = &e.task.spec;
+    let timeout = spec.timeout.unwrap_or(w.config.defaults.timeout);
+    c.attempt = c.attempt.saturating_add(1);
+    c.assigned_to = Some(agent.clone());
+    c.assigned_at = Some(w.now_str());
+    c.lease_expires_at = Some(super::world::fmt_time(w.now + timeout.to_signed()));
+    c.not_before = None;
+    c.input = None;
+    if let Some(input) = &spec.input {
+        if expr::collect(input).is_ok_and(|found| !found.is_empty()) {
+            let resolved = expr::resolve(input, &|dep| w.output_of(dep))
+                .map_err(|m| ErrorInfo::new("bad_expression", m, false))?;
+            c.input = Some(resolved);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,265 @@
+//! Single-task commands as plans: claim, approve, reject, cancel, retry, heartbeat, and the
+//! result an agent reports with complete / fail. Each checks the task's state and returns the
+//! transitions to apply, or why it cannot. Pure.
+
+use super::assign::{assign, backoff_wait, pick, queue};
+use super::complete::finish_success;
+use super::world::{fmt_time, ResultEdit, World};
+use super::{deps, Inputs, Op, Plan, Transition};
+use crate::board::Board;
+use crate::model::{AgentName, ErrorInfo, Folder, State, TaskId};
+use serde_json::{json, Value};
+
+/// Why a command cannot act.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    /// No task has that id.
+    #[error("no task '{0}' under work/; 'coord status' lists the tasks")]
+    NotFound(TaskId),
+    /// The id is in several places.
+    #[error("task '{0}' exists in several places; run 'coord doctor' to see which copy to keep")]
+    Duplicate(TaskId),
+    /// The task is in a state the command does not apply to.
+    #[error("task '{id}' is {state}; {hint}")]
+    WrongState {
+        /// The task.
+        id: TaskId,
+        /// Its state (folder).
+        state: String,
+        /// What the command needs.
+        hint: String,
+    },
+    /// The task file does not read.
+    #[error("task '{0}' does not read; 'coord validate' shows why")]
+    Unreadable(TaskId),
+    /// Nothing for the agent to claim.
+    #[error("nothing to claim for agent {agent}{why}")]
+    NothingToClaim {
+        /// The agent.
+        agent: AgentName,
+        /// Why, when known.
+        why: String,
+    },
+    /// The file could not be edited safely.
+    #[error("{0}")]
+    Unsafe(String),
+}
+
+fn world<'a>(board: &'a Board, inputs: &Inputs<'a>, id: &TaskId) -> Result<World<'a>, CommandError> {
+    let files = board.find(id);
+    let live: Vec<_> = files.iter().filter(|f| f.folder.state != State::Invalid).collect();
+    if live.len() > 1 {
+        return Err(CommandError::Duplicate(id.clone()));
+    }
+    if files.is_empty() {
+        return Err(CommandError::NotFound(id.clone()));
+    }
+    Ok(World::new(board, inputs))
+}
+
+fn state_of(w: &World<'_>, id: &TaskId) -> Result<State, CommandError> {
+    match w.entries.get(id) {
+        Some(e) => Ok(e.folder.state),
+        None if w.board.find(id).iter().any(|f| f.folder.state == State::Invalid) => {
+            Ok(State::Invalid)
+        }
+        None => Err(CommandError::Unreadable(id.clone())),
+    }
+}
+
+fn wrong(id: &TaskId, state: State, hint: &str) -> CommandError {
+    CommandError::WrongState {
+        id: id.clone(),
+        state: state.to_string(),
+        hint: hint.to_string(),
+    }
+}
+
+fn done(w: World<'_>) -> Result<Plan, CommandError> {
+    let plan = w.finish();
+    if let Some(super::Note::Skipped { message, .. }) = plan
+        .notes
+        .iter()
+        .find(|n| matches!(n, super::Note::Skipped { .. }))
+    {
+        return Err(CommandError::Unsafe(message.clone()));
+    }
+    Ok(plan)
+}
+
+/// Takes the best ready task `agent` may have (pull model).
+pub fn claim(board: &Board, inputs: &Inputs<'_>, agent: &AgentName) -> Result<(Plan, TaskId), CommandError> {
+    let mut w = World::new(board, inputs);
+    let mut why = Vec::new();
+    for id in queue(&w) {
+        if backoff_wait(&w, &id).is_some() {
+            continue;
+        }
+        match pick(&w, &id, Some(agent)) {
+            Ok(a) => {
+                assign(&mut w, &id, &a);
+                return done(w).map(|p| (p, id));
+            }
+            Err(r) if r.contains("limit") || r.contains("circuit") || r.contains("disabled") => why.push(r),
+            Err(_) => {}
+        }
+    }
+    why.dedup();
+    Err(CommandError::NothingToClaim {
+        agent: agent.clone(),
+        why: why.first().map(|r| format!(": {r}")).unwrap_or_default(),
+    })
+}
+
+/// Approves a task in review: before start (ask_me_first) or its result (do_it_and_show_me).
+pub fn approve(board: &Board, inputs: &Inputs<'_>, id: &TaskId) -> Result<Plan, CommandError> {
+    let mut w = world(board, inputs, id)?;
+    let state = state_of(&w, id)?;
+    if state != State::Review {
+        return Err(wrong(id, state, "only tasks in review/ can be approved"));
+    }
+    let e = w.entries.get(id).cloned().ok_or_else(|| CommandError::Unreadable(id.clone()))?;
+    if e.task.coord.review.as_deref() == Some("result") || e.task.result.is_some() {
+        finish_success(&mut w, id);
+    } else {
+        let mut c = e.task.coord.clone();
+        c.review = None;
+        c.state = State::Blocked.as_str().to_string();
+        let summary = format!("approve {id}");
+        w.transit(id, Folder::of(State::Blocked), c, ResultEdit::Keep, summary);
+        deps::run(&mut w);
+    }
+    done(w)
+}
+
+/// Rejects a task in review: it goes to failed/ with the reason.
+pub fn reject(board: &Board, inputs: &Inputs<'_>, id: &TaskId, reason: &str) -> Result<Plan, CommandError> {
+    let mut w = world(board, inputs, id)?;
+    let state = state_of(&w, id)?;
+    if state != State::Review {
+        return Err(wrong(id, state, "only tasks in review/ can be rejected"));
+    }
+    end(&mut w, id, State::Failed, ErrorInfo::new("rejected", reason, false), "reject");
+    deps::run(&mut w);
+    done(w)
+}
+
+/// Cancels a task that is not final; blocked dependents fail.
+pub fn cancel(board: &Board, inputs: &Inputs<'_>, id: &TaskId, reason: &str) -> Result<Plan, CommandError> {
+    let mut w = world(board, inputs, id)?;
+    let state = state_of(&w, id)?;
+    if state.is_final() {
+        return Err(wrong(id, state, "only tasks that are not final can be cancelled"));
+    }
+    if state == State::Inbox {
+        return Err(wrong(id, state, "run 'coord tick' first, or delete the file"));
+    }
+    end(&mut w, id, State::Cancelled, ErrorInfo::new("cancelled", reason, false), "cancel");
+    deps::run(&mut w);
+    done(w)
+}
+
+fn end(w: &mut World<'_>, id: &TaskId, to: State, error: ErrorInfo, verb: &str) {
+    let Some(e) = w.entries.get(id) else { return };
+    let mut c = e.task.coord.clone();
+    c.state = to.as_str().to_string();
+    c.finished_at = Some(w.now_str());
+    c.lease_expires_at = None;
+    let summary = if error.message.is_empty() {
+        format!("{verb} {id}")
+    } else {
+        format!("{verb} {id}: {}", error.message)
+    };
+    c.error = Some(error);
+    w.transit(id, Folder::of(to), c, ResultEdit::Keep, summary);
+}
+
+/// Sends a failed, invalid or cancelled task back to inbox/, its history kept.
+pub fn retry(board: &Board, inputs: &Inputs<'_>, id: &TaskId) -> Result<Plan, CommandError> {
+    let mut w = world(board, inputs, id)?;
+    let state = state_of(&w, id)?;
+    match state {
+        State::Invalid => Ok(retry_invalid(board, id)),
+        State::Failed | State::Cancelled => {
+            let Some(e) = w.entries.get(id) else {
+                return Err(CommandError::Unreadable(id.clone()));
+            };
+            let mut c = e.task.coord.clone();
+            c.state = State::Inbox.as_str().to_string();
+            let summary = format!("retry {id}: back to inbox");
+            w.transit(id, Folder::of(State::Inbox), c, ResultEdit::Keep, summary);
+            done(w)
+        }
+        s => Err(wrong(id, s, "only failed, invalid or cancelled tasks can be retried")),
+    }
+}
+
+fn retry_invalid(board: &Board, id: &TaskId) -> Plan {
+    let mut plan = Plan::default();
+    if let Some(f) = board.find(id).into_iter().find(|f| f.folder.state == State::Invalid) {
+        let to = board.path_in(&Folder::of(State::Inbox), f.file_name());
+        let mut ops = vec![Op::Move { from: f.path.clone(), to }];
+        let errors = format!("{}.errors", f.path);
+        if board.error_files.contains(&errors) {
+            ops.push(Op::Remove { path: errors });
+        }
+        plan.transitions.push(Transition {
+            subject: id.to_string(),
+            from: State::Invalid.as_str().to_string(),
+            to: State::Inbox.as_str().to_string(),
+            summary: format!("retry {id}: back to inbox"),
+            ops,
+        });
+    }
+    plan
+}
+
+fn assigned_entry(w: &World<'_>, id: &TaskId) -> Result<(), CommandError> {
+    let state = state_of(w, id)?;
+    if state != State::Assigned {
+        return Err(wrong(id, state, "only assigned tasks take this command"));
+    }
+    Ok(())
+}
+
+/// Extends the lease of an assigned task by its timeout from now.
+pub fn heartbeat(board: &Board, inputs: &Inputs<'_>, id: &TaskId) -> Result<Plan, CommandError> {
+    let mut w = world(board, inputs, id)?;
+    assigned_entry(&w, id)?;
+    let Some(e) = w.entries.get(id) else {
+        return Err(CommandError::Unreadable(id.clone()));
+    };
+    let timeout = e.task.spec.timeout.unwrap_or(w.config.defaults.timeout);
+    let mut c = e.task.coord.clone();
+    let until = fmt_time(w.now + timeout.to_signed());
+    c.lease_expires_at = Some(until.clone());
+    let folder = e.folder.clone();
+    w.transit(id, folder, c, ResultEdit::Keep, format!("heartbeat {id}: lease until {until}"));
+    done(w)
+}
+
+/// What an agent reports with `coord complete` or `coord fail`.
+pub struct Report {
+    /// success or failure result fields (status, output, error, next_agent, signature).
+    pub result: Value,
+}
+
+/// Writes an agent's `result:` into an assigned task, stamped with the attempt and agent.
+pub fn report(board: &Board, inputs: &Inputs<'_>, id: &TaskId, report: Report) -> Result<Plan, CommandError> {
+    let mut w = world(board, inputs, id)?;
+    assigned_entry(&w, id)?;
+    let Some(e) = w.entries.get(id) else {
+        return Err(CommandError::Unreadable(id.clone()));
+    };
+    let mut result = report.result;
+    result["attempt"] = json!(e.task.coord.attempt);
+    if let Some(a) = &e.folder.agent {
+        result["agent"] = json!(a);
+    }
+    let status = result["status"].as_str().unwrap_or("success").to_string();
+    let who = e.folder.agent.as_ref().map_or("agent".to_string(), |a| a.to_string());
+    let (c, folder) = (e.task.coord.clone(), e.folder.clone());
+    let summary = format!("{who} reports {status} for {id}");
+    w.transit(id, folder, c, ResultEdit::Set(result), summary);
+    done(w)
+}

@@ -1,0 +1,155 @@
+//! Completion (SPEC 3.4, 3.5, 3.11): results of assigned tasks and expired leases. Success goes
+//! to done (or review for do_it_and_show_me) with handoffs; failure retries with backoff or
+//! goes to the dead letter; a result for an older attempt is set aside as `stale_result`.
+
+use super::handoff;
+use super::retry::{after_failure, after_success, backoff};
+use super::world::{parse_time, Entry, ResultEdit, World};
+use crate::model::{Authority, ErrorInfo, Folder, ResultStatus, State, TaskId};
+use serde_json::json;
+
+/// Acts on every assigned task that has a result or an expired lease.
+pub fn run(w: &mut World<'_>) {
+    for id in w.ids_in(State::Assigned) {
+        let Some(e) = w.entries.get(&id).cloned() else { continue };
+        match &e.task.result {
+            Some(r) if r.attempt.is_some_and(|a| a != e.task.coord.attempt) => stale(w, &e),
+            Some(r) => {
+                let agent = e.folder.agent.clone();
+                let signed = match &agent {
+                    Some(a) if w.config.require_signed_results => {
+                        w.verifier.verify(&id, e.task.coord.attempt, a, r)
+                    }
+                    _ => Ok(()),
+                };
+                match (signed, r.status) {
+                    (Err(why), _) => bad_signature(w, &e, why),
+                    (Ok(()), ResultStatus::Success) => succeed(w, &e),
+                    (Ok(()), ResultStatus::Failure) => {
+                        let err = r.error.clone().unwrap_or_else(|| {
+                            ErrorInfo::new("agent_failure", "the agent reported failure", true)
+                        });
+                        fail_attempt(w, &e, err, true);
+                    }
+                }
+            }
+            None if lease_expired(w, &e) => {
+                let err = ErrorInfo::new("timeout", "the lease expired without a result", true);
+                fail_attempt(w, &e, err, false);
+            }
+            None => {}
+        }
+    }
+}
+
+fn lease_expired(w: &World<'_>, e: &Entry) -> bool {
+    e.task
+        .coord
+        .lease_expires_at
+        .as_deref()
+        .and_then(parse_time)
+        .is_some_and(|t| t <= w.now)
+}
+
+fn stale(w: &mut World<'_>, e: &Entry) {
+    let mut c = e.task.coord.clone();
+    let result = e.task.doc.value.get("result").cloned();
+    c.history.push(json!({"at": w.now_str(), "event": "stale_result", "result": result}));
+    let summary = format!("set aside a stale result for {} (not attempt {})", e.id, c.attempt);
+    w.transit(&e.id, e.folder.clone(), c, ResultEdit::Remove, summary);
+}
+
+fn bad_signature(w: &mut World<'_>, e: &Entry, why: String) {
+    let mut c = e.task.coord.clone();
+    c.state = State::Failed.as_str().to_string();
+    c.finished_at = Some(w.now_str());
+    c.lease_expires_at = None;
+    c.error = Some(ErrorInfo::new("bad_signature", why, false));
+    let summary = format!("fail {}: bad result signature", e.id);
+    w.transit(&e.id, Folder::of(State::Failed), c, ResultEdit::Keep, summary);
+}
+
+fn succeed(w: &mut World<'_>, e: &Entry) {
+    if let Some(agent) = &e.folder.agent {
+        w.set_agent_coord(agent, after_success());
+    }
+    if e.task.spec.authority == Authority::DoItAndShowMe {
+        let mut c = e.task.coord.clone();
+        c.state = State::Review.as_str().to_string();
+        c.review = Some("result".to_string());
+        c.lease_expires_at = None;
+        let summary = format!("hold {} for review of its result", e.id);
+        w.transit(&e.id, Folder::of(State::Review), c, ResultEdit::Keep, summary);
+        return;
+    }
+    finish_success(w, &e.id);
+}
+
+/// Moves a task with a success result to done and creates its handoffs (or fails it with
+/// `handoff_limit` when the chain is too long).
+pub fn finish_success(w: &mut World<'_>, id: &TaskId) {
+    let Some(e) = w.entries.get(id).cloned() else { return };
+    let targets = handoff::targets(w, &e);
+    let mut c = e.task.coord.clone();
+    c.finished_at = Some(w.now_str());
+    c.lease_expires_at = None;
+    c.review = None;
+    let max = w.config.max_handoffs as usize;
+    if !targets.is_empty() && c.chain.len() + 1 > max {
+        c.state = State::Failed.as_str().to_string();
+        let msg = format!("handoff chain longer than max_handoffs ({max})");
+        c.error = Some(ErrorInfo::new("handoff_limit", msg, false));
+        let summary = format!("fail {id}: handoff limit of {max} reached");
+        w.transit(id, Folder::of(State::Failed), c, ResultEdit::Keep, summary);
+        return;
+    }
+    c.state = State::Done.as_str().to_string();
+    let summary = format!("complete {id}");
+    if w.transit(id, Folder::of(State::Done), c, ResultEdit::Keep, summary) {
+        handoff::create_children(w, &e, &targets);
+    }
+}
+
+/// Records a failed attempt: another try after backoff, or the dead letter.
+pub fn fail_attempt(w: &mut World<'_>, e: &Entry, err: ErrorInfo, had_result: bool) {
+    if let Some(agent) = &e.folder.agent {
+        let st = w.agents.get(agent).map(|s| s.coord.clone()).unwrap_or_default();
+        let next = after_failure(&st, &w.config.circuit_breaker, w.now);
+        w.set_agent_coord(agent, next);
+    }
+    let mut c = e.task.coord.clone();
+    let max = e.task.spec.max_attempts.unwrap_or(w.config.defaults.max_attempts);
+    let mut record = json!({
+        "at": w.now_str(),
+        "attempt": c.attempt,
+        "agent": c.assigned_to,
+        "error": err,
+    });
+    c.lease_expires_at = None;
+    if err.is_retryable() && c.attempt < max {
+        if had_result {
+            record["result"] = e.task.doc.value.get("result").cloned().unwrap_or_default();
+        }
+        c.history.push(record);
+        let delay = backoff(e.id.as_str(), c.attempt, &w.config.backoff);
+        c.state = State::Ready.as_str().to_string();
+        c.not_before = Some(super::world::fmt_time(w.now + delay));
+        c.assigned_to = None;
+        c.assigned_at = None;
+        let summary = format!("retry {} after {} (attempt {}/{max})", e.id, code(&err), c.attempt);
+        let edit = if had_result { ResultEdit::Remove } else { ResultEdit::Keep };
+        w.transit(&e.id, Folder::of(State::Ready), c, edit, summary);
+    } else {
+        c.history.push(record);
+        c.state = State::Failed.as_str().to_string();
+        c.finished_at = Some(w.now_str());
+        let why = if err.is_retryable() { "attempts exhausted" } else { "not retryable" };
+        let summary = format!("fail {}: {} ({why})", e.id, code(&err));
+        c.error = Some(err);
+        w.transit(&e.id, Folder::of(State::Failed), c, ResultEdit::Keep, summary);
+    }
+}
+
+fn code(err: &ErrorInfo) -> String {
+    err.code.clone().unwrap_or_else(|| "failure".to_string())
+}

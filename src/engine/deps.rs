@@ -1,0 +1,62 @@
+//! Dependencies (SPEC 3.2): a blocked task becomes ready when every dependency is done, and
+//! fails with `dependency_failed` when one failed or was cancelled.
+
+use super::world::{ResultEdit, World};
+use super::Note;
+use crate::model::{ErrorInfo, Folder, State, TaskId};
+
+/// Returns a task's state for dependency purposes: archived tasks count as what they were.
+pub fn effective_state(w: &World<'_>, id: &TaskId) -> Option<State> {
+    let e = w.entries.get(id)?;
+    match e.folder.state {
+        State::Archived => State::parse(&e.task.coord.state).or(Some(State::Done)),
+        s => Some(s),
+    }
+}
+
+/// Moves blocked tasks on, repeating until nothing changes (a failure can cascade).
+pub fn run(w: &mut World<'_>) {
+    loop {
+        let mut changed = false;
+        for id in w.ids_in(State::Blocked) {
+            changed |= step(w, &id);
+        }
+        if !changed {
+            break;
+        }
+    }
+    for id in w.ids_in(State::Blocked) {
+        let open = open_deps(w, &id);
+        w.note(Note::Blocked { id, open });
+    }
+}
+
+fn open_deps(w: &World<'_>, id: &TaskId) -> Vec<TaskId> {
+    let deps = w.entries.get(id).map(|e| e.task.spec.depends_on.clone()).unwrap_or_default();
+    deps.into_iter()
+        .filter(|d| effective_state(w, d) != Some(State::Done))
+        .collect()
+}
+
+fn step(w: &mut World<'_>, id: &TaskId) -> bool {
+    let Some(e) = w.entries.get(id) else { return false };
+    let deps = e.task.spec.depends_on.clone();
+    let mut c = e.task.coord.clone();
+    let failed = deps.iter().find(|d| {
+        matches!(effective_state(w, d), Some(State::Failed | State::Cancelled))
+    });
+    if let Some(dep) = failed {
+        let how = effective_state(w, dep).map_or("failed", |s| s.as_str());
+        c.state = State::Failed.as_str().to_string();
+        c.finished_at = Some(w.now_str());
+        c.error = Some(ErrorInfo::new("dependency_failed", format!("dependency {dep} {how}"), false));
+        let summary = format!("fail {id}: dependency {dep} {how}");
+        return w.transit(id, Folder::of(State::Failed), c, ResultEdit::Keep, summary);
+    }
+    if deps.iter().all(|d| effective_state(w, d) == Some(State::Done)) {
+        c.state = State::Ready.as_str().to_string();
+        let summary = format!("unblock {id}: dependencies done");
+        return w.transit(id, Folder::of(State::Ready), c, ResultEdit::Keep, summary);
+    }
+    false
+}

@@ -1,0 +1,143 @@
+//! Handoffs after success (SPEC 3.4, 6 `rules`): a child task for each next agent, with
+//! deterministic ids so a repeated tick never creates two, the parent's output passed in
+//! `input.previous` (bounded), and a join task for fan-in.
+
+use super::retry::fnv1a;
+use super::world::{Entry, World};
+use crate::model::{AgentName, CoordBlock, Folder, NextAgent, State, TaskId};
+use crate::yaml;
+use serde_json::{json, Map, Value};
+
+/// Largest output copied into a child's input; bigger outputs are referenced.
+pub const MAX_PREVIOUS: usize = 100 * 1024;
+
+/// Returns the agents to hand off to: `result.next_agent`, else the task's `next_agent`,
+/// plus the agents of every matching rule, without repeats.
+pub fn targets(w: &World<'_>, e: &Entry) -> Vec<AgentName> {
+    let explicit = e
+        .task
+        .result
+        .as_ref()
+        .and_then(|r| r.next_agent.clone())
+        .or_else(|| e.task.spec.next_agent.clone());
+    let mut out: Vec<AgentName> = explicit.map(|n| n.agents()).unwrap_or_default();
+    for rule in &w.config.rules {
+        if rule_matches(w, e, &rule.when) && !out.contains(&rule.then) {
+            out.push(rule.then.clone());
+        }
+    }
+    out
+}
+
+fn rule_matches(w: &World<'_>, e: &Entry, when: &crate::config::RuleWhen) -> bool {
+    let _ = w;
+    let agent_ok = when.agent.as_ref().is_none_or(|a| e.folder.agent.as_ref() == Some(a));
+    let label_ok = when.label.as_ref().is_none_or(|l| e.task.spec.labels.contains(l));
+    let output_ok = when.output_contains.as_ref().is_none_or(|needle| {
+        let out = e.task.result.as_ref().and_then(|r| r.output.as_ref());
+        out.is_some_and(|o| {
+            o.to_string()
+                .to_lowercase()
+                .contains(&needle.to_lowercase())
+        })
+    });
+    agent_ok && label_ok && output_ok
+}
+
+/// Returns the deterministic id of `parent`'s child for `agent` (suffix `.join` for fan-in).
+pub fn child_id(parent: &TaskId, suffix: &str) -> TaskId {
+    let plain = format!("{parent}.{suffix}");
+    if let Ok(id) = TaskId::new(&plain) {
+        return id;
+    }
+    let head: String = parent.as_str().chars().take(100).collect();
+    let hashed = format!("{head}.{:016x}", fnv1a(plain.as_bytes()));
+    TaskId::new(&hashed).unwrap_or_else(|_| parent.clone())
+}
+
+/// Creates the children (and join task) of a task that just finished successfully.
+pub fn create_children(w: &mut World<'_>, e: &Entry, targets: &[AgentName]) {
+    let mut created = Vec::new();
+    for agent in targets {
+        let id = child_id(&e.id, agent.as_str());
+        created.push(id.clone());
+        if w.all_ids.contains(&id) {
+            continue;
+        }
+        let input = json!({ "previous": previous(e) });
+        let text = child_text(w, e, agent, input, &[], State::Ready);
+        w.create(&id, Folder::of(State::Ready), text, format!("hand off {} to {agent} as {id}", e.id));
+    }
+    let fan_out = matches!(e.task.spec.next_agent, Some(NextAgent::Many(_)));
+    if let (Some(join), true) = (&e.task.spec.join_agent, fan_out) {
+        create_join(w, e, join, &created);
+    }
+}
+
+fn create_join(w: &mut World<'_>, e: &Entry, join: &AgentName, children: &[TaskId]) {
+    let id = child_id(&e.id, "join");
+    if w.all_ids.contains(&id) {
+        return;
+    }
+    let results: Map<String, Value> = children
+        .iter()
+        .map(|c| (c.to_string(), json!(format!("${{tasks.{c}.result.output ?? \"\"}}"))))
+        .collect();
+    let input = json!({ "results": results });
+    let text = child_text(w, e, join, input, children, State::Blocked);
+    w.create(&id, Folder::of(State::Blocked), text, format!("create join task {id} for {join}"));
+}
+
+/// Returns the parent's output, or a reference to it when it is too large to copy.
+fn previous(e: &Entry) -> Value {
+    let out = e.task.result.as_ref().and_then(|r| r.output.clone()).unwrap_or(Value::Null);
+    let size = serde_json::to_string(&out).map_or(usize::MAX, |s| s.len());
+    if size <= MAX_PREVIOUS {
+        return out;
+    }
+    json!({
+        "task": e.id,
+        "note": format!("output of {size} bytes is larger than {MAX_PREVIOUS}; read result.output of task {}", e.id),
+    })
+}
+
+fn child_text(
+    w: &World<'_>,
+    parent: &Entry,
+    agent: &AgentName,
+    input: Value,
+    depends_on: &[TaskId],
+    state: State,
+) -> String {
+    let spec = &parent.task.spec;
+    let mut fields = Map::new();
+    fields.insert("title".into(), json!(spec.title));
+    fields.insert("agent".into(), json!(agent));
+    if let Some(p) = spec.priority {
+        fields.insert("priority".into(), json!(p));
+    }
+    if !spec.labels.is_empty() {
+        fields.insert("labels".into(), json!(spec.labels));
+    }
+    if !depends_on.is_empty() {
+        fields.insert("depends_on".into(), json!(depends_on));
+    }
+    fields.insert("input".into(), input);
+    let pc = &parent.task.coord;
+    let mut chain = pc.chain.clone();
+    chain.push(parent.id.clone());
+    let coord = CoordBlock {
+        state: state.as_str().to_string(),
+        created_at: Some(w.now_str()),
+        parent: Some(parent.id.clone()),
+        workflow: Some(pc.workflow.clone().unwrap_or_else(|| parent.id.clone())),
+        chain,
+        ..CoordBlock::default()
+    };
+    let mut text = String::from("# Created by coord as a handoff; edit freely.\n");
+    for (k, v) in &fields {
+        text.push_str(&yaml::emit_block(k, v, 0));
+    }
+    text.push_str(&yaml::emit_block("coord", &coord.to_value(), 0));
+    text
+}

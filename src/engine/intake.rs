@@ -1,0 +1,141 @@
+//! Intake (SPEC 3.1): inbox files are validated on their own and among the others; valid ones
+//! go to review/, blocked/ or ready/, invalid ones to invalid/ with a `.errors` file beside the
+//! original bytes. A file that fails on first sight may still be being written: it waits a tick.
+
+use super::world::{ResultEdit, World};
+use super::{Note, Op, Transition};
+use crate::board::TaskFile;
+use crate::check::{self, Context};
+use crate::model::{AgentName, Authority, Folder, State, TaskId};
+use serde_json::json;
+
+/// Admits or rejects every inbox file.
+pub fn run(w: &mut World<'_>) {
+    let board = w.board;
+    let inbox: Vec<&TaskFile> = board
+        .tasks
+        .iter()
+        .filter(|t| t.folder.state == State::Inbox)
+        .collect();
+    for f in inbox {
+        match &f.read {
+            Err(errors) if f.seen_before => {
+                let lines = errors.iter().map(|v| v.render(&f.path)).collect();
+                quarantine(w, f, lines);
+            }
+            Err(_) => w.note(Note::Pending {
+                path: f.path.clone(),
+            }),
+            Ok(_) if !w.entries.contains_key(&f.id) => {}
+            Ok(task) => {
+                let findings = check::check_in_context(&f.id, task, &Ctx(w));
+                if findings.is_empty() {
+                    admit(w, &f.id);
+                } else {
+                    let lines = findings.iter().map(|(_, v)| v.render(&f.path)).collect();
+                    quarantine(w, f, lines);
+                }
+            }
+        }
+    }
+}
+
+/// The board as the cross-task checks see it.
+pub struct Ctx<'w, 'a>(pub &'w World<'a>);
+
+impl Context for Ctx<'_, '_> {
+    fn task_exists(&self, id: &TaskId) -> bool {
+        self.0.all_ids.contains(id)
+    }
+    fn agent_exists(&self, agent: &AgentName) -> bool {
+        self.0.agents.contains_key(agent)
+    }
+    fn deps_of(&self, id: &TaskId) -> Option<Vec<TaskId>> {
+        self.0.entries.get(id).map(|e| e.task.spec.depends_on.clone())
+    }
+}
+
+fn admit(w: &mut World<'_>, id: &TaskId) {
+    let Some(e) = w.entries.get(id) else { return };
+    let spec = &e.task.spec;
+    let now = w.now_str();
+    let mut c = e.task.coord.clone();
+    let had_result = e.task.result.is_some();
+    if let Some(r) = e.task.doc.value.get("result") {
+        c.history.push(json!({"at": now, "event": "result before retry", "result": r}));
+    }
+    if let Some(err) = c.error.take() {
+        c.history.push(json!({"at": now, "event": "error before retry", "error": err}));
+    }
+    let deps_done = spec
+        .depends_on
+        .iter()
+        .all(|d| super::deps::effective_state(w, d) == Some(State::Done));
+    let target = match (spec.authority, deps_done) {
+        (Authority::AskMeFirst, _) => State::Review,
+        (_, false) => State::Blocked,
+        (_, true) => State::Ready,
+    };
+    c.state = target.as_str().to_string();
+    c.attempt = 0;
+    c.created_at.get_or_insert(now);
+    c.assigned_to = None;
+    c.assigned_at = None;
+    c.lease_expires_at = None;
+    c.not_before = None;
+    c.finished_at = None;
+    c.review = (target == State::Review).then(|| "start".to_string());
+    let edit = if had_result { ResultEdit::Remove } else { ResultEdit::Keep };
+    let file = e.file_name();
+    let summary = format!("accept {id} into {target}");
+    if w.transit(id, Folder::of(target), c, edit, summary) {
+        let stale = w.board.path_in(&Folder::of(State::Invalid), &format!("{file}.errors"));
+        if w.board.error_files.contains(&stale) {
+            w.extend_last(Op::Remove { path: stale });
+        }
+    }
+}
+
+fn quarantine(w: &mut World<'_>, f: &TaskFile, lines: Vec<String>) {
+    let invalid = Folder::of(State::Invalid);
+    let name = free_name(w, f);
+    let to = w.board.path_in(&invalid, &name);
+    let first = lines.first().cloned().unwrap_or_default();
+    let mut text = lines.join("\n");
+    text.push('\n');
+    w.forget(&f.id);
+    w.push(Transition {
+        subject: f.id.to_string(),
+        from: State::Inbox.as_str().to_string(),
+        to: State::Invalid.as_str().to_string(),
+        summary: format!("reject {}: {}", f.id, first.split_once(": ").map_or(first.as_str(), |x| x.1)),
+        ops: vec![
+            Op::Move {
+                from: f.path.clone(),
+                to: to.clone(),
+            },
+            Op::Write {
+                path: format!("{to}.errors"),
+                text,
+            },
+        ],
+    });
+}
+
+/// Returns a file name in invalid/ that no file has: the same name, else `<stem>.<n>.<ext>`.
+fn free_name(w: &World<'_>, f: &TaskFile) -> String {
+    let name = f.file_name();
+    let invalid = Folder::of(State::Invalid);
+    let taken = |n: &str| {
+        let p = w.board.path_in(&invalid, n);
+        w.board.tasks.iter().any(|t| t.path == p) || w.board.error_files.contains(&format!("{p}.errors"))
+    };
+    if !taken(name) {
+        return name.to_string();
+    }
+    let (stem, ext) = name.rsplit_once('.').unwrap_or((name, "yaml"));
+    (1..)
+        .map(|n| format!("{stem}.{n}.{ext}"))
+        .find(|n| !taken(n))
+        .unwrap_or_else(|| name.to_string())
+}

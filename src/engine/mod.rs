@@ -1,0 +1,185 @@
+//! The pure planner: `plan(board, config, now)` decides every transition of one tick from an
+//! immutable snapshot and returns them as data. It never touches disk, git or the clock; the
+//! store carries a plan out and git records it. Commands that change one task (claim, approve,
+//! cancel, ...) build their single transition here too.
+
+mod adopt;
+mod assign;
+mod complete;
+pub mod commands;
+mod deps;
+mod handoff;
+mod intake;
+pub mod retry;
+mod world;
+
+use crate::board::Board;
+use crate::config::Config;
+use crate::model::TaskId;
+use jiff::Timestamp;
+use std::fmt;
+
+pub use world::{AcceptAll, Verifier};
+
+/// One file-system step of a transition. Paths are repo-relative.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Op {
+    /// Renames a file; never replaces an existing one.
+    Move {
+        /// The current path.
+        from: String,
+        /// The new path.
+        to: String,
+    },
+    /// Creates or atomically replaces a file with this text.
+    Write {
+        /// The path.
+        path: String,
+        /// The whole new content.
+        text: String,
+    },
+    /// Removes a file.
+    Remove {
+        /// The path.
+        path: String,
+    },
+}
+
+impl Op {
+    /// Returns the paths this op touches.
+    pub fn paths(&self) -> Vec<&str> {
+        match self {
+            Op::Move { from, to } => vec![from, to],
+            Op::Write { path, .. } | Op::Remove { path } => vec![path],
+        }
+    }
+}
+
+/// One state change: one commit.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Transition {
+    /// The task (or agent, for profile updates) it concerns.
+    pub subject: String,
+    /// The state before (`new` for created files, `agent` for profiles).
+    pub from: String,
+    /// The state after.
+    pub to: String,
+    /// One-line summary, without the `coord: ` prefix.
+    pub summary: String,
+    /// What to do on disk, in order.
+    pub ops: Vec<Op>,
+}
+
+impl Transition {
+    /// Returns the commit message: summary line and trailers.
+    pub fn message(&self) -> String {
+        let key = if self.from == "agent" { "Coord-Agent" } else { "Coord-Task" };
+        format!(
+            "coord: {}\n\n{key}: {}\nCoord-From: {}\nCoord-To: {}\n",
+            crate::redact::one_line(&self.summary),
+            self.subject,
+            self.from,
+            self.to
+        )
+    }
+
+    /// Returns every path the transition touches, deduplicated, in order.
+    pub fn paths(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for p in self.ops.iter().flat_map(Op::paths) {
+            if !out.iter().any(|q| q == p) {
+                out.push(p.to_string());
+            }
+        }
+        out
+    }
+}
+
+impl fmt::Display for Transition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({} -> {})", self.summary, self.from, self.to)
+    }
+}
+
+/// Something the planner saw but did not act on; shown by `status`, `doctor` and `tick -v`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Note {
+    /// A ready task no agent can take now, and why.
+    Waiting {
+        /// The task.
+        id: TaskId,
+        /// Why it waits.
+        reason: String,
+    },
+    /// A blocked task and the dependencies it still waits for.
+    Blocked {
+        /// The task.
+        id: TaskId,
+        /// Open dependencies.
+        open: Vec<TaskId>,
+    },
+    /// One id in several places: never assigned until a person keeps one copy.
+    Duplicate {
+        /// The id.
+        id: TaskId,
+        /// Every copy.
+        paths: Vec<String>,
+    },
+    /// A file that does not read, left where it is.
+    Unreadable {
+        /// The file.
+        path: String,
+        /// `path:line:col: message` lines.
+        errors: Vec<String>,
+    },
+    /// An invalid inbox file seen for the first time: it may still be being written.
+    Pending {
+        /// The file.
+        path: String,
+    },
+    /// A transition the planner had to skip, and why.
+    Skipped {
+        /// The file.
+        path: String,
+        /// Why.
+        message: String,
+    },
+}
+
+/// The outcome of planning: transitions to apply, in order, and notes.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    /// Transitions in the order they must be applied and committed.
+    pub transitions: Vec<Transition>,
+    /// What was seen and left alone.
+    pub notes: Vec<Note>,
+}
+
+impl Plan {
+    /// Returns whether there is nothing to do.
+    pub fn is_empty(&self) -> bool {
+        self.transitions.is_empty()
+    }
+}
+
+/// Everything the planner needs besides the board.
+pub struct Inputs<'a> {
+    /// Repo configuration.
+    pub config: &'a Config,
+    /// The coordinator's clock.
+    pub now: Timestamp,
+    /// Checks result signatures when the config requires them.
+    pub verifier: &'a dyn Verifier,
+}
+
+/// Plans one tick (SPEC 3): adoption of hand moves, intake, completion and timeouts,
+/// dependencies, assignment, agent circuit updates.
+pub fn plan(board: &Board, inputs: &Inputs<'_>) -> Plan {
+    let mut w = world::World::new(board, inputs);
+    adopt::run(&mut w);
+    intake::run(&mut w);
+    complete::run(&mut w);
+    deps::run(&mut w);
+    assign::run(&mut w);
+    w.finish()
+}

@@ -1,0 +1,127 @@
+//! Retry timing and the per-agent circuit breaker (SPEC 3.4, 3.6): exponential backoff with
+//! full jitter, deterministic for a task and attempt so plans are reproducible. Pure.
+
+use crate::config::{Backoff, CircuitBreaker};
+use crate::model::{AgentCoord, Circuit};
+use jiff::{SignedDuration, Timestamp};
+
+/// Returns the delay before attempt `attempt + 1` of task `id`:
+/// `random(0, min(max, base * 2^(attempt-1)))`, the random draw seeded by (id, attempt).
+pub fn backoff(id: &str, attempt: u32, cfg: &Backoff) -> SignedDuration {
+    let exp = attempt.saturating_sub(1).min(40);
+    let ceiling = cfg
+        .base
+        .as_secs()
+        .saturating_mul(1i64 << exp)
+        .min(cfg.max.as_secs())
+        .max(0);
+    let fraction = jitter(id, attempt);
+    SignedDuration::from_secs((ceiling as f64 * fraction).floor() as i64)
+}
+
+/// Returns a number in [0, 1) derived from the task and attempt (FNV-1a, then scaled).
+fn jitter(id: &str, attempt: u32) -> f64 {
+    let h = fnv1a(format!("{id}#{attempt}").as_bytes());
+    (h >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Returns the 64-bit FNV-1a hash of `bytes`.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Returns the breaker after a failed attempt.
+pub fn after_failure(c: &AgentCoord, cfg: &CircuitBreaker, now: Timestamp) -> AgentCoord {
+    let failures = c.consecutive_failures.saturating_add(1);
+    let trip = c.circuit == Circuit::HalfOpen || failures >= cfg.failure_threshold;
+    if trip {
+        let until = now + cfg.open_for.to_signed();
+        AgentCoord {
+            consecutive_failures: failures,
+            circuit: Circuit::Open,
+            open_until: Some(super::world::fmt_time(until)),
+        }
+    } else {
+        AgentCoord {
+            consecutive_failures: failures,
+            ..c.clone()
+        }
+    }
+}
+
+/// Returns the breaker after a successful attempt.
+pub fn after_success() -> AgentCoord {
+    AgentCoord::default()
+}
+
+/// Whether an agent's breaker lets it take a task now, and whether that task is the probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    /// Closed: take work.
+    Open,
+    /// Open past its time: one probe task.
+    Probe,
+    /// No new work.
+    Shut,
+}
+
+/// Returns what the breaker allows at `now`.
+pub fn gate(c: &AgentCoord, now: Timestamp) -> Gate {
+    match c.circuit {
+        Circuit::Closed => Gate::Open,
+        Circuit::HalfOpen => Gate::Shut,
+        Circuit::Open => {
+            let until = c.open_until.as_deref().and_then(super::world::parse_time);
+            match until {
+                Some(t) if t > now => Gate::Shut,
+                _ => Gate::Probe,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Duration;
+
+    #[test]
+    fn backoff_stays_within_full_jitter_bounds() {
+        let cfg = Backoff {
+            base: Duration::from_secs(1),
+            max: Duration::from_secs(10),
+        };
+        for attempt in 1..=6u32 {
+            let ceiling = (1i64 << (attempt - 1)).min(10);
+            for id in ["a", "b", "task-7", "x.y"] {
+                let d = backoff(id, attempt, &cfg).as_secs();
+                assert!((0..=ceiling).contains(&d), "{id} #{attempt}: {d} > {ceiling}");
+                assert_eq!(d, backoff(id, attempt, &cfg).as_secs(), "deterministic");
+            }
+        }
+    }
+
+    #[test]
+    fn breaker_opens_at_threshold_and_reopens_from_half_open() {
+        let cfg = CircuitBreaker {
+            failure_threshold: 2,
+            open_for: Duration::from_secs(600),
+        };
+        let now: Timestamp = "2026-11-22T10:00:00Z".parse().expect("time");
+        let one = after_failure(&AgentCoord::default(), &cfg, now);
+        assert_eq!(one.circuit, Circuit::Closed);
+        let two = after_failure(&one, &cfg, now);
+        assert_eq!(two.circuit, Circuit::Open);
+        assert_eq!(gate(&two, now), Gate::Shut);
+        let later = now + SignedDuration::from_secs(601);
+        assert_eq!(gate(&two, later), Gate::Probe);
+        let probing = AgentCoord {
+            circuit: Circuit::HalfOpen,
+            ..two.clone()
+        };
+        assert_eq!(gate(&probing, later), Gate::Shut);
+        assert_eq!(after_failure(&probing, &cfg, later).circuit, Circuit::Open);
+    }
+}

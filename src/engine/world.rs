@@ -1,0 +1,373 @@
+//! The planner's working state: the board's live tasks as they will be after the transitions
+//! planned so far, agent loads and breaker states, and the builders that turn a decision into
+//! a transition (new text spliced, ops listed, entry updated).
+
+use super::{Inputs, Note, Op, Plan, Transition};
+use crate::board::Board;
+use crate::check::{self, TaskDoc};
+use crate::config::Config;
+use crate::model::{
+    AgentCoord, AgentName, AgentProfile, CoordBlock, Folder, State, TaskId, TaskResult,
+};
+use crate::yaml::{self, Limits};
+use jiff::Timestamp;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashSet};
+
+/// Checks a result's signature (SPEC 5).
+pub trait Verifier {
+    /// Returns why the result's signature is not acceptable, if it is not.
+    fn verify(&self, task: &TaskId, attempt: u32, agent: &AgentName, result: &TaskResult) -> Result<(), String>;
+}
+
+/// A verifier for repos that do not require signed results.
+pub struct AcceptAll;
+
+impl Verifier for AcceptAll {
+    fn verify(&self, _: &TaskId, _: u32, _: &AgentName, _: &TaskResult) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// A live task as it stands after the transitions planned so far.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The id.
+    pub id: TaskId,
+    /// Repo-relative path.
+    pub path: String,
+    /// Its folder.
+    pub folder: Folder,
+    /// Its parsed content.
+    pub task: TaskDoc,
+}
+
+impl Entry {
+    /// Returns the file name.
+    pub fn file_name(&self) -> String {
+        self.path.rsplit('/').next().unwrap_or(&self.path).to_string()
+    }
+}
+
+/// What to do with the `result:` block in a transition.
+pub enum ResultEdit {
+    /// Leave it.
+    Keep,
+    /// Remove it (the task goes back for another attempt).
+    Remove,
+    /// Write this result.
+    Set(Value),
+}
+
+/// An agent's planning state.
+#[derive(Debug, Clone)]
+pub struct AgentState {
+    /// Its profile.
+    pub profile: AgentProfile,
+    /// Breaker state as planned.
+    pub coord: AgentCoord,
+    /// Whether `coord` changed this tick.
+    pub changed: bool,
+}
+
+/// The working state of one planning pass.
+pub struct World<'a> {
+    /// The snapshot.
+    pub board: &'a Board,
+    /// Configuration.
+    pub config: &'a Config,
+    /// The clock.
+    pub now: Timestamp,
+    /// Signature checks.
+    pub verifier: &'a dyn Verifier,
+    /// Live, unique, readable tasks by id.
+    pub entries: BTreeMap<TaskId, Entry>,
+    /// Every id present on the board in any form.
+    pub all_ids: HashSet<TaskId>,
+    /// Agents by name.
+    pub agents: BTreeMap<AgentName, AgentState>,
+    out: Plan,
+}
+
+impl<'a> World<'a> {
+    /// Builds the working state from a board, noting duplicates and unreadable files.
+    pub fn new(board: &'a Board, inputs: &Inputs<'a>) -> World<'a> {
+        let mut w = World {
+            board,
+            config: inputs.config,
+            now: inputs.now,
+            verifier: inputs.verifier,
+            entries: BTreeMap::new(),
+            all_ids: board.tasks.iter().map(|t| t.id.clone()).collect(),
+            agents: board
+                .agents
+                .iter()
+                .map(|(n, a)| {
+                    let st = AgentState {
+                        profile: a.profile.clone(),
+                        coord: a.profile.coord.clone(),
+                        changed: false,
+                    };
+                    (n.clone(), st)
+                })
+                .collect(),
+            out: Plan::default(),
+        };
+        w.load_entries();
+        w
+    }
+
+    fn load_entries(&mut self) {
+        for (id, files) in self.board.by_id() {
+            let live: Vec<_> = files.iter().filter(|f| f.folder.state != State::Invalid).collect();
+            if live.len() > 1 {
+                self.note(Note::Duplicate {
+                    id: id.clone(),
+                    paths: live.iter().map(|f| f.path.clone()).collect(),
+                });
+                continue;
+            }
+            let Some(f) = live.first() else { continue };
+            match &f.read {
+                Ok(task) => {
+                    self.entries.insert(
+                        id.clone(),
+                        Entry {
+                            id: id.clone(),
+                            path: f.path.clone(),
+                            folder: f.folder.clone(),
+                            task: task.clone(),
+                        },
+                    );
+                }
+                Err(_) if f.folder.state == State::Inbox => {}
+                Err(errors) => self.note(Note::Unreadable {
+                    path: f.path.clone(),
+                    errors: errors.iter().map(|v| v.render(&f.path)).collect(),
+                }),
+            }
+        }
+    }
+
+    /// Records a note.
+    pub fn note(&mut self, n: Note) {
+        self.out.notes.push(n);
+    }
+
+    /// Records a transition.
+    pub fn push(&mut self, t: Transition) {
+        self.out.transitions.push(t);
+    }
+
+    /// Returns the ids of live entries in one state, sorted.
+    pub fn ids_in(&self, state: State) -> Vec<TaskId> {
+        self.entries
+            .values()
+            .filter(|e| e.folder.state == state)
+            .map(|e| e.id.clone())
+            .collect()
+    }
+
+    /// Returns the output of a done (or archived) task.
+    pub fn output_of(&self, id: &TaskId) -> Option<Value> {
+        let e = self.entries.get(id)?;
+        if !matches!(e.folder.state, State::Done | State::Archived) {
+            return None;
+        }
+        e.task.result.as_ref().and_then(|r| r.output.clone())
+    }
+
+    /// Returns the current time in coord's format.
+    pub fn now_str(&self) -> String {
+        fmt_time(self.now)
+    }
+
+    /// Returns the number of tasks assigned to `agent` now.
+    pub fn load_of(&self, agent: &AgentName) -> usize {
+        self.entries
+            .values()
+            .filter(|e| e.folder.agent.as_ref() == Some(agent))
+            .count()
+    }
+
+    /// Moves a task to `to` with a new coord block and result edit; records the transition.
+    /// Returns false (with a note) when the file cannot be edited safely.
+    pub fn transit(
+        &mut self,
+        id: &TaskId,
+        to: Folder,
+        coord: CoordBlock,
+        result: ResultEdit,
+        summary: String,
+    ) -> bool {
+        let Some(entry) = self.entries.get(id) else {
+            return false;
+        };
+        let from_state = entry.folder.state.as_str().to_string();
+        let new_path = self.board.path_in(&to, &entry.file_name());
+        let text = match edit_text(&entry.task, &coord, result) {
+            Ok(t) => t,
+            Err(message) => {
+                let path = entry.path.clone();
+                self.note(Note::Skipped { path, message });
+                return false;
+            }
+        };
+        let mut ops = Vec::new();
+        if new_path != entry.path {
+            ops.push(Op::Move {
+                from: entry.path.clone(),
+                to: new_path.clone(),
+            });
+        }
+        if text != entry.task.text {
+            ops.push(Op::Write {
+                path: new_path.clone(),
+                text: text.clone(),
+            });
+        }
+        let reread = reparse(&text);
+        let Some(entry) = self.entries.get_mut(id) else {
+            return false;
+        };
+        entry.path = new_path;
+        entry.folder = to.clone();
+        if let Some(task) = reread {
+            entry.task = task;
+        }
+        if !ops.is_empty() {
+            self.push(Transition {
+                subject: id.to_string(),
+                from: from_state,
+                to: to.state.as_str().to_string(),
+                summary,
+                ops,
+            });
+        }
+        true
+    }
+
+    /// Adds a new task file created by the coordinator (handoff children, join tasks).
+    pub fn create(&mut self, id: &TaskId, folder: Folder, text: String, summary: String) {
+        let path = self.board.path_in(&folder, &format!("{id}.yaml"));
+        let Some(task) = reparse(&text) else {
+            self.note(Note::Skipped {
+                path,
+                message: "generated task does not validate".to_string(),
+            });
+            return;
+        };
+        self.all_ids.insert(id.clone());
+        self.entries.insert(
+            id.clone(),
+            Entry {
+                id: id.clone(),
+                path: path.clone(),
+                folder: folder.clone(),
+                task,
+            },
+        );
+        self.push(Transition {
+            subject: id.to_string(),
+            from: "new".to_string(),
+            to: folder.state.as_str().to_string(),
+            summary,
+            ops: vec![Op::Write { path, text }],
+        });
+    }
+
+    /// Adds an op to the last transition (e.g. removing a stale `.errors` file).
+    pub fn extend_last(&mut self, op: Op) {
+        if let Some(t) = self.out.transitions.last_mut() {
+            t.ops.push(op);
+        }
+    }
+
+    /// Removes a task from the live set (it left for `invalid/`).
+    pub fn forget(&mut self, id: &TaskId) {
+        self.entries.remove(id);
+    }
+
+    /// Updates an agent's breaker state.
+    pub fn set_agent_coord(&mut self, agent: &AgentName, coord: AgentCoord) {
+        let st = self.agents.entry(agent.clone()).or_insert_with(|| AgentState {
+            profile: AgentProfile::default(),
+            coord: AgentCoord::default(),
+            changed: false,
+        });
+        if st.coord != coord {
+            st.coord = coord;
+            st.changed = true;
+        }
+    }
+
+    /// Returns the plan, with profile updates for agents whose breaker changed.
+    pub fn finish(mut self) -> Plan {
+        let changed: Vec<(AgentName, AgentCoord)> = self
+            .agents
+            .iter()
+            .filter(|(_, s)| s.changed)
+            .map(|(n, s)| (n.clone(), s.coord.clone()))
+            .collect();
+        for (name, coord) in changed {
+            if let Some(t) = profile_update(self.board, &name, &coord) {
+                self.push(t);
+            }
+        }
+        self.out
+    }
+}
+
+/// Formats a timestamp as coord writes it: RFC 3339, UTC, whole seconds.
+pub fn fmt_time(t: Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// Parses a timestamp written in a task.
+pub fn parse_time(s: &str) -> Option<Timestamp> {
+    s.parse().ok()
+}
+
+fn edit_text(task: &TaskDoc, coord: &CoordBlock, result: ResultEdit) -> Result<String, String> {
+    let (text, doc) = match result {
+        ResultEdit::Keep => (task.text.clone(), task.doc.clone()),
+        ResultEdit::Remove => reparse_text(yaml::remove_block(&task.text, &task.doc, "result"))?,
+        ResultEdit::Set(v) => reparse_text(yaml::set_block(&task.text, &task.doc, "result", &v))?,
+    };
+    yaml::set_block(&text, &doc, "coord", &coord.to_value()).map_err(|e| e.to_string())
+}
+
+fn reparse_text(r: Result<String, yaml::SpliceError>) -> Result<(String, yaml::Doc), String> {
+    let text = r.map_err(|e| e.to_string())?;
+    let doc = yaml::parse(&text, &Limits::default()).map_err(|e| e.to_string())?;
+    Ok((text, doc))
+}
+
+fn reparse(text: &str) -> Option<TaskDoc> {
+    check::reread(text)
+}
+
+fn profile_update(board: &Board, name: &AgentName, coord: &AgentCoord) -> Option<Transition> {
+    let value = serde_json::to_value(coord).ok()?;
+    let (path, text) = match board.agents.get(name).and_then(|a| a.file.as_ref()) {
+        Some(f) => (
+            f.path.clone(),
+            yaml::set_block(&f.text, &f.doc, "coord", &value).ok()?,
+        ),
+        None => (
+            format!("{}/agents/{name}.yaml", board.work_dir),
+            yaml::emit_block("coord", &value, 0),
+        ),
+    };
+    Some(Transition {
+        subject: name.to_string(),
+        from: "agent".to_string(),
+        to: format!("circuit {}", coord.circuit.as_str()),
+        summary: format!(
+            "agent {name}: circuit {} after {} consecutive failures",
+            coord.circuit.as_str(),
+            coord.consecutive_failures
+        ),
+        ops: vec![Op::Write { path, text }],
+    })
+}

@@ -1,0 +1,92 @@
+//! Making task-supplied text safe to show: one line, no control characters or terminal
+//! escapes (so a title cannot forge commit trailers or terminal output), and secrets shown
+//! as `[REDACTED]`. Pure.
+
+use serde_json::Value;
+
+/// The replacement for secret values.
+pub const REDACTED: &str = "[REDACTED]";
+
+/// Returns whether a key names a secret (token, secret, password, api_key, authorization).
+pub fn is_secret_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase().replace('-', "_");
+    ["token", "secret", "password", "passwd", "api_key", "apikey", "authorization", "private_key"]
+        .iter()
+        .any(|s| k.contains(s))
+}
+
+/// Returns whether a string looks like a well-known credential.
+pub fn looks_like_token(s: &str) -> bool {
+    let t = s.trim();
+    let prefixed = ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xoxb-", "xoxp-", "sk-"]
+        .iter()
+        .any(|p| t.starts_with(p) && t.len() >= p.len() + 16);
+    let aws = t.len() == 20 && t.starts_with("AKIA") && t.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+    let jwt = t.starts_with("eyJ") && t.split('.').count() == 3 && t.len() > 30;
+    prefixed || aws || jwt
+}
+
+/// Returns `s` with credential-shaped words replaced.
+pub fn redact_text(s: &str) -> String {
+    if !s.split_whitespace().any(looks_like_token) {
+        return s.to_string();
+    }
+    s.split(' ')
+        .map(|w| if looks_like_token(w) { REDACTED } else { w })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Returns a copy of `v` with secret keys' values and token-shaped strings redacted.
+pub fn redact_value(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, x)| {
+                    let x = if is_secret_key(k) {
+                        Value::String(REDACTED.to_string())
+                    } else {
+                        redact_value(x)
+                    };
+                    (k.clone(), x)
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(redact_value).collect()),
+        Value::String(s) => Value::String(redact_text(s)),
+        other => other.clone(),
+    }
+}
+
+/// Returns `s` on one line: control characters (newlines, ESC, ...) become spaces, secrets
+/// are redacted, and the length is capped.
+pub fn one_line(s: &str) -> String {
+    let flat: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(200)
+        .collect();
+    redact_text(&flat)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn flattens_and_strips_escapes() {
+        assert_eq!(one_line("a\nCoord-To: done\x1b[31m"), "a Coord-To: done [31m");
+    }
+
+    #[test]
+    fn redacts_keys_and_tokens() {
+        let v = json!({"api_key": "x", "nested": {"Password": 1}, "note": "use ghp_abcdefghijklmnopqrstuvwxyz now"});
+        let r = redact_value(&v);
+        assert_eq!(r["api_key"], json!(REDACTED));
+        assert_eq!(r["nested"]["Password"], json!(REDACTED));
+        assert_eq!(r["note"], json!("use [REDACTED] now"));
+        assert!(looks_like_token("AKIAABCDEFGHIJKLMNOP"));
+        assert!(!looks_like_token("hello"));
+    }
+}
