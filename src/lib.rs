@@ -2,4 +2,5 @@
 //!
 //! Minimal module list for the `git-lock` branch; replaced on merge.
 
+pub mod git;
 pub mod lock;
