@@ -5,6 +5,8 @@ pub mod check;
 pub mod config;
 pub mod engine;
 pub mod expr;
+pub mod git;
+pub mod lock;
 pub mod model;
 pub mod redact;
 pub mod schema;

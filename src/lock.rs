@@ -1,0 +1,178 @@
+//! The coordinator lock: one tick at a time per clone, through an OS file lock on
+//! `<git_dir>/coord.lock` that records the holder's pid.
+//!
+//! This module does I/O: it creates, locks and writes that file. The kernel releases the lock
+//! when the holder exits, however it exits, so a crashed coordinator never blocks the next one.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How long to sleep between attempts while waiting for the lock.
+const RETRY_EVERY: Duration = Duration::from_millis(50);
+
+/// Errors from taking the coordinator lock.
+#[derive(thiserror::Error, Debug)]
+pub enum LockError {
+    /// Another coordinator held the lock for the whole wait.
+    #[error("another coordinator{} holds {}; wait for it or pass --wait 30s", holder(*pid), path.display())]
+    Held {
+        /// The lock file.
+        path: PathBuf,
+        /// The holder's pid as it wrote it, when readable.
+        pid: Option<u32>,
+    },
+    /// The lock file could not be opened, locked or written.
+    #[error("cannot lock {}", path.display())]
+    Io {
+        /// The lock file.
+        path: PathBuf,
+        /// What the OS reported.
+        #[source]
+        source: io::Error,
+    },
+}
+
+fn holder(pid: Option<u32>) -> String {
+    pid.map(|pid| format!(" (pid {pid})")).unwrap_or_default()
+}
+
+/// The held coordinator lock; dropping it releases the lock.
+#[derive(Debug)]
+pub struct CoordLock {
+    file: File,
+    path: PathBuf,
+}
+
+impl CoordLock {
+    /// Returns the path of the lock file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for CoordLock {
+    /// Empties the pid before the lock goes (closing the file releases it), so a later reader
+    /// does not name a coordinator that has finished.
+    fn drop(&mut self) {
+        let _ = self.file.set_len(0);
+    }
+}
+
+/// Takes the exclusive lock on `<git_dir>/coord.lock` and writes our pid into it, retrying every
+/// 50 ms while another coordinator holds it. Returns `Held` (with the holder's pid, when it can
+/// be read) once `wait` has passed; a zero `wait` tries once.
+pub fn acquire(git_dir: &Path, wait: Duration) -> Result<CoordLock, LockError> {
+    let path = git_dir.join("coord.lock");
+    let io_err = |source| LockError::Io {
+        path: path.clone(),
+        source,
+    };
+    // No truncate on open: the file holds the current holder's pid until we own the lock.
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(io_err)?;
+    let deadline = Instant::now() + wait;
+    loop {
+        match file.try_lock() {
+            Ok(()) => break,
+            Err(TryLockError::WouldBlock) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    let pid = read_pid(&path);
+                    return Err(LockError::Held { path, pid });
+                }
+                std::thread::sleep(left.min(RETRY_EVERY));
+            }
+            Err(TryLockError::Error(source)) => return Err(io_err(source)),
+        }
+    }
+    write_pid(&file).map_err(io_err)?;
+    Ok(CoordLock { file, path })
+}
+
+fn write_pid(mut file: &File) -> io::Result<()> {
+    file.set_len(0)?;
+    write!(file, "{}", std::process::id())?;
+    file.flush()
+}
+
+/// Returns the pid written in the lock file, or None when it is empty, garbled or unreadable
+/// (Windows locks are mandatory, so there it cannot be read while held).
+fn read_pid(path: &Path) -> Option<u32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_acquire_is_held_with_our_pid() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = acquire(dir.path(), Duration::ZERO).unwrap();
+        let err = acquire(dir.path(), Duration::ZERO).unwrap_err();
+        let LockError::Held { path, pid } = &err else {
+            panic!("expected Held, got {err:?}");
+        };
+        assert_eq!(path, first.path());
+        assert_eq!(*pid, Some(std::process::id()));
+        let message = err.to_string();
+        assert!(
+            message.contains(&format!("(pid {})", std::process::id())),
+            "{message}"
+        );
+        assert!(
+            message.contains("coord.lock; wait for it or pass --wait"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn acquire_succeeds_after_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(acquire(dir.path(), Duration::ZERO).unwrap());
+        let again = acquire(dir.path(), Duration::ZERO).unwrap();
+        let written = std::fs::read_to_string(again.path()).unwrap();
+        assert_eq!(written, std::process::id().to_string());
+    }
+
+    #[test]
+    fn wait_retries_until_another_thread_releases() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = acquire(dir.path(), Duration::ZERO).unwrap();
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            drop(held);
+        });
+        let start = Instant::now();
+        let lock = acquire(dir.path(), Duration::from_secs(10));
+        releaser.join().unwrap();
+        assert!(lock.is_ok(), "{lock:?}");
+        assert!(start.elapsed() >= Duration::from_millis(150));
+    }
+
+    #[test]
+    fn wait_gives_up_after_the_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        let _held = acquire(dir.path(), Duration::ZERO).unwrap();
+        let start = Instant::now();
+        let err = acquire(dir.path(), Duration::from_millis(120)).unwrap_err();
+        assert!(matches!(err, LockError::Held { .. }), "{err:?}");
+        assert!(start.elapsed() >= Duration::from_millis(120));
+    }
+
+    #[test]
+    fn missing_git_dir_is_an_io_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = acquire(&dir.path().join("nope"), Duration::ZERO).unwrap_err();
+        assert!(matches!(err, LockError::Io { .. }), "{err:?}");
+        assert!(err.to_string().contains("nope/coord.lock"), "{err}");
+    }
+}
