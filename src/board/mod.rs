@@ -8,6 +8,9 @@ use crate::schema::Violation;
 use crate::yaml::Doc;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+mod build;
+pub use build::{content_hash, RawFile};
+
 /// One task file.
 #[derive(Debug, Clone)]
 pub struct TaskFile {

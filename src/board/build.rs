@@ -1,0 +1,240 @@
+//! Turning a list of files under `work/` (path and bytes) into a board: which folder each file
+//! belongs to, task files parsed and checked on their own, agent profiles read, and every file
+//! that does not belong reported. Pure, so the planner can be tested without a disk.
+
+use super::{AgentEntry, Board, Problem, ProfileFile, TaskFile};
+use crate::check;
+use crate::model::{AgentName, AgentProfile, Folder, State, TaskId};
+use crate::schema::{Schema, Violation};
+use crate::yaml::{parse_bytes, Limits};
+
+/// A file found under the work folder.
+#[derive(Debug, Clone)]
+pub struct RawFile {
+    /// Path relative to the work folder, `/`-separated (`ready/a.yaml`).
+    pub rel: String,
+    /// The bytes, or why they could not be read.
+    pub bytes: Result<Vec<u8>, String>,
+    /// Whether these exact bytes were seen invalid at an earlier tick.
+    pub seen_before: bool,
+}
+
+/// What a path under `work/` is.
+enum Kind {
+    Task(Folder, TaskId),
+    Profile(AgentName),
+    Errors,
+    Ignored,
+    Stray(String),
+}
+
+/// Returns the FNV-1a hash of a file's bytes (the key of the seen-invalid memory).
+pub fn content_hash(bytes: &[u8]) -> u64 {
+    crate::engine::retry::fnv1a(bytes)
+}
+
+impl Board {
+    /// Builds a board from the files under `work_dir` and the folders of agents.
+    pub fn build(
+        work_dir: &str,
+        files: Vec<RawFile>,
+        agent_dirs: Vec<AgentName>,
+        schemas: (&Schema, &Schema),
+        limits: &Limits,
+    ) -> Board {
+        let mut board = Board {
+            work_dir: work_dir.to_string(),
+            ..Board::default()
+        };
+        for name in agent_dirs {
+            board.agents.entry(name.clone()).or_insert_with(|| agent(name));
+        }
+        for f in files {
+            board.add(f, schemas, limits);
+        }
+        board.tasks.sort_by(|a, b| a.path.cmp(&b.path));
+        board.problems.sort();
+        board
+    }
+
+    fn add(&mut self, f: RawFile, (task_schema, agent_schema): (&Schema, &Schema), limits: &Limits) {
+        let path = format!("{}/{}", self.work_dir, f.rel);
+        match classify(&f.rel) {
+            Kind::Task(folder, id) => {
+                let read = match &f.bytes {
+                    Ok(b) => check::read_task(id.as_str(), b, task_schema, limits),
+                    Err(e) => Err(vec![Violation::file(format!("cannot read: {e}"))]),
+                };
+                if let Some(agent) = &folder.agent {
+                    self.agents.entry(agent.clone()).or_insert_with(|| self::agent(agent.clone()));
+                }
+                self.tasks.push(TaskFile {
+                    id,
+                    path,
+                    folder,
+                    read,
+                    seen_before: f.seen_before,
+                });
+            }
+            Kind::Profile(name) => {
+                let entry = read_profile(name.clone(), path, &f.bytes, agent_schema, limits);
+                self.agents.insert(name, entry);
+            }
+            Kind::Errors => {
+                self.error_files.insert(path);
+            }
+            Kind::Ignored => {}
+            Kind::Stray(message) => self.problems.push(Problem { path, message }),
+        }
+    }
+}
+
+fn agent(name: AgentName) -> AgentEntry {
+    AgentEntry {
+        name,
+        profile: AgentProfile::default(),
+        file: None,
+        error: None,
+    }
+}
+
+fn read_profile(
+    name: AgentName,
+    path: String,
+    bytes: &Result<Vec<u8>, String>,
+    schema: &Schema,
+    limits: &Limits,
+) -> AgentEntry {
+    let parsed = bytes
+        .as_ref()
+        .map_err(|e| Violation::file(format!("cannot read: {e}")))
+        .and_then(|b| parse_bytes(b, limits).map_err(|e| Violation::at(e.pos, e.message)))
+        .and_then(|doc| {
+            let empty = doc.value.is_null();
+            if let Some(v) = (!empty).then(|| schema.validate(&doc)).and_then(|v| v.into_iter().next()) {
+                return Err(v);
+            }
+            let profile: AgentProfile = if empty {
+                AgentProfile::default()
+            } else {
+                serde_json::from_value(doc.value.clone()).map_err(|e| Violation::file(e.to_string()))?
+            };
+            let text = String::from_utf8_lossy(bytes.as_deref().unwrap_or_default()).into_owned();
+            Ok((profile, ProfileFile { path: path.clone(), text, doc }))
+        });
+    match parsed {
+        Ok((profile, file)) => AgentEntry {
+            name,
+            profile,
+            file: Some(file),
+            error: None,
+        },
+        Err(v) => AgentEntry {
+            name,
+            profile: AgentProfile {
+                enabled: false,
+                ..AgentProfile::default()
+            },
+            file: None,
+            error: Some(Violation::at(v.pos, format!("{}: {}", path, v.message))),
+        },
+    }
+}
+
+fn is_task_name(name: &str) -> Option<&str> {
+    name.strip_suffix(".yaml").or_else(|| name.strip_suffix(".yml"))
+}
+
+fn is_ignored(name: &str) -> bool {
+    name.starts_with('.') || name.eq_ignore_ascii_case("README.md") || name.ends_with('~')
+}
+
+fn task_kind(folder: Folder, name: &str) -> Kind {
+    match is_task_name(name).map(TaskId::new) {
+        Some(Ok(id)) => Kind::Task(folder, id),
+        Some(Err(e)) => Kind::Stray(format!(
+            "file name is not a task id ({e}); rename it to <id>.yaml with letters, digits, '.', '_' or '-'"
+        )),
+        None => Kind::Stray("not a task file (.yaml or .yml); move it out of work/".to_string()),
+    }
+}
+
+fn classify(rel: &str) -> Kind {
+    let parts: Vec<&str> = rel.split('/').collect();
+    let name = parts.last().copied().unwrap_or_default();
+    if is_ignored(name) {
+        return Kind::Ignored;
+    }
+    match parts.as_slice() {
+        ["invalid", n] if n.ends_with(".errors") => Kind::Errors,
+        ["agents", n] => match is_task_name(n).map(AgentName::new) {
+            Some(Ok(a)) => Kind::Profile(a),
+            _ => Kind::Stray("agent profiles are <name>.yaml with a valid agent name".to_string()),
+        },
+        ["assigned", agent, n] => match AgentName::new(agent) {
+            Ok(a) => task_kind(Folder::assigned(a), n),
+            Err(e) => Kind::Stray(format!("agent folder name {e}")),
+        },
+        ["archive", month, n] if is_month(month) => task_kind(Folder::archive(month.to_string()), n),
+        [state, n] => match State::parse(state) {
+            Some(s) if !matches!(s, State::Assigned | State::Archived) => task_kind(Folder::of(s), n),
+            _ => Kind::Stray(format!("'{state}' is not a state folder; see SPEC section 1")),
+        },
+        [] | [_] if name.is_empty() => Kind::Ignored,
+        [_] => Kind::Stray("files belong in a state folder, e.g. work/inbox/".to_string()),
+        _ => Kind::Stray("unexpected nesting; task files sit directly in their state folder".to_string()),
+    }
+}
+
+fn is_month(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 7 && b[4] == b'-' && b.iter().enumerate().all(|(i, c)| i == 4 || c.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(rel: &str, text: &str) -> RawFile {
+        RawFile {
+            rel: rel.to_string(),
+            bytes: Ok(text.as_bytes().to_vec()),
+            seen_before: false,
+        }
+    }
+
+    fn build(files: Vec<RawFile>) -> Board {
+        let (t, a) = (Schema::builtin_task(), Schema::builtin_agent());
+        Board::build("work", files, vec![], (&t, &a), &Limits::default())
+    }
+
+    #[test]
+    fn classifies_every_kind_of_path() {
+        let b = build(vec![
+            raw("inbox/a.yaml", "title: a\n"),
+            raw("assigned/alice/b.yml", "title: b\n"),
+            raw("archive/2026-11/c.yaml", "title: c\n"),
+            raw("agents/bob.yaml", "capabilities: [x]\nmax_active: 2\n"),
+            raw("invalid/d.yaml.errors", "x"),
+            raw("ready/.gitkeep", ""),
+            raw("ready/README.md", ""),
+            raw("ready/notes.txt", ""),
+            raw("ready/bad name.yaml", "title: x\n"),
+            raw("elsewhere/e.yaml", "title: e\n"),
+        ]);
+        let ids: Vec<_> = b.tasks.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, vec!["c", "b", "a"]);
+        assert_eq!(b.agents.len(), 2);
+        assert_eq!(b.agents[&AgentName::new("bob").expect("name")].profile.max_active, 2);
+        assert_eq!(b.error_files.len(), 1);
+        assert_eq!(b.problems.len(), 3, "{:?}", b.problems);
+    }
+
+    #[test]
+    fn unreadable_profile_disables_the_agent() {
+        let b = build(vec![raw("agents/x.yaml", "max_active: lots\n")]);
+        let x = &b.agents[&AgentName::new("x").expect("name")];
+        assert!(!x.profile.enabled);
+        assert!(x.error.is_some());
+    }
+}
