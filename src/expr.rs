@@ -153,11 +153,14 @@ fn render_path(path: &[Step]) -> String {
         .collect()
 }
 
+/// A malformed expression: the JSON pointer of its string and what is wrong.
+type Malformed = (String, String);
+
 fn walk(
     v: &Value,
     ptr: String,
-    f: &mut dyn FnMut(&str, &str) -> Result<(), (String, String)>,
-) -> Result<(), (String, String)> {
+    f: &mut dyn FnMut(&str, &str) -> Result<(), Malformed>,
+) -> Result<(), Malformed> {
     match v {
         Value::String(s) => f(&ptr, s),
         Value::Array(a) => a

@@ -10,18 +10,41 @@ pub const REDACTED: &str = "[REDACTED]";
 /// Returns whether a key names a secret (token, secret, password, api_key, authorization).
 pub fn is_secret_key(key: &str) -> bool {
     let k = key.to_ascii_lowercase().replace('-', "_");
-    ["token", "secret", "password", "passwd", "api_key", "apikey", "authorization", "private_key"]
-        .iter()
-        .any(|s| k.contains(s))
+    [
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "api_key",
+        "apikey",
+        "authorization",
+        "private_key",
+    ]
+    .iter()
+    .any(|s| k.contains(s))
 }
 
 /// Returns whether a string looks like a well-known credential.
 pub fn looks_like_token(s: &str) -> bool {
     let t = s.trim();
-    let prefixed = ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xoxb-", "xoxp-", "sk-"]
-        .iter()
-        .any(|p| t.starts_with(p) && t.len() >= p.len() + 16);
-    let aws = t.len() == 20 && t.starts_with("AKIA") && t.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+    let prefixed = [
+        "ghp_",
+        "gho_",
+        "ghu_",
+        "ghs_",
+        "ghr_",
+        "github_pat_",
+        "glpat-",
+        "xoxb-",
+        "xoxp-",
+        "sk-",
+    ]
+    .iter()
+    .any(|p| t.starts_with(p) && t.len() >= p.len() + 16);
+    let aws = t.len() == 20
+        && t.starts_with("AKIA")
+        && t.bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
     let jwt = t.starts_with("eyJ") && t.split('.').count() == 3 && t.len() > 30;
     prefixed || aws || jwt
 }
@@ -76,7 +99,10 @@ mod tests {
 
     #[test]
     fn flattens_and_strips_escapes() {
-        assert_eq!(one_line("a\nCoord-To: done\x1b[31m"), "a Coord-To: done [31m");
+        assert_eq!(
+            one_line("a\nCoord-To: done\x1b[31m"),
+            "a Coord-To: done [31m"
+        );
     }
 
     #[test]

@@ -47,7 +47,10 @@ impl Board {
             ..Board::default()
         };
         for name in agent_dirs {
-            board.agents.entry(name.clone()).or_insert_with(|| agent(name));
+            board
+                .agents
+                .entry(name.clone())
+                .or_insert_with(|| agent(name));
         }
         for f in files {
             board.add(f, schemas, limits);
@@ -57,7 +60,12 @@ impl Board {
         board
     }
 
-    fn add(&mut self, f: RawFile, (task_schema, agent_schema): (&Schema, &Schema), limits: &Limits) {
+    fn add(
+        &mut self,
+        f: RawFile,
+        (task_schema, agent_schema): (&Schema, &Schema),
+        limits: &Limits,
+    ) {
         let path = format!("{}/{}", self.work_dir, f.rel);
         match classify(&f.rel) {
             Kind::Task(folder, id) => {
@@ -66,9 +74,13 @@ impl Board {
                     Err(e) => Err(vec![Violation::file(format!("cannot read: {e}"))]),
                 };
                 if let Some(agent) = &folder.agent {
-                    self.agents.entry(agent.clone()).or_insert_with(|| self::agent(agent.clone()));
+                    self.agents
+                        .entry(agent.clone())
+                        .or_insert_with(|| self::agent(agent.clone()));
                 }
+                let hash = f.bytes.as_deref().map(content_hash).unwrap_or_default();
                 self.tasks.push(TaskFile {
+                    hash,
                     id,
                     path,
                     folder,
@@ -111,16 +123,27 @@ fn read_profile(
         .and_then(|b| parse_bytes(b, limits).map_err(|e| Violation::at(e.pos, e.message)))
         .and_then(|doc| {
             let empty = doc.value.is_null();
-            if let Some(v) = (!empty).then(|| schema.validate(&doc)).and_then(|v| v.into_iter().next()) {
+            if let Some(v) = (!empty)
+                .then(|| schema.validate(&doc))
+                .and_then(|v| v.into_iter().next())
+            {
                 return Err(v);
             }
             let profile: AgentProfile = if empty {
                 AgentProfile::default()
             } else {
-                serde_json::from_value(doc.value.clone()).map_err(|e| Violation::file(e.to_string()))?
+                serde_json::from_value(doc.value.clone())
+                    .map_err(|e| Violation::file(e.to_string()))?
             };
             let text = String::from_utf8_lossy(bytes.as_deref().unwrap_or_default()).into_owned();
-            Ok((profile, ProfileFile { path: path.clone(), text, doc }))
+            Ok((
+                profile,
+                ProfileFile {
+                    path: path.clone(),
+                    text,
+                    doc,
+                },
+            ))
         });
     match parsed {
         Ok((profile, file)) => AgentEntry {
@@ -142,7 +165,8 @@ fn read_profile(
 }
 
 fn is_task_name(name: &str) -> Option<&str> {
-    name.strip_suffix(".yaml").or_else(|| name.strip_suffix(".yml"))
+    name.strip_suffix(".yaml")
+        .or_else(|| name.strip_suffix(".yml"))
 }
 
 fn is_ignored(name: &str) -> bool {
@@ -175,20 +199,32 @@ fn classify(rel: &str) -> Kind {
             Ok(a) => task_kind(Folder::assigned(a), n),
             Err(e) => Kind::Stray(format!("agent folder name {e}")),
         },
-        ["archive", month, n] if is_month(month) => task_kind(Folder::archive(month.to_string()), n),
+        ["archive", month, n] if is_month(month) => {
+            task_kind(Folder::archive(month.to_string()), n)
+        }
         [state, n] => match State::parse(state) {
-            Some(s) if !matches!(s, State::Assigned | State::Archived) => task_kind(Folder::of(s), n),
-            _ => Kind::Stray(format!("'{state}' is not a state folder; see SPEC section 1")),
+            Some(s) if !matches!(s, State::Assigned | State::Archived) => {
+                task_kind(Folder::of(s), n)
+            }
+            _ => Kind::Stray(format!(
+                "'{state}' is not a state folder; see SPEC section 1"
+            )),
         },
         [] | [_] if name.is_empty() => Kind::Ignored,
         [_] => Kind::Stray("files belong in a state folder, e.g. work/inbox/".to_string()),
-        _ => Kind::Stray("unexpected nesting; task files sit directly in their state folder".to_string()),
+        _ => Kind::Stray(
+            "unexpected nesting; task files sit directly in their state folder".to_string(),
+        ),
     }
 }
 
 fn is_month(s: &str) -> bool {
     let b = s.as_bytes();
-    b.len() == 7 && b[4] == b'-' && b.iter().enumerate().all(|(i, c)| i == 4 || c.is_ascii_digit())
+    b.len() == 7
+        && b[4] == b'-'
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| i == 4 || c.is_ascii_digit())
 }
 
 #[cfg(test)]
@@ -225,7 +261,12 @@ mod tests {
         let ids: Vec<_> = b.tasks.iter().map(|t| t.id.as_str()).collect();
         assert_eq!(ids, vec!["c", "b", "a"]);
         assert_eq!(b.agents.len(), 2);
-        assert_eq!(b.agents[&AgentName::new("bob").expect("name")].profile.max_active, 2);
+        assert_eq!(
+            b.agents[&AgentName::new("bob").expect("name")]
+                .profile
+                .max_active,
+            2
+        );
         assert_eq!(b.error_files.len(), 1);
         assert_eq!(b.problems.len(), 3, "{:?}", b.problems);
     }

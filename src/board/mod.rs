@@ -25,6 +25,8 @@ pub struct TaskFile {
     /// For a file that did not read: whether the same bytes were already seen at an earlier
     /// tick (a file still being written is not quarantined on first sight).
     pub seen_before: bool,
+    /// Content hash of the bytes read (`content_hash`).
+    pub hash: u64,
 }
 
 impl TaskFile {

@@ -10,11 +10,16 @@ pub fn run(w: &mut World<'_>) {
     let ids: Vec<TaskId> = w
         .entries
         .values()
-        .filter(|e| !matches!(e.folder.state, State::Inbox | State::Invalid | State::Archived))
+        .filter(|e| {
+            !matches!(
+                e.folder.state,
+                State::Inbox | State::Invalid | State::Archived
+            )
+        })
         .filter(|e| {
             let recorded = State::parse(&e.task.coord.state);
-            let agent_ok = e.folder.state != State::Assigned
-                || e.task.coord.assigned_to == e.folder.agent;
+            let agent_ok =
+                e.folder.state != State::Assigned || e.task.coord.assigned_to == e.folder.agent;
             recorded != Some(e.folder.state) || !agent_ok
         })
         .map(|e| e.id.clone())

@@ -56,7 +56,10 @@ pub fn backoff_wait(w: &World<'_>, id: &TaskId) -> Option<String> {
 
 /// Returns the agent that should take `id` now; with `only`, that agent or nobody (claim).
 pub fn pick(w: &World<'_>, id: &TaskId, only: Option<&AgentName>) -> Result<AgentName, String> {
-    let e = w.entries.get(id).ok_or_else(|| format!("task {id} is gone"))?;
+    let e = w
+        .entries
+        .get(id)
+        .ok_or_else(|| format!("task {id} is gone"))?;
     let spec = &e.task.spec;
     if let Some(agent) = &spec.agent {
         if only.is_some_and(|o| o != agent) {
@@ -69,14 +72,19 @@ pub fn pick(w: &World<'_>, id: &TaskId, only: Option<&AgentName>) -> Result<Agen
         .iter()
         .filter(|(n, st)| {
             only.is_none_or(|o| o == *n)
-                && spec.capabilities.iter().all(|c| st.profile.capabilities.contains(c))
+                && spec
+                    .capabilities
+                    .iter()
+                    .all(|c| st.profile.capabilities.contains(c))
         })
         .map(|(n, _)| n)
         .collect();
     if capable.is_empty() {
         return Err(match only {
             Some(o) => format!("agent {o} lacks capabilities {:?}", spec.capabilities),
-            None if spec.capabilities.is_empty() => "no agents exist; add one with 'coord agents add NAME'".to_string(),
+            None if spec.capabilities.is_empty() => {
+                "no agents exist; add one with 'coord agents add NAME'".to_string()
+            }
             None => format!("no agent has capabilities {:?}", spec.capabilities),
         });
     }
@@ -89,7 +97,8 @@ pub fn pick(w: &World<'_>, id: &TaskId, only: Option<&AgentName>) -> Result<Agen
             Err(r) => reasons.push(r),
         }
     }
-    best.map(|(_, a)| a.clone()).ok_or_else(|| reasons.join("; "))
+    best.map(|(_, a)| a.clone())
+        .ok_or_else(|| reasons.join("; "))
 }
 
 /// Returns the agent's load when it can take one more task now, else why not.
@@ -136,7 +145,13 @@ pub fn assign(w: &mut World<'_>, id: &TaskId, agent: &AgentName) {
                 }
             }
             let summary = format!("assign {id} to {agent}");
-            w.transit(id, Folder::assigned(agent.clone()), c, ResultEdit::Keep, summary);
+            w.transit(
+                id,
+                Folder::assigned(agent.clone()),
+                c,
+                ResultEdit::Keep,
+                summary,
+            );
         }
         Err(error) => {
             c.state = State::Failed.as_str().to_string();
@@ -156,7 +171,10 @@ pub fn start_attempt(
     agent: &AgentName,
     c: &mut CoordBlock,
 ) -> Result<(), ErrorInfo> {
-    let e = w.entries.get(id).ok_or_else(|| ErrorInfo::new("gone", "task vanished", true))?;
+    let e = w
+        .entries
+        .get(id)
+        .ok_or_else(|| ErrorInfo::new("gone", "task vanished", true))?;
     let spec = &e.task.spec;
     let timeout = spec.timeout.unwrap_or(w.config.defaults.timeout);
     c.attempt = c.attempt.saturating_add(1);

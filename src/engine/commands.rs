@@ -45,9 +45,16 @@ pub enum CommandError {
     Unsafe(String),
 }
 
-fn world<'a>(board: &'a Board, inputs: &Inputs<'a>, id: &TaskId) -> Result<World<'a>, CommandError> {
+fn world<'a>(
+    board: &'a Board,
+    inputs: &Inputs<'a>,
+    id: &TaskId,
+) -> Result<World<'a>, CommandError> {
     let files = board.find(id);
-    let live: Vec<_> = files.iter().filter(|f| f.folder.state != State::Invalid).collect();
+    let live: Vec<_> = files
+        .iter()
+        .filter(|f| f.folder.state != State::Invalid)
+        .collect();
     if live.len() > 1 {
         return Err(CommandError::Duplicate(id.clone()));
     }
@@ -60,7 +67,12 @@ fn world<'a>(board: &'a Board, inputs: &Inputs<'a>, id: &TaskId) -> Result<World
 fn state_of(w: &World<'_>, id: &TaskId) -> Result<State, CommandError> {
     match w.entries.get(id) {
         Some(e) => Ok(e.folder.state),
-        None if w.board.find(id).iter().any(|f| f.folder.state == State::Invalid) => {
+        None if w
+            .board
+            .find(id)
+            .iter()
+            .any(|f| f.folder.state == State::Invalid) =>
+        {
             Ok(State::Invalid)
         }
         None => Err(CommandError::Unreadable(id.clone())),
@@ -88,7 +100,11 @@ fn done(w: World<'_>) -> Result<Plan, CommandError> {
 }
 
 /// Takes the best ready task `agent` may have (pull model).
-pub fn claim(board: &Board, inputs: &Inputs<'_>, agent: &AgentName) -> Result<(Plan, TaskId), CommandError> {
+pub fn claim(
+    board: &Board,
+    inputs: &Inputs<'_>,
+    agent: &AgentName,
+) -> Result<(Plan, TaskId), CommandError> {
     let mut w = World::new(board, inputs);
     let mut why = Vec::new();
     for id in queue(&w) {
@@ -100,7 +116,9 @@ pub fn claim(board: &Board, inputs: &Inputs<'_>, agent: &AgentName) -> Result<(P
                 assign(&mut w, &id, &a);
                 return done(w).map(|p| (p, id));
             }
-            Err(r) if r.contains("limit") || r.contains("circuit") || r.contains("disabled") => why.push(r),
+            Err(r) if r.contains("limit") || r.contains("circuit") || r.contains("disabled") => {
+                why.push(r)
+            }
             Err(_) => {}
         }
     }
@@ -118,7 +136,11 @@ pub fn approve(board: &Board, inputs: &Inputs<'_>, id: &TaskId) -> Result<Plan, 
     if state != State::Review {
         return Err(wrong(id, state, "only tasks in review/ can be approved"));
     }
-    let e = w.entries.get(id).cloned().ok_or_else(|| CommandError::Unreadable(id.clone()))?;
+    let e = w
+        .entries
+        .get(id)
+        .cloned()
+        .ok_or_else(|| CommandError::Unreadable(id.clone()))?;
     if e.task.coord.review.as_deref() == Some("result") || e.task.result.is_some() {
         finish_success(&mut w, id);
     } else {
@@ -133,28 +155,58 @@ pub fn approve(board: &Board, inputs: &Inputs<'_>, id: &TaskId) -> Result<Plan, 
 }
 
 /// Rejects a task in review: it goes to failed/ with the reason.
-pub fn reject(board: &Board, inputs: &Inputs<'_>, id: &TaskId, reason: &str) -> Result<Plan, CommandError> {
+pub fn reject(
+    board: &Board,
+    inputs: &Inputs<'_>,
+    id: &TaskId,
+    reason: &str,
+) -> Result<Plan, CommandError> {
     let mut w = world(board, inputs, id)?;
     let state = state_of(&w, id)?;
     if state != State::Review {
         return Err(wrong(id, state, "only tasks in review/ can be rejected"));
     }
-    end(&mut w, id, State::Failed, ErrorInfo::new("rejected", reason, false), "reject");
+    end(
+        &mut w,
+        id,
+        State::Failed,
+        ErrorInfo::new("rejected", reason, false),
+        "reject",
+    );
     deps::run(&mut w);
     done(w)
 }
 
 /// Cancels a task that is not final; blocked dependents fail.
-pub fn cancel(board: &Board, inputs: &Inputs<'_>, id: &TaskId, reason: &str) -> Result<Plan, CommandError> {
+pub fn cancel(
+    board: &Board,
+    inputs: &Inputs<'_>,
+    id: &TaskId,
+    reason: &str,
+) -> Result<Plan, CommandError> {
     let mut w = world(board, inputs, id)?;
     let state = state_of(&w, id)?;
     if state.is_final() {
-        return Err(wrong(id, state, "only tasks that are not final can be cancelled"));
+        return Err(wrong(
+            id,
+            state,
+            "only tasks that are not final can be cancelled",
+        ));
     }
     if state == State::Inbox {
-        return Err(wrong(id, state, "run 'coord tick' first, or delete the file"));
+        return Err(wrong(
+            id,
+            state,
+            "run 'coord tick' first, or delete the file",
+        ));
     }
-    end(&mut w, id, State::Cancelled, ErrorInfo::new("cancelled", reason, false), "cancel");
+    end(
+        &mut w,
+        id,
+        State::Cancelled,
+        ErrorInfo::new("cancelled", reason, false),
+        "cancel",
+    );
     deps::run(&mut w);
     done(w)
 }
@@ -190,15 +242,26 @@ pub fn retry(board: &Board, inputs: &Inputs<'_>, id: &TaskId) -> Result<Plan, Co
             w.transit(id, Folder::of(State::Inbox), c, ResultEdit::Keep, summary);
             done(w)
         }
-        s => Err(wrong(id, s, "only failed, invalid or cancelled tasks can be retried")),
+        s => Err(wrong(
+            id,
+            s,
+            "only failed, invalid or cancelled tasks can be retried",
+        )),
     }
 }
 
 fn retry_invalid(board: &Board, id: &TaskId) -> Plan {
     let mut plan = Plan::default();
-    if let Some(f) = board.find(id).into_iter().find(|f| f.folder.state == State::Invalid) {
+    if let Some(f) = board
+        .find(id)
+        .into_iter()
+        .find(|f| f.folder.state == State::Invalid)
+    {
         let to = board.path_in(&Folder::of(State::Inbox), f.file_name());
-        let mut ops = vec![Op::Move { from: f.path.clone(), to }];
+        let mut ops = vec![Op::Move {
+            from: f.path.clone(),
+            to,
+        }];
         let errors = format!("{}.errors", f.path);
         if board.error_files.contains(&errors) {
             ops.push(Op::Remove { path: errors });
@@ -209,6 +272,7 @@ fn retry_invalid(board: &Board, id: &TaskId) -> Plan {
             to: State::Inbox.as_str().to_string(),
             summary: format!("retry {id}: back to inbox"),
             ops,
+            guard: vec![(f.path.clone(), f.hash)],
         });
     }
     plan
@@ -234,7 +298,13 @@ pub fn heartbeat(board: &Board, inputs: &Inputs<'_>, id: &TaskId) -> Result<Plan
     let until = fmt_time(w.now + timeout.to_signed());
     c.lease_expires_at = Some(until.clone());
     let folder = e.folder.clone();
-    w.transit(id, folder, c, ResultEdit::Keep, format!("heartbeat {id}: lease until {until}"));
+    w.transit(
+        id,
+        folder,
+        c,
+        ResultEdit::Keep,
+        format!("heartbeat {id}: lease until {until}"),
+    );
     done(w)
 }
 
@@ -245,7 +315,12 @@ pub struct Report {
 }
 
 /// Writes an agent's `result:` into an assigned task, stamped with the attempt and agent.
-pub fn report(board: &Board, inputs: &Inputs<'_>, id: &TaskId, report: Report) -> Result<Plan, CommandError> {
+pub fn report(
+    board: &Board,
+    inputs: &Inputs<'_>,
+    id: &TaskId,
+    report: Report,
+) -> Result<Plan, CommandError> {
     let mut w = world(board, inputs, id)?;
     assigned_entry(&w, id)?;
     let Some(e) = w.entries.get(id) else {
@@ -257,7 +332,11 @@ pub fn report(board: &Board, inputs: &Inputs<'_>, id: &TaskId, report: Report) -
         result["agent"] = json!(a);
     }
     let status = result["status"].as_str().unwrap_or("success").to_string();
-    let who = e.folder.agent.as_ref().map_or("agent".to_string(), |a| a.to_string());
+    let who = e
+        .folder
+        .agent
+        .as_ref()
+        .map_or("agent".to_string(), |a| a.to_string());
     let (c, folder) = (e.task.coord.clone(), e.folder.clone());
     let summary = format!("{who} reports {status} for {id}");
     w.transit(id, folder, c, ResultEdit::Set(result), summary);

@@ -11,7 +11,9 @@ use serde_json::json;
 /// Acts on every assigned task that has a result or an expired lease.
 pub fn run(w: &mut World<'_>) {
     for id in w.ids_in(State::Assigned) {
-        let Some(e) = w.entries.get(&id).cloned() else { continue };
+        let Some(e) = w.entries.get(&id).cloned() else {
+            continue;
+        };
         match &e.task.result {
             Some(r) if r.attempt.is_some_and(|a| a != e.task.coord.attempt) => stale(w, &e),
             Some(r) => {
@@ -54,8 +56,12 @@ fn lease_expired(w: &World<'_>, e: &Entry) -> bool {
 fn stale(w: &mut World<'_>, e: &Entry) {
     let mut c = e.task.coord.clone();
     let result = e.task.doc.value.get("result").cloned();
-    c.history.push(json!({"at": w.now_str(), "event": "stale_result", "result": result}));
-    let summary = format!("set aside a stale result for {} (not attempt {})", e.id, c.attempt);
+    c.history
+        .push(json!({"at": w.now_str(), "event": "stale_result", "result": result}));
+    let summary = format!(
+        "set aside a stale result for {} (not attempt {})",
+        e.id, c.attempt
+    );
     w.transit(&e.id, e.folder.clone(), c, ResultEdit::Remove, summary);
 }
 
@@ -66,7 +72,13 @@ fn bad_signature(w: &mut World<'_>, e: &Entry, why: String) {
     c.lease_expires_at = None;
     c.error = Some(ErrorInfo::new("bad_signature", why, false));
     let summary = format!("fail {}: bad result signature", e.id);
-    w.transit(&e.id, Folder::of(State::Failed), c, ResultEdit::Keep, summary);
+    w.transit(
+        &e.id,
+        Folder::of(State::Failed),
+        c,
+        ResultEdit::Keep,
+        summary,
+    );
 }
 
 fn succeed(w: &mut World<'_>, e: &Entry) {
@@ -79,7 +91,13 @@ fn succeed(w: &mut World<'_>, e: &Entry) {
         c.review = Some("result".to_string());
         c.lease_expires_at = None;
         let summary = format!("hold {} for review of its result", e.id);
-        w.transit(&e.id, Folder::of(State::Review), c, ResultEdit::Keep, summary);
+        w.transit(
+            &e.id,
+            Folder::of(State::Review),
+            c,
+            ResultEdit::Keep,
+            summary,
+        );
         return;
     }
     finish_success(w, &e.id);
@@ -88,7 +106,9 @@ fn succeed(w: &mut World<'_>, e: &Entry) {
 /// Moves a task with a success result to done and creates its handoffs (or fails it with
 /// `handoff_limit` when the chain is too long).
 pub fn finish_success(w: &mut World<'_>, id: &TaskId) {
-    let Some(e) = w.entries.get(id).cloned() else { return };
+    let Some(e) = w.entries.get(id).cloned() else {
+        return;
+    };
     let targets = handoff::targets(w, &e);
     let mut c = e.task.coord.clone();
     c.finished_at = Some(w.now_str());
@@ -113,12 +133,20 @@ pub fn finish_success(w: &mut World<'_>, id: &TaskId) {
 /// Records a failed attempt: another try after backoff, or the dead letter.
 pub fn fail_attempt(w: &mut World<'_>, e: &Entry, err: ErrorInfo, had_result: bool) {
     if let Some(agent) = &e.folder.agent {
-        let st = w.agents.get(agent).map(|s| s.coord.clone()).unwrap_or_default();
+        let st = w
+            .agents
+            .get(agent)
+            .map(|s| s.coord.clone())
+            .unwrap_or_default();
         let next = after_failure(&st, &w.config.circuit_breaker, w.now);
         w.set_agent_coord(agent, next);
     }
     let mut c = e.task.coord.clone();
-    let max = e.task.spec.max_attempts.unwrap_or(w.config.defaults.max_attempts);
+    let max = e
+        .task
+        .spec
+        .max_attempts
+        .unwrap_or(w.config.defaults.max_attempts);
     let mut record = json!({
         "at": w.now_str(),
         "attempt": c.attempt,
@@ -136,17 +164,36 @@ pub fn fail_attempt(w: &mut World<'_>, e: &Entry, err: ErrorInfo, had_result: bo
         c.not_before = Some(super::world::fmt_time(w.now + delay));
         c.assigned_to = None;
         c.assigned_at = None;
-        let summary = format!("retry {} after {} (attempt {}/{max})", e.id, code(&err), c.attempt);
-        let edit = if had_result { ResultEdit::Remove } else { ResultEdit::Keep };
+        let summary = format!(
+            "retry {} after {} (attempt {}/{max})",
+            e.id,
+            code(&err),
+            c.attempt
+        );
+        let edit = if had_result {
+            ResultEdit::Remove
+        } else {
+            ResultEdit::Keep
+        };
         w.transit(&e.id, Folder::of(State::Ready), c, edit, summary);
     } else {
         c.history.push(record);
         c.state = State::Failed.as_str().to_string();
         c.finished_at = Some(w.now_str());
-        let why = if err.is_retryable() { "attempts exhausted" } else { "not retryable" };
+        let why = if err.is_retryable() {
+            "attempts exhausted"
+        } else {
+            "not retryable"
+        };
         let summary = format!("fail {}: {} ({why})", e.id, code(&err));
         c.error = Some(err);
-        w.transit(&e.id, Folder::of(State::Failed), c, ResultEdit::Keep, summary);
+        w.transit(
+            &e.id,
+            Folder::of(State::Failed),
+            c,
+            ResultEdit::Keep,
+            summary,
+        );
     }
 }
 

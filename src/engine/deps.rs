@@ -32,28 +32,44 @@ pub fn run(w: &mut World<'_>) {
 }
 
 fn open_deps(w: &World<'_>, id: &TaskId) -> Vec<TaskId> {
-    let deps = w.entries.get(id).map(|e| e.task.spec.depends_on.clone()).unwrap_or_default();
+    let deps = w
+        .entries
+        .get(id)
+        .map(|e| e.task.spec.depends_on.clone())
+        .unwrap_or_default();
     deps.into_iter()
         .filter(|d| effective_state(w, d) != Some(State::Done))
         .collect()
 }
 
 fn step(w: &mut World<'_>, id: &TaskId) -> bool {
-    let Some(e) = w.entries.get(id) else { return false };
+    let Some(e) = w.entries.get(id) else {
+        return false;
+    };
     let deps = e.task.spec.depends_on.clone();
     let mut c = e.task.coord.clone();
     let failed = deps.iter().find(|d| {
-        matches!(effective_state(w, d), Some(State::Failed | State::Cancelled))
+        matches!(
+            effective_state(w, d),
+            Some(State::Failed | State::Cancelled)
+        )
     });
     if let Some(dep) = failed {
         let how = effective_state(w, dep).map_or("failed", |s| s.as_str());
         c.state = State::Failed.as_str().to_string();
         c.finished_at = Some(w.now_str());
-        c.error = Some(ErrorInfo::new("dependency_failed", format!("dependency {dep} {how}"), false));
+        c.error = Some(ErrorInfo::new(
+            "dependency_failed",
+            format!("dependency {dep} {how}"),
+            false,
+        ));
         let summary = format!("fail {id}: dependency {dep} {how}");
         return w.transit(id, Folder::of(State::Failed), c, ResultEdit::Keep, summary);
     }
-    if deps.iter().all(|d| effective_state(w, d) == Some(State::Done)) {
+    if deps
+        .iter()
+        .all(|d| effective_state(w, d) == Some(State::Done))
+    {
         c.state = State::Ready.as_str().to_string();
         let summary = format!("unblock {id}: dependencies done");
         return w.transit(id, Folder::of(State::Ready), c, ResultEdit::Keep, summary);

@@ -31,8 +31,14 @@ pub fn targets(w: &World<'_>, e: &Entry) -> Vec<AgentName> {
 
 fn rule_matches(w: &World<'_>, e: &Entry, when: &crate::config::RuleWhen) -> bool {
     let _ = w;
-    let agent_ok = when.agent.as_ref().is_none_or(|a| e.folder.agent.as_ref() == Some(a));
-    let label_ok = when.label.as_ref().is_none_or(|l| e.task.spec.labels.contains(l));
+    let agent_ok = when
+        .agent
+        .as_ref()
+        .is_none_or(|a| e.folder.agent.as_ref() == Some(a));
+    let label_ok = when
+        .label
+        .as_ref()
+        .is_none_or(|l| e.task.spec.labels.contains(l));
     let output_ok = when.output_contains.as_ref().is_none_or(|needle| {
         let out = e.task.result.as_ref().and_then(|r| r.output.as_ref());
         out.is_some_and(|o| {
@@ -66,7 +72,12 @@ pub fn create_children(w: &mut World<'_>, e: &Entry, targets: &[AgentName]) {
         }
         let input = json!({ "previous": previous(e) });
         let text = child_text(w, e, agent, input, &[], State::Ready);
-        w.create(&id, Folder::of(State::Ready), text, format!("hand off {} to {agent} as {id}", e.id));
+        w.create(
+            &id,
+            Folder::of(State::Ready),
+            text,
+            format!("hand off {} to {agent} as {id}", e.id),
+        );
     }
     let fan_out = matches!(e.task.spec.next_agent, Some(NextAgent::Many(_)));
     if let (Some(join), true) = (&e.task.spec.join_agent, fan_out) {
@@ -81,16 +92,31 @@ fn create_join(w: &mut World<'_>, e: &Entry, join: &AgentName, children: &[TaskI
     }
     let results: Map<String, Value> = children
         .iter()
-        .map(|c| (c.to_string(), json!(format!("${{tasks.{c}.result.output ?? \"\"}}"))))
+        .map(|c| {
+            (
+                c.to_string(),
+                json!(format!("${{tasks.{c}.result.output ?? \"\"}}")),
+            )
+        })
         .collect();
     let input = json!({ "results": results });
     let text = child_text(w, e, join, input, children, State::Blocked);
-    w.create(&id, Folder::of(State::Blocked), text, format!("create join task {id} for {join}"));
+    w.create(
+        &id,
+        Folder::of(State::Blocked),
+        text,
+        format!("create join task {id} for {join}"),
+    );
 }
 
 /// Returns the parent's output, or a reference to it when it is too large to copy.
 fn previous(e: &Entry) -> Value {
-    let out = e.task.result.as_ref().and_then(|r| r.output.clone()).unwrap_or(Value::Null);
+    let out = e
+        .task
+        .result
+        .as_ref()
+        .and_then(|r| r.output.clone())
+        .unwrap_or(Value::Null);
     let size = serde_json::to_string(&out).map_or(usize::MAX, |s| s.len());
     if size <= MAX_PREVIOUS {
         return out;

@@ -51,7 +51,10 @@ impl Context for Ctx<'_, '_> {
         self.0.agents.contains_key(agent)
     }
     fn deps_of(&self, id: &TaskId) -> Option<Vec<TaskId>> {
-        self.0.entries.get(id).map(|e| e.task.spec.depends_on.clone())
+        self.0
+            .entries
+            .get(id)
+            .map(|e| e.task.spec.depends_on.clone())
     }
 }
 
@@ -62,10 +65,12 @@ fn admit(w: &mut World<'_>, id: &TaskId) {
     let mut c = e.task.coord.clone();
     let had_result = e.task.result.is_some();
     if let Some(r) = e.task.doc.value.get("result") {
-        c.history.push(json!({"at": now, "event": "result before retry", "result": r}));
+        c.history
+            .push(json!({"at": now, "event": "result before retry", "result": r}));
     }
     if let Some(err) = c.error.take() {
-        c.history.push(json!({"at": now, "event": "error before retry", "error": err}));
+        c.history
+            .push(json!({"at": now, "event": "error before retry", "error": err}));
     }
     let deps_done = spec
         .depends_on
@@ -85,11 +90,17 @@ fn admit(w: &mut World<'_>, id: &TaskId) {
     c.not_before = None;
     c.finished_at = None;
     c.review = (target == State::Review).then(|| "start".to_string());
-    let edit = if had_result { ResultEdit::Remove } else { ResultEdit::Keep };
+    let edit = if had_result {
+        ResultEdit::Remove
+    } else {
+        ResultEdit::Keep
+    };
     let file = e.file_name();
     let summary = format!("accept {id} into {target}");
     if w.transit(id, Folder::of(target), c, edit, summary) {
-        let stale = w.board.path_in(&Folder::of(State::Invalid), &format!("{file}.errors"));
+        let stale = w
+            .board
+            .path_in(&Folder::of(State::Invalid), &format!("{file}.errors"));
         if w.board.error_files.contains(&stale) {
             w.extend_last(Op::Remove { path: stale });
         }
@@ -108,7 +119,11 @@ fn quarantine(w: &mut World<'_>, f: &TaskFile, lines: Vec<String>) {
         subject: f.id.to_string(),
         from: State::Inbox.as_str().to_string(),
         to: State::Invalid.as_str().to_string(),
-        summary: format!("reject {}: {}", f.id, first.split_once(": ").map_or(first.as_str(), |x| x.1)),
+        summary: format!(
+            "reject {}: {}",
+            f.id,
+            first.split_once(": ").map_or(first.as_str(), |x| x.1)
+        ),
         ops: vec![
             Op::Move {
                 from: f.path.clone(),
@@ -119,6 +134,7 @@ fn quarantine(w: &mut World<'_>, f: &TaskFile, lines: Vec<String>) {
                 text,
             },
         ],
+        guard: vec![(f.path.clone(), f.hash)],
     });
 }
 
@@ -128,7 +144,8 @@ fn free_name(w: &World<'_>, f: &TaskFile) -> String {
     let invalid = Folder::of(State::Invalid);
     let taken = |n: &str| {
         let p = w.board.path_in(&invalid, n);
-        w.board.tasks.iter().any(|t| t.path == p) || w.board.error_files.contains(&format!("{p}.errors"))
+        w.board.tasks.iter().any(|t| t.path == p)
+            || w.board.error_files.contains(&format!("{p}.errors"))
     };
     if !taken(name) {
         return name.to_string();

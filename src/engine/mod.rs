@@ -5,8 +5,8 @@
 
 mod adopt;
 mod assign;
-mod complete;
 pub mod commands;
+mod complete;
 mod deps;
 mod handoff;
 mod intake;
@@ -68,12 +68,20 @@ pub struct Transition {
     pub summary: String,
     /// What to do on disk, in order.
     pub ops: Vec<Op>,
+    /// Files that must still hold the bytes the plan was made from (path, content hash);
+    /// the applier skips the transition when one changed meanwhile.
+    #[serde(default)]
+    pub guard: Vec<(String, u64)>,
 }
 
 impl Transition {
     /// Returns the commit message: summary line and trailers.
     pub fn message(&self) -> String {
-        let key = if self.from == "agent" { "Coord-Agent" } else { "Coord-Task" };
+        let key = if self.from == "agent" {
+            "Coord-Agent"
+        } else {
+            "Coord-Task"
+        };
         format!(
             "coord: {}\n\n{key}: {}\nCoord-From: {}\nCoord-To: {}\n",
             crate::redact::one_line(&self.summary),
@@ -181,5 +189,12 @@ pub fn plan(board: &Board, inputs: &Inputs<'_>) -> Plan {
     complete::run(&mut w);
     deps::run(&mut w);
     assign::run(&mut w);
+    w.finish()
+}
+
+/// Plans only the adoption of hand moves (what `coord doctor --fix` repairs).
+pub fn adoption_plan(board: &Board, inputs: &Inputs<'_>) -> Plan {
+    let mut w = world::World::new(board, inputs);
+    adopt::run(&mut w);
     w.finish()
 }

@@ -97,7 +97,10 @@ mod tests {
             let ceiling = (1i64 << (attempt - 1)).min(10);
             for id in ["a", "b", "task-7", "x.y"] {
                 let d = backoff(id, attempt, &cfg).as_secs();
-                assert!((0..=ceiling).contains(&d), "{id} #{attempt}: {d} > {ceiling}");
+                assert!(
+                    (0..=ceiling).contains(&d),
+                    "{id} #{attempt}: {d} > {ceiling}"
+                );
                 assert_eq!(d, backoff(id, attempt, &cfg).as_secs(), "deterministic");
             }
         }

@@ -17,7 +17,13 @@ use std::collections::{BTreeMap, HashSet};
 /// Checks a result's signature (SPEC 5).
 pub trait Verifier {
     /// Returns why the result's signature is not acceptable, if it is not.
-    fn verify(&self, task: &TaskId, attempt: u32, agent: &AgentName, result: &TaskResult) -> Result<(), String>;
+    fn verify(
+        &self,
+        task: &TaskId,
+        attempt: u32,
+        agent: &AgentName,
+        result: &TaskResult,
+    ) -> Result<(), String>;
 }
 
 /// A verifier for repos that do not require signed results.
@@ -45,7 +51,11 @@ pub struct Entry {
 impl Entry {
     /// Returns the file name.
     pub fn file_name(&self) -> String {
-        self.path.rsplit('/').next().unwrap_or(&self.path).to_string()
+        self.path
+            .rsplit('/')
+            .next()
+            .unwrap_or(&self.path)
+            .to_string()
     }
 }
 
@@ -119,7 +129,10 @@ impl<'a> World<'a> {
 
     fn load_entries(&mut self) {
         for (id, files) in self.board.by_id() {
-            let live: Vec<_> = files.iter().filter(|f| f.folder.state != State::Invalid).collect();
+            let live: Vec<_> = files
+                .iter()
+                .filter(|f| f.folder.state != State::Invalid)
+                .collect();
             if live.len() > 1 {
                 self.note(Note::Duplicate {
                     id: id.clone(),
@@ -204,6 +217,10 @@ impl<'a> World<'a> {
             return false;
         };
         let from_state = entry.folder.state.as_str().to_string();
+        let guard = vec![(
+            entry.path.clone(),
+            crate::board::content_hash(entry.task.text.as_bytes()),
+        )];
         let new_path = self.board.path_in(&to, &entry.file_name());
         let text = match edit_text(&entry.task, &coord, result) {
             Ok(t) => t,
@@ -242,6 +259,7 @@ impl<'a> World<'a> {
                 to: to.state.as_str().to_string(),
                 summary,
                 ops,
+                guard,
             });
         }
         true
@@ -273,6 +291,7 @@ impl<'a> World<'a> {
             to: folder.state.as_str().to_string(),
             summary,
             ops: vec![Op::Write { path, text }],
+            guard: Vec::new(),
         });
     }
 
@@ -290,11 +309,14 @@ impl<'a> World<'a> {
 
     /// Updates an agent's breaker state.
     pub fn set_agent_coord(&mut self, agent: &AgentName, coord: AgentCoord) {
-        let st = self.agents.entry(agent.clone()).or_insert_with(|| AgentState {
-            profile: AgentProfile::default(),
-            coord: AgentCoord::default(),
-            changed: false,
-        });
+        let st = self
+            .agents
+            .entry(agent.clone())
+            .or_insert_with(|| AgentState {
+                profile: AgentProfile::default(),
+                coord: AgentCoord::default(),
+                changed: false,
+            });
         if st.coord != coord {
             st.coord = coord;
             st.changed = true;
@@ -369,5 +391,6 @@ fn profile_update(board: &Board, name: &AgentName, coord: &AgentCoord) -> Option
             coord.consecutive_failures
         ),
         ops: vec![Op::Write { path, text }],
+        guard: Vec::new(),
     })
 }

@@ -114,8 +114,7 @@ pub fn parse_bytes(bytes: &[u8], limits: &Limits) -> Result<Doc, YamlError> {
         return Err(YamlError::at(
             Pos { line: 1, col: 1 },
             format!(
-                "file is {} bytes, over the {} byte limit; split it or move large data elsewhere",
-                bytes.len(),
+                "file is larger than the {} byte limit; split it or move large data elsewhere",
                 limits.max_bytes
             ),
         ));

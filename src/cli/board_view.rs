@@ -1,0 +1,196 @@
+//! The board as people and scripts read it: counts, agents, ready tasks and why they wait,
+//! blocked tasks and what they wait for, overdue and invalid tasks. Shared by status and demo.
+
+use crate::board::Board;
+use crate::engine::{self, Inputs, Note};
+use crate::model::State;
+use jiff::Timestamp;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// Builds the board view as JSON (the `--json` output of `coord status`).
+pub fn view(
+    board: &Board,
+    inputs: &Inputs<'_>,
+    invalid_reasons: &BTreeMap<String, String>,
+) -> Value {
+    let plan = engine::plan(board, inputs);
+    let counts: BTreeMap<&str, usize> = State::ALL
+        .iter()
+        .map(|s| {
+            (
+                s.as_str(),
+                board.tasks.iter().filter(|t| t.folder.state == *s).count(),
+            )
+        })
+        .collect();
+    json!({
+        "counts": counts,
+        "agents": agents(board),
+        "oldest_ready": oldest_ready(board),
+        "waiting": waiting(&plan.notes),
+        "blocked": blocked(&plan.notes),
+        "overdue": overdue(board, inputs.now),
+        "invalid": invalid_reasons,
+        "duplicates": plan.notes.iter().filter_map(|n| match n {
+            Note::Duplicate { id, paths } => Some(json!({"id": id, "paths": paths})),
+            _ => None,
+        }).collect::<Vec<_>>(),
+        "problems": board.problems.iter().map(|p| json!({"path": p.path, "message": p.message})).collect::<Vec<_>>(),
+    })
+}
+
+fn agents(board: &Board) -> Vec<Value> {
+    board
+        .agents
+        .values()
+        .map(|a| {
+            let active = board
+                .tasks
+                .iter()
+                .filter(|t| t.folder.agent.as_ref() == Some(&a.name))
+                .count();
+            json!({
+                "name": a.name,
+                "active": active,
+                "limit": a.profile.max_active,
+                "enabled": a.profile.enabled,
+                "assign": a.profile.assign,
+                "circuit": a.profile.coord.circuit.as_str(),
+                "open_until": a.profile.coord.open_until,
+            })
+        })
+        .collect()
+}
+
+fn oldest_ready(board: &Board) -> Value {
+    board
+        .tasks
+        .iter()
+        .filter(|t| t.folder.state == State::Ready)
+        .filter_map(|t| {
+            let d = t.read.as_ref().ok()?;
+            Some((d.coord.created_at.clone().unwrap_or_default(), t.id.clone()))
+        })
+        .min()
+        .map_or(Value::Null, |(at, id)| json!({"id": id, "since": at}))
+}
+
+fn waiting(notes: &[Note]) -> Vec<Value> {
+    notes
+        .iter()
+        .filter_map(|n| match n {
+            Note::Waiting { id, reason } => Some(json!({"id": id, "reason": reason})),
+            _ => None,
+        })
+        .collect()
+}
+
+fn blocked(notes: &[Note]) -> Vec<Value> {
+    notes
+        .iter()
+        .filter_map(|n| match n {
+            Note::Blocked { id, open } => Some(json!({"id": id, "waiting_for": open})),
+            _ => None,
+        })
+        .collect()
+}
+
+fn overdue(board: &Board, now: Timestamp) -> Vec<Value> {
+    board
+        .tasks
+        .iter()
+        .filter(|t| !t.folder.state.is_final())
+        .filter_map(|t| {
+            let due = t.read.as_ref().ok()?.spec.due.clone()?;
+            let at: Timestamp = due.parse().ok()?;
+            (at < now).then(|| json!({"id": t.id, "due": due, "state": t.folder.state.as_str()}))
+        })
+        .collect()
+}
+
+/// Prints the view for people.
+pub fn print(v: &Value) {
+    let counts: Vec<String> = v["counts"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter(|(_, n)| **n != json!(0))
+                .map(|(s, n)| format!("{s} {n}"))
+                .collect()
+        })
+        .unwrap_or_default();
+    println!(
+        "tasks: {}",
+        if counts.is_empty() {
+            "none".to_string()
+        } else {
+            counts.join(", ")
+        }
+    );
+    let agents = v["agents"].as_array().cloned().unwrap_or_default();
+    if !agents.is_empty() {
+        println!("agents:");
+        for a in agents {
+            let state = if a["enabled"] == json!(false) {
+                "disabled"
+            } else {
+                a["assign"].as_str().unwrap_or("push")
+            };
+            let circuit = match a["open_until"].as_str() {
+                Some(t) if a["circuit"] == json!("open") => format!("open until {t}"),
+                _ => a["circuit"].as_str().unwrap_or_default().to_string(),
+            };
+            println!(
+                "  {:<20} {}/{}  {state}  circuit {circuit}",
+                s(&a["name"]),
+                a["active"],
+                a["limit"]
+            );
+        }
+    }
+    if let Some(o) = v["oldest_ready"].as_object() {
+        println!("oldest ready: {} (since {})", s(&o["id"]), s(&o["since"]));
+    }
+    section(v, "waiting", "ready but waiting", |w| {
+        format!("{}: {}", s(&w["id"]), s(&w["reason"]))
+    });
+    section(v, "blocked", "blocked", |b| {
+        let ids: Vec<String> = b["waiting_for"]
+            .as_array()
+            .map(|a| a.iter().map(s).collect())
+            .unwrap_or_default();
+        format!("{}: waiting for {}", s(&b["id"]), ids.join(", "))
+    });
+    section(v, "overdue", "overdue", |o| {
+        format!("{} ({}): due {}", s(&o["id"]), s(&o["state"]), s(&o["due"]))
+    });
+    if let Some(m) = v["invalid"].as_object().filter(|m| !m.is_empty()) {
+        println!("invalid:");
+        for (id, reason) in m {
+            println!("  {id}: {}", s(reason));
+        }
+    }
+    section(v, "duplicates", "duplicate ids (run 'coord doctor')", |d| {
+        s(&d["id"])
+    });
+    section(v, "problems", "problems", |p| {
+        format!("{}: {}", s(&p["path"]), s(&p["message"]))
+    });
+}
+
+fn section(v: &Value, key: &str, title: &str, line: impl Fn(&Value) -> String) {
+    if let Some(items) = v[key].as_array().filter(|a| !a.is_empty()) {
+        println!("{title}:");
+        for i in items {
+            println!("  {}", crate::redact::one_line(&line(i)));
+        }
+    }
+}
+
+fn s(v: &Value) -> String {
+    match v {
+        Value::String(x) => x.clone(),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,73 @@
+//! `coord log [<id>]`: transitions read back from commit trailers, newest first.
+
+use super::Ctx;
+use crate::model::TaskId;
+use crate::redact::one_line;
+use anyhow::Result;
+use serde_json::json;
+
+/// Arguments of `coord log`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Only this task's transitions
+    id: Option<TaskId>,
+    /// Show at most N transitions
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+}
+
+impl Args {
+    /// Returns the arguments for the whole log.
+    pub fn all() -> Args {
+        Args {
+            id: None,
+            limit: None,
+        }
+    }
+}
+
+/// Runs `coord log`.
+pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+    let store = ctx.store()?;
+    let limit = args.limit.unwrap_or(usize::MAX);
+    let entries: Vec<_> = store
+        .repo
+        .log(None)?
+        .into_iter()
+        .filter_map(|c| {
+            let get = |k: &str| {
+                c.trailers
+                    .iter()
+                    .find(|(key, _)| key == k)
+                    .map(|(_, v)| v.clone())
+            };
+            let subject = get("Coord-Task").or_else(|| get("Coord-Agent"))?;
+            if args.id.as_ref().is_some_and(|id| id.as_str() != subject) {
+                return None;
+            }
+            Some(json!({
+                "commit": c.oid,
+                "time": c.time.to_string(),
+                "task": subject,
+                "from": get("Coord-From"),
+                "to": get("Coord-To"),
+                "summary": one_line(c.summary.strip_prefix("coord: ").unwrap_or(&c.summary)),
+            }))
+        })
+        .take(limit)
+        .collect();
+    if ctx.json {
+        super::print_json(&json!(entries));
+        return Ok(());
+    }
+    for e in entries {
+        println!(
+            "{}  {:<9} -> {:<9} {}",
+            e["time"].as_str().unwrap_or_default(),
+            e["from"].as_str().unwrap_or("?"),
+            e["to"].as_str().unwrap_or("?"),
+            e["summary"].as_str().unwrap_or_default()
+        );
+    }
+    Ok(())
+}

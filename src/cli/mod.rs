@@ -1,0 +1,221 @@
+//! The command line: global flags, one subcommand per file, and the shared way a writing
+//! command opens the store, takes the lock and recovers before it acts. No task logic here.
+
+mod agents;
+mod board_view;
+mod demo;
+mod doctor;
+mod gate;
+mod init;
+mod log;
+mod new;
+mod report;
+mod show;
+mod status;
+mod tick;
+mod validate;
+
+use crate::engine::{AcceptAll, Inputs, Plan};
+use crate::error::UsageError;
+use crate::lock::{self, CoordLock};
+use crate::model::Duration;
+use crate::store::{Applied, Store};
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use jiff::Timestamp;
+use std::path::PathBuf;
+
+/// coord: a git-native, file-driven coordinator for work shared between AI agents and people.
+#[derive(Debug, Parser)]
+#[command(name = "coord", version, about, max_term_width = 100)]
+pub struct Cli {
+    /// Run as if started in DIR
+    #[arg(short = 'C', global = true, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Print machine-readable JSON on stdout
+    #[arg(long, global = true)]
+    json: bool,
+    /// Print less
+    #[arg(short, long, global = true)]
+    quiet: bool,
+    /// Print more (repeat for more)
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Use this time as now (RFC 3339), for reproducible runs
+    #[arg(long, global = true, env = "COORD_NOW", value_name = "TIME")]
+    now: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Create the work layout, schema, coord.yaml and workflow, and commit them
+    Init(init::Args),
+    /// Write a new task into work/inbox/ and print its id
+    New(new::Args),
+    /// Check task files; exit 1 if any is invalid
+    Validate(validate::Args),
+    /// Run one reconciliation pass
+    Tick(tick::Args),
+    /// Show the board: counts, agents, waiting and invalid tasks
+    Status(status::Args),
+    /// Show one task
+    Show(show::Args),
+    /// Show transitions from git history, newest first
+    Log(log::Args),
+    /// Take the best ready task for an agent (pull model); exit 4 when none
+    Claim(report::ClaimArgs),
+    /// Write a success result into an assigned task
+    Complete(report::CompleteArgs),
+    /// Write a failure result into an assigned task
+    Fail(report::FailArgs),
+    /// Extend the lease of an assigned task
+    Heartbeat(report::IdArgs),
+    /// Approve a task waiting in review
+    Approve(gate::IdArgs),
+    /// Reject a task waiting in review
+    Reject(gate::RejectArgs),
+    /// Cancel a task that is not final
+    Cancel(gate::CancelArgs),
+    /// Send a failed, invalid or cancelled task back to the inbox
+    Retry(gate::IdArgs),
+    /// List agents, or add one
+    Agents(agents::Args),
+    /// Check the work folder for inconsistencies
+    Doctor(doctor::Args),
+    /// Build a sample repo and run a pipeline and a fan-out to the end with simulated agents
+    Demo(demo::Args),
+}
+
+/// What every command gets: the flags that apply to all of them.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    /// The directory to work in.
+    pub dir: PathBuf,
+    /// JSON output.
+    pub json: bool,
+    /// Less output.
+    pub quiet: bool,
+    /// More output.
+    pub verbose: u8,
+    /// The clock.
+    pub now: Timestamp,
+}
+
+impl Ctx {
+    /// Prints a status line on stderr unless quiet.
+    pub fn status(&self, line: &str) {
+        if !self.quiet {
+            eprintln!("{line}");
+        }
+    }
+
+    /// Opens the store of the repo around `dir`.
+    pub fn store(&self) -> Result<Store> {
+        Store::open(&self.dir).context("cannot open the coord repository")
+    }
+
+    /// Opens the store, takes the coordinator lock and finishes anything a killed run left.
+    pub fn session(&self, wait: Duration) -> Result<(Store, CoordLock)> {
+        let store = self.store()?;
+        let wait = std::time::Duration::from_secs(wait.as_secs().max(0) as u64);
+        let guard = lock::acquire(store.repo.git_dir(), wait)?;
+        for line in store.recover(self.now)? {
+            self.status(&format!("coord: {line}"));
+        }
+        Ok((store, guard))
+    }
+
+    /// Returns the planner inputs for a store.
+    pub fn inputs<'a>(&self, store: &'a Store) -> Inputs<'a> {
+        Inputs {
+            config: &store.config,
+            now: self.now,
+            verifier: &AcceptAll,
+        }
+    }
+
+    /// Runs a single-task command: session, load, plan, apply.
+    pub fn act(&self, planner: &Planner<'_>) -> Result<()> {
+        let (store, _lock) = self.session(AGENT_WAIT)?;
+        let (board, _) = store.load()?;
+        let plan = planner(&board, &self.inputs(&store))?;
+        self.apply(&store, &plan)?;
+        Ok(())
+    }
+
+    /// Applies a plan's transitions, committing each; prints one line per commit.
+    pub fn apply(&self, store: &Store, plan: &Plan) -> Result<usize> {
+        let mut n = 0;
+        for t in &plan.transitions {
+            match store.apply(t, self.now)? {
+                Applied::Committed => {
+                    n += 1;
+                    if self.verbose > 0 || !self.json {
+                        self.status(&format!("coord: {}", crate::redact::one_line(&t.summary)));
+                    }
+                }
+                Applied::Skipped => self.status(&format!(
+                    "coord: skipped '{}': the file changed meanwhile; the next tick retries",
+                    t.subject
+                )),
+            }
+        }
+        store.finish()?;
+        Ok(n)
+    }
+}
+
+/// A single-task command's planner.
+pub type Planner<'p> = dyn Fn(&crate::board::Board, &Inputs<'_>) -> Result<Plan, crate::engine::commands::CommandError>
+    + 'p;
+
+/// The default wait for the lock of agent and person commands (claim, complete, ...).
+pub const AGENT_WAIT: Duration = Duration::from_secs(10);
+
+/// Parses the command line and runs it.
+pub fn run(cli: Cli) -> Result<()> {
+    let now = crate::clock::now(cli.now.as_deref()).map_err(UsageError)?;
+    let dir = match cli.dir {
+        Some(d) => d,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let ctx = Ctx {
+        dir,
+        json: cli.json,
+        quiet: cli.quiet,
+        verbose: cli.verbose,
+        now,
+    };
+    match cli.command {
+        Command::Init(a) => init::run(&ctx, a),
+        Command::New(a) => new::run(&ctx, a),
+        Command::Validate(a) => validate::run(&ctx, a),
+        Command::Tick(a) => tick::run(&ctx, a),
+        Command::Status(a) => status::run(&ctx, a),
+        Command::Show(a) => show::run(&ctx, a),
+        Command::Log(a) => log::run(&ctx, a),
+        Command::Claim(a) => report::claim(&ctx, a),
+        Command::Complete(a) => report::complete(&ctx, a),
+        Command::Fail(a) => report::fail(&ctx, a),
+        Command::Heartbeat(a) => report::heartbeat(&ctx, a),
+        Command::Approve(a) => gate::approve(&ctx, a),
+        Command::Reject(a) => gate::reject(&ctx, a),
+        Command::Cancel(a) => gate::cancel(&ctx, a),
+        Command::Retry(a) => gate::retry(&ctx, a),
+        Command::Agents(a) => agents::run(&ctx, a),
+        Command::Doctor(a) => doctor::run(&ctx, a),
+        Command::Demo(a) => demo::run(&ctx, a),
+    }
+}
+
+/// Signals that a command ran and found a problem (exit 1) after printing it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Found(pub String);
+
+/// Prints a JSON value on stdout.
+pub fn print_json(v: &serde_json::Value) {
+    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+}

@@ -1,0 +1,226 @@
+//! `coord new`: writes a task into `work/inbox/` with a readable, collision-resistant id and
+//! commits it; the same idempotency key twice gives the same id and one file.
+
+use super::{Ctx, AGENT_WAIT};
+use crate::engine::{Op, Plan, Transition};
+use crate::error::UsageError;
+use crate::model::{AgentName, Priority, TaskId};
+use crate::store::Store;
+use crate::yaml::emit_block;
+use anyhow::{bail, Result};
+use serde_json::{json, Map, Value};
+
+/// Arguments of `coord new`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The task's title
+    title: String,
+    /// Explicit assignee
+    #[arg(long)]
+    agent: Option<AgentName>,
+    /// A capability the agent must have (repeatable)
+    #[arg(long = "capability", value_name = "CAP")]
+    capabilities: Vec<String>,
+    /// low, normal, high or critical
+    #[arg(long)]
+    priority: Option<Priority>,
+    /// An id that must be done first (repeatable)
+    #[arg(long = "depends-on", value_name = "ID")]
+    depends_on: Vec<TaskId>,
+    /// Hand off to this agent after success (repeat for a fan-out)
+    #[arg(long = "next-agent", value_name = "AGENT")]
+    next_agent: Vec<AgentName>,
+    /// Input for the agent as key=value (repeatable; the value is read as JSON when it parses)
+    #[arg(long = "input", value_name = "KEY=VALUE")]
+    input: Vec<String>,
+    /// Use this id instead of a generated one
+    #[arg(long)]
+    id: Option<String>,
+    /// A second `coord new` with the same key does nothing and prints the first id
+    #[arg(long = "idempotency-key", value_name = "KEY")]
+    idempotency_key: Option<String>,
+}
+
+/// Runs `coord new`.
+pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+    let fixed_id = match &args.id {
+        Some(s) => Some(
+            TaskId::new(s)
+                .map_err(|e| UsageError(format!("--id {s:?} {e}; nothing was written")))?,
+        ),
+        None => None,
+    };
+    if args.title.trim().is_empty() {
+        return Err(UsageError("the title is empty; give the task a title".into()).into());
+    }
+    let (store, _lock) = ctx.session(AGENT_WAIT)?;
+    let (board, _) = store.load()?;
+    if let Some(key) = &args.idempotency_key {
+        if let Some(existing) = board.tasks.iter().find(|t| {
+            t.read
+                .as_ref()
+                .is_ok_and(|d| d.spec.idempotency_key.as_deref() == Some(key))
+        }) {
+            return print(ctx, &existing.id, &existing.path, false);
+        }
+    }
+    let id = match fixed_id {
+        Some(id) if !board.find(&id).is_empty() => {
+            bail!("a task with id '{id}' already exists; pick another --id")
+        }
+        Some(id) => id,
+        None => fresh_id(&args.title, |id| !board.find(id).is_empty())?,
+    };
+    let path = format!("{}/inbox/{id}.yaml", store.work_dir());
+    let text = task_text(&args)?;
+    check_text(&store, &id, &text)?;
+    let t = Transition {
+        subject: id.to_string(),
+        from: "new".into(),
+        to: "inbox".into(),
+        summary: format!("new task {id}: {}", args.title),
+        ops: vec![Op::Write {
+            path: path.clone(),
+            text,
+        }],
+        guard: Vec::new(),
+    };
+    let quiet = Ctx {
+        quiet: true,
+        ..ctx.clone()
+    };
+    quiet.apply(
+        &store,
+        &Plan {
+            transitions: vec![t],
+            notes: vec![],
+        },
+    )?;
+    print(ctx, &id, &path, true)
+}
+
+fn print(ctx: &Ctx, id: &TaskId, path: &str, created: bool) -> Result<()> {
+    if ctx.json {
+        super::print_json(&json!({"id": id, "path": path, "created": created}));
+    } else {
+        println!("{id}");
+    }
+    Ok(())
+}
+
+fn check_text(store: &Store, id: &TaskId, text: &str) -> Result<()> {
+    let limits = crate::yaml::Limits::default();
+    if let Err(errors) =
+        crate::check::read_task(id.as_str(), text.as_bytes(), store.task_schema(), &limits)
+    {
+        let lines: Vec<String> = errors.iter().map(|v| v.message.clone()).collect();
+        return Err(UsageError(format!("the task would be invalid: {}", lines.join("; "))).into());
+    }
+    Ok(())
+}
+
+fn task_text(args: &Args) -> Result<String> {
+    let mut fields: Vec<(&str, Value)> = vec![("title", json!(args.title))];
+    if let Some(a) = &args.agent {
+        fields.push(("agent", json!(a)));
+    }
+    if !args.capabilities.is_empty() {
+        fields.push(("capabilities", json!(args.capabilities)));
+    }
+    if let Some(p) = args.priority {
+        fields.push(("priority", json!(p)));
+    }
+    if !args.depends_on.is_empty() {
+        fields.push(("depends_on", json!(args.depends_on)));
+    }
+    match args.next_agent.as_slice() {
+        [] => {}
+        [one] => fields.push(("next_agent", json!(one))),
+        many => fields.push(("next_agent", json!(many))),
+    }
+    if !args.input.is_empty() {
+        fields.push(("input", Value::Object(parse_input(&args.input)?)));
+    }
+    if let Some(k) = &args.idempotency_key {
+        fields.push(("idempotency_key", json!(k)));
+    }
+    Ok(fields.iter().map(|(k, v)| emit_block(k, v, 0)).collect())
+}
+
+fn parse_input(pairs: &[String]) -> Result<Map<String, Value>> {
+    pairs
+        .iter()
+        .map(|p| {
+            let (k, v) = p
+                .split_once('=')
+                .ok_or_else(|| UsageError(format!("--input {p:?} is not key=value")))?;
+            let value = serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_string()));
+            Ok((k.to_string(), value))
+        })
+        .collect()
+}
+
+/// Returns `<slug-of-title>-<6 random base32 chars>`, unused on the board.
+fn fresh_id(title: &str, taken: impl Fn(&TaskId) -> bool) -> Result<TaskId> {
+    let slug = slug(title);
+    for _ in 0..16 {
+        let candidate = format!("{slug}-{}", random_suffix()?);
+        if let Ok(id) = TaskId::new(&candidate) {
+            if !taken(&id) {
+                return Ok(id);
+            }
+        }
+    }
+    bail!("could not find a free task id; pass --id")
+}
+
+/// Returns the title in lowercase words joined by '-', at most 40 characters.
+pub fn slug(title: &str) -> String {
+    let mut out = String::new();
+    for word in title
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        if out.len() + word.len() + 1 > 40 {
+            break;
+        }
+        if !out.is_empty() {
+            out.push('-');
+        }
+        out.push_str(&word.to_ascii_lowercase());
+    }
+    if out.is_empty() {
+        out.push_str("task");
+    }
+    out
+}
+
+fn random_suffix() -> Result<String> {
+    const ALPHABET: &[u8] = b"abcdefghijkmnpqrstuvwxyz23456789";
+    let mut bytes = [0u8; 6];
+    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("no randomness available: {e}"))?;
+    Ok(bytes
+        .iter()
+        .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_titles() {
+        assert_eq!(slug("Fix the login bug"), "fix-the-login-bug");
+        assert_eq!(slug("¿¿??"), "task");
+        assert!(slug(&"word ".repeat(30)).len() <= 40);
+    }
+
+    #[test]
+    fn fresh_ids_are_valid_and_differ() {
+        let a = fresh_id("Fix it", |_| false).expect("id");
+        let b = fresh_id("Fix it", |_| false).expect("id");
+        assert!(a.as_str().starts_with("fix-it-"));
+        assert_ne!(a, b);
+    }
+}

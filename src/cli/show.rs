@@ -1,0 +1,122 @@
+//! `coord show <id>`: one task's state, file, fields, result and history, secrets redacted.
+
+use super::Ctx;
+use crate::model::TaskId;
+use crate::redact::{one_line, redact_value};
+use anyhow::{bail, Result};
+use serde_json::{json, Value};
+
+/// Arguments of `coord show`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The task's id
+    id: TaskId,
+}
+
+/// Runs `coord show`.
+pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+    let store = ctx.store()?;
+    let (board, _) = store.load()?;
+    let files = board.find(&args.id);
+    if files.is_empty() {
+        bail!(
+            "no task '{}' under {}/; 'coord status' lists the tasks",
+            args.id,
+            store.work_dir()
+        );
+    }
+    let copies: Vec<Value> = files
+        .iter()
+        .map(|f| match &f.read {
+            Ok(d) => json!({
+                "id": f.id, "state": f.folder.state.as_str(), "agent": f.folder.agent, "path": f.path,
+                "task": redact_value(&d.doc.value),
+            }),
+            Err(errors) => json!({
+                "id": f.id, "state": f.folder.state.as_str(), "path": f.path,
+                "errors": errors.iter().map(|v| v.render(&f.path)).collect::<Vec<_>>(),
+            }),
+        })
+        .collect();
+    if ctx.json {
+        super::print_json(&if copies.len() == 1 {
+            copies[0].clone()
+        } else {
+            json!(copies)
+        });
+        return Ok(());
+    }
+    if copies.len() > 1 {
+        println!(
+            "warning: {} copies of this id; run 'coord doctor'",
+            copies.len()
+        );
+    }
+    for c in &copies {
+        print_copy(c);
+    }
+    Ok(())
+}
+
+fn print_copy(c: &Value) {
+    println!(
+        "{}  [{}]  {}",
+        txt(&c["id"]),
+        txt(&c["state"]),
+        txt(&c["path"])
+    );
+    if let Some(errors) = c["errors"].as_array() {
+        for e in errors {
+            println!("  {}", txt(e));
+        }
+        return;
+    }
+    let task = &c["task"];
+    if let Some(fields) = task.as_object() {
+        for (k, v) in fields
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "result" | "coord"))
+        {
+            println!("  {k}: {}", one_line(&compact(v)));
+        }
+    }
+    if !task["result"].is_null() {
+        println!("result:");
+        print_map(&task["result"], "  ");
+    }
+    let coord = &task["coord"];
+    if let Some(m) = coord.as_object() {
+        println!("coord:");
+        for (k, v) in m.iter().filter(|(k, _)| k.as_str() != "history") {
+            println!("  {k}: {}", one_line(&compact(v)));
+        }
+    }
+    if let Some(history) = coord["history"].as_array() {
+        println!("history:");
+        for h in history {
+            println!("  - {}", one_line(&compact(h)));
+        }
+    }
+}
+
+fn print_map(v: &Value, indent: &str) {
+    match v.as_object() {
+        Some(m) => {
+            for (k, x) in m {
+                println!("{indent}{k}: {}", one_line(&compact(x)));
+            }
+        }
+        None => println!("{indent}{}", one_line(&compact(v))),
+    }
+}
+
+fn compact(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn txt(v: &Value) -> String {
+    one_line(&compact(v))
+}

@@ -1,0 +1,110 @@
+//! `coord tick`: one reconciliation pass under the lock; `--dry-run` prints the plan.
+
+use super::Ctx;
+use crate::engine::{self, Note};
+use crate::model::Duration;
+use anyhow::Result;
+use serde_json::json;
+
+/// Arguments of `coord tick`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Print the plan and change nothing
+    #[arg(long)]
+    dry_run: bool,
+    /// Wait this long for another coordinator's lock (e.g. 30s)
+    #[arg(long, default_value = "0s")]
+    wait: Duration,
+}
+
+/// Runs `coord tick`.
+pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+    if args.dry_run {
+        let store = ctx.store()?;
+        let (board, _) = store.load()?;
+        let plan = engine::plan(&board, &ctx.inputs(&store));
+        print_plan(ctx, &plan);
+        return Ok(());
+    }
+    let (store, _lock) = ctx.session(args.wait)?;
+    let n = tick_once(ctx, &store)?;
+    if ctx.json {
+        super::print_json(&json!({ "transitions": n }));
+    } else if n == 0 {
+        ctx.status("coord: nothing to do");
+    }
+    Ok(())
+}
+
+/// Loads, plans, applies and commits one pass; returns the number of commits. The caller
+/// holds the lock and has recovered.
+pub fn tick_once(ctx: &Ctx, store: &crate::store::Store) -> Result<usize> {
+    let (board, pending) = store.load()?;
+    let plan = engine::plan(&board, &ctx.inputs(store));
+    let n = ctx.apply(store, &plan)?;
+    store.remember_pending(&pending)?;
+    if ctx.verbose > 0 {
+        for note in &plan.notes {
+            ctx.status(&format!("note: {}", describe(note)));
+        }
+    }
+    Ok(n)
+}
+
+fn print_plan(ctx: &Ctx, plan: &engine::Plan) {
+    if ctx.json {
+        let ts: Vec<_> = plan
+            .transitions
+            .iter()
+            .map(|t| json!({"subject": t.subject, "from": t.from, "to": t.to, "summary": crate::redact::one_line(&t.summary), "paths": t.paths()}))
+            .collect();
+        let notes: Vec<String> = plan.notes.iter().map(describe).collect();
+        super::print_json(&json!({"transitions": ts, "notes": notes}));
+        return;
+    }
+    if plan.transitions.is_empty() {
+        println!("nothing to do");
+    }
+    for t in &plan.transitions {
+        println!(
+            "{}: {} -> {}: {}",
+            t.subject,
+            t.from,
+            t.to,
+            crate::redact::one_line(&t.summary)
+        );
+    }
+    if ctx.verbose > 0 {
+        for note in &plan.notes {
+            println!("note: {}", describe(note));
+        }
+    }
+}
+
+/// Returns a note as one line for people.
+pub fn describe(note: &Note) -> String {
+    match note {
+        Note::Waiting { id, reason } => format!("{id} waits: {reason}"),
+        Note::Blocked { id, open } => {
+            let open: Vec<&str> = open.iter().map(|i| i.as_str()).collect();
+            format!("{id} is blocked on {}", open.join(", "))
+        }
+        Note::Duplicate { id, paths } => {
+            format!(
+                "{id} exists in {} places ({}); run 'coord doctor'",
+                paths.len(),
+                paths.join(", ")
+            )
+        }
+        Note::Unreadable { path, errors } => {
+            format!(
+                "{path} does not read: {}",
+                errors.first().cloned().unwrap_or_default()
+            )
+        }
+        Note::Pending { path } => {
+            format!("{path} is invalid; it may still be being written, so it waits one tick")
+        }
+        Note::Skipped { path, message } => format!("{path} left alone: {message}"),
+    }
+}

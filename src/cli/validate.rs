@@ -1,0 +1,196 @@
+//! `coord validate`: checks task files and prints every problem as `path:line:column: message`;
+//! exit 1 when any file is invalid. Unknown agents are warnings here (they may be added later).
+
+use super::{Ctx, Found};
+use crate::board::Board;
+use crate::check::{self, Context as CheckContext, Severity};
+use crate::model::{AgentName, State, TaskId};
+use crate::schema::Schema;
+use crate::yaml::Limits;
+use anyhow::Result;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// Arguments of `coord validate`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Files to check (default: every task file under work/)
+    paths: Vec<PathBuf>,
+}
+
+/// Runs `coord validate`.
+pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+    let store = ctx.store().ok();
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    if args.paths.is_empty() {
+        let store = ctx.store()?;
+        let (board, _) = store.load()?;
+        check_board(&board, &mut errors, &mut warnings);
+    } else {
+        let schema = match &store {
+            Some(s) => Schema::task_for_repo(&s.root().join("schemas/task.schema.json"))?,
+            None => Schema::builtin_task(),
+        };
+        let board = store.as_ref().and_then(|s| s.load().ok()).map(|(b, _)| b);
+        for p in &args.paths {
+            check_path(ctx, p, &schema, board.as_ref(), &mut errors, &mut warnings);
+        }
+    }
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
+    for e in &errors {
+        println!("{e}");
+    }
+    if errors.is_empty() {
+        ctx.status("coord: all task files are valid");
+        Ok(())
+    } else {
+        Err(Found(format!(
+            "{} problem(s) found; fix them and run 'coord validate' again",
+            errors.len()
+        ))
+        .into())
+    }
+}
+
+fn check_path(
+    ctx: &Ctx,
+    p: &Path,
+    schema: &Schema,
+    board: Option<&Board>,
+    errors: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) {
+    let shown = p.display().to_string();
+    let full = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        ctx.dir.join(p)
+    };
+    let stem = p
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let bytes = match read_checked(&full) {
+        Ok(b) => b,
+        Err(e) => return errors.push(format!("{shown}:1:1: {e}")),
+    };
+    match check::read_task(&stem, &bytes, schema, &Limits::default()) {
+        Err(vs) => errors.extend(vs.iter().map(|v| v.render(&shown))),
+        Ok(task) => {
+            if let (Some(board), Ok(id)) = (board, TaskId::new(&stem)) {
+                let ctx = BoardCtx::new(board);
+                split(
+                    check::check_in_context(&id, &task, &ctx),
+                    &shown,
+                    errors,
+                    warnings,
+                );
+            }
+        }
+    }
+}
+
+fn read_checked(p: &Path) -> Result<Vec<u8>, String> {
+    let meta = p
+        .symlink_metadata()
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if meta.file_type().is_symlink() {
+        return Err("symlink refused; point at the file itself".into());
+    }
+    if meta.len() > Limits::default().max_bytes as u64 {
+        return Err(format!(
+            "file is larger than the {} byte limit",
+            Limits::default().max_bytes
+        ));
+    }
+    std::fs::read(p).map_err(|e| format!("cannot read: {e}"))
+}
+
+fn check_board(board: &Board, errors: &mut Vec<String>, warnings: &mut Vec<String>) {
+    let ctx = BoardCtx::new(board);
+    for (id, files) in board.by_id() {
+        let live: Vec<_> = files
+            .iter()
+            .filter(|f| f.folder.state != State::Invalid)
+            .collect();
+        if live.len() > 1 {
+            let paths: Vec<&str> = live.iter().map(|f| f.path.as_str()).collect();
+            errors.push(format!(
+                "{}:1:1: duplicate id '{id}', also in {}",
+                paths[0],
+                paths[1..].join(", ")
+            ));
+        }
+    }
+    for f in &board.tasks {
+        if f.folder.state == State::Invalid {
+            continue;
+        }
+        match &f.read {
+            Err(vs) => errors.extend(vs.iter().map(|v| v.render(&f.path))),
+            Ok(task) if !f.folder.state.is_final() => split(
+                check::check_in_context(&f.id, task, &ctx),
+                &f.path,
+                errors,
+                warnings,
+            ),
+            Ok(_) => {}
+        }
+    }
+    for p in &board.problems {
+        warnings.push(format!("{}: {}", p.path, p.message));
+    }
+    errors.sort();
+}
+
+fn split(
+    found: Vec<(Severity, crate::schema::Violation)>,
+    path: &str,
+    errors: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) {
+    for (sev, v) in found {
+        match sev {
+            Severity::UnknownAgent => warnings.push(v.render(path)),
+            Severity::Error => errors.push(v.render(path)),
+        }
+    }
+}
+
+/// The cross-task checks' view of a board.
+pub struct BoardCtx<'b> {
+    board: &'b Board,
+    deps: HashMap<&'b TaskId, Vec<TaskId>>,
+}
+
+impl<'b> BoardCtx<'b> {
+    /// Indexes a board for the checks.
+    pub fn new(board: &'b Board) -> Self {
+        let deps = board
+            .tasks
+            .iter()
+            .filter_map(|t| {
+                t.read
+                    .as_ref()
+                    .ok()
+                    .map(|d| (&t.id, d.spec.depends_on.clone()))
+            })
+            .collect();
+        BoardCtx { board, deps }
+    }
+}
+
+impl CheckContext for BoardCtx<'_> {
+    fn task_exists(&self, id: &TaskId) -> bool {
+        self.board.tasks.iter().any(|t| &t.id == id)
+    }
+    fn agent_exists(&self, agent: &AgentName) -> bool {
+        self.board.agents.contains_key(agent)
+    }
+    fn deps_of(&self, id: &TaskId) -> Option<Vec<TaskId>> {
+        self.deps.get(id).cloned()
+    }
+}

@@ -1,0 +1,63 @@
+//! How failures leave the program: the exit code of each kind of error (SPEC 4) and the
+//! rendering `error: …`, `caused by: …`, `hint: …` on stderr.
+
+use crate::engine::commands::CommandError;
+use crate::lock::LockError;
+use std::process::ExitCode;
+
+/// Exit codes of SPEC 4.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// All went well.
+    Ok = 0,
+    /// The command ran and found a problem.
+    Problem = 1,
+    /// The command line was wrong.
+    Usage = 2,
+    /// Another coordinator holds the lock.
+    Locked = 3,
+    /// Nothing to claim.
+    NothingToClaim = 4,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> ExitCode {
+        ExitCode::from(e as u8)
+    }
+}
+
+/// A usage error found after parsing (a bad value the parser could not check).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Returns the exit code for an error.
+pub fn exit_code(err: &anyhow::Error) -> Exit {
+    for cause in err.chain() {
+        if let Some(LockError::Held { .. }) = cause.downcast_ref::<LockError>() {
+            return Exit::Locked;
+        }
+        if let Some(CommandError::NothingToClaim { .. }) = cause.downcast_ref::<CommandError>() {
+            return Exit::NothingToClaim;
+        }
+        if cause.downcast_ref::<UsageError>().is_some() {
+            return Exit::Usage;
+        }
+    }
+    Exit::Problem
+}
+
+/// Prints an error and its causes on stderr, one line each, with secrets redacted.
+pub fn report(err: &anyhow::Error) {
+    let mut lines = err.chain().map(|c| crate::redact::one_line(&c.to_string()));
+    if let Some(first) = lines.next() {
+        eprintln!("error: {first}");
+    }
+    let mut last = String::new();
+    for line in lines {
+        if line != last {
+            eprintln!("caused by: {line}");
+        }
+        last = line;
+    }
+}

@@ -1,0 +1,115 @@
+//! The only code that touches `work/`: opening a repo's coord setup (config, schema),
+//! loading a board from disk, applying transitions durably (journal, no-replace moves, atomic
+//! writes) and recording them as commits, and recovering whatever a killed run left half done.
+
+mod apply;
+pub use apply::Applied;
+pub use load::Pending;
+pub mod fsutil;
+mod load;
+
+use crate::config::{Config, ConfigError};
+use crate::git::{GitError, Identity, Repo};
+use crate::schema::{Schema, SchemaError};
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+
+/// Why the store could not do its work.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A git failure.
+    #[error(transparent)]
+    Git(#[from] GitError),
+    /// coord.yaml is unusable.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The repo's schema is unusable.
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+    /// A file operation failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The journal of an interrupted run is unreadable.
+    #[error("{}: unreadable journal of an interrupted run ({message}); inspect it, then delete it", path.display())]
+    Journal {
+        /// The journal file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// There is no work folder.
+    #[error("{} does not exist; run 'coord init' first", path.display())]
+    NoWorkDir {
+        /// The expected folder.
+        path: PathBuf,
+    },
+}
+
+pub(crate) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A repository opened for coord.
+pub struct Store {
+    /// The git repository.
+    pub repo: Repo,
+    /// The configuration.
+    pub config: Config,
+    /// The commit identity.
+    pub identity: Identity,
+    task_schema: Schema,
+    agent_schema: Schema,
+    touched: RefCell<Vec<String>>,
+}
+
+impl Store {
+    /// Opens the repository containing `dir` with its coord.yaml and schema.
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        let repo = Repo::discover(dir)?;
+        let root = repo.workdir().to_path_buf();
+        let config = Config::load(&root.join("coord.yaml"))?;
+        let identity = Identity::parse(&config.commit.author)?;
+        let task_schema = Schema::task_for_repo(&root.join("schemas/task.schema.json"))?;
+        Ok(Store {
+            repo,
+            config,
+            identity,
+            task_schema,
+            agent_schema: Schema::builtin_agent(),
+            touched: RefCell::new(Vec::new()),
+        })
+    }
+
+    /// Returns the work tree root.
+    pub fn root(&self) -> &Path {
+        self.repo.workdir()
+    }
+
+    /// Returns the absolute path of a repo-relative path.
+    pub fn abs(&self, rel: &str) -> PathBuf {
+        self.root().join(rel)
+    }
+
+    /// Returns the work folder, repo-relative.
+    pub fn work_dir(&self) -> &str {
+        &self.config.work_dir
+    }
+
+    /// Returns coord's private folder inside `.git/`.
+    pub fn private_dir(&self) -> PathBuf {
+        self.repo.git_dir().join("coord")
+    }
+
+    /// Returns the task schema in force (the repo's copy or the built-in one).
+    pub fn task_schema(&self) -> &Schema {
+        &self.task_schema
+    }
+}
