@@ -1,0 +1,194 @@
+//! The test repo: a temp dir with a git repo, a fixed clock, no user or system git config,
+//! and helpers to write task files, run coord and git, and look at the result.
+
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// The clock every test starts at.
+pub const T0: &str = "2026-11-22T10:00:00Z";
+
+/// A temporary repository driven through the real binary.
+pub struct TestRepo {
+    dir: tempfile::TempDir,
+    /// The clock passed as COORD_NOW.
+    pub now: String,
+}
+
+impl TestRepo {
+    /// Returns an empty folder (no git repo).
+    pub fn empty() -> TestRepo {
+        TestRepo {
+            dir: tempfile::tempdir().expect("tempdir"),
+            now: T0.to_string(),
+        }
+    }
+
+    /// Returns a repo initialized with `coord init`.
+    pub fn new() -> TestRepo {
+        let r = TestRepo::empty();
+        r.ok(&["init"]);
+        r
+    }
+
+    /// Returns a repo initialized with these agents (each a profile with `max_active`).
+    pub fn with_agents(agents: &[&str]) -> TestRepo {
+        let r = TestRepo::new();
+        for a in agents {
+            r.ok(&["agents", "add", a]);
+        }
+        r
+    }
+
+    /// Returns the repo root.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Returns an absolute path inside the repo.
+    pub fn abs(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// Sets the clock.
+    pub fn at(&mut self, now: &str) -> &mut Self {
+        self.now = now.to_string();
+        self
+    }
+
+    /// Returns a `coord` command ready to run in the repo.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::cargo_bin("coord").expect("binary");
+        c.arg("-C").arg(self.path()).args(args);
+        env(&mut c, &self.now);
+        c
+    }
+
+    /// Runs coord and returns its output, whatever the exit code.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().expect("run coord")
+    }
+
+    /// Runs coord, asserts success, returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "coord {args:?} failed ({:?}):\nstdout: {}\nstderr: {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs coord, asserts the exit code, returns (stdout, stderr).
+    pub fn code(&self, args: &[&str], code: i32) -> (String, String) {
+        let out = self.run(args);
+        let (so, se) = (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        assert_eq!(out.status.code(), Some(code), "coord {args:?}:\nstdout: {so}\nstderr: {se}");
+        (so, se)
+    }
+
+    /// Writes a file (creating folders).
+    pub fn write(&self, rel: &str, text: &str) {
+        let p = self.abs(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    }
+
+    /// Reads a file.
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.abs(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
+    }
+
+    /// Returns whether a file exists.
+    pub fn exists(&self, rel: &str) -> bool {
+        self.abs(rel).exists()
+    }
+
+    /// Drops a task into work/inbox/.
+    pub fn task(&self, id: &str, yaml: &str) {
+        self.write(&format!("work/inbox/{id}.yaml"), yaml);
+    }
+
+    /// Returns the repo-relative paths of every file of task `id` under work/.
+    pub fn find(&self, id: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for name in [format!("{id}.yaml"), format!("{id}.yml")] {
+            visit(&self.abs("work"), &mut |p| {
+                if p.file_name().is_some_and(|n| n.to_string_lossy() == name) {
+                    out.push(p.strip_prefix(self.path()).expect("inside").to_string_lossy().into_owned());
+                }
+            });
+        }
+        out.sort();
+        out
+    }
+
+    /// Returns the single path of task `id`, asserting there is exactly one.
+    pub fn where_is(&self, id: &str) -> String {
+        let found = self.find(id);
+        assert_eq!(found.len(), 1, "task {id} found at {found:?}");
+        found[0].clone()
+    }
+
+    /// Runs git in the repo and returns stdout; asserts success.
+    pub fn git(&self, args: &[&str]) -> String {
+        let mut c = std::process::Command::new("git");
+        c.current_dir(self.path()).args(args);
+        for (k, v) in git_env() {
+            c.env(k, v);
+        }
+        let out = c.output().expect("run git");
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Returns `git status --porcelain` (untracked files included).
+    pub fn git_status(&self) -> String {
+        self.git(&["status", "--porcelain", "--untracked-files=all"])
+    }
+
+    /// Returns the number of commits on HEAD.
+    pub fn commit_count(&self) -> usize {
+        self.git(&["rev-list", "--count", "HEAD"]).trim().parse().expect("count")
+    }
+}
+
+fn visit(dir: &Path, f: &mut dyn FnMut(&Path)) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            visit(&p, f);
+        } else {
+            f(&p);
+        }
+    }
+}
+
+/// The environment every coord and git process gets: no user config, fixed identity.
+pub fn git_env() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("GIT_CONFIG_GLOBAL", "/dev/null"),
+        ("GIT_CONFIG_NOSYSTEM", "1"),
+        ("GIT_AUTHOR_NAME", "Test Person"),
+        ("GIT_AUTHOR_EMAIL", "person@example.com"),
+        ("GIT_COMMITTER_NAME", "Test Person"),
+        ("GIT_COMMITTER_EMAIL", "person@example.com"),
+        ("NO_COLOR", "1"),
+    ]
+}
+
+fn env(c: &mut Command, now: &str) {
+    for (k, v) in git_env() {
+        c.env(k, v);
+    }
+    c.env("COORD_NOW", now);
+}
