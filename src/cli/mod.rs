@@ -152,7 +152,7 @@ impl Ctx {
             match store.apply(t, self.now)? {
                 Applied::Committed => {
                     n += 1;
-                    if self.verbose > 0 || !self.json {
+                    if !self.json {
                         self.status(&format!("coord: {}", crate::redact::one_line(&t.summary)));
                     }
                 }
