@@ -183,3 +183,6 @@ pub fn plan(board: &Board, inputs: &Inputs<'_>) -> Plan {
     assign::run(&mut w);
     w.finish()
 }
+
+#[cfg(test)]
+mod tests;
