@@ -539,3 +539,31 @@ priority: high
     let tail = &text[original.len()..];
     assert!(tail.starts_with("result:\n  status: success\n"), "{tail}");
 }
+
+#[test]
+fn result_left_in_a_task_moved_back_to_ready_is_set_aside_when_reassigned() {
+    let mut s = sim_with(&["alice"]);
+    s.drop_task("a", "title: x\n");
+    s.tick(at(0));
+    s.report(
+        "a",
+        json!({"status": "failure", "error": {"message": "no"}}),
+    );
+    s.hand_move("assigned/alice/a.yaml", "ready/a.yaml");
+    let p = s.tick(at(60));
+    assert_eq!(
+        summaries(&p),
+        ["adopt a, moved by hand to ready", "assign a to alice"]
+    );
+    let t = s.task("a");
+    assert_eq!(t.coord.attempt, 2);
+    assert!(
+        t.result.is_none(),
+        "the old attempt's result is not in the new attempt"
+    );
+    let last = t.coord.history.last().expect("history");
+    assert_eq!(last["event"], "stale_result");
+    assert_eq!(last["result"]["attempt"], 1);
+    assert!(s.tick(at(60)).is_empty(), "nothing left for the next tick");
+}
+
