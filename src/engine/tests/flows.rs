@@ -567,3 +567,25 @@ fn result_left_in_a_task_moved_back_to_ready_is_set_aside_when_reassigned() {
     assert!(s.tick(at(60)).is_empty(), "nothing left for the next tick");
 }
 
+#[test]
+fn report_on_a_hand_moved_task_waits_for_adoption() {
+    let mut s = Sim::new();
+    s.add_agent("alice", "enabled: false\n");
+    s.drop_task("a", "title: x\n");
+    s.tick(at(0));
+    s.hand_move("ready/a.yaml", "assigned/alice/a.yaml");
+    let id = tid("a");
+    let report = |b: &crate::board::Board, i: &crate::engine::Inputs<'_>| {
+        let result = json!({"status": "success"});
+        commands::report(b, i, &id, commands::Report { result })
+    };
+    let err = s.command(report).expect_err("no attempt yet");
+    assert!(err.to_string().contains("run 'coord tick' first"), "{err}");
+    assert_eq!(
+        summaries(&s.tick(at(60))),
+        ["adopt a, moved by hand to assigned/alice"]
+    );
+    s.command(report).expect("attempt 1 has started");
+    assert_eq!(s.task("a").result.and_then(|r| r.attempt), Some(1));
+    assert_eq!(summaries(&s.tick(at(120))), ["complete a"]);
+}
