@@ -185,9 +185,13 @@ impl Sim {
 
     /// Reports a result the way `coord complete` / `coord fail` do (stamped with the attempt).
     pub fn report(&mut self, id: &str, result: Value) {
+        self.try_report(id, result).expect("report");
+    }
+
+    /// Reports a result; returns the command's refusal instead of failing.
+    pub fn try_report(&mut self, id: &str, result: Value) -> Result<Plan, CommandError> {
         let id = tid(id);
         self.command(|b, i| commands::report(b, i, &id, Report { result }))
-            .expect("report");
     }
 
     /// Writes a `result:` block by hand, right before the `coord:` line.
