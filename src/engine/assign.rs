@@ -135,6 +135,17 @@ pub fn assign(w: &mut World<'_>, id: &TaskId, agent: &AgentName) {
     let Some(e) = w.entries.get(id) else { return };
     let mut c = e.task.coord.clone();
     c.state = State::Assigned.as_str().to_string();
+    // A result in a task that is not assigned answers an earlier attempt: set it aside now,
+    // so the next tick does not have to.
+    let edit = match e.task.doc.value.get("result") {
+        Some(r) => {
+            let at = w.now_str();
+            c.history
+                .push(serde_json::json!({"at": at, "event": "stale_result", "result": r}));
+            ResultEdit::Remove
+        }
+        None => ResultEdit::Keep,
+    };
     match start_attempt(w, id, agent, &mut c) {
         Ok(()) => {
             if let Some(st) = w.agents.get(agent) {
@@ -145,13 +156,7 @@ pub fn assign(w: &mut World<'_>, id: &TaskId, agent: &AgentName) {
                 }
             }
             let summary = format!("assign {id} to {agent}");
-            w.transit(
-                id,
-                Folder::assigned(agent.clone()),
-                c,
-                ResultEdit::Keep,
-                summary,
-            );
+            w.transit(id, Folder::assigned(agent.clone()), c, edit, summary);
         }
         Err(error) => {
             c.state = State::Failed.as_str().to_string();

@@ -326,6 +326,12 @@ pub fn report(
     let Some(e) = w.entries.get(id) else {
         return Err(CommandError::Unreadable(id.clone()));
     };
+    let adopted = e.task.coord.state == State::Assigned.as_str()
+        && e.task.coord.assigned_to == e.folder.agent;
+    if !adopted {
+        let hint = "it was moved by hand and no attempt has started yet; run 'coord tick' first";
+        return Err(wrong(id, State::Assigned, hint));
+    }
     let mut result = report.result;
     result["attempt"] = json!(e.task.coord.attempt);
     if let Some(a) = &e.folder.agent {

@@ -198,3 +198,6 @@ pub fn adoption_plan(board: &Board, inputs: &Inputs<'_>) -> Plan {
     adopt::run(&mut w);
     w.finish()
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,591 @@
+//! Completion, retries, timeouts, fencing, dependencies, handoffs, authority and cancellation,
+//! followed through several ticks with exact outcomes.
+
+use super::harness::{agent, at, summaries, tid, Sim};
+use crate::engine::commands;
+use crate::engine::retry::backoff;
+use crate::engine::Note;
+use crate::model::ErrorInfo;
+use serde_json::json;
+
+fn sim_with(agents: &[&str]) -> Sim {
+    let mut s = Sim::new();
+    for a in agents {
+        s.add_agent(a, "");
+    }
+    s
+}
+
+fn error_of(s: &Sim, id: &str) -> ErrorInfo {
+    s.coord(id).error.expect("an error")
+}
+
+#[test]
+fn success_completes_and_hands_off_to_a_deterministic_child() {
+    let mut s = sim_with(&["alice", "bob"]);
+    s.drop_task(
+        "a",
+        "title: Draft\nagent: alice\nnext_agent: bob\nlabels: [api]\n",
+    );
+    s.tick(at(0));
+    s.report(
+        "a",
+        json!({"status": "success", "output": {"summary": "v1"}}),
+    );
+    let p = s.tick(at(60));
+    assert_eq!(
+        summaries(&p),
+        [
+            "complete a",
+            "hand off a to bob as a.bob",
+            "assign a.bob to bob"
+        ]
+    );
+    assert_eq!(p.transitions[1].from, "new");
+    assert_eq!(s.path_of("a"), "done/a.yaml");
+    assert_eq!(
+        s.coord("a").finished_at.as_deref(),
+        Some("2026-11-22T10:01:00Z")
+    );
+    assert_eq!(s.path_of("a.bob"), "assigned/bob/a.bob.yaml");
+    let child = s.task("a.bob");
+    assert_eq!(child.spec.title, "Draft");
+    assert_eq!(child.spec.agent, Some(agent("bob")));
+    assert_eq!(child.spec.labels, ["api"]);
+    assert_eq!(
+        child.spec.input,
+        Some(json!({"previous": {"summary": "v1"}}))
+    );
+    assert_eq!(child.coord.parent, Some(tid("a")));
+    assert_eq!(child.coord.workflow, Some(tid("a")));
+    assert_eq!(child.coord.chain, [tid("a")]);
+    assert_eq!(child.coord.attempt, 1);
+    assert!(
+        s.tick(at(61)).is_empty(),
+        "a repeated tick creates no second child"
+    );
+}
+
+#[test]
+fn result_next_agent_overrides_the_task() {
+    let mut s = sim_with(&["alice", "bob", "carol"]);
+    s.drop_task("a", "title: x\nagent: alice\nnext_agent: bob\n");
+    s.tick(at(0));
+    s.report("a", json!({"status": "success", "next_agent": "carol"}));
+    let p = s.tick(at(60));
+    assert_eq!(
+        summaries(&p),
+        [
+            "complete a",
+            "hand off a to carol as a.carol",
+            "assign a.carol to carol"
+        ]
+    );
+    assert_eq!(
+        s.task("a.carol").spec.input,
+        Some(json!({"previous": null}))
+    );
+}
+
+#[test]
+fn fan_out_creates_children_and_a_join_that_collects_every_output() {
+    let mut s = sim_with(&["lead", "x", "y", "pm"]);
+    s.drop_task(
+        "p",
+        "title: Plan\nagent: lead\nnext_agent: [x, y]\njoin_agent: pm\n",
+    );
+    s.tick(at(0));
+    s.report("p", json!({"status": "success", "output": "go"}));
+    let p = s.tick(at(60));
+    assert_eq!(
+        summaries(&p),
+        [
+            "complete p",
+            "hand off p to x as p.x",
+            "hand off p to y as p.y",
+            "create join task p.join for pm",
+            "assign p.x to x",
+            "assign p.y to y",
+        ]
+    );
+    assert_eq!(s.path_of("p.join"), "blocked/p.join.yaml");
+    let join = s.task("p.join");
+    assert_eq!(join.spec.depends_on, [tid("p.x"), tid("p.y")]);
+    assert_eq!(join.spec.agent, Some(agent("pm")));
+    assert!(p.notes.contains(&Note::Blocked {
+        id: tid("p.join"),
+        open: vec![tid("p.x"), tid("p.y")]
+    }));
+
+    s.report("p.x", json!({"status": "success", "output": {"v": 1}}));
+    assert_eq!(summaries(&s.tick(at(120))), ["complete p.x"]);
+    assert_eq!(s.path_of("p.join"), "blocked/p.join.yaml");
+
+    s.report("p.y", json!({"status": "success", "output": {"v": 2}}));
+    let p = s.tick(at(180));
+    assert_eq!(
+        summaries(&p),
+        [
+            "complete p.y",
+            "unblock p.join: dependencies done",
+            "assign p.join to pm"
+        ]
+    );
+    assert_eq!(
+        s.coord("p.join").input,
+        Some(json!({"results": {"p.x": {"v": 1}, "p.y": {"v": 2}}}))
+    );
+    assert!(s.tick(at(181)).is_empty());
+}
+
+#[test]
+fn retryable_failure_backs_off_then_is_reassigned() {
+    let mut s = sim_with(&["alice"]);
+    s.drop_task("a", "title: x\n");
+    s.tick(at(0));
+    s.report(
+        "a",
+        json!({"status": "failure", "error": {"message": "boom"}}),
+    );
+    let p = s.tick(at(60));
+    assert_eq!(
+        summaries(&p),
+        [
+            "retry a after failure (attempt 1/3)",
+            "agent alice: circuit closed after 1 consecutive failures"
+        ]
+    );
+    assert_eq!(
+        s.text("agents/alice.yaml"),
+        "coord:\n  consecutive_failures: 1\n  circuit: closed\n"
+    );
+    let delay = backoff("a", 1, &s.config.backoff).as_secs();
+    assert!(delay > 0, "this test needs a real wait; pick another id");
+    let c = s.coord("a");
+    assert_eq!(s.path_of("a"), "ready/a.yaml");
+    assert_eq!(c.state, "ready");
+    assert_eq!(c.attempt, 1);
+    assert_eq!(c.assigned_to, None);
+    let nb = crate::engine::world::fmt_time(at(60 + delay));
+    assert_eq!(c.not_before.as_deref(), Some(nb.as_str()));
+    assert_eq!(
+        c.history,
+        [json!({
+            "at": "2026-11-22T10:01:00Z",
+            "attempt": 1,
+            "agent": "alice",
+            "error": {"message": "boom"},
+            "result": {"status": "failure", "error": {"message": "boom"}, "attempt": 1, "agent": "alice"},
+        })]
+    );
+    assert!(
+        s.task("a").result.is_none(),
+        "the result block is gone from the file"
+    );
+    assert!(!s.text("ready/a.yaml").contains("\nresult:"));
+
+    let p = s.tick(at(60 + delay - 1));
+    assert!(p.is_empty());
+    assert_eq!(
+        p.notes,
+        [Note::Waiting {
+            id: tid("a"),
+            reason: format!("backing off until {nb}")
+        }]
+    );
+    let p = s.tick(at(60 + delay));
+    assert_eq!(summaries(&p), ["assign a to alice"]);
+    let c = s.coord("a");
+    assert_eq!((c.attempt, c.not_before), (2, None));
+}
+
+#[test]
+fn exhausted_attempts_go_to_failed() {
+    let mut s = sim_with(&["alice"]);
+    s.config.backoff.base = crate::model::Duration::from_secs(0);
+    s.drop_task("a", "title: x\nmax_attempts: 2\n");
+    s.tick(at(0));
+    s.report(
+        "a",
+        json!({"status": "failure", "error": {"message": "one"}}),
+    );
+    let p = s.tick(at(10));
+    assert_eq!(
+        summaries(&p),
+        [
+            "retry a after failure (attempt 1/2)",
+            "assign a to alice",
+            "agent alice: circuit closed after 1 consecutive failures"
+        ],
+        "zero backoff: straight back; the profile counts the failure"
+    );
+    s.report(
+        "a",
+        json!({"status": "failure", "error": {"code": "oops", "message": "two"}}),
+    );
+    let p = s.tick(at(20));
+    assert_eq!(
+        summaries(&p),
+        [
+            "fail a: oops (attempts exhausted)",
+            "agent alice: circuit closed after 2 consecutive failures"
+        ]
+    );
+    assert_eq!(s.path_of("a"), "failed/a.yaml");
+    let c = s.coord("a");
+    assert_eq!(c.attempt, 2);
+    assert_eq!(c.history.len(), 2);
+    assert_eq!(c.finished_at.as_deref(), Some("2026-11-22T10:00:20Z"));
+    assert_eq!(c.error.and_then(|e| e.code), Some("oops".into()));
+    assert!(
+        s.task("a").result.is_some(),
+        "the last result stays for people to read"
+    );
+    assert!(s.tick(at(30)).is_empty());
+}
+
+#[test]
+fn non_retryable_failure_fails_at_once() {
+    let mut s = sim_with(&["alice"]);
+    s.drop_task("a", "title: x\n");
+    s.tick(at(0));
+    s.report(
+        "a",
+        json!({"status": "failure", "error": {"message": "bad input", "retryable": false}}),
+    );
+    let p = s.tick(at(60));
+    assert_eq!(
+        summaries(&p),
+        [
+            "fail a: failure (not retryable)",
+            "agent alice: circuit closed after 1 consecutive failures"
+        ]
+    );
+    assert_eq!(s.path_of("a"), "failed/a.yaml");
+    assert_eq!(s.coord("a").attempt, 1);
+    assert_eq!(error_of(&s, "a").message, "bad input");
+}
+
+#[test]
+fn expired_lease_is_a_timeout() {
+    let mut s = sim_with(&["alice"]);
+    s.drop_task("a", "title: x\ntimeout: 10m\n");
+    s.tick(at(0));
+    assert_eq!(
+        s.coord("a").lease_expires_at.as_deref(),
+        Some("2026-11-22T10:10:00Z")
+    );
+    assert!(s.tick(at(599)).is_empty());
+    let p = s.tick(at(600));
+    assert_eq!(summaries(&p)[0], "retry a after timeout (attempt 1/3)");
+    let c = s.coord("a");
+    assert_eq!(c.history.len(), 1);
+    assert_eq!(c.history[0]["error"]["code"], "timeout");
+    assert_eq!(c.history[0]["agent"], "alice");
+    assert!(c.history[0].get("result").is_none());
+}
+
+#[test]
+fn heartbeat_extends_the_lease() {
+    let mut s = sim_with(&["alice"]);
+    s.drop_task("a", "title: x\ntimeout: 10m\n");
+    s.tick(at(0));
+    s.now = at(500);
+    let id = tid("a");
+    s.command(|b, i| commands::heartbeat(b, i, &id))
+        .expect("heartbeat");
+    assert_eq!(
+        s.coord("a").lease_expires_at.as_deref(),
+        Some("2026-11-22T10:18:20Z")
+    );
+    assert!(s.tick(at(600)).is_empty());
+}
+
+#[test]
+fn zombie_result_for_an_old_attempt_is_set_aside() {
+    let mut s = sim_with(&["alice"]);
+    s.config.backoff.base = crate::model::Duration::from_secs(0);
+    s.drop_task("a", "title: x\ntimeout: 10m\n");
+    s.tick(at(0));
+    let p = s.tick(at(600));
+    assert_eq!(
+        summaries(&p),
+        [
+            "retry a after timeout (attempt 1/3)",
+            "assign a to alice",
+            "agent alice: circuit closed after 1 consecutive failures"
+        ]
+    );
+    assert_eq!(s.coord("a").attempt, 2);
+    // The first attempt's process wakes up and answers.
+    s.write_result_raw(
+        "a",
+        "result:\n  status: success\n  attempt: 1\n  output: late\n",
+    );
+    let p = s.tick(at(660));
+    assert_eq!(
+        summaries(&p),
+        ["set aside a stale result for a (not attempt 2)"]
+    );
+    assert_eq!(s.path_of("a"), "assigned/alice/a.yaml");
+    let t = s.task("a");
+    assert!(t.result.is_none());
+    let last = t.coord.history.last().expect("history");
+    assert_eq!(last["event"], "stale_result");
+    assert_eq!(last["result"]["output"], "late");
+    assert!(s.tick(at(661)).is_empty());
+}
+
+#[test]
+fn dependencies_block_until_done() {
+    let mut s = sim_with(&["alice"]);
+    s.drop_task("a", "title: first\n");
+    s.drop_task("b", "title: second\ndepends_on: [a]\n");
+    let p = s.tick(at(0));
+    assert_eq!(
+        summaries(&p),
+        [
+            "accept a into ready",
+            "accept b into blocked",
+            "assign a to alice"
+        ]
+    );
+    assert!(p.notes.contains(&Note::Blocked {
+        id: tid("b"),
+        open: vec![tid("a")]
+    }));
+    s.report("a", json!({"status": "success"}));
+    let p = s.tick(at(60));
+    assert_eq!(
+        summaries(&p),
+        [
+            "complete a",
+            "unblock b: dependencies done",
+            "assign b to alice"
+        ]
+    );
+}
+
+#[test]
+fn failed_dependency_fails_its_dependents_in_cascade() {
+    let mut s = sim_with(&["alice"]);
+    s.drop_task("a", "title: first\n");
+    s.drop_task("b", "title: second\ndepends_on: [a]\n");
+    s.drop_task("c", "title: third\ndepends_on: [b]\n");
+    s.tick(at(0));
+    s.report(
+        "a",
+        json!({"status": "failure", "error": {"message": "no", "retryable": false}}),
+    );
+    let p = s.tick(at(60));
+    assert_eq!(
+        summaries(&p),
+        [
+            "fail a: failure (not retryable)",
+            "fail b: dependency a failed",
+            "fail c: dependency b failed",
+            "agent alice: circuit closed after 1 consecutive failures"
+        ]
+    );
+    let e = error_of(&s, "c");
+    assert_eq!(
+        (e.code.as_deref(), e.retryable),
+        (Some("dependency_failed"), Some(false))
+    );
+    assert_eq!(s.ids_in("failed"), ["a", "b", "c"]);
+}
+
+#[test]
+fn ask_me_first_waits_in_review_until_approved() {
+    let mut s = sim_with(&["alice"]);
+    s.drop_task("a", "title: x\nauthority: ask_me_first\n");
+    let p = s.tick(at(0));
+    assert_eq!(summaries(&p), ["accept a into review"]);
+    assert_eq!(s.coord("a").review.as_deref(), Some("start"));
+    assert!(s.tick(at(60)).is_empty());
+    let id = tid("a");
+    s.command(|b, i| commands::approve(b, i, &id))
+        .expect("approve");
+    assert_eq!(s.path_of("a"), "ready/a.yaml");
+    assert_eq!(s.coord("a").review, None);
+    assert_eq!(summaries(&s.tick(at(120))), ["assign a to alice"]);
+}
+
+#[test]
+fn do_it_and_show_me_holds_the_result_for_review_before_done_and_handoff() {
+    let mut s = sim_with(&["alice", "bob"]);
+    s.drop_task(
+        "a",
+        "title: x\nagent: alice\nauthority: do_it_and_show_me\nnext_agent: bob\n",
+    );
+    s.tick(at(0));
+    s.report("a", json!({"status": "success", "output": 42}));
+    let p = s.tick(at(60));
+    assert_eq!(summaries(&p), ["hold a for review of its result"]);
+    assert_eq!(s.coord("a").review.as_deref(), Some("result"));
+    assert!(s.tick(at(61)).is_empty());
+    let id = tid("a");
+    let plan = s
+        .command(|b, i| commands::approve(b, i, &id))
+        .expect("approve");
+    assert_eq!(
+        summaries(&plan),
+        ["complete a", "hand off a to bob as a.bob"]
+    );
+    assert_eq!(s.path_of("a"), "done/a.yaml");
+    assert_eq!(s.path_of("a.bob"), "ready/a.bob.yaml");
+    assert_eq!(s.task("a.bob").spec.input, Some(json!({"previous": 42})));
+    assert_eq!(summaries(&s.tick(at(120))), ["assign a.bob to bob"]);
+}
+
+#[test]
+fn reject_sends_a_task_in_review_to_failed() {
+    let mut s = sim_with(&["alice"]);
+    s.drop_task("a", "title: x\nauthority: ask_me_first\n");
+    s.drop_task("b", "title: y\n");
+    s.tick(at(0));
+    let id = tid("a");
+    s.command(|b, i| commands::reject(b, i, &id, "not now"))
+        .expect("reject");
+    assert_eq!(s.path_of("a"), "failed/a.yaml");
+    assert_eq!(
+        error_of(&s, "a"),
+        ErrorInfo::new("rejected", "not now", false)
+    );
+    let id = tid("b");
+    let err = s
+        .command(|b, i| commands::reject(b, i, &id, "no"))
+        .expect_err("not in review");
+    assert!(
+        matches!(err, commands::CommandError::WrongState { .. }),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn cancel_fails_blocked_dependents() {
+    let mut s = sim_with(&["alice"]);
+    s.drop_task("a", "title: first\n");
+    s.drop_task("b", "title: second\ndepends_on: [a]\n");
+    s.tick(at(0));
+    let id = tid("a");
+    let plan = s
+        .command(|b, i| commands::cancel(b, i, &id, "changed my mind"))
+        .expect("cancel");
+    assert_eq!(
+        summaries(&plan),
+        [
+            "cancel a: changed my mind",
+            "fail b: dependency a cancelled"
+        ]
+    );
+    assert_eq!(s.path_of("a"), "cancelled/a.yaml");
+    assert_eq!(s.path_of("b"), "failed/b.yaml");
+    assert_eq!(error_of(&s, "b").code.as_deref(), Some("dependency_failed"));
+    assert!(
+        s.tick(at(60)).is_empty(),
+        "a cancelled task frees alice but nothing waits"
+    );
+}
+
+#[test]
+fn person_owned_bytes_survive_assignment_retry_and_completion() {
+    let original = "\
+# Ticket 4711, written by hand.
+title:    Fix   the login bug      # odd spacing stays
+description: |
+  Steps:
+    1. open /login
+
+    2. submit the form
+labels: [auth,   urgent]   # a flow list
+capabilities:
+  - code     # block list
+input: {url: \"https://x.test/login\", retries: 3}
+priority: high
+# a trailing note about the task
+";
+    let mut s = Sim::new();
+    s.add_agent("alice", "capabilities: [code]\n");
+    s.config.backoff.base = crate::model::Duration::from_secs(0);
+    s.drop_task("a", original);
+    let prefix_ok = |s: &Sim, what: &str| {
+        let text = s.text(&s.path_of("a"));
+        assert!(
+            text.starts_with(original),
+            "{what}: person bytes changed:\n{text}"
+        );
+        let rest = &text[original.len()..];
+        assert!(
+            rest.starts_with("coord:\n") || rest.starts_with("result:\n"),
+            "{what}: unexpected tail:\n{rest}"
+        );
+    };
+    s.tick(at(0));
+    prefix_ok(&s, "assigned");
+    s.report(
+        "a",
+        json!({"status": "failure", "error": {"message": "flaky"}}),
+    );
+    prefix_ok(&s, "failure reported");
+    s.tick(at(60));
+    prefix_ok(&s, "retried and reassigned");
+    assert_eq!(s.coord("a").attempt, 2);
+    s.report("a", json!({"status": "success", "output": {"fixed": true}}));
+    s.tick(at(120));
+    assert_eq!(s.path_of("a"), "done/a.yaml");
+    prefix_ok(&s, "done");
+    let text = s.text("done/a.yaml");
+    let tail = &text[original.len()..];
+    assert!(tail.starts_with("result:\n  status: success\n"), "{tail}");
+}
+
+#[test]
+fn result_left_in_a_task_moved_back_to_ready_is_set_aside_when_reassigned() {
+    let mut s = sim_with(&["alice"]);
+    s.drop_task("a", "title: x\n");
+    s.tick(at(0));
+    s.report(
+        "a",
+        json!({"status": "failure", "error": {"message": "no"}}),
+    );
+    s.hand_move("assigned/alice/a.yaml", "ready/a.yaml");
+    let p = s.tick(at(60));
+    assert_eq!(
+        summaries(&p),
+        ["adopt a, moved by hand to ready", "assign a to alice"]
+    );
+    let t = s.task("a");
+    assert_eq!(t.coord.attempt, 2);
+    assert!(
+        t.result.is_none(),
+        "the old attempt's result is not in the new attempt"
+    );
+    let last = t.coord.history.last().expect("history");
+    assert_eq!(last["event"], "stale_result");
+    assert_eq!(last["result"]["attempt"], 1);
+    assert!(s.tick(at(60)).is_empty(), "nothing left for the next tick");
+}
+
+#[test]
+fn report_on_a_hand_moved_task_waits_for_adoption() {
+    let mut s = Sim::new();
+    s.add_agent("alice", "enabled: false\n");
+    s.drop_task("a", "title: x\n");
+    s.tick(at(0));
+    s.hand_move("ready/a.yaml", "assigned/alice/a.yaml");
+    let id = tid("a");
+    let report = |b: &crate::board::Board, i: &crate::engine::Inputs<'_>| {
+        let result = json!({"status": "success"});
+        commands::report(b, i, &id, commands::Report { result })
+    };
+    let err = s.command(report).expect_err("no attempt yet");
+    assert!(err.to_string().contains("run 'coord tick' first"), "{err}");
+    assert_eq!(
+        summaries(&s.tick(at(60))),
+        ["adopt a, moved by hand to assigned/alice"]
+    );
+    s.command(report).expect("attempt 1 has started");
+    assert_eq!(s.task("a").result.and_then(|r| r.attempt), Some(1));
+    assert_eq!(summaries(&s.tick(at(120))), ["complete a"]);
+}
