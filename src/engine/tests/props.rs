@@ -322,6 +322,7 @@ fn move_helper_refuses_to_replace_a_file() {
                 from: "work/ready/a.yaml".into(),
                 to: "work/done/a.yaml".into(),
             }],
+            guard: vec![],
         }],
         notes: vec![],
     };
