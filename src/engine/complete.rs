@@ -154,7 +154,7 @@ pub fn fail_attempt(w: &mut World<'_>, e: &Entry, err: ErrorInfo, had_result: bo
         "error": err,
     });
     c.lease_expires_at = None;
-    if err.is_retryable() && c.attempt < max {
+    if err.is_retryable() && c.attempt - c.attempt_base.min(c.attempt) < max {
         if had_result {
             record["result"] = e.task.doc.value.get("result").cloned().unwrap_or_default();
         }

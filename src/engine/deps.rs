@@ -7,7 +7,14 @@ use crate::model::{ErrorInfo, Folder, State, TaskId};
 
 /// Returns a task's state for dependency purposes: archived tasks count as what they were.
 pub fn effective_state(w: &World<'_>, id: &TaskId) -> Option<State> {
-    let e = w.entries.get(id)?;
+    let Some(e) = w.entries.get(id) else {
+        let invalid = w
+            .board
+            .find(id)
+            .iter()
+            .all(|f| f.folder.state == State::Invalid);
+        return (invalid && w.all_ids.contains(id)).then_some(State::Invalid);
+    };
     match e.folder.state {
         State::Archived => State::parse(&e.task.coord.state).or(Some(State::Done)),
         s => Some(s),
@@ -51,7 +58,7 @@ fn step(w: &mut World<'_>, id: &TaskId) -> bool {
     let failed = deps.iter().find(|d| {
         matches!(
             effective_state(w, d),
-            Some(State::Failed | State::Cancelled)
+            Some(State::Failed | State::Cancelled | State::Invalid)
         )
     });
     if let Some(dep) = failed {

@@ -82,7 +82,7 @@ fn admit(w: &mut World<'_>, id: &TaskId) {
         (_, true) => State::Ready,
     };
     c.state = target.as_str().to_string();
-    c.attempt = 0;
+    c.attempt_base = c.attempt;
     c.created_at.get_or_insert(now);
     c.assigned_to = None;
     c.assigned_at = None;

@@ -200,6 +200,10 @@ pub struct CoordBlock {
     pub assigned_to: Option<AgentName>,
     /// Attempts started so far.
     pub attempt: u32,
+    /// Attempts made before the last `coord retry`: `max_attempts` counts from here, while
+    /// `attempt` keeps growing so a late result of an old attempt is never accepted.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub attempt_base: u32,
     /// When intake accepted the task.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,
@@ -236,6 +240,10 @@ pub struct CoordBlock {
     /// Earlier attempts' results and errors.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<Value>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl CoordBlock {

@@ -589,3 +589,51 @@ fn report_on_a_hand_moved_task_waits_for_adoption() {
     assert_eq!(s.task("a").result.and_then(|r| r.attempt), Some(1));
     assert_eq!(summaries(&s.tick(at(120))), ["complete a"]);
 }
+
+#[test]
+fn a_dependency_that_became_invalid_fails_its_dependents() {
+    let mut s = sim_with(&["alice"]);
+    s.drop_task("a", "title: first\nagent: alice\n");
+    s.drop_task("b", "title: second\ndepends_on: [a]\n");
+    s.tick(at(0));
+    s.hand_move("assigned/alice/a.yaml", "invalid/a.yaml");
+    s.tick(at(60));
+    assert_eq!(s.path_of("b"), "failed/b.yaml");
+    assert_eq!(error_of(&s, "b").code.as_deref(), Some("dependency_failed"));
+}
+
+#[test]
+fn retry_keeps_attempt_numbers_growing_so_old_results_stay_fenced() {
+    let mut s = sim_with(&["alice"]);
+    s.drop_task("a", "title: first\nmax_attempts: 1\n");
+    s.tick(at(0));
+    s.report(
+        "a",
+        json!({"status": "failure", "error": {"message": "no"}}),
+    );
+    s.tick(at(60));
+    assert_eq!(s.path_of("a"), "failed/a.yaml");
+    let id = tid("a");
+    s.command(|b, i| commands::retry(b, i, &id)).expect("retry");
+    s.tick(at(120));
+    assert_eq!(s.path_of("a"), "assigned/alice/a.yaml");
+    let c = s.coord("a");
+    assert_eq!((c.attempt, c.attempt_base), (2, 1));
+    s.write_result_raw("a", "result:\n  status: success\n  attempt: 1\n");
+    s.tick(at(180));
+    assert_eq!(
+        s.path_of("a"),
+        "assigned/alice/a.yaml",
+        "attempt 1's late result is fenced off"
+    );
+    s.report(
+        "a",
+        json!({"status": "failure", "error": {"message": "again"}}),
+    );
+    s.tick(at(240));
+    assert_eq!(
+        s.path_of("a"),
+        "failed/a.yaml",
+        "max_attempts counts from the retry"
+    );
+}
