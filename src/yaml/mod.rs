@@ -7,6 +7,9 @@ mod emit;
 mod parse;
 mod splice;
 
+#[cfg(test)]
+mod props;
+
 pub use emit::{emit_block, emit_scalar};
 pub use parse::{parse, parse_bytes, Doc, Limits, Pos, TopKey, YamlError};
 pub use splice::{remove_block, set_block, SpliceError};
