@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 /// The crate's fixtures folder.
 fn fixture(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(rel)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(rel)
 }
 
 /// Every file under `dir`, relative to it, sorted (.git excluded).
@@ -22,7 +24,12 @@ fn tree(dir: &Path) -> Vec<String> {
             if p.is_dir() {
                 walk(root, &p, out);
             } else {
-                out.push(p.strip_prefix(root).expect("inside").to_string_lossy().into_owned());
+                out.push(
+                    p.strip_prefix(root)
+                        .expect("inside")
+                        .to_string_lossy()
+                        .into_owned(),
+                );
             }
         }
     }
@@ -46,16 +53,34 @@ fn assert_clean_error(stderr: &str) {
 fn new_prints_an_id_and_commits_the_task_file() {
     let r = TestRepo::with_agents(&["alice"]);
     let before = r.commit_count();
-    let id = r.ok(&["new", "Fix the login bug", "--agent", "alice", "--priority", "high"]);
+    let id = r.ok(&[
+        "new",
+        "Fix the login bug",
+        "--agent",
+        "alice",
+        "--priority",
+        "high",
+    ]);
     let id = id.trim();
     assert!(id.starts_with("fix-the-login-bug-"), "{id}");
     assert_eq!(id.len(), "fix-the-login-bug-".len() + 6, "{id}");
     let path = format!("work/inbox/{id}.yaml");
-    assert_eq!(r.read(&path), "title: Fix the login bug\nagent: alice\npriority: high\n");
+    assert_eq!(
+        r.read(&path),
+        "title: Fix the login bug\nagent: alice\npriority: high\n"
+    );
     assert_eq!(r.commit_count(), before + 1);
-    assert_eq!(r.git(&["show", "--name-only", "--format=", "HEAD"]), format!("{path}\n"));
+    assert_eq!(
+        r.git(&["show", "--name-only", "--format=", "HEAD"]),
+        format!("{path}\n")
+    );
     let msg = r.git(&["log", "-1", "--format=%B"]);
-    assert!(msg.contains(&format!("Coord-Task: {id}\nCoord-From: new\nCoord-To: inbox")), "{msg}");
+    assert!(
+        msg.contains(&format!(
+            "Coord-Task: {id}\nCoord-From: new\nCoord-To: inbox"
+        )),
+        "{msg}"
+    );
     assert_eq!(r.git_status(), "");
     r.ok(&["validate"]);
 }
@@ -65,14 +90,23 @@ fn same_idempotency_key_gives_the_same_id_and_one_file() {
     let r = TestRepo::new();
     let a = r.ok(&["new", "Nightly report", "--idempotency-key", "ticket-4711"]);
     let commits = r.commit_count();
-    let b = r.ok(&["new", "Nightly report again", "--idempotency-key", "ticket-4711"]);
+    let b = r.ok(&[
+        "new",
+        "Nightly report again",
+        "--idempotency-key",
+        "ticket-4711",
+    ]);
     assert_eq!(a, b);
     assert_eq!(r.commit_count(), commits, "the second new is a no-op");
     let id = a.trim();
     assert_eq!(r.find(id), vec![format!("work/inbox/{id}.yaml")]);
-    assert_eq!(tree(&r.abs("work/inbox")), vec![".gitkeep".to_string(), format!("{id}.yaml")]);
+    assert_eq!(
+        tree(&r.abs("work/inbox")),
+        vec![".gitkeep".to_string(), format!("{id}.yaml")]
+    );
     let json: serde_json::Value =
-        serde_json::from_str(&r.ok(&["--json", "new", "x", "--idempotency-key", "ticket-4711"])).expect("json");
+        serde_json::from_str(&r.ok(&["--json", "new", "x", "--idempotency-key", "ticket-4711"]))
+            .expect("json");
     assert_eq!(json["id"], id);
     assert_eq!(json["created"], false);
 }
@@ -80,15 +114,24 @@ fn same_idempotency_key_gives_the_same_id_and_one_file() {
 #[test]
 fn idempotency_key_is_found_after_the_task_moved_on() {
     let r = TestRepo::with_agents(&["alice"]);
-    let id = r.ok(&["new", "Ship it", "--idempotency-key", "k-1"]).trim().to_string();
+    let id = r
+        .ok(&["new", "Ship it", "--idempotency-key", "k-1"])
+        .trim()
+        .to_string();
     r.ok(&["tick"]);
     assert_eq!(r.where_is(&id), format!("work/assigned/alice/{id}.yaml"));
-    assert_eq!(r.ok(&["new", "Ship it", "--idempotency-key", "k-1"]).trim(), id);
+    assert_eq!(
+        r.ok(&["new", "Ship it", "--idempotency-key", "k-1"]).trim(),
+        id
+    );
     r.ok(&["complete", &id]);
     r.ok(&["tick"]);
     assert_eq!(r.where_is(&id), format!("work/done/{id}.yaml"));
     let commits = r.commit_count();
-    assert_eq!(r.ok(&["new", "Ship it", "--idempotency-key", "k-1"]).trim(), id);
+    assert_eq!(
+        r.ok(&["new", "Ship it", "--idempotency-key", "k-1"]).trim(),
+        id
+    );
     assert_eq!(r.find(&id).len(), 1);
     assert_eq!(tree(&r.abs("work/inbox")), vec![".gitkeep"]);
     assert_eq!(r.commit_count(), commits);
@@ -101,8 +144,20 @@ fn a_title_alone_is_a_valid_task() {
     let (_, err) = r.code(&["validate"], 0);
     assert!(err.contains("all task files are valid"), "{err}");
     r.code(&["validate", "work/inbox/login.yaml"], 0);
-    r.code(&["validate", fixture("valid/minimal.yaml").to_str().expect("utf8")], 0);
-    r.code(&["validate", fixture("valid/commented.yaml").to_str().expect("utf8")], 0);
+    r.code(
+        &[
+            "validate",
+            fixture("valid/minimal.yaml").to_str().expect("utf8"),
+        ],
+        0,
+    );
+    r.code(
+        &[
+            "validate",
+            fixture("valid/commented.yaml").to_str().expect("utf8"),
+        ],
+        0,
+    );
 }
 
 #[test]
@@ -121,7 +176,10 @@ fn every_invalid_fixture_points_at_the_offending_line() {
     ];
     let listed = std::fs::read_dir(fixture("invalid"))
         .expect("fixtures")
-        .filter(|e| e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "yaml")))
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "yaml"))
+        })
         .count();
     assert_eq!(listed, expected.len(), "a fixture without an expectation");
     let r = TestRepo::new();
@@ -133,8 +191,14 @@ fn every_invalid_fixture_points_at_the_offending_line() {
         let (out, err) = r.code(&["validate", &rel], 1);
         let prefix = format!("{rel}:{pos}: ");
         let first = out.lines().next().unwrap_or_default();
-        assert!(first.starts_with(&prefix), "{name}: want {prefix}, got:\n{out}");
-        assert!(out.lines().all(|l| l.starts_with(&prefix)), "{name}: one position only:\n{out}");
+        assert!(
+            first.starts_with(&prefix),
+            "{name}: want {prefix}, got:\n{out}"
+        );
+        assert!(
+            out.lines().all(|l| l.starts_with(&prefix)),
+            "{name}: one position only:\n{out}"
+        );
         assert!(first.contains(word), "{name}: {first}");
         assert!(err.contains("problem(s) found"), "{name}: {err}");
     }
@@ -185,8 +249,14 @@ fn hostile_files_are_rejected_fast_with_a_clear_message() {
 fn deep_nesting_hits_the_depth_limit() {
     let r = TestRepo::new();
     let n = 100_000;
-    r.write("tmp/deep-seq.yaml", &format!("{}{}\n", "[".repeat(n), "]".repeat(n)));
-    r.write("tmp/deep-map.yaml", &format!("title: {}x{}\n", "{a: ".repeat(n), "}".repeat(n)));
+    r.write(
+        "tmp/deep-seq.yaml",
+        &format!("{}{}\n", "[".repeat(n), "]".repeat(n)),
+    );
+    r.write(
+        "tmp/deep-map.yaml",
+        &format!("title: {}x{}\n", "{a: ".repeat(n), "}".repeat(n)),
+    );
     for rel in ["tmp/deep-seq.yaml", "tmp/deep-map.yaml"] {
         let (out, _) = validate_timed(&r, rel);
         assert!(out.starts_with(&format!("{rel}:1:")), "{out}");
@@ -201,10 +271,16 @@ fn a_100_mb_file_is_refused_by_the_size_limit() {
     std::fs::create_dir_all(r.abs("tmp")).expect("mkdir");
     std::fs::write(&path, "title: huge\ndescription: |\n  x\n").expect("write");
     // Sparse: the size is 100 MB but nothing else is written.
-    let f = std::fs::OpenOptions::new().write(true).open(&path).expect("open");
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .expect("open");
     f.set_len(100 * 1024 * 1024).expect("set_len");
     let (out, _) = validate_timed(&r, "tmp/huge.yaml");
-    assert_eq!(out, "tmp/huge.yaml:1:1: file is larger than the 1048576 byte limit\n");
+    assert_eq!(
+        out,
+        "tmp/huge.yaml:1:1: file is larger than the 1048576 byte limit\n"
+    );
 }
 
 #[test]
@@ -236,7 +312,10 @@ fn writing_commands_fail_clearly_outside_a_git_repo() {
         let (out, err) = r.code(args, 1);
         assert_eq!(out, "", "{args:?}");
         assert_clean_error(&err);
-        assert!(err.contains("is not in a git repository"), "{args:?}: {err}");
+        assert!(
+            err.contains("is not in a git repository"),
+            "{args:?}: {err}"
+        );
     }
     assert_eq!(tree(r.path()), Vec::<String>::new(), "nothing written");
 }
@@ -246,23 +325,52 @@ fn agents_add_and_list() {
     let r = TestRepo::new();
     let before = r.commit_count();
     r.ok(&["agents", "add", "alice"]);
-    r.ok(&["agents", "add", "bob", "--capability", "review", "--capability", "design", "--max-active", "3"]);
+    r.ok(&[
+        "agents",
+        "add",
+        "bob",
+        "--capability",
+        "review",
+        "--capability",
+        "design",
+        "--max-active",
+        "3",
+    ]);
     assert_eq!(r.commit_count(), before + 2);
-    assert_eq!(r.git(&["show", "--name-only", "--format=", "HEAD"]), "work/agents/bob.yaml\n");
-    assert!(r.git(&["log", "-1", "--format=%B"]).contains("Coord-Agent: bob"));
+    assert_eq!(
+        r.git(&["show", "--name-only", "--format=", "HEAD"]),
+        "work/agents/bob.yaml\n"
+    );
+    assert!(r
+        .git(&["log", "-1", "--format=%B"])
+        .contains("Coord-Agent: bob"));
     assert!(r.read("work/agents/bob.yaml").contains("max_active: 3"));
     assert_eq!(r.git_status(), "");
     let list = r.ok(&["agents"]);
     let lines: Vec<&str> = list.lines().collect();
     assert_eq!(lines.len(), 2, "{list}");
-    assert!(lines[0].starts_with("alice") && lines[0].contains("0/1"), "{list}");
-    assert!(lines[1].starts_with("bob") && lines[1].contains("0/3"), "{list}");
+    assert!(
+        lines[0].starts_with("alice") && lines[0].contains("0/1"),
+        "{list}"
+    );
+    assert!(
+        lines[1].starts_with("bob") && lines[1].contains("0/3"),
+        "{list}"
+    );
     assert!(lines[1].contains("review"), "{list}");
     let json: serde_json::Value = serde_json::from_str(&r.ok(&["--json", "agents"])).expect("json");
-    let names: Vec<&str> = json.as_array().expect("array").iter().map(|a| a["name"].as_str().expect("name")).collect();
+    let names: Vec<&str> = json
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|a| a["name"].as_str().expect("name"))
+        .collect();
     assert_eq!(names, ["alice", "bob"]);
     assert_eq!(json[1]["max_active"], 3);
-    assert_eq!(json[1]["capabilities"], serde_json::json!(["review", "design"]));
+    assert_eq!(
+        json[1]["capabilities"],
+        serde_json::json!(["review", "design"])
+    );
     let (_, err) = r.code(&["agents", "add", "../evil"], 2);
     assert!(!err.contains("panicked"), "{err}");
     assert!(!r.exists("work/evil.yaml"));
@@ -284,27 +392,50 @@ fn dash_c_runs_as_if_started_there() {
     let r = TestRepo::new();
     let elsewhere = tempfile::tempdir().expect("tempdir");
     let inbox = r.abs("work/inbox");
-    let out = bare_cmd(elsewhere.path(), &["-C", inbox.to_str().expect("utf8"), "new", "From afar"])
-        .output()
-        .expect("run");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = bare_cmd(
+        elsewhere.path(),
+        &["-C", inbox.to_str().expect("utf8"), "new", "From afar"],
+    )
+    .output()
+    .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
     assert_eq!(r.where_is(&id), format!("work/inbox/{id}.yaml"));
     assert_eq!(tree(elsewhere.path()), Vec::<String>::new());
     // Without -C, a folder outside any repository is refused.
-    let out = bare_cmd(elsewhere.path(), &["new", "Nowhere"]).output().expect("run");
+    let out = bare_cmd(elsewhere.path(), &["new", "Nowhere"])
+        .output()
+        .expect("run");
     assert_eq!(out.status.code(), Some(1));
 }
 
 #[test]
 fn now_sets_the_clock_and_a_bad_one_is_a_usage_error() {
     let r = TestRepo::with_agents(&["alice"]);
-    r.ok(&["--now", "2030-01-02T03:04:05Z", "new", "Later", "--id", "later"]);
-    assert_eq!(r.git(&["log", "-1", "--format=%ct"]).trim(), "1893553445", "commit time = --now");
+    r.ok(&[
+        "--now",
+        "2030-01-02T03:04:05Z",
+        "new",
+        "Later",
+        "--id",
+        "later",
+    ]);
+    assert_eq!(
+        r.git(&["log", "-1", "--format=%ct"]).trim(),
+        "1893553445",
+        "commit time = --now"
+    );
     r.ok(&["--now", "2030-01-02T03:04:05Z", "tick"]);
     let text = r.read("work/assigned/alice/later.yaml");
     assert!(text.contains("assigned_at: 2030-01-02T03:04:05Z"), "{text}");
-    assert!(text.contains("lease_expires_at: 2030-01-02T03:34:05Z"), "{text}");
+    assert!(
+        text.contains("lease_expires_at: 2030-01-02T03:34:05Z"),
+        "{text}"
+    );
     let (_, err) = r.code(&["--now", "yesterday", "status"], 2);
     assert_clean_error(&err);
     assert!(err.contains("RFC 3339"), "{err}");
@@ -313,18 +444,32 @@ fn now_sets_the_clock_and_a_bad_one_is_a_usage_error() {
 #[test]
 fn json_and_quiet_flags() {
     let r = TestRepo::new();
-    let out = r.cmd(&["-q", "agents", "add", "alice"]).output().expect("run");
+    let out = r
+        .cmd(&["-q", "agents", "add", "alice"])
+        .output()
+        .expect("run");
     assert!(out.status.success());
-    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "-q prints nothing on stderr");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "",
+        "-q prints nothing on stderr"
+    );
     r.task("t1", "title: one\n");
     let out = r.cmd(&["-q", "tick"]).output().expect("run");
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "");
     let loud = r.cmd(&["tick"]).output().expect("run");
-    assert_eq!(String::from_utf8_lossy(&loud.stderr), "coord: nothing to do\n");
+    assert_eq!(
+        String::from_utf8_lossy(&loud.stderr),
+        "coord: nothing to do\n"
+    );
     let json: serde_json::Value = serde_json::from_str(&r.ok(&["--json", "tick"])).expect("json");
     assert_eq!(json, serde_json::json!({"transitions": 0}));
-    let json: serde_json::Value = serde_json::from_str(&r.ok(&["--json", "new", "Two", "--id", "t2"])).expect("json");
-    assert_eq!(json, serde_json::json!({"id": "t2", "path": "work/inbox/t2.yaml", "created": true}));
+    let json: serde_json::Value =
+        serde_json::from_str(&r.ok(&["--json", "new", "Two", "--id", "t2"])).expect("json");
+    assert_eq!(
+        json,
+        serde_json::json!({"id": "t2", "path": "work/inbox/t2.yaml", "created": true})
+    );
 }

@@ -26,6 +26,15 @@ impl TestRepo {
         }
     }
 
+    /// Returns an empty folder (no git repo) created inside `parent`, e.g. a tmpfs for tests
+    /// that make thousands of commits.
+    pub fn empty_in(parent: &Path) -> TestRepo {
+        TestRepo {
+            dir: tempfile::tempdir_in(parent).expect("tempdir"),
+            now: T0.to_string(),
+        }
+    }
+
     /// Returns a repo initialized with `coord init`.
     pub fn new() -> TestRepo {
         let r = TestRepo::empty();
@@ -66,6 +75,19 @@ impl TestRepo {
         c
     }
 
+    /// Starts coord in the background (output discarded) and returns the running child.
+    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("coord"));
+        c.arg("-C").arg(self.path()).args(args);
+        for (k, v) in git_env() {
+            c.env(k, v);
+        }
+        c.env("COORD_NOW", &self.now);
+        c.stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        c.spawn().expect("spawn coord")
+    }
+
     /// Runs coord and returns its output, whatever the exit code.
     pub fn run(&self, args: &[&str]) -> Output {
         self.cmd(args).output().expect("run coord")
@@ -91,7 +113,11 @@ impl TestRepo {
             String::from_utf8_lossy(&out.stdout).into_owned(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
         );
-        assert_eq!(out.status.code(), Some(code), "coord {args:?}:\nstdout: {so}\nstderr: {se}");
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "coord {args:?}:\nstdout: {so}\nstderr: {se}"
+        );
         (so, se)
     }
 
@@ -123,7 +149,12 @@ impl TestRepo {
         for name in [format!("{id}.yaml"), format!("{id}.yml")] {
             visit(&self.abs("work"), &mut |p| {
                 if p.file_name().is_some_and(|n| n.to_string_lossy() == name) {
-                    out.push(p.strip_prefix(self.path()).expect("inside").to_string_lossy().into_owned());
+                    out.push(
+                        p.strip_prefix(self.path())
+                            .expect("inside")
+                            .to_string_lossy()
+                            .into_owned(),
+                    );
                 }
             });
         }
@@ -146,7 +177,11 @@ impl TestRepo {
             c.env(k, v);
         }
         let out = c.output().expect("run git");
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -157,12 +192,17 @@ impl TestRepo {
 
     /// Returns the number of commits on HEAD.
     pub fn commit_count(&self) -> usize {
-        self.git(&["rev-list", "--count", "HEAD"]).trim().parse().expect("count")
+        self.git(&["rev-list", "--count", "HEAD"])
+            .trim()
+            .parse()
+            .expect("count")
     }
 }
 
 fn visit(dir: &Path, f: &mut dyn FnMut(&Path)) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for e in entries.flatten() {
         let p = e.path();
         if p.is_dir() {
