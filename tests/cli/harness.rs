@@ -26,6 +26,15 @@ impl TestRepo {
         }
     }
 
+    /// Returns an empty folder (no git repo) created inside `parent`, e.g. a tmpfs for tests
+    /// that make thousands of commits.
+    pub fn empty_in(parent: &Path) -> TestRepo {
+        TestRepo {
+            dir: tempfile::tempdir_in(parent).expect("tempdir"),
+            now: T0.to_string(),
+        }
+    }
+
     /// Returns a repo initialized with `coord init`.
     pub fn new() -> TestRepo {
         let r = TestRepo::empty();
@@ -64,6 +73,19 @@ impl TestRepo {
         c.arg("-C").arg(self.path()).args(args);
         env(&mut c, &self.now);
         c
+    }
+
+    /// Starts coord in the background (output discarded) and returns the running child.
+    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("coord"));
+        c.arg("-C").arg(self.path()).args(args);
+        for (k, v) in git_env() {
+            c.env(k, v);
+        }
+        c.env("COORD_NOW", &self.now);
+        c.stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        c.spawn().expect("spawn coord")
     }
 
     /// Runs coord and returns its output, whatever the exit code.

@@ -1,5 +1,8 @@
 //! End-to-end tests: the real `coord` binary against real temporary git repositories.
 //! One test binary, one module per area, so the suite links once.
 
+mod crash;
+mod engine;
+mod foundation;
 mod harness;
 mod smoke;

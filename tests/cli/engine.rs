@@ -1,0 +1,426 @@
+//! Issue 3 (engine) end to end: people's bytes survive every transition, commits hold only
+//! touched paths with trailers, a user's own changes are left alone, the lock, dry runs,
+//! quarantine, hand moves, duplicates, and the status/show/log/claim/complete/fail/doctor
+//! commands.
+
+use crate::harness::TestRepo;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+
+const HAND: &str = "# A hand-written task.   \n\
+title:    \"Fix issue #42\"   # trailing comment\n\
+\n\
+description: |\n  line one\n    indented line\n\n\
+labels: [ a,b ,  \"c\" ]\n\
+capabilities:   []\n\
+agent: alice\n\
+input: {k: [1, 2], s: 'x'}\n\
+# last comment before coord\n";
+
+/// Returns the commits after `base` (oldest first).
+fn commits_since(r: &TestRepo, base: &str) -> Vec<String> {
+    let out = r.git(&["rev-list", "--reverse", &format!("{base}..HEAD")]);
+    out.lines().map(str::to_string).collect()
+}
+
+fn head(r: &TestRepo) -> String {
+    r.git(&["rev-parse", "HEAD"]).trim().to_string()
+}
+
+/// Returns the paths a commit touched (renames as both sides).
+fn touched(r: &TestRepo, c: &str) -> Vec<String> {
+    let out = r.git(&["show", "--name-only", "--no-renames", "--format=", c]);
+    out.lines().map(str::to_string).collect()
+}
+
+#[test]
+fn people_bytes_survive_intake_assignment_complete_and_done() {
+    let r = TestRepo::with_agents(&["alice"]);
+    r.task("hand", HAND);
+    r.ok(&["tick"]);
+    let assigned = r.read("work/assigned/alice/hand.yaml");
+    assert!(
+        assigned.starts_with(&format!("{HAND}coord:\n")),
+        "{assigned}"
+    );
+    r.cmd(&["complete", "hand", "--output", "-"])
+        .write_stdin("{\"summary\": \"done it\"}\n")
+        .assert()
+        .success();
+    let with_result = r.read("work/assigned/alice/hand.yaml");
+    assert!(
+        with_result.starts_with(&format!("{HAND}result:\n")),
+        "{with_result}"
+    );
+    r.ok(&["tick"]);
+    let done = r.read("work/done/hand.yaml");
+    assert!(done.starts_with(HAND), "{done}");
+    assert!(done.contains("\ncoord:\n  state: done\n"), "{done}");
+    assert!(done.contains("summary: done it"), "{done}");
+    assert_eq!(r.git_status(), "");
+}
+
+#[test]
+fn a_users_changes_stay_as_they_were_and_out_of_coords_commits() {
+    let r = TestRepo::with_agents(&["alice"]);
+    r.write("tracked.txt", "v1\n");
+    r.git(&["add", "tracked.txt"]);
+    r.git(&["commit", "-qm", "a tracked file"]);
+    let base = head(&r);
+    r.write("notes.txt", "staged\n");
+    r.git(&["add", "notes.txt"]);
+    r.write("tracked.txt", "v2 unstaged\n");
+    r.write("scratch.txt", "untracked\n");
+    let theirs = "A  notes.txt\n M tracked.txt\n?? scratch.txt\n";
+    r.task("t1", "title: one\nagent: alice\n");
+    r.ok(&["tick"]);
+    let commits = commits_since(&r, &base);
+    let summaries: Vec<String> = commits
+        .iter()
+        .map(|c| r.git(&["log", "-1", "--format=%s", c]).trim().to_string())
+        .collect();
+    assert_eq!(
+        summaries,
+        [
+            "coord: record external changes",
+            "coord: accept t1 into ready",
+            "coord: assign t1 to alice"
+        ]
+    );
+    assert_eq!(touched(&r, &commits[0]), ["work/inbox/t1.yaml"]);
+    assert_eq!(
+        touched(&r, &commits[1]),
+        ["work/inbox/t1.yaml", "work/ready/t1.yaml"]
+    );
+    assert_eq!(
+        touched(&r, &commits[2]),
+        ["work/assigned/alice/t1.yaml", "work/ready/t1.yaml"]
+    );
+    let bodies: Vec<String> = commits
+        .iter()
+        .map(|c| r.git(&["log", "-1", "--format=%b", c]))
+        .collect();
+    assert!(
+        bodies[0].contains("work/inbox/t1.yaml"),
+        "lists the paths: {}",
+        bodies[0]
+    );
+    assert!(
+        bodies[1]
+            .trim_end()
+            .ends_with("Coord-Task: t1\nCoord-From: inbox\nCoord-To: ready"),
+        "{}",
+        bodies[1]
+    );
+    assert!(
+        bodies[2]
+            .trim_end()
+            .ends_with("Coord-Task: t1\nCoord-From: ready\nCoord-To: assigned"),
+        "{}",
+        bodies[2]
+    );
+    assert_eq!(r.git_status(), theirs);
+    assert_eq!(r.git(&["diff", "--cached", "--name-only"]), "notes.txt\n");
+    assert_eq!(r.git(&["show", ":notes.txt"]), "staged\n");
+    assert_eq!(r.read("tracked.txt"), "v2 unstaged\n");
+    assert_eq!(r.git(&["show", "HEAD:tracked.txt"]), "v1\n");
+    let n = r.commit_count();
+    let (_, err) = r.code(&["tick"], 0);
+    assert_eq!(err, "coord: nothing to do\n");
+    assert_eq!(r.commit_count(), n, "a second tick makes no commit");
+    assert_eq!(r.git_status(), theirs);
+}
+
+#[test]
+fn a_second_coordinator_gets_exit_3_naming_the_holder() {
+    let r = TestRepo::new();
+    r.task("t1", "title: one\n");
+    let lock_path = r.abs(".git/coord.lock");
+    let mut held: File = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock_path)
+        .expect("open lock");
+    held.try_lock().expect("the test takes the lock");
+    held.set_len(0).expect("truncate");
+    write!(held, "4242").expect("pid");
+    held.flush().expect("flush");
+    let n = r.commit_count();
+    let (_, err) = r.code(&["tick"], 3);
+    assert!(
+        err.starts_with("error: another coordinator (pid 4242) holds"),
+        "{err}"
+    );
+    let start = std::time::Instant::now();
+    let (_, err) = r.code(&["tick", "--wait", "1s"], 3);
+    assert!(
+        start.elapsed() >= std::time::Duration::from_millis(900),
+        "it waited"
+    );
+    assert!(err.contains("(pid 4242)"), "{err}");
+    assert_eq!(r.commit_count(), n);
+    assert!(r.exists("work/inbox/t1.yaml"));
+    drop(held);
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("t1"), "work/ready/t1.yaml");
+}
+
+#[test]
+fn dry_run_prints_the_plan_and_changes_nothing() {
+    let r = TestRepo::with_agents(&["alice"]);
+    r.task("t1", "title: one\n");
+    r.git(&["add", "-A"]);
+    r.git(&["commit", "-qm", "drop t1"]);
+    let n = r.commit_count();
+    let out = r.ok(&["tick", "--dry-run"]);
+    assert_eq!(
+        out,
+        "t1: inbox -> ready: accept t1 into ready\nt1: ready -> assigned: assign t1 to alice\n"
+    );
+    assert_eq!(r.commit_count(), n);
+    assert_eq!(r.git_status(), "");
+    assert_eq!(r.where_is("t1"), "work/inbox/t1.yaml");
+    let json: serde_json::Value =
+        serde_json::from_str(&r.ok(&["--json", "tick", "--dry-run"])).expect("json");
+    assert_eq!(json["transitions"].as_array().expect("array").len(), 2);
+    assert_eq!(r.commit_count(), n);
+}
+
+#[test]
+fn an_invalid_file_is_quarantined_on_second_sight_and_others_proceed() {
+    let r = TestRepo::with_agents(&["alice"]);
+    r.task("bad", "title: [unclosed\n");
+    r.task("good", "title: good\n");
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("good"), "work/assigned/alice/good.yaml");
+    assert_eq!(
+        r.where_is("bad"),
+        "work/inbox/bad.yaml",
+        "first sight: may be half written"
+    );
+    assert!(!r.exists("work/invalid/bad.yaml.errors"));
+    r.task("good2", "title: good two\n");
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("bad"), "work/invalid/bad.yaml");
+    assert_eq!(
+        r.read("work/invalid/bad.yaml"),
+        "title: [unclosed\n",
+        "original bytes kept"
+    );
+    let errors = r.read("work/invalid/bad.yaml.errors");
+    assert!(
+        errors.starts_with("work/inbox/bad.yaml:2:1: YAML syntax"),
+        "{errors}"
+    );
+    assert_eq!(
+        r.where_is("good2"),
+        "work/ready/good2.yaml",
+        "proceeds in the same tick"
+    );
+    assert_eq!(r.git_status(), "");
+    let status = r.ok(&["status"]);
+    assert!(
+        status.contains("invalid:\n  bad: work/inbox/bad.yaml:2:1: YAML syntax"),
+        "{status}"
+    );
+}
+
+#[test]
+fn a_hand_move_between_agents_is_adopted() {
+    let r = TestRepo::with_agents(&["alice", "bob"]);
+    r.task("t1", "# mine\ntitle: one\nagent: alice\n");
+    r.ok(&["tick"]);
+    std::fs::create_dir_all(r.abs("work/assigned/bob")).expect("mkdir");
+    r.git(&[
+        "mv",
+        "work/assigned/alice/t1.yaml",
+        "work/assigned/bob/t1.yaml",
+    ]);
+    r.git(&["commit", "-qm", "give t1 to bob"]);
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("t1"), "work/assigned/bob/t1.yaml");
+    let text = r.read("work/assigned/bob/t1.yaml");
+    assert!(
+        text.starts_with("# mine\ntitle: one\nagent: alice\ncoord:\n"),
+        "{text}"
+    );
+    assert!(text.contains("  assigned_to: bob\n"), "{text}");
+    assert!(r.git(&["log", "-1", "--format=%s"]).contains("adopt t1"));
+    assert_eq!(r.git_status(), "");
+    let n = r.commit_count();
+    r.ok(&["tick"]);
+    assert_eq!(r.commit_count(), n);
+}
+
+#[test]
+fn a_duplicate_id_is_never_assigned_and_is_reported() {
+    let r = TestRepo::with_agents(&["alice", "bob"]);
+    r.ok(&["agents", "add", "carol", "--max-active", "5"]);
+    r.task("t1", "title: one\nagent: alice\n");
+    r.ok(&["tick"]);
+    let copy = r.read("work/assigned/alice/t1.yaml");
+    r.write("work/ready/t1.yaml", &copy);
+    r.ok(&["tick"]);
+    assert_eq!(
+        r.find("t1"),
+        ["work/assigned/alice/t1.yaml", "work/ready/t1.yaml"]
+    );
+    assert_eq!(
+        r.read("work/ready/t1.yaml"),
+        copy,
+        "neither copy moved nor changed"
+    );
+    let status = r.ok(&["status"]);
+    assert!(
+        status.contains("duplicate ids (run 'coord doctor'):\n  t1"),
+        "{status}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&r.ok(&["--json", "status"])).expect("json");
+    assert_eq!(
+        json["duplicates"].as_array().expect("array").len(),
+        1,
+        "{json}"
+    );
+    let (out, _) = r.code(&["doctor"], 1);
+    assert!(
+        out.contains("duplicate id 't1' in 2 places: keep work/assigned/alice/t1.yaml"),
+        "{out}"
+    );
+    let n = r.commit_count();
+    r.ok(&["tick"]);
+    assert_eq!(r.commit_count(), n);
+}
+
+#[test]
+fn status_says_why_ready_tasks_wait() {
+    let r = TestRepo::with_agents(&["alice"]);
+    r.task("first", "title: first\nagent: alice\n");
+    r.task("second", "title: second\nagent: alice\n");
+    r.task("needx", "title: needs x\ncapabilities: [x]\n");
+    r.ok(&["tick"]);
+    let out = r.ok(&["status"]);
+    assert!(out.contains("tasks: assigned 1, ready 2\n"), "{out}");
+    assert!(
+        out.contains("  needx: no agent has capabilities [\"x\"]\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  second: agent alice is at its limit (1/1)\n"),
+        "{out}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&r.ok(&["--json", "status"])).expect("json");
+    assert_eq!(json["counts"]["ready"], 2);
+    assert_eq!(json["counts"]["assigned"], 1);
+    assert_eq!(json["agents"][0]["name"], "alice");
+    assert_eq!(json["agents"][0]["active"], 1);
+    assert_eq!(json["waiting"].as_array().expect("array").len(), 2);
+}
+
+#[test]
+fn show_and_log() {
+    let r = TestRepo::with_agents(&["alice"]);
+    r.task("t1", "title: one\n");
+    r.task("t2", "title: two\n");
+    r.ok(&["tick"]);
+    let show = r.ok(&["show", "t1"]);
+    assert!(
+        show.starts_with("t1  [assigned]  work/assigned/alice/t1.yaml\n"),
+        "{show}"
+    );
+    assert!(show.contains("title: one"), "{show}");
+    let (_, err) = r.code(&["show", "nope"], 1);
+    assert!(err.starts_with("error: "), "{err}");
+    let log = r.ok(&["log"]);
+    let first: Vec<&str> = log.lines().take(3).collect();
+    assert!(
+        first[0].contains("assign t1 to alice"),
+        "newest first: {log}"
+    );
+    assert!(first[1].contains("accept t2 into ready"), "{log}");
+    assert!(first[2].contains("accept t1 into ready"), "{log}");
+    assert_eq!(r.ok(&["log", "--limit", "2"]).lines().count(), 2);
+    let t1 = r.ok(&["log", "t1"]);
+    assert_eq!(t1.lines().count(), 2, "{t1}");
+    assert!(t1.lines().all(|l| l.contains("t1")), "{t1}");
+    let json: serde_json::Value =
+        serde_json::from_str(&r.ok(&["--json", "log", "t1"])).expect("json");
+    let rows = json.as_array().expect("array");
+    assert_eq!(rows.len(), 2);
+    assert_eq!(
+        (rows[0]["from"].as_str(), rows[0]["to"].as_str()),
+        (Some("ready"), Some("assigned"))
+    );
+    assert_eq!(
+        (rows[1]["from"].as_str(), rows[1]["to"].as_str()),
+        (Some("inbox"), Some("ready"))
+    );
+    assert!(rows.iter().all(|r| r["task"] == "t1"));
+}
+
+#[test]
+fn claim_complete_and_fail_write_results_with_the_attempt() {
+    let r = TestRepo::new();
+    r.ok(&["agents", "add", "puller", "--pull"]);
+    r.code(&["claim", "--agent", "puller"], 4);
+    r.task("p1", "title: pulled\n");
+    r.task("p2", "title: pulled too\n");
+    r.ok(&["tick"]);
+    assert_eq!(
+        r.where_is("p1"),
+        "work/ready/p1.yaml",
+        "pull agents get nothing pushed"
+    );
+    let id = r.ok(&["claim", "--agent", "puller"]);
+    assert_eq!(id, "p1\n");
+    assert_eq!(r.where_is("p1"), "work/assigned/puller/p1.yaml");
+    assert_eq!(r.git_status(), "");
+    r.cmd(&["complete", "p1", "--output", "-"])
+        .write_stdin("{\"answer\": 42}")
+        .assert()
+        .success();
+    let text = r.read("work/assigned/puller/p1.yaml");
+    assert!(
+        text.contains("result:\n  status: success\n  output:\n    answer: 42\n  attempt: 1\n  agent: puller\n"),
+        "{text}"
+    );
+    assert_eq!(r.git_status(), "");
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("p1"), "work/done/p1.yaml");
+    assert_eq!(r.ok(&["claim", "--agent", "puller"]), "p2\n");
+    r.ok(&["fail", "p2", "--error", "disk full", "--fatal"]);
+    let text = r.read("work/assigned/puller/p2.yaml");
+    assert!(
+        text.contains("result:\n  status: failure\n  error:\n    message: disk full\n    retryable: false\n  attempt: 1\n"),
+        "{text}"
+    );
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("p2"), "work/failed/p2.yaml");
+    r.code(&["claim", "--agent", "puller"], 4);
+    assert_eq!(r.git_status(), "");
+}
+
+#[test]
+fn doctor_finds_and_fixes() {
+    let r = TestRepo::with_agents(&["alice"]);
+    let (_, err) = r.code(&["doctor"], 0);
+    assert!(err.contains("no problems found"), "{err}");
+    r.task("t1", "title: one\nagent: alice\n");
+    r.ok(&["tick"]);
+    // A hand move nobody committed: a state/folder mismatch and an uncommitted change.
+    std::fs::rename(
+        r.abs("work/assigned/alice/t1.yaml"),
+        r.abs("work/ready/t1.yaml"),
+    )
+    .expect("mv");
+    let (out, _) = r.code(&["doctor"], 1);
+    assert!(
+        out.contains("work/ready/t1.yaml: sits in ready but its coord block says assigned"),
+        "{out}"
+    );
+    assert!(!r.git_status().is_empty());
+    r.ok(&["doctor", "--fix"]);
+    assert_eq!(r.git_status(), "");
+    r.code(&["doctor"], 0);
+}
