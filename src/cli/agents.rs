@@ -75,12 +75,12 @@ fn list(ctx: &Ctx) -> Result<()> {
         return Ok(());
     }
     if rows.is_empty() {
-        println!("no agents; add one with 'coord agents add NAME'");
+        out!("no agents; add one with 'coord agents add NAME'");
     }
     for r in rows {
         let caps: Vec<String> =
             serde_json::from_value(r["capabilities"].clone()).unwrap_or_default();
-        println!(
+        out!(
             "{:<20} {}/{} {:<8} {:<9} {}{}",
             r["name"].as_str().unwrap_or_default(),
             r["active"],

@@ -120,7 +120,7 @@ pub fn print(v: &Value) {
                 .collect()
         })
         .unwrap_or_default();
-    println!(
+    out!(
         "tasks: {}",
         if counts.is_empty() {
             "none".to_string()
@@ -130,7 +130,7 @@ pub fn print(v: &Value) {
     );
     let agents = v["agents"].as_array().cloned().unwrap_or_default();
     if !agents.is_empty() {
-        println!("agents:");
+        out!("agents:");
         for a in agents {
             let state = if a["enabled"] == json!(false) {
                 "disabled"
@@ -141,7 +141,7 @@ pub fn print(v: &Value) {
                 Some(t) if a["circuit"] == json!("open") => format!("open until {t}"),
                 _ => a["circuit"].as_str().unwrap_or_default().to_string(),
             };
-            println!(
+            out!(
                 "  {:<20} {}/{}  {state}  circuit {circuit}",
                 s(&a["name"]),
                 a["active"],
@@ -150,7 +150,7 @@ pub fn print(v: &Value) {
         }
     }
     if let Some(o) = v["oldest_ready"].as_object() {
-        println!("oldest ready: {} (since {})", s(&o["id"]), s(&o["since"]));
+        out!("oldest ready: {} (since {})", s(&o["id"]), s(&o["since"]));
     }
     section(v, "waiting", "ready but waiting", |w| {
         format!("{}: {}", s(&w["id"]), s(&w["reason"]))
@@ -166,9 +166,9 @@ pub fn print(v: &Value) {
         format!("{} ({}): due {}", s(&o["id"]), s(&o["state"]), s(&o["due"]))
     });
     if let Some(m) = v["invalid"].as_object().filter(|m| !m.is_empty()) {
-        println!("invalid:");
+        out!("invalid:");
         for (id, reason) in m {
-            println!("  {id}: {}", s(reason));
+            out!("  {id}: {}", s(reason));
         }
     }
     section(v, "duplicates", "duplicate ids (run 'coord doctor')", |d| {
@@ -181,9 +181,9 @@ pub fn print(v: &Value) {
 
 fn section(v: &Value, key: &str, title: &str, line: impl Fn(&Value) -> String) {
     if let Some(items) = v[key].as_array().filter(|a| !a.is_empty()) {
-        println!("{title}:");
+        out!("{title}:");
         for i in items {
-            println!("  {}", crate::redact::one_line(&line(i)));
+            out!("  {}", crate::redact::one_line(&line(i)));
         }
     }
 }

@@ -73,16 +73,16 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     let store = Store::open(&dir)?;
     seed(&demo, &store)?;
     let rounds = drive(&mut demo, &store)?;
-    println!(
+    out!(
         "coord demo: {} finished in {rounds} rounds of simulated time\n",
         dir.display()
     );
     let (board, _) = store.load()?;
     let reasons = status::invalid_reasons(&store, &board);
     board_view::print(&board_view::view(&board, &demo.inputs(&store), &reasons));
-    println!("\nlog (newest first):");
+    out!("\nlog (newest first):");
     log::run(&demo, log::Args::all())?;
-    println!("\nlook around: cd {} && git log --stat", dir.display());
+    out!("\nlook around: cd {} && git log --stat", dir.display());
     Ok(())
 }
 

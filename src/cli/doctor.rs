@@ -32,7 +32,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         super::print_json(&json!(findings));
     } else {
         for f in &findings {
-            println!("{f}");
+            out!("{f}");
         }
     }
     if findings.is_empty() {

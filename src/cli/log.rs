@@ -61,7 +61,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         return Ok(());
     }
     for e in entries {
-        println!(
+        out!(
             "{}  {:<9} -> {:<9} {}",
             e["time"].as_str().unwrap_or_default(),
             e["from"].as_str().unwrap_or("?"),

@@ -1,6 +1,14 @@
 //! The command line: global flags, one subcommand per file, and the shared way a writing
 //! command opens the store, takes the lock and recovers before it acts. No task logic here.
 
+/// Prints a line on stdout; a closed pipe (`coord log | head`) ends the program quietly
+/// instead of panicking.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::write_out(format_args!($($arg)*))
+    };
+}
+
 mod agents;
 mod board_view;
 mod demo;
@@ -217,5 +225,16 @@ pub struct Found(pub String);
 
 /// Prints a JSON value on stdout.
 pub fn print_json(v: &serde_json::Value) {
-    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+    out!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+}
+
+/// Writes one line to stdout; exits 0 when the reader went away, like other Unix tools.
+pub fn write_out(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = writeln!(stdout, "{args}") {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+    }
 }

@@ -103,7 +103,7 @@ fn print(ctx: &Ctx, id: &TaskId, path: &str, created: bool) -> Result<()> {
     if ctx.json {
         super::print_json(&json!({"id": id, "path": path, "created": created}));
     } else {
-        println!("{id}");
+        out!("{id}");
     }
     Ok(())
 }

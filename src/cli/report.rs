@@ -60,7 +60,7 @@ pub fn claim(ctx: &Ctx, args: ClaimArgs) -> Result<()> {
     if ctx.json {
         super::print_json(&json!({"id": id, "agent": args.agent}));
     } else {
-        println!("{id}");
+        out!("{id}");
     }
     Ok(())
 }

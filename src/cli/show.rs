@@ -47,7 +47,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         return Ok(());
     }
     if copies.len() > 1 {
-        println!(
+        out!(
             "warning: {} copies of this id; run 'coord doctor'",
             copies.len()
         );
@@ -59,7 +59,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
 }
 
 fn print_copy(c: &Value) {
-    println!(
+    out!(
         "{}  [{}]  {}",
         txt(&c["id"]),
         txt(&c["state"]),
@@ -67,7 +67,7 @@ fn print_copy(c: &Value) {
     );
     if let Some(errors) = c["errors"].as_array() {
         for e in errors {
-            println!("  {}", txt(e));
+            out!("  {}", txt(e));
         }
         return;
     }
@@ -77,24 +77,24 @@ fn print_copy(c: &Value) {
             .iter()
             .filter(|(k, _)| !matches!(k.as_str(), "result" | "coord"))
         {
-            println!("  {k}: {}", one_line(&compact(v)));
+            out!("  {k}: {}", one_line(&compact(v)));
         }
     }
     if !task["result"].is_null() {
-        println!("result:");
+        out!("result:");
         print_map(&task["result"], "  ");
     }
     let coord = &task["coord"];
     if let Some(m) = coord.as_object() {
-        println!("coord:");
+        out!("coord:");
         for (k, v) in m.iter().filter(|(k, _)| k.as_str() != "history") {
-            println!("  {k}: {}", one_line(&compact(v)));
+            out!("  {k}: {}", one_line(&compact(v)));
         }
     }
     if let Some(history) = coord["history"].as_array() {
-        println!("history:");
+        out!("history:");
         for h in history {
-            println!("  - {}", one_line(&compact(h)));
+            out!("  - {}", one_line(&compact(h)));
         }
     }
 }
@@ -103,10 +103,10 @@ fn print_map(v: &Value, indent: &str) {
     match v.as_object() {
         Some(m) => {
             for (k, x) in m {
-                println!("{indent}{k}: {}", one_line(&compact(x)));
+                out!("{indent}{k}: {}", one_line(&compact(x)));
             }
         }
-        None => println!("{indent}{}", one_line(&compact(v))),
+        None => out!("{indent}{}", one_line(&compact(v))),
     }
 }
 

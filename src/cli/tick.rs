@@ -63,10 +63,10 @@ fn print_plan(ctx: &Ctx, plan: &engine::Plan) {
         return;
     }
     if plan.transitions.is_empty() {
-        println!("nothing to do");
+        out!("nothing to do");
     }
     for t in &plan.transitions {
-        println!(
+        out!(
             "{}: {} -> {}: {}",
             t.subject,
             t.from,
@@ -76,7 +76,7 @@ fn print_plan(ctx: &Ctx, plan: &engine::Plan) {
     }
     if ctx.verbose > 0 {
         for note in &plan.notes {
-            println!("note: {}", describe(note));
+            out!("note: {}", describe(note));
         }
     }
 }

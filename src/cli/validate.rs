@@ -41,7 +41,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         eprintln!("warning: {w}");
     }
     for e in &errors {
-        println!("{e}");
+        out!("{e}");
     }
     if errors.is_empty() {
         ctx.status("coord: all task files are valid");

@@ -473,3 +473,19 @@ fn json_and_quiet_flags() {
         serde_json::json!({"id": "t2", "path": "work/inbox/t2.yaml", "created": true})
     );
 }
+
+#[test]
+fn a_closed_stdout_pipe_ends_quietly_without_a_panic() {
+    let r = TestRepo::new();
+    let mut child = r
+        .spawn_cmd(&["log", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+}

@@ -77,15 +77,22 @@ impl TestRepo {
 
     /// Starts coord in the background (output discarded) and returns the running child.
     pub fn spawn(&self, args: &[&str]) -> std::process::Child {
+        let mut c = self.spawn_cmd(args);
+        c.stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        c.spawn().expect("spawn coord")
+    }
+
+    /// Returns a plain `std::process::Command` for coord in the repo, for tests that manage
+    /// the child's pipes themselves.
+    pub fn spawn_cmd(&self, args: &[&str]) -> std::process::Command {
         let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("coord"));
         c.arg("-C").arg(self.path()).args(args);
         for (k, v) in git_env() {
             c.env(k, v);
         }
         c.env("COORD_NOW", &self.now);
-        c.stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        c.spawn().expect("spawn coord")
+        c
     }
 
     /// Runs coord and returns its output, whatever the exit code.
