@@ -15,13 +15,10 @@ use git2::{ErrorCode, FileMode, IndexEntry, IndexTime, Oid, Repository, Signatur
 #[derive(thiserror::Error, Debug)]
 pub enum GitError {
     /// No repository contains the directory.
-    #[error("{} is not in a git repository; run `git init` there or pass -C <dir>", path.display())]
+    #[error("{} is not in a git repository; run 'coord init' there or pass -C <dir>", path.display())]
     NotARepository {
         /// The directory the search started from.
         path: PathBuf,
-        /// What libgit2 reported.
-        #[source]
-        source: git2::Error,
     },
     /// The repository has no work tree, so there are no task files to coordinate.
     #[error("{} is a bare repository; run coord in a clone with a work tree", path.display())]
@@ -194,9 +191,8 @@ impl Repo {
         let flags = git2::RepositoryOpenFlags::empty();
         match Repository::open_ext(dir, flags, &ceilings) {
             Ok(repo) => Repo::wrap(repo),
-            Err(source) if source.code() == ErrorCode::NotFound => Err(GitError::NotARepository {
+            Err(e) if e.code() == ErrorCode::NotFound => Err(GitError::NotARepository {
                 path: dir.to_path_buf(),
-                source,
             }),
             Err(e) => Err(ctx(format!(
                 "cannot open the repository at {}",

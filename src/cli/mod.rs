@@ -121,7 +121,7 @@ impl Ctx {
 
     /// Opens the store of the repo around `dir`.
     pub fn store(&self) -> Result<Store> {
-        Store::open(&self.dir).context("cannot open the coord repository")
+        Ok(Store::open(&self.dir)?)
     }
 
     /// Opens the store, takes the coordinator lock and finishes anything a killed run left.

@@ -316,6 +316,7 @@ fn writing_commands_fail_clearly_outside_a_git_repo() {
             err.contains("is not in a git repository"),
             "{args:?}: {err}"
         );
+        assert_eq!(err.lines().count(), 1, "one clear line: {err}");
     }
     assert_eq!(tree(r.path()), Vec::<String>::new(), "nothing written");
 }
