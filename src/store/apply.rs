@@ -3,13 +3,15 @@
 //! crash, `recover` finishes the journaled transition, removes temp files, and commits what
 //! people changed under `work/` as `coord: record external changes`.
 
-use super::fsutil::{rename_noreplace, write_atomic, TEMP_SUFFIX};
+use super::fsutil::{rename_noreplace_unsynced, sync_dir, write_atomic_with, Sync, TEMP_SUFFIX};
 use super::{io_err, Store, StoreError};
 use crate::board::content_hash;
 use crate::engine::{Op, Transition};
 use jiff::Timestamp;
+use std::collections::BTreeSet;
 use std::fs;
 use std::io::ErrorKind;
+use std::path::PathBuf;
 
 const JOURNAL: &str = "journal.json";
 
@@ -30,7 +32,7 @@ impl Store {
         }
         let journal = self.private_dir().join(JOURNAL);
         let text = serde_json::to_vec(t).unwrap_or_default();
-        write_atomic(&journal, &text).map_err(io_err(&journal))?;
+        write_atomic_with(&journal, &text, Sync::Never).map_err(io_err(&journal))?;
         self.run_ops(t)?;
         self.commit(t, now)?;
         fs::remove_file(&journal).map_err(io_err(&journal))?;
@@ -43,15 +45,24 @@ impl Store {
             .all(|(path, hash)| fs::read(self.abs(path)).is_ok_and(|b| content_hash(&b) == *hash))
     }
 
+    /// Performs the ops; file contents are fsynced as written and every folder touched is
+    /// fsynced once at the end, so the transition survives a power cut.
     fn run_ops(&self, t: &Transition) -> Result<(), StoreError> {
+        let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
         for op in &t.ops {
+            for p in op.paths() {
+                if let Some(d) = self.abs(p).parent() {
+                    dirs.insert(d.to_path_buf());
+                }
+            }
             match op {
                 Op::Move { from, to } => self.do_move(from, to)?,
                 Op::Write { path, text } => {
                     let p = self.abs(path);
                     let same = fs::read(&p).is_ok_and(|b| b == text.as_bytes());
                     if !same {
-                        write_atomic(&p, text.as_bytes()).map_err(io_err(&p))?;
+                        write_atomic_with(&p, text.as_bytes(), Sync::FileOnly)
+                            .map_err(io_err(&p))?;
                     }
                 }
                 Op::Remove { path } => {
@@ -63,6 +74,9 @@ impl Store {
                 }
             }
         }
+        for d in dirs.iter().filter(|d| d.is_dir()) {
+            sync_dir(d).map_err(io_err(d))?;
+        }
         Ok(())
     }
 
@@ -72,7 +86,7 @@ impl Store {
         if src.symlink_metadata().is_err() && dst.symlink_metadata().is_ok() {
             return Ok(());
         }
-        rename_noreplace(&src, &dst).map_err(io_err(&dst))
+        rename_noreplace_unsynced(&src, &dst).map_err(io_err(&dst))
     }
 
     fn commit(&self, t: &Transition, now: Timestamp) -> Result<(), StoreError> {

@@ -8,8 +8,24 @@ use std::path::Path;
 /// The suffix of coord's temporary files; the loader ignores and the recovery removes them.
 pub const TEMP_SUFFIX: &str = ".coord-tmp";
 
+/// How much durability a write needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sync {
+    /// fsync the file and its folder: survives a power cut.
+    Durable,
+    /// fsync the file; the caller fsyncs the folder (once for several files).
+    FileOnly,
+    /// No fsync: survives a killed process, not a power cut (caches, journals).
+    Never,
+}
+
 /// Writes `bytes` to `path` atomically, creating parent folders.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, bytes, Sync::Durable)
+}
+
+/// Writes `bytes` to `path` atomically (temp file + rename) with the given durability.
+pub fn write_atomic_with(path: &Path, bytes: &[u8], sync: Sync) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir)?;
     let name = path
@@ -24,9 +40,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
             .truncate(true)
             .open(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        if sync != Sync::Never {
+            f.sync_all()?;
+        }
         fs::rename(&tmp, path)?;
-        sync_dir(dir)
+        if sync == Sync::Durable {
+            sync_dir(dir)?;
+        }
+        Ok(())
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
@@ -37,6 +58,17 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// Renames `from` to `to`, failing with `AlreadyExists` instead of replacing; creates `to`'s
 /// folder; fsyncs both folders.
 pub fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    rename_noreplace_unsynced(from, to)?;
+    let to_dir = to.parent().unwrap_or(Path::new("."));
+    sync_dir(to_dir)?;
+    if let Some(from_dir) = from.parent().filter(|d| *d != to_dir) {
+        sync_dir(from_dir)?;
+    }
+    Ok(())
+}
+
+/// Renames like `rename_noreplace` but leaves fsyncing the folders to the caller.
+pub fn rename_noreplace_unsynced(from: &Path, to: &Path) -> io::Result<()> {
     let to_dir = to.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(to_dir)?;
     match rustix::fs::renameat_with(
@@ -52,10 +84,6 @@ pub fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
             fs::remove_file(from)?;
         }
         Err(e) => return Err(io::Error::from(e)),
-    }
-    sync_dir(to_dir)?;
-    if let Some(from_dir) = from.parent().filter(|d| *d != to_dir) {
-        sync_dir(from_dir)?;
     }
     Ok(())
 }

@@ -78,7 +78,8 @@ impl Store {
     pub fn remember_pending(&self, pending: &Pending) -> Result<(), StoreError> {
         let path = self.private_dir().join(SEEN_FILE);
         let text = serde_json::to_string(pending).unwrap_or_default();
-        super::fsutil::write_atomic(&path, text.as_bytes()).map_err(io_err(&path))
+        super::fsutil::write_atomic_with(&path, text.as_bytes(), super::fsutil::Sync::Never)
+            .map_err(io_err(&path))
     }
 
     fn read_seen(&self) -> Pending {
