@@ -2,6 +2,7 @@
 //! command opens the store, takes the lock and recovers before it acts. No task logic here.
 
 mod agents;
+mod archive;
 mod board_view;
 mod demo;
 mod doctor;
@@ -82,6 +83,8 @@ enum Command {
     Retry(gate::IdArgs),
     /// List agents, or add one
     Agents(agents::Args),
+    /// Move old done and cancelled tasks to work/archive/<YYYY-MM>/
+    Archive(archive::Args),
     /// Check the work folder for inconsistencies
     Doctor(doctor::Args),
     /// Build a sample repo and run a pipeline and a fan-out to the end with simulated agents
@@ -205,6 +208,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Cancel(a) => gate::cancel(&ctx, a),
         Command::Retry(a) => gate::retry(&ctx, a),
         Command::Agents(a) => agents::run(&ctx, a),
+        Command::Archive(a) => archive::run(&ctx, a),
         Command::Doctor(a) => doctor::run(&ctx, a),
         Command::Demo(a) => demo::run(&ctx, a),
     }
