@@ -29,7 +29,7 @@ pub fn view(
         "agents": agents(board),
         "oldest_ready": oldest_ready(board),
         "waiting": waiting(&plan.notes),
-        "blocked": blocked(&plan.notes),
+        "blocked": blocked(board, &plan.notes),
         "overdue": overdue(board, inputs.now),
         "invalid": invalid_reasons,
         "duplicates": plan.notes.iter().filter_map(|n| match n {
@@ -86,11 +86,25 @@ fn waiting(notes: &[Note]) -> Vec<Value> {
         .collect()
 }
 
-fn blocked(notes: &[Note]) -> Vec<Value> {
+/// Returns each blocked task with its open dependencies and the state each is in
+/// (`missing` when no file has that id).
+fn blocked(board: &Board, notes: &[Note]) -> Vec<Value> {
     notes
         .iter()
         .filter_map(|n| match n {
-            Note::Blocked { id, open } => Some(json!({"id": id, "waiting_for": open})),
+            Note::Blocked { id, open } => {
+                let states: BTreeMap<String, &str> = open
+                    .iter()
+                    .map(|d| {
+                        let state = board
+                            .find(d)
+                            .first()
+                            .map_or("missing", |f| f.folder.state.as_str());
+                        (d.to_string(), state)
+                    })
+                    .collect();
+                Some(json!({"id": id, "waiting_for": open, "states": states}))
+            }
             _ => None,
         })
         .collect()
@@ -158,7 +172,11 @@ pub fn print(v: &Value) {
     section(v, "blocked", "blocked", |b| {
         let ids: Vec<String> = b["waiting_for"]
             .as_array()
-            .map(|a| a.iter().map(s).collect())
+            .map(|a| {
+                a.iter()
+                    .map(|d| format!("{} ({})", s(d), s(&b["states"][s(d)])))
+                    .collect()
+            })
             .unwrap_or_default();
         format!("{}: waiting for {}", s(&b["id"]), ids.join(", "))
     });

@@ -2,4 +2,6 @@
 //! One test binary, one module per area, so the suite links once.
 
 mod harness;
+mod resilience;
 mod smoke;
+mod steps;
