@@ -2,6 +2,7 @@
 //! One test binary, one module per area, so the suite links once.
 
 mod harness;
+mod patterns;
 mod resilience;
 mod smoke;
 mod steps;

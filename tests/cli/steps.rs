@@ -57,9 +57,10 @@ pub fn complete(r: &TestRepo, id: &str, output: &Value, extra: &[&str]) {
     );
 }
 
-/// Writes coord.yaml.
+/// Writes coord.yaml and commits it.
 pub fn config(r: &TestRepo, yaml: &str) {
     r.write("coord.yaml", yaml);
+    r.git(&["commit", "-q", "-m", "configure coord", "--", "coord.yaml"]);
 }
 
 /// Returns the text of an agent profile.
