@@ -40,7 +40,9 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     if ctx.json {
         super::print_json(&json!({ "archived": n, "planned": plan.transitions.len() }));
     } else if plan.transitions.is_empty() {
-        ctx.status(&format!("coord: nothing finished {age} ago or earlier to archive"));
+        ctx.status(&format!(
+            "coord: nothing finished {age} ago or earlier to archive"
+        ));
     }
     Ok(())
 }

@@ -66,7 +66,10 @@ fn lease_expiry_retries_with_backoff_until_the_dead_letter() {
     assert_eq!(c["error"]["code"], json!("timeout"));
     assert_eq!(c["history"].as_array().map(Vec::len), Some(3));
     let log = r.ok(&["log", "t"]);
-    assert!(log.contains("fail t: timeout (attempts exhausted)"), "{log}");
+    assert!(
+        log.contains("fail t: timeout (attempts exhausted)"),
+        "{log}"
+    );
 }
 
 #[test]
@@ -78,7 +81,11 @@ fn heartbeat_keeps_a_task_past_its_first_lease() {
     r.ok(&["heartbeat", "t"]);
     assert_eq!(coord(&r, "t")["lease_expires_at"], json!(at(18 * MIN)));
     tick_at(&mut r, 15 * MIN);
-    assert_eq!(state(&r, "t"), "assigned", "past the first lease, within the new one");
+    assert_eq!(
+        state(&r, "t"),
+        "assigned",
+        "past the first lease, within the new one"
+    );
     tick_at(&mut r, 18 * MIN);
     assert_eq!(state(&r, "t"), "ready", "the extended lease ran out");
 }
@@ -119,19 +126,32 @@ fn fatal_failure_dead_letters_at_once_while_a_retryable_one_retries() {
     r.task("hard", "title: Hard\nagent: bob\n");
     tick_at(&mut r, 0);
     r.ok(&["fail", "soft", "--error", "network blip"]);
-    r.ok(&["fail", "hard", "--error", "the input is nonsense", "--fatal"]);
+    r.ok(&[
+        "fail",
+        "hard",
+        "--error",
+        "the input is nonsense",
+        "--fatal",
+    ]);
     tick_at(&mut r, MIN);
     assert_eq!(state(&r, "soft"), "ready");
     let soft = coord(&r, "soft");
     assert_eq!(soft["history"][0]["error"]["code"], json!("agent_failure"));
     assert_eq!(soft["history"][0]["result"]["status"], json!("failure"));
-    assert!(show(&r, "soft")["task"]["result"].is_null(), "result moved to history");
+    assert!(
+        show(&r, "soft")["task"]["result"].is_null(),
+        "result moved to history"
+    );
     assert_eq!(r.where_is("hard"), "work/failed/hard.yaml");
     let hard = coord(&r, "hard");
     assert_eq!(hard["attempt"], json!(1));
     assert_eq!(hard["error"]["code"], json!("agent_failure"));
     assert_eq!(hard["error"]["retryable"], json!(false));
-    assert_eq!(show(&r, "hard")["task"]["result"]["status"], json!("failure"), "kept for review");
+    assert_eq!(
+        show(&r, "hard")["task"]["result"]["status"],
+        json!("failure"),
+        "kept for review"
+    );
 }
 
 #[test]
@@ -156,8 +176,14 @@ fn circuit_opens_after_threshold_probes_once_and_closes_or_reopens() {
     assert!(p.contains(&at(11 * MIN)), "{p}");
     assert_eq!(state(&r, "t3"), "ready", "no new work while open");
     let status = r.ok(&["status"]);
-    assert!(status.contains(&format!("circuit open until {}", at(11 * MIN))), "{status}");
-    assert!(status.contains("t3: circuit of agent alice is open"), "{status}");
+    assert!(
+        status.contains(&format!("circuit open until {}", at(11 * MIN))),
+        "{status}"
+    );
+    assert!(
+        status.contains("t3: circuit of agent alice is open"),
+        "{status}"
+    );
 
     tick_at(&mut r, 11 * MIN - 1);
     assert_eq!(state(&r, "t3"), "ready", "still open");
@@ -166,12 +192,18 @@ fn circuit_opens_after_threshold_probes_once_and_closes_or_reopens() {
     assert_eq!(state(&r, "t4"), "ready", "exactly one probe");
     assert!(profile(&r, "alice").contains("circuit: half_open"));
     let status = r.ok(&["status"]);
-    assert!(status.contains("half-open with a probe task running"), "{status}");
+    assert!(
+        status.contains("half-open with a probe task running"),
+        "{status}"
+    );
 
     r.ok(&["fail", "t3", "--error", "still broken"]);
     tick_at(&mut r, 12 * MIN);
     let p = profile(&r, "alice");
-    assert!(p.contains("circuit: open") && p.contains(&at(22 * MIN)), "{p}");
+    assert!(
+        p.contains("circuit: open") && p.contains(&at(22 * MIN)),
+        "{p}"
+    );
     assert_eq!(state(&r, "t3"), "ready");
     assert_eq!(state(&r, "t4"), "ready");
 
@@ -184,7 +216,10 @@ fn circuit_opens_after_threshold_probes_once_and_closes_or_reopens() {
     complete(&r, probes[0], &json!({"ok": true}), &[]);
     tick_at(&mut r, 23 * MIN);
     let p = profile(&r, "alice");
-    assert!(p.contains("circuit: closed") && p.contains("consecutive_failures: 0"), "{p}");
+    assert!(
+        p.contains("circuit: closed") && p.contains("consecutive_failures: 0"),
+        "{p}"
+    );
     assert_eq!(state(&r, probes[0]), "done");
     let other = if probes[0] == "t3" { "t4" } else { "t3" };
     assert_eq!(state(&r, other), "assigned", "closed again: work flows");
@@ -206,9 +241,16 @@ fn a_zombie_result_for_an_old_attempt_is_set_aside() {
     let zombie = "result:\n  status: success\n  attempt: 1\n  output: {late: true}\ncoord:\n";
     r.write(&path, &text.replacen("coord:\n", zombie, 1));
     tick_at(&mut r, 12 * MIN);
-    assert_eq!(r.where_is("z"), "work/assigned/alice/z.yaml", "not acted on");
+    assert_eq!(
+        r.where_is("z"),
+        "work/assigned/alice/z.yaml",
+        "not acted on"
+    );
     let s = show(&r, "z");
-    assert!(s["task"]["result"].is_null(), "the stale result left the file");
+    assert!(
+        s["task"]["result"].is_null(),
+        "the stale result left the file"
+    );
     let last = s["task"]["coord"]["history"]
         .as_array()
         .and_then(|h| h.last().cloned())
@@ -238,9 +280,15 @@ fn cancel_fails_dependents_and_retry_runs_tasks_again_with_history() {
         let e = &coord(&r, id)["error"];
         assert_eq!(e["code"], json!("dependency_failed"));
         assert_eq!(e["retryable"], json!(false));
-        assert!(e["message"].as_str().unwrap_or_default().contains(dep), "{e}");
+        assert!(
+            e["message"].as_str().unwrap_or_default().contains(dep),
+            "{e}"
+        );
     }
-    assert!(!profile(&r, "alice").contains("consecutive_failures: 1"), "cancel does not count");
+    assert!(
+        !profile(&r, "alice").contains("consecutive_failures: 1"),
+        "cancel does not count"
+    );
 
     r.ok(&["retry", "a"]);
     assert_eq!(r.where_is("a"), "work/inbox/a.yaml");
@@ -248,13 +296,20 @@ fn cancel_fails_dependents_and_retry_runs_tasks_again_with_history() {
     assert_eq!(state(&r, "a"), "assigned", "runs again");
     let c = coord(&r, "a");
     assert_eq!(c["attempt"], json!(1));
-    assert_eq!(c["history"][0]["error"]["code"], json!("cancelled"), "history kept: {c}");
+    assert_eq!(
+        c["history"][0]["error"]["code"],
+        json!("cancelled"),
+        "history kept: {c}"
+    );
     complete(&r, "a", &json!({"v": 1}), &[]);
     r.ok(&["retry", "b"]);
     tick_at(&mut r, 3 * MIN);
     assert_eq!(state(&r, "a"), "done");
     assert_eq!(state(&r, "b"), "assigned", "its dependency is done now");
-    assert_eq!(coord(&r, "b")["history"][0]["error"]["code"], json!("dependency_failed"));
+    assert_eq!(
+        coord(&r, "b")["history"][0]["error"]["code"],
+        json!("dependency_failed")
+    );
     let (_, err) = r.code(&["retry", "a"], 1);
     assert!(err.contains("only failed, invalid or cancelled"), "{err}");
 }
@@ -265,7 +320,9 @@ fn retry_of_an_invalid_task_after_the_fix() {
     r.task("x", "title: X\nagent: zed\n");
     tick_at(&mut r, 0);
     assert_eq!(r.where_is("x"), "work/invalid/x.yaml");
-    assert!(r.read("work/invalid/x.yaml.errors").contains("unknown agent 'zed'"));
+    assert!(r
+        .read("work/invalid/x.yaml.errors")
+        .contains("unknown agent 'zed'"));
     r.ok(&["agents", "add", "zed"]);
     r.ok(&["retry", "x"]);
     assert!(!r.exists("work/invalid/x.yaml.errors"));

@@ -12,7 +12,10 @@ pub fn show(r: &TestRepo, id: &str) -> Value {
 
 /// Returns the task's state (its folder).
 pub fn state(r: &TestRepo, id: &str) -> String {
-    show(r, id)["state"].as_str().unwrap_or_default().to_string()
+    show(r, id)["state"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// Returns the task's `coord:` block.
