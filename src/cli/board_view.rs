@@ -26,7 +26,7 @@ pub fn view(
         .collect();
     json!({
         "counts": counts,
-        "agents": agents(board),
+        "agents": agents(board, inputs.now),
         "oldest_ready": oldest_ready(board),
         "waiting": waiting(&plan.notes),
         "blocked": blocked(board, &plan.notes),
@@ -40,7 +40,9 @@ pub fn view(
     })
 }
 
-fn agents(board: &Board) -> Vec<Value> {
+/// Returns each agent's load, limit and circuit; `probe_due` when an open circuit's time is
+/// up, so its next task is the single half-open probe.
+fn agents(board: &Board, now: Timestamp) -> Vec<Value> {
     board
         .agents
         .values()
@@ -58,6 +60,7 @@ fn agents(board: &Board) -> Vec<Value> {
                 "assign": a.profile.assign,
                 "circuit": a.profile.coord.circuit.as_str(),
                 "open_until": a.profile.coord.open_until,
+                "probe_due": engine::retry::gate(&a.profile.coord, now) == engine::retry::Gate::Probe,
             })
         })
         .collect()
@@ -152,6 +155,9 @@ pub fn print(v: &Value) {
                 a["assign"].as_str().unwrap_or("push")
             };
             let circuit = match a["open_until"].as_str() {
+                Some(t) if a["probe_due"] == json!(true) => {
+                    format!("open until {t}, next task is a probe")
+                }
                 Some(t) if a["circuit"] == json!("open") => format!("open until {t}"),
                 _ => a["circuit"].as_str().unwrap_or_default().to_string(),
             };

@@ -187,6 +187,9 @@ fn circuit_opens_after_threshold_probes_once_and_closes_or_reopens() {
 
     tick_at(&mut r, 11 * MIN - 1);
     assert_eq!(state(&r, "t3"), "ready", "still open");
+    r.at(&at(11 * MIN));
+    let status = r.ok(&["status"]);
+    assert!(status.contains("next task is a probe"), "{status}");
     tick_at(&mut r, 11 * MIN);
     assert_eq!(state(&r, "t3"), "assigned", "the probe");
     assert_eq!(state(&r, "t4"), "ready", "exactly one probe");
