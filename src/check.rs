@@ -176,24 +176,37 @@ fn dependencies(
     out: &mut Vec<(Severity, Violation)>,
 ) {
     for (i, dep) in task.spec.depends_on.iter().enumerate() {
-        let pos = task.doc.pos_of(&format!("/depends_on/{i}"), false);
-        if dep == id {
-            out.push((
-                Severity::Error,
-                Violation::at(pos, format!("task depends on itself: {id} -> {id}")),
-            ));
-        } else if !ctx.task_exists(dep) {
+        if dep != id && !ctx.task_exists(dep) {
+            let pos = task.doc.pos_of(&format!("/depends_on/{i}"), false);
             out.push((
                 Severity::Error,
                 Violation::at(pos, format!("depends on unknown task '{dep}'")),
             ));
-        } else if let Some(cycle) = find_cycle(id, dep, ctx) {
-            out.push((
-                Severity::Error,
-                Violation::at(pos, format!("dependency cycle: {cycle}")),
-            ));
+        } else if let Some(v) = cycle_at(id, task, i, ctx) {
+            out.push((Severity::Error, v));
         }
     }
+}
+
+/// Returns a finding for each dependency of task `id` that leads back to it, with the cycle
+/// spelled out (`a -> b -> a`). Used at intake and for tasks edited by hand in blocked/.
+pub fn cycles(id: &TaskId, task: &TaskDoc, ctx: &dyn Context) -> Vec<Violation> {
+    (0..task.spec.depends_on.len())
+        .filter_map(|i| cycle_at(id, task, i, ctx))
+        .collect()
+}
+
+fn cycle_at(id: &TaskId, task: &TaskDoc, i: usize, ctx: &dyn Context) -> Option<Violation> {
+    let dep = task.spec.depends_on.get(i)?;
+    let pos = task.doc.pos_of(&format!("/depends_on/{i}"), false);
+    if dep == id {
+        return Some(Violation::at(
+            pos,
+            format!("task depends on itself: {id} -> {id}"),
+        ));
+    }
+    let cycle = find_cycle(id, dep, ctx)?;
+    Some(Violation::at(pos, format!("dependency cycle: {cycle}")))
 }
 
 /// Returns `id -> dep -> ... -> id` when `dep` leads back to `id`.

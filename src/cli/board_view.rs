@@ -26,10 +26,10 @@ pub fn view(
         .collect();
     json!({
         "counts": counts,
-        "agents": agents(board),
+        "agents": agents(board, inputs.now),
         "oldest_ready": oldest_ready(board),
         "waiting": waiting(&plan.notes),
-        "blocked": blocked(&plan.notes),
+        "blocked": blocked(board, &plan.notes),
         "overdue": overdue(board, inputs.now),
         "invalid": invalid_reasons,
         "duplicates": plan.notes.iter().filter_map(|n| match n {
@@ -40,7 +40,9 @@ pub fn view(
     })
 }
 
-fn agents(board: &Board) -> Vec<Value> {
+/// Returns each agent's load, limit and circuit; `probe_due` when an open circuit's time is
+/// up, so its next task is the single half-open probe.
+fn agents(board: &Board, now: Timestamp) -> Vec<Value> {
     board
         .agents
         .values()
@@ -58,6 +60,7 @@ fn agents(board: &Board) -> Vec<Value> {
                 "assign": a.profile.assign,
                 "circuit": a.profile.coord.circuit.as_str(),
                 "open_until": a.profile.coord.open_until,
+                "probe_due": engine::retry::gate(&a.profile.coord, now) == engine::retry::Gate::Probe,
             })
         })
         .collect()
@@ -86,11 +89,25 @@ fn waiting(notes: &[Note]) -> Vec<Value> {
         .collect()
 }
 
-fn blocked(notes: &[Note]) -> Vec<Value> {
+/// Returns each blocked task with its open dependencies and the state each is in
+/// (`missing` when no file has that id).
+fn blocked(board: &Board, notes: &[Note]) -> Vec<Value> {
     notes
         .iter()
         .filter_map(|n| match n {
-            Note::Blocked { id, open } => Some(json!({"id": id, "waiting_for": open})),
+            Note::Blocked { id, open } => {
+                let states: BTreeMap<String, &str> = open
+                    .iter()
+                    .map(|d| {
+                        let state = board
+                            .find(d)
+                            .first()
+                            .map_or("missing", |f| f.folder.state.as_str());
+                        (d.to_string(), state)
+                    })
+                    .collect();
+                Some(json!({"id": id, "waiting_for": open, "states": states}))
+            }
             _ => None,
         })
         .collect()
@@ -138,6 +155,9 @@ pub fn print(v: &Value) {
                 a["assign"].as_str().unwrap_or("push")
             };
             let circuit = match a["open_until"].as_str() {
+                Some(t) if a["probe_due"] == json!(true) => {
+                    format!("open until {t}, next task is a probe")
+                }
                 Some(t) if a["circuit"] == json!("open") => format!("open until {t}"),
                 _ => a["circuit"].as_str().unwrap_or_default().to_string(),
             };
@@ -158,7 +178,11 @@ pub fn print(v: &Value) {
     section(v, "blocked", "blocked", |b| {
         let ids: Vec<String> = b["waiting_for"]
             .as_array()
-            .map(|a| a.iter().map(s).collect())
+            .map(|a| {
+                a.iter()
+                    .map(|d| format!("{} ({})", s(d), s(&b["states"][s(d)])))
+                    .collect()
+            })
             .unwrap_or_default();
         format!("{}: waiting for {}", s(&b["id"]), ids.join(", "))
     });

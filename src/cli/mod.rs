@@ -10,6 +10,7 @@ macro_rules! out {
 }
 
 mod agents;
+mod archive;
 mod board_view;
 mod demo;
 mod doctor;
@@ -90,6 +91,8 @@ enum Command {
     Retry(gate::IdArgs),
     /// List agents, or add one
     Agents(agents::Args),
+    /// Move old done and cancelled tasks to work/archive/<YYYY-MM>/
+    Archive(archive::Args),
     /// Check the work folder for inconsistencies
     Doctor(doctor::Args),
     /// Build a sample repo and run a pipeline and a fan-out to the end with simulated agents
@@ -213,6 +216,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Cancel(a) => gate::cancel(&ctx, a),
         Command::Retry(a) => gate::retry(&ctx, a),
         Command::Agents(a) => agents::run(&ctx, a),
+        Command::Archive(a) => archive::run(&ctx, a),
         Command::Doctor(a) => doctor::run(&ctx, a),
         Command::Demo(a) => demo::run(&ctx, a),
     }

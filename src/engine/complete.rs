@@ -28,9 +28,10 @@ pub fn run(w: &mut World<'_>) {
                     (Err(why), _) => bad_signature(w, &e, why),
                     (Ok(()), ResultStatus::Success) => succeed(w, &e),
                     (Ok(()), ResultStatus::Failure) => {
-                        let err = r.error.clone().unwrap_or_else(|| {
+                        let mut err = r.error.clone().unwrap_or_else(|| {
                             ErrorInfo::new("agent_failure", "the agent reported failure", true)
                         });
+                        err.code.get_or_insert_with(|| "agent_failure".to_string());
                         fail_attempt(w, &e, err, true);
                     }
                 }

@@ -1,8 +1,10 @@
 //! Dependencies (SPEC 3.2): a blocked task becomes ready when every dependency is done, and
 //! fails with `dependency_failed` when one failed or was cancelled.
 
+use super::intake::{quarantine, Ctx};
 use super::world::{ResultEdit, World};
 use super::Note;
+use crate::check;
 use crate::model::{ErrorInfo, Folder, State, TaskId};
 
 /// Returns a task's state for dependency purposes: archived tasks count as what they were.
@@ -21,8 +23,11 @@ pub fn effective_state(w: &World<'_>, id: &TaskId) -> Option<State> {
     }
 }
 
-/// Moves blocked tasks on, repeating until nothing changes (a failure can cascade).
+/// Moves blocked tasks on, repeating until nothing changes (a failure can cascade). Blocked
+/// tasks on a dependency cycle (possible only when someone edits a blocked file by hand) are
+/// first moved to invalid/ with the cycle in their `.errors` file, as intake would have done.
 pub fn run(w: &mut World<'_>) {
+    reject_cycles(w);
     loop {
         let mut changed = false;
         for id in w.ids_in(State::Blocked) {
@@ -82,4 +87,23 @@ fn step(w: &mut World<'_>, id: &TaskId) -> bool {
         return w.transit(id, Folder::of(State::Ready), c, ResultEdit::Keep, summary);
     }
     false
+}
+
+fn reject_cycles(w: &mut World<'_>) {
+    let found: Vec<(TaskId, String, u64, Vec<String>)> = w
+        .ids_in(State::Blocked)
+        .into_iter()
+        .filter_map(|id| {
+            let e = w.entries.get(&id)?;
+            let lines: Vec<String> = check::cycles(&id, &e.task, &Ctx(w))
+                .iter()
+                .map(|v| v.render(&e.path))
+                .collect();
+            let hash = crate::board::content_hash(e.task.text.as_bytes());
+            (!lines.is_empty()).then(|| (id, e.path.clone(), hash, lines))
+        })
+        .collect();
+    for (id, path, hash, lines) in found {
+        quarantine(w, &id, &path, hash, lines);
+    }
 }

@@ -31,10 +31,14 @@ pub fn targets(w: &World<'_>, e: &Entry) -> Vec<AgentName> {
 
 fn rule_matches(w: &World<'_>, e: &Entry, when: &crate::config::RuleWhen) -> bool {
     let _ = w;
-    let agent_ok = when
+    // After a do_it_and_show_me approval the task sits in review/, not in the agent's
+    // folder: the agent that did the work is the one the coord block names.
+    let agent = e
+        .folder
         .agent
         .as_ref()
-        .is_none_or(|a| e.folder.agent.as_ref() == Some(a));
+        .or(e.task.coord.assigned_to.as_ref());
+    let agent_ok = when.agent.as_ref().is_none_or(|a| agent == Some(a));
     let label_ok = when
         .label
         .as_ref()

@@ -17,25 +17,32 @@ pub fn run(w: &mut World<'_>) {
         .iter()
         .filter(|t| t.folder.state == State::Inbox)
         .collect();
-    for f in inbox {
+    // Every file is checked against the board as it was before any of them moved, so two
+    // inbox files naming each other are both rejected with the cycle, not just the first.
+    let findings: Vec<Vec<String>> = inbox
+        .iter()
+        .map(|f| match &f.read {
+            Ok(task) if w.entries.contains_key(&f.id) => {
+                check::check_in_context(&f.id, task, &Ctx(w))
+                    .iter()
+                    .map(|(_, v)| v.render(&f.path))
+                    .collect()
+            }
+            _ => Vec::new(),
+        })
+        .collect();
+    for (f, lines) in inbox.into_iter().zip(findings) {
         match &f.read {
             Err(errors) if f.seen_before => {
                 let lines = errors.iter().map(|v| v.render(&f.path)).collect();
-                quarantine(w, f, lines);
+                quarantine(w, &f.id, &f.path, f.hash, lines);
             }
             Err(_) => w.note(Note::Pending {
                 path: f.path.clone(),
             }),
             Ok(_) if !w.entries.contains_key(&f.id) => {}
-            Ok(task) => {
-                let findings = check::check_in_context(&f.id, task, &Ctx(w));
-                if findings.is_empty() {
-                    admit(w, &f.id);
-                } else {
-                    let lines = findings.iter().map(|(_, v)| v.render(&f.path)).collect();
-                    quarantine(w, f, lines);
-                }
-            }
+            Ok(_) if lines.is_empty() => admit(w, &f.id),
+            Ok(_) => quarantine(w, &f.id, &f.path, f.hash, lines),
         }
     }
 }
@@ -107,26 +114,33 @@ fn admit(w: &mut World<'_>, id: &TaskId) {
     }
 }
 
-fn quarantine(w: &mut World<'_>, f: &TaskFile, lines: Vec<String>) {
+/// Moves the file at `path` (holding bytes with `hash`) to invalid/ with a `.errors` file
+/// holding `lines`, and drops the task from the live set.
+pub fn quarantine(w: &mut World<'_>, id: &TaskId, path: &str, hash: u64, lines: Vec<String>) {
+    let from = w
+        .board
+        .tasks
+        .iter()
+        .find(|t| t.path == path)
+        .map_or(State::Inbox, |t| t.folder.state);
     let invalid = Folder::of(State::Invalid);
-    let name = free_name(w, f);
+    let name = free_name(w, path.rsplit('/').next().unwrap_or(path));
     let to = w.board.path_in(&invalid, &name);
     let first = lines.first().cloned().unwrap_or_default();
     let mut text = lines.join("\n");
     text.push('\n');
-    w.forget(&f.id);
+    w.forget(id);
     w.push(Transition {
-        subject: f.id.to_string(),
-        from: State::Inbox.as_str().to_string(),
+        subject: id.to_string(),
+        from: from.as_str().to_string(),
         to: State::Invalid.as_str().to_string(),
         summary: format!(
-            "reject {}: {}",
-            f.id,
+            "reject {id}: {}",
             first.split_once(": ").map_or(first.as_str(), |x| x.1)
         ),
         ops: vec![
             Op::Move {
-                from: f.path.clone(),
+                from: path.to_string(),
                 to: to.clone(),
             },
             Op::Write {
@@ -134,13 +148,12 @@ fn quarantine(w: &mut World<'_>, f: &TaskFile, lines: Vec<String>) {
                 text,
             },
         ],
-        guard: vec![(f.path.clone(), f.hash)],
+        guard: vec![(path.to_string(), hash)],
     });
 }
 
 /// Returns a file name in invalid/ that no file has: the same name, else `<stem>.<n>.<ext>`.
-fn free_name(w: &World<'_>, f: &TaskFile) -> String {
-    let name = f.file_name();
+fn free_name(w: &World<'_>, name: &str) -> String {
     let invalid = Folder::of(State::Invalid);
     let taken = |n: &str| {
         let p = w.board.path_in(&invalid, n);

@@ -4,6 +4,7 @@
 //! cancel, ...) build their single transition here too.
 
 mod adopt;
+pub mod archive;
 mod assign;
 pub mod commands;
 mod complete;

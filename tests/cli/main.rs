@@ -5,4 +5,7 @@ mod crash;
 mod engine;
 mod foundation;
 mod harness;
+mod patterns;
+mod resilience;
 mod smoke;
+mod steps;
