@@ -9,14 +9,7 @@ use crate::model::{ErrorInfo, Folder, State, TaskId};
 
 /// Returns a task's state for dependency purposes: archived tasks count as what they were.
 pub fn effective_state(w: &World<'_>, id: &TaskId) -> Option<State> {
-    let Some(e) = w.entries.get(id) else {
-        let invalid = w
-            .board
-            .find(id)
-            .iter()
-            .all(|f| f.folder.state == State::Invalid);
-        return (invalid && w.all_ids.contains(id)).then_some(State::Invalid);
-    };
+    let e = w.entries.get(id)?;
     match e.folder.state {
         State::Archived => State::parse(&e.task.coord.state).or(Some(State::Done)),
         s => Some(s),
@@ -63,7 +56,7 @@ fn step(w: &mut World<'_>, id: &TaskId) -> bool {
     let failed = deps.iter().find(|d| {
         matches!(
             effective_state(w, d),
-            Some(State::Failed | State::Cancelled | State::Invalid)
+            Some(State::Failed | State::Cancelled)
         )
     });
     if let Some(dep) = failed {

@@ -386,9 +386,9 @@ fn profile_update(board: &Board, name: &AgentName, coord: &AgentCoord) -> Option
         from: "agent".to_string(),
         to: format!("circuit {}", coord.circuit.as_str()),
         summary: format!(
-            "agent {name}: circuit {} after {} consecutive failures",
-            coord.circuit.as_str(),
-            coord.consecutive_failures
+            "agent {name}: {} failed attempt(s) in a row, circuit {}",
+            coord.consecutive_failures,
+            coord.circuit.as_str()
         ),
         ops: vec![Op::Write { path, text }],
         guard: Vec::new(),

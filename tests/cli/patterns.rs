@@ -460,6 +460,7 @@ fn docs_errors_lists_every_code_the_engine_writes() {
     for entry in std::fs::read_dir(root.join("src/engine"))
         .expect("src/engine")
         .flatten()
+        .filter(|e| e.path().is_file())
     {
         let src = std::fs::read_to_string(entry.path()).expect("source");
         for marker in ["ErrorInfo::new(\"", "\"event\": \""] {

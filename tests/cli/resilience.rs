@@ -298,7 +298,12 @@ fn cancel_fails_dependents_and_retry_runs_tasks_again_with_history() {
     tick_at(&mut r, 2 * MIN);
     assert_eq!(state(&r, "a"), "assigned", "runs again");
     let c = coord(&r, "a");
-    assert_eq!(c["attempt"], json!(1));
+    assert_eq!(
+        c["attempt"],
+        json!(2),
+        "attempt numbers keep growing across a retry"
+    );
+    assert_eq!(c["attempt_base"], json!(1));
     assert_eq!(
         c["history"][0]["error"]["code"],
         json!("cancelled"),
