@@ -1119,7 +1119,7 @@ mod tests {
         git(d, &["mv", "work/c.yaml", "work/d.yaml"]);
         write(d, "work/new/deep/e.yaml", "new\n");
         write(d, "work/ignored.tmp", "junk\n");
-        write(d, "other/x.txt", "2\n");
+        write(d, "other/x.txt", "changed outside the prefix\n");
         write(d, "workshop/z.yaml", "outside\n");
 
         let changed = repo.changed_paths("work/").unwrap();
