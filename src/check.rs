@@ -80,6 +80,12 @@ pub fn read_task(
 /// the built-in one, and the person-owned fields were validated at intake).
 pub fn reread(text: &str) -> Option<TaskDoc> {
     let doc = crate::yaml::parse(text, &Limits::default()).ok()?;
+    from_parsed(text.to_string(), doc)
+}
+
+/// Rebuilds a task from its text and the document parsed from it, both known to have passed
+/// the per-file checks (the stat cache's entries).
+pub fn from_parsed(text: String, doc: Doc) -> Option<TaskDoc> {
     let spec: TaskSpec = serde_json::from_value(doc.value.clone()).ok()?;
     let result = match doc.value.get("result") {
         None | Some(serde_json::Value::Null) => None,
@@ -87,7 +93,7 @@ pub fn reread(text: &str) -> Option<TaskDoc> {
     };
     let coord = CoordBlock::from_value(doc.value.get("coord"));
     Some(TaskDoc {
-        text: text.to_string(),
+        text,
         doc,
         spec,
         result,
