@@ -206,3 +206,107 @@ pub fn salt(schema_file: &Path) -> u64 {
     bytes.extend(fs::read(schema_file).unwrap_or_default());
     crate::board::content_hash(&bytes)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::board::{Board, RawFile};
+    use crate::schema::Schema;
+    use crate::yaml::Limits;
+
+    const TEXT: &str = "title: a\ncoord:\n  state: done\n  attempt: 1\n";
+
+    fn board(text: &str) -> Board {
+        let raw = RawFile {
+            rel: "done/a.yaml".to_string(),
+            bytes: Ok(text.as_bytes().to_vec()),
+            seen_before: false,
+            parsed: None,
+        };
+        let (t, a) = (Schema::builtin_task(), Schema::builtin_agent());
+        Board::build("work", vec![raw], vec![], (&t, &a), &Limits::default())
+    }
+
+    fn key(size: u64, mtime_ns: i128, ctime_ns: i128, ino: u64) -> StatKey {
+        StatKey {
+            size,
+            mtime_ns,
+            ctime_ns,
+            ino,
+            dev: 1,
+        }
+    }
+
+    /// A snapshot time well after the stamps of `key(.., 1e9, 1e9, ..)`.
+    fn later() -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(100)
+    }
+
+    fn saved(dir: &Path, k: StatKey) -> std::path::PathBuf {
+        let path = dir.join(CACHE_FILE);
+        let keys = HashMap::from([("done/a.yaml".to_string(), k)]);
+        StatCache::read(&path, 7).save(&path, &board(TEXT).tasks, "work", &keys, later());
+        path
+    }
+
+    #[test]
+    fn hit_when_the_key_matches() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let k = key(40, 1_000_000_000, 1_000_000_001, 9);
+        let path = saved(dir.path(), k);
+        let mut cache = StatCache::read(&path, 7);
+        let (text, doc) = cache.take("done/a.yaml", &k).expect("hit");
+        assert_eq!(text, TEXT);
+        assert_eq!(doc.top_keys.len(), 2);
+        assert_eq!(doc.value["title"], "a");
+    }
+
+    #[test]
+    fn miss_when_any_part_of_the_key_changes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let k = key(40, 1_000_000_000, 1_000_000_001, 9);
+        let path = saved(dir.path(), k);
+        for changed in [
+            key(41, 1_000_000_000, 1_000_000_001, 9),
+            key(40, 1_000_000_002, 1_000_000_001, 9),
+            key(40, 1_000_000_000, 1_000_000_003, 9),
+            key(40, 1_000_000_000, 1_000_000_001, 10),
+        ] {
+            let mut cache = StatCache::read(&path, 7);
+            assert!(cache.take("done/a.yaml", &changed).is_none(), "{changed:?}");
+        }
+    }
+
+    #[test]
+    fn other_salt_corrupt_or_missing_file_is_empty() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let k = key(40, 1_000_000_000, 1_000_000_001, 9);
+        let path = saved(dir.path(), k);
+        assert!(StatCache::read(&path, 8).take("done/a.yaml", &k).is_none());
+        std::fs::write(&path, b"{\"salt\": 7, \"entries\": {\"done/a.yaml\": [").expect("write");
+        assert!(StatCache::read(&path, 7).take("done/a.yaml", &k).is_none());
+        let absent = dir.path().join("none.json");
+        assert!(StatCache::read(&absent, 7)
+            .take("done/a.yaml", &k)
+            .is_none());
+    }
+
+    #[test]
+    fn recent_stamps_are_not_trusted() {
+        let start = UNIX_EPOCH + Duration::from_secs(10);
+        let fine = |ns: i128| key(1, ns, ns, 1).settled(start);
+        assert!(fine(9_900_000_001 - 60_000_000));
+        assert!(!fine(9_990_000_001), "10 ms before the snapshot");
+        let coarse = |s: i128| key(1, s * 1_000_000_000, s * 1_000_000_000, 1).settled(start);
+        assert!(coarse(8));
+        assert!(!coarse(9), "whole-second stamps need git's 2 s");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(CACHE_FILE);
+        let racy = key(40, 99_990_000_001, 99_990_000_001, 9);
+        let keys = HashMap::from([("done/a.yaml".to_string(), racy)]);
+        StatCache::read(&path, 7).save(&path, &board(TEXT).tasks, "work", &keys, later());
+        assert!(StatCache::read(&path, 7)
+            .take("done/a.yaml", &racy)
+            .is_none());
+    }
+}

@@ -2,4 +2,5 @@
 //! One test binary, one module per area, so the suite links once.
 
 mod harness;
+mod perf_cache;
 mod smoke;
