@@ -80,6 +80,12 @@ pub fn read_task(
 /// the built-in one, and the person-owned fields were validated at intake).
 pub fn reread(text: &str) -> Option<TaskDoc> {
     let doc = crate::yaml::parse(text, &Limits::default()).ok()?;
+    from_parsed(text.to_string(), doc)
+}
+
+/// Rebuilds a task from its text and the document parsed from it, both known to have passed
+/// the per-file checks (the stat cache's entries).
+pub fn from_parsed(text: String, doc: Doc) -> Option<TaskDoc> {
     let spec: TaskSpec = serde_json::from_value(doc.value.clone()).ok()?;
     let result = match doc.value.get("result") {
         None | Some(serde_json::Value::Null) => None,
@@ -87,7 +93,7 @@ pub fn reread(text: &str) -> Option<TaskDoc> {
     };
     let coord = CoordBlock::from_value(doc.value.get("coord"));
     Some(TaskDoc {
-        text: text.to_string(),
+        text,
         doc,
         spec,
         result,
@@ -120,11 +126,24 @@ pub fn check_in_context(
     task: &TaskDoc,
     ctx: &dyn Context,
 ) -> Vec<(Severity, Violation)> {
+    let task = &*with_positions(task);
     let mut out = Vec::new();
     agents(task, ctx, &mut out);
     dependencies(id, task, ctx, &mut out);
     expressions(task, &mut out);
     out
+}
+
+/// Returns the task with node positions, re-parsing its text when they were left out (tasks
+/// read from the stat cache carry none), so findings point at the right line.
+fn with_positions(task: &TaskDoc) -> std::borrow::Cow<'_, TaskDoc> {
+    if !task.doc.value_pos.is_empty() {
+        return std::borrow::Cow::Borrowed(task);
+    }
+    crate::yaml::parse(&task.text, &Limits::default())
+        .ok()
+        .and_then(|doc| from_parsed(task.text.clone(), doc))
+        .map_or(std::borrow::Cow::Borrowed(task), std::borrow::Cow::Owned)
 }
 
 fn agents(task: &TaskDoc, ctx: &dyn Context, out: &mut Vec<(Severity, Violation)>) {
@@ -191,6 +210,7 @@ fn dependencies(
 /// Returns a finding for each dependency of task `id` that leads back to it, with the cycle
 /// spelled out (`a -> b -> a`). Used at intake and for tasks edited by hand in blocked/.
 pub fn cycles(id: &TaskId, task: &TaskDoc, ctx: &dyn Context) -> Vec<Violation> {
+    let task = &*with_positions(task);
     (0..task.spec.depends_on.len())
         .filter_map(|i| cycle_at(id, task, i, ctx))
         .collect()

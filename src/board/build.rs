@@ -3,10 +3,11 @@
 //! that does not belong reported. Pure, so the planner can be tested without a disk.
 
 use super::{AgentEntry, Board, Problem, ProfileFile, TaskFile};
-use crate::check;
+use crate::check::{self, TaskDoc};
 use crate::model::{AgentName, AgentProfile, Folder, State, TaskId};
 use crate::schema::{Schema, Violation};
 use crate::yaml::{parse_bytes, Limits};
+use std::sync::Arc;
 
 /// A file found under the work folder.
 #[derive(Debug, Clone)]
@@ -17,6 +18,9 @@ pub struct RawFile {
     pub bytes: Result<Vec<u8>, String>,
     /// Whether these exact bytes were seen invalid at an earlier tick.
     pub seen_before: bool,
+    /// The task as already read and checked (from the stat cache); when set, `bytes` is unused
+    /// and the task's text is what the file holds.
+    pub parsed: Option<TaskDoc>,
 }
 
 /// What a path under `work/` is.
@@ -69,16 +73,19 @@ impl Board {
         let path = format!("{}/{}", self.work_dir, f.rel);
         match classify(&f.rel) {
             Kind::Task(folder, id) => {
-                let read = match &f.bytes {
-                    Ok(b) => check::read_task(id.as_str(), b, task_schema, limits),
-                    Err(e) => Err(vec![Violation::file(format!("cannot read: {e}"))]),
+                let (hash, read) = match (f.parsed, &f.bytes) {
+                    (Some(doc), _) => (content_hash(doc.text.as_bytes()), Ok(Arc::new(doc))),
+                    (None, Ok(b)) => (
+                        content_hash(b),
+                        check::read_task(id.as_str(), b, task_schema, limits).map(Arc::new),
+                    ),
+                    (None, Err(e)) => (0, Err(vec![Violation::file(format!("cannot read: {e}"))])),
                 };
                 if let Some(agent) = &folder.agent {
                     self.agents
                         .entry(agent.clone())
                         .or_insert_with(|| self::agent(agent.clone()));
                 }
-                let hash = f.bytes.as_deref().map(content_hash).unwrap_or_default();
                 self.tasks.push(TaskFile {
                     hash,
                     id,
@@ -236,6 +243,7 @@ mod tests {
             rel: rel.to_string(),
             bytes: Ok(text.as_bytes().to_vec()),
             seen_before: false,
+            parsed: None,
         }
     }
 

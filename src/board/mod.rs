@@ -7,6 +7,7 @@ use crate::model::{AgentName, AgentProfile, Folder, State, TaskId};
 use crate::schema::Violation;
 use crate::yaml::Doc;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 mod build;
 pub use build::{content_hash, RawFile};
@@ -20,8 +21,9 @@ pub struct TaskFile {
     pub path: String,
     /// The folder it sits in.
     pub folder: Folder,
-    /// The parsed task, or every problem found in the file on its own.
-    pub read: Result<TaskDoc, Vec<Violation>>,
+    /// The parsed task (shared, so the planner's working copy costs no deep clone), or every
+    /// problem found in the file on its own.
+    pub read: Result<Arc<TaskDoc>, Vec<Violation>>,
     /// For a file that did not read: whether the same bytes were already seen at an earlier
     /// tick (a file still being written is not quarantined on first sight).
     pub seen_before: bool,

@@ -25,7 +25,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     let mut warnings = Vec::new();
     if args.paths.is_empty() {
         let store = ctx.store()?;
-        let (board, _) = store.load()?;
+        let (board, _) = store.load_fresh()?;
         check_board(&board, &mut errors, &mut warnings);
     } else {
         let schema = match &store {

@@ -13,6 +13,7 @@ use crate::yaml::{self, Limits};
 use jiff::Timestamp;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 /// Checks a result's signature (SPEC 5).
 pub trait Verifier {
@@ -44,8 +45,8 @@ pub struct Entry {
     pub path: String,
     /// Its folder.
     pub folder: Folder,
-    /// Its parsed content.
-    pub task: TaskDoc,
+    /// Its parsed content, shared with the board until a transition changes it.
+    pub task: Arc<TaskDoc>,
 }
 
 impl Entry {
@@ -250,7 +251,7 @@ impl<'a> World<'a> {
         entry.path = new_path;
         entry.folder = to.clone();
         if let Some(task) = reread {
-            entry.task = task;
+            entry.task = Arc::new(task);
         }
         if !ops.is_empty() {
             self.push(Transition {
@@ -282,7 +283,7 @@ impl<'a> World<'a> {
                 id: id.clone(),
                 path: path.clone(),
                 folder: folder.clone(),
-                task,
+                task: Arc::new(task),
             },
         );
         self.push(Transition {

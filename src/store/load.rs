@@ -1,11 +1,13 @@
-//! Reading `work/` into a board: a shallow walk that refuses symlinks, reads each file with the
-//! size limit, and remembers which invalid inbox files were already seen.
+//! Reading `work/` into a board: a shallow walk that refuses symlinks, takes unchanged task
+//! files from the stat cache and reads the others with the size limit, and remembers which
+//! invalid inbox files were already seen.
 
+use super::cache::{self, StatCache, StatKey};
 use super::{io_err, Store, StoreError};
 use crate::board::{content_hash, Board, Problem, RawFile};
 use crate::model::AgentName;
 use crate::yaml::Limits;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io::Read;
 use std::path::Path;
@@ -16,19 +18,49 @@ const SEEN_FILE: &str = "seen-invalid.json";
 pub type Pending = BTreeMap<String, u64>;
 
 impl Store {
-    /// Loads a snapshot of `work/`.
+    /// Loads a snapshot of `work/`, taking unchanged task files outside `inbox/` from the stat
+    /// cache: their documents carry the top-level keys but no node positions.
     pub fn load(&self) -> Result<(Board, Pending), StoreError> {
+        self.load_with(true)
+    }
+
+    /// Loads a snapshot of `work/` reading every file, so every document has the positions of
+    /// its nodes (for reports such as `coord validate`); refreshes the stat cache.
+    pub fn load_fresh(&self) -> Result<(Board, Pending), StoreError> {
+        self.load_with(false)
+    }
+
+    fn load_with(&self, use_cache: bool) -> Result<(Board, Pending), StoreError> {
         let work = self.abs(self.work_dir());
         if !work.is_dir() {
             return Err(StoreError::NoWorkDir { path: work });
         }
         let seen = self.read_seen();
         let limits = Limits::default();
+        let start = std::time::SystemTime::now();
+        let cache_path = self.private_dir().join(cache::CACHE_FILE);
+        let salt = cache::salt(&self.abs("schemas/task.schema.json"));
+        let mut cache = if use_cache {
+            StatCache::read(&cache_path, salt)
+        } else {
+            StatCache::empty(salt)
+        };
+        let mut keys = HashMap::new();
         let mut files = Vec::new();
         let mut problems = Vec::new();
         let mut agent_dirs = Vec::new();
         walk(&work, "", 0, &mut |rel, entry| match entry {
-            Entry::File(path) => files.push(read_raw(rel, path, &limits, &seen)),
+            Entry::File(path) => {
+                let key = path.symlink_metadata().ok().map(|m| StatKey::of(&m));
+                let cached = key.and_then(|k| from_cache(&mut cache, rel, &k));
+                if let Some(k) = key {
+                    keys.insert(rel.to_string(), k);
+                }
+                files.push(match cached {
+                    Some(raw) => raw,
+                    None => read_raw(rel, path, &limits, &seen),
+                });
+            }
             Entry::Dir => {
                 if let Some(name) = rel.strip_prefix("assigned/") {
                     if let Ok(a) = AgentName::new(name) {
@@ -45,7 +77,7 @@ impl Store {
         .map_err(|(p, e)| io_err(&p)(e))?;
         let pending: Pending = files
             .iter()
-            .filter(|f| f.rel.starts_with("inbox/"))
+            .filter(|f| f.parsed.is_none() && f.rel.starts_with("inbox/"))
             .filter_map(|f| {
                 f.bytes
                     .as_ref()
@@ -60,6 +92,7 @@ impl Store {
             (&self.task_schema, &self.agent_schema),
             &limits,
         );
+        cache.save(&cache_path, &board.tasks, self.work_dir(), &keys, start);
         board.problems.extend(problems);
         board.problems.sort();
         let invalid_inbox: Pending = board
@@ -132,6 +165,18 @@ fn walk(
     Ok(())
 }
 
+/// Returns the file as the cache has it, when its key still matches.
+fn from_cache(cache: &mut StatCache, rel: &str, key: &StatKey) -> Option<RawFile> {
+    let (text, doc) = cache.take(rel, key)?;
+    let parsed = crate::check::from_parsed(text, doc)?;
+    Some(RawFile {
+        rel: rel.to_string(),
+        bytes: Ok(Vec::new()),
+        seen_before: false,
+        parsed: Some(parsed),
+    })
+}
+
 fn read_raw(rel: &str, path: &Path, limits: &Limits, seen: &Pending) -> RawFile {
     let bytes = read_limited(path, limits.max_bytes);
     let seen_before = bytes
@@ -141,6 +186,7 @@ fn read_raw(rel: &str, path: &Path, limits: &Limits, seen: &Pending) -> RawFile 
         rel: rel.to_string(),
         bytes,
         seen_before,
+        parsed: None,
     }
 }
 

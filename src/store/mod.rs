@@ -5,6 +5,7 @@
 mod apply;
 pub use apply::Applied;
 pub use load::Pending;
+mod cache;
 pub mod fsutil;
 mod load;
 

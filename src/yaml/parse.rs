@@ -26,7 +26,18 @@ impl Default for Limits {
 }
 
 /// A 1-based line and column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct Pos {
     /// Line, from 1.
     pub line: usize,
@@ -63,7 +74,7 @@ impl YamlError {
 }
 
 /// A top-level key of a block mapping document and where its line starts.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TopKey {
     /// The key.
     pub key: String,
@@ -72,13 +83,16 @@ pub struct TopKey {
 }
 
 /// A parsed document: its value, the position of every node and the top-level keys.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Doc {
     /// The document as JSON.
     pub value: Value,
-    /// JSON pointer → position of the node's value.
+    /// JSON pointer → position of the node's value (not serialized: the stat cache keeps only
+    /// documents whose positions no report needs).
+    #[serde(skip)]
     pub value_pos: HashMap<String, Pos>,
-    /// JSON pointer → position of the mapping key naming the node.
+    /// JSON pointer → position of the mapping key naming the node (not serialized either).
+    #[serde(skip)]
     pub key_pos: HashMap<String, Pos>,
     /// Top-level keys in order, when the root is a block mapping.
     pub top_keys: Vec<TopKey>,

@@ -6,6 +6,7 @@ mod engine;
 mod foundation;
 mod harness;
 mod patterns;
+mod perf_cache;
 mod resilience;
 mod smoke;
 mod steps;

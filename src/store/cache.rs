@@ -1,0 +1,312 @@
+//! The stat cache: what reading a task file gave (its text and parsed document), kept in
+//! `.git/coord/stat-cache.json` and keyed by the file's repo-relative path, size, mtime, ctime,
+//! inode and device, so a tick over thousands of unchanged files does not parse them again.
+//!
+//! An entry is trusted only while every part of its key still matches the file, and an entry
+//! is written only for a file whose mtime and ctime are older than the snapshot by more than
+//! the filesystem's timestamp granularity (git's "racy clean" rule): a later change to such a
+//! file always gets a ctime the entry does not have, even when its size and mtime are kept.
+//! Only files outside `inbox/` that passed the per-file checks are cached, without the
+//! positions of their nodes (only intake and `coord validate` report positions, and those read
+//! afresh), under a salt of coord's version and
+//! the repo's task schema, so a new schema re-checks everything. A missing, unreadable or
+//! corrupt cache only means a full read. Does file I/O under `.git/coord/` only.
+
+use crate::board::TaskFile;
+use crate::yaml::Doc;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The cache file's name under `.git/coord/`.
+pub const CACHE_FILE: &str = "stat-cache.json";
+
+/// How old a stamp with whole seconds must be to be trusted (git's racy rule, FAT's 2 s).
+const COARSE_SETTLE: Duration = Duration::from_secs(2);
+/// How old a stamp with nanoseconds must be (the kernel's coarse clock lags by a tick or so).
+const FINE_SETTLE: Duration = Duration::from_millis(50);
+
+/// What identifies one version of a file without reading it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatKey {
+    size: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+    ino: u64,
+    dev: u64,
+}
+
+impl StatKey {
+    /// Returns the key of a file's metadata (as `symlink_metadata` gives it).
+    pub fn of(meta: &fs::Metadata) -> StatKey {
+        use std::os::unix::fs::MetadataExt;
+        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+        StatKey {
+            size: meta.size(),
+            mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
+            ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
+            ino: meta.ino(),
+            dev: meta.dev(),
+        }
+    }
+
+    /// Returns whether both stamps are old enough, at the snapshot time `start`, that any later
+    /// change of the file must get a different ctime.
+    pub fn settled(&self, start: SystemTime) -> bool {
+        let Ok(start) = start.duration_since(UNIX_EPOCH) else {
+            return false;
+        };
+        let newest = self.mtime_ns.max(self.ctime_ns);
+        let whole_seconds =
+            self.mtime_ns % 1_000_000_000 == 0 && self.ctime_ns % 1_000_000_000 == 0;
+        let settle = if whole_seconds {
+            COARSE_SETTLE
+        } else {
+            FINE_SETTLE
+        };
+        newest + settle.as_nanos() as i128 <= start.as_nanos() as i128
+    }
+}
+
+#[derive(Deserialize)]
+struct Entry {
+    key: StatKey,
+    text: String,
+    doc: Doc,
+}
+
+#[derive(Serialize)]
+struct EntryRef<'a> {
+    key: StatKey,
+    text: &'a str,
+    doc: &'a Doc,
+}
+
+#[derive(Deserialize)]
+struct CacheFile {
+    salt: u64,
+    entries: HashMap<String, Entry>,
+}
+
+#[derive(Serialize)]
+struct CacheFileRef<'a> {
+    salt: u64,
+    entries: BTreeMap<&'a str, EntryRef<'a>>,
+}
+
+/// The cache as read at the start of a load, and what the load used of it.
+pub struct StatCache {
+    salt: u64,
+    entries: HashMap<String, Entry>,
+    hits: usize,
+    stale: bool,
+}
+
+impl StatCache {
+    /// Reads the cache at `path`; an absent, corrupt or differently salted file gives an empty one.
+    pub fn read(path: &Path, salt: u64) -> StatCache {
+        let entries = fs::read(path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<CacheFile>(&b).ok())
+            .filter(|c| c.salt == salt)
+            .map(|c| c.entries)
+            .unwrap_or_default();
+        StatCache {
+            salt,
+            entries,
+            hits: 0,
+            stale: false,
+        }
+    }
+
+    /// Returns an empty cache (a load that reads every file), which `save` rewrites in full.
+    pub fn empty(salt: u64) -> StatCache {
+        StatCache {
+            salt,
+            entries: HashMap::new(),
+            hits: 0,
+            stale: true,
+        }
+    }
+
+    /// Returns the cached text and document of `rel` when its key still matches, taking it out
+    /// of the cache; a mismatching entry is dropped.
+    pub fn take(&mut self, rel: &str, key: &StatKey) -> Option<(String, Doc)> {
+        let entry = self.entries.remove(rel)?;
+        if entry.key == *key {
+            self.hits += 1;
+            Some((entry.text, entry.doc))
+        } else {
+            self.stale = true;
+            None
+        }
+    }
+
+    /// Writes the cache for the task files of a load whose key is known and settled at
+    /// `start`; does nothing when every entry was a hit and none went away. Failures are
+    /// ignored: the cache is only ever an optimisation.
+    pub fn save(
+        self,
+        path: &Path,
+        tasks: &[TaskFile],
+        work_dir: &str,
+        keys: &HashMap<String, StatKey>,
+        start: SystemTime,
+    ) {
+        let prefix = format!("{work_dir}/");
+        let entries: BTreeMap<&str, EntryRef<'_>> = tasks
+            .iter()
+            .filter_map(|t| {
+                let doc = t.read.as_ref().ok()?;
+                let rel = t.path.strip_prefix(&prefix)?;
+                if rel.starts_with("inbox/") {
+                    return None;
+                }
+                let key = *keys.get(rel)?;
+                key.settled(start).then_some((
+                    rel,
+                    EntryRef {
+                        key,
+                        text: &doc.text,
+                        doc: &doc.doc,
+                    },
+                ))
+            })
+            .collect();
+        if !self.stale && self.entries.is_empty() && entries.len() == self.hits {
+            return;
+        }
+        let file = CacheFileRef {
+            salt: self.salt,
+            entries,
+        };
+        let Ok(text) = serde_json::to_vec(&file) else {
+            return;
+        };
+        let tmp = path.with_extension(format!(
+            "{}{}",
+            std::process::id(),
+            super::fsutil::TEMP_SUFFIX
+        ));
+        let written = path.parent().is_some_and(|d| fs::create_dir_all(d).is_ok())
+            && fs::write(&tmp, &text).is_ok()
+            && fs::rename(&tmp, path).is_ok();
+        if !written {
+            let _ = fs::remove_file(&tmp);
+        }
+    }
+}
+
+/// Returns the salt of the cache: coord's version and the bytes of the repo's task schema.
+pub fn salt(schema_file: &Path) -> u64 {
+    let mut bytes = format!("stat-cache 1 coord {}", env!("CARGO_PKG_VERSION")).into_bytes();
+    bytes.push(0);
+    bytes.extend(fs::read(schema_file).unwrap_or_default());
+    crate::board::content_hash(&bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::board::{Board, RawFile};
+    use crate::schema::Schema;
+    use crate::yaml::Limits;
+
+    const TEXT: &str = "title: a\ncoord:\n  state: done\n  attempt: 1\n";
+
+    fn board(text: &str) -> Board {
+        let raw = RawFile {
+            rel: "done/a.yaml".to_string(),
+            bytes: Ok(text.as_bytes().to_vec()),
+            seen_before: false,
+            parsed: None,
+        };
+        let (t, a) = (Schema::builtin_task(), Schema::builtin_agent());
+        Board::build("work", vec![raw], vec![], (&t, &a), &Limits::default())
+    }
+
+    fn key(size: u64, mtime_ns: i128, ctime_ns: i128, ino: u64) -> StatKey {
+        StatKey {
+            size,
+            mtime_ns,
+            ctime_ns,
+            ino,
+            dev: 1,
+        }
+    }
+
+    /// A snapshot time well after the stamps of `key(.., 1e9, 1e9, ..)`.
+    fn later() -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(100)
+    }
+
+    fn saved(dir: &Path, k: StatKey) -> std::path::PathBuf {
+        let path = dir.join(CACHE_FILE);
+        let keys = HashMap::from([("done/a.yaml".to_string(), k)]);
+        StatCache::read(&path, 7).save(&path, &board(TEXT).tasks, "work", &keys, later());
+        path
+    }
+
+    #[test]
+    fn hit_when_the_key_matches() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let k = key(40, 1_000_000_000, 1_000_000_001, 9);
+        let path = saved(dir.path(), k);
+        let mut cache = StatCache::read(&path, 7);
+        let (text, doc) = cache.take("done/a.yaml", &k).expect("hit");
+        assert_eq!(text, TEXT);
+        assert_eq!(doc.top_keys.len(), 2);
+        assert_eq!(doc.value["title"], "a");
+    }
+
+    #[test]
+    fn miss_when_any_part_of_the_key_changes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let k = key(40, 1_000_000_000, 1_000_000_001, 9);
+        let path = saved(dir.path(), k);
+        for changed in [
+            key(41, 1_000_000_000, 1_000_000_001, 9),
+            key(40, 1_000_000_002, 1_000_000_001, 9),
+            key(40, 1_000_000_000, 1_000_000_003, 9),
+            key(40, 1_000_000_000, 1_000_000_001, 10),
+        ] {
+            let mut cache = StatCache::read(&path, 7);
+            assert!(cache.take("done/a.yaml", &changed).is_none(), "{changed:?}");
+        }
+    }
+
+    #[test]
+    fn other_salt_corrupt_or_missing_file_is_empty() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let k = key(40, 1_000_000_000, 1_000_000_001, 9);
+        let path = saved(dir.path(), k);
+        assert!(StatCache::read(&path, 8).take("done/a.yaml", &k).is_none());
+        std::fs::write(&path, b"{\"salt\": 7, \"entries\": {\"done/a.yaml\": [").expect("write");
+        assert!(StatCache::read(&path, 7).take("done/a.yaml", &k).is_none());
+        let absent = dir.path().join("none.json");
+        assert!(StatCache::read(&absent, 7)
+            .take("done/a.yaml", &k)
+            .is_none());
+    }
+
+    #[test]
+    fn recent_stamps_are_not_trusted() {
+        let start = UNIX_EPOCH + Duration::from_secs(10);
+        let fine = |ns: i128| key(1, ns, ns, 1).settled(start);
+        assert!(fine(9_900_000_001 - 60_000_000));
+        assert!(!fine(9_990_000_001), "10 ms before the snapshot");
+        let coarse = |s: i128| key(1, s * 1_000_000_000, s * 1_000_000_000, 1).settled(start);
+        assert!(coarse(8));
+        assert!(!coarse(9), "whole-second stamps need git's 2 s");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(CACHE_FILE);
+        let racy = key(40, 99_990_000_001, 99_990_000_001, 9);
+        let keys = HashMap::from([("done/a.yaml".to_string(), racy)]);
+        StatCache::read(&path, 7).save(&path, &board(TEXT).tasks, "work", &keys, later());
+        assert!(StatCache::read(&path, 7)
+            .take("done/a.yaml", &racy)
+            .is_none());
+    }
+}
