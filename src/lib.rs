@@ -19,6 +19,7 @@ pub mod lock;
 pub mod model;
 pub mod redact;
 pub mod schema;
+pub mod sign;
 pub mod store;
 pub mod yaml;
 

@@ -3,6 +3,8 @@
 //! goes to the dead letter; a result for an older attempt is set aside as `stale_result`.
 
 use super::handoff;
+use super::world::Rejection;
+use super::Note;
 use super::retry::{after_failure, after_success, backoff};
 use super::world::{parse_time, Entry, ResultEdit, World};
 use crate::model::{Authority, ErrorInfo, Folder, ResultStatus, State, TaskId};
@@ -25,7 +27,11 @@ pub fn run(w: &mut World<'_>) {
                     _ => Ok(()),
                 };
                 match (signed, r.status) {
-                    (Err(why), _) => bad_signature(w, &e, why),
+                    (Err(Rejection::Bad(why)), _) => bad_signature(w, &e, why),
+                    (Err(Rejection::Unverifiable(message)), _) => w.note(Note::Skipped {
+                        path: e.path.clone(),
+                        message,
+                    }),
                     (Ok(()), ResultStatus::Success) => succeed(w, &e),
                     (Ok(()), ResultStatus::Failure) => {
                         let err = r.error.clone().unwrap_or_else(|| {
