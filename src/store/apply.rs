@@ -3,7 +3,8 @@
 //! crash, `recover` finishes the journaled transition, removes temp files, and commits what
 //! people changed under `work/` as `coord: record external changes`.
 
-use super::fsutil::{rename_noreplace, write_atomic, TEMP_SUFFIX};
+use super::fsutil::{self, write_atomic, TEMP_SUFFIX};
+use super::inject;
 use super::{io_err, Store, StoreError};
 use crate::board::content_hash;
 use crate::engine::{Op, Transition};
@@ -33,14 +34,16 @@ impl Store {
         write_atomic(&journal, &text).map_err(io_err(&journal))?;
         self.run_ops(t)?;
         self.commit(t, now)?;
+        inject::point("remove journal").map_err(io_err(&journal))?;
         fs::remove_file(&journal).map_err(io_err(&journal))?;
         Ok(Applied::Committed)
     }
 
     fn guard_holds(&self, t: &Transition) -> bool {
-        t.guard
-            .iter()
-            .all(|(path, hash)| fs::read(self.abs(path)).is_ok_and(|b| content_hash(&b) == *hash))
+        t.guard.iter().all(|(path, hash)| {
+            fsutil::read_limited(self.root(), path, usize::MAX - 1)
+                .is_ok_and(|b| content_hash(&b) == *hash)
+        })
     }
 
     fn run_ops(&self, t: &Transition) -> Result<(), StoreError> {
@@ -48,18 +51,15 @@ impl Store {
             match op {
                 Op::Move { from, to } => self.do_move(from, to)?,
                 Op::Write { path, text } => {
-                    let p = self.abs(path);
-                    let same = fs::read(&p).is_ok_and(|b| b == text.as_bytes());
+                    let same = fsutil::read_limited(self.root(), path, text.len())
+                        .is_ok_and(|b| b == text.as_bytes());
                     if !same {
-                        write_atomic(&p, text.as_bytes()).map_err(io_err(&p))?;
+                        fsutil::write_atomic_in(self.root(), path, text.as_bytes())
+                            .map_err(io_err(&self.abs(path)))?;
                     }
                 }
                 Op::Remove { path } => {
-                    let p = self.abs(path);
-                    match fs::remove_file(&p) {
-                        Err(e) if e.kind() != ErrorKind::NotFound => return Err(io_err(&p)(e)),
-                        _ => {}
-                    }
+                    fsutil::remove_in(self.root(), path).map_err(io_err(&self.abs(path)))?;
                 }
             }
         }
@@ -68,15 +68,17 @@ impl Store {
 
     /// Moves a file unless the move already happened (recovery).
     fn do_move(&self, from: &str, to: &str) -> Result<(), StoreError> {
-        let (src, dst) = (self.abs(from), self.abs(to));
-        if src.symlink_metadata().is_err() && dst.symlink_metadata().is_ok() {
+        let root = self.root();
+        let gone = |rel| fsutil::file_type(root, rel).is_ok_and(|t| t.is_none());
+        if gone(from) && !gone(to) {
             return Ok(());
         }
-        rename_noreplace(&src, &dst).map_err(io_err(&dst))
+        fsutil::rename_noreplace_in(root, from, to).map_err(io_err(&self.abs(to)))
     }
 
     fn commit(&self, t: &Transition, now: Timestamp) -> Result<(), StoreError> {
         let paths = t.paths();
+        inject::point("git commit").map_err(io_err(&self.abs(&t.subject)))?;
         self.repo
             .commit_paths_no_index(&paths, &t.message(), &self.identity, now)?;
         self.touched.borrow_mut().extend(paths);
@@ -89,6 +91,7 @@ impl Store {
         if !touched.is_empty() {
             touched.sort();
             touched.dedup();
+            inject::point("git index").map_err(io_err(self.repo.git_dir()))?;
             self.repo.update_index(&touched)?;
             touched.clear();
         }
@@ -145,6 +148,7 @@ impl Store {
         for p in &changed {
             message.push_str(&format!("  {}\n", crate::redact::one_line(p)));
         }
+        inject::point("git commit").map_err(io_err(self.repo.git_dir()))?;
         let made = self
             .repo
             .commit_paths_no_index(&changed, &message, &self.identity, now)?;

@@ -7,7 +7,6 @@ use crate::model::AgentName;
 use crate::yaml::Limits;
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Read;
 use std::path::Path;
 
 const SEEN_FILE: &str = "seen-invalid.json";
@@ -19,8 +18,11 @@ impl Store {
     /// Loads a snapshot of `work/`.
     pub fn load(&self) -> Result<(Board, Pending), StoreError> {
         let work = self.abs(self.work_dir());
-        if !work.is_dir() {
-            return Err(StoreError::NoWorkDir { path: work });
+        super::fsutil::refuse_symlink(self.root(), self.work_dir()).map_err(io_err(&work))?;
+        match super::fsutil::file_type(self.root(), self.work_dir()) {
+            Ok(Some(t)) if t == rustix::fs::FileType::Directory => {}
+            Err(e) => return Err(io_err(&work)(e)),
+            _ => return Err(StoreError::NoWorkDir { path: work }),
         }
         let seen = self.read_seen();
         let limits = Limits::default();
@@ -28,7 +30,7 @@ impl Store {
         let mut problems = Vec::new();
         let mut agent_dirs = Vec::new();
         walk(&work, "", 0, &mut |rel, entry| match entry {
-            Entry::File(path) => files.push(read_raw(rel, path, &limits, &seen)),
+            Entry::File => files.push(self.read_raw(rel, &limits, &seen)),
             Entry::Dir => {
                 if let Some(name) = rel.strip_prefix("assigned/") {
                     if let Ok(a) = AgentName::new(name) {
@@ -89,8 +91,8 @@ impl Store {
     }
 }
 
-enum Entry<'p> {
-    File(&'p Path),
+enum Entry {
+    File,
     Dir,
     Symlink,
 }
@@ -102,7 +104,7 @@ fn walk(
     dir: &Path,
     rel: &str,
     depth: usize,
-    visit: &mut dyn FnMut(&str, Entry<'_>),
+    visit: &mut dyn FnMut(&str, Entry),
 ) -> Result<(), WalkError> {
     let entries = fs::read_dir(dir).map_err(|e| (dir.to_path_buf(), e))?;
     let mut names: Vec<_> = entries.filter_map(Result::ok).collect();
@@ -125,30 +127,26 @@ fn walk(
             visit(&child_rel, Entry::Dir);
             walk(&path, &child_rel, depth + 1, visit)?;
         } else if ft.is_file() {
-            visit(&child_rel, Entry::File(&path));
+            visit(&child_rel, Entry::File);
         }
     }
     Ok(())
 }
 
-fn read_raw(rel: &str, path: &Path, limits: &Limits, seen: &Pending) -> RawFile {
-    let bytes = read_limited(path, limits.max_bytes);
-    let seen_before = bytes
-        .as_ref()
-        .is_ok_and(|b| seen.get(rel) == Some(&content_hash(b)));
-    RawFile {
-        rel: rel.to_string(),
-        bytes,
-        seen_before,
+impl Store {
+    /// Reads one file of `work/` within the size limit, never following a symlink (one
+    /// swapped in after the walk looked is refused too).
+    fn read_raw(&self, rel: &str, limits: &Limits, seen: &Pending) -> RawFile {
+        let path = format!("{}/{rel}", self.work_dir());
+        let bytes = super::fsutil::read_limited(self.root(), &path, limits.max_bytes)
+            .map_err(|e| e.to_string());
+        let seen_before = bytes
+            .as_ref()
+            .is_ok_and(|b| seen.get(rel) == Some(&content_hash(b)));
+        RawFile {
+            rel: rel.to_string(),
+            bytes,
+            seen_before,
+        }
     }
-}
-
-/// Reads at most `max + 1` bytes, so a huge file costs nothing to reject.
-fn read_limited(path: &Path, max: usize) -> Result<Vec<u8>, String> {
-    let file = fs::File::open(path).map_err(|e| e.to_string())?;
-    let mut buf = Vec::new();
-    file.take(max as u64 + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| e.to_string())?;
-    Ok(buf)
 }
