@@ -76,7 +76,7 @@ pub fn claim(ctx: &Ctx, args: ClaimArgs) -> Result<()> {
 pub fn complete(ctx: &Ctx, args: CompleteArgs) -> Result<()> {
     let mut result = json!({"status": "success"});
     if let Some(src) = &args.output {
-        result["output"] = read_output(src)?;
+        result["output"] = read_output(ctx, src)?;
     }
     match args.next_agent.as_slice() {
         [] => {}
@@ -115,15 +115,16 @@ pub fn heartbeat(ctx: &Ctx, args: IdArgs) -> Result<()> {
     ctx.act(&|b, i| commands::heartbeat(b, i, &args.id))
 }
 
-/// Reads an output document from a file or stdin: YAML (so JSON too), within the usual limits.
-fn read_output(src: &PathBuf) -> Result<Value> {
+/// Reads an output document from a file (relative to `-C`) or stdin: YAML (so JSON too),
+/// within the usual limits.
+fn read_output(ctx: &Ctx, src: &PathBuf) -> Result<Value> {
     let mut bytes = Vec::new();
     if src.as_os_str() == "-" {
         std::io::stdin()
             .take(Limits::default().max_bytes as u64 + 1)
             .read_to_end(&mut bytes)?;
     } else {
-        bytes = std::fs::read(src)
+        bytes = std::fs::read(ctx.dir.join(src))
             .with_context(|| format!("cannot read --output {}", src.display()))?;
     }
     let doc = parse_bytes(&bytes, &Limits::default())
