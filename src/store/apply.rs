@@ -23,20 +23,42 @@ pub enum Applied {
     Skipped,
 }
 
+/// The journal: the transitions of a plan not yet committed, the first one possibly half
+/// done. Older journals hold a single transition.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum Journal {
+    Plan(Vec<Transition>),
+    One(Box<Transition>),
+}
+
 impl Store {
-    /// Applies one transition and commits it.
-    pub fn apply(&self, t: &Transition, now: Timestamp) -> Result<Applied, StoreError> {
-        if !self.guard_holds(t) {
-            return Ok(Applied::Skipped);
-        }
+    /// Applies a plan's transitions in order, committing each, and calls `each` with the
+    /// outcome. The journal holds every transition not yet committed, so a run killed
+    /// midway is finished by the next one (`recover`) — a handoff planned after the
+    /// parent's move to done is never lost.
+    pub fn apply_plan(
+        &self,
+        plan: &[Transition],
+        now: Timestamp,
+        each: &mut dyn FnMut(&Transition, Applied),
+    ) -> Result<(), StoreError> {
         let journal = self.private_dir().join(JOURNAL);
-        let text = serde_json::to_vec(t).unwrap_or_default();
-        write_atomic(&journal, &text).map_err(io_err(&journal))?;
-        self.run_ops(t)?;
-        self.commit(t, now)?;
-        inject::point("remove journal").map_err(io_err(&journal))?;
-        fs::remove_file(&journal).map_err(io_err(&journal))?;
-        Ok(Applied::Committed)
+        for (i, t) in plan.iter().enumerate() {
+            if !self.guard_holds(t) {
+                each(t, Applied::Skipped);
+                continue;
+            }
+            let text = serde_json::to_vec(&plan[i..]).unwrap_or_default();
+            write_atomic(&journal, &text).map_err(io_err(&journal))?;
+            self.run_ops(t)?;
+            self.commit(t, now)?;
+            each(t, Applied::Committed);
+        }
+        match fs::remove_file(&journal) {
+            Err(e) if e.kind() != ErrorKind::NotFound => Err(io_err(&journal)(e)),
+            _ => inject::point("remove journal").map_err(io_err(&journal)),
+        }
     }
 
     fn guard_holds(&self, t: &Transition) -> bool {
@@ -106,15 +128,30 @@ impl Store {
         let journal = self.private_dir().join(JOURNAL);
         match fs::read(&journal) {
             Ok(bytes) => {
-                let t: Transition =
-                    serde_json::from_slice(&bytes).map_err(|e| StoreError::Journal {
-                        path: journal.clone(),
-                        message: e.to_string(),
+                let plan = match serde_json::from_slice(&bytes) {
+                    Ok(Journal::Plan(p)) => p,
+                    Ok(Journal::One(t)) => vec![*t],
+                    Err(e) => {
+                        return Err(StoreError::Journal {
+                            path: journal.clone(),
+                            message: e.to_string(),
+                        })
+                    }
+                };
+                if let Some((first, rest)) = plan.split_first() {
+                    self.run_ops(first)?;
+                    self.commit(first, now)?;
+                    done.push(format!("finished interrupted: {}", first.summary));
+                    self.apply_plan(rest, now, &mut |t, a| {
+                        if a == Applied::Committed {
+                            done.push(format!("finished interrupted: {}", t.summary));
+                        }
                     })?;
-                self.run_ops(&t)?;
-                self.commit(&t, now)?;
-                fs::remove_file(&journal).map_err(io_err(&journal))?;
-                done.push(format!("finished interrupted: {}", t.summary));
+                }
+                fs::remove_file(&journal).or_else(|e| match e.kind() {
+                    ErrorKind::NotFound => Ok(()),
+                    _ => Err(io_err(&journal)(e)),
+                })?;
             }
             Err(e) if e.kind() == ErrorKind::NotFound => {}
             Err(e) => return Err(io_err(&journal)(e)),
