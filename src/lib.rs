@@ -14,6 +14,7 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod expr;
+pub mod fuzz;
 pub mod git;
 pub mod lock;
 pub mod model;

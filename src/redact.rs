@@ -60,7 +60,10 @@ pub fn redact_text(s: &str) -> String {
         let end = tail.find(|c| !is_word_char(c)).unwrap_or(tail.len());
         let (word, after) = tail.split_at(end);
         out.push_str(gap);
-        let gap_joins = gap.trim_matches(|c| c == ' ' || c == '"' || c == '\'').len() <= 1
+        let gap_joins = gap
+            .trim_matches(|c| c == ' ' || c == '"' || c == '\'')
+            .len()
+            <= 1
             && !gap.contains(',');
         let core = word.trim_end_matches('.');
         if (secret_next && gap_joins && !gap.is_empty()) || looks_like_token(core) {

@@ -241,7 +241,9 @@ pub fn read_key_file(path: &Path) -> Result<Key, String> {
     let shown = path.display();
     let meta = fs::symlink_metadata(path).map_err(|e| format!("{shown}: {e}"))?;
     if !meta.file_type().is_file() {
-        return Err(format!("{shown}: not a regular file; a key file must be one"));
+        return Err(format!(
+            "{shown}: not a regular file; a key file must be one"
+        ));
     }
     if meta.permissions().mode() & 0o077 != 0 {
         return Err(format!(
@@ -331,7 +333,7 @@ fn hex_encode(bytes: &[u8]) -> String {
 }
 
 fn hex_decode(s: &str) -> Option<Vec<u8>> {
-    if s.is_empty() || s.len() % 2 != 0 || !s.is_ascii() {
+    if s.is_empty() || !s.len().is_multiple_of(2) || !s.is_ascii() {
         return None;
     }
     (0..s.len())
@@ -366,7 +368,10 @@ mod tests {
     #[test]
     fn canonical_json_sorts_keys_without_whitespace() {
         let v = json!({"b": [1, {"z": null, "a": "x y"}], "a": true});
-        assert_eq!(canonical_json(&v), r#"{"a":true,"b":[1,{"a":"x y","z":null}]}"#);
+        assert_eq!(
+            canonical_json(&v),
+            r#"{"a":true,"b":[1,{"a":"x y","z":null}]}"#
+        );
     }
 
     #[test]
@@ -374,10 +379,16 @@ mod tests {
         let (t, a) = ids();
         let r = ring();
         let sig = r
-            .sign(&t, 2, &a, &json!({"status": "success", "output": {"x": 1, "y": "z"}}))
+            .sign(
+                &t,
+                2,
+                &a,
+                &json!({"status": "success", "output": {"x": 1, "y": "z"}}),
+            )
             .expect("sign");
         assert!(sig.starts_with(PREFIX));
-        let res = result(json!({"status": "success", "output": {"y": "z", "x": 1}, "signature": sig}));
+        let res =
+            result(json!({"status": "success", "output": {"y": "z", "x": 1}, "signature": sig}));
         assert_eq!(r.verify(&t, 2, &a, &res), Ok(()));
     }
 
@@ -391,7 +402,10 @@ mod tests {
         let res = result(json!({"status": "success", "output": {"x": 1}, "signature": sig}));
         let bad = |x: Result<(), Rejection>| matches!(x, Err(Rejection::Bad(_)));
         assert!(bad(r.verify(&t, 1, &a, &res)), "other attempt");
-        assert!(bad(r.verify(&TaskId::new("t2").expect("id"), 2, &a, &res)), "other task");
+        assert!(
+            bad(r.verify(&TaskId::new("t2").expect("id"), 2, &a, &res)),
+            "other task"
+        );
         let mut changed = res.clone();
         changed.output = Some(json!({"x": 2}));
         assert!(bad(r.verify(&t, 2, &a, &changed)), "other output");
@@ -425,7 +439,9 @@ mod tests {
             [("COORD_KEY_X".to_string(), "not-hex-secret".to_string())],
             None,
         );
-        let err = r.key(&AgentName::new("x").expect("agent")).expect_err("bad");
+        let err = r
+            .key(&AgentName::new("x").expect("agent"))
+            .expect_err("bad");
         assert!(!err.contains("not-hex-secret"), "{err}");
         assert!(Key::from_hex("abcd", "k").is_err(), "too short");
     }

@@ -166,18 +166,22 @@ impl Ctx {
     /// Applies a plan's transitions, committing each; prints one line per commit.
     pub fn apply(&self, store: &Store, plan: &Plan) -> Result<usize> {
         let mut n = 0;
-        store.apply_plan(&plan.transitions, self.now, &mut |t, applied| match applied {
-            Applied::Committed => {
-                n += 1;
-                if self.verbose > 0 || !self.json {
-                    self.status(&format!("coord: {}", crate::redact::one_line(&t.summary)));
+        store.apply_plan(
+            &plan.transitions,
+            self.now,
+            &mut |t, applied| match applied {
+                Applied::Committed => {
+                    n += 1;
+                    if self.verbose > 0 || !self.json {
+                        self.status(&format!("coord: {}", crate::redact::one_line(&t.summary)));
+                    }
                 }
-            }
-            Applied::Skipped => self.status(&format!(
-                "coord: skipped '{}': the file changed meanwhile; the next tick retries",
-                t.subject
-            )),
-        })?;
+                Applied::Skipped => self.status(&format!(
+                    "coord: skipped '{}': the file changed meanwhile; the next tick retries",
+                    t.subject
+                )),
+            },
+        )?;
         store.finish()?;
         Ok(n)
     }

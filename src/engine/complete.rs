@@ -3,10 +3,10 @@
 //! goes to the dead letter; a result for an older attempt is set aside as `stale_result`.
 
 use super::handoff;
-use super::world::Rejection;
-use super::Note;
 use super::retry::{after_failure, after_success, backoff};
+use super::world::Rejection;
 use super::world::{parse_time, Entry, ResultEdit, World};
+use super::Note;
 use crate::model::{Authority, ErrorInfo, Folder, ResultStatus, State, TaskId};
 use serde_json::json;
 

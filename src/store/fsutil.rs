@@ -26,7 +26,9 @@ fn bad_path(rel: &str) -> io::Error {
 fn symlink_refused(rel: &str) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidInput,
-        format!("{rel}: symlink refused (never followed); replace it with a regular file or folder"),
+        format!(
+            "{rel}: symlink refused (never followed); replace it with a regular file or folder"
+        ),
     )
 }
 
@@ -179,8 +181,13 @@ pub fn rename_noreplace_in(root: &Path, from: &str, to: &str) -> io::Result<()> 
     }
     let (to_dir, to_name) = open_parent(root, to, true)?;
     inject::point("rename")?;
-    match rustix::fs::renameat_with(&from_dir, from_name, &to_dir, to_name, RenameFlags::NOREPLACE)
-    {
+    match rustix::fs::renameat_with(
+        &from_dir,
+        from_name,
+        &to_dir,
+        to_name,
+        RenameFlags::NOREPLACE,
+    ) {
         Ok(()) => {}
         Err(e) if e == Errno::INVAL || e == Errno::NOSYS => {
             rustix::fs::linkat(&from_dir, from_name, &to_dir, to_name, AtFlags::empty())?;
@@ -253,7 +260,10 @@ mod tests {
         fs::write(d.path().join("a"), "again").expect("write");
         let err = rename_noreplace_in(d.path(), "a", "sub/b").expect_err("exists");
         assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
-        assert_eq!(fs::read_to_string(d.path().join("sub/b")).expect("read"), "a");
+        assert_eq!(
+            fs::read_to_string(d.path().join("sub/b")).expect("read"),
+            "a"
+        );
     }
 
     #[test]
@@ -261,7 +271,10 @@ mod tests {
         let d = tempfile::tempdir().expect("tempdir");
         write_atomic_in(d.path(), "x/y.yaml", b"one").expect("write");
         write_atomic_in(d.path(), "x/y.yaml", b"two").expect("write");
-        assert_eq!(fs::read_to_string(d.path().join("x/y.yaml")).expect("read"), "two");
+        assert_eq!(
+            fs::read_to_string(d.path().join("x/y.yaml")).expect("read"),
+            "two"
+        );
         let names: Vec<_> = fs::read_dir(d.path().join("x")).expect("dir").collect();
         assert_eq!(names.len(), 1);
     }
@@ -294,7 +307,10 @@ mod tests {
         assert!(rename_noreplace_in(d.path(), "real", "dir/real").is_err());
         assert!(!outside.path().join("new").exists());
         assert!(!outside.path().join("real").exists());
-        assert_eq!(fs::read_to_string(outside.path().join("secret")).expect("read"), "s");
+        assert_eq!(
+            fs::read_to_string(outside.path().join("secret")).expect("read"),
+            "s"
+        );
         remove_in(d.path(), "file").expect("removes the link itself");
         assert!(outside.path().join("secret").exists());
     }

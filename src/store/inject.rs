@@ -65,13 +65,18 @@ mod tests {
 
     fn coord(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
         let d = dir.to_str().expect("utf8");
-        let argv = ["coord", "-C", d, "-q", "--now", NOW].into_iter().chain(args.iter().copied());
+        let argv = ["coord", "-C", d, "-q", "--now", NOW]
+            .into_iter()
+            .chain(args.iter().copied());
         cli::run(Cli::try_parse_from(argv).expect("arguments"))
     }
 
     fn copy_tree(from: &Path, to: &Path) {
         fs::create_dir_all(to).expect("mkdir");
-        for e in fs::read_dir(from).expect("read dir").map(|e| e.expect("entry")) {
+        for e in fs::read_dir(from)
+            .expect("read dir")
+            .map(|e| e.expect("entry"))
+        {
             let (src, dst) = (e.path(), to.join(e.file_name()));
             if e.file_type().expect("type").is_dir() {
                 copy_tree(&src, &dst);
@@ -86,7 +91,10 @@ mod tests {
         let mut out = BTreeMap::new();
         let mut stack = vec![root.join("work")];
         while let Some(dir) = stack.pop() {
-            for e in fs::read_dir(&dir).expect("read dir").map(|e| e.expect("entry")) {
+            for e in fs::read_dir(&dir)
+                .expect("read dir")
+                .map(|e| e.expect("entry"))
+            {
                 if e.file_type().expect("type").is_dir() {
                     stack.push(e.path());
                 } else {
@@ -104,19 +112,32 @@ mod tests {
         let t = tempfile::tempdir().expect("tempdir");
         let d = t.path();
         coord(d, &["init", "--agents", "alice,bob"]).expect("init");
-        fs::write(d.join("work/inbox/t2.yaml"), "title: two\nagent: alice\nnext_agent: bob\n")
-            .expect("write");
+        fs::write(
+            d.join("work/inbox/t2.yaml"),
+            "title: two\nagent: alice\nnext_agent: bob\n",
+        )
+        .expect("write");
         coord(d, &["tick"]).expect("tick");
         coord(d, &["complete", "t2"]).expect("complete");
-        fs::write(d.join("work/inbox/t1.yaml"), "# keep me\ntitle: one\nagent: alice\n")
-            .expect("write");
-        fs::write(d.join("work/inbox/t3.yaml"), "title: three\ndepends_on: [t1]\n").expect("write");
+        fs::write(
+            d.join("work/inbox/t1.yaml"),
+            "# keep me\ntitle: one\nagent: alice\n",
+        )
+        .expect("write");
+        fs::write(
+            d.join("work/inbox/t3.yaml"),
+            "title: three\ndepends_on: [t1]\n",
+        )
+        .expect("write");
         t
     }
 
     fn assert_no_partial_file(root: &Path, n: usize) {
         for (path, bytes) in snapshot(root) {
-            assert!(!path.ends_with(super::super::fsutil::TEMP_SUFFIX), "N={n}: {path} left");
+            assert!(
+                !path.ends_with(super::super::fsutil::TEMP_SUFFIX),
+                "N={n}: {path} left"
+            );
             if path.ends_with(".yaml") {
                 let doc = crate::yaml::parse_bytes(&bytes, &crate::yaml::Limits::default());
                 assert!(doc.is_ok(), "N={n}: {path} does not parse");
@@ -134,7 +155,11 @@ mod tests {
         let ops = count();
         coord(reference.path(), &["tick"]).expect("second tick");
         let want = snapshot(reference.path());
-        assert!(want.contains_key("work/assigned/bob/t2.bob.yaml"), "{:?}", want.keys());
+        assert!(
+            want.contains_key("work/assigned/bob/t2.bob.yaml"),
+            "{:?}",
+            want.keys()
+        );
         assert!(ops > 20, "a whole tick has many operations ({ops})");
         for n in 1..=ops {
             let run = tempfile::tempdir().expect("tempdir");
@@ -143,13 +168,23 @@ mod tests {
             let injected = coord(run.path(), &["tick"]);
             fail_at(None);
             let err = injected.expect_err(&format!("operation {n} of {ops} was made to fail"));
-            assert!(format!("{err:#}").contains("injected failure"), "N={n}: {err:#}");
+            assert!(
+                format!("{err:#}").contains("injected failure"),
+                "N={n}: {err:#}"
+            );
             assert_no_partial_file(run.path(), n);
             coord(run.path(), &["tick"]).unwrap_or_else(|e| panic!("N={n}: next tick: {e:#}"));
             coord(run.path(), &["tick"]).unwrap_or_else(|e| panic!("N={n}: third tick: {e:#}"));
             assert_eq!(snapshot(run.path()), want, "N={n}: the final state differs");
             let store = crate::store::Store::open(run.path()).expect("open");
-            assert!(store.repo.changed_paths("work/").expect("status").is_empty(), "N={n}");
+            assert!(
+                store
+                    .repo
+                    .changed_paths("work/")
+                    .expect("status")
+                    .is_empty(),
+                "N={n}"
+            );
         }
     }
 }

@@ -20,7 +20,7 @@ impl Store {
         let work = self.abs(self.work_dir());
         super::fsutil::refuse_symlink(self.root(), self.work_dir()).map_err(io_err(&work))?;
         match super::fsutil::file_type(self.root(), self.work_dir()) {
-            Ok(Some(t)) if t == rustix::fs::FileType::Directory => {}
+            Ok(Some(rustix::fs::FileType::Directory)) => {}
             Err(e) => return Err(io_err(&work)(e)),
             _ => return Err(StoreError::NoWorkDir { path: work }),
         }

@@ -91,7 +91,11 @@ impl TestRepo {
             String::from_utf8_lossy(&out.stdout).into_owned(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
         );
-        assert_eq!(out.status.code(), Some(code), "coord {args:?}:\nstdout: {so}\nstderr: {se}");
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "coord {args:?}:\nstdout: {so}\nstderr: {se}"
+        );
         (so, se)
     }
 
@@ -123,7 +127,12 @@ impl TestRepo {
         for name in [format!("{id}.yaml"), format!("{id}.yml")] {
             visit(&self.abs("work"), &mut |p| {
                 if p.file_name().is_some_and(|n| n.to_string_lossy() == name) {
-                    out.push(p.strip_prefix(self.path()).expect("inside").to_string_lossy().into_owned());
+                    out.push(
+                        p.strip_prefix(self.path())
+                            .expect("inside")
+                            .to_string_lossy()
+                            .into_owned(),
+                    );
                 }
             });
         }
@@ -146,7 +155,11 @@ impl TestRepo {
             c.env(k, v);
         }
         let out = c.output().expect("run git");
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -157,12 +170,17 @@ impl TestRepo {
 
     /// Returns the number of commits on HEAD.
     pub fn commit_count(&self) -> usize {
-        self.git(&["rev-list", "--count", "HEAD"]).trim().parse().expect("count")
+        self.git(&["rev-list", "--count", "HEAD"])
+            .trim()
+            .parse()
+            .expect("count")
     }
 }
 
 fn visit(dir: &Path, f: &mut dyn FnMut(&Path)) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for e in entries.flatten() {
         let p = e.path();
         if p.is_dir() {

@@ -6,7 +6,19 @@ use crate::harness::TestRepo;
 fn init_gives_layout_one_commit_and_clean_status() {
     let r = TestRepo::empty();
     r.ok(&["init"]);
-    for d in ["inbox", "blocked", "ready", "review", "assigned", "done", "failed", "cancelled", "invalid", "archive", "agents"] {
+    for d in [
+        "inbox",
+        "blocked",
+        "ready",
+        "review",
+        "assigned",
+        "done",
+        "failed",
+        "cancelled",
+        "invalid",
+        "archive",
+        "agents",
+    ] {
         assert!(r.exists(&format!("work/{d}/.gitkeep")), "{d}");
     }
     assert!(r.exists("schemas/task.schema.json"));

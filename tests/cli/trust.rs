@@ -50,9 +50,16 @@ fn good_signature_is_accepted_and_the_key_never_shows() {
     assigned(&r, "t1", "");
     r.write("out.yaml", "summary: done\nn: [1, 2.5, true]\n");
     let env = [("COORD_KEY_ALICE", KEY)];
-    let out = run_env(&r, home.path(), &env, &["complete", "t1", "--output", "out.yaml", "--sign"]);
+    let out = run_env(
+        &r,
+        home.path(),
+        &env,
+        &["complete", "t1", "--output", "out.yaml", "--sign"],
+    );
     assert!(out.status.success(), "{}", text(&out));
-    assert!(r.read("work/assigned/alice/t1.yaml").contains("signature: hmac-sha256:"));
+    assert!(r
+        .read("work/assigned/alice/t1.yaml")
+        .contains("signature: hmac-sha256:"));
     let tick = run_env(&r, home.path(), &env, &["tick"]);
     assert!(tick.status.success(), "{}", text(&tick));
     assert_eq!(r.where_is("t1"), "work/done/t1.yaml");
@@ -83,7 +90,10 @@ fn missing_and_forged_signatures_fail_with_the_result_kept() {
         assert_eq!(file, format!("work/failed/{id}.yaml"));
         let body = r.read(&file);
         assert!(body.contains("bad_signature"), "{body}");
-        assert!(body.contains("result:\n  status: success"), "result kept: {body}");
+        assert!(
+            body.contains("result:\n  status: success"),
+            "result kept: {body}"
+        );
     }
 }
 
@@ -100,7 +110,12 @@ fn replayed_signature_of_an_earlier_attempt_is_rejected() {
         .find_map(|l| l.trim().strip_prefix("signature: "))
         .expect("signature")
         .to_string();
-    let fail = run_env(&r, home.path(), &env, &["fail", "t3", "--error", "flaky", "--sign"]);
+    let fail = run_env(
+        &r,
+        home.path(),
+        &env,
+        &["fail", "t3", "--error", "flaky", "--sign"],
+    );
     assert!(fail.status.success(), "{}", text(&fail));
     assert!(run_env(&r, home.path(), &env, &["tick"]).status.success());
     assert_eq!(r.where_is("t3"), "work/ready/t3.yaml");
@@ -123,11 +138,20 @@ fn replayed_signature_of_an_earlier_attempt_is_rejected() {
 fn no_key_on_the_coordinator_leaves_the_task_waiting() {
     let (r, home) = signed_repo();
     assigned(&r, "t4", "");
-    let out = run_env(&r, home.path(), &[("COORD_KEY_ALICE", KEY)], &["complete", "t4", "--sign"]);
+    let out = run_env(
+        &r,
+        home.path(),
+        &[("COORD_KEY_ALICE", KEY)],
+        &["complete", "t4", "--sign"],
+    );
     assert!(out.status.success(), "{}", text(&out));
     let tick = run_env(&r, home.path(), &[], &["tick", "-v"]);
     assert!(tick.status.success(), "{}", text(&tick));
-    assert!(text(&tick).contains("no key for agent alice"), "{}", text(&tick));
+    assert!(
+        text(&tick).contains("no key for agent alice"),
+        "{}",
+        text(&tick)
+    );
     assert_eq!(r.where_is("t4"), "work/assigned/alice/t4.yaml");
 }
 
@@ -137,7 +161,10 @@ fn keygen_makes_a_private_key_file_used_for_signing() {
     let out = run_env(&r, home.path(), &[], &["keygen", "alice"]);
     assert!(out.status.success(), "{}", text(&out));
     let file = home.path().join(".config/coord/keys/alice");
-    let mode = std::fs::metadata(&file).expect("key file").permissions().mode();
+    let mode = std::fs::metadata(&file)
+        .expect("key file")
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600);
     let key = std::fs::read_to_string(&file).expect("key");
     assert_eq!(key.trim().len(), 64);
@@ -153,13 +180,20 @@ fn keygen_makes_a_private_key_file_used_for_signing() {
     assert_eq!(open.status.code(), Some(1));
     assert!(text(&open).contains("chmod 600"), "{}", text(&open));
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    assert!(run_env(&r, home.path(), &[], &["complete", "t5", "--sign"]).status.success());
+    assert!(run_env(&r, home.path(), &[], &["complete", "t5", "--sign"])
+        .status
+        .success());
     assert!(run_env(&r, home.path(), &[], &["tick"]).status.success());
     assert_eq!(r.where_is("t5"), "work/done/t5.yaml");
 
     let xdg = tempfile::tempdir().expect("xdg");
     let xdg_path = xdg.path().to_str().expect("utf8");
-    let made = run_env(&r, home.path(), &[("XDG_CONFIG_HOME", xdg_path)], &["keygen", "bob"]);
+    let made = run_env(
+        &r,
+        home.path(),
+        &[("XDG_CONFIG_HOME", xdg_path)],
+        &["keygen", "bob"],
+    );
     assert!(made.status.success(), "{}", text(&made));
     assert!(xdg.path().join("coord/keys/bob").exists());
 }
@@ -176,12 +210,25 @@ fn secrets_and_control_characters_never_reach_commits_or_output() {
         ),
     );
     r.ok(&["tick"]);
-    r.write("out.yaml", "token: canary-OUT\nnote: \"see ghp_CanaryCanaryCanaryCanaryCanary999999\"\n");
+    r.write(
+        "out.yaml",
+        "token: canary-OUT\nnote: \"see ghp_CanaryCanaryCanaryCanaryCanary999999\"\n",
+    );
     r.ok(&["complete", "canary", "--output", "out.yaml"]);
     r.ok(&["tick"]);
-    let new = r.run(&["new", &format!("Rotate {GHP}\nCoord-To: done"), "--agent", "alice"]);
+    let new = r.run(&[
+        "new",
+        &format!("Rotate {GHP}\nCoord-To: done"),
+        "--agent",
+        "alice",
+    ]);
     assert!(new.status.success(), "{}", text(&new));
-    let bad = r.run(&["fail", "canary.bob", "--error", &format!("leaked {GHP}\n\x1b[2J")]);
+    let bad = r.run(&[
+        "fail",
+        "canary.bob",
+        "--error",
+        &format!("leaked {GHP}\n\x1b[2J"),
+    ]);
     r.task("broken", &format!("title: x\npriority: {GHP}\n"));
     r.ok(&["tick"]);
     r.ok(&["tick"]);
@@ -209,11 +256,21 @@ fn secrets_and_control_characters_never_reach_commits_or_output() {
     }
     assert!(seen.iter().any(|o| o.contains("[REDACTED]")));
     for commit in r.git(&["log", "--format=%H"]).lines() {
-        let trailers = r.git(&["show", "-s", "--format=%(trailers:key=Coord-To,valueonly)", commit]);
-        assert!(trailers.trim().lines().count() <= 1, "forged trailer in {commit}: {trailers}");
+        let trailers = r.git(&[
+            "show",
+            "-s",
+            "--format=%(trailers:key=Coord-To,valueonly)",
+            commit,
+        ]);
+        assert!(
+            trailers.trim().lines().count() <= 1,
+            "forged trailer in {commit}: {trailers}"
+        );
     }
     let msg = r.git(&["log", "--format=%B"]);
-    assert!(!msg.lines().any(|l| l == "Coord-To: done" && msg.contains("Deploy")));
+    assert!(!msg
+        .lines()
+        .any(|l| l == "Coord-To: done" && msg.contains("Deploy")));
 }
 
 #[test]
@@ -250,9 +307,21 @@ fn symlinked_files_and_folders_are_refused_and_reported() {
     let status = r.ok(&["status"]);
     assert!(status.contains("symlink refused"), "{status}");
     let (doctor, _) = r.code(&["doctor"], 1);
-    assert!(doctor.contains("work/inbox/link.yaml") && doctor.contains("work/assigned/mallory"), "{doctor}");
-    assert_eq!(std::fs::read_dir(outside.path()).expect("dir").count(), 1, "nothing written outside");
-    assert!(r.abs("work/inbox/link.yaml").symlink_metadata().expect("link").file_type().is_symlink());
+    assert!(
+        doctor.contains("work/inbox/link.yaml") && doctor.contains("work/assigned/mallory"),
+        "{doctor}"
+    );
+    assert_eq!(
+        std::fs::read_dir(outside.path()).expect("dir").count(),
+        1,
+        "nothing written outside"
+    );
+    assert!(r
+        .abs("work/inbox/link.yaml")
+        .symlink_metadata()
+        .expect("link")
+        .file_type()
+        .is_symlink());
     assert!(!r.git(&["log", "--format=%B"]).contains("Secret outside"));
 
     std::fs::remove_file(r.abs("work/inbox/link.yaml")).expect("rm");
@@ -265,6 +334,10 @@ fn symlinked_files_and_folders_are_refused_and_reported() {
     let tick = r.run(&["tick"]);
     assert_eq!(tick.status.code(), Some(1), "{}", text(&tick));
     assert!(text(&tick).contains("symlink refused"), "{}", text(&tick));
-    assert_eq!(std::fs::read_dir(outside.path()).expect("dir").count(), 1, "nothing moved outside");
+    assert_eq!(
+        std::fs::read_dir(outside.path()).expect("dir").count(),
+        1,
+        "nothing moved outside"
+    );
     assert_eq!(r.where_is("t1"), "work/assigned/alice/t1.yaml");
 }
