@@ -49,7 +49,9 @@ pub fn exit_code(err: &anyhow::Error) -> Exit {
 
 /// Prints an error and its causes on stderr, one line each, with secrets redacted.
 pub fn report(err: &anyhow::Error) {
-    let mut lines = err.chain().map(|c| crate::redact::one_line(&c.to_string()));
+    let mut lines = err
+        .chain()
+        .map(|c| crate::redact::error_line(&c.to_string()));
     if let Some(first) = lines.next() {
         eprintln!("error: {first}");
     }

@@ -485,9 +485,14 @@ impl Repo {
                 .map_err(ctx(format!("cannot store {path}")))?;
             (oid, FileMode::Link)
         } else if file_type.is_file() {
+            let bytes = crate::store::fsutil::read_limited(&self.workdir, path, usize::MAX - 1)
+                .map_err(|source| GitError::Io {
+                    path: full.clone(),
+                    source,
+                })?;
             let oid = self
                 .repo
-                .blob_path(&full)
+                .blob(&bytes)
                 .map_err(ctx(format!("cannot store {path}")))?;
             (oid, self.blob_mode(&meta, path, baseline))
         } else {

@@ -14,11 +14,13 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod expr;
+pub mod fuzz;
 pub mod git;
 pub mod lock;
 pub mod model;
 pub mod redact;
 pub mod schema;
+pub mod sign;
 pub mod store;
 pub mod yaml;
 

@@ -49,15 +49,42 @@ pub fn looks_like_token(s: &str) -> bool {
     prefixed || aws || jwt
 }
 
-/// Returns `s` with credential-shaped words replaced.
+/// Returns `s` with credential-shaped words (anywhere, also inside quotes) and the values of
+/// secret-named keys written as `key=value` or `key: value` replaced.
 pub fn redact_text(s: &str) -> String {
-    if !s.split_whitespace().any(looks_like_token) {
-        return s.to_string();
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    let mut secret_next = false;
+    while let Some(start) = rest.find(is_word_char) {
+        let (gap, tail) = rest.split_at(start);
+        let end = tail.find(|c| !is_word_char(c)).unwrap_or(tail.len());
+        let (word, after) = tail.split_at(end);
+        out.push_str(gap);
+        let gap_joins = gap
+            .trim_matches(|c| c == ' ' || c == '"' || c == '\'')
+            .len()
+            <= 1
+            && !gap.contains(',');
+        let core = word.trim_end_matches('.');
+        if (secret_next && gap_joins && !gap.is_empty()) || looks_like_token(core) {
+            out.push_str(REDACTED);
+            out.push_str(&word[core.len()..]);
+        } else {
+            out.push_str(word);
+        }
+        secret_next = is_secret_key(word)
+            && after
+                .trim_start_matches(['"', '\''])
+                .trim_start()
+                .starts_with([':', '=']);
+        rest = after;
     }
-    s.split(' ')
-        .map(|w| if looks_like_token(w) { REDACTED } else { w })
-        .collect::<Vec<_>>()
-        .join(" ")
+    out.push_str(rest);
+    out
+}
+
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | '+')
 }
 
 /// Returns a copy of `v` with secret keys' values and token-shaped strings redacted.
@@ -81,13 +108,22 @@ pub fn redact_value(v: &Value) -> Value {
     }
 }
 
-/// Returns `s` on one line: control characters (newlines, ESC, ...) become spaces, secrets
-/// are redacted, and the length is capped.
+/// Returns `s` on one line for summaries: control characters (newlines, ESC, ...) become
+/// spaces, secrets are redacted, and the length is capped at 200 characters.
 pub fn one_line(s: &str) -> String {
+    capped_line(s, 200)
+}
+
+/// Returns `s` as one error line: like [`one_line`] with a cap of 2000 characters.
+pub fn error_line(s: &str) -> String {
+    capped_line(s, 2000)
+}
+
+fn capped_line(s: &str, cap: usize) -> String {
     let flat: String = s
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
-        .take(200)
+        .take(cap)
         .collect();
     redact_text(&flat)
 }
@@ -113,6 +149,16 @@ mod tests {
         assert_eq!(r["nested"]["Password"], json!(REDACTED));
         assert_eq!(r["note"], json!("use [REDACTED] now"));
         assert!(looks_like_token("AKIAABCDEFGHIJKLMNOP"));
+        assert_eq!(
+            redact_text(r#"value "ghp_abcdefghijklmnopqrstuvwxyz" is not one of"#),
+            r#"value "[REDACTED]" is not one of"#
+        );
+        assert_eq!(
+            redact_text("--input api_key=canary-XYZ, token: 'abc' and AKIAABCDEFGHIJKLMNOP."),
+            "--input api_key=[REDACTED], token: '[REDACTED]' and [REDACTED]."
+        );
+        assert_eq!(redact_text("tokens: 3 left"), "tokens: [REDACTED] left");
+        assert_eq!(redact_text("the token is fine"), "the token is fine");
         assert!(!looks_like_token("hello"));
     }
 }

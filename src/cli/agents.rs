@@ -80,7 +80,7 @@ fn list(ctx: &Ctx) -> Result<()> {
     for r in rows {
         let caps: Vec<String> =
             serde_json::from_value(r["capabilities"].clone()).unwrap_or_default();
-        out!(
+        let line = format!(
             "{:<20} {}/{} {:<8} {:<9} {}{}",
             r["name"].as_str().unwrap_or_default(),
             r["active"],
@@ -97,6 +97,7 @@ fn list(ctx: &Ctx) -> Result<()> {
                 .map(|e| format!("  ({e})"))
                 .unwrap_or_default(),
         );
+        out!("{}", crate::redact::error_line(&line));
     }
     Ok(())
 }

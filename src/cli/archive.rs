@@ -31,7 +31,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     }
     let n = if args.dry_run {
         for t in &plan.transitions {
-            println!("{}", crate::redact::one_line(&t.summary));
+            out!("{}", crate::redact::one_line(&t.summary));
         }
         0
     } else {

@@ -139,8 +139,16 @@ fn drive(ctx: &mut Ctx, store: &Store) -> Result<usize> {
                 continue;
             };
             let result = answer(agent, &t.id, doc.coord.attempt, &doc.coord.input);
-            let plan = commands::report(&board, &ctx.inputs(store), &t.id, Report { result })
-                .context("the simulated agent could not report")?;
+            let plan = commands::report(
+                &board,
+                &ctx.inputs(store),
+                &t.id,
+                Report {
+                    result,
+                    signer: None,
+                },
+            )
+            .context("the simulated agent could not report")?;
             ctx.apply(store, &plan)?;
         }
         ctx.now += SignedDuration::from_mins(5);

@@ -27,7 +27,10 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     }
     let store = ctx.store()?;
     let (board, _) = store.load()?;
-    let findings = findings(&store, &board)?;
+    let findings: Vec<String> = findings(&store, &board)?
+        .iter()
+        .map(|f| crate::redact::error_line(f))
+        .collect();
     if ctx.json {
         super::print_json(&json!(findings));
     } else {

@@ -16,6 +16,7 @@ mod demo;
 mod doctor;
 mod gate;
 mod init;
+mod keygen;
 mod log;
 mod new;
 mod report;
@@ -28,10 +29,12 @@ use crate::engine::{AcceptAll, Inputs, Plan};
 use crate::error::UsageError;
 use crate::lock::{self, CoordLock};
 use crate::model::Duration;
+use crate::sign::KeyRing;
 use crate::store::{Applied, Store};
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use jiff::Timestamp;
+use std::cell::OnceCell;
 use std::path::PathBuf;
 
 /// coord: a git-native, file-driven coordinator for work shared between AI agents and people.
@@ -89,6 +92,8 @@ enum Command {
     Cancel(gate::CancelArgs),
     /// Send a failed, invalid or cancelled task back to the inbox
     Retry(gate::IdArgs),
+    /// Create a signing key for an agent (outside the repository)
+    Keygen(keygen::Args),
     /// List agents, or add one
     Agents(agents::Args),
     /// Move old done and cancelled tasks to work/archive/<YYYY-MM>/
@@ -112,6 +117,8 @@ pub struct Ctx {
     pub verbose: u8,
     /// The clock.
     pub now: Timestamp,
+    /// Agents' signing keys, loaded on first use.
+    keys: OnceCell<KeyRing>,
 }
 
 impl Ctx {
@@ -138,13 +145,24 @@ impl Ctx {
         Ok((store, guard))
     }
 
-    /// Returns the planner inputs for a store.
-    pub fn inputs<'a>(&self, store: &'a Store) -> Inputs<'a> {
+    /// Returns the planner inputs for a store: with `require_signed_results`, a verifier
+    /// holding the agents' keys (loaded here, before planning).
+    pub fn inputs<'a>(&'a self, store: &'a Store) -> Inputs<'a> {
+        let verifier: &dyn crate::engine::Verifier = if store.config.require_signed_results {
+            self.keys()
+        } else {
+            &AcceptAll
+        };
         Inputs {
             config: &store.config,
             now: self.now,
-            verifier: &AcceptAll,
+            verifier,
         }
+    }
+
+    /// Returns the agents' keys from the environment and the key folder.
+    pub fn keys(&self) -> &KeyRing {
+        self.keys.get_or_init(KeyRing::from_env)
     }
 
     /// Runs a single-task command: session, load, plan, apply.
@@ -159,8 +177,10 @@ impl Ctx {
     /// Applies a plan's transitions, committing each; prints one line per commit.
     pub fn apply(&self, store: &Store, plan: &Plan) -> Result<usize> {
         let mut n = 0;
-        for t in &plan.transitions {
-            match store.apply(t, self.now)? {
+        store.apply_plan(
+            &plan.transitions,
+            self.now,
+            &mut |t, applied| match applied {
                 Applied::Committed => {
                     n += 1;
                     if !self.json {
@@ -171,8 +191,8 @@ impl Ctx {
                     "coord: skipped '{}': the file changed meanwhile; the next tick retries",
                     t.subject
                 )),
-            }
-        }
+            },
+        )?;
         store.finish()?;
         Ok(n)
     }
@@ -198,6 +218,7 @@ pub fn run(cli: Cli) -> Result<()> {
         quiet: cli.quiet,
         verbose: cli.verbose,
         now,
+        keys: OnceCell::new(),
     };
     match cli.command {
         Command::Init(a) => init::run(&ctx, a),
@@ -215,6 +236,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Reject(a) => gate::reject(&ctx, a),
         Command::Cancel(a) => gate::cancel(&ctx, a),
         Command::Retry(a) => gate::retry(&ctx, a),
+        Command::Keygen(a) => keygen::run(&ctx, a),
         Command::Agents(a) => agents::run(&ctx, a),
         Command::Archive(a) => archive::run(&ctx, a),
         Command::Doctor(a) => doctor::run(&ctx, a),

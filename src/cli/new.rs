@@ -162,7 +162,7 @@ fn parse_input(pairs: &[String]) -> Result<Map<String, Value>> {
 
 /// Returns `<slug-of-title>-<6 random base32 chars>`, unused on the board.
 fn fresh_id(title: &str, taken: impl Fn(&TaskId) -> bool) -> Result<TaskId> {
-    let slug = slug(title);
+    let slug = slug(&crate::redact::one_line(title));
     for _ in 0..16 {
         let candidate = format!("{slug}-{}", random_suffix()?);
         if let Ok(id) = TaskId::new(&candidate) {

@@ -3,6 +3,7 @@
 
 use super::{Ctx, AGENT_WAIT};
 use crate::engine::commands::{self, Report};
+use crate::engine::Signer;
 use crate::model::{AgentName, TaskId};
 use crate::yaml::{parse_bytes, Limits};
 use anyhow::{Context, Result};
@@ -36,6 +37,9 @@ pub struct CompleteArgs {
     /// Hand off to this agent (repeat for a fan-out); overrides the task's next_agent
     #[arg(long = "next-agent", value_name = "AGENT")]
     next_agent: Vec<AgentName>,
+    /// Sign the result with the agent's key (COORD_KEY_<AGENT> or the key file)
+    #[arg(long)]
+    sign: bool,
 }
 
 /// Arguments of `coord fail`.
@@ -49,6 +53,9 @@ pub struct FailArgs {
     /// Do not retry: the task goes to failed/ at the next tick
     #[arg(long)]
     fatal: bool,
+    /// Sign the result with the agent's key (COORD_KEY_<AGENT> or the key file)
+    #[arg(long)]
+    sign: bool,
 }
 
 /// Runs `coord claim`.
@@ -69,14 +76,14 @@ pub fn claim(ctx: &Ctx, args: ClaimArgs) -> Result<()> {
 pub fn complete(ctx: &Ctx, args: CompleteArgs) -> Result<()> {
     let mut result = json!({"status": "success"});
     if let Some(src) = &args.output {
-        result["output"] = read_output(src)?;
+        result["output"] = read_output(ctx, src)?;
     }
     match args.next_agent.as_slice() {
         [] => {}
         [one] => result["next_agent"] = json!(one),
         many => result["next_agent"] = json!(many),
     }
-    write_result(ctx, &args.id, result)
+    write_result(ctx, &args.id, result, args.sign)
 }
 
 /// Runs `coord fail`.
@@ -85,10 +92,11 @@ pub fn fail(ctx: &Ctx, args: FailArgs) -> Result<()> {
         "status": "failure",
         "error": {"message": args.error, "retryable": !args.fatal},
     });
-    write_result(ctx, &args.id, result)
+    write_result(ctx, &args.id, result, args.sign)
 }
 
-fn write_result(ctx: &Ctx, id: &TaskId, result: Value) -> Result<()> {
+fn write_result(ctx: &Ctx, id: &TaskId, result: Value, sign: bool) -> Result<()> {
+    let signer: Option<&dyn Signer> = if sign { Some(ctx.keys()) } else { None };
     ctx.act(&|b, i| {
         commands::report(
             b,
@@ -96,6 +104,7 @@ fn write_result(ctx: &Ctx, id: &TaskId, result: Value) -> Result<()> {
             id,
             Report {
                 result: result.clone(),
+                signer,
             },
         )
     })
@@ -106,15 +115,16 @@ pub fn heartbeat(ctx: &Ctx, args: IdArgs) -> Result<()> {
     ctx.act(&|b, i| commands::heartbeat(b, i, &args.id))
 }
 
-/// Reads an output document from a file or stdin: YAML (so JSON too), within the usual limits.
-fn read_output(src: &PathBuf) -> Result<Value> {
+/// Reads an output document from a file (relative to `-C`) or stdin: YAML (so JSON too),
+/// within the usual limits.
+fn read_output(ctx: &Ctx, src: &PathBuf) -> Result<Value> {
     let mut bytes = Vec::new();
     if src.as_os_str() == "-" {
         std::io::stdin()
             .take(Limits::default().max_bytes as u64 + 1)
             .read_to_end(&mut bytes)?;
     } else {
-        bytes = std::fs::read(src)
+        bytes = std::fs::read(ctx.dir.join(src))
             .with_context(|| format!("cannot read --output {}", src.display()))?;
     }
     let doc = parse_bytes(&bytes, &Limits::default())

@@ -44,7 +44,9 @@ pub fn invalid_reasons(store: &Store, board: &crate::board::Board) -> BTreeMap<S
         .iter()
         .filter(|t| t.folder.state == State::Invalid)
         .map(|t| {
-            let errors = std::fs::read_to_string(store.abs(&format!("{}.errors", t.path)))
+            let errors = store
+                .read_file(&format!("{}.errors", t.path), 64 * 1024)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .unwrap_or_default();
             let first = errors
                 .lines()

@@ -81,8 +81,12 @@ fn print_plan(ctx: &Ctx, plan: &engine::Plan) {
     }
 }
 
-/// Returns a note as one line for people.
+/// Returns a note as one line for people, secrets redacted.
 pub fn describe(note: &Note) -> String {
+    crate::redact::error_line(&describe_raw(note))
+}
+
+fn describe_raw(note: &Note) -> String {
     match note {
         Note::Waiting { id, reason } => format!("{id} waits: {reason}"),
         Note::Blocked { id, open } => {

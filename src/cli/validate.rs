@@ -38,10 +38,10 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         }
     }
     for w in &warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", crate::redact::error_line(w));
     }
     for e in &errors {
-        out!("{e}");
+        out!("{}", crate::redact::error_line(e));
     }
     if errors.is_empty() {
         ctx.status("coord: all task files are valid");

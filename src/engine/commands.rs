@@ -5,7 +5,7 @@
 use super::assign::{assign, backoff_wait, pick, queue};
 use super::complete::finish_success;
 use super::world::{fmt_time, ResultEdit, World};
-use super::{deps, Inputs, Op, Plan, Transition};
+use super::{deps, Inputs, Op, Plan, Signer, Transition};
 use crate::board::Board;
 use crate::model::{AgentName, ErrorInfo, Folder, State, TaskId};
 use serde_json::{json, Value};
@@ -40,6 +40,9 @@ pub enum CommandError {
         /// Why, when known.
         why: String,
     },
+    /// The result could not be signed.
+    #[error("cannot sign the result: {0}")]
+    Sign(String),
     /// The file could not be edited safely.
     #[error("{0}")]
     Unsafe(String),
@@ -309,9 +312,11 @@ pub fn heartbeat(board: &Board, inputs: &Inputs<'_>, id: &TaskId) -> Result<Plan
 }
 
 /// What an agent reports with `coord complete` or `coord fail`.
-pub struct Report {
-    /// success or failure result fields (status, output, error, next_agent, signature).
+pub struct Report<'s> {
+    /// success or failure result fields (status, output, error, next_agent).
     pub result: Value,
+    /// Signs the result once it is stamped with the attempt and agent (`--sign`).
+    pub signer: Option<&'s dyn Signer>,
 }
 
 /// Writes an agent's `result:` into an assigned task, stamped with the attempt and agent.
@@ -319,7 +324,7 @@ pub fn report(
     board: &Board,
     inputs: &Inputs<'_>,
     id: &TaskId,
-    report: Report,
+    report: Report<'_>,
 ) -> Result<Plan, CommandError> {
     let mut w = world(board, inputs, id)?;
     assigned_entry(&w, id)?;
@@ -336,6 +341,15 @@ pub fn report(
     result["attempt"] = json!(e.task.coord.attempt);
     if let Some(a) = &e.folder.agent {
         result["agent"] = json!(a);
+    }
+    if let Some(signer) = report.signer {
+        let agent = e.folder.agent.as_ref().ok_or_else(|| {
+            CommandError::Sign(format!("task '{id}' is not in an agent's folder"))
+        })?;
+        let sig = signer
+            .sign(id, e.task.coord.attempt, agent, &result)
+            .map_err(CommandError::Sign)?;
+        result["signature"] = json!(sig);
     }
     let status = result["status"].as_str().unwrap_or("success").to_string();
     let who = e

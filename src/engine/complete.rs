@@ -4,7 +4,9 @@
 
 use super::handoff;
 use super::retry::{after_failure, after_success, backoff};
+use super::world::Rejection;
 use super::world::{parse_time, Entry, ResultEdit, World};
+use super::Note;
 use crate::model::{Authority, ErrorInfo, Folder, ResultStatus, State, TaskId};
 use serde_json::json;
 
@@ -25,7 +27,11 @@ pub fn run(w: &mut World<'_>) {
                     _ => Ok(()),
                 };
                 match (signed, r.status) {
-                    (Err(why), _) => bad_signature(w, &e, why),
+                    (Err(Rejection::Bad(why)), _) => bad_signature(w, &e, why),
+                    (Err(Rejection::Unverifiable(message)), _) => w.note(Note::Skipped {
+                        path: e.path.clone(),
+                        message,
+                    }),
                     (Ok(()), ResultStatus::Success) => succeed(w, &e),
                     (Ok(()), ResultStatus::Failure) => {
                         let mut err = r.error.clone().unwrap_or_else(|| {

@@ -34,7 +34,10 @@ pub fn run(w: &mut World<'_>) {
     for (f, lines) in inbox.into_iter().zip(findings) {
         match &f.read {
             Err(errors) if f.seen_before => {
-                let lines = errors.iter().map(|v| v.render(&f.path)).collect();
+                let lines = errors
+                    .iter()
+                    .map(|v| crate::redact::error_line(&v.render(&f.path)))
+                    .collect();
                 quarantine(w, &f.id, &f.path, f.hash, lines);
             }
             Err(_) => w.note(Note::Pending {

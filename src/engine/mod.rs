@@ -20,7 +20,7 @@ use crate::model::TaskId;
 use jiff::Timestamp;
 use std::fmt;
 
-pub use world::{AcceptAll, Verifier};
+pub use world::{AcceptAll, Rejection, Signer, Verifier};
 
 /// One file-system step of a transition. Paths are repo-relative.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

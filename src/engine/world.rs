@@ -15,6 +15,15 @@ use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
+/// Why a result's signature was not accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rejection {
+    /// The signature is missing, malformed or wrong: the task fails with `bad_signature`.
+    Bad(String),
+    /// The coordinator cannot check it (no usable key for the agent): the task waits.
+    Unverifiable(String),
+}
+
 /// Checks a result's signature (SPEC 5).
 pub trait Verifier {
     /// Returns why the result's signature is not acceptable, if it is not.
@@ -24,14 +33,26 @@ pub trait Verifier {
         attempt: u32,
         agent: &AgentName,
         result: &TaskResult,
-    ) -> Result<(), String>;
+    ) -> Result<(), Rejection>;
+}
+
+/// Signs a result an agent reports through `coord complete --sign` / `coord fail --sign`.
+pub trait Signer {
+    /// Returns the `signature:` value for `result` (a result mapping), or why it cannot.
+    fn sign(
+        &self,
+        task: &TaskId,
+        attempt: u32,
+        agent: &AgentName,
+        result: &Value,
+    ) -> Result<String, String>;
 }
 
 /// A verifier for repos that do not require signed results.
 pub struct AcceptAll;
 
 impl Verifier for AcceptAll {
-    fn verify(&self, _: &TaskId, _: u32, _: &AgentName, _: &TaskResult) -> Result<(), String> {
+    fn verify(&self, _: &TaskId, _: u32, _: &AgentName, _: &TaskResult) -> Result<(), Rejection> {
         Ok(())
     }
 }

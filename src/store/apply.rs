@@ -1,19 +1,20 @@
-//! Carrying out transitions: each is written to a journal under `.git/coord/` first, its file
-//! operations are idempotent, and it ends in one commit of exactly the touched paths. After a
-//! crash, `recover` finishes the journaled transition, removes temp files, and commits what
-//! people changed under `work/` as `coord: record external changes`.
+//! Carrying out transitions: a plan is written to a journal under `.git/coord/` first, with a
+//! cursor advanced after each commit; each transition's file operations are idempotent, and
+//! it ends in one commit of exactly the touched paths. After a crash, `recover` finishes the
+//! journaled plan from the cursor, removes temp files, and commits what people changed under
+//! `work/` as `coord: record external changes`.
 
-use super::fsutil::{rename_noreplace_unsynced, sync_dir, write_atomic_with, Sync, TEMP_SUFFIX};
+use super::fsutil::{self, write_private, TEMP_SUFFIX};
+use super::inject;
 use super::{io_err, Store, StoreError};
 use crate::board::content_hash;
 use crate::engine::{Op, Transition};
 use jiff::Timestamp;
-use std::collections::BTreeSet;
 use std::fs;
 use std::io::ErrorKind;
-use std::path::PathBuf;
 
 const JOURNAL: &str = "journal.json";
+const CURSOR: &str = "journal.pos";
 
 /// What happened to one transition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,73 +25,115 @@ pub enum Applied {
     Skipped,
 }
 
+/// The journal: the transitions of a plan not yet committed, the first one possibly half
+/// done. Older journals hold a single transition.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum Journal {
+    Plan(Vec<Transition>),
+    One(Box<Transition>),
+}
+
 impl Store {
-    /// Applies one transition and commits it.
-    pub fn apply(&self, t: &Transition, now: Timestamp) -> Result<Applied, StoreError> {
-        if !self.guard_holds(t) {
-            return Ok(Applied::Skipped);
+    /// Applies a plan's transitions in order, committing each, and calls `each` with the
+    /// outcome. The journal holds every transition not yet committed, so a run killed
+    /// midway is finished by the next one (`recover`) — a handoff planned after the
+    /// parent's move to done is never lost.
+    pub fn apply_plan(
+        &self,
+        plan: &[Transition],
+        now: Timestamp,
+        each: &mut dyn FnMut(&Transition, Applied),
+    ) -> Result<(), StoreError> {
+        if plan.is_empty() {
+            return Ok(());
         }
         let journal = self.private_dir().join(JOURNAL);
-        let text = serde_json::to_vec(t).unwrap_or_default();
-        write_atomic_with(&journal, &text, Sync::Never).map_err(io_err(&journal))?;
-        self.run_ops(t)?;
-        self.commit(t, now)?;
-        fs::remove_file(&journal).map_err(io_err(&journal))?;
-        Ok(Applied::Committed)
+        let cursor = self.private_dir().join(CURSOR);
+        let text = serde_json::to_vec(plan).unwrap_or_default();
+        write_private(&cursor, b"0", false).map_err(io_err(&cursor))?;
+        write_private(&journal, &text, false).map_err(io_err(&journal))?;
+        for (i, t) in plan.iter().enumerate() {
+            if self.guard_holds(t) {
+                self.run_ops(t)?;
+                self.commit(t, now)?;
+                each(t, Applied::Committed);
+            } else {
+                each(t, Applied::Skipped);
+            }
+            let next = (i + 1).to_string();
+            write_private(&cursor, next.as_bytes(), false).map_err(io_err(&cursor))?;
+        }
+        self.clear_journal()
+    }
+
+    fn clear_journal(&self) -> Result<(), StoreError> {
+        for name in [JOURNAL, CURSOR] {
+            let path = self.private_dir().join(name);
+            if let Err(e) = fs::remove_file(&path) {
+                if e.kind() != ErrorKind::NotFound {
+                    return Err(io_err(&path)(e));
+                }
+            }
+        }
+        inject::point("remove journal").map_err(io_err(&self.private_dir()))
+    }
+
+    /// Returns whether the transition a killed run was in may be finished: it has not started
+    /// and its files are as planned, or it started (a move happened, or a write landed).
+    fn resumable(&self, t: &Transition) -> bool {
+        let root = self.root();
+        let gone = |rel: &str| fsutil::file_type(root, rel).is_ok_and(|t| t.is_none());
+        let started = t.ops.iter().any(|op| match op {
+            Op::Move { from, to } => gone(from) && !gone(to),
+            Op::Write { path, text } => {
+                fsutil::read_limited(root, path, text.len()).is_ok_and(|b| b == text.as_bytes())
+            }
+            Op::Remove { .. } => false,
+        });
+        started || self.guard_holds(t)
     }
 
     fn guard_holds(&self, t: &Transition) -> bool {
-        t.guard
-            .iter()
-            .all(|(path, hash)| fs::read(self.abs(path)).is_ok_and(|b| content_hash(&b) == *hash))
+        t.guard.iter().all(|(path, hash)| {
+            fsutil::read_limited(self.root(), path, usize::MAX - 1)
+                .is_ok_and(|b| content_hash(&b) == *hash)
+        })
     }
 
-    /// Performs the ops; file contents are fsynced as written and every folder touched is
-    /// fsynced once at the end, so the transition survives a power cut.
     fn run_ops(&self, t: &Transition) -> Result<(), StoreError> {
-        let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
         for op in &t.ops {
-            for p in op.paths() {
-                if let Some(d) = self.abs(p).parent() {
-                    dirs.insert(d.to_path_buf());
-                }
-            }
             match op {
                 Op::Move { from, to } => self.do_move(from, to)?,
                 Op::Write { path, text } => {
-                    let p = self.abs(path);
-                    let same = fs::read(&p).is_ok_and(|b| b == text.as_bytes());
+                    let same = fsutil::read_limited(self.root(), path, text.len())
+                        .is_ok_and(|b| b == text.as_bytes());
                     if !same {
-                        write_atomic_with(&p, text.as_bytes(), Sync::FileOnly)
-                            .map_err(io_err(&p))?;
+                        fsutil::write_atomic_in(self.root(), path, text.as_bytes())
+                            .map_err(io_err(&self.abs(path)))?;
                     }
                 }
                 Op::Remove { path } => {
-                    let p = self.abs(path);
-                    match fs::remove_file(&p) {
-                        Err(e) if e.kind() != ErrorKind::NotFound => return Err(io_err(&p)(e)),
-                        _ => {}
-                    }
+                    fsutil::remove_in(self.root(), path).map_err(io_err(&self.abs(path)))?;
                 }
             }
-        }
-        for d in dirs.iter().filter(|d| d.is_dir()) {
-            sync_dir(d).map_err(io_err(d))?;
         }
         Ok(())
     }
 
     /// Moves a file unless the move already happened (recovery).
     fn do_move(&self, from: &str, to: &str) -> Result<(), StoreError> {
-        let (src, dst) = (self.abs(from), self.abs(to));
-        if src.symlink_metadata().is_err() && dst.symlink_metadata().is_ok() {
+        let root = self.root();
+        let gone = |rel| fsutil::file_type(root, rel).is_ok_and(|t| t.is_none());
+        if gone(from) && !gone(to) {
             return Ok(());
         }
-        rename_noreplace_unsynced(&src, &dst).map_err(io_err(&dst))
+        fsutil::rename_noreplace_in(root, from, to).map_err(io_err(&self.abs(to)))
     }
 
     fn commit(&self, t: &Transition, now: Timestamp) -> Result<(), StoreError> {
         let paths = t.paths();
+        inject::point("git commit").map_err(io_err(&self.abs(&t.subject)))?;
         self.repo
             .commit_paths_no_index(&paths, &t.message(), &self.identity, now)?;
         self.touched.borrow_mut().extend(paths);
@@ -103,6 +146,7 @@ impl Store {
         if !touched.is_empty() {
             touched.sort();
             touched.dedup();
+            inject::point("git index").map_err(io_err(self.repo.git_dir()))?;
             self.repo.update_index(&touched)?;
             touched.clear();
         }
@@ -117,15 +161,34 @@ impl Store {
         let journal = self.private_dir().join(JOURNAL);
         match fs::read(&journal) {
             Ok(bytes) => {
-                let t: Transition =
-                    serde_json::from_slice(&bytes).map_err(|e| StoreError::Journal {
-                        path: journal.clone(),
-                        message: e.to_string(),
+                let plan = match serde_json::from_slice(&bytes) {
+                    Ok(Journal::Plan(p)) => p,
+                    Ok(Journal::One(t)) => vec![*t],
+                    Err(e) => {
+                        return Err(StoreError::Journal {
+                            path: journal.clone(),
+                            message: e.to_string(),
+                        })
+                    }
+                };
+                let done_before = fs::read_to_string(self.private_dir().join(CURSOR))
+                    .ok()
+                    .and_then(|c| c.trim().parse::<usize>().ok())
+                    .unwrap_or(0);
+                let plan = plan.get(done_before..).unwrap_or_default().to_vec();
+                if let Some((first, rest)) = plan.split_first() {
+                    if self.resumable(first) {
+                        self.run_ops(first)?;
+                        self.commit(first, now)?;
+                        done.push(format!("finished interrupted: {}", first.summary));
+                    }
+                    self.apply_plan(rest, now, &mut |t, a| {
+                        if a == Applied::Committed {
+                            done.push(format!("finished interrupted: {}", t.summary));
+                        }
                     })?;
-                self.run_ops(&t)?;
-                self.commit(&t, now)?;
-                fs::remove_file(&journal).map_err(io_err(&journal))?;
-                done.push(format!("finished interrupted: {}", t.summary));
+                }
+                self.clear_journal()?;
             }
             Err(e) if e.kind() == ErrorKind::NotFound => {}
             Err(e) => return Err(io_err(&journal)(e)),
@@ -159,6 +222,7 @@ impl Store {
         for p in &changed {
             message.push_str(&format!("  {}\n", crate::redact::one_line(p)));
         }
+        inject::point("git commit").map_err(io_err(self.repo.git_dir()))?;
         let made = self
             .repo
             .commit_paths_no_index(&changed, &message, &self.identity, now)?;

@@ -1,31 +1,229 @@
-//! Durable file primitives: atomic replace (temp file, fsync, rename, fsync of the folder) and
-//! rename that never replaces an existing file. A power cut leaves the old or the new bytes.
+//! Durable, contained file primitives. Paths are repo-relative and resolved one component at
+//! a time from the repo root with `O_NOFOLLOW` (`openat`), so no symlink is ever followed —
+//! not even one swapped in after the loader looked — and `..`, `.`, empty components and
+//! absolute paths are refused. Writes are atomic (temp file, fsync, rename, fsync of the
+//! folder); moves never replace an existing file. A power cut leaves the old or the new bytes.
 
+use super::inject;
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags};
+use rustix::io::Errno;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
 use std::path::Path;
 
 /// The suffix of coord's temporary files; the loader ignores and the recovery removes them.
 pub const TEMP_SUFFIX: &str = ".coord-tmp";
 
-/// How much durability a write needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sync {
-    /// fsync the file and its folder: survives a power cut.
-    Durable,
-    /// fsync the file; the caller fsyncs the folder (once for several files).
-    FileOnly,
-    /// No fsync: survives a killed process, not a power cut (caches, journals).
-    Never,
+/// Returns the error for a path that is not a plain repo-relative path.
+fn bad_path(rel: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("refused path {rel:?}: only plain paths inside the repo are used (no '..', no absolute paths)"),
+    )
 }
 
-/// Writes `bytes` to `path` atomically, creating parent folders.
+fn symlink_refused(rel: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!(
+            "{rel}: symlink refused (never followed); replace it with a regular file or folder"
+        ),
+    )
+}
+
+/// Splits a repo-relative path into its components, refusing anything but plain names.
+fn components(rel: &str) -> io::Result<Vec<&str>> {
+    if rel.is_empty() || rel.starts_with('/') || rel.contains('\0') {
+        return Err(bad_path(rel));
+    }
+    let parts: Vec<&str> = rel.split('/').collect();
+    if parts.iter().any(|p| matches!(*p, "" | "." | "..")) {
+        return Err(bad_path(rel));
+    }
+    Ok(parts)
+}
+
+/// Maps the errno of an `O_NOFOLLOW` open of a symlink to a clear error.
+fn nofollow_err(rel: &str) -> impl Fn(Errno) -> io::Error + '_ {
+    move |e| {
+        if e == Errno::LOOP || e == Errno::NOTDIR {
+            symlink_refused(rel)
+        } else {
+            io::Error::from(e)
+        }
+    }
+}
+
+/// Opens the folder made of `parts` under `root` without following symlinks; creates
+/// missing folders when `create`.
+fn open_dir(root: &Path, parts: &[&str], rel: &str, create: bool) -> io::Result<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let mut dir = rustix::fs::open(root, flags, Mode::empty())?;
+    for part in parts {
+        let next = rustix::fs::openat(&dir, *part, flags | OFlags::NOFOLLOW, Mode::empty());
+        dir = match next {
+            Err(Errno::NOENT) if create => {
+                inject::point("mkdir")?;
+                match rustix::fs::mkdirat(&dir, *part, Mode::from_raw_mode(0o755)) {
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                rustix::fs::openat(&dir, *part, flags | OFlags::NOFOLLOW, Mode::empty())
+                    .map_err(nofollow_err(rel))?
+            }
+            other => other.map_err(nofollow_err(rel))?,
+        };
+    }
+    Ok(dir)
+}
+
+/// Opens the parent folder of `rel` and returns it with the file name.
+fn open_parent<'r>(root: &Path, rel: &'r str, create: bool) -> io::Result<(OwnedFd, &'r str)> {
+    let parts = components(rel)?;
+    let (name, parents) = parts.split_last().ok_or_else(|| bad_path(rel))?;
+    Ok((open_dir(root, parents, rel, create)?, name))
+}
+
+/// Returns the type of `rel`'s entry (not following a final symlink), or None if absent.
+pub fn file_type(root: &Path, rel: &str) -> io::Result<Option<FileType>> {
+    let (dir, name) = match open_parent(root, rel, false) {
+        Ok(x) => x,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => Ok(Some(FileType::from_raw_mode(st.st_mode))),
+        Err(Errno::NOENT) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Fails when `rel` or one of its folders is a symlink (absent is fine).
+pub fn refuse_symlink(root: &Path, rel: &str) -> io::Result<()> {
+    match file_type(root, rel)? {
+        Some(FileType::Symlink) => Err(symlink_refused(rel)),
+        _ => Ok(()),
+    }
+}
+
+/// Opens a regular file for reading without following any symlink.
+pub fn open_read(root: &Path, rel: &str) -> io::Result<File> {
+    let (dir, name) = open_parent(root, rel, false)?;
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    let fd = rustix::fs::openat(&dir, name, flags, Mode::empty()).map_err(nofollow_err(rel))?;
+    let file = File::from(fd);
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{rel}: not a regular file"),
+        ));
+    }
+    Ok(file)
+}
+
+/// Reads at most `max` bytes (and one more, so the caller sees it is too long).
+pub fn read_limited(root: &Path, rel: &str, max: usize) -> io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    open_read(root, rel)?
+        .take(max as u64 + 1)
+        .read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// Writes `bytes` to `rel` atomically, creating parent folders; refuses to replace a symlink.
+pub fn write_atomic_in(root: &Path, rel: &str, bytes: &[u8]) -> io::Result<()> {
+    let (dir, name) = open_parent(root, rel, true)?;
+    if let Ok(st) = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        if FileType::from_raw_mode(st.st_mode) == FileType::Symlink {
+            return Err(symlink_refused(rel));
+        }
+    }
+    let tmp = format!(".{name}.{}{TEMP_SUFFIX}", std::process::id());
+    let result = (|| {
+        inject::point("create temp")?;
+        let flags = OFlags::WRONLY
+            | OFlags::CREATE
+            | OFlags::EXCL
+            | OFlags::TRUNC
+            | OFlags::NOFOLLOW
+            | OFlags::CLOEXEC;
+        let fd = match rustix::fs::openat(&dir, tmp.as_str(), flags, Mode::from_raw_mode(0o644)) {
+            Err(Errno::EXIST) => {
+                rustix::fs::unlinkat(&dir, tmp.as_str(), AtFlags::empty())?;
+                rustix::fs::openat(&dir, tmp.as_str(), flags, Mode::from_raw_mode(0o644))?
+            }
+            other => other?,
+        };
+        let mut f = File::from(fd);
+        inject::point("write")?;
+        f.write_all(bytes)?;
+        inject::point("fsync")?;
+        f.sync_all()?;
+        inject::point("rename")?;
+        rustix::fs::renameat(&dir, tmp.as_str(), &dir, name)?;
+        inject::point("fsync folder")?;
+        rustix::fs::fsync(&dir).map_err(io::Error::from)
+    })();
+    if result.is_err() {
+        let _ = rustix::fs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
+    }
+    result
+}
+
+/// Renames `from` to `to` (both repo-relative), failing with `AlreadyExists` instead of
+/// replacing; creates `to`'s folder; refuses to move a symlink; fsyncs both folders.
+pub fn rename_noreplace_in(root: &Path, from: &str, to: &str) -> io::Result<()> {
+    let (from_dir, from_name) = open_parent(root, from, false)?;
+    let st = rustix::fs::statat(&from_dir, from_name, AtFlags::SYMLINK_NOFOLLOW)?;
+    if FileType::from_raw_mode(st.st_mode) == FileType::Symlink {
+        return Err(symlink_refused(from));
+    }
+    let (to_dir, to_name) = open_parent(root, to, true)?;
+    inject::point("rename")?;
+    match rustix::fs::renameat_with(
+        &from_dir,
+        from_name,
+        &to_dir,
+        to_name,
+        RenameFlags::NOREPLACE,
+    ) {
+        Ok(()) => {}
+        Err(e) if e == Errno::INVAL || e == Errno::NOSYS => {
+            rustix::fs::linkat(&from_dir, from_name, &to_dir, to_name, AtFlags::empty())?;
+            rustix::fs::unlinkat(&from_dir, from_name, AtFlags::empty())?;
+        }
+        Err(e) => return Err(io::Error::from(e)),
+    }
+    inject::point("fsync folder")?;
+    rustix::fs::fsync(&to_dir)?;
+    rustix::fs::fsync(&from_dir).map_err(io::Error::from)
+}
+
+/// Removes the file `rel` (a symlink itself, never its target); absent is fine.
+pub fn remove_in(root: &Path, rel: &str) -> io::Result<()> {
+    let (dir, name) = match open_parent(root, rel, false) {
+        Ok(x) => x,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    inject::point("remove")?;
+    match rustix::fs::unlinkat(&dir, name, AtFlags::empty()) {
+        Ok(()) | Err(Errno::NOENT) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Writes `bytes` to `path` atomically, creating parent folders (coord's private files under
+/// `.git/`, which task authors cannot reach).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_atomic_with(path, bytes, Sync::Durable)
+    write_private(path, bytes, true)
 }
 
-/// Writes `bytes` to `path` atomically (temp file + rename) with the given durability.
-pub fn write_atomic_with(path: &Path, bytes: &[u8], sync: Sync) -> io::Result<()> {
+/// Writes a file of coord's own under `.git/coord/` atomically; `durable` adds the fsyncs.
+/// Journals and caches need none: a killed process loses nothing the kernel accepted, and
+/// after a power cut recovery adopts the folders as they are.
+pub fn write_private(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir)?;
     let name = path
@@ -34,17 +232,18 @@ pub fn write_atomic_with(path: &Path, bytes: &[u8], sync: Sync) -> io::Result<()
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.{}{TEMP_SUFFIX}", std::process::id()));
     let result = (|| {
+        inject::point("write private")?;
         let mut f = OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
             .open(&tmp)?;
         f.write_all(bytes)?;
-        if sync != Sync::Never {
+        if durable {
             f.sync_all()?;
         }
         fs::rename(&tmp, path)?;
-        if sync == Sync::Durable {
+        if durable {
             sync_dir(dir)?;
         }
         Ok(())
@@ -55,39 +254,6 @@ pub fn write_atomic_with(path: &Path, bytes: &[u8], sync: Sync) -> io::Result<()
     result
 }
 
-/// Renames `from` to `to`, failing with `AlreadyExists` instead of replacing; creates `to`'s
-/// folder; fsyncs both folders.
-pub fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    rename_noreplace_unsynced(from, to)?;
-    let to_dir = to.parent().unwrap_or(Path::new("."));
-    sync_dir(to_dir)?;
-    if let Some(from_dir) = from.parent().filter(|d| *d != to_dir) {
-        sync_dir(from_dir)?;
-    }
-    Ok(())
-}
-
-/// Renames like `rename_noreplace` but leaves fsyncing the folders to the caller.
-pub fn rename_noreplace_unsynced(from: &Path, to: &Path) -> io::Result<()> {
-    let to_dir = to.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(to_dir)?;
-    match rustix::fs::renameat_with(
-        rustix::fs::CWD,
-        from,
-        rustix::fs::CWD,
-        to,
-        rustix::fs::RenameFlags::NOREPLACE,
-    ) {
-        Ok(()) => {}
-        Err(e) if e == rustix::io::Errno::INVAL || e == rustix::io::Errno::NOSYS => {
-            fs::hard_link(from, to)?;
-            fs::remove_file(from)?;
-        }
-        Err(e) => return Err(io::Error::from(e)),
-    }
-    Ok(())
-}
-
 /// Flushes a folder's entries to disk.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
@@ -96,27 +262,68 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::symlink;
 
     #[test]
     fn noreplace_refuses_to_clobber() {
         let d = tempfile::tempdir().expect("tempdir");
-        let (a, b) = (d.path().join("a"), d.path().join("sub/b"));
-        fs::write(&a, "a").expect("write");
-        rename_noreplace(&a, &b).expect("first rename");
-        fs::write(&a, "again").expect("write");
-        let err = rename_noreplace(&a, &b).expect_err("exists");
+        fs::write(d.path().join("a"), "a").expect("write");
+        rename_noreplace_in(d.path(), "a", "sub/b").expect("first rename");
+        fs::write(d.path().join("a"), "again").expect("write");
+        let err = rename_noreplace_in(d.path(), "a", "sub/b").expect_err("exists");
         assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
-        assert_eq!(fs::read_to_string(&b).expect("read"), "a");
+        assert_eq!(
+            fs::read_to_string(d.path().join("sub/b")).expect("read"),
+            "a"
+        );
     }
 
     #[test]
     fn atomic_write_replaces_and_leaves_no_temp() {
         let d = tempfile::tempdir().expect("tempdir");
-        let p = d.path().join("x/y.yaml");
-        write_atomic(&p, b"one").expect("write");
-        write_atomic(&p, b"two").expect("write");
-        assert_eq!(fs::read_to_string(&p).expect("read"), "two");
+        write_atomic_in(d.path(), "x/y.yaml", b"one").expect("write");
+        write_atomic_in(d.path(), "x/y.yaml", b"two").expect("write");
+        assert_eq!(
+            fs::read_to_string(d.path().join("x/y.yaml")).expect("read"),
+            "two"
+        );
         let names: Vec<_> = fs::read_dir(d.path().join("x")).expect("dir").collect();
         assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn dotdot_absolute_and_empty_parts_are_refused() {
+        let d = tempfile::tempdir().expect("tempdir");
+        for rel in ["../x", "a/../../x", "/etc/passwd", "a//b", "./a", ""] {
+            let err = write_atomic_in(d.path(), rel, b"x").expect_err(rel);
+            assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{rel}");
+            assert!(read_limited(d.path(), rel, 10).is_err(), "{rel}");
+        }
+    }
+
+    #[test]
+    fn symlinked_folders_and_files_are_never_followed() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let outside = tempfile::tempdir().expect("outside");
+        fs::write(outside.path().join("secret"), "s").expect("write");
+        symlink(outside.path(), d.path().join("dir")).expect("symlink");
+        symlink(outside.path().join("secret"), d.path().join("file")).expect("symlink");
+        for rel in ["dir/secret", "file"] {
+            let err = read_limited(d.path(), rel, 10).expect_err(rel);
+            assert!(err.to_string().contains("symlink refused"), "{rel}: {err}");
+        }
+        assert!(write_atomic_in(d.path(), "dir/new", b"x").is_err());
+        assert!(write_atomic_in(d.path(), "file", b"x").is_err());
+        assert!(rename_noreplace_in(d.path(), "file", "moved").is_err());
+        fs::write(d.path().join("real"), "r").expect("write");
+        assert!(rename_noreplace_in(d.path(), "real", "dir/real").is_err());
+        assert!(!outside.path().join("new").exists());
+        assert!(!outside.path().join("real").exists());
+        assert_eq!(
+            fs::read_to_string(outside.path().join("secret")).expect("read"),
+            "s"
+        );
+        remove_in(d.path(), "file").expect("removes the link itself");
+        assert!(outside.path().join("secret").exists());
     }
 }

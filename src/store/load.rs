@@ -9,7 +9,6 @@ use crate::model::AgentName;
 use crate::yaml::Limits;
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
-use std::io::Read;
 use std::path::Path;
 
 const SEEN_FILE: &str = "seen-invalid.json";
@@ -32,8 +31,11 @@ impl Store {
 
     fn load_with(&self, use_cache: bool) -> Result<(Board, Pending), StoreError> {
         let work = self.abs(self.work_dir());
-        if !work.is_dir() {
-            return Err(StoreError::NoWorkDir { path: work });
+        super::fsutil::refuse_symlink(self.root(), self.work_dir()).map_err(io_err(&work))?;
+        match super::fsutil::file_type(self.root(), self.work_dir()) {
+            Ok(Some(rustix::fs::FileType::Directory)) => {}
+            Err(e) => return Err(io_err(&work)(e)),
+            _ => return Err(StoreError::NoWorkDir { path: work }),
         }
         let seen = self.read_seen();
         let limits = Limits::default();
@@ -58,7 +60,7 @@ impl Store {
                 }
                 files.push(match cached {
                     Some(raw) => raw,
-                    None => read_raw(rel, path, &limits, &seen),
+                    None => self.read_raw(rel, &limits, &seen),
                 });
             }
             Entry::Dir => {
@@ -111,8 +113,7 @@ impl Store {
     pub fn remember_pending(&self, pending: &Pending) -> Result<(), StoreError> {
         let path = self.private_dir().join(SEEN_FILE);
         let text = serde_json::to_string(pending).unwrap_or_default();
-        super::fsutil::write_atomic_with(&path, text.as_bytes(), super::fsutil::Sync::Never)
-            .map_err(io_err(&path))
+        super::fsutil::write_private(&path, text.as_bytes(), false).map_err(io_err(&path))
     }
 
     fn read_seen(&self) -> Pending {
@@ -177,25 +178,21 @@ fn from_cache(cache: &mut StatCache, rel: &str, key: &StatKey) -> Option<RawFile
     })
 }
 
-fn read_raw(rel: &str, path: &Path, limits: &Limits, seen: &Pending) -> RawFile {
-    let bytes = read_limited(path, limits.max_bytes);
-    let seen_before = bytes
-        .as_ref()
-        .is_ok_and(|b| seen.get(rel) == Some(&content_hash(b)));
-    RawFile {
-        rel: rel.to_string(),
-        bytes,
-        seen_before,
-        parsed: None,
+impl Store {
+    /// Reads one file of `work/` within the size limit, never following a symlink (one
+    /// swapped in after the walk looked is refused too).
+    fn read_raw(&self, rel: &str, limits: &Limits, seen: &Pending) -> RawFile {
+        let path = format!("{}/{rel}", self.work_dir());
+        let bytes = super::fsutil::read_limited(self.root(), &path, limits.max_bytes)
+            .map_err(|e| e.to_string());
+        let seen_before = bytes
+            .as_ref()
+            .is_ok_and(|b| seen.get(rel) == Some(&content_hash(b)));
+        RawFile {
+            rel: rel.to_string(),
+            bytes,
+            seen_before,
+            parsed: None,
+        }
     }
-}
-
-/// Reads at most `max + 1` bytes, so a huge file costs nothing to reject.
-fn read_limited(path: &Path, max: usize) -> Result<Vec<u8>, String> {
-    let file = fs::File::open(path).map_err(|e| e.to_string())?;
-    let mut buf = Vec::new();
-    file.take(max as u64 + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| e.to_string())?;
-    Ok(buf)
 }

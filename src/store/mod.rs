@@ -7,6 +7,7 @@ pub use apply::Applied;
 pub use load::Pending;
 mod cache;
 pub mod fsutil;
+pub mod inject;
 mod load;
 
 use crate::config::{Config, ConfigError};
@@ -76,6 +77,9 @@ impl Store {
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
         let repo = Repo::discover(dir)?;
         let root = repo.workdir().to_path_buf();
+        for rel in ["coord.yaml", "schemas/task.schema.json"] {
+            fsutil::refuse_symlink(&root, rel).map_err(io_err(&root.join(rel)))?;
+        }
         let config = Config::load(&root.join("coord.yaml"))?;
         let identity = Identity::parse(&config.commit.author)?;
         let task_schema = Schema::task_for_repo(&root.join("schemas/task.schema.json"))?;
@@ -107,6 +111,11 @@ impl Store {
     /// Returns coord's private folder inside `.git/`.
     pub fn private_dir(&self) -> PathBuf {
         self.repo.git_dir().join("coord")
+    }
+
+    /// Reads a repo-relative file within `max` bytes, never following a symlink.
+    pub fn read_file(&self, rel: &str, max: usize) -> Result<Vec<u8>, StoreError> {
+        fsutil::read_limited(self.root(), rel, max).map_err(io_err(&self.abs(rel)))
     }
 
     /// Returns the task schema in force (the repo's copy or the built-in one).

@@ -10,3 +10,4 @@ mod perf_cache;
 mod resilience;
 mod smoke;
 mod steps;
+mod trust;

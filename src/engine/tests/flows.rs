@@ -577,7 +577,15 @@ fn report_on_a_hand_moved_task_waits_for_adoption() {
     let id = tid("a");
     let report = |b: &crate::board::Board, i: &crate::engine::Inputs<'_>| {
         let result = json!({"status": "success"});
-        commands::report(b, i, &id, commands::Report { result })
+        commands::report(
+            b,
+            i,
+            &id,
+            commands::Report {
+                result,
+                signer: None,
+            },
+        )
     };
     let err = s.command(report).expect_err("no attempt yet");
     assert!(err.to_string().contains("run 'coord tick' first"), "{err}");

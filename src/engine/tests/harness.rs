@@ -192,7 +192,17 @@ impl Sim {
     /// Reports a result; returns the command's refusal instead of failing.
     pub fn try_report(&mut self, id: &str, result: Value) -> Result<Plan, CommandError> {
         let id = tid(id);
-        self.command(|b, i| commands::report(b, i, &id, Report { result }))
+        self.command(|b, i| {
+            commands::report(
+                b,
+                i,
+                &id,
+                Report {
+                    result,
+                    signer: None,
+                },
+            )
+        })
     }
 
     /// Writes a `result:` block by hand, right before the `coord:` line.
