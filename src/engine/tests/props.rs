@@ -1,9 +1,11 @@
-//! The tick as a state machine: random drops, results, hand moves and clock steps, with the
-//! board's invariants checked after every tick (SPEC 3, 3.11; STYLE "Tests").
+//! The tick as a state machine: random drops, results, hand moves, cancels and clock steps
+//! (leases expire, backoffs pass, circuits open and half-open), with the board's invariants
+//! checked after every tick; then the agents fall silent and every task must reach a final
+//! state (SPEC 3, 3.4–3.6, 3.11; STYLE "Tests").
 
 use super::harness::{summaries, Sim};
 use crate::check;
-use crate::engine::commands::CommandError;
+use crate::engine::commands::{self, CommandError};
 use crate::engine::{Op, Plan, Transition};
 use jiff::SignedDuration;
 use proptest::prelude::*;
@@ -42,6 +44,9 @@ enum Action {
         pick: usize,
         agent: usize,
     },
+    Cancel {
+        pick: usize,
+    },
     Advance(i64),
     Tick,
 }
@@ -71,10 +76,12 @@ fn action() -> impl Strategy<Value = Action> {
     );
     let hand =
         (any::<usize>(), 0..3usize).prop_map(|(pick, agent)| Action::HandMove { pick, agent });
+    let cancel = any::<usize>().prop_map(|pick| Action::Cancel { pick });
     prop_oneof![
         3 => drop,
         3 => result,
         1 => hand,
+        1 => cancel,
         2 => (0..7200i64).prop_map(Action::Advance),
         4 => Just(Action::Tick),
     ]
@@ -145,6 +152,17 @@ impl Run {
                     self.sim.hand_move(&from, &to);
                 }
             }
+            Action::Cancel { pick } => {
+                let open = self.in_folders(|d| {
+                    d == "ready" || d == "blocked" || d == "review" || d.starts_with("assigned/")
+                });
+                if let Some(id) = nth(&open, *pick) {
+                    let id = crate::model::TaskId::new(&id).expect("generated ids are valid");
+                    self.sim
+                        .command(|b, i| commands::cancel(b, i, &id, "not needed"))
+                        .expect("cancel an open task");
+                }
+            }
             Action::Advance(secs) => self.sim.now += SignedDuration::from_secs(*secs),
             Action::Tick => self.tick(),
         }
@@ -176,6 +194,37 @@ impl Run {
         }
         self.sim.drop_task(&id, &y);
         self.dropped.push(id);
+    }
+
+    /// Lets time pass with every agent silent, ticking, until nothing changes; then every task
+    /// is final, except those no agent can ever take (capability `legal`) and their dependents.
+    fn drain(&mut self) {
+        for _ in 0..300 {
+            self.sim.now += SignedDuration::from_secs(2 * 3600);
+            let now = self.sim.now;
+            let plan = self.sim.tick(now);
+            self.check(&plan);
+            if plan.is_empty() && self.in_folders(|d| d.starts_with("assigned/")).is_empty() {
+                break;
+            }
+        }
+        let stuck = self.in_folders(|d| !matches!(d, "done" | "failed" | "cancelled"));
+        for id in stuck {
+            let dir = self.sim.path_of(&id);
+            let spec = self.sim.task(&id).spec;
+            let unservable = spec.capabilities.iter().any(|c| c == "legal");
+            let waits_on_open = spec.depends_on.iter().any(|d| {
+                !matches!(
+                    self.sim.path_of(d.as_str()).split('/').next(),
+                    Some("done" | "failed" | "cancelled")
+                )
+            });
+            assert!(
+                (dir.starts_with("ready/") && unservable)
+                    || (dir.starts_with("blocked/") && waits_on_open),
+                "{id} never reached a final state: {dir}"
+            );
+        }
     }
 
     /// Returns the ids of task files whose folder passes `keep`, sorted.
@@ -303,6 +352,7 @@ proptest! {
             run.step(a);
         }
         run.tick();
+        run.drain();
     }
 }
 
