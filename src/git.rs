@@ -9,7 +9,11 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use git2::build::TreeUpdateBuilder;
-use git2::{ErrorCode, FileMode, IndexEntry, IndexTime, Oid, Repository, Signature, Time};
+use git2::{ErrorCode, FileMode, IndexEntry, IndexTime, Repository, Signature, Time};
+
+mod rewrite;
+pub use git2::Oid;
+pub use rewrite::{LocalCommit, Replayed};
 
 /// Errors from reading or writing the git repository.
 #[derive(thiserror::Error, Debug)]

@@ -20,6 +20,8 @@ pub mod model;
 pub mod redact;
 pub mod schema;
 pub mod store;
+pub mod sync;
+pub mod watch;
 pub mod yaml;
 
 use clap::Parser;

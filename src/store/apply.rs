@@ -77,8 +77,13 @@ impl Store {
 
     fn commit(&self, t: &Transition, now: Timestamp) -> Result<(), StoreError> {
         let paths = t.paths();
+        let mut message = t.message();
+        if self.tick_commits.get() {
+            message.push_str(super::TICK_TRAILER);
+            message.push('\n');
+        }
         self.repo
-            .commit_paths_no_index(&paths, &t.message(), &self.identity, now)?;
+            .commit_paths_no_index(&paths, &message, &self.identity, now)?;
         self.touched.borrow_mut().extend(paths);
         Ok(())
     }

@@ -3,3 +3,5 @@
 
 mod harness;
 mod smoke;
+mod sync;
+mod watch;
