@@ -8,16 +8,17 @@ use std::process::{Command, Output};
 
 /// A bare remote, a seeding clone (a person adding tasks) and more clones.
 struct Net {
-    remote: tempfile::TempDir,
+    remote: TestRepo,
     seed: TestRepo,
 }
 
 impl Net {
     /// A remote whose main holds `coord init` and agents with room for every task.
     fn new(agents: &[&str]) -> Net {
-        let remote = tempfile::tempdir().expect("tempdir");
+        let remote = TestRepo::empty_in_memory();
         git_in(remote.path(), &["init", "-q", "--bare", "-b", "main"]);
-        let seed = TestRepo::new();
+        let seed = TestRepo::empty_in_memory();
+        seed.ok(&["init"]);
         for a in agents {
             seed.ok(&["agents", "add", a, "--max-active", "1000"]);
         }
@@ -29,7 +30,7 @@ impl Net {
 
     /// A new clone of the remote.
     fn clone(&self) -> TestRepo {
-        let r = TestRepo::empty();
+        let r = TestRepo::empty_in_memory();
         let url = self.remote.path().to_str().expect("utf8");
         git_in(r.path(), &["clone", "-q", url, "."]);
         r
