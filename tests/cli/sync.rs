@@ -295,3 +295,19 @@ fn sync_refuses_a_detached_head_and_another_branch() {
     let (_, err) = a.code(&["sync"], 1);
     assert!(err.contains("HEAD is detached"), "{err}");
 }
+
+#[test]
+fn local_tick_commits_are_redone_on_the_remote_and_dropped_files_survive() {
+    let net = Net::new(&["alice"]);
+    let (a, b) = (net.clone(), net.clone());
+    a.task("from-a", &task_yaml("from-a"));
+    a.ok(&["tick"]);
+    a.task("late-a", &task_yaml("late-a"));
+    b.task("from-b", &task_yaml("from-b"));
+    b.ok(&["sync"]);
+    let (_, err) = a.code(&["sync"], 0);
+    assert!(err.contains("dropped 2 tick commits to redo, replayed 2"), "{err}");
+    let ids: Vec<String> = ["from-a", "late-a", "from-b"].map(String::from).to_vec();
+    assert_exactly_once(&look_at_remote(&net), &ids, &["work/assigned/alice"]);
+    assert_eq!(a.git_status(), "");
+}
