@@ -18,7 +18,10 @@ fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
     coord(root, &["init", "-q"]);
-    coord(root, &["agents", "add", "alice", "--max-active", "1000", "-q"]);
+    coord(
+        root,
+        &["agents", "add", "alice", "--max-active", "1000", "-q"],
+    );
     let mut watch = Command::new(env!("CARGO_BIN_EXE_coord"))
         .arg("-C")
         .arg(root)

@@ -432,7 +432,11 @@ fn plain_name(what: &'static str, name: &str) -> Result<(), SyncError> {
 /// yet leaves no ref (the first push creates it).
 fn fetch(root: &Path, remote: &str, branch: &str, tracking: &str) -> Result<(), SyncError> {
     let refspec = format!("+refs/heads/{branch}:{tracking}");
-    let out = git(root, "fetch", &["fetch", "--quiet", "--no-tags", remote, &refspec])?;
+    let out = git(
+        root,
+        "fetch",
+        &["fetch", "--quiet", "--no-tags", remote, &refspec],
+    )?;
     if out.status.success() {
         return Ok(());
     }
@@ -519,7 +523,12 @@ mod tests {
         let commits = [
             commit(1, "coord", "coord: record external changes", &[]),
             commit(2, "coord", "coord: assign a to alice", &tick),
-            commit(3, "coord", "coord: alice reports success for a", &[("Coord-Task", "a")]),
+            commit(
+                3,
+                "coord",
+                "coord: alice reports success for a",
+                &[("Coord-Task", "a")],
+            ),
             commit(4, "coord", "coord: assign b to bob", &tick),
         ];
         let (keep, dropped) = sort_local(&commits, &id).unwrap();
@@ -535,7 +544,10 @@ mod tests {
         merge.parents = 2;
         assert!(sort_local(&[merge], &id).is_err());
         let impostor = commit(7, "coord", "add a file by hand", &[]);
-        assert!(sort_local(&[impostor], &id).is_err(), "summary must be coord's");
+        assert!(
+            sort_local(&[impostor], &id).is_err(),
+            "summary must be coord's"
+        );
     }
 
     #[test]
@@ -550,7 +562,8 @@ mod tests {
         assert!(matches!(read_push(stale), Some(Pushed::Stale(r)) if r.contains("fetch first")));
         let lock = "To /r.git\n!\tabc:refs/heads/main\t[remote rejected] (failed to update ref)\n";
         assert!(matches!(read_push(lock), Some(Pushed::Stale(_))));
-        let hook = "To /r.git\n!\tabc:refs/heads/main\t[remote rejected] (pre-receive hook declined)\n";
+        let hook =
+            "To /r.git\n!\tabc:refs/heads/main\t[remote rejected] (pre-receive hook declined)\n";
         assert!(matches!(read_push(hook), Some(Pushed::Refused(r)) if r.contains("hook declined")));
         let forced = "To /r.git\n+\tabc:refs/heads/main\tabc...def (forced update)\n";
         assert!(matches!(read_push(forced), Some(Pushed::Refused(_))));

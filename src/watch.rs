@@ -181,7 +181,9 @@ fn is_settled(repo: &Repo, prefix: &str, settled: Option<Option<Oid>>) -> bool {
 }
 
 fn work_prefix(repo: &Repo, work: &Path) -> String {
-    let rel = work.strip_prefix(repo.workdir()).unwrap_or(Path::new("work"));
+    let rel = work
+        .strip_prefix(repo.workdir())
+        .unwrap_or(Path::new("work"));
     format!("{}/", rel.to_string_lossy().trim_end_matches('/'))
 }
 
@@ -214,7 +216,10 @@ fn relevant(batch: DebounceEventResult, say: &mut dyn FnMut(&str)) -> bool {
 /// Returns whether a changed path is noise: inside `.git`, an editor's temp or lock file
 /// (`*.swp`, `*.swx`, `*~`, vim's `4913`, emacs' `.#*`) or coord's own temp file.
 pub fn ignored(path: &Path) -> bool {
-    if path.components().any(|c| c == Component::Normal(".git".as_ref())) {
+    if path
+        .components()
+        .any(|c| c == Component::Normal(".git".as_ref()))
+    {
         return true;
     }
     let Some(name) = path.file_name().map(|n| n.to_string_lossy()) else {
@@ -311,7 +316,11 @@ mod tests {
         ] {
             assert!(ignored(Path::new(noise)), "{noise}");
         }
-        for real in ["/r/work/inbox/a.yaml", "/r/work/assigned/bob/b.yml", "/r/work/inbox"] {
+        for real in [
+            "/r/work/inbox/a.yaml",
+            "/r/work/assigned/bob/b.yml",
+            "/r/work/inbox",
+        ] {
             assert!(!ignored(Path::new(real)), "{real}");
         }
     }

@@ -33,9 +33,8 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         wait: std::time::Duration::from_secs(args.wait.as_secs().max(0) as u64),
         now: ctx.now,
     };
-    let mut tick = |store: &crate::store::Store| {
-        super::tick::tick_once(ctx, store).map_err(Into::into)
-    };
+    let mut tick =
+        |store: &crate::store::Store| super::tick::tick_once(ctx, store).map_err(Into::into);
     let mut say = |line: &str| ctx.status(line);
     let report = match sync::run(&ctx.dir, &opts, &mut tick, &mut say) {
         Ok(r) => r,
@@ -51,7 +50,10 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
             "replayed": report.replayed,
         }));
     } else if report.pushes == 0 {
-        ctx.status(&format!("coord: {} is up to date; nothing to push", opts.remote));
+        ctx.status(&format!(
+            "coord: {} is up to date; nothing to push",
+            opts.remote
+        ));
     } else {
         ctx.status(&format!(
             "coord: pushed to {} ({} rejected pushes before)",

@@ -69,7 +69,9 @@ impl Repo {
             walk.hide(base)?;
             walk.collect()
         };
-        let oids = walk().map_err(ctx(format!("cannot list the commits of {head} since {base}")))?;
+        let oids = walk().map_err(ctx(format!(
+            "cannot list the commits of {head} since {base}"
+        )))?;
         let mut out = Vec::with_capacity(oids.len());
         for oid in oids {
             let commit = self
@@ -110,9 +112,9 @@ impl Repo {
                     paths: conflict_paths(&index),
                 });
             }
-            let tree_id = index
-                .write_tree_to(&self.repo)
-                .map_err(ctx(format!("cannot write the tree of replayed commit {oid}")))?;
+            let tree_id = index.write_tree_to(&self.repo).map_err(ctx(format!(
+                "cannot write the tree of replayed commit {oid}"
+            )))?;
             if tree_id == base.tree_id() {
                 continue;
             }

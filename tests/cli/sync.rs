@@ -38,13 +38,15 @@ impl Net {
 
     /// The seed pulls, commits `n` inbox tasks by hand (a person's commit) and pushes.
     fn person_adds(&self, prefix: &str, n: usize) -> Vec<String> {
-        self.seed.git(&["pull", "-q", "--ff-only", "origin", "main"]);
+        self.seed
+            .git(&["pull", "-q", "--ff-only", "origin", "main"]);
         let ids: Vec<String> = (0..n).map(|i| format!("{prefix}-{i}")).collect();
         for id in &ids {
             self.seed.task(id, &task_yaml(id));
         }
         self.seed.git(&["add", "work/inbox"]);
-        self.seed.git(&["commit", "-q", "-m", &format!("add {prefix} tasks")]);
+        self.seed
+            .git(&["commit", "-q", "-m", &format!("add {prefix} tasks")]);
         self.seed.git(&["push", "-q", "origin", "main"]);
         ids
     }
@@ -61,7 +63,11 @@ fn git_in(dir: &Path, args: &[&str]) -> String {
         c.env(k, v);
     }
     let out = c.output().expect("run git");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -71,16 +77,22 @@ fn sync_all(repos: &[&TestRepo]) -> Vec<Output> {
         .iter()
         .map(|r| {
             let mut c = Command::new(assert_cmd::cargo::cargo_bin("coord"));
-            c.arg("-C").arg(r.path()).args(["sync", "--max-retries", "30"]);
+            c.arg("-C")
+                .arg(r.path())
+                .args(["sync", "--max-retries", "30"]);
             for (k, v) in git_env() {
                 c.env(k, v);
             }
             c.env("COORD_NOW", T0);
-            c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+            c.stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
             c.spawn().expect("spawn coord sync")
         })
         .collect();
-    children.into_iter().map(|c| c.wait_with_output().expect("wait")).collect()
+    children
+        .into_iter()
+        .map(|c| c.wait_with_output().expect("wait"))
+        .collect()
 }
 
 /// Asserts every sync succeeded; returns how many rejected pushes they reported.
@@ -109,7 +121,10 @@ fn look_at_remote(net: &Net) -> RemoteView {
     let mut places: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut markers = Vec::new();
     let mut done_with_result = 0;
-    for path in files.lines().filter(|p| p.ends_with(".yaml") && !p.starts_with("work/agents/")) {
+    for path in files
+        .lines()
+        .filter(|p| p.ends_with(".yaml") && !p.starts_with("work/agents/"))
+    {
         let text = check.read(path);
         if text.contains("<<<<<<<") || text.contains(">>>>>>>") {
             markers.push(path.to_string());
@@ -147,16 +162,27 @@ fn look_at_remote(net: &Net) -> RemoteView {
 /// Asserts each id sits in exactly one place on the remote, in `allowed` folders, with exactly
 /// one assignment commit, and that no file has conflict markers.
 fn assert_exactly_once(view: &RemoteView, ids: &[String], allowed: &[&str]) {
-    assert!(view.markers.is_empty(), "conflict markers in {:?}", view.markers);
+    assert!(
+        view.markers.is_empty(),
+        "conflict markers in {:?}",
+        view.markers
+    );
     for id in ids {
-        let places = view.places.get(id).unwrap_or_else(|| panic!("{id} is not on the remote"));
+        let places = view
+            .places
+            .get(id)
+            .unwrap_or_else(|| panic!("{id} is not on the remote"));
         assert_eq!(places.len(), 1, "{id} is in {places:?}");
         assert!(
             allowed.iter().any(|a| places[0].starts_with(a)),
             "{id} is in {}",
             places[0]
         );
-        assert_eq!(view.assignments.get(id), Some(&1), "assignment commits of {id}");
+        assert_eq!(
+            view.assignments.get(id),
+            Some(&1),
+            "assignment commits of {id}"
+        );
     }
     assert_eq!(view.places.len(), ids.len(), "no other task files");
 }
@@ -194,7 +220,10 @@ fn three_clones_syncing_concurrently_assign_every_task_exactly_once() {
     for c in &clones {
         assert_eq!(c.git_status(), "", "clean after sync");
     }
-    eprintln!("300 tasks, 3 clones, 6 rounds: {rejected} rejected pushes, {:?}", start.elapsed());
+    eprintln!(
+        "300 tasks, 3 clones, 6 rounds: {rejected} rejected pushes, {:?}",
+        start.elapsed()
+    );
 }
 
 #[test]
@@ -210,7 +239,9 @@ fn agents_pushing_results_from_another_clone_lose_nothing() {
         // The agent completes tasks it saw assigned on the remote, then all sync at once.
         let mine: Vec<String> = ids
             .iter()
-            .filter(|id| !completed.contains(*id) && agent.exists(&format!("work/assigned/alice/{id}.yaml")))
+            .filter(|id| {
+                !completed.contains(*id) && agent.exists(&format!("work/assigned/alice/{id}.yaml"))
+            })
             .take(15)
             .cloned()
             .collect();
@@ -221,15 +252,27 @@ fn agents_pushing_results_from_another_clone_lose_nothing() {
         all_ok(&sync_all(&[&coordinators[0], &coordinators[1], &agent]));
     }
     all_ok(&sync_all(&[&coordinators[0], &coordinators[1], &agent]));
-    assert!(completed.len() >= 30, "the agent completed {}", completed.len());
+    assert!(
+        completed.len() >= 30,
+        "the agent completed {}",
+        completed.len()
+    );
     let view = look_at_remote(&net);
     assert_exactly_once(&view, &ids, &["work/assigned/alice", "work/done"]);
     for id in &ids {
         let place = &view.places[id][0];
-        let want = if completed.contains(id) { "work/done" } else { "work/assigned/alice" };
+        let want = if completed.contains(id) {
+            "work/done"
+        } else {
+            "work/assigned/alice"
+        };
         assert_eq!(place, want, "{id}");
     }
-    assert_eq!(view.done_with_result, completed.len(), "every result reached the remote");
+    assert_eq!(
+        view.done_with_result,
+        completed.len(),
+        "every result reached the remote"
+    );
 }
 
 #[test]
@@ -241,7 +284,11 @@ fn a_persons_unpushed_commit_is_pushed_when_it_can_be_and_never_dropped() {
     mine.git(&["commit", "-q", "-m", "my notes"]);
     mine.ok(&["sync"]);
     let check = net.clone();
-    assert_eq!(check.read("NOTES.md"), "my notes\n", "pushed when the remote had not moved");
+    assert_eq!(
+        check.read("NOTES.md"),
+        "my notes\n",
+        "pushed when the remote had not moved"
+    );
 
     // Now the remote moves on while the person has another local commit.
     mine.write("NOTES.md", "more notes\n");
@@ -250,11 +297,16 @@ fn a_persons_unpushed_commit_is_pushed_when_it_can_be_and_never_dropped() {
     net.person_adds("other", 2);
     let before = mine.git(&["rev-parse", "HEAD"]);
     let (_, err) = mine.code(&["sync"], 1);
-    assert!(err.contains("coord never rewrites a person's work"), "{err}");
+    assert!(
+        err.contains("coord never rewrites a person's work"),
+        "{err}"
+    );
     assert!(err.contains("more notes"), "{err}");
     let log = mine.git(&["log", "--format=%s"]);
     assert!(log.contains("more notes"), "{log}");
-    assert!(mine.git(&["merge-base", "--is-ancestor", before.trim(), "HEAD"]).is_empty());
+    assert!(mine
+        .git(&["merge-base", "--is-ancestor", before.trim(), "HEAD"])
+        .is_empty());
     assert_eq!(mine.read("NOTES.md"), "more notes\n");
     assert_eq!(mine.find("local-task"), ["work/inbox/local-task.yaml"]);
 
@@ -276,13 +328,26 @@ fn a_replayed_change_that_conflicts_stops_sync_and_keeps_the_local_branch() {
     b.ok(&["sync"]);
     // Both clones record different edits of the same file; b pushes first.
     let path = "work/assigned/alice/t-0.yaml";
-    b.write(path, &b.read(path).replace("title: Task t-0", "title: Task t-0 (b)"));
+    b.write(
+        path,
+        &b.read(path)
+            .replace("title: Task t-0", "title: Task t-0 (b)"),
+    );
     b.ok(&["sync"]);
-    a.write(path, &a.read(path).replace("title: Task t-0", "title: Task t-0 (a)"));
+    a.write(
+        path,
+        &a.read(path)
+            .replace("title: Task t-0", "title: Task t-0 (a)"),
+    );
     let (_, err) = a.code(&["sync"], 1);
     assert!(err.contains("cannot replay") && err.contains(path), "{err}");
-    assert!(a.read(path).contains("(a)"), "the local edit is still there");
-    assert!(a.git(&["log", "-1", "--format=%s"]).contains("record external changes"));
+    assert!(
+        a.read(path).contains("(a)"),
+        "the local edit is still there"
+    );
+    assert!(a
+        .git(&["log", "-1", "--format=%s"])
+        .contains("record external changes"));
 }
 
 #[test]
@@ -306,7 +371,10 @@ fn local_tick_commits_are_redone_on_the_remote_and_dropped_files_survive() {
     b.task("from-b", &task_yaml("from-b"));
     b.ok(&["sync"]);
     let (_, err) = a.code(&["sync"], 0);
-    assert!(err.contains("dropped 2 tick commits to redo, replayed 2"), "{err}");
+    assert!(
+        err.contains("dropped 2 tick commits to redo, replayed 2"),
+        "{err}"
+    );
     let ids: Vec<String> = ["from-a", "late-a", "from-b"].map(String::from).to_vec();
     assert_exactly_once(&look_at_remote(&net), &ids, &["work/assigned/alice"]);
     assert_eq!(a.git_status(), "");

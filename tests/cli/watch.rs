@@ -21,7 +21,9 @@ impl Watching {
         for (k, v) in git_env() {
             c.env(k, v);
         }
-        c.env("COORD_NOW", T0).stdout(Stdio::null()).stderr(Stdio::piped());
+        c.env("COORD_NOW", T0)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
         let mut child = c.spawn().expect("spawn coord watch");
         let stderr = child.stderr.take().expect("stderr");
         let (tx, lines) = channel();
@@ -51,7 +53,10 @@ impl Watching {
     /// Sends SIGTERM and returns the exit code and the number of ticks it reports.
     fn stop(mut self) -> (Option<i32>, usize) {
         let pid = self.child.id().to_string();
-        let sent = Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
+        let sent = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill");
         assert!(sent.success());
         let line = self.wait_for_line("stopped after", Duration::from_secs(20));
         let ticks = line
@@ -94,14 +99,21 @@ fn watch_assigns_a_dropped_file_quickly_and_stops_on_sigterm() {
     let first = drop_and_time(&r, "first");
     let second = drop_and_time(&r, "second");
     // A generous bound for a loaded 2-core machine; the benchmark measures the real latency.
-    assert!(first.max(second) < Duration::from_secs(5), "{first:?} {second:?}");
+    assert!(
+        first.max(second) < Duration::from_secs(5),
+        "{first:?} {second:?}"
+    );
     let commits = r.commit_count();
     let (code, ticks) = w.stop();
     assert_eq!(code, Some(0));
     // Start, one tick per drop, and at most one empty follow-up each (plus slack for a burst
     // split in two): coord's own writes do not make it loop.
     assert!(ticks <= 6, "{ticks} ticks");
-    assert_eq!(r.commit_count(), commits, "nothing committed after the assignment");
+    assert_eq!(
+        r.commit_count(),
+        commits,
+        "nothing committed after the assignment"
+    );
     assert!(r.where_is("first").starts_with("work/assigned/alice/"));
     assert_eq!(r.git_status(), "");
 }
