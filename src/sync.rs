@@ -127,8 +127,11 @@ pub enum SyncError {
     },
     /// The tick failed.
     #[error("the tick failed")]
-    Tick(#[source] Box<dyn std::error::Error + Send + Sync>),
+    Tick(#[source] TickError),
 }
+
+/// A boxed error from the tick.
+pub type TickError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What a sync did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -284,7 +287,7 @@ pub fn backoff(attempt: u32, random: u64) -> Duration {
 pub fn run(
     dir: &Path,
     opts: &Options,
-    tick: &mut dyn FnMut(&Store) -> Result<usize, Box<dyn std::error::Error + Send + Sync>>,
+    tick: &mut dyn FnMut(&Store) -> Result<usize, TickError>,
     say: &mut dyn FnMut(&str),
 ) -> Result<Report, SyncError> {
     let store = Store::open(dir)?;

@@ -38,6 +38,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     let mut say = |line: &str| ctx.status(line);
     let report = match sync::run(&ctx.dir, &opts, &mut tick, &mut say) {
         Ok(r) => r,
+        // The lock error itself, so that the exit code is 3 (error::exit_code looks for it).
         Err(SyncError::Lock(e)) => return Err(e.into()),
         Err(e) => return Err(e.into()),
     };
