@@ -9,7 +9,11 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use git2::build::TreeUpdateBuilder;
-use git2::{ErrorCode, FileMode, IndexEntry, IndexTime, Oid, Repository, Signature, Time};
+use git2::{ErrorCode, FileMode, IndexEntry, IndexTime, Repository, Signature, Time};
+
+mod rewrite;
+pub use git2::Oid;
+pub use rewrite::{LocalCommit, Replayed};
 
 /// Errors from reading or writing the git repository.
 #[derive(thiserror::Error, Debug)]
@@ -249,6 +253,44 @@ impl Repo {
     /// work tree), where the coordinator lock and caches live.
     pub fn git_dir(&self) -> &Path {
         &self.git_dir
+    }
+
+    /// Removes lock files a killed coord left behind, so the next run is not stuck: the
+    /// branch's `.lock` when it holds one of coord's own commits (nobody else writes those),
+    /// and `index.lock` once it has outlived `grace` (git holds it for milliseconds). The
+    /// caller holds the coordinator lock. Returns the files removed.
+    pub fn remove_stale_locks(&self, grace: std::time::Duration) -> Result<Vec<PathBuf>, GitError> {
+        let mut removed = Vec::new();
+        if let Some(branch) = self.head()?.branch {
+            let lock = self.git_dir().join(format!("refs/heads/{branch}.lock"));
+            if self.lock_holds_our_commit(&lock) {
+                remove_lock(&lock)?;
+                removed.push(lock);
+            }
+        }
+        let index_lock = self.git_dir().join("index.lock");
+        let deadline = std::time::Instant::now() + grace;
+        while index_lock.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let old = std::fs::metadata(&index_lock)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= grace);
+        if old {
+            remove_lock(&index_lock)?;
+            removed.push(index_lock);
+        }
+        Ok(removed)
+    }
+
+    fn lock_holds_our_commit(&self, lock: &Path) -> bool {
+        std::fs::read_to_string(lock)
+            .ok()
+            .and_then(|text| Oid::from_str(text.trim()).ok())
+            .and_then(|oid| self.repo.find_commit(oid).ok())
+            .is_some_and(|c| c.message_bytes().starts_with(b"coord: "))
     }
 
     /// Returns the current branch (None when HEAD is detached) and the commit HEAD points at
@@ -824,6 +866,16 @@ fn commit_info(commit: &git2::Commit<'_>) -> CommitInfo {
     }
 }
 
+fn remove_lock(path: &Path) -> Result<(), GitError> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(GitError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        }),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -1335,5 +1387,25 @@ mod tests {
             );
         }
         assert_eq!(repo.head().unwrap().oid, None);
+    }
+
+    #[test]
+    fn stale_locks_of_a_killed_coord_are_removed_and_others_kept() {
+        let (dir, repo) = new_repo();
+        let d = dir.path();
+        write(d, "work/a.yaml", "1\n");
+        let ours = commit(&repo, &["work/a.yaml"], "coord: one").unwrap();
+        let lock = repo.git_dir().join("refs/heads/main.lock");
+        std::fs::write(&lock, format!("{ours}\n")).unwrap();
+        let removed = repo.remove_stale_locks(std::time::Duration::ZERO).unwrap();
+        assert_eq!(removed, vec![lock.clone()]);
+        write(d, "work/b.yaml", "2\n");
+        let theirs = commit(&repo, &["work/b.yaml"], "a person's commit").unwrap();
+        std::fs::write(&lock, format!("{theirs}\n")).unwrap();
+        let index_lock = repo.git_dir().join("index.lock");
+        std::fs::write(&index_lock, "").unwrap();
+        let removed = repo.remove_stale_locks(std::time::Duration::ZERO).unwrap();
+        assert_eq!(removed, vec![index_lock], "a person's ref lock stays");
+        assert!(lock.exists());
     }
 }

@@ -22,6 +22,8 @@ pub mod redact;
 pub mod schema;
 pub mod sign;
 pub mod store;
+pub mod sync;
+pub mod watch;
 pub mod yaml;
 
 use clap::Parser;

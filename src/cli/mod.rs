@@ -22,8 +22,10 @@ mod new;
 mod report;
 mod show;
 mod status;
+mod sync;
 mod tick;
 mod validate;
+mod watch;
 
 use crate::engine::{AcceptAll, Inputs, Plan};
 use crate::error::UsageError;
@@ -70,6 +72,8 @@ enum Command {
     Validate(validate::Args),
     /// Run one reconciliation pass
     Tick(tick::Args),
+    /// Tick on every change under work/ (debounced) and every interval, until Ctrl-C
+    Watch(watch::Args),
     /// Show the board: counts, agents, waiting and invalid tasks
     Status(status::Args),
     /// Show one task
@@ -100,6 +104,8 @@ enum Command {
     Archive(archive::Args),
     /// Check the work folder for inconsistencies
     Doctor(doctor::Args),
+    /// Fetch, tick and push; on a rejected push, redo on the newer remote and retry
+    Sync(sync::Args),
     /// Build a sample repo and run a pipeline and a fan-out to the end with simulated agents
     Demo(demo::Args),
 }
@@ -119,6 +125,8 @@ pub struct Ctx {
     pub now: Timestamp,
     /// Agents' signing keys, loaded on first use.
     keys: OnceCell<KeyRing>,
+    /// Whether the clock was given (`--now`, COORD_NOW) rather than read from the system.
+    pub now_fixed: bool,
 }
 
 impl Ctx {
@@ -127,6 +135,18 @@ impl Ctx {
         if !self.quiet {
             eprintln!("{line}");
         }
+    }
+
+    /// Returns this context with the clock read again, unless it was given (long-running
+    /// commands such as `watch` tick at the current time).
+    pub fn refreshed(&self) -> Ctx {
+        let mut ctx = self.clone();
+        if !self.now_fixed {
+            if let Ok(now) = crate::clock::now(None) {
+                ctx.now = now;
+            }
+        }
+        ctx
     }
 
     /// Opens the store of the repo around `dir`.
@@ -208,6 +228,7 @@ pub const AGENT_WAIT: Duration = Duration::from_secs(10);
 /// Parses the command line and runs it.
 pub fn run(cli: Cli) -> Result<()> {
     let now = crate::clock::now(cli.now.as_deref()).map_err(UsageError)?;
+    let now_fixed = cli.now.is_some();
     let dir = match cli.dir {
         Some(d) => d,
         None => std::env::current_dir().context("cannot read the current directory")?,
@@ -219,12 +240,14 @@ pub fn run(cli: Cli) -> Result<()> {
         verbose: cli.verbose,
         now,
         keys: OnceCell::new(),
+        now_fixed,
     };
     match cli.command {
         Command::Init(a) => init::run(&ctx, a),
         Command::New(a) => new::run(&ctx, a),
         Command::Validate(a) => validate::run(&ctx, a),
         Command::Tick(a) => tick::run(&ctx, a),
+        Command::Watch(a) => watch::run(&ctx, a),
         Command::Status(a) => status::run(&ctx, a),
         Command::Show(a) => show::run(&ctx, a),
         Command::Log(a) => log::run(&ctx, a),
@@ -240,6 +263,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Agents(a) => agents::run(&ctx, a),
         Command::Archive(a) => archive::run(&ctx, a),
         Command::Doctor(a) => doctor::run(&ctx, a),
+        Command::Sync(a) => sync::run(&ctx, a),
         Command::Demo(a) => demo::run(&ctx, a),
     }
 }

@@ -38,10 +38,22 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
 
 /// Loads, plans, applies and commits one pass; returns the number of commits. The caller
 /// holds the lock and has recovered.
+///
+/// Files that arrived between the caller's recovery and the load are recorded (as external
+/// changes) before anything is applied, so each tick commit holds only what the tick derived
+/// from committed files, and is marked so (`Coord-Origin: tick`): `coord sync` may drop such
+/// commits and tick again without losing anyone's bytes. A file that changes after the load
+/// fails its transition's guard and waits for the next tick.
 pub fn tick_once(ctx: &Ctx, store: &crate::store::Store) -> Result<usize> {
     let (board, pending) = store.load()?;
+    for line in store.recover(ctx.now)? {
+        ctx.status(&format!("coord: {line}"));
+    }
     let plan = engine::plan(&board, &ctx.inputs(store));
-    let n = ctx.apply(store, &plan)?;
+    store.mark_tick_commits(true);
+    let applied = ctx.apply(store, &plan);
+    store.mark_tick_commits(false);
+    let n = applied?;
     store.remember_pending(&pending)?;
     if ctx.verbose > 0 {
         for note in &plan.notes {

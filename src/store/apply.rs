@@ -15,6 +15,8 @@ use std::io::ErrorKind;
 
 const JOURNAL: &str = "journal.json";
 const CURSOR: &str = "journal.pos";
+/// How long an `index.lock` may live before recovery takes it for a killed run's.
+const STALE_INDEX_LOCK: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// What happened to one transition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,8 +136,13 @@ impl Store {
     fn commit(&self, t: &Transition, now: Timestamp) -> Result<(), StoreError> {
         let paths = t.paths();
         inject::point("git commit").map_err(io_err(&self.abs(&t.subject)))?;
+        let mut message = t.message();
+        if self.tick_commits.get() {
+            message.push_str(super::TICK_TRAILER);
+            message.push('\n');
+        }
         self.repo
-            .commit_paths_no_index(&paths, &t.message(), &self.identity, now)?;
+            .commit_paths_no_index(&paths, &message, &self.identity, now)?;
         self.touched.borrow_mut().extend(paths);
         Ok(())
     }
@@ -157,6 +164,12 @@ impl Store {
     /// uncommitted changes under `work/`. Returns the summaries of the commits it made.
     pub fn recover(&self, now: Timestamp) -> Result<Vec<String>, StoreError> {
         let mut done = Vec::new();
+        for lock in self.repo.remove_stale_locks(STALE_INDEX_LOCK)? {
+            done.push(format!(
+                "removed the stale lock {} of a killed run",
+                lock.display()
+            ));
+        }
         self.remove_temp_files()?;
         let journal = self.private_dir().join(JOURNAL);
         match fs::read(&journal) {

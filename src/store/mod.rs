@@ -13,7 +13,7 @@ mod load;
 use crate::config::{Config, ConfigError};
 use crate::git::{GitError, Identity, Repo};
 use crate::schema::{Schema, SchemaError};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 
 /// Why the store could not do its work.
@@ -70,7 +70,12 @@ pub struct Store {
     task_schema: Schema,
     agent_schema: Schema,
     touched: RefCell<Vec<String>>,
+    tick_commits: Cell<bool>,
 }
+
+/// The trailer that marks a commit the tick derived from the files alone (no person's or
+/// agent's input in it), so that `coord sync` may drop it and tick again on a newer base.
+pub const TICK_TRAILER: &str = "Coord-Origin: tick";
 
 impl Store {
     /// Opens the repository containing `dir` with its coord.yaml and schema.
@@ -90,6 +95,7 @@ impl Store {
             task_schema,
             agent_schema: Schema::builtin_agent(),
             touched: RefCell::new(Vec::new()),
+            tick_commits: Cell::new(false),
         })
     }
 
@@ -116,6 +122,13 @@ impl Store {
     /// Reads a repo-relative file within `max` bytes, never following a symlink.
     pub fn read_file(&self, rel: &str, max: usize) -> Result<Vec<u8>, StoreError> {
         fsutil::read_limited(self.root(), rel, max).map_err(io_err(&self.abs(rel)))
+    }
+
+    /// Marks the commits `apply` makes from now on with [`TICK_TRAILER`] (or stops marking).
+    /// Only the tick's own plan is marked; commands, recovery and recorded external changes
+    /// never are, so `coord sync` replays them instead of dropping them.
+    pub fn mark_tick_commits(&self, on: bool) {
+        self.tick_commits.set(on);
     }
 
     /// Returns the task schema in force (the repo's copy or the built-in one).

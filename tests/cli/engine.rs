@@ -108,14 +108,14 @@ fn a_users_changes_stay_as_they_were_and_out_of_coords_commits() {
     assert!(
         bodies[1]
             .trim_end()
-            .ends_with("Coord-Task: t1\nCoord-From: inbox\nCoord-To: ready"),
+            .ends_with("Coord-Task: t1\nCoord-From: inbox\nCoord-To: ready\nCoord-Origin: tick"),
         "{}",
         bodies[1]
     );
     assert!(
         bodies[2]
             .trim_end()
-            .ends_with("Coord-Task: t1\nCoord-From: ready\nCoord-To: assigned"),
+            .ends_with("Coord-Task: t1\nCoord-From: ready\nCoord-To: assigned\nCoord-Origin: tick"),
         "{}",
         bodies[2]
     );

@@ -10,4 +10,6 @@ mod perf_cache;
 mod resilience;
 mod smoke;
 mod steps;
+mod sync;
 mod trust;
+mod watch;

@@ -1,0 +1,65 @@
+//! `coord sync`: fetch, bring the branch onto the remote, tick, push; retry on a rejected push.
+//! The steps live in [`crate::sync`]; this file turns flags into options and prints the outcome.
+
+use super::Ctx;
+use crate::model::Duration;
+use crate::sync::{self, Options, SyncError};
+use anyhow::Result;
+use serde_json::json;
+
+/// Arguments of `coord sync`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The remote to fetch from and push to
+    #[arg(long, default_value = "origin")]
+    remote: String,
+    /// The branch to sync (default: the checked-out branch, which it must be)
+    #[arg(long)]
+    branch: Option<String>,
+    /// How many times to fetch, tick and push again after a rejected push
+    #[arg(long, default_value_t = 5)]
+    max_retries: u32,
+    /// Wait this long for another coordinator's lock (e.g. 30s)
+    #[arg(long, default_value = "0s")]
+    wait: Duration,
+}
+
+/// Runs `coord sync`.
+pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+    let opts = Options {
+        remote: args.remote,
+        branch: args.branch,
+        max_retries: args.max_retries,
+        wait: std::time::Duration::from_secs(args.wait.as_secs().max(0) as u64),
+        now: ctx.now,
+    };
+    let mut tick =
+        |store: &crate::store::Store| super::tick::tick_once(ctx, store).map_err(Into::into);
+    let mut say = |line: &str| ctx.status(line);
+    let report = match sync::run(&ctx.dir, &opts, &mut tick, &mut say) {
+        Ok(r) => r,
+        // The lock error itself, so that the exit code is 3 (error::exit_code looks for it).
+        Err(SyncError::Lock(e)) => return Err(e.into()),
+        Err(e) => return Err(e.into()),
+    };
+    if ctx.json {
+        super::print_json(&json!({
+            "pushes": report.pushes,
+            "rejected": report.rejected,
+            "commits": report.commits,
+            "dropped": report.dropped,
+            "replayed": report.replayed,
+        }));
+    } else if report.pushes == 0 {
+        ctx.status(&format!(
+            "coord: {} is up to date; nothing to push",
+            opts.remote
+        ));
+    } else {
+        ctx.status(&format!(
+            "coord: pushed to {} ({} rejected pushes before)",
+            opts.remote, report.rejected
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,595 @@
+//! `coord sync`: several clones and CI runners coordinating through one git remote. A push is
+//! the compare-and-swap that makes an assignment exclusive across machines.
+//!
+//! One attempt: fetch the remote branch; under the coordinator lock, record stray changes,
+//! bring the local branch onto the remote tip, and tick; then push. Bringing the branch onto the
+//! remote tip is a fast-forward when it can be. When both sides have new commits, the local ones
+//! are sorted: commits the tick derived from the files alone (`Coord-Origin: tick`) are dropped,
+//! because the next tick redoes them on the newer base; every other coord commit (recorded
+//! external changes, `coord new`, `complete`, `fail`, ...) carries someone's input and is replayed
+//! onto the remote tip; a commit by anyone else stops the sync before anything is changed. A
+//! rejected push starts the next attempt after a jittered backoff. Nothing is ever force-pushed.
+//!
+//! Fetch and push run the `git` command (it honours the credentials people and CI configured);
+//! commits, replays and the branch move go through [`crate::git`] (libgit2). See docs/sync.md.
+
+use crate::git::{GitError, Identity, LocalCommit, Oid, Replayed, Repo};
+use crate::lock::{self, LockError};
+use crate::store::{Store, StoreError, TICK_TRAILER};
+use jiff::Timestamp;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+/// What `coord sync` was asked to do.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The remote's name (`origin`).
+    pub remote: String,
+    /// The branch, when given; it must be the checked-out branch.
+    pub branch: Option<String>,
+    /// How many times to fetch, tick and push again after a rejected push.
+    pub max_retries: u32,
+    /// How long to wait for another coordinator's lock.
+    pub wait: Duration,
+    /// The clock for recorded changes.
+    pub now: Timestamp,
+}
+
+/// Why a sync stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    /// A libgit2 failure.
+    #[error(transparent)]
+    Git(#[from] GitError),
+    /// The store could not be opened or recovered.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Another coordinator holds the lock.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// HEAD is detached.
+    #[error("HEAD is detached; check out the branch to sync (git switch <branch>), then run coord sync again")]
+    Detached,
+    /// `--branch` names another branch than the checked-out one.
+    #[error("--branch {wanted} is not the checked-out branch ({current}); run 'git switch {wanted}' first")]
+    WrongBranch {
+        /// The branch asked for.
+        wanted: String,
+        /// The branch checked out.
+        current: String,
+    },
+    /// A remote or branch name git would read as something else.
+    #[error("{what} {name:?} is not a plain name; pass the name of a configured remote and branch ('git remote -v' lists remotes)")]
+    BadName {
+        /// `remote` or `branch`.
+        what: &'static str,
+        /// The name.
+        name: String,
+    },
+    /// The `git` command could not be run or failed.
+    #[error("git {action} failed: {message}")]
+    GitCommand {
+        /// `fetch` or `push`.
+        action: &'static str,
+        /// What git said (last lines of its stderr) or why it did not run.
+        message: String,
+    },
+    /// A person's commit is not on the remote and the branches diverged.
+    #[error("{branch} has a commit by {author} that {remote} does not have ({commit} {summary:?}), and {remote} moved on; coord never rewrites a person's work: integrate it yourself (git pull --rebase {remote} {branch}), then run coord sync again")]
+    PersonsCommit {
+        /// The branch.
+        branch: String,
+        /// The remote.
+        remote: String,
+        /// The commit, abbreviated.
+        commit: String,
+        /// Its summary.
+        summary: String,
+        /// Its author.
+        author: String,
+    },
+    /// A coord commit carrying someone's input did not replay onto the remote tip.
+    #[error("cannot replay {commit} {summary:?} onto {remote}/{branch}: {} changed there too; nothing was changed here: resolve it with git (git pull --rebase {remote} {branch}), then run coord sync again", paths.join(", "))]
+    Conflict {
+        /// The branch.
+        branch: String,
+        /// The remote.
+        remote: String,
+        /// The commit, abbreviated.
+        commit: String,
+        /// Its summary.
+        summary: String,
+        /// The conflicting paths.
+        paths: Vec<String>,
+    },
+    /// Every push was rejected.
+    #[error("push to {remote}/{branch} rejected {attempts} times (last: {reason}); others keep pushing: run coord sync again later, or raise --max-retries")]
+    Rejected {
+        /// The remote.
+        remote: String,
+        /// The branch.
+        branch: String,
+        /// How many pushes were made.
+        attempts: u32,
+        /// git's reason for the last rejection.
+        reason: String,
+    },
+    /// The remote refused the push for a reason retrying does not change.
+    #[error("{remote} refused the push to {branch}: {reason}; check the branch protection and hooks of the remote")]
+    Refused {
+        /// The remote.
+        remote: String,
+        /// The branch.
+        branch: String,
+        /// git's reason.
+        reason: String,
+    },
+    /// The tick failed.
+    #[error("the tick failed")]
+    Tick(#[source] TickError),
+}
+
+/// A boxed error from the tick.
+pub type TickError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What a sync did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Pushes made (the last one accepted); 0 when there was nothing to push.
+    pub pushes: u32,
+    /// Pushes rejected before the one that was accepted.
+    pub rejected: u32,
+    /// Commits made by the ticks of the accepted attempt.
+    pub commits: usize,
+    /// Local coord commits dropped to be redone, over all attempts.
+    pub dropped: usize,
+    /// Local coord commits replayed onto the remote tip, over all attempts.
+    pub replayed: usize,
+}
+
+/// How the local branch relates to the remote tip, and what to do about it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Integration {
+    /// The remote has nothing the local branch lacks.
+    Ahead,
+    /// The local branch has nothing the remote lacks: move to the remote tip.
+    FastForward(Oid),
+    /// Both moved: replay `keep` onto `onto`, dropping `dropped` tick commits.
+    Rebuild {
+        /// The remote tip.
+        onto: Oid,
+        /// Local commits to replay, oldest first.
+        keep: Vec<Oid>,
+        /// How many tick commits are dropped.
+        dropped: usize,
+    },
+    /// Both moved and a local commit is not coord's: touch nothing.
+    Refuse(Box<LocalCommit>),
+}
+
+/// Sorts the local-only commits: tick commits are dropped, other coord commits kept (replayed),
+/// and the first commit that coord did not make (another author, or a merge) is returned as
+/// the reason to refuse.
+pub fn sort_local(
+    commits: &[LocalCommit],
+    identity: &Identity,
+) -> Result<(Vec<Oid>, usize), Box<LocalCommit>> {
+    let mut keep = Vec::new();
+    let mut dropped = 0;
+    for c in commits {
+        let coords = c.parents == 1
+            && c.author_email == identity.email
+            && c.author_name == identity.name
+            && c.info.summary.starts_with("coord: ");
+        if !coords {
+            return Err(Box::new(c.clone()));
+        }
+        let (key, value) = TICK_TRAILER.split_once(": ").unwrap_or_default();
+        if c.info.trailers.iter().any(|(k, v)| k == key && v == value) {
+            dropped += 1;
+        } else {
+            let oid = Oid::from_str(&c.info.oid).map_err(|_| Box::new(c.clone()))?;
+            keep.push(oid);
+        }
+    }
+    Ok((keep, dropped))
+}
+
+/// Decides how to bring the local branch at `head` onto the remote tip `remote`.
+pub fn integration(
+    repo: &Repo,
+    head: Option<Oid>,
+    remote: Option<Oid>,
+    identity: &Identity,
+) -> Result<Integration, GitError> {
+    let Some(remote) = remote else {
+        return Ok(Integration::Ahead);
+    };
+    let Some(head) = head else {
+        return Ok(Integration::FastForward(remote));
+    };
+    if repo.is_ancestor(remote, head)? {
+        return Ok(Integration::Ahead);
+    }
+    if repo.is_ancestor(head, remote)? {
+        return Ok(Integration::FastForward(remote));
+    }
+    let local = repo.commits_between(head, remote)?;
+    Ok(match sort_local(&local, identity) {
+        Ok((keep, dropped)) => Integration::Rebuild {
+            onto: remote,
+            keep,
+            dropped,
+        },
+        Err(c) => Integration::Refuse(c),
+    })
+}
+
+/// The result of one `git push`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Pushed {
+    /// Every ref accepted (or already up to date).
+    Accepted,
+    /// Rejected because the remote moved meanwhile: fetch and try again.
+    Stale(String),
+    /// Rejected for another reason (protected branch, hook).
+    Refused(String),
+}
+
+/// Reads `git push --porcelain` output: accepted only when every ref line is accepted (` `
+/// fast-forward, `*` new, `=` up to date); None when git reported no ref at all.
+pub fn read_push(stdout: &str) -> Option<Pushed> {
+    let mut refs = 0;
+    for line in stdout.lines() {
+        let mut parts = line.splitn(3, '\t');
+        let (Some(flag), Some(_refs), summary) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        if flag.chars().count() != 1 {
+            continue;
+        }
+        refs += 1;
+        if matches!(flag, " " | "*" | "=") {
+            continue;
+        }
+        let reason = summary.unwrap_or(flag).trim().to_string();
+        let stale = [
+            "fetch first",
+            "non-fast-forward",
+            "stale info",
+            "failed to update ref",
+            "cannot lock ref",
+            "incorrect old value",
+        ];
+        return Some(if stale.iter().any(|s| reason.contains(s)) {
+            Pushed::Stale(reason)
+        } else {
+            Pushed::Refused(reason)
+        });
+    }
+    (refs > 0).then_some(Pushed::Accepted)
+}
+
+/// Returns how long to wait before attempt `attempt` (1 = the first retry): between half and
+/// all of `min(100 ms * 2^(attempt-1), 5 s)`, the rest chosen at random so that clones that
+/// collided once do not collide again.
+pub fn backoff(attempt: u32, random: u64) -> Duration {
+    let cap_ms = 100u64
+        .saturating_mul(1u64 << attempt.saturating_sub(1).min(16))
+        .min(5_000);
+    let half = cap_ms / 2;
+    Duration::from_millis(half + random % (cap_ms - half + 1))
+}
+
+/// Runs `coord sync` in the repository around `dir`. `tick` runs one tick with the lock held
+/// and returns its commit count; `say` prints a progress line.
+pub fn run(
+    dir: &Path,
+    opts: &Options,
+    tick: &mut dyn FnMut(&Store) -> Result<usize, TickError>,
+    say: &mut dyn FnMut(&str),
+) -> Result<Report, SyncError> {
+    let store = Store::open(dir)?;
+    let branch = checked_out_branch(&store.repo, opts.branch.as_deref())?;
+    plain_name("remote", &opts.remote)?;
+    let tracking = format!("refs/remotes/{}/{branch}", opts.remote);
+    let mut report = Report::default();
+    let mut attempt = 0;
+    loop {
+        if attempt > 0 {
+            std::thread::sleep(backoff(attempt, getrandom::u64().unwrap_or(0)));
+        }
+        attempt += 1;
+        fetch(store.root(), &opts.remote, &branch, &tracking)?;
+        let remote_tip = store.repo.ref_target(&tracking)?;
+        let head = {
+            let _lock = lock::acquire(store.repo.git_dir(), opts.wait)?;
+            for line in store.recover(opts.now)? {
+                say(&format!("coord: {line}"));
+            }
+            integrate(&store, opts, &branch, remote_tip, &mut report, say)?;
+            report.commits = tick(&store).map_err(SyncError::Tick)?;
+            store.repo.head()?.oid
+        };
+        let Some(head) = head.filter(|h| Some(*h) != remote_tip) else {
+            return Ok(report);
+        };
+        report.pushes += 1;
+        match push(store.root(), &opts.remote, &branch, head)? {
+            Pushed::Accepted => return Ok(report),
+            Pushed::Refused(reason) => {
+                return Err(SyncError::Refused {
+                    remote: opts.remote.clone(),
+                    branch,
+                    reason,
+                })
+            }
+            Pushed::Stale(reason) if attempt <= opts.max_retries => {
+                report.rejected += 1;
+                say(&format!(
+                    "coord: push rejected ({reason}); fetching and ticking again"
+                ));
+            }
+            Pushed::Stale(reason) => {
+                return Err(SyncError::Rejected {
+                    remote: opts.remote.clone(),
+                    branch,
+                    attempts: report.pushes,
+                    reason,
+                })
+            }
+        }
+    }
+}
+
+/// Brings the local branch onto the remote tip (the caller holds the lock).
+fn integrate(
+    store: &Store,
+    opts: &Options,
+    branch: &str,
+    remote_tip: Option<Oid>,
+    report: &mut Report,
+    say: &mut dyn FnMut(&str),
+) -> Result<(), SyncError> {
+    let head = store.repo.head()?.oid;
+    match integration(&store.repo, head, remote_tip, &store.identity)? {
+        Integration::Ahead => Ok(()),
+        Integration::FastForward(tip) => Ok(store.repo.switch_to(tip)?),
+        Integration::Refuse(c) => Err(SyncError::PersonsCommit {
+            branch: branch.to_string(),
+            remote: opts.remote.clone(),
+            commit: short(&c.info.oid),
+            summary: c.info.summary.clone(),
+            author: format!("{} <{}>", c.author_name, c.author_email),
+        }),
+        Integration::Rebuild {
+            onto,
+            keep,
+            dropped,
+        } => match store.repo.replay(onto, &keep)? {
+            Replayed::Done(tip) => {
+                store.repo.switch_to(tip)?;
+                report.dropped += dropped;
+                report.replayed += keep.len();
+                say(&format!(
+                    "coord: onto {}/{branch}: dropped {dropped} tick commits to redo, replayed {}",
+                    opts.remote,
+                    keep.len()
+                ));
+                Ok(())
+            }
+            Replayed::Conflict {
+                commit,
+                summary,
+                paths,
+            } => Err(SyncError::Conflict {
+                branch: branch.to_string(),
+                remote: opts.remote.clone(),
+                commit: short(&commit),
+                summary,
+                paths,
+            }),
+        },
+    }
+}
+
+fn short(oid: &str) -> String {
+    oid.chars().take(10).collect()
+}
+
+/// Returns the checked-out branch, checking it against `--branch`.
+fn checked_out_branch(repo: &Repo, wanted: Option<&str>) -> Result<String, SyncError> {
+    let current = repo.head()?.branch.ok_or(SyncError::Detached)?;
+    match wanted {
+        Some(w) if w != current => Err(SyncError::WrongBranch {
+            wanted: w.to_string(),
+            current,
+        }),
+        _ => {
+            plain_name("branch", &current)?;
+            Ok(current)
+        }
+    }
+}
+
+/// Refuses names that git could read as an option, a refspec or a path.
+fn plain_name(what: &'static str, name: &str) -> Result<(), SyncError> {
+    let ok = !name.is_empty()
+        && !name.starts_with(['-', '/', '.'])
+        && !name.contains("..")
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/'));
+    if ok {
+        Ok(())
+    } else {
+        Err(SyncError::BadName {
+            what,
+            name: name.to_string(),
+        })
+    }
+}
+
+/// Fetches the remote branch into its remote-tracking ref; a branch the remote does not have
+/// yet leaves no ref (the first push creates it).
+fn fetch(root: &Path, remote: &str, branch: &str, tracking: &str) -> Result<(), SyncError> {
+    let refspec = format!("+refs/heads/{branch}:{tracking}");
+    let out = git(
+        root,
+        "fetch",
+        &["fetch", "--quiet", "--no-tags", remote, &refspec],
+    )?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("couldn't find remote ref") {
+        return Ok(());
+    }
+    Err(SyncError::GitCommand {
+        action: "fetch",
+        message: last_lines(&stderr),
+    })
+}
+
+/// Pushes `head` to the remote branch, never forcing.
+fn push(root: &Path, remote: &str, branch: &str, head: Oid) -> Result<Pushed, SyncError> {
+    let refspec = format!("{head}:refs/heads/{branch}");
+    let out = git(root, "push", &["push", "--porcelain", remote, &refspec])?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    match read_push(&stdout) {
+        Some(Pushed::Accepted) if !out.status.success() => None,
+        other => other,
+    }
+    .ok_or_else(|| SyncError::GitCommand {
+        action: "push",
+        message: last_lines(&String::from_utf8_lossy(&out.stderr)),
+    })
+}
+
+fn git(
+    root: &Path,
+    action: &'static str,
+    args: &[&str],
+) -> Result<std::process::Output, SyncError> {
+    Command::new("git")
+        .current_dir(root)
+        .args(args)
+        .env("LC_ALL", "C")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .output()
+        .map_err(|e| SyncError::GitCommand {
+            action,
+            message: format!("cannot run git ({e}); install git and put it on PATH"),
+        })
+}
+
+/// Returns the last lines of git's stderr on one line.
+fn last_lines(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = &lines[lines.len().saturating_sub(3)..];
+    if tail.is_empty() {
+        "no message".to_string()
+    } else {
+        tail.join("; ")
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::git::CommitInfo;
+
+    fn commit(n: u8, author: &str, summary: &str, trailers: &[(&str, &str)]) -> LocalCommit {
+        LocalCommit {
+            info: CommitInfo {
+                oid: format!("{n:040x}"),
+                time: Timestamp::UNIX_EPOCH,
+                summary: summary.to_string(),
+                trailers: trailers
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            },
+            author_email: format!("{author}@localhost"),
+            author_name: author.to_string(),
+            parents: 1,
+        }
+    }
+
+    #[test]
+    fn tick_commits_drop_other_coord_commits_replay_people_refuse() {
+        let id = Identity::default();
+        let tick = [("Coord-Task", "a"), ("Coord-Origin", "tick")];
+        let commits = [
+            commit(1, "coord", "coord: record external changes", &[]),
+            commit(2, "coord", "coord: assign a to alice", &tick),
+            commit(
+                3,
+                "coord",
+                "coord: alice reports success for a",
+                &[("Coord-Task", "a")],
+            ),
+            commit(4, "coord", "coord: assign b to bob", &tick),
+        ];
+        let (keep, dropped) = sort_local(&commits, &id).unwrap();
+        assert_eq!(dropped, 2);
+        assert_eq!(keep.len(), 2);
+        assert_eq!(keep[0].to_string(), commits[0].info.oid);
+        assert_eq!(keep[1].to_string(), commits[2].info.oid);
+
+        let mut person = commits.to_vec();
+        person.insert(2, commit(5, "alice", "fix typo", &[]));
+        assert_eq!(sort_local(&person, &id).unwrap_err().author_name, "alice");
+        let mut merge = commit(6, "coord", "coord: merge", &[]);
+        merge.parents = 2;
+        assert!(sort_local(&[merge], &id).is_err());
+        let impostor = commit(7, "coord", "add a file by hand", &[]);
+        assert!(
+            sort_local(&[impostor], &id).is_err(),
+            "summary must be coord's"
+        );
+    }
+
+    #[test]
+    fn push_porcelain_is_accepted_only_when_every_ref_is() {
+        let ok = "To /r.git\n \trefs/heads/main:refs/heads/main\tabc..def\nDone\n";
+        assert_eq!(read_push(ok), Some(Pushed::Accepted));
+        let new = "To /r.git\n*\tabc:refs/heads/main\t[new branch]\nDone\n";
+        assert_eq!(read_push(new), Some(Pushed::Accepted));
+        let same = "To /r.git\n=\tabc:refs/heads/main\t[up to date]\nDone\n";
+        assert_eq!(read_push(same), Some(Pushed::Accepted));
+        let stale = "To /r.git\n!\tabc:refs/heads/main\t[rejected] (fetch first)\nDone\n";
+        assert!(matches!(read_push(stale), Some(Pushed::Stale(r)) if r.contains("fetch first")));
+        let lock = "To /r.git\n!\tabc:refs/heads/main\t[remote rejected] (failed to update ref)\n";
+        assert!(matches!(read_push(lock), Some(Pushed::Stale(_))));
+        let hook =
+            "To /r.git\n!\tabc:refs/heads/main\t[remote rejected] (pre-receive hook declined)\n";
+        assert!(matches!(read_push(hook), Some(Pushed::Refused(r)) if r.contains("hook declined")));
+        let forced = "To /r.git\n+\tabc:refs/heads/main\tabc...def (forced update)\n";
+        assert!(matches!(read_push(forced), Some(Pushed::Refused(_))));
+        assert_eq!(read_push("To /r.git\nDone\n"), None);
+    }
+
+    #[test]
+    fn backoff_grows_with_jitter_and_a_cap() {
+        assert_eq!(backoff(1, 0), Duration::from_millis(50));
+        assert_eq!(backoff(1, 50), Duration::from_millis(100));
+        assert_eq!(backoff(3, 0), Duration::from_millis(200));
+        assert!(backoff(3, 7) > backoff(3, 0));
+        assert_eq!(backoff(30, u64::MAX), backoff(30, u64::MAX % 2501));
+        assert!(backoff(30, u64::MAX) <= Duration::from_secs(5));
+    }
+
+    #[test]
+    fn names_that_git_could_misread_are_refused() {
+        for bad in ["", "-f", "/abs", "a..b", "a:b", "a b", ".hidden"] {
+            assert!(plain_name("remote", bad).is_err(), "{bad:?}");
+        }
+        for good in ["origin", "up-stream", "feature/x", "v1.2"] {
+            assert!(plain_name("branch", good).is_ok(), "{good:?}");
+        }
+    }
+}

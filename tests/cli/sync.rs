@@ -1,0 +1,381 @@
+//! `coord sync` against a real bare remote on disk: clones syncing concurrently in rounds,
+//! agents pushing results from other clones, and a person's commits never lost.
+
+use crate::harness::{git_env, TestRepo, T0};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// A bare remote, a seeding clone (a person adding tasks) and more clones.
+struct Net {
+    remote: TestRepo,
+    seed: TestRepo,
+}
+
+impl Net {
+    /// A remote whose main holds `coord init` and agents with room for every task.
+    fn new(agents: &[&str]) -> Net {
+        let remote = TestRepo::empty_in_memory();
+        git_in(remote.path(), &["init", "-q", "--bare", "-b", "main"]);
+        let seed = TestRepo::empty_in_memory();
+        seed.ok(&["init"]);
+        for a in agents {
+            seed.ok(&["agents", "add", a, "--max-active", "1000"]);
+        }
+        let url = remote.path().to_str().expect("utf8");
+        seed.git(&["remote", "add", "origin", url]);
+        seed.git(&["push", "-q", "origin", "main"]);
+        Net { remote, seed }
+    }
+
+    /// A new clone of the remote.
+    fn clone(&self) -> TestRepo {
+        let r = TestRepo::empty_in_memory();
+        let url = self.remote.path().to_str().expect("utf8");
+        git_in(r.path(), &["clone", "-q", url, "."]);
+        r
+    }
+
+    /// The seed pulls, commits `n` inbox tasks by hand (a person's commit) and pushes.
+    fn person_adds(&self, prefix: &str, n: usize) -> Vec<String> {
+        self.seed
+            .git(&["pull", "-q", "--ff-only", "origin", "main"]);
+        let ids: Vec<String> = (0..n).map(|i| format!("{prefix}-{i}")).collect();
+        for id in &ids {
+            self.seed.task(id, &task_yaml(id));
+        }
+        self.seed.git(&["add", "work/inbox"]);
+        self.seed
+            .git(&["commit", "-q", "-m", &format!("add {prefix} tasks")]);
+        self.seed.git(&["push", "-q", "origin", "main"]);
+        ids
+    }
+}
+
+fn task_yaml(id: &str) -> String {
+    format!("# dropped by a person\ntitle: Task {id}\n")
+}
+
+fn git_in(dir: &Path, args: &[&str]) -> String {
+    let mut c = Command::new("git");
+    c.current_dir(dir).args(args);
+    for (k, v) in git_env() {
+        c.env(k, v);
+    }
+    let out = c.output().expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs `coord sync` in every repo at once (real processes); returns their outputs.
+fn sync_all(repos: &[&TestRepo]) -> Vec<Output> {
+    let children: Vec<_> = repos
+        .iter()
+        .map(|r| {
+            let mut c = Command::new(assert_cmd::cargo::cargo_bin("coord"));
+            c.arg("-C")
+                .arg(r.path())
+                .args(["sync", "--max-retries", "30"]);
+            for (k, v) in git_env() {
+                c.env(k, v);
+            }
+            c.env("COORD_NOW", T0);
+            c.stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            c.spawn().expect("spawn coord sync")
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|c| c.wait_with_output().expect("wait"))
+        .collect()
+}
+
+/// Asserts every sync succeeded; returns how many rejected pushes they reported.
+fn all_ok(outs: &[Output]) -> usize {
+    let mut rejected = 0;
+    for o in outs {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "coord sync failed:\n{err}");
+        rejected += err.matches("push rejected").count();
+    }
+    rejected
+}
+
+/// What the remote holds: every task file's folder, assignment commits per task, and whether
+/// any file carries a conflict marker.
+struct RemoteView {
+    places: BTreeMap<String, Vec<String>>,
+    assignments: BTreeMap<String, usize>,
+    markers: Vec<String>,
+    done_with_result: usize,
+}
+
+fn look_at_remote(net: &Net) -> RemoteView {
+    let check = net.clone();
+    let files = check.git(&["ls-files", "work"]);
+    let mut places: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut markers = Vec::new();
+    let mut done_with_result = 0;
+    for path in files
+        .lines()
+        .filter(|p| p.ends_with(".yaml") && !p.starts_with("work/agents/"))
+    {
+        let text = check.read(path);
+        if text.contains("<<<<<<<") || text.contains(">>>>>>>") {
+            markers.push(path.to_string());
+        }
+        let (folder, name) = path.rsplit_once('/').expect("folder");
+        if folder == "work/done" && text.contains("\nresult:") {
+            done_with_result += 1;
+        }
+        let id = name.trim_end_matches(".yaml").to_string();
+        places.entry(id).or_default().push(folder.to_string());
+    }
+    let log = check.git(&[
+        "log",
+        "--format=%(trailers:key=Coord-Task,valueonly,separator=)|%(trailers:key=Coord-From,valueonly,separator=)|%(trailers:key=Coord-To,valueonly,separator=)",
+    ]);
+    // An agent's result is a commit from assigned to assigned; an assignment comes from
+    // another state.
+    let mut assignments = BTreeMap::new();
+    for line in log.lines() {
+        let parts: Vec<&str> = line.split('|').collect();
+        if let [task, from, "assigned"] = parts[..] {
+            if from != "assigned" {
+                *assignments.entry(task.to_string()).or_insert(0) += 1;
+            }
+        }
+    }
+    RemoteView {
+        places,
+        assignments,
+        markers,
+        done_with_result,
+    }
+}
+
+/// Asserts each id sits in exactly one place on the remote, in `allowed` folders, with exactly
+/// one assignment commit, and that no file has conflict markers.
+fn assert_exactly_once(view: &RemoteView, ids: &[String], allowed: &[&str]) {
+    assert!(
+        view.markers.is_empty(),
+        "conflict markers in {:?}",
+        view.markers
+    );
+    for id in ids {
+        let places = view
+            .places
+            .get(id)
+            .unwrap_or_else(|| panic!("{id} is not on the remote"));
+        assert_eq!(places.len(), 1, "{id} is in {places:?}");
+        assert!(
+            allowed.iter().any(|a| places[0].starts_with(a)),
+            "{id} is in {}",
+            places[0]
+        );
+        assert_eq!(
+            view.assignments.get(id),
+            Some(&1),
+            "assignment commits of {id}"
+        );
+    }
+    assert_eq!(view.places.len(), ids.len(), "no other task files");
+}
+
+/// Each clone drops `n` files by hand into its inbox without committing.
+fn drop_files(clones: &[&TestRepo], round: usize, n: usize) -> Vec<String> {
+    let mut ids = Vec::new();
+    for (c, clone) in clones.iter().enumerate() {
+        for i in 0..n {
+            let id = format!("drop-{round}-{c}-{i}");
+            clone.task(&id, &task_yaml(&id));
+            ids.push(id);
+        }
+    }
+    ids
+}
+
+#[test]
+fn three_clones_syncing_concurrently_assign_every_task_exactly_once() {
+    let start = std::time::Instant::now();
+    let net = Net::new(&["alice", "bob"]);
+    let clones = [net.clone(), net.clone(), net.clone()];
+    let refs: Vec<&TestRepo> = clones.iter().collect();
+    let mut ids = Vec::new();
+    let mut rejected = 0;
+    for round in 0..5 {
+        ids.extend(net.person_adds(&format!("seed-{round}"), 30));
+        ids.extend(drop_files(&refs, round, 10));
+        rejected += all_ok(&sync_all(&refs));
+    }
+    rejected += all_ok(&sync_all(&refs));
+    assert_eq!(ids.len(), 300);
+    let view = look_at_remote(&net);
+    assert_exactly_once(&view, &ids, &["work/assigned/"]);
+    for c in &clones {
+        assert_eq!(c.git_status(), "", "clean after sync");
+    }
+    eprintln!(
+        "300 tasks, 3 clones, 6 rounds: {rejected} rejected pushes, {:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn agents_pushing_results_from_another_clone_lose_nothing() {
+    let net = Net::new(&["alice"]);
+    let coordinators = [net.clone(), net.clone()];
+    let agent = net.clone();
+    let mut ids = Vec::new();
+    let mut completed = Vec::new();
+    for round in 0..4 {
+        ids.extend(net.person_adds(&format!("seed-{round}"), 20));
+        ids.extend(drop_files(&[&coordinators[0]], round, 5));
+        // The agent completes tasks it saw assigned on the remote, then all sync at once.
+        let mine: Vec<String> = ids
+            .iter()
+            .filter(|id| {
+                !completed.contains(*id) && agent.exists(&format!("work/assigned/alice/{id}.yaml"))
+            })
+            .take(15)
+            .cloned()
+            .collect();
+        for id in &mine {
+            agent.ok(&["complete", id]);
+        }
+        completed.extend(mine);
+        all_ok(&sync_all(&[&coordinators[0], &coordinators[1], &agent]));
+    }
+    all_ok(&sync_all(&[&coordinators[0], &coordinators[1], &agent]));
+    assert!(
+        completed.len() >= 30,
+        "the agent completed {}",
+        completed.len()
+    );
+    let view = look_at_remote(&net);
+    assert_exactly_once(&view, &ids, &["work/assigned/alice", "work/done"]);
+    for id in &ids {
+        let place = &view.places[id][0];
+        let want = if completed.contains(id) {
+            "work/done"
+        } else {
+            "work/assigned/alice"
+        };
+        assert_eq!(place, want, "{id}");
+    }
+    assert_eq!(
+        view.done_with_result,
+        completed.len(),
+        "every result reached the remote"
+    );
+}
+
+#[test]
+fn a_persons_unpushed_commit_is_pushed_when_it_can_be_and_never_dropped() {
+    let net = Net::new(&["alice"]);
+    let mine = net.clone();
+    mine.write("NOTES.md", "my notes\n");
+    mine.git(&["add", "NOTES.md"]);
+    mine.git(&["commit", "-q", "-m", "my notes"]);
+    mine.ok(&["sync"]);
+    let check = net.clone();
+    assert_eq!(
+        check.read("NOTES.md"),
+        "my notes\n",
+        "pushed when the remote had not moved"
+    );
+
+    // Now the remote moves on while the person has another local commit.
+    mine.write("NOTES.md", "more notes\n");
+    mine.git(&["commit", "-q", "-am", "more notes"]);
+    mine.task("local-task", &task_yaml("local-task"));
+    net.person_adds("other", 2);
+    let before = mine.git(&["rev-parse", "HEAD"]);
+    let (_, err) = mine.code(&["sync"], 1);
+    assert!(
+        err.contains("coord never rewrites a person's work"),
+        "{err}"
+    );
+    assert!(err.contains("more notes"), "{err}");
+    let log = mine.git(&["log", "--format=%s"]);
+    assert!(log.contains("more notes"), "{log}");
+    assert!(mine
+        .git(&["merge-base", "--is-ancestor", before.trim(), "HEAD"])
+        .is_empty());
+    assert_eq!(mine.read("NOTES.md"), "more notes\n");
+    assert_eq!(mine.find("local-task"), ["work/inbox/local-task.yaml"]);
+
+    // Once the person integrates, sync goes through and carries everything.
+    mine.git(&["pull", "-q", "--rebase", "origin", "main"]);
+    mine.ok(&["sync"]);
+    let check = net.clone();
+    assert_eq!(check.read("NOTES.md"), "more notes\n");
+    assert_eq!(check.find("local-task").len(), 1);
+    assert_eq!(check.find("other-0").len(), 1);
+}
+
+#[test]
+fn a_replayed_change_that_conflicts_stops_sync_and_keeps_the_local_branch() {
+    let net = Net::new(&["alice"]);
+    let (a, b) = (net.clone(), net.clone());
+    net.person_adds("t", 1);
+    a.ok(&["sync"]);
+    b.ok(&["sync"]);
+    // Both clones record different edits of the same file; b pushes first.
+    let path = "work/assigned/alice/t-0.yaml";
+    b.write(
+        path,
+        &b.read(path)
+            .replace("title: Task t-0", "title: Task t-0 (b)"),
+    );
+    b.ok(&["sync"]);
+    a.write(
+        path,
+        &a.read(path)
+            .replace("title: Task t-0", "title: Task t-0 (a)"),
+    );
+    let (_, err) = a.code(&["sync"], 1);
+    assert!(err.contains("cannot replay") && err.contains(path), "{err}");
+    assert!(
+        a.read(path).contains("(a)"),
+        "the local edit is still there"
+    );
+    assert!(a
+        .git(&["log", "-1", "--format=%s"])
+        .contains("record external changes"));
+}
+
+#[test]
+fn sync_refuses_a_detached_head_and_another_branch() {
+    let net = Net::new(&["alice"]);
+    let a = net.clone();
+    let (_, err) = a.code(&["sync", "--branch", "other"], 1);
+    assert!(err.contains("git switch other"), "{err}");
+    a.git(&["checkout", "-q", "--detach"]);
+    let (_, err) = a.code(&["sync"], 1);
+    assert!(err.contains("HEAD is detached"), "{err}");
+}
+
+#[test]
+fn local_tick_commits_are_redone_on_the_remote_and_dropped_files_survive() {
+    let net = Net::new(&["alice"]);
+    let (a, b) = (net.clone(), net.clone());
+    a.task("from-a", &task_yaml("from-a"));
+    a.ok(&["tick"]);
+    a.task("late-a", &task_yaml("late-a"));
+    b.task("from-b", &task_yaml("from-b"));
+    b.ok(&["sync"]);
+    let (_, err) = a.code(&["sync"], 0);
+    assert!(
+        err.contains("dropped 2 tick commits to redo, replayed 2"),
+        "{err}"
+    );
+    let ids: Vec<String> = ["from-a", "late-a", "from-b"].map(String::from).to_vec();
+    assert_exactly_once(&look_at_remote(&net), &ids, &["work/assigned/alice"]);
+    assert_eq!(a.git_status(), "");
+}
