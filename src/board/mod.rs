@@ -106,6 +106,14 @@ impl Board {
         format!("{}/{}/{file}", self.work_dir, folder.rel_dir())
     }
 
+    /// Returns how many tasks sit in `agent`'s folder.
+    pub fn load_of(&self, agent: &AgentName) -> usize {
+        self.tasks
+            .iter()
+            .filter(|t| t.folder.agent.as_ref() == Some(agent))
+            .count()
+    }
+
     /// Returns how many tasks sit in each state.
     pub fn counts(&self) -> BTreeMap<State, usize> {
         let mut c = BTreeMap::new();

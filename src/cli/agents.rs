@@ -53,11 +53,7 @@ fn list(ctx: &Ctx) -> Result<()> {
         .agents
         .values()
         .map(|a| {
-            let active = board
-                .tasks
-                .iter()
-                .filter(|t| t.folder.agent.as_ref() == Some(&a.name))
-                .count();
+            let active = board.load_of(&a.name);
             json!({
                 "name": a.name,
                 "capabilities": a.profile.capabilities,

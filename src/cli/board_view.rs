@@ -47,11 +47,7 @@ fn agents(board: &Board, now: Timestamp) -> Vec<Value> {
         .agents
         .values()
         .map(|a| {
-            let active = board
-                .tasks
-                .iter()
-                .filter(|t| t.folder.agent.as_ref() == Some(&a.name))
-                .count();
+            let active = board.load_of(&a.name);
             json!({
                 "name": a.name,
                 "active": active,

@@ -194,18 +194,7 @@ impl TestRepo {
 
     /// Runs git in the repo and returns stdout; asserts success.
     pub fn git(&self, args: &[&str]) -> String {
-        let mut c = std::process::Command::new("git");
-        c.current_dir(self.path()).args(args);
-        for (k, v) in git_env() {
-            c.env(k, v);
-        }
-        let out = c.output().expect("run git");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        git_in(self.path(), args)
     }
 
     /// Returns `git status --porcelain` (untracked files included).
@@ -234,6 +223,22 @@ fn visit(dir: &Path, f: &mut dyn FnMut(&Path)) {
             f(&p);
         }
     }
+}
+
+/// Runs git in `dir` with the test environment and returns stdout; asserts success.
+pub fn git_in(dir: &Path, args: &[&str]) -> String {
+    let mut c = std::process::Command::new("git");
+    c.current_dir(dir).args(args);
+    for (k, v) in git_env() {
+        c.env(k, v);
+    }
+    let out = c.output().expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// The environment every coord and git process gets: no user config, fixed identity.

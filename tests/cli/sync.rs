@@ -1,9 +1,8 @@
 //! `coord sync` against a real bare remote on disk: clones syncing concurrently in rounds,
 //! agents pushing results from other clones, and a person's commits never lost.
 
-use crate::harness::{git_env, TestRepo, T0};
+use crate::harness::{git_env, git_in, TestRepo, T0};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::process::{Command, Output};
 
 /// A bare remote, a seeding clone (a person adding tasks) and more clones.
@@ -54,21 +53,6 @@ impl Net {
 
 fn task_yaml(id: &str) -> String {
     format!("# dropped by a person\ntitle: Task {id}\n")
-}
-
-fn git_in(dir: &Path, args: &[&str]) -> String {
-    let mut c = Command::new("git");
-    c.current_dir(dir).args(args);
-    for (k, v) in git_env() {
-        c.env(k, v);
-    }
-    let out = c.output().expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Runs `coord sync` in every repo at once (real processes); returns their outputs.
