@@ -6,7 +6,8 @@
 //! Like the rest of [`crate::git`], this reads and writes the repository: objects, the branch
 //! ref, the index and the work tree.
 
-use super::{commit_info, ctx, CommitInfo, GitError, Repo};
+use super::history::commit_info;
+use super::{ctx, CommitInfo, GitError, Repo};
 use git2::build::CheckoutBuilder;
 use git2::{ErrorCode, Oid, Sort};
 

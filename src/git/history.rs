@@ -1,0 +1,85 @@
+//! Reading history and state: paths under a prefix that differ from HEAD, and commits with
+//! their trailers. Does I/O (git).
+
+use super::*;
+
+impl Repo {
+    /// Returns the sorted, distinct repo-relative paths under `prefix` (e.g. `work/`) that differ
+    /// between HEAD and the index or the work tree: modified, deleted, untracked (inside untracked
+    /// folders too) and both sides of staged renames. Ignored files are skipped, and so are paths
+    /// that are not UTF-8 (coord never names files that way; `doctor` reports them).
+    pub fn changed_paths(&self, prefix: &str) -> Result<Vec<String>, GitError> {
+        let mut opts = git2::StatusOptions::new();
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_ignored(false)
+            .exclude_submodules(true)
+            .renames_head_to_index(true);
+        let spec = prefix.trim_end_matches('/');
+        if !spec.is_empty() {
+            opts.pathspec(spec).disable_pathspec_match(true);
+        }
+        let statuses = self
+            .repo
+            .statuses(Some(&mut opts))
+            .map_err(ctx(format!("cannot list changes under {prefix}")))?;
+        let mut paths = Vec::new();
+        for entry in statuses.iter() {
+            let deltas = [entry.head_to_index(), entry.index_to_workdir()];
+            for delta in deltas.into_iter().flatten() {
+                for file in [delta.old_file(), delta.new_file()] {
+                    if let Some(path) = file.path().and_then(Path::to_str) {
+                        paths.push(path.to_string());
+                    }
+                }
+            }
+        }
+        paths.retain(|p| p.starts_with(prefix));
+        paths.sort();
+        paths.dedup();
+        Ok(paths)
+    }
+
+    /// Returns the commits reachable from HEAD, newest first, at most `limit` of them; empty on
+    /// an unborn branch.
+    pub fn log(&self, limit: Option<usize>) -> Result<Vec<CommitInfo>, GitError> {
+        let Some(head) = self.resolve_head()?.oid else {
+            return Ok(Vec::new());
+        };
+        let mut walk = self.repo.revwalk().map_err(ctx("cannot walk history"))?;
+        // Unsorted is libgit2's incremental walk, children before parents; Sort::TIME would
+        // shuffle commits that share a timestamp (common with `--now`).
+        walk.push(head)
+            .map_err(ctx(format!("cannot walk history from {head}")))?;
+        let mut commits = Vec::new();
+        for oid in walk.take(limit.unwrap_or(usize::MAX)) {
+            let commit = oid
+                .and_then(|oid| self.repo.find_commit(oid))
+                .map_err(ctx(format!("cannot read history from {head}")))?;
+            commits.push(commit_info(&commit));
+        }
+        Ok(commits)
+    }
+}
+
+pub(super) fn commit_info(commit: &git2::Commit<'_>) -> CommitInfo {
+    let message = String::from_utf8_lossy(commit.message_bytes());
+    let trailers = git2::message_trailers_strs(&message)
+        .map(|t| {
+            t.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let summary = commit
+        .summary_bytes()
+        .map(String::from_utf8_lossy)
+        .unwrap_or_default();
+    CommitInfo {
+        oid: commit.id().to_string(),
+        time: jiff::Timestamp::from_second(commit.time().seconds())
+            .unwrap_or(jiff::Timestamp::UNIX_EPOCH),
+        summary: summary.into_owned(),
+        trailers,
+    }
+}

@@ -1,0 +1,531 @@
+//! Tests of the git layer against real temporary repositories.
+
+use super::commit::{index_entry, IndexOp};
+use super::*;
+use std::process::Command;
+use tempfile::TempDir;
+
+const NOW: i64 = 1_700_000_000;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "user")
+        .env("GIT_AUTHOR_EMAIL", "user@example.com")
+        .env("GIT_COMMITTER_NAME", "user")
+        .env("GIT_COMMITTER_EMAIL", "user@example.com")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "git {args:?} failed: {stderr}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `git status --porcelain` listing every untracked file, one sorted line each.
+fn status(dir: &Path) -> Vec<String> {
+    let out = git(dir, &["status", "--porcelain", "--untracked-files=all"]);
+    let mut lines: Vec<String> = out.lines().map(str::to_string).collect();
+    lines.sort();
+    lines
+}
+
+fn write(dir: &Path, path: &str, content: &str) {
+    let full = dir.join(path);
+    std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+    std::fs::write(full, content).unwrap();
+}
+
+fn new_repo() -> (TempDir, Repo) {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Repo::open_or_init(dir.path()).unwrap();
+    (dir, repo)
+}
+
+fn commit(repo: &Repo, paths: &[&str], message: &str) -> Option<Oid> {
+    let paths: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
+    let now = jiff::Timestamp::from_second(NOW).unwrap();
+    repo.commit_paths(&paths, message, &Identity::default(), now)
+        .unwrap()
+}
+
+fn rev(dir: &Path, spec: &str) -> String {
+    git(dir, &["rev-parse", spec]).trim().to_string()
+}
+
+#[test]
+fn identity_parses_name_and_email() {
+    let id = Identity::parse("  Ada Lovelace <ada@example.com> ").unwrap();
+    assert_eq!(id.name, "Ada Lovelace");
+    assert_eq!(id.email, "ada@example.com");
+    assert_eq!(Identity::default().to_string(), "coord <coord@localhost>");
+    for bad in [
+        "",
+        "ada",
+        "<ada@x>",
+        "ada <>",
+        "ada <a@x",
+        "a<b <c@x>",
+        "ada <a@x> z",
+    ] {
+        assert!(
+            matches!(Identity::parse(bad), Err(GitError::BadIdentity(_))),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn unborn_branch_gets_a_root_commit_then_children() {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    let head = repo.head().unwrap();
+    assert_eq!((head.branch.as_deref(), head.oid), (Some("main"), None));
+    assert_eq!(
+        commit(&repo, &["work/a.yaml"], "nothing"),
+        None,
+        "absent path, no commit"
+    );
+
+    write(d, "work/a.yaml", "a: 1\n");
+    let root = commit(&repo, &["work/a.yaml"], "coord: one").unwrap();
+    assert_eq!(rev(d, "HEAD"), root.to_string());
+    assert_eq!(git(d, &["rev-list", "--count", "HEAD"]).trim(), "1");
+    let who = git(d, &["log", "-1", "--format=%an <%ae> %at|%cn <%ce> %ct"]);
+    assert_eq!(
+        who.trim(),
+        format!("coord <coord@localhost> {NOW}|coord <coord@localhost> {NOW}")
+    );
+
+    write(d, "work/b.yaml", "b: 1\n");
+    let child = commit(&repo, &["work/b.yaml", "work/a.yaml"], "coord: two").unwrap();
+    assert_eq!(rev(d, "HEAD~1"), root.to_string());
+    assert_eq!(repo.head().unwrap().oid, Some(child));
+
+    assert_eq!(commit(&repo, &["work/a.yaml", "work/b.yaml"], "same"), None);
+    assert_eq!(rev(d, "HEAD"), child.to_string());
+    assert!(status(d).is_empty(), "{:?}", status(d));
+}
+
+#[test]
+fn rename_is_one_commit_and_leaves_status_clean() {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    write(d, "work/inbox/t1.yaml", "id: t1\n");
+    commit(&repo, &["work/inbox/t1.yaml"], "coord: new t1").unwrap();
+    std::fs::create_dir_all(d.join("work/ready")).unwrap();
+    std::fs::rename(d.join("work/inbox/t1.yaml"), d.join("work/ready/t1.yaml")).unwrap();
+
+    let paths = ["work/inbox/t1.yaml", "work/ready/t1.yaml"];
+    commit(&repo, &paths, "coord: ready t1").unwrap();
+    assert_eq!(git(d, &["rev-list", "--count", "HEAD"]).trim(), "2");
+    let shown = git(
+        d,
+        &["show", "--no-renames", "--name-status", "--format=", "HEAD"],
+    );
+    assert_eq!(shown, "D\twork/inbox/t1.yaml\nA\twork/ready/t1.yaml\n");
+    assert!(status(d).is_empty(), "{:?}", status(d));
+    // The stat data written into the index is right: no refresh needed to see it clean.
+    assert_eq!(git(d, &["diff-files", "--name-only"]), "");
+}
+
+#[test]
+fn user_staged_unstaged_and_untracked_changes_are_left_alone() {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    for path in ["work/a.yaml", "staged.txt", "unstaged.txt"] {
+        write(d, path, "v1\n");
+    }
+    commit(
+        &repo,
+        &["work/a.yaml", "staged.txt", "unstaged.txt"],
+        "base",
+    )
+    .unwrap();
+    write(d, "staged.txt", "v2\n");
+    git(d, &["add", "staged.txt"]);
+    write(d, "unstaged.txt", "v2\n");
+    write(d, "untracked.txt", "new\n");
+    write(d, "work/a.yaml", "v2\n");
+    write(d, "work/b.yaml", "new\n");
+    let before = status(d);
+    assert!(before.contains(&" M work/a.yaml".to_string()), "{before:?}");
+
+    commit(&repo, &["work/a.yaml", "work/b.yaml"], "coord: tick").unwrap();
+
+    let expected: Vec<String> = before
+        .into_iter()
+        .filter(|l| !l.contains("work/"))
+        .collect();
+    assert_eq!(status(d), expected);
+    assert_eq!(
+        expected,
+        [" M unstaged.txt", "?? untracked.txt", "M  staged.txt"]
+    );
+    let stat = git(d, &["show", "--stat", "--format=", "HEAD"]);
+    assert!(
+        stat.contains("work/a.yaml") && stat.contains("work/b.yaml"),
+        "{stat}"
+    );
+    assert!(!stat.contains(".txt"), "{stat}");
+    assert_eq!(repo.read_head_file("staged.txt").unwrap().unwrap(), b"v1\n");
+}
+
+#[test]
+fn nested_folders_appear_and_empty_ones_disappear() {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    write(d, "work/ready/keep.yaml", "k\n");
+    write(d, "work/assigned/alice/x.yaml", "x\n");
+    commit(
+        &repo,
+        &["work/ready/keep.yaml", "work/assigned/alice/x.yaml"],
+        "add",
+    )
+    .unwrap();
+    let files = git(d, &["ls-tree", "-r", "--name-only", "HEAD"]);
+    assert_eq!(files, "work/assigned/alice/x.yaml\nwork/ready/keep.yaml\n");
+
+    std::fs::remove_file(d.join("work/assigned/alice/x.yaml")).unwrap();
+    commit(&repo, &["work/assigned/alice/x.yaml"], "remove").unwrap();
+    let dirs = git(d, &["ls-tree", "-r", "-d", "--name-only", "HEAD"]);
+    assert_eq!(dirs, "work\nwork/ready\n");
+    assert!(status(d).is_empty(), "{:?}", status(d));
+}
+
+#[cfg(unix)]
+#[test]
+fn executable_bit_and_symlinks_are_kept() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    write(d, "work/run.sh", "#!/bin/sh\n");
+    std::fs::set_permissions(
+        d.join("work/run.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("run.sh", d.join("work/link")).unwrap();
+    commit(&repo, &["work/run.sh", "work/link"], "modes").unwrap();
+    let tree = git(d, &["ls-tree", "-r", "HEAD"]);
+    assert!(tree.contains("100755 blob"), "{tree}");
+    assert!(tree.contains("120000 blob"), "{tree}");
+    assert_eq!(
+        repo.read_head_file("work/link").unwrap().unwrap(),
+        b"run.sh"
+    );
+    assert!(status(d).is_empty(), "{:?}", status(d));
+}
+
+#[test]
+fn branch_moved_meanwhile_is_a_conflict_and_branch_is_unchanged() {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    write(d, "work/a.yaml", "1\n");
+    commit(&repo, &["work/a.yaml"], "one").unwrap();
+    let stale = repo.resolve_head().unwrap();
+    git(d, &["commit", "-q", "--allow-empty", "-m", "someone else"]);
+    let theirs = rev(d, "main");
+
+    write(d, "work/a.yaml", "2\n");
+    let paths = ["work/a.yaml".to_string()];
+    let now = jiff::Timestamp::from_second(NOW).unwrap();
+    let result = repo.commit_onto(&stale, &paths, "two", &Identity::default(), now);
+    let Err(err) = result else {
+        panic!("expected a conflict")
+    };
+    assert!(matches!(&err, GitError::Conflict { branch, .. } if branch == "refs/heads/main"));
+    assert!(err.to_string().contains("nothing was committed"), "{err}");
+    assert_eq!(rev(d, "main"), theirs);
+}
+
+#[test]
+fn unborn_branch_created_meanwhile_is_a_conflict() {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    let stale = repo.resolve_head().unwrap();
+    git(d, &["commit", "-q", "--allow-empty", "-m", "someone else"]);
+    let theirs = rev(d, "main");
+    write(d, "work/a.yaml", "1\n");
+    let paths = ["work/a.yaml".to_string()];
+    let now = jiff::Timestamp::from_second(NOW).unwrap();
+    let result = repo.commit_onto(&stale, &paths, "one", &Identity::default(), now);
+    assert!(matches!(result, Err(GitError::Conflict { .. })));
+    assert_eq!(rev(d, "main"), theirs);
+}
+
+#[test]
+fn detached_head_commits_on_head() {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    write(d, "work/a.yaml", "1\n");
+    let first = commit(&repo, &["work/a.yaml"], "one").unwrap();
+    git(d, &["checkout", "-q", "--detach"]);
+    write(d, "work/a.yaml", "2\n");
+    let second = commit(&repo, &["work/a.yaml"], "two").unwrap();
+    assert_eq!(
+        repo.head().unwrap(),
+        HeadInfo {
+            branch: None,
+            oid: Some(second)
+        }
+    );
+    assert_eq!(rev(d, "main"), first.to_string());
+}
+
+#[test]
+fn changed_paths_lists_every_kind_of_change_under_the_prefix() {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    let base = [
+        "work/a.yaml",
+        "work/b.yaml",
+        "work/c.yaml",
+        "other/x.txt",
+        ".gitignore",
+    ];
+    for path in base {
+        write(d, path, "1\n");
+    }
+    write(d, ".gitignore", "*.tmp\n");
+    commit(&repo, &base, "base").unwrap();
+    assert!(repo.changed_paths("work/").unwrap().is_empty());
+
+    write(d, "work/a.yaml", "2\n");
+    std::fs::remove_file(d.join("work/b.yaml")).unwrap();
+    git(d, &["mv", "work/c.yaml", "work/d.yaml"]);
+    write(d, "work/new/deep/e.yaml", "new\n");
+    write(d, "work/ignored.tmp", "junk\n");
+    write(d, "other/x.txt", "changed outside the prefix\n");
+    write(d, "workshop/z.yaml", "outside\n");
+
+    let changed = repo.changed_paths("work/").unwrap();
+    let expected = ["work/a.yaml", "work/b.yaml", "work/c.yaml", "work/d.yaml"];
+    let expected: Vec<&str> = expected
+        .into_iter()
+        .chain(["work/new/deep/e.yaml"])
+        .collect();
+    assert_eq!(changed, expected);
+
+    // Recording them leaves nothing to record.
+    commit(
+        &repo,
+        &changed.iter().map(String::as_str).collect::<Vec<_>>(),
+        "external",
+    )
+    .unwrap();
+    assert!(repo.changed_paths("work/").unwrap().is_empty());
+    assert_eq!(status(d), [" M other/x.txt", "?? workshop/z.yaml"]);
+}
+
+#[test]
+fn log_reads_trailers_newest_first_and_respects_limit() {
+    let (dir, repo) = new_repo();
+    assert!(
+        repo.log(None).unwrap().is_empty(),
+        "unborn HEAD has no history"
+    );
+    for (i, to) in ["ready", "assigned", "done"].into_iter().enumerate() {
+        write(dir.path(), "work/t.yaml", &format!("{i}\n"));
+        let message = format!("coord: {to} t\n\nCoord-Task: t\nCoord-To: {to}");
+        commit(&repo, &["work/t.yaml"], &message).unwrap();
+    }
+    let log = repo.log(None).unwrap();
+    let summaries: Vec<&str> = log.iter().map(|c| c.summary.as_str()).collect();
+    assert_eq!(
+        summaries,
+        ["coord: done t", "coord: assigned t", "coord: ready t"]
+    );
+    let trailers = [("Coord-Task", "t"), ("Coord-To", "done")].map(|(k, v)| (k.into(), v.into()));
+    assert_eq!(log[0].trailers, trailers);
+    assert_eq!(log[0].time.as_second(), NOW);
+    assert_eq!(log[0].oid, rev(dir.path(), "HEAD"));
+    assert_eq!(repo.log(Some(2)).unwrap(), log[..2]);
+}
+
+#[test]
+fn read_head_file_returns_none_when_absent() {
+    let (dir, repo) = new_repo();
+    assert_eq!(repo.read_head_file("work/a.yaml").unwrap(), None);
+    write(dir.path(), "work/a.yaml", "a\n");
+    commit(&repo, &["work/a.yaml"], "a").unwrap();
+    assert_eq!(repo.read_head_file("work/a.yaml").unwrap().unwrap(), b"a\n");
+    assert_eq!(repo.read_head_file("work/b.yaml").unwrap(), None);
+    assert!(matches!(
+        repo.read_head_file("work"),
+        Err(GitError::BadPath { .. })
+    ));
+}
+
+#[test]
+fn discover_finds_the_root_from_a_subfolder() {
+    let (dir, _) = new_repo();
+    std::fs::create_dir_all(dir.path().join("work/inbox")).unwrap();
+    let repo = Repo::discover(&dir.path().join("work/inbox")).unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    assert_eq!(repo.workdir().canonicalize().unwrap(), root);
+    assert_eq!(repo.git_dir().canonicalize().unwrap(), root.join(".git"));
+    let again = Repo::open_or_init(dir.path()).unwrap();
+    assert_eq!(again.git_dir(), repo.git_dir());
+}
+
+#[test]
+fn discover_outside_a_repository_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = Repo::discover(dir.path()).unwrap_err();
+    assert!(matches!(err, GitError::NotARepository { .. }), "{err:?}");
+    assert!(
+        err.to_string().contains("is not in a git repository"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bare_repository_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    git(dir.path(), &["init", "-q", "--bare"]);
+    assert!(matches!(
+        Repo::discover(dir.path()),
+        Err(GitError::Bare { .. })
+    ));
+}
+
+/// Not a test: prints how commit_paths of one file scales with the size of HEAD's tree.
+/// Run with `cargo test --lib timing -- --ignored --nocapture`.
+#[test]
+#[ignore = "timing report, not a check"]
+fn timing_commit_one_file_1k_vs_20k() {
+    for n in [1_000, 20_000] {
+        let (dir, repo) = new_repo();
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("work/done")).unwrap();
+        for i in 0..n {
+            std::fs::write(
+                d.join(format!("work/done/t{i:05}.yaml")),
+                format!("id: t{i}\n"),
+            )
+            .unwrap();
+        }
+        git(d, &["add", "-A"]);
+        git(d, &["commit", "-q", "-m", "base"]);
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let (mut tree, mut index, mut total) = (Vec::new(), Vec::new(), Vec::new());
+        let now = jiff::Timestamp::from_second(NOW).unwrap();
+        for round in 0..14 {
+            // Odd rounds add to the big folder (its tree object is rewritten whole).
+            let folder = if round % 2 == 0 { "inbox" } else { "done" };
+            let path = format!("work/{folder}/new{round}.yaml");
+            write(d, &path, "id: new\n");
+            let start = std::time::Instant::now();
+            let head = repo.resolve_head().unwrap();
+            let (_, changes) = repo
+                .commit_onto(&head, &[path], "m", &Identity::default(), now)
+                .unwrap()
+                .unwrap();
+            let committed = start.elapsed();
+            let ops = changes.iter().map(|(path, change)| match change {
+                Change::Upsert(file) => IndexOp::Add(index_entry(path, file)),
+                Change::Remove => IndexOp::Remove(path),
+            });
+            repo.write_index(ops).unwrap();
+            total.push(start.elapsed());
+            tree.push(committed);
+            index.push(start.elapsed() - committed);
+        }
+        assert!(status(d).is_empty());
+        let median = |v: &[std::time::Duration], parity: usize| {
+            let mut v: Vec<_> = v.iter().skip(parity).step_by(2).collect();
+            v.sort();
+            *v[v.len() / 2]
+        };
+        for (parity, folder) in [(0, "other folder"), (1, "same folder")] {
+            println!(
+                "{n:>6} files, new file in {folder}: commit_paths {:?} = tree+commit+ref {:?} \
+                 + index {:?} (median of 7)",
+                median(&total, parity),
+                median(&tree, parity),
+                median(&index, parity)
+            );
+        }
+    }
+}
+
+#[test]
+fn commits_without_index_then_one_index_update_leave_status_clean() {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    write(d, "work/a.yaml", "1\n");
+    write(d, "work/gone.yaml", "1\n");
+    commit(&repo, &["work/a.yaml", "work/gone.yaml"], "base").unwrap();
+    let now = jiff::Timestamp::from_second(NOW).unwrap();
+    let id = Identity::default();
+    write(d, "work/a.yaml", "2\n");
+    write(d, "work/b.yaml", "new\n");
+    std::fs::remove_file(d.join("work/gone.yaml")).unwrap();
+    let first = ["work/a.yaml".to_string(), "work/gone.yaml".to_string()];
+    repo.commit_paths_no_index(&first, "one", &id, now)
+        .unwrap()
+        .unwrap();
+    let second = ["work/b.yaml".to_string()];
+    repo.commit_paths_no_index(&second, "two", &id, now)
+        .unwrap()
+        .unwrap();
+    assert_eq!(git(d, &["rev-list", "--count", "HEAD"]).trim(), "3");
+    assert!(!status(d).is_empty(), "the index still has the old entries");
+    // Edited after its commit, before the index update: must stay visible as unstaged.
+    write(d, "work/b.yaml", "edited later\n");
+
+    let all: Vec<String> = first.iter().chain(&second).cloned().collect();
+    repo.update_index(&all).unwrap();
+    assert_eq!(status(d), [" M work/b.yaml"]);
+    assert_eq!(git(d, &["diff", "--cached", "--name-only"]), "");
+    write(d, "work/b.yaml", "new\n");
+    assert!(status(d).is_empty(), "{:?}", status(d));
+}
+
+#[test]
+fn bad_paths_are_refused_before_anything_is_written() {
+    let (dir, repo) = new_repo();
+    std::fs::create_dir_all(dir.path().join("work/dir")).unwrap();
+    let now = jiff::Timestamp::from_second(NOW).unwrap();
+    for bad in [
+        "",
+        "/etc/passwd",
+        "../x",
+        "work/../x",
+        "work//x",
+        "./x",
+        ".git/config",
+        "a\0b",
+        "work/dir",
+    ] {
+        let result = repo.commit_paths(&[bad.to_string()], "m", &Identity::default(), now);
+        assert!(
+            matches!(result, Err(GitError::BadPath { .. })),
+            "{bad:?}: {result:?}"
+        );
+    }
+    assert_eq!(repo.head().unwrap().oid, None);
+}
+
+#[test]
+fn stale_locks_of_a_killed_coord_are_removed_and_others_kept() {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    write(d, "work/a.yaml", "1\n");
+    let ours = commit(&repo, &["work/a.yaml"], "coord: one").unwrap();
+    let lock = repo.git_dir().join("refs/heads/main.lock");
+    std::fs::write(&lock, format!("{ours}\n")).unwrap();
+    let removed = repo.remove_stale_locks(std::time::Duration::ZERO).unwrap();
+    assert_eq!(removed, vec![lock.clone()]);
+    write(d, "work/b.yaml", "2\n");
+    let theirs = commit(&repo, &["work/b.yaml"], "a person's commit").unwrap();
+    std::fs::write(&lock, format!("{theirs}\n")).unwrap();
+    let index_lock = repo.git_dir().join("index.lock");
+    std::fs::write(&index_lock, "").unwrap();
+    let removed = repo.remove_stale_locks(std::time::Duration::ZERO).unwrap();
+    assert_eq!(removed, vec![index_lock], "a person's ref lock stays");
+    assert!(lock.exists());
+}
