@@ -1,4 +1,5 @@
-//! The stat cache: what reading a task file gave (its text and parsed document), kept in
+//! The stat cache: what reading a task file gave (its text, content hash and the summary
+//! planning reads of every task; the rest is parsed from the text when used), kept in
 //! `.git/coord/stat-cache.json` and keyed by the file's repo-relative path, size, mtime, ctime,
 //! inode and device, so a tick over thousands of unchanged files does not parse them again.
 //!
@@ -6,14 +7,13 @@
 //! is written only for a file whose mtime and ctime are older than the snapshot by more than
 //! the filesystem's timestamp granularity (git's "racy clean" rule): a later change to such a
 //! file always gets a ctime the entry does not have, even when its size and mtime are kept.
-//! Only files outside `inbox/` that passed the per-file checks are cached, without the
-//! positions of their nodes (only intake and `coord validate` report positions, and those read
-//! afresh), under a salt of coord's version and
-//! the repo's task schema, so a new schema re-checks everything. A missing, unreadable or
-//! corrupt cache only means a full read. Does file I/O under `.git/coord/` only.
+//! Only files outside `inbox/` that passed the per-file checks are cached, under a salt of
+//! coord's version and the repo's task schema, so a new schema re-checks everything. A
+//! missing, unreadable or corrupt cache (an entry whose text does not have its hash) only
+//! means a full read. Does file I/O under `.git/coord/` only.
 
-use crate::board::TaskFile;
-use crate::yaml::Doc;
+use crate::board::{content_hash, TaskFile};
+use crate::check::Summary;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
@@ -73,15 +73,17 @@ impl StatKey {
 #[derive(Deserialize)]
 struct Entry {
     key: StatKey,
+    hash: u64,
     text: String,
-    doc: Doc,
+    summary: Summary,
 }
 
 #[derive(Serialize)]
 struct EntryRef<'a> {
     key: StatKey,
+    hash: u64,
     text: &'a str,
-    doc: &'a Doc,
+    summary: &'a Summary,
 }
 
 #[derive(Deserialize)]
@@ -131,13 +133,13 @@ impl StatCache {
         }
     }
 
-    /// Returns the cached text and document of `rel` when its key still matches, taking it out
-    /// of the cache; a mismatching entry is dropped.
-    pub fn take(&mut self, rel: &str, key: &StatKey) -> Option<(String, Doc)> {
+    /// Returns the cached text and summary of `rel` when its key still matches (and the text
+    /// its hash), taking it out of the cache; a mismatching entry is dropped.
+    pub fn take(&mut self, rel: &str, key: &StatKey) -> Option<(String, Summary)> {
         let entry = self.entries.remove(rel)?;
-        if entry.key == *key {
+        if entry.key == *key && content_hash(entry.text.as_bytes()) == entry.hash {
             self.hits += 1;
-            Some((entry.text, entry.doc))
+            Some((entry.text, entry.summary))
         } else {
             self.stale = true;
             None
@@ -159,7 +161,7 @@ impl StatCache {
         let entries: BTreeMap<&str, EntryRef<'_>> = tasks
             .iter()
             .filter_map(|t| {
-                let doc = t.read.as_ref().ok()?;
+                let task = t.read.as_ref().ok()?;
                 let rel = t.path.strip_prefix(&prefix)?;
                 if rel.starts_with("inbox/") {
                     return None;
@@ -169,8 +171,9 @@ impl StatCache {
                     rel,
                     EntryRef {
                         key,
-                        text: &doc.text,
-                        doc: &doc.doc,
+                        hash: t.hash,
+                        text: task.text(),
+                        summary: task.summary(),
                     },
                 ))
             })
@@ -201,7 +204,7 @@ impl StatCache {
 
 /// Returns the salt of the cache: coord's version and the bytes of the repo's task schema.
 pub fn salt(schema_file: &Path) -> u64 {
-    let mut bytes = format!("stat-cache 1 coord {}", env!("CARGO_PKG_VERSION")).into_bytes();
+    let mut bytes = format!("stat-cache 2 coord {}", env!("CARGO_PKG_VERSION")).into_bytes();
     bytes.push(0);
     bytes.extend(fs::read(schema_file).unwrap_or_default());
     crate::board::content_hash(&bytes)
@@ -255,10 +258,9 @@ mod tests {
         let k = key(40, 1_000_000_000, 1_000_000_001, 9);
         let path = saved(dir.path(), k);
         let mut cache = StatCache::read(&path, 7);
-        let (text, doc) = cache.take("done/a.yaml", &k).expect("hit");
+        let (text, summary) = cache.take("done/a.yaml", &k).expect("hit");
         assert_eq!(text, TEXT);
-        assert_eq!(doc.top_keys.len(), 2);
-        assert_eq!(doc.value["title"], "a");
+        assert_eq!(summary.state, "done");
     }
 
     #[test]
