@@ -105,7 +105,7 @@ pub fn from_parsed(text: String, doc: Doc) -> Option<TaskDoc> {
 /// What planning needs of every task without parsing it in full: the recorded state and
 /// agent (adoption, dependency states) and the idempotency key (`coord new`). Kept in the
 /// stat cache next to the text.
-#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Summary {
     /// `coord.state` as written.
     pub state: String,

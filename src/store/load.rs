@@ -141,7 +141,7 @@ fn walk(
 ) -> Result<(), WalkError> {
     let entries = fs::read_dir(dir).map_err(|e| (dir.to_path_buf(), e))?;
     let mut names: Vec<_> = entries.filter_map(Result::ok).collect();
-    names.sort_by_key(|e| e.file_name());
+    names.sort_by_cached_key(|e| e.file_name());
     for entry in names {
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.ends_with(super::fsutil::TEMP_SUFFIX) {
