@@ -1,6 +1,7 @@
 //! Benchmark of the release `coord` binary against real temporary git repos (no criterion:
 //! plain `Instant`, medians and p95 over repetitions). Run with `cargo bench --bench coord_bench`;
-//! `COORD_BENCH_SCALE=0.1` shrinks every size for a quick run. See docs/performance.md.
+//! `COORD_BENCH_SCALE=0.1` shrinks every size for a quick run; `COORD_BENCH_ONLY=c` (or any
+//! letters of `abc`) runs only those sections. See docs/performance.md.
 //!
 //! a. assigning 1,000 ready tasks (one commit each) next to `git mv` + `git commit` per task;
 //! b. time per transition with 1,000 vs 20,000 tasks already in the repo;
@@ -21,9 +22,16 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1.0);
     let n = |base: usize| ((base as f64 * scale) as usize).max(10);
-    assign_vs_shell(n(1_000));
-    growth(n(1_000), n(20_000), n(200));
-    noop(n(10_000), 7);
+    let only = std::env::var("COORD_BENCH_ONLY").unwrap_or_else(|_| "abc".to_string());
+    if only.contains('a') {
+        assign_vs_shell(n(1_000));
+    }
+    if only.contains('b') {
+        growth(n(1_000), n(20_000), n(200));
+    }
+    if only.contains('c') {
+        noop(n(10_000), 7);
+    }
 }
 
 /// A temporary repo with `coord init` and one push agent that can take everything.

@@ -7,6 +7,7 @@ use crate::model::{AgentName, CoordBlock, TaskId, TaskResult, TaskSpec};
 use crate::schema::{Schema, Violation};
 use crate::yaml::{parse_bytes, Doc, Limits};
 use std::collections::HashSet;
+use std::sync::OnceLock;
 
 /// A task file that parsed and passed the per-file checks.
 #[derive(Debug, Clone)]
@@ -84,7 +85,7 @@ pub fn reread(text: &str) -> Option<TaskDoc> {
 }
 
 /// Rebuilds a task from its text and the document parsed from it, both known to have passed
-/// the per-file checks (the stat cache's entries).
+/// the per-file checks (text the coordinator wrote, or a stat cache entry's).
 pub fn from_parsed(text: String, doc: Doc) -> Option<TaskDoc> {
     let spec: TaskSpec = serde_json::from_value(doc.value.clone()).ok()?;
     let result = match doc.value.get("result") {
@@ -99,6 +100,100 @@ pub fn from_parsed(text: String, doc: Doc) -> Option<TaskDoc> {
         result,
         coord,
     })
+}
+
+/// What planning needs of every task without parsing it in full: the recorded state and
+/// agent (adoption, dependency states) and the idempotency key (`coord new`). Kept in the
+/// stat cache next to the text.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Summary {
+    /// `coord.state` as written.
+    pub state: String,
+    /// `coord.assigned_to`.
+    pub assigned_to: Option<AgentName>,
+    /// `idempotency_key`.
+    pub idempotency_key: Option<String>,
+}
+
+impl Summary {
+    /// Returns the summary of a parsed task.
+    pub fn of(task: &TaskDoc) -> Summary {
+        Summary {
+            state: task.coord.state.clone(),
+            assigned_to: task.coord.assigned_to.clone(),
+            idempotency_key: task.spec.idempotency_key.clone(),
+        }
+    }
+}
+
+/// A task file that passed the per-file checks: its text and summary, and the parsed task,
+/// made from the text in memory on first use (dereferencing) when the stat cache gave only
+/// the text, so a tick parses only the tasks it looks at.
+#[derive(Debug, Clone)]
+pub struct Task {
+    text: String,
+    summary: Summary,
+    full: OnceLock<TaskDoc>,
+}
+
+impl Task {
+    /// Wraps a task already parsed.
+    pub fn parsed(doc: TaskDoc) -> Task {
+        Task {
+            text: doc.text.clone(),
+            summary: Summary::of(&doc),
+            full: OnceLock::from(doc),
+        }
+    }
+
+    /// Wraps the text of a task that passed the per-file checks, with its summary; parsed on
+    /// first use.
+    pub fn unparsed(text: String, summary: Summary) -> Task {
+        Task {
+            text,
+            summary,
+            full: OnceLock::new(),
+        }
+    }
+
+    /// Returns the exact text of the file.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Returns the summary (no parsing).
+    pub fn summary(&self) -> &Summary {
+        &self.summary
+    }
+}
+
+impl std::ops::Deref for Task {
+    type Target = TaskDoc;
+
+    /// Returns the parsed task, parsing the text now if needed. Text that no longer parses
+    /// (possible only with a stat cache edited by hand) gives a task whose document is a bare
+    /// `false`, which every splice refuses, so no transition can rewrite the file from it.
+    fn deref(&self) -> &TaskDoc {
+        self.full.get_or_init(|| {
+            reread(&self.text).unwrap_or_else(|| TaskDoc {
+                text: self.text.clone(),
+                doc: Doc {
+                    value: serde_json::Value::Bool(false),
+                    value_pos: Default::default(),
+                    key_pos: Default::default(),
+                    top_keys: Vec::new(),
+                    block_root: false,
+                },
+                spec: TaskSpec::default(),
+                result: None,
+                coord: CoordBlock {
+                    state: self.summary.state.clone(),
+                    assigned_to: self.summary.assigned_to.clone(),
+                    ..CoordBlock::default()
+                },
+            })
+        })
+    }
 }
 
 /// What the rest of the board knows, for the checks across tasks.

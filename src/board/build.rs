@@ -3,7 +3,7 @@
 //! that does not belong reported. Pure, so the planner can be tested without a disk.
 
 use super::{AgentEntry, Board, Problem, ProfileFile, TaskFile};
-use crate::check::{self, TaskDoc};
+use crate::check::{self, Task};
 use crate::model::{AgentName, AgentProfile, Folder, State, TaskId};
 use crate::schema::{Schema, Violation};
 use crate::yaml::{parse_bytes, Limits};
@@ -20,7 +20,7 @@ pub struct RawFile {
     pub seen_before: bool,
     /// The task as already read and checked (from the stat cache); when set, `bytes` is unused
     /// and the task's text is what the file holds.
-    pub parsed: Option<TaskDoc>,
+    pub parsed: Option<Task>,
 }
 
 /// What a path under `work/` is.
@@ -74,10 +74,11 @@ impl Board {
         match classify(&f.rel) {
             Kind::Task(folder, id) => {
                 let (hash, read) = match (f.parsed, &f.bytes) {
-                    (Some(doc), _) => (content_hash(doc.text.as_bytes()), Ok(Arc::new(doc))),
+                    (Some(task), _) => (content_hash(task.text().as_bytes()), Ok(Arc::new(task))),
                     (None, Ok(b)) => (
                         content_hash(b),
-                        check::read_task(id.as_str(), b, task_schema, limits).map(Arc::new),
+                        check::read_task(id.as_str(), b, task_schema, limits)
+                            .map(|d| Arc::new(Task::parsed(d))),
                     ),
                     (None, Err(e)) => (0, Err(vec![Violation::file(format!("cannot read: {e}"))])),
                 };

@@ -2,7 +2,7 @@
 //! every agent with its profile, and the files that do not belong. Built by `store::load`;
 //! read by the engine and the commands. Pure data.
 
-use crate::check::TaskDoc;
+use crate::check::Task;
 use crate::model::{AgentName, AgentProfile, Folder, State, TaskId};
 use crate::schema::Violation;
 use crate::yaml::Doc;
@@ -21,9 +21,9 @@ pub struct TaskFile {
     pub path: String,
     /// The folder it sits in.
     pub folder: Folder,
-    /// The parsed task (shared, so the planner's working copy costs no deep clone), or every
-    /// problem found in the file on its own.
-    pub read: Result<Arc<TaskDoc>, Vec<Violation>>,
+    /// The task (shared, so the planner's working copy costs no deep clone; parsed on first
+    /// use when it came from the stat cache), or every problem found in the file on its own.
+    pub read: Result<Arc<Task>, Vec<Violation>>,
     /// For a file that did not read: whether the same bytes were already seen at an earlier
     /// tick (a file still being written is not quarantined on first sight).
     pub seen_before: bool,

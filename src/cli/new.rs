@@ -59,7 +59,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         if let Some(existing) = board.tasks.iter().find(|t| {
             t.read
                 .as_ref()
-                .is_ok_and(|d| d.spec.idempotency_key.as_deref() == Some(key))
+                .is_ok_and(|d| d.summary().idempotency_key.as_deref() == Some(key))
         }) {
             return print(ctx, &existing.id, &existing.path, false);
         }

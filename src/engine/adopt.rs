@@ -17,9 +17,9 @@ pub fn run(w: &mut World<'_>) {
             )
         })
         .filter(|e| {
-            let recorded = State::parse(&e.task.coord.state);
-            let agent_ok =
-                e.folder.state != State::Assigned || e.task.coord.assigned_to == e.folder.agent;
+            let seen = e.task.summary();
+            let recorded = State::parse(&seen.state);
+            let agent_ok = e.folder.state != State::Assigned || seen.assigned_to == e.folder.agent;
             recorded != Some(e.folder.state) || !agent_ok
         })
         .map(|e| e.id.clone())

@@ -11,7 +11,7 @@ use crate::model::{ErrorInfo, Folder, State, TaskId};
 pub fn effective_state(w: &World<'_>, id: &TaskId) -> Option<State> {
     let e = w.entries.get(id)?;
     match e.folder.state {
-        State::Archived => State::parse(&e.task.coord.state).or(Some(State::Done)),
+        State::Archived => State::parse(&e.task.summary().state).or(Some(State::Done)),
         s => Some(s),
     }
 }

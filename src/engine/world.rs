@@ -4,7 +4,7 @@
 
 use super::{Inputs, Note, Op, Plan, Transition};
 use crate::board::Board;
-use crate::check::{self, TaskDoc};
+use crate::check::{self, Task, TaskDoc};
 use crate::config::Config;
 use crate::model::{
     AgentCoord, AgentName, AgentProfile, CoordBlock, Folder, State, TaskId, TaskResult,
@@ -67,7 +67,7 @@ pub struct Entry {
     /// Its folder.
     pub folder: Folder,
     /// Its parsed content, shared with the board until a transition changes it.
-    pub task: Arc<TaskDoc>,
+    pub task: Arc<Task>,
 }
 
 impl Entry {
@@ -272,7 +272,7 @@ impl<'a> World<'a> {
         entry.path = new_path;
         entry.folder = to.clone();
         if let Some(task) = reread {
-            entry.task = Arc::new(task);
+            entry.task = Arc::new(Task::parsed(task));
         }
         if !ops.is_empty() {
             self.push(Transition {
@@ -304,7 +304,7 @@ impl<'a> World<'a> {
                 id: id.clone(),
                 path: path.clone(),
                 folder: folder.clone(),
-                task: Arc::new(task),
+                task: Arc::new(Task::parsed(task)),
             },
         );
         self.push(Transition {

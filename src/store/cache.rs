@@ -1,27 +1,31 @@
-//! The stat cache: what reading a task file gave (its text and parsed document), kept in
-//! `.git/coord/stat-cache.json` and keyed by the file's repo-relative path, size, mtime, ctime,
+//! The stat cache: what reading a task file gave (its text, content hash and the summary
+//! planning reads of every task; the rest is parsed from the text when used), kept in
+//! `.git/coord/stat-cache.bin` (a plain length-prefixed encoding, so reading it is little more
+//! than copying the texts) and keyed by the file's repo-relative path, size, mtime, ctime,
 //! inode and device, so a tick over thousands of unchanged files does not parse them again.
 //!
 //! An entry is trusted only while every part of its key still matches the file, and an entry
 //! is written only for a file whose mtime and ctime are older than the snapshot by more than
 //! the filesystem's timestamp granularity (git's "racy clean" rule): a later change to such a
 //! file always gets a ctime the entry does not have, even when its size and mtime are kept.
-//! Only files outside `inbox/` that passed the per-file checks are cached, without the
-//! positions of their nodes (only intake and `coord validate` report positions, and those read
-//! afresh), under a salt of coord's version and
-//! the repo's task schema, so a new schema re-checks everything. A missing, unreadable or
-//! corrupt cache only means a full read. Does file I/O under `.git/coord/` only.
+//! Only files outside `inbox/` that passed the per-file checks are cached, under a salt of
+//! coord's version and the repo's task schema, so a new schema re-checks everything. A
+//! missing, unreadable or corrupt cache (an entry whose text does not have its hash) only
+//! means a full read. Does file I/O under `.git/coord/` only.
 
-use crate::board::TaskFile;
-use crate::yaml::Doc;
-use serde::{Deserialize, Serialize};
+use crate::board::{content_hash, TaskFile};
+use crate::check::Summary;
+use crate::model::AgentName;
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The cache file's name under `.git/coord/`.
-pub const CACHE_FILE: &str = "stat-cache.json";
+pub const CACHE_FILE: &str = "stat-cache.bin";
+
+/// The first bytes of the cache file: its format and version.
+const MAGIC: &[u8] = b"coord stat-cache 2\n";
 
 /// How old a stamp with whole seconds must be to be trusted (git's racy rule, FAT's 2 s).
 const COARSE_SETTLE: Duration = Duration::from_secs(2);
@@ -29,7 +33,7 @@ const COARSE_SETTLE: Duration = Duration::from_secs(2);
 const FINE_SETTLE: Duration = Duration::from_millis(50);
 
 /// What identifies one version of a file without reading it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StatKey {
     size: u64,
     mtime_ns: i128,
@@ -70,30 +74,18 @@ impl StatKey {
     }
 }
 
-#[derive(Deserialize)]
 struct Entry {
     key: StatKey,
+    hash: u64,
     text: String,
-    doc: Doc,
+    summary: Summary,
 }
 
-#[derive(Serialize)]
 struct EntryRef<'a> {
     key: StatKey,
+    hash: u64,
     text: &'a str,
-    doc: &'a Doc,
-}
-
-#[derive(Deserialize)]
-struct CacheFile {
-    salt: u64,
-    entries: HashMap<String, Entry>,
-}
-
-#[derive(Serialize)]
-struct CacheFileRef<'a> {
-    salt: u64,
-    entries: BTreeMap<&'a str, EntryRef<'a>>,
+    summary: &'a Summary,
 }
 
 /// The cache as read at the start of a load, and what the load used of it.
@@ -109,9 +101,7 @@ impl StatCache {
     pub fn read(path: &Path, salt: u64) -> StatCache {
         let entries = fs::read(path)
             .ok()
-            .and_then(|b| serde_json::from_slice::<CacheFile>(&b).ok())
-            .filter(|c| c.salt == salt)
-            .map(|c| c.entries)
+            .and_then(|b| decode(&b, salt))
             .unwrap_or_default();
         StatCache {
             salt,
@@ -131,13 +121,13 @@ impl StatCache {
         }
     }
 
-    /// Returns the cached text and document of `rel` when its key still matches, taking it out
-    /// of the cache; a mismatching entry is dropped.
-    pub fn take(&mut self, rel: &str, key: &StatKey) -> Option<(String, Doc)> {
+    /// Returns the cached text and summary of `rel` when its key still matches (and the text
+    /// its hash), taking it out of the cache; a mismatching entry is dropped.
+    pub fn take(&mut self, rel: &str, key: &StatKey) -> Option<(String, Summary)> {
         let entry = self.entries.remove(rel)?;
-        if entry.key == *key {
+        if entry.key == *key && content_hash(entry.text.as_bytes()) == entry.hash {
             self.hits += 1;
-            Some((entry.text, entry.doc))
+            Some((entry.text, entry.summary))
         } else {
             self.stale = true;
             None
@@ -159,7 +149,7 @@ impl StatCache {
         let entries: BTreeMap<&str, EntryRef<'_>> = tasks
             .iter()
             .filter_map(|t| {
-                let doc = t.read.as_ref().ok()?;
+                let task = t.read.as_ref().ok()?;
                 let rel = t.path.strip_prefix(&prefix)?;
                 if rel.starts_with("inbox/") {
                     return None;
@@ -169,8 +159,9 @@ impl StatCache {
                     rel,
                     EntryRef {
                         key,
-                        text: &doc.text,
-                        doc: &doc.doc,
+                        hash: t.hash,
+                        text: task.text(),
+                        summary: task.summary(),
                     },
                 ))
             })
@@ -178,13 +169,7 @@ impl StatCache {
         if !self.stale && self.entries.is_empty() && entries.len() == self.hits {
             return;
         }
-        let file = CacheFileRef {
-            salt: self.salt,
-            entries,
-        };
-        let Ok(text) = serde_json::to_vec(&file) else {
-            return;
-        };
+        let text = encode(self.salt, &entries);
         let tmp = path.with_extension(format!(
             "{}{}",
             std::process::id(),
@@ -199,9 +184,136 @@ impl StatCache {
     }
 }
 
+/// Encodes the cache: magic, salt, entry count, then per entry its path, key, hash, summary
+/// and text; integers little-endian, strings length-prefixed.
+fn encode(salt: u64, entries: &BTreeMap<&str, EntryRef<'_>>) -> Vec<u8> {
+    let size: usize = entries
+        .iter()
+        .map(|(r, e)| r.len() + e.text.len() + 128)
+        .sum();
+    let mut out = Vec::with_capacity(MAGIC.len() + 16 + size);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&salt.to_le_bytes());
+    out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+    for (rel, e) in entries {
+        put_str(&mut out, rel);
+        for n in [e.key.size, e.key.ino, e.key.dev, e.hash] {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+        for t in [e.key.mtime_ns, e.key.ctime_ns] {
+            out.extend_from_slice(&t.to_le_bytes());
+        }
+        put_str(&mut out, &e.summary.state);
+        put_opt(
+            &mut out,
+            e.summary.assigned_to.as_ref().map(AgentName::as_str),
+        );
+        put_opt(&mut out, e.summary.idempotency_key.as_deref());
+        put_str(&mut out, e.text);
+    }
+    out
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u64).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn put_opt(out: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        None => out.push(0),
+        Some(s) => {
+            out.push(1);
+            put_str(out, s);
+        }
+    }
+}
+
+/// Decodes what `encode` wrote under `salt`; anything else (other salt, truncated, trailing
+/// bytes, bad UTF-8 or agent name) gives `None`.
+fn decode(bytes: &[u8], salt: u64) -> Option<HashMap<String, Entry>> {
+    let mut r = Reader(bytes.strip_prefix(MAGIC)?);
+    if r.u64()? != salt {
+        return None;
+    }
+    let count = usize::try_from(r.u64()?).ok()?;
+    let mut entries = HashMap::with_capacity(count.min(bytes.len() / 64));
+    for _ in 0..count {
+        let rel = r.str()?.to_string();
+        let (size, ino, dev, hash) = (r.u64()?, r.u64()?, r.u64()?, r.u64()?);
+        let (mtime_ns, ctime_ns) = (r.i128()?, r.i128()?);
+        let state = r.str()?.to_string();
+        let assigned_to = match r.opt()? {
+            Some(a) => Some(AgentName::new(a).ok()?),
+            None => None,
+        };
+        let idempotency_key = r.opt()?.map(str::to_string);
+        let text = r.str()?.to_string();
+        let key = StatKey {
+            size,
+            mtime_ns,
+            ctime_ns,
+            ino,
+            dev,
+        };
+        let summary = Summary {
+            state,
+            assigned_to,
+            idempotency_key,
+        };
+        entries.insert(
+            rel,
+            Entry {
+                key,
+                hash,
+                text,
+                summary,
+            },
+        );
+    }
+    r.0.is_empty().then_some(entries)
+}
+
+/// The unread rest of the cache file.
+struct Reader<'b>(&'b [u8]);
+
+impl<'b> Reader<'b> {
+    fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
+        let (head, rest) = self.0.split_first_chunk::<N>()?;
+        self.0 = rest;
+        Some(*head)
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        self.take().map(u64::from_le_bytes)
+    }
+
+    fn i128(&mut self) -> Option<i128> {
+        self.take().map(i128::from_le_bytes)
+    }
+
+    fn str(&mut self) -> Option<&'b str> {
+        let n = usize::try_from(self.u64()?).ok()?;
+        if n > self.0.len() {
+            return None;
+        }
+        let (s, rest) = self.0.split_at(n);
+        self.0 = rest;
+        std::str::from_utf8(s).ok()
+    }
+
+    fn opt(&mut self) -> Option<Option<&'b str>> {
+        match self.take::<1>()? {
+            [0] => Some(None),
+            [1] => self.str().map(Some),
+            _ => None,
+        }
+    }
+}
+
 /// Returns the salt of the cache: coord's version and the bytes of the repo's task schema.
 pub fn salt(schema_file: &Path) -> u64 {
-    let mut bytes = format!("stat-cache 1 coord {}", env!("CARGO_PKG_VERSION")).into_bytes();
+    let mut bytes = format!("stat-cache 2 coord {}", env!("CARGO_PKG_VERSION")).into_bytes();
     bytes.push(0);
     bytes.extend(fs::read(schema_file).unwrap_or_default());
     crate::board::content_hash(&bytes)
@@ -255,10 +367,9 @@ mod tests {
         let k = key(40, 1_000_000_000, 1_000_000_001, 9);
         let path = saved(dir.path(), k);
         let mut cache = StatCache::read(&path, 7);
-        let (text, doc) = cache.take("done/a.yaml", &k).expect("hit");
+        let (text, summary) = cache.take("done/a.yaml", &k).expect("hit");
         assert_eq!(text, TEXT);
-        assert_eq!(doc.top_keys.len(), 2);
-        assert_eq!(doc.value["title"], "a");
+        assert_eq!(summary.state, "done");
     }
 
     #[test]
@@ -283,8 +394,17 @@ mod tests {
         let k = key(40, 1_000_000_000, 1_000_000_001, 9);
         let path = saved(dir.path(), k);
         assert!(StatCache::read(&path, 8).take("done/a.yaml", &k).is_none());
-        std::fs::write(&path, b"{\"salt\": 7, \"entries\": {\"done/a.yaml\": [").expect("write");
+        let whole = std::fs::read(&path).expect("read");
+        std::fs::write(&path, &whole[..whole.len() - 1]).expect("write");
         assert!(StatCache::read(&path, 7).take("done/a.yaml", &k).is_none());
+        let mut flipped = whole.clone();
+        let last = flipped.len() - 2;
+        flipped[last] ^= 1;
+        std::fs::write(&path, &flipped).expect("write");
+        assert!(
+            StatCache::read(&path, 7).take("done/a.yaml", &k).is_none(),
+            "text that lost its hash"
+        );
         let absent = dir.path().join("none.json");
         assert!(StatCache::read(&absent, 7)
             .take("done/a.yaml", &k)

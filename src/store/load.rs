@@ -18,7 +18,7 @@ pub type Pending = BTreeMap<String, u64>;
 
 impl Store {
     /// Loads a snapshot of `work/`, taking unchanged task files outside `inbox/` from the stat
-    /// cache: their documents carry the top-level keys but no node positions.
+    /// cache: their text and summary, parsed only when used.
     pub fn load(&self) -> Result<(Board, Pending), StoreError> {
         self.load_with(true)
     }
@@ -141,7 +141,7 @@ fn walk(
 ) -> Result<(), WalkError> {
     let entries = fs::read_dir(dir).map_err(|e| (dir.to_path_buf(), e))?;
     let mut names: Vec<_> = entries.filter_map(Result::ok).collect();
-    names.sort_by_key(|e| e.file_name());
+    names.sort_by_cached_key(|e| e.file_name());
     for entry in names {
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.ends_with(super::fsutil::TEMP_SUFFIX) {
@@ -168,13 +168,12 @@ fn walk(
 
 /// Returns the file as the cache has it, when its key still matches.
 fn from_cache(cache: &mut StatCache, rel: &str, key: &StatKey) -> Option<RawFile> {
-    let (text, doc) = cache.take(rel, key)?;
-    let parsed = crate::check::from_parsed(text, doc)?;
+    let (text, summary) = cache.take(rel, key)?;
     Some(RawFile {
         rel: rel.to_string(),
         bytes: Ok(Vec::new()),
         seen_before: false,
-        parsed: Some(parsed),
+        parsed: Some(crate::check::Task::unparsed(text, summary)),
     })
 }
 

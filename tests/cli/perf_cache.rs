@@ -1,4 +1,4 @@
-//! The stat cache end to end: an unchanged task is taken from `.git/coord/stat-cache.json`, and
+//! The stat cache end to end: an unchanged task is taken from `.git/coord/stat-cache.bin`, and
 //! an edit that keeps the file's size and mtime is still seen (its ctime changed).
 
 use crate::harness::TestRepo;
@@ -25,7 +25,8 @@ fn same_size_same_mtime_edit_is_read_again() {
     // filesystems with nanosecond stamps) so the next load may cache the file.
     std::thread::sleep(Duration::from_millis(200));
     r.ok(&["tick"]);
-    let cache = r.read(".git/coord/stat-cache.json");
+    let cache = std::fs::read(r.abs(".git/coord/stat-cache.bin")).expect("cache");
+    let cache = String::from_utf8_lossy(&cache);
     assert!(cache.contains("ready/a.yaml"), "cached: {cache}");
     let before = r.read(rel);
     let after = before.replace("priority: high", "priority: low ");
@@ -41,7 +42,7 @@ fn corrupt_cache_means_a_full_read() {
     let r = TestRepo::new();
     r.task("a", "title: Cached task\n");
     r.ok(&["tick"]);
-    r.write(".git/coord/stat-cache.json", "{\"salt\": 1, \"entries\": [");
+    r.write(".git/coord/stat-cache.bin", "coord stat-cache 2\n");
     r.ok(&["tick"]);
     let shown = r.ok(&["show", "a", "--json"]);
     assert!(shown.contains("Cached task"), "{shown}");
