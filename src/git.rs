@@ -260,31 +260,20 @@ impl Repo {
     }
 
     /// Removes lock files a killed coord left behind, so the next run is not stuck: the
-    /// branch's `.lock` when it holds one of coord's own commits (nobody else writes those),
-    /// and `index.lock` once it has outlived `grace` (git holds it for milliseconds). The
-    /// caller holds the coordinator lock. Returns the files removed.
+    /// branch's `.lock` at once when it holds one of coord's own commits (nobody else writes
+    /// those), and any `.lock` of the branch or the index that outlives `grace` (git holds
+    /// them for milliseconds). The caller holds the coordinator lock. Returns what it removed.
     pub fn remove_stale_locks(&self, grace: std::time::Duration) -> Result<Vec<PathBuf>, GitError> {
-        let mut removed = Vec::new();
+        let mut locks = vec![self.git_dir().join("index.lock")];
         if let Some(branch) = self.head()?.branch {
-            let lock = self.git_dir().join(format!("refs/heads/{branch}.lock"));
-            if self.lock_holds_our_commit(&lock) {
+            locks.push(self.git_dir().join(format!("refs/heads/{branch}.lock")));
+        }
+        let mut removed = Vec::new();
+        for lock in locks {
+            if self.lock_holds_our_commit(&lock) || outlives(&lock, grace) {
                 remove_lock(&lock)?;
                 removed.push(lock);
             }
-        }
-        let index_lock = self.git_dir().join("index.lock");
-        let deadline = std::time::Instant::now() + grace;
-        while index_lock.exists() && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        let old = std::fs::metadata(&index_lock)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age >= grace);
-        if old {
-            remove_lock(&index_lock)?;
-            removed.push(index_lock);
         }
         Ok(removed)
     }
@@ -363,6 +352,20 @@ impl Repo {
             .and_then(|c| c.tree())
             .map_err(ctx(format!("cannot read the tree of commit {commit}")))
     }
+}
+
+/// Waits up to `grace` for a lock file to go away; returns whether it is still there and at
+/// least `grace` old.
+fn outlives(lock: &Path, grace: std::time::Duration) -> bool {
+    let deadline = std::time::Instant::now() + grace;
+    while lock.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::fs::metadata(lock)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age >= grace)
 }
 
 fn remove_lock(path: &Path) -> Result<(), GitError> {

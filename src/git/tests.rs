@@ -511,7 +511,7 @@ fn bad_paths_are_refused_before_anything_is_written() {
 }
 
 #[test]
-fn stale_locks_of_a_killed_coord_are_removed_and_others_kept() {
+fn stale_locks_of_a_killed_coord_are_removed_and_live_ones_waited_for() {
     let (dir, repo) = new_repo();
     let d = dir.path();
     write(d, "work/a.yaml", "1\n");
@@ -519,13 +519,39 @@ fn stale_locks_of_a_killed_coord_are_removed_and_others_kept() {
     let lock = repo.git_dir().join("refs/heads/main.lock");
     std::fs::write(&lock, format!("{ours}\n")).unwrap();
     let removed = repo.remove_stale_locks(std::time::Duration::ZERO).unwrap();
-    assert_eq!(removed, vec![lock.clone()]);
+    assert_eq!(
+        removed,
+        vec![lock.clone()],
+        "coord's own commit: removed at once"
+    );
+
     write(d, "work/b.yaml", "2\n");
     let theirs = commit(&repo, &["work/b.yaml"], "a person's commit").unwrap();
-    std::fs::write(&lock, format!("{theirs}\n")).unwrap();
     let index_lock = repo.git_dir().join("index.lock");
     std::fs::write(&index_lock, "").unwrap();
-    let removed = repo.remove_stale_locks(std::time::Duration::ZERO).unwrap();
-    assert_eq!(removed, vec![index_lock], "a person's ref lock stays");
-    assert!(lock.exists());
+    std::fs::write(&lock, format!("{theirs}\n")).unwrap();
+    let grace = std::time::Duration::from_millis(200);
+    let removed = repo.remove_stale_locks(grace).unwrap();
+    assert_eq!(
+        removed,
+        vec![index_lock, lock.clone()],
+        "both outlived the grace"
+    );
+
+    std::fs::write(&lock, format!("{theirs}\n")).unwrap();
+    let holder = std::thread::spawn({
+        let lock = lock.clone();
+        move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            std::fs::remove_file(lock).unwrap();
+        }
+    });
+    let removed = repo
+        .remove_stale_locks(std::time::Duration::from_secs(5))
+        .unwrap();
+    holder.join().unwrap();
+    assert!(
+        removed.is_empty(),
+        "a live git's lock is waited for, not removed"
+    );
 }
