@@ -22,15 +22,14 @@ pub fn targets(w: &World<'_>, e: &Entry) -> Vec<AgentName> {
         .or_else(|| e.task.spec.next_agent.clone());
     let mut out: Vec<AgentName> = explicit.map(|n| n.agents()).unwrap_or_default();
     for rule in &w.config.rules {
-        if rule_matches(w, e, &rule.when) && !out.contains(&rule.then) {
+        if rule_matches(e, &rule.when) && !out.contains(&rule.then) {
             out.push(rule.then.clone());
         }
     }
     out
 }
 
-fn rule_matches(w: &World<'_>, e: &Entry, when: &crate::config::RuleWhen) -> bool {
-    let _ = w;
+fn rule_matches(e: &Entry, when: &crate::config::RuleWhen) -> bool {
     // After a do_it_and_show_me approval the task sits in review/, not in the agent's
     // folder: the agent that did the work is the one the coord block names.
     let agent = e

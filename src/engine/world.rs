@@ -265,7 +265,7 @@ impl<'a> World<'a> {
                 text: text.clone(),
             });
         }
-        let reread = reparse(&text);
+        let reread = check::reread(&text);
         let Some(entry) = self.entries.get_mut(id) else {
             return false;
         };
@@ -290,7 +290,7 @@ impl<'a> World<'a> {
     /// Adds a new task file created by the coordinator (handoff children, join tasks).
     pub fn create(&mut self, id: &TaskId, folder: Folder, text: String, summary: String) {
         let path = self.board.path_in(&folder, &format!("{id}.yaml"));
-        let Some(task) = reparse(&text) else {
+        let Some(task) = check::reread(&text) else {
             self.note(Note::Skipped {
                 path,
                 message: "generated task does not validate".to_string(),
@@ -385,10 +385,6 @@ fn reparse_text(r: Result<String, yaml::SpliceError>) -> Result<(String, yaml::D
     let text = r.map_err(|e| e.to_string())?;
     let doc = yaml::parse(&text, &Limits::default()).map_err(|e| e.to_string())?;
     Ok((text, doc))
-}
-
-fn reparse(text: &str) -> Option<TaskDoc> {
-    check::reread(text)
 }
 
 fn profile_update(board: &Board, name: &AgentName, coord: &AgentCoord) -> Option<Transition> {
