@@ -129,7 +129,10 @@ pub fn run(
                 Ok(Ticked::Done(0)) => settled = repo.head().ok().map(|h| h.oid),
                 Ok(Ticked::Done(_)) => settled = None,
                 Ok(Ticked::Busy) => retry_at = Some(Instant::now() + BUSY_RETRY),
-                Err(e) => say(&format!("coord: tick failed: {}", chain(&*e))),
+                Err(e) => {
+                    say(&format!("coord: tick failed: {}", chain(&*e)));
+                    retry_at = Some(Instant::now() + BUSY_RETRY);
+                }
             }
             if w == Why::Interval {
                 next_interval = Instant::now() + opts.interval;

@@ -69,7 +69,7 @@ impl Watching {
 
 /// Polls the repo until HEAD's log has a commit whose subject contains `text`; returns how long
 /// it took. Panics after a generous limit.
-fn wait_for_commit(r: &TestRepo, text: &str) -> Duration {
+fn wait_for_commit(r: &TestRepo, w: &Watching, text: &str) -> Duration {
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(20) {
         if r.git(&["log", "-5", "--format=%s"]).contains(text) {
@@ -77,7 +77,8 @@ fn wait_for_commit(r: &TestRepo, text: &str) -> Duration {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    panic!("no commit {text:?} within 20 s");
+    let said: Vec<String> = w.lines.try_iter().collect();
+    panic!("no commit {text:?} within 20 s; coord watch said: {said:#?}");
 }
 
 /// A repo with agent alice, who may hold many tasks.
@@ -87,17 +88,17 @@ fn repo() -> TestRepo {
     r
 }
 
-fn drop_and_time(r: &TestRepo, id: &str) -> Duration {
+fn drop_and_time(r: &TestRepo, w: &Watching, id: &str) -> Duration {
     r.task(id, &format!("title: Task {id}\n"));
-    wait_for_commit(r, &format!("assign {id} to alice"))
+    wait_for_commit(r, w, &format!("assign {id} to alice"))
 }
 
 #[test]
 fn watch_assigns_a_dropped_file_quickly_and_stops_on_sigterm() {
     let r = repo();
     let w = Watching::start(&r, &["--interval", "1h"]);
-    let first = drop_and_time(&r, "first");
-    let second = drop_and_time(&r, "second");
+    let first = drop_and_time(&r, &w, "first");
+    let second = drop_and_time(&r, &w, "second");
     // A generous bound for a loaded 2-core machine; the benchmark measures the real latency.
     assert!(
         first.max(second) < Duration::from_secs(5),
@@ -122,7 +123,7 @@ fn watch_assigns_a_dropped_file_quickly_and_stops_on_sigterm() {
 fn watch_with_polling_assigns_and_stops_on_sigterm() {
     let r = repo();
     let w = Watching::start(&r, &["--poll", "--interval", "1h"]);
-    let took = drop_and_time(&r, "polled");
+    let took = drop_and_time(&r, &w, "polled");
     assert!(took < Duration::from_secs(10), "{took:?}");
     let (code, ticks) = w.stop();
     assert_eq!(code, Some(0));
