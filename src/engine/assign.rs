@@ -159,12 +159,9 @@ pub fn assign(w: &mut World<'_>, id: &TaskId, agent: &AgentName) {
             w.transit(id, Folder::assigned(agent.clone()), c, edit, summary);
         }
         Err(error) => {
-            c.state = State::Failed.as_str().to_string();
             c.assigned_to = None;
-            c.finished_at = Some(w.now_str());
             let summary = format!("fail {id}: {}", error.message);
-            c.error = Some(error);
-            w.transit(id, Folder::of(State::Failed), c, ResultEdit::Keep, summary);
+            w.end(id, c, State::Failed, error, summary);
         }
     }
 }

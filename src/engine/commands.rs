@@ -176,7 +176,6 @@ pub fn reject(
         ErrorInfo::new("rejected", reason, false),
         "reject",
     );
-    deps::run(&mut w);
     done(w)
 }
 
@@ -210,23 +209,21 @@ pub fn cancel(
         ErrorInfo::new("cancelled", reason, false),
         "cancel",
     );
-    deps::run(&mut w);
     done(w)
 }
 
+/// Ends a task by a person's command and fails the blocked tasks that depended on it.
 fn end(w: &mut World<'_>, id: &TaskId, to: State, error: ErrorInfo, verb: &str) {
-    let Some(e) = w.entries.get(id) else { return };
-    let mut c = e.task.coord.clone();
-    c.state = to.as_str().to_string();
-    c.finished_at = Some(w.now_str());
-    c.lease_expires_at = None;
+    let Some(c) = w.entries.get(id).map(|e| e.task.coord.clone()) else {
+        return;
+    };
     let summary = if error.message.is_empty() {
         format!("{verb} {id}")
     } else {
         format!("{verb} {id}: {}", error.message)
     };
-    c.error = Some(error);
-    w.transit(id, Folder::of(to), c, ResultEdit::Keep, summary);
+    w.end(id, c, to, error, summary);
+    deps::run(w);
 }
 
 /// Sends a failed, invalid or cancelled task back to inbox/, its history kept.

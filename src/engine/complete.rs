@@ -73,19 +73,9 @@ fn stale(w: &mut World<'_>, e: &Entry) {
 }
 
 fn bad_signature(w: &mut World<'_>, e: &Entry, why: String) {
-    let mut c = e.task.coord.clone();
-    c.state = State::Failed.as_str().to_string();
-    c.finished_at = Some(w.now_str());
-    c.lease_expires_at = None;
-    c.error = Some(ErrorInfo::new("bad_signature", why, false));
+    let error = ErrorInfo::new("bad_signature", why, false);
     let summary = format!("fail {}: bad result signature", e.id);
-    w.transit(
-        &e.id,
-        Folder::of(State::Failed),
-        c,
-        ResultEdit::Keep,
-        summary,
-    );
+    w.end(&e.id, e.task.coord.clone(), State::Failed, error, summary);
 }
 
 fn succeed(w: &mut World<'_>, e: &Entry) {
@@ -118,18 +108,17 @@ pub fn finish_success(w: &mut World<'_>, id: &TaskId) {
     };
     let targets = handoff::targets(w, &e);
     let mut c = e.task.coord.clone();
-    c.finished_at = Some(w.now_str());
-    c.lease_expires_at = None;
     c.review = None;
     let max = w.config.max_handoffs as usize;
     if !targets.is_empty() && c.chain.len() + 1 > max {
-        c.state = State::Failed.as_str().to_string();
         let msg = format!("handoff chain longer than max_handoffs ({max})");
-        c.error = Some(ErrorInfo::new("handoff_limit", msg, false));
+        let error = ErrorInfo::new("handoff_limit", msg, false);
         let summary = format!("fail {id}: handoff limit of {max} reached");
-        w.transit(id, Folder::of(State::Failed), c, ResultEdit::Keep, summary);
+        w.end(id, c, State::Failed, error, summary);
         return;
     }
+    c.finished_at = Some(w.now_str());
+    c.lease_expires_at = None;
     c.state = State::Done.as_str().to_string();
     let summary = format!("complete {id}");
     if w.transit(id, Folder::of(State::Done), c, ResultEdit::Keep, summary) {
@@ -185,22 +174,13 @@ pub fn fail_attempt(w: &mut World<'_>, e: &Entry, err: ErrorInfo, had_result: bo
         w.transit(&e.id, Folder::of(State::Ready), c, edit, summary);
     } else {
         c.history.push(record);
-        c.state = State::Failed.as_str().to_string();
-        c.finished_at = Some(w.now_str());
         let why = if err.is_retryable() {
             "attempts exhausted"
         } else {
             "not retryable"
         };
         let summary = format!("fail {}: {} ({why})", e.id, code(&err));
-        c.error = Some(err);
-        w.transit(
-            &e.id,
-            Folder::of(State::Failed),
-            c,
-            ResultEdit::Keep,
-            summary,
-        );
+        w.end(&e.id, c, State::Failed, err, summary);
     }
 }
 

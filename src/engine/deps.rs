@@ -61,15 +61,13 @@ fn step(w: &mut World<'_>, id: &TaskId) -> bool {
     });
     if let Some(dep) = failed {
         let how = effective_state(w, dep).map_or("failed", |s| s.as_str());
-        c.state = State::Failed.as_str().to_string();
-        c.finished_at = Some(w.now_str());
-        c.error = Some(ErrorInfo::new(
+        let error = ErrorInfo::new(
             "dependency_failed",
             format!("dependency {dep} {how}"),
             false,
-        ));
+        );
         let summary = format!("fail {id}: dependency {dep} {how}");
-        return w.transit(id, Folder::of(State::Failed), c, ResultEdit::Keep, summary);
+        return w.end(id, c, State::Failed, error, summary);
     }
     if deps
         .iter()

@@ -7,7 +7,7 @@ use crate::board::Board;
 use crate::check::{self, Task, TaskDoc};
 use crate::config::Config;
 use crate::model::{
-    AgentCoord, AgentName, AgentProfile, CoordBlock, Folder, State, TaskId, TaskResult,
+    AgentCoord, AgentName, AgentProfile, CoordBlock, ErrorInfo, Folder, State, TaskId, TaskResult,
 };
 use crate::yaml::{self, Limits};
 use jiff::Timestamp;
@@ -285,6 +285,23 @@ impl<'a> World<'a> {
             });
         }
         true
+    }
+
+    /// Ends a task in a final state (`failed`, `cancelled`) for `error`, starting from the coord
+    /// block `c`: records when, drops the lease and keeps any result for review.
+    pub fn end(
+        &mut self,
+        id: &TaskId,
+        mut c: CoordBlock,
+        to: State,
+        error: ErrorInfo,
+        summary: String,
+    ) -> bool {
+        c.state = to.as_str().to_string();
+        c.finished_at = Some(self.now_str());
+        c.lease_expires_at = None;
+        c.error = Some(error);
+        self.transit(id, Folder::of(to), c, ResultEdit::Keep, summary)
     }
 
     /// Adds a new task file created by the coordinator (handoff children, join tasks).
