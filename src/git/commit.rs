@@ -29,8 +29,9 @@ pub(super) fn check_path(path: &str) -> Result<(), GitError> {
 
 impl Repo {
     /// Makes one commit on the current branch containing exactly `paths` (repo-relative,
-    /// `/`-separated) as they are in the work tree now, then updates the index entries of those
-    /// paths to match, leaving every other index entry as it was.
+    /// `/`-separated) as they are in the work tree now. The index is left as it is: a caller
+    /// that commits several times in a row calls `update_index` once with all the paths
+    /// (writing the index costs about 10 ms at 20,000 entries, each time).
     ///
     /// A path that exists is stored as a blob (mode 100644, 100755 or a symlink); a missing path
     /// is removed, and a folder left empty disappears. The tree is HEAD's tree with these updates,
@@ -46,30 +47,7 @@ impl Repo {
         time: jiff::Timestamp,
     ) -> Result<Option<Oid>, GitError> {
         let head = self.resolve_head()?;
-        let Some((oid, changes)) = self.commit_onto(&head, paths, message, author, time)? else {
-            return Ok(None);
-        };
-        let ops = changes.iter().map(|(path, change)| match change {
-            Change::Upsert(file) => IndexOp::Add(index_entry(path, file)),
-            Change::Remove => IndexOp::Remove(path),
-        });
-        self.write_index(ops)?;
-        Ok(Some(oid))
-    }
-
-    /// Makes one commit exactly as `commit_paths` does but leaves the index untouched, for a
-    /// caller that commits several times in a row and then calls `update_index` once with all
-    /// the paths (writing the index costs about 10 ms at 20,000 entries, each time).
-    pub fn commit_paths_no_index(
-        &self,
-        paths: &[String],
-        message: &str,
-        author: &Identity,
-        time: jiff::Timestamp,
-    ) -> Result<Option<Oid>, GitError> {
-        let head = self.resolve_head()?;
-        let committed = self.commit_onto(&head, paths, message, author, time)?;
-        Ok(committed.map(|(oid, _)| oid))
+        self.commit_onto(&head, paths, message, author, time)
     }
 
     /// Makes the index entries of `paths` match HEAD's tree, reading and writing the index once.
@@ -103,7 +81,7 @@ impl Repo {
     }
 
     /// Commits `paths` on top of `head` as read earlier; the ref update fails with `Conflict` if
-    /// the ref no longer points where `head` says. Returns the commit and the changes it made.
+    /// the ref no longer points where `head` says. Returns the commit.
     pub(super) fn commit_onto(
         &self,
         head: &ResolvedHead,
@@ -111,7 +89,7 @@ impl Repo {
         message: &str,
         author: &Identity,
         time: jiff::Timestamp,
-    ) -> Result<Option<(Oid, Changes)>, GitError> {
+    ) -> Result<Option<Oid>, GitError> {
         let baseline = match head.oid {
             Some(oid) => self.tree_of(oid)?,
             None => self.empty_tree()?,
@@ -123,7 +101,7 @@ impl Repo {
         }
         let oid = self.write_commit(head, tree, message, author, time)?;
         self.move_ref(head, oid, message)?;
-        Ok(Some((oid, changes)))
+        Ok(Some(oid))
     }
 
     fn empty_tree(&self) -> Result<git2::Tree<'_>, GitError> {
@@ -301,7 +279,7 @@ impl Repo {
 
     /// Applies `ops` to the index, reading it once (only if it changed on disk since the last
     /// read) and writing it once.
-    pub(super) fn write_index<'p>(
+    fn write_index<'p>(
         &self,
         ops: impl IntoIterator<Item = IndexOp<'p>>,
     ) -> Result<(), GitError> {
@@ -328,7 +306,7 @@ impl Repo {
 }
 
 /// One change to the index.
-pub(super) enum IndexOp<'p> {
+enum IndexOp<'p> {
     Add(IndexEntry),
     Remove(&'p str),
 }
@@ -390,7 +368,7 @@ fn link_target(full: &Path) -> Result<Vec<u8>, GitError> {
 /// Returns the index entry for a committed file, with the stat data read before hashing it, so
 /// git sees the file as unchanged until it is written again.
 #[cfg(unix)]
-pub(super) fn index_entry(path: &str, file: &WorkFile) -> IndexEntry {
+fn index_entry(path: &str, file: &WorkFile) -> IndexEntry {
     use std::os::unix::fs::MetadataExt;
     let m = &file.meta;
     // The index stores 32-bit stat fields; truncating is what git does too.
@@ -412,7 +390,7 @@ pub(super) fn index_entry(path: &str, file: &WorkFile) -> IndexEntry {
 
 /// Returns the index entry for a committed file, with the times read before hashing it.
 #[cfg(not(unix))]
-pub(super) fn index_entry(path: &str, file: &WorkFile) -> IndexEntry {
+fn index_entry(path: &str, file: &WorkFile) -> IndexEntry {
     let time = |t: io::Result<std::time::SystemTime>| {
         let d = t
             .ok()

@@ -1,6 +1,5 @@
 //! Tests of the git layer against real temporary repositories.
 
-use super::commit::{index_entry, IndexOp};
 use super::*;
 use std::process::Command;
 use tempfile::TempDir;
@@ -47,8 +46,11 @@ fn new_repo() -> (TempDir, Repo) {
 fn commit(repo: &Repo, paths: &[&str], message: &str) -> Option<Oid> {
     let paths: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
     let now = jiff::Timestamp::from_second(NOW).unwrap();
-    repo.commit_paths(&paths, message, &Identity::default(), now)
-        .unwrap()
+    let made = repo
+        .commit_paths(&paths, message, &Identity::default(), now)
+        .unwrap();
+    repo.update_index(&paths).unwrap();
+    made
 }
 
 fn rev(dir: &Path, spec: &str) -> String {
@@ -420,16 +422,17 @@ fn timing_commit_one_file_1k_vs_20k() {
             write(d, &path, "id: new\n");
             let start = std::time::Instant::now();
             let head = repo.resolve_head().unwrap();
-            let (_, changes) = repo
-                .commit_onto(&head, &[path], "m", &Identity::default(), now)
-                .unwrap()
-                .unwrap();
+            repo.commit_onto(
+                &head,
+                std::slice::from_ref(&path),
+                "m",
+                &Identity::default(),
+                now,
+            )
+            .unwrap()
+            .unwrap();
             let committed = start.elapsed();
-            let ops = changes.iter().map(|(path, change)| match change {
-                Change::Upsert(file) => IndexOp::Add(index_entry(path, file)),
-                Change::Remove => IndexOp::Remove(path),
-            });
-            repo.write_index(ops).unwrap();
+            repo.update_index(&[path]).unwrap();
             total.push(start.elapsed());
             tree.push(committed);
             index.push(start.elapsed() - committed);
@@ -465,11 +468,9 @@ fn commits_without_index_then_one_index_update_leave_status_clean() {
     write(d, "work/b.yaml", "new\n");
     std::fs::remove_file(d.join("work/gone.yaml")).unwrap();
     let first = ["work/a.yaml".to_string(), "work/gone.yaml".to_string()];
-    repo.commit_paths_no_index(&first, "one", &id, now)
-        .unwrap()
-        .unwrap();
+    repo.commit_paths(&first, "one", &id, now).unwrap().unwrap();
     let second = ["work/b.yaml".to_string()];
-    repo.commit_paths_no_index(&second, "two", &id, now)
+    repo.commit_paths(&second, "two", &id, now)
         .unwrap()
         .unwrap();
     assert_eq!(git(d, &["rev-list", "--count", "HEAD"]).trim(), "3");

@@ -142,7 +142,7 @@ impl Store {
             message.push('\n');
         }
         self.repo
-            .commit_paths_no_index(&paths, &message, &self.identity, now)?;
+            .commit_paths(&paths, &message, &self.identity, now)?;
         self.touched.borrow_mut().extend(paths);
         Ok(())
     }
@@ -238,7 +238,7 @@ impl Store {
         inject::point("git commit").map_err(io_err(self.repo.git_dir()))?;
         let made = self
             .repo
-            .commit_paths_no_index(&changed, &message, &self.identity, now)?;
+            .commit_paths(&changed, &message, &self.identity, now)?;
         self.touched.borrow_mut().extend(changed.iter().cloned());
         Ok(made.map(|_| changed.len()))
     }
