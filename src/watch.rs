@@ -88,7 +88,7 @@ pub enum WatchError {
 /// A boxed error from the tick.
 pub type TickError = Box<dyn std::error::Error + Send + Sync>;
 
-/// How long to wait before retrying a tick that found the lock held.
+/// How long to wait before retrying a tick that failed or found the lock held.
 const BUSY_RETRY: Duration = Duration::from_secs(1);
 
 enum Msg {
@@ -326,5 +326,42 @@ mod tests {
         ] {
             assert!(!ignored(Path::new(real)), "{real}");
         }
+    }
+
+    #[test]
+    fn a_failed_tick_is_retried_without_waiting_for_a_change() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = Repo::open_or_init(dir.path()).expect("repo");
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&work).expect("work dir");
+        let opts = Options {
+            interval: Duration::from_secs(30),
+            ..Options::default()
+        };
+        let mut calls = Vec::new();
+        let mut tick = |why: Why| -> Result<Ticked, TickError> {
+            calls.push(why);
+            if calls.len() == 1 {
+                return Err("the disk hiccupped".into());
+            }
+            let me = std::process::id().to_string();
+            std::process::Command::new("kill")
+                .args(["-TERM", &me])
+                .status()
+                .map_err(|e| Box::new(e) as TickError)?;
+            Ok(Ticked::Done(0))
+        };
+        let mut said = Vec::new();
+        let started = std::time::Instant::now();
+        let ticks = run(&repo, &work, &opts, &mut tick, &mut |l| {
+            said.push(l.to_string())
+        })
+        .expect("watch runs");
+        assert_eq!(ticks, 2);
+        assert_eq!(calls, [Why::Start, Why::Retry], "{said:?}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert!(said
+            .iter()
+            .any(|l| l.contains("tick failed: the disk hiccupped")));
     }
 }

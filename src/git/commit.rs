@@ -279,10 +279,7 @@ impl Repo {
 
     /// Applies `ops` to the index, reading it once (only if it changed on disk since the last
     /// read) and writing it once.
-    fn write_index<'p>(
-        &self,
-        ops: impl IntoIterator<Item = IndexOp<'p>>,
-    ) -> Result<(), GitError> {
+    fn write_index<'p>(&self, ops: impl IntoIterator<Item = IndexOp<'p>>) -> Result<(), GitError> {
         let index_path = self.git_dir.join("index");
         let mut index = self
             .repo
