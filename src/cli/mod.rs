@@ -154,15 +154,28 @@ impl Ctx {
         Ok(Store::open(&self.dir)?)
     }
 
-    /// Opens the store, takes the coordinator lock and finishes anything a killed run left.
+    /// Opens the store, takes the coordinator lock, finishes anything a killed run left and
+    /// records people's uncommitted changes under `work/`.
     pub fn session(&self, wait: Duration) -> Result<(Store, CoordLock)> {
+        let (store, guard) = self.locked(wait)?;
+        self.report_lines(store.record_external_changes(self.now)?);
+        Ok((store, guard))
+    }
+
+    /// Opens the store, takes the coordinator lock and finishes anything a killed run left;
+    /// for the tick, which records people's changes itself, right after reading `work/`.
+    pub fn locked(&self, wait: Duration) -> Result<(Store, CoordLock)> {
         let store = self.store()?;
         let wait = std::time::Duration::from_secs(wait.as_secs().max(0) as u64);
         let guard = lock::acquire(store.repo.git_dir(), wait)?;
-        for line in store.recover(self.now)? {
+        self.report_lines(store.finish_interrupted(self.now)?);
+        Ok((store, guard))
+    }
+
+    fn report_lines(&self, lines: Vec<String>) {
+        for line in lines {
             self.status(&format!("coord: {line}"));
         }
-        Ok((store, guard))
     }
 
     /// Returns the planner inputs for a store: with `require_signed_results`, a verifier

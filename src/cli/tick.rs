@@ -26,7 +26,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         print_plan(ctx, &plan);
         return Ok(());
     }
-    let (store, _lock) = ctx.session(args.wait)?;
+    let (store, _lock) = ctx.locked(args.wait)?;
     let n = tick_once(ctx, &store)?;
     if ctx.json {
         super::print_json(&json!({ "transitions": n }));
@@ -37,16 +37,17 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
 }
 
 /// Loads, plans, applies and commits one pass; returns the number of commits. The caller
-/// holds the lock and has recovered.
+/// holds the lock and has finished what a killed run left (`Ctx::locked`).
 ///
-/// Files that arrived between the caller's recovery and the load are recorded (as external
-/// changes) before anything is applied, so each tick commit holds only what the tick derived
-/// from committed files, and is marked so (`Coord-Origin: tick`): `coord sync` may drop such
-/// commits and tick again without losing anyone's bytes. A file that changes after the load
-/// fails its transition's guard and waits for the next tick.
+/// People's uncommitted changes under `work/` are recorded (as external changes) right after
+/// the load and before anything is applied — one status scan per tick — so each tick commit
+/// holds only what the tick derived from committed files, and is marked so
+/// (`Coord-Origin: tick`): `coord sync` may drop such commits and tick again without losing
+/// anyone's bytes. A file that changes after the load fails its transition's guard and waits
+/// for the next tick.
 pub fn tick_once(ctx: &Ctx, store: &crate::store::Store) -> Result<usize> {
     let (board, pending) = store.load()?;
-    for line in store.recover(ctx.now)? {
+    for line in store.record_external_changes(ctx.now)? {
         ctx.status(&format!("coord: {line}"));
     }
     let plan = engine::plan(&board, &ctx.inputs(store));

@@ -45,7 +45,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
 /// One tick with a fresh clock: lock (briefly), recover, tick.
 fn tick(ctx: &Ctx, why: Why) -> Result<Ticked> {
     let ctx = ctx.refreshed();
-    let (store, _lock) = match ctx.session(TICK_WAIT) {
+    let (store, _lock) = match ctx.locked(TICK_WAIT) {
         Ok(s) => s,
         Err(e) if matches!(e.downcast_ref::<LockError>(), Some(LockError::Held { .. })) => {
             ctx.status(&format!("coord: {e}; trying again shortly"));

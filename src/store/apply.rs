@@ -163,6 +163,14 @@ impl Store {
     /// Finishes what an interrupted run left: the journaled transition, temp files, and
     /// uncommitted changes under `work/`. Returns the summaries of the commits it made.
     pub fn recover(&self, now: Timestamp) -> Result<Vec<String>, StoreError> {
+        let mut done = self.finish_interrupted(now)?;
+        done.extend(self.record_external_changes(now)?);
+        Ok(done)
+    }
+
+    /// Finishes what a killed run left under the lock: stale git locks, temp files and the
+    /// journaled plan. Returns the summaries of the commits it made.
+    pub fn finish_interrupted(&self, now: Timestamp) -> Result<Vec<String>, StoreError> {
         let mut done = Vec::new();
         for lock in self.repo.remove_stale_locks(STALE_INDEX_LOCK)? {
             done.push(format!(
@@ -206,11 +214,19 @@ impl Store {
             Err(e) if e.kind() == ErrorKind::NotFound => {}
             Err(e) => return Err(io_err(&journal)(e)),
         }
-        if let Some(n) = self.record_external(now)? {
-            done.push(format!("record external changes ({n} paths)"));
-        }
         self.finish()?;
         Ok(done)
+    }
+
+    /// Commits what people changed under `work/` as `coord: record external changes` and
+    /// brings the index in line. Returns the summary of the commit, if one was made.
+    pub fn record_external_changes(&self, now: Timestamp) -> Result<Vec<String>, StoreError> {
+        let made = self.record_external(now)?;
+        self.finish()?;
+        Ok(made
+            .map(|n| format!("record external changes ({n} paths)"))
+            .into_iter()
+            .collect())
     }
 
     /// Commits uncommitted changes under `work/` as `coord: record external changes`.
