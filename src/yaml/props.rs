@@ -27,7 +27,7 @@ fn entry(key: String) -> impl Strategy<Value = String> {
         }),
         (word(), word()).prop_map({
             let k = key.clone();
-            move |(a, b)| format!("{k}: {{{a}: 1, {b}x: [x, \"y # z\"]}}\n")
+            move |(a, b)| format!("{k}: {{{a}a: 1, {b}b: [x, \"y # z\"]}}\n")
         }),
         (prop::collection::vec(word(), 1..4), prop::bool::ANY).prop_map({
             let k = key.clone();
@@ -48,7 +48,7 @@ fn entry(key: String) -> impl Strategy<Value = String> {
             }
         }),
         (word(), word())
-            .prop_map(move |(a, b)| format!("{key}:\n  {a}: 1\n  # inner\n  {b}z: 'q'\n")),
+            .prop_map(move |(a, b)| format!("{key}:\n  {a}a: 1\n  # inner\n  {b}b: 'q'\n")),
     ]
 }
 
