@@ -6,7 +6,7 @@ use crate::check::Task;
 use crate::model::{AgentName, AgentProfile, Folder, State, TaskId};
 use crate::schema::Violation;
 use crate::yaml::Doc;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 mod build;
@@ -87,10 +87,15 @@ pub struct Board {
 }
 
 impl Board {
-    /// Returns the files of each id, for lookups and duplicate detection.
-    pub fn by_id(&self) -> HashMap<&TaskId, Vec<&TaskFile>> {
-        let mut map: HashMap<&TaskId, Vec<&TaskFile>> = HashMap::new();
-        for t in &self.tasks {
+    /// Returns the live copies of each id, by id: every file except those in `invalid/`
+    /// (a rejected file is not a copy of the task). Two or more copies are a duplicate.
+    pub fn live_by_id(&self) -> BTreeMap<&TaskId, Vec<&TaskFile>> {
+        let mut map: BTreeMap<&TaskId, Vec<&TaskFile>> = BTreeMap::new();
+        for t in self
+            .tasks
+            .iter()
+            .filter(|t| t.folder.state != State::Invalid)
+        {
             map.entry(&t.id).or_default().push(t);
         }
         map

@@ -133,13 +133,7 @@ fn task_findings(board: &Board, t: &TaskFile, known: &HashSet<&TaskId>, out: &mu
 }
 
 fn duplicates(board: &Board, out: &mut Vec<String>) {
-    let mut by_id: Vec<_> = board.by_id().into_iter().collect();
-    by_id.sort_by(|a, b| a.0.cmp(b.0));
-    for (id, files) in by_id {
-        let live: Vec<&&TaskFile> = files
-            .iter()
-            .filter(|f| f.folder.state != State::Invalid)
-            .collect();
+    for (id, live) in board.live_by_id() {
         if live.len() < 2 {
             continue;
         }

@@ -111,11 +111,7 @@ fn read_checked(p: &Path) -> Result<Vec<u8>, String> {
 
 fn check_board(board: &Board, errors: &mut Vec<String>, warnings: &mut Vec<String>) {
     let ctx = BoardCtx::new(board);
-    for (id, files) in board.by_id() {
-        let live: Vec<_> = files
-            .iter()
-            .filter(|f| f.folder.state != State::Invalid)
-            .collect();
+    for (id, live) in board.live_by_id() {
         if live.len() > 1 {
             let paths: Vec<&str> = live.iter().map(|f| f.path.as_str()).collect();
             errors.push(format!(

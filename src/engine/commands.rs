@@ -53,15 +53,14 @@ fn world<'a>(
     inputs: &Inputs<'a>,
     id: &TaskId,
 ) -> Result<World<'a>, CommandError> {
-    let files = board.find(id);
-    let live: Vec<_> = files
-        .iter()
-        .filter(|f| f.folder.state != State::Invalid)
-        .collect();
-    if live.len() > 1 {
+    if board
+        .live_by_id()
+        .get(id)
+        .is_some_and(|live| live.len() > 1)
+    {
         return Err(CommandError::Duplicate(id.clone()));
     }
-    if files.is_empty() {
+    if board.find(id).is_empty() {
         return Err(CommandError::NotFound(id.clone()));
     }
     Ok(World::new(board, inputs))

@@ -150,11 +150,7 @@ impl<'a> World<'a> {
     }
 
     fn load_entries(&mut self) {
-        for (id, files) in self.board.by_id() {
-            let live: Vec<_> = files
-                .iter()
-                .filter(|f| f.folder.state != State::Invalid)
-                .collect();
+        for (id, live) in self.board.live_by_id() {
             if live.len() > 1 {
                 self.note(Note::Duplicate {
                     id: id.clone(),
