@@ -1,8 +1,10 @@
 //! `coord tick`: one reconciliation pass under the lock; `--dry-run` prints the plan.
 
 use super::Ctx;
+use crate::board::Board;
 use crate::engine::{self, Note};
 use crate::model::Duration;
+use crate::store::Pending;
 use anyhow::Result;
 use serde_json::json;
 
@@ -40,16 +42,14 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
 /// holds the lock and has finished what a killed run left (`Ctx::locked`).
 ///
 /// People's uncommitted changes under `work/` are recorded (as external changes) right after
-/// the load and before anything is applied — one status scan per tick — so each tick commit
+/// the load and before anything is applied — one status scan per quiet tick, and a fresh load
+/// when that recorded something the load may have missed — so each tick commit
 /// holds only what the tick derived from committed files, and is marked so
 /// (`Coord-Origin: tick`): `coord sync` may drop such commits and tick again without losing
 /// anyone's bytes. A file that changes after the load fails its transition's guard and waits
 /// for the next tick.
 pub fn tick_once(ctx: &Ctx, store: &crate::store::Store) -> Result<usize> {
-    let (board, pending) = store.load()?;
-    for line in store.record_external_changes(ctx.now)? {
-        ctx.status(&format!("coord: {line}"));
-    }
+    let (board, pending) = load_recorded(ctx, store)?;
     let plan = engine::plan(&board, &ctx.inputs(store));
     store.mark_tick_commits(true);
     let applied = ctx.apply(store, &plan);
@@ -62,6 +62,24 @@ pub fn tick_once(ctx: &Ctx, store: &crate::store::Store) -> Result<usize> {
         }
     }
     Ok(n)
+}
+
+/// Loads `work/` and records people's uncommitted changes; when something was recorded, the
+/// load may have missed it (a file dropped meanwhile), so it loads again, until a load and
+/// the recording after it agree (at most a few rounds; a busy inbox is caught next tick).
+fn load_recorded(ctx: &Ctx, store: &crate::store::Store) -> Result<(Board, Pending)> {
+    let mut loaded = store.load()?;
+    for _ in 0..3 {
+        let recorded = store.record_external_changes(ctx.now)?;
+        if recorded.is_empty() {
+            break;
+        }
+        for line in recorded {
+            ctx.status(&format!("coord: {line}"));
+        }
+        loaded = store.load()?;
+    }
+    Ok(loaded)
 }
 
 fn print_plan(ctx: &Ctx, plan: &engine::Plan) {
