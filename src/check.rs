@@ -133,7 +133,8 @@ impl Summary {
 pub struct Task {
     text: String,
     summary: Summary,
-    full: OnceLock<TaskDoc>,
+    /// Boxed: most tasks of a board are never parsed, and a parsed document is large.
+    full: OnceLock<Box<TaskDoc>>,
 }
 
 impl Task {
@@ -142,7 +143,7 @@ impl Task {
         Task {
             text: doc.text.clone(),
             summary: Summary::of(&doc),
-            full: OnceLock::from(doc),
+            full: OnceLock::from(Box::new(doc)),
         }
     }
 
@@ -175,7 +176,7 @@ impl std::ops::Deref for Task {
     /// `false`, which every splice refuses, so no transition can rewrite the file from it.
     fn deref(&self) -> &TaskDoc {
         self.full.get_or_init(|| {
-            reread(&self.text).unwrap_or_else(|| TaskDoc {
+            Box::new(reread(&self.text).unwrap_or_else(|| TaskDoc {
                 text: self.text.clone(),
                 doc: Doc {
                     value: serde_json::Value::Bool(false),
@@ -191,7 +192,7 @@ impl std::ops::Deref for Task {
                     assigned_to: self.summary.assigned_to.clone(),
                     ..CoordBlock::default()
                 },
-            })
+            }))
         })
     }
 }

@@ -137,6 +137,15 @@ pub struct CommitInfo {
     pub trailers: Vec<(String, String)>,
 }
 
+/// The uncommitted changes under a prefix (`Repo::changes_under`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Changed {
+    /// The changed paths, sorted and distinct.
+    pub paths: Vec<String>,
+    /// Whether an ignored file lies under the prefix.
+    pub ignored: bool,
+}
+
 /// Where HEAD points.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HeadInfo {

@@ -6,6 +6,7 @@ use crate::yaml::{pointer_token, Doc, Pos};
 use jsonschema::error::ValidationErrorKind;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// The task schema shipped with coord.
 pub const TASK_SCHEMA: &str = include_str!("../schemas/task.schema.json");
@@ -65,28 +66,72 @@ pub enum SchemaError {
     },
 }
 
-/// A compiled schema.
+/// A schema, compiled on first use: a tick whose files all come from the stat cache validates
+/// nothing and so never pays for compiling it (which includes checking it against the draft
+/// 2020-12 meta-schema).
 pub struct Schema {
-    validator: jsonschema::Validator,
+    json: Value,
+    path: PathBuf,
+    validator: OnceLock<Result<jsonschema::Validator, String>>,
 }
 
 impl Schema {
-    /// Compiles schema text; `path` names it in errors.
+    /// Compiles schema text now; `path` names it in errors.
     pub fn compile(text: &str, path: &Path) -> Result<Schema, SchemaError> {
-        let invalid = |message: String| SchemaError::Invalid {
-            path: path.to_path_buf(),
-            message,
-        };
-        let json: Value = serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
-        let validator = jsonschema::validator_for(&json).map_err(|e| invalid(e.to_string()))?;
-        Ok(Schema { validator })
+        let schema = Schema::deferred(text, path)?;
+        match schema.validator() {
+            Ok(_) => Ok(schema),
+            Err(message) => Err(schema.invalid(message.clone())),
+        }
     }
 
-    /// Returns the repo's task schema at `path` when the file exists, else the built-in one.
-    pub fn task_for_repo(path: &Path) -> Result<Schema, SchemaError> {
+    /// Reads schema text whose compilation is known to succeed (the built-in schemas, or a
+    /// repo's copy that compiled before) and compiles it when it is first used. Should it
+    /// fail after all, every file it checks gets that failure as its violation.
+    pub fn deferred(text: &str, path: &Path) -> Result<Schema, SchemaError> {
+        let schema = Schema {
+            json: Value::Null,
+            path: path.to_path_buf(),
+            validator: OnceLock::new(),
+        };
+        let json = serde_json::from_str(text).map_err(|e| schema.invalid(e.to_string()))?;
+        Ok(Schema { json, ..schema })
+    }
+
+    fn invalid(&self, message: String) -> SchemaError {
+        SchemaError::Invalid {
+            path: self.path.clone(),
+            message,
+        }
+    }
+
+    fn validator(&self) -> Result<&jsonschema::Validator, &String> {
+        self.validator
+            .get_or_init(|| jsonschema::validator_for(&self.json).map_err(|e| e.to_string()))
+            .as_ref()
+    }
+
+    /// Returns the task schema in force: the repo's copy `text` (read from `path`) when there
+    /// is one, else the built-in one. The repo's copy is compiled now, so a broken one is
+    /// reported at once, unless it is the built-in text or `proven` (these bytes compiled
+    /// before).
+    pub fn task_for_repo(
+        text: Option<&str>,
+        path: &Path,
+        proven: bool,
+    ) -> Result<Schema, SchemaError> {
+        match text {
+            None => Ok(Schema::builtin_task()),
+            Some(text) if proven || text == TASK_SCHEMA => Schema::deferred(text, path),
+            Some(text) => Schema::compile(text, path),
+        }
+    }
+
+    /// Reads the repo's schema file at `path`; None when there is none.
+    pub fn read_repo_file(path: &Path) -> Result<Option<String>, SchemaError> {
         match std::fs::read_to_string(path) {
-            Ok(text) => Schema::compile(&text, path),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Schema::builtin_task()),
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(SchemaError::Read {
                 path: path.to_path_buf(),
                 source,
@@ -96,20 +141,26 @@ impl Schema {
 
     /// Returns the built-in task schema.
     pub fn builtin_task() -> Schema {
-        Schema::compile(TASK_SCHEMA, Path::new("schemas/task.schema.json"))
-            .expect("the built-in task schema is valid (tested)")
+        Schema::deferred(TASK_SCHEMA, Path::new("schemas/task.schema.json"))
+            .expect("the built-in task schema is JSON (tested)")
     }
 
     /// Returns the built-in agent profile schema.
     pub fn builtin_agent() -> Schema {
-        Schema::compile(AGENT_SCHEMA, Path::new("schemas/agent.schema.json"))
-            .expect("the built-in agent schema is valid (tested)")
+        Schema::deferred(AGENT_SCHEMA, Path::new("schemas/agent.schema.json"))
+            .expect("the built-in agent schema is JSON (tested)")
     }
 
     /// Returns every violation of `doc`, each placed at the offending key or value.
     pub fn validate(&self, doc: &Doc) -> Vec<Violation> {
-        let mut out: Vec<Violation> = self
-            .validator
+        let validator = match self.validator() {
+            Ok(v) => v,
+            Err(message) => {
+                let why = self.invalid(message.clone());
+                return vec![Violation::file(why.to_string())];
+            }
+        };
+        let mut out: Vec<Violation> = validator
             .iter_errors(&doc.value)
             .flat_map(|e| violations(doc, e.instance_path().as_str(), e.kind(), &e.to_string()))
             .collect();
@@ -178,8 +229,21 @@ mod tests {
 
     #[test]
     fn builtin_schemas_compile() {
-        let _ = Schema::builtin_task();
-        let _ = Schema::builtin_agent();
+        for schema in [Schema::builtin_task(), Schema::builtin_agent()] {
+            assert!(schema.validator().is_ok(), "{}", schema.path.display());
+        }
+    }
+
+    #[test]
+    fn a_deferred_schema_that_fails_to_compile_reports_it_on_every_file() {
+        let path = Path::new("schemas/task.schema.json");
+        let text = r#"{"type": "no-such-type"}"#;
+        assert!(Schema::compile(text, path).is_err());
+        let schema = Schema::deferred(text, path).expect("JSON");
+        let doc = parse("title: x\n", &Limits::default()).expect("valid yaml");
+        let v = schema.validate(&doc);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].message.contains("not a valid JSON Schema"), "{v:?}");
     }
 
     #[test]

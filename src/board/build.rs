@@ -18,9 +18,18 @@ pub struct RawFile {
     pub bytes: Result<Vec<u8>, String>,
     /// Whether these exact bytes were seen invalid at an earlier tick.
     pub seen_before: bool,
-    /// The task as already read and checked (from the stat cache); when set, `bytes` is unused
-    /// and the task's text is what the file holds.
-    pub parsed: Option<Task>,
+    /// What the stat cache knew of the file, when it had it.
+    pub cached: Option<Cached>,
+}
+
+/// What the stat cache gave for a file whose stat key had not changed.
+#[derive(Debug, Clone)]
+pub enum Cached {
+    /// A task that passed the per-file checks, and its content hash; `bytes` is unused and the
+    /// task's text is what the file holds.
+    Task(Task, u64),
+    /// An agent profile whose text (in `bytes`) passed the profile schema.
+    Profile,
 }
 
 /// What a path under `work/` is.
@@ -73,14 +82,14 @@ impl Board {
         let path = format!("{}/{}", self.work_dir, f.rel);
         match classify(&f.rel) {
             Kind::Task(folder, id) => {
-                let (hash, read) = match (f.parsed, &f.bytes) {
-                    (Some(task), _) => (content_hash(task.text().as_bytes()), Ok(Arc::new(task))),
-                    (None, Ok(b)) => (
+                let (hash, read) = match (f.cached, &f.bytes) {
+                    (Some(Cached::Task(task, hash)), _) => (hash, Ok(Arc::new(task))),
+                    (_, Ok(b)) => (
                         content_hash(b),
                         check::read_task(id.as_str(), b, task_schema, limits)
                             .map(|d| Arc::new(Task::parsed(d))),
                     ),
-                    (None, Err(e)) => (0, Err(vec![Violation::file(format!("cannot read: {e}"))])),
+                    (_, Err(e)) => (0, Err(vec![Violation::file(format!("cannot read: {e}"))])),
                 };
                 if let Some(agent) = &folder.agent {
                     self.agents
@@ -97,7 +106,9 @@ impl Board {
                 });
             }
             Kind::Profile(name) => {
-                let entry = read_profile(name.clone(), path, &f.bytes, agent_schema, limits);
+                let checked = matches!(f.cached, Some(Cached::Profile));
+                let schema = (!checked).then_some(agent_schema);
+                let entry = read_profile(name.clone(), path, &f.bytes, schema, limits);
                 self.agents.insert(name, entry);
             }
             Kind::Errors => {
@@ -118,11 +129,12 @@ fn agent(name: AgentName) -> AgentEntry {
     }
 }
 
+/// Reads an agent profile, checking it against `schema` unless it is known to pass (None).
 fn read_profile(
     name: AgentName,
     path: String,
     bytes: &Result<Vec<u8>, String>,
-    schema: &Schema,
+    schema: Option<&Schema>,
     limits: &Limits,
 ) -> AgentEntry {
     let parsed = bytes
@@ -131,9 +143,9 @@ fn read_profile(
         .and_then(|b| parse_bytes(b, limits).map_err(|e| Violation::at(e.pos, e.message)))
         .and_then(|doc| {
             let empty = doc.value.is_null();
-            if let Some(v) = (!empty)
-                .then(|| schema.validate(&doc))
-                .and_then(|v| v.into_iter().next())
+            if let Some(v) = schema
+                .filter(|_| !empty)
+                .and_then(|s| s.validate(&doc).into_iter().next())
             {
                 return Err(v);
             }
@@ -192,12 +204,18 @@ fn task_kind(folder: Folder, name: &str) -> Kind {
 }
 
 fn classify(rel: &str) -> Kind {
-    let parts: Vec<&str> = rel.split('/').collect();
-    let name = parts.last().copied().unwrap_or_default();
+    let name = rel.rsplit('/').next().unwrap_or_default();
     if is_ignored(name) {
         return Kind::Ignored;
     }
-    match parts.as_slice() {
+    // At most three parts name a task file; a fourth slot catches anything deeper.
+    let mut parts = [""; 4];
+    let mut n = 0;
+    for part in rel.split('/') {
+        parts[n.min(3)] = part;
+        n += 1;
+    }
+    match &parts[..n.min(4)] {
         ["invalid", n] if n.ends_with(".errors") => Kind::Errors,
         ["agents", n] => match is_task_name(n).map(AgentName::new) {
             Some(Ok(a)) => Kind::Profile(a),
@@ -244,7 +262,7 @@ mod tests {
             rel: rel.to_string(),
             bytes: Ok(text.as_bytes().to_vec()),
             seen_before: false,
-            parsed: None,
+            cached: None,
         }
     }
 

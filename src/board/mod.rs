@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 mod build;
-pub use build::{content_hash, RawFile};
+pub use build::{content_hash, Cached, RawFile};
 
 /// One task file.
 #[derive(Debug, Clone)]
@@ -90,15 +90,21 @@ impl Board {
     /// Returns the live copies of each id, by id: every file except those in `invalid/`
     /// (a rejected file is not a copy of the task). Two or more copies are a duplicate.
     pub fn live_by_id(&self) -> BTreeMap<&TaskId, Vec<&TaskFile>> {
-        let mut map: BTreeMap<&TaskId, Vec<&TaskFile>> = BTreeMap::new();
-        for t in self
+        let mut live: Vec<&TaskFile> = self
             .tasks
             .iter()
             .filter(|t| t.folder.state != State::Invalid)
-        {
-            map.entry(&t.id).or_default().push(t);
+            .collect();
+        live.sort_by(|a, b| a.id.cmp(&b.id));
+        let mut grouped: Vec<(&TaskId, Vec<&TaskFile>)> = Vec::with_capacity(live.len());
+        for t in live {
+            match grouped.last_mut() {
+                Some((id, copies)) if *id == &t.id => copies.push(t),
+                _ => grouped.push((&t.id, vec![t])),
+            }
         }
-        map
+        // Sorted and distinct: the map is built in one pass.
+        grouped.into_iter().collect()
     }
 
     /// Returns the files of one id.

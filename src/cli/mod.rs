@@ -158,7 +158,7 @@ impl Ctx {
     /// records people's uncommitted changes under `work/`.
     pub fn session(&self, wait: Duration) -> Result<(Store, CoordLock)> {
         let (store, guard) = self.locked(wait)?;
-        self.report_lines(store.record_external_changes(self.now)?);
+        self.report_lines(store.record_external_changes(self.now, None)?);
         Ok((store, guard))
     }
 

@@ -4,7 +4,7 @@ use super::Ctx;
 use crate::board::Board;
 use crate::engine::{self, Note};
 use crate::model::Duration;
-use crate::store::Pending;
+use crate::store::Loaded;
 use anyhow::Result;
 use serde_json::json;
 
@@ -49,13 +49,13 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
 /// anyone's bytes. A file that changes after the load fails its transition's guard and waits
 /// for the next tick.
 pub fn tick_once(ctx: &Ctx, store: &crate::store::Store) -> Result<usize> {
-    let (board, pending) = load_recorded(ctx, store)?;
+    let (board, loaded) = load_recorded(ctx, store)?;
     let plan = engine::plan(&board, &ctx.inputs(store));
     store.mark_tick_commits(true);
     let applied = ctx.apply(store, &plan);
     store.mark_tick_commits(false);
     let n = applied?;
-    store.remember_pending(&pending)?;
+    store.remember_pending(&loaded)?;
     if ctx.verbose > 0 {
         for note in &plan.notes {
             ctx.status(&format!("note: {}", describe(note)));
@@ -64,13 +64,14 @@ pub fn tick_once(ctx: &Ctx, store: &crate::store::Store) -> Result<usize> {
     Ok(n)
 }
 
-/// Loads `work/` and records people's uncommitted changes; when something was recorded, the
-/// load may have missed it (a file dropped meanwhile), so it loads again, until a load and
+/// Loads `work/` and records people's uncommitted changes (skipping the status scan when the
+/// load shows nothing changed since a scan found `work/` clean); when something was recorded,
+/// the load may have missed it (a file dropped meanwhile), so it loads again, until a load and
 /// the recording after it agree (at most a few rounds; a busy inbox is caught next tick).
-fn load_recorded(ctx: &Ctx, store: &crate::store::Store) -> Result<(Board, Pending)> {
+fn load_recorded(ctx: &Ctx, store: &crate::store::Store) -> Result<(Board, Loaded)> {
     let mut loaded = store.load()?;
     for _ in 0..3 {
-        let recorded = store.record_external_changes(ctx.now)?;
+        let recorded = store.record_external_changes(ctx.now, Some(&loaded.1.listing))?;
         if recorded.is_empty() {
             break;
         }

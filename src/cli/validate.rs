@@ -28,13 +28,11 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         let (board, _) = store.load_fresh()?;
         check_board(&board, &mut errors, &mut warnings);
     } else {
-        let schema = match &store {
-            Some(s) => Schema::task_for_repo(&s.root().join("schemas/task.schema.json"))?,
-            None => Schema::builtin_task(),
-        };
+        let builtin = Schema::builtin_task();
+        let schema = store.as_ref().map_or(&builtin, |s| s.task_schema());
         let board = store.as_ref().and_then(|s| s.load().ok()).map(|(b, _)| b);
         for p in &args.paths {
-            check_path(ctx, p, &schema, board.as_ref(), &mut errors, &mut warnings);
+            check_path(ctx, p, schema, board.as_ref(), &mut errors, &mut warnings);
         }
     }
     for w in &warnings {

@@ -150,6 +150,7 @@ impl<'a> World<'a> {
     }
 
     fn load_entries(&mut self) {
+        let mut entries = Vec::new();
         for (id, live) in self.board.live_by_id() {
             if live.len() > 1 {
                 self.note(Note::Duplicate {
@@ -160,17 +161,15 @@ impl<'a> World<'a> {
             }
             let Some(f) = live.first() else { continue };
             match &f.read {
-                Ok(task) => {
-                    self.entries.insert(
-                        id.clone(),
-                        Entry {
-                            id: id.clone(),
-                            path: f.path.clone(),
-                            folder: f.folder.clone(),
-                            task: task.clone(),
-                        },
-                    );
-                }
+                Ok(task) => entries.push((
+                    id.clone(),
+                    Entry {
+                        id: id.clone(),
+                        path: f.path.clone(),
+                        folder: f.folder.clone(),
+                        task: task.clone(),
+                    },
+                )),
                 Err(_) if f.folder.state == State::Inbox => {}
                 Err(errors) => self.note(Note::Unreadable {
                     path: f.path.clone(),
@@ -178,6 +177,8 @@ impl<'a> World<'a> {
                 }),
             }
         }
+        // In id order: the map is built in one pass.
+        self.entries = entries.into_iter().collect();
     }
 
     /// Records a note.

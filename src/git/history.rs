@@ -9,10 +9,16 @@ impl Repo {
     /// folders too) and both sides of staged renames. Ignored files are skipped, and so are paths
     /// that are not UTF-8 (coord never names files that way; `doctor` reports them).
     pub fn changed_paths(&self, prefix: &str) -> Result<Vec<String>, GitError> {
+        Ok(self.changes_under(prefix)?.paths)
+    }
+
+    /// Returns what `changed_paths` returns, and whether any ignored file lies under `prefix`
+    /// (a change to ignore rules alone could turn it into an untracked one).
+    pub fn changes_under(&self, prefix: &str) -> Result<Changed, GitError> {
         let mut opts = git2::StatusOptions::new();
         opts.include_untracked(true)
             .recurse_untracked_dirs(true)
-            .include_ignored(false)
+            .include_ignored(true)
             .exclude_submodules(true)
             .renames_head_to_index(true);
         let spec = prefix.trim_end_matches('/');
@@ -23,21 +29,37 @@ impl Repo {
             .repo
             .statuses(Some(&mut opts))
             .map_err(ctx(format!("cannot list changes under {prefix}")))?;
-        let mut paths = Vec::new();
+        let mut changed = Changed::default();
         for entry in statuses.iter() {
+            if entry.status().is_ignored() {
+                changed.ignored |= entry.path().is_ok_and(|p| p.starts_with(prefix));
+                continue;
+            }
             let deltas = [entry.head_to_index(), entry.index_to_workdir()];
             for delta in deltas.into_iter().flatten() {
                 for file in [delta.old_file(), delta.new_file()] {
                     if let Some(path) = file.path().and_then(Path::to_str) {
-                        paths.push(path.to_string());
+                        changed.paths.push(path.to_string());
                     }
                 }
             }
         }
-        paths.retain(|p| p.starts_with(prefix));
-        paths.sort();
-        paths.dedup();
-        Ok(paths)
+        changed.paths.retain(|p| p.starts_with(prefix));
+        changed.paths.sort();
+        changed.paths.dedup();
+        Ok(changed)
+    }
+
+    /// Returns the last 32 bytes of the index file, which end with the checksum of its whole
+    /// content: equal bytes mean an unchanged index. None when there is no index or it is
+    /// written without a checksum (`index.skipHash`).
+    pub fn index_checksum(&self) -> Option<[u8; 32]> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut file = std::fs::File::open(self.git_dir.join("index")).ok()?;
+        file.seek(SeekFrom::End(-32)).ok()?;
+        let mut tail = [0u8; 32];
+        file.read_exact(&mut tail).ok()?;
+        tail[12..].iter().any(|&b| b != 0).then_some(tail)
     }
 
     /// Returns the commits reachable from HEAD, newest first, at most `limit` of them; empty on

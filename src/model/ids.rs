@@ -1,7 +1,8 @@
 //! Validated task ids and agent names (SPEC 1): `^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`, never `..`.
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
+use std::sync::Arc;
 
 /// Why a string is not a valid task id or agent name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -47,15 +48,15 @@ pub fn check_name(s: &str) -> Result<(), NameError> {
 macro_rules! name_type {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-        #[serde(transparent)]
-        pub struct $name(String);
+        /// Shared text: the planner clones names freely, so a clone is a reference count.
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(Arc<str>);
 
         impl $name {
             /// Validates `s` and wraps it.
             pub fn new(s: &str) -> Result<Self, NameError> {
                 check_name(s)?;
-                Ok(Self(s.to_string()))
+                Ok(Self(Arc::from(s)))
             }
 
             /// Returns the name as a string slice.
@@ -74,6 +75,12 @@ macro_rules! name_type {
             type Err = NameError;
             fn from_str(s: &str) -> Result<Self, NameError> {
                 Self::new(s)
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(&self.0)
             }
         }
 

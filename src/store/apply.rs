@@ -4,6 +4,7 @@
 //! journaled plan from the cursor, removes temp files, and commits what people changed under
 //! `work/` as `coord: record external changes`.
 
+use super::clean::Listing;
 use super::fsutil::{self, write_private, TEMP_SUFFIX};
 use super::inject;
 use super::{io_err, Store, StoreError};
@@ -164,12 +165,14 @@ impl Store {
     /// uncommitted changes under `work/`. Returns the summaries of the commits it made.
     pub fn recover(&self, now: Timestamp) -> Result<Vec<String>, StoreError> {
         let mut done = self.finish_interrupted(now)?;
-        done.extend(self.record_external_changes(now)?);
+        done.extend(self.record_external_changes(now, None)?);
         Ok(done)
     }
 
     /// Finishes what a killed run left under the lock: stale git locks, temp files and the
-    /// journaled plan. Returns the summaries of the commits it made.
+    /// journaled plan. Returns the summaries of the commits it made. Temp files under `work/`
+    /// are written only by journaled transitions, so they are looked for only when a journal
+    /// is left.
     pub fn finish_interrupted(&self, now: Timestamp) -> Result<Vec<String>, StoreError> {
         let mut done = Vec::new();
         for lock in self.repo.remove_stale_locks(STALE_INDEX_LOCK)? {
@@ -178,10 +181,10 @@ impl Store {
                 lock.display()
             ));
         }
-        self.remove_temp_files()?;
         let journal = self.private_dir().join(JOURNAL);
         match fs::read(&journal) {
             Ok(bytes) => {
+                self.remove_temp_files()?;
                 let plan = match serde_json::from_slice(&bytes) {
                     Ok(Journal::Plan(p)) => p,
                     Ok(Journal::One(t)) => vec![*t],
@@ -219,9 +222,15 @@ impl Store {
     }
 
     /// Commits what people changed under `work/` as `coord: record external changes` and
-    /// brings the index in line. Returns the summary of the commit, if one was made.
-    pub fn record_external_changes(&self, now: Timestamp) -> Result<Vec<String>, StoreError> {
-        let made = self.record_external(now)?;
+    /// brings the index in line. Returns the summary of the commit, if one was made. With the
+    /// `listing` of a load made just before, the status scan is skipped when the clean mark
+    /// shows that nothing it depends on changed since a scan found nothing.
+    pub fn record_external_changes(
+        &self,
+        now: Timestamp,
+        listing: Option<&Listing>,
+    ) -> Result<Vec<String>, StoreError> {
+        let made = self.record_external(now, listing)?;
         self.finish()?;
         Ok(made
             .map(|n| format!("record external changes ({n} paths)"))
@@ -230,11 +239,19 @@ impl Store {
     }
 
     /// Commits uncommitted changes under `work/` as `coord: record external changes`.
-    fn record_external(&self, now: Timestamp) -> Result<Option<usize>, StoreError> {
+    fn record_external(
+        &self,
+        now: Timestamp,
+        listing: Option<&Listing>,
+    ) -> Result<Option<usize>, StoreError> {
+        let state = listing.and_then(|l| self.clean_state(l));
+        if state.is_some_and(|s| self.clean_mark_is(s)) {
+            return Ok(None);
+        }
         let prefix = format!("{}/", self.work_dir());
-        let changed: Vec<String> = self
-            .repo
-            .changed_paths(&prefix)?
+        let scan = self.repo.changes_under(&prefix)?;
+        let changed: Vec<String> = scan
+            .paths
             .into_iter()
             .filter(|p| !p.ends_with(TEMP_SUFFIX))
             .filter(|p| {
@@ -245,6 +262,9 @@ impl Store {
             })
             .collect();
         if changed.is_empty() {
+            if let Some(state) = state.filter(|_| !scan.ignored) {
+                self.set_clean_mark(state);
+            }
             return Ok(None);
         }
         let mut message = String::from("coord: record external changes\n\n");

@@ -1,31 +1,33 @@
-//! The stat cache: what reading a task file gave (its text, content hash and the summary
-//! planning reads of every task; the rest is parsed from the text when used), kept in
-//! `.git/coord/stat-cache.bin` (a plain length-prefixed encoding, so reading it is little more
-//! than copying the texts) and keyed by the file's repo-relative path, size, mtime, ctime,
-//! inode and device, so a tick over thousands of unchanged files does not parse them again.
+//! The stat cache: what reading a file of `work/` gave, kept in `.git/coord/stat-cache.bin`
+//! and keyed by the file's repo-relative path, size, mtime, ctime, inode and device, so a tick
+//! over thousands of unchanged files neither reads nor checks them again. For a task file it
+//! keeps the text, content hash and the summary planning reads of every task (the rest is
+//! parsed from the text when used); for an agent profile, the text that passed the profile
+//! schema.
 //!
 //! An entry is trusted only while every part of its key still matches the file, and an entry
 //! is written only for a file whose mtime and ctime are older than the snapshot by more than
 //! the filesystem's timestamp granularity (git's "racy clean" rule): a later change to such a
 //! file always gets a ctime the entry does not have, even when its size and mtime are kept.
 //! Only files outside `inbox/` that passed the per-file checks are cached, under a salt of
-//! coord's version and the repo's task schema, so a new schema re-checks everything. A
-//! missing, unreadable or corrupt cache (an entry whose text does not have its hash) only
-//! means a full read. Does file I/O under `.git/coord/` only.
+//! coord's version and the repo's task schema, so a new schema re-checks everything. The file
+//! is one length-prefixed encoding with a checksum of its body: a missing, unreadable or
+//! corrupt cache only means a full read. Does file I/O under `.git/coord/` only.
 
-use crate::board::{content_hash, TaskFile};
+use crate::board::{AgentEntry, TaskFile};
 use crate::check::Summary;
 use crate::model::AgentName;
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// The cache file's name under `.git/coord/`.
-pub const CACHE_FILE: &str = "stat-cache.bin";
+/// The cache file, relative to the git directory.
+pub const PATH: &str = "coord/stat-cache.bin";
 
 /// The first bytes of the cache file: its format and version.
-const MAGIC: &[u8] = b"coord stat-cache 2\n";
+const MAGIC: &[u8] = b"coord stat-cache 3\n";
 
 /// How old a stamp with whole seconds must be to be trusted (git's racy rule, FAT's 2 s).
 const COARSE_SETTLE: Duration = Duration::from_secs(2);
@@ -56,6 +58,16 @@ impl StatKey {
         }
     }
 
+    /// Appends the key's fields to `out`, little-endian.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        for n in [self.size, self.ino, self.dev] {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+        for t in [self.mtime_ns, self.ctime_ns] {
+            out.extend_from_slice(&t.to_le_bytes());
+        }
+    }
+
     /// Returns whether both stamps are old enough, at the snapshot time `start`, that any later
     /// change of the file must get a different ctime.
     pub fn settled(&self, start: SystemTime) -> bool {
@@ -74,144 +86,278 @@ impl StatKey {
     }
 }
 
-struct Entry {
-    key: StatKey,
-    hash: u64,
-    text: String,
-    summary: Summary,
+/// What kind of file an entry is, with what planning reads of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// A task file, with its summary.
+    Task(Summary),
+    /// An agent profile that passed the profile schema.
+    Profile,
 }
 
+/// A file as the cache has it.
+#[derive(Debug)]
+pub struct Hit {
+    /// The file's text.
+    pub text: String,
+    /// Its content hash (`content_hash`).
+    pub hash: u64,
+    /// What it is.
+    pub kind: Kind,
+}
+
+/// One entry as encoded, borrowed from the cache file.
 struct EntryRef<'a> {
+    rel: &'a str,
     key: StatKey,
     hash: u64,
     text: &'a str,
-    summary: &'a Summary,
+    summary: Option<SummaryRef<'a>>,
 }
 
-/// The cache as read at the start of a load, and what the load used of it.
+/// A task's summary as encoded.
+struct SummaryRef<'a> {
+    state: &'a str,
+    assigned_to: Option<&'a str>,
+    idempotency_key: Option<&'a str>,
+}
+
+impl EntryRef<'_> {
+    fn to_hit(&self) -> Option<Hit> {
+        let kind = match &self.summary {
+            None => Kind::Profile,
+            Some(s) => Kind::Task(Summary {
+                state: s.state.to_string(),
+                assigned_to: s.assigned_to.map(AgentName::new).transpose().ok()?,
+                idempotency_key: s.idempotency_key.map(str::to_string),
+            }),
+        };
+        Some(Hit {
+            text: self.text.to_string(),
+            hash: self.hash,
+            kind,
+        })
+    }
+}
+
+/// Compares two work-relative paths in the order the walk visits them: folder by folder,
+/// names in byte order (`a/b` before `a-b`, unlike plain string order).
+pub fn walk_order(a: &str, b: &str) -> Ordering {
+    a.split('/').cmp(b.split('/'))
+}
+
+/// The cache as read at the start of a load, consumed in walk order, and what the load used
+/// of it.
 pub struct StatCache {
     salt: u64,
-    entries: HashMap<String, Entry>,
-    hits: usize,
+    /// The cache file; empty when it was absent, corrupt or of another salt.
+    bytes: Vec<u8>,
+    /// Where the next unvisited entry starts in `bytes`.
+    next: usize,
+    /// How many entries are not visited yet.
+    left: usize,
+    /// Where each entry that was a hit starts in `bytes`.
+    hits: Vec<usize>,
+    /// Whether an entry was dropped (its file changed or went away).
     stale: bool,
 }
 
 impl StatCache {
     /// Reads the cache at `path`; an absent, corrupt or differently salted file gives an empty one.
     pub fn read(path: &Path, salt: u64) -> StatCache {
-        let entries = fs::read(path)
-            .ok()
-            .and_then(|b| decode(&b, salt))
-            .unwrap_or_default();
-        StatCache {
-            salt,
-            entries,
-            hits: 0,
-            stale: false,
+        let mut cache = StatCache::empty(salt);
+        cache.stale = false;
+        if let Some((bytes, next, left)) = fs::read(path).ok().and_then(|b| open(b, salt)) {
+            (cache.bytes, cache.next, cache.left) = (bytes, next, left);
         }
+        cache
     }
 
     /// Returns an empty cache (a load that reads every file), which `save` rewrites in full.
     pub fn empty(salt: u64) -> StatCache {
         StatCache {
             salt,
-            entries: HashMap::new(),
-            hits: 0,
+            bytes: Vec::new(),
+            next: 0,
+            left: 0,
+            hits: Vec::new(),
             stale: true,
         }
     }
 
-    /// Returns the cached text and summary of `rel` when its key still matches (and the text
-    /// its hash), taking it out of the cache; a mismatching entry is dropped.
-    pub fn take(&mut self, rel: &str, key: &StatKey) -> Option<(String, Summary)> {
-        let entry = self.entries.remove(rel)?;
-        if entry.key == *key && content_hash(entry.text.as_bytes()) == entry.hash {
-            self.hits += 1;
-            Some((entry.text, entry.summary))
-        } else {
-            self.stale = true;
-            None
+    /// Returns what the cache has of `rel` when its key still matches. Calls must come in
+    /// walk order (`walk_order`): entries passed over belong to files that went away, and
+    /// are dropped like a mismatching entry.
+    pub fn take(&mut self, rel: &str, key: &StatKey) -> Option<Hit> {
+        while self.left > 0 {
+            let at = self.next;
+            let Some((entry, len)) = entry_at(&self.bytes, at) else {
+                (self.left, self.stale) = (0, true);
+                return None;
+            };
+            match walk_order(entry.rel, rel) {
+                Ordering::Greater => return None,
+                Ordering::Less => self.stale = true,
+                Ordering::Equal if entry.key != *key => self.stale = true,
+                Ordering::Equal => {
+                    let hit = entry.to_hit();
+                    (self.next, self.left) = (at + len, self.left - 1);
+                    self.stale |= hit.is_none();
+                    self.hits.extend(hit.is_some().then_some(at));
+                    return hit;
+                }
+            }
+            (self.next, self.left) = (at + len, self.left - 1);
         }
+        None
     }
 
-    /// Writes the cache for the task files of a load whose key is known and settled at
-    /// `start`; does nothing when every entry was a hit and none went away. Failures are
-    /// ignored: the cache is only ever an optimisation.
+    /// Writes the cache for the task files and agent profiles of a load that passed the
+    /// per-file checks, whose key is known (a hit's, or `missed` for a file read from disk)
+    /// and settled at `start`. Does nothing when every entry was a hit and no `.yaml` file
+    /// outside `inbox/` was missed. Failures are ignored: the cache is only ever an
+    /// optimisation.
     pub fn save(
-        self,
+        mut self,
         path: &Path,
-        tasks: &[TaskFile],
+        (tasks, agents): (&[TaskFile], &BTreeMap<AgentName, AgentEntry>),
         work_dir: &str,
-        keys: &HashMap<String, StatKey>,
+        missed: &HashMap<String, StatKey>,
         start: SystemTime,
     ) {
-        let prefix = format!("{work_dir}/");
-        let entries: BTreeMap<&str, EntryRef<'_>> = tasks
-            .iter()
-            .filter_map(|t| {
-                let task = t.read.as_ref().ok()?;
-                let rel = t.path.strip_prefix(&prefix)?;
-                if rel.starts_with("inbox/") {
-                    return None;
-                }
-                let key = *keys.get(rel)?;
-                key.settled(start).then_some((
-                    rel,
-                    EntryRef {
-                        key,
-                        hash: t.hash,
-                        text: task.text(),
-                        summary: task.summary(),
-                    },
-                ))
-            })
-            .collect();
-        if !self.stale && self.entries.is_empty() && entries.len() == self.hits {
+        if !self.stale && self.left == 0 && missed.is_empty() {
             return;
         }
-        let text = encode(self.salt, &entries);
-        let tmp = path.with_extension(format!(
-            "{}{}",
-            std::process::id(),
-            super::fsutil::TEMP_SUFFIX
-        ));
-        let written = path.parent().is_some_and(|d| fs::create_dir_all(d).is_ok())
-            && fs::write(&tmp, &text).is_ok()
-            && fs::rename(&tmp, path).is_ok();
-        if !written {
-            let _ = fs::remove_file(&tmp);
+        let hits = std::mem::take(&mut self.hits);
+        let hit_count = hits.len();
+        let mut keys: HashMap<&str, StatKey> = hits
+            .into_iter()
+            .filter_map(|at| entry_at(&self.bytes, at).map(|(e, _)| (e.rel, e.key)))
+            .collect();
+        keys.extend(missed.iter().map(|(rel, key)| (rel.as_str(), *key)));
+        let prefix = format!("{work_dir}/");
+        let settled = |path| settled_key(path, &prefix, &keys, start);
+        let task_entries = tasks.iter().filter_map(|t| {
+            let task = t.read.as_ref().ok()?;
+            let (rel, key) = settled(&t.path)?;
+            let s = task.summary();
+            let summary = Some(SummaryRef {
+                state: &s.state,
+                assigned_to: s.assigned_to.as_ref().map(AgentName::as_str),
+                idempotency_key: s.idempotency_key.as_deref(),
+            });
+            let (hash, text) = (t.hash, task.text());
+            Some(EntryRef {
+                rel,
+                key,
+                hash,
+                text,
+                summary,
+            })
+        });
+        let profile_entries = agents.values().filter_map(|a| {
+            let file = a.file.as_ref()?;
+            let (rel, key) = settled(&file.path)?;
+            let hash = crate::board::content_hash(file.text.as_bytes());
+            let text = &file.text[..];
+            Some(EntryRef {
+                rel,
+                key,
+                hash,
+                text,
+                summary: None,
+            })
+        });
+        let mut entries: Vec<EntryRef<'_>> = task_entries.chain(profile_entries).collect();
+        entries.sort_by(|a, b| walk_order(a.rel, b.rel));
+        if !self.stale && self.left == 0 && entries.len() == hit_count {
+            return;
         }
+        write_file(path, &encode(self.salt, &entries));
     }
 }
 
-/// Encodes the cache: magic, salt, entry count, then per entry its path, key, hash, summary
-/// and text; integers little-endian, strings length-prefixed.
-fn encode(salt: u64, entries: &BTreeMap<&str, EntryRef<'_>>) -> Vec<u8> {
+/// Writes the cache file by a rename, so a reader sees the old or the new file.
+fn write_file(path: &Path, bytes: &[u8]) {
+    let tmp = path.with_extension(format!(
+        "{}{}",
+        std::process::id(),
+        super::fsutil::TEMP_SUFFIX
+    ));
+    let written = path.parent().is_some_and(|d| fs::create_dir_all(d).is_ok())
+        && fs::write(&tmp, bytes).is_ok()
+        && fs::rename(&tmp, path).is_ok();
+    if !written {
+        let _ = fs::remove_file(&tmp);
+    }
+}
+
+/// Returns the work-relative path of a file the cache may keep, with its key: outside
+/// `inbox/`, with a key known and settled at `start`.
+fn settled_key<'p>(
+    path: &'p str,
+    prefix: &str,
+    keys: &HashMap<&str, StatKey>,
+    start: SystemTime,
+) -> Option<(&'p str, StatKey)> {
+    let rel = path.strip_prefix(prefix)?;
+    let key = *keys.get(rel)?;
+    (!rel.starts_with("inbox/") && key.settled(start)).then_some((rel, key))
+}
+
+/// The length of the header: magic, salt and the body's checksum.
+const HEADER: usize = MAGIC.len() + 16;
+
+/// Encodes the cache: magic, salt, the checksum of the body, then the body: entry count and
+/// per entry its path, key, hash, kind (with a task's summary) and text; integers
+/// little-endian, strings length-prefixed.
+fn encode(salt: u64, entries: &[EntryRef<'_>]) -> Vec<u8> {
     let size: usize = entries
         .iter()
-        .map(|(r, e)| r.len() + e.text.len() + 128)
+        .map(|e| e.rel.len() + e.text.len() + 128)
         .sum();
-    let mut out = Vec::with_capacity(MAGIC.len() + 16 + size);
+    let mut out = Vec::with_capacity(HEADER + 8 + size);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&salt.to_le_bytes());
+    out.extend_from_slice(&[0; 8]);
     out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
-    for (rel, e) in entries {
-        put_str(&mut out, rel);
-        for n in [e.key.size, e.key.ino, e.key.dev, e.hash] {
-            out.extend_from_slice(&n.to_le_bytes());
+    for e in entries {
+        put_str(&mut out, e.rel);
+        e.key.write_to(&mut out);
+        out.extend_from_slice(&e.hash.to_le_bytes());
+        match &e.summary {
+            None => out.push(0),
+            Some(summary) => {
+                out.push(1);
+                put_str(&mut out, summary.state);
+                put_opt(&mut out, summary.assigned_to);
+                put_opt(&mut out, summary.idempotency_key);
+            }
         }
-        for t in [e.key.mtime_ns, e.key.ctime_ns] {
-            out.extend_from_slice(&t.to_le_bytes());
-        }
-        put_str(&mut out, &e.summary.state);
-        put_opt(
-            &mut out,
-            e.summary.assigned_to.as_ref().map(AgentName::as_str),
-        );
-        put_opt(&mut out, e.summary.idempotency_key.as_deref());
         put_str(&mut out, e.text);
     }
+    let sum = checksum(&out[HEADER..]);
+    out[HEADER - 8..HEADER].copy_from_slice(&sum.to_le_bytes());
     out
+}
+
+/// Returns a 64-bit checksum of `bytes`, eight bytes at a time (a rotate, xor and multiply by
+/// an odd constant per word, each step invertible, so changing any one word always changes
+/// the result). Fast over megabytes; not meant to resist anyone choosing the bytes, and
+/// coord's own files under `.git/coord/` are all it checks.
+pub fn checksum(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mix = |h: u64, word: u64| (h.rotate_left(23) ^ word).wrapping_mul(K);
+    let mut chunks = bytes.chunks_exact(8);
+    let mut h = mix(K, bytes.len() as u64);
+    for chunk in &mut chunks {
+        let word: [u8; 8] = chunk.try_into().expect("chunks_exact gives 8 bytes");
+        h = mix(h, u64::from_le_bytes(word));
+    }
+    let mut last = [0u8; 8];
+    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    h = mix(h, u64::from_le_bytes(last));
+    h ^ (h >> 29)
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
@@ -229,49 +375,50 @@ fn put_opt(out: &mut Vec<u8>, s: Option<&str>) {
     }
 }
 
-/// Decodes what `encode` wrote under `salt`; anything else (other salt, truncated, trailing
-/// bytes, bad UTF-8 or agent name) gives `None`.
-fn decode(bytes: &[u8], salt: u64) -> Option<HashMap<String, Entry>> {
+/// Checks a cache file written by `encode` under `salt` (magic, salt, checksum); returns it
+/// with where its first entry starts and how many entries it has, or None.
+fn open(bytes: Vec<u8>, salt: u64) -> Option<(Vec<u8>, usize, usize)> {
     let mut r = Reader(bytes.strip_prefix(MAGIC)?);
-    if r.u64()? != salt {
+    if r.u64()? != salt || r.u64()? != checksum(r.0) {
         return None;
     }
     let count = usize::try_from(r.u64()?).ok()?;
-    let mut entries = HashMap::with_capacity(count.min(bytes.len() / 64));
-    for _ in 0..count {
-        let rel = r.str()?.to_string();
-        let (size, ino, dev, hash) = (r.u64()?, r.u64()?, r.u64()?, r.u64()?);
-        let (mtime_ns, ctime_ns) = (r.i128()?, r.i128()?);
-        let state = r.str()?.to_string();
-        let assigned_to = match r.opt()? {
-            Some(a) => Some(AgentName::new(a).ok()?),
-            None => None,
-        };
-        let idempotency_key = r.opt()?.map(str::to_string);
-        let text = r.str()?.to_string();
-        let key = StatKey {
-            size,
-            mtime_ns,
-            ctime_ns,
-            ino,
-            dev,
-        };
-        let summary = Summary {
-            state,
-            assigned_to,
-            idempotency_key,
-        };
-        entries.insert(
-            rel,
-            Entry {
-                key,
-                hash,
-                text,
-                summary,
-            },
-        );
-    }
-    r.0.is_empty().then_some(entries)
+    Some((bytes, HEADER + 8, count))
+}
+
+/// Decodes the entry starting at `at`; returns it with its encoded length, or None when the
+/// bytes there are not an entry (truncated, bad UTF-8 or kind).
+fn entry_at(bytes: &[u8], at: usize) -> Option<(EntryRef<'_>, usize)> {
+    let mut r = Reader(bytes.get(at..)?);
+    let before = r.0.len();
+    let rel = r.str()?;
+    let (size, ino, dev) = (r.u64()?, r.u64()?, r.u64()?);
+    let (mtime_ns, ctime_ns, hash) = (r.i128()?, r.i128()?, r.u64()?);
+    let summary = match r.take::<1>()? {
+        [0] => None,
+        [1] => Some(SummaryRef {
+            state: r.str()?,
+            assigned_to: r.opt()?,
+            idempotency_key: r.opt()?,
+        }),
+        _ => return None,
+    };
+    let text = r.str()?;
+    let key = StatKey {
+        size,
+        mtime_ns,
+        ctime_ns,
+        ino,
+        dev,
+    };
+    let entry = EntryRef {
+        rel,
+        key,
+        hash,
+        text,
+        summary,
+    };
+    Some((entry, before - r.0.len()))
 }
 
 /// The unread rest of the cache file.
@@ -311,12 +458,22 @@ impl<'b> Reader<'b> {
     }
 }
 
-/// Returns the salt of the cache: coord's version and the bytes of the repo's task schema.
-pub fn salt(schema_file: &Path) -> u64 {
+/// Returns the salt of the cache: coord's version and the bytes of the task schema in force.
+pub fn salt(schema: &[u8]) -> u64 {
     let mut bytes = format!("stat-cache 2 coord {}", env!("CARGO_PKG_VERSION")).into_bytes();
     bytes.push(0);
-    bytes.extend(fs::read(schema_file).unwrap_or_default());
+    bytes.extend_from_slice(schema);
     crate::board::content_hash(&bytes)
+}
+
+/// Returns whether the cache at `path` was written under `salt`, reading only its header: a
+/// cache is written only after its schema compiled, so this proves the schema compiles.
+pub fn written_under(path: &Path, salt: u64) -> bool {
+    use std::io::Read;
+    let mut header = [0u8; MAGIC.len() + 8];
+    fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut header))
+        .is_ok_and(|()| header.strip_prefix(MAGIC) == Some(&salt.to_le_bytes()[..]))
 }
 
 #[cfg(test)]
@@ -328,15 +485,23 @@ mod tests {
 
     const TEXT: &str = "title: a\ncoord:\n  state: done\n  attempt: 1\n";
 
+    const PROFILE: &str = "capabilities: [x]\n";
+
     fn board(text: &str) -> Board {
-        let raw = RawFile {
-            rel: "done/a.yaml".to_string(),
+        let raw = |rel: &str, text: &str| RawFile {
+            rel: rel.to_string(),
             bytes: Ok(text.as_bytes().to_vec()),
             seen_before: false,
-            parsed: None,
+            cached: None,
         };
+        let files = vec![raw("done/a.yaml", text), raw("agents/bot.yaml", PROFILE)];
         let (t, a) = (Schema::builtin_task(), Schema::builtin_agent());
-        Board::build("work", vec![raw], vec![], (&t, &a), &Limits::default())
+        Board::build("work", files, vec![], (&t, &a), &Limits::default())
+    }
+
+    fn save(path: &Path, keys: &HashMap<String, StatKey>) {
+        let b = board(TEXT);
+        StatCache::read(path, 7).save(path, (&b.tasks, &b.agents), "work", keys, later());
     }
 
     fn key(size: u64, mtime_ns: i128, ctime_ns: i128, ino: u64) -> StatKey {
@@ -355,9 +520,12 @@ mod tests {
     }
 
     fn saved(dir: &Path, k: StatKey) -> std::path::PathBuf {
-        let path = dir.join(CACHE_FILE);
-        let keys = HashMap::from([("done/a.yaml".to_string(), k)]);
-        StatCache::read(&path, 7).save(&path, &board(TEXT).tasks, "work", &keys, later());
+        let path = dir.join("stat-cache.bin");
+        let keys = HashMap::from([
+            ("done/a.yaml".to_string(), k),
+            ("agents/bot.yaml".to_string(), k),
+        ]);
+        save(&path, &keys);
         path
     }
 
@@ -367,9 +535,34 @@ mod tests {
         let k = key(40, 1_000_000_000, 1_000_000_001, 9);
         let path = saved(dir.path(), k);
         let mut cache = StatCache::read(&path, 7);
-        let (text, summary) = cache.take("done/a.yaml", &k).expect("hit");
-        assert_eq!(text, TEXT);
-        assert_eq!(summary.state, "done");
+        let profile = cache.take("agents/bot.yaml", &k).expect("profile hit");
+        assert_eq!(
+            (profile.text.as_str(), profile.kind),
+            (PROFILE, Kind::Profile)
+        );
+        let hit = cache.take("done/a.yaml", &k).expect("hit");
+        assert_eq!(hit.text, TEXT);
+        assert_eq!(hit.hash, crate::board::content_hash(TEXT.as_bytes()));
+        match hit.kind {
+            Kind::Task(summary) => assert_eq!(summary.state, "done"),
+            Kind::Profile => panic!("a task came back as a profile"),
+        }
+    }
+
+    #[test]
+    fn entries_passed_over_in_walk_order_are_dropped() {
+        assert_eq!(walk_order("a/b", "a-b"), Ordering::Less, "folder by folder");
+        assert_eq!(walk_order("a-b", "a/b"), Ordering::Greater);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let k = key(40, 1_000_000_000, 1_000_000_001, 9);
+        let path = saved(dir.path(), k);
+        let mut cache = StatCache::read(&path, 7);
+        assert!(cache.take("done/a.yaml", &k).is_some());
+        assert!(
+            cache.take("agents/bot.yaml", &k).is_none(),
+            "an entry before the last taken one is gone"
+        );
+        assert!(cache.stale, "the profile's entry was dropped");
     }
 
     #[test]
@@ -403,12 +596,25 @@ mod tests {
         std::fs::write(&path, &flipped).expect("write");
         assert!(
             StatCache::read(&path, 7).take("done/a.yaml", &k).is_none(),
-            "text that lost its hash"
+            "a flipped byte breaks the checksum"
         );
         let absent = dir.path().join("none.json");
         assert!(StatCache::read(&absent, 7)
             .take("done/a.yaml", &k)
             .is_none());
+    }
+
+    #[test]
+    fn checksum_changes_with_any_byte_and_the_length() {
+        let base: Vec<u8> = (0..37u8).collect();
+        let sum = checksum(&base);
+        for i in 0..base.len() {
+            let mut changed = base.clone();
+            changed[i] ^= 0x40;
+            assert_ne!(checksum(&changed), sum, "byte {i}");
+        }
+        assert_ne!(checksum(&base[..36]), sum);
+        assert_ne!(checksum(&[0; 8]), checksum(&[0; 16]));
     }
 
     #[test]
@@ -421,10 +627,10 @@ mod tests {
         assert!(coarse(8));
         assert!(!coarse(9), "whole-second stamps need git's 2 s");
         let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join(CACHE_FILE);
+        let path = dir.path().join("stat-cache.bin");
         let racy = key(40, 99_990_000_001, 99_990_000_001, 9);
         let keys = HashMap::from([("done/a.yaml".to_string(), racy)]);
-        StatCache::read(&path, 7).save(&path, &board(TEXT).tasks, "work", &keys, later());
+        save(&path, &keys);
         assert!(StatCache::read(&path, 7)
             .take("done/a.yaml", &racy)
             .is_none());

@@ -2,9 +2,10 @@
 //! files from the stat cache and reads the others with the size limit, and remembers which
 //! invalid inbox files were already seen.
 
-use super::cache::{self, StatCache, StatKey};
+use super::cache::{self, Hit, StatCache, StatKey};
+use super::clean::Listing;
 use super::{io_err, Store, StoreError};
-use crate::board::{content_hash, Board, Problem, RawFile};
+use crate::board::{content_hash, Board, Cached, Problem, RawFile};
 use crate::model::AgentName;
 use crate::yaml::Limits;
 use std::collections::{BTreeMap, HashMap};
@@ -13,23 +14,34 @@ use std::path::Path;
 
 const SEEN_FILE: &str = "seen-invalid.json";
 
-/// Invalid inbox files of this load and their content hashes, to remember for the next tick.
+/// Invalid inbox files of a load and their content hashes, to remember for the next tick.
 pub type Pending = BTreeMap<String, u64>;
+
+/// What a load found besides the board.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// The invalid inbox files of this load (quarantined if still so at the next tick).
+    pub pending: Pending,
+    /// The invalid inbox files the previous tick remembered.
+    seen: Pending,
+    /// Every path the walk saw under `work/` with its stat key, for the clean mark.
+    pub listing: Listing,
+}
 
 impl Store {
     /// Loads a snapshot of `work/`, taking unchanged task files outside `inbox/` from the stat
     /// cache: their text and summary, parsed only when used.
-    pub fn load(&self) -> Result<(Board, Pending), StoreError> {
+    pub fn load(&self) -> Result<(Board, Loaded), StoreError> {
         self.load_with(true)
     }
 
     /// Loads a snapshot of `work/` reading every file, so every document has the positions of
     /// its nodes (for reports such as `coord validate`); refreshes the stat cache.
-    pub fn load_fresh(&self) -> Result<(Board, Pending), StoreError> {
+    pub fn load_fresh(&self) -> Result<(Board, Loaded), StoreError> {
         self.load_with(false)
     }
 
-    fn load_with(&self, use_cache: bool) -> Result<(Board, Pending), StoreError> {
+    fn load_with(&self, use_cache: bool) -> Result<(Board, Loaded), StoreError> {
         let work = self.abs(self.work_dir());
         super::fsutil::refuse_symlink(self.root(), self.work_dir()).map_err(io_err(&work))?;
         match super::fsutil::file_type(self.root(), self.work_dir()) {
@@ -40,27 +52,30 @@ impl Store {
         let seen = self.read_seen();
         let limits = Limits::default();
         let start = std::time::SystemTime::now();
-        let cache_path = self.private_dir().join(cache::CACHE_FILE);
-        let salt = cache::salt(&self.abs("schemas/task.schema.json"));
+        let cache_path = self.repo.git_dir().join(cache::PATH);
         let mut cache = if use_cache {
-            StatCache::read(&cache_path, salt)
+            StatCache::read(&cache_path, self.schema_salt)
         } else {
-            StatCache::empty(salt)
+            StatCache::empty(self.schema_salt)
         };
-        let mut keys = HashMap::new();
+        let mut missed = HashMap::new();
         let mut files = Vec::new();
         let mut problems = Vec::new();
         let mut agent_dirs = Vec::new();
+        let mut listing = Listing::new(start);
         walk(&work, "", 0, &mut |rel, entry| match entry {
             Entry::File(path) => {
                 let key = path.symlink_metadata().ok().map(|m| StatKey::of(&m));
-                let cached = key.and_then(|k| from_cache(&mut cache, rel, &k));
-                if let Some(k) = key {
-                    keys.insert(rel.to_string(), k);
-                }
-                files.push(match cached {
-                    Some(raw) => raw,
-                    None => self.read_raw(rel, &limits, &seen),
+                listing.file(rel, key.as_ref());
+                let hit = key.and_then(|k| cache.take(rel, &k));
+                files.push(match hit {
+                    Some(hit) => from_cache(rel, hit),
+                    None => {
+                        if let Some(k) = key.filter(|_| cacheable(rel)) {
+                            missed.insert(rel.to_string(), k);
+                        }
+                        self.read_raw(rel, &limits, &seen)
+                    }
                 });
             }
             Entry::Dir => {
@@ -70,16 +85,20 @@ impl Store {
                     }
                 }
             }
-            Entry::Symlink => problems.push(Problem {
-                path: format!("{}/{rel}", self.work_dir()),
-                message: "symlink refused (never followed); replace it with a regular file"
-                    .to_string(),
-            }),
+            Entry::Deep => listing.unwalked(),
+            Entry::Symlink => {
+                listing.symlink(rel);
+                problems.push(Problem {
+                    path: format!("{}/{rel}", self.work_dir()),
+                    message: "symlink refused (never followed); replace it with a regular file"
+                        .to_string(),
+                });
+            }
         })
         .map_err(|(p, e)| io_err(&p)(e))?;
         let pending: Pending = files
             .iter()
-            .filter(|f| f.parsed.is_none() && f.rel.starts_with("inbox/"))
+            .filter(|f| f.cached.is_none() && f.rel.starts_with("inbox/"))
             .filter_map(|f| {
                 f.bytes
                     .as_ref()
@@ -94,7 +113,8 @@ impl Store {
             (&self.task_schema, &self.agent_schema),
             &limits,
         );
-        cache.save(&cache_path, &board.tasks, self.work_dir(), &keys, start);
+        let cached = (&board.tasks[..], &board.agents);
+        cache.save(&cache_path, cached, self.work_dir(), &missed, start);
         board.problems.extend(problems);
         board.problems.sort();
         let invalid_inbox: Pending = board
@@ -106,13 +126,22 @@ impl Store {
                 pending.get(rel).map(|h| (rel.to_string(), *h))
             })
             .collect();
-        Ok((board, invalid_inbox))
+        let loaded = Loaded {
+            pending: invalid_inbox,
+            seen,
+            listing,
+        };
+        Ok((board, loaded))
     }
 
-    /// Remembers the invalid inbox files of this tick, so the next tick may quarantine them.
-    pub fn remember_pending(&self, pending: &Pending) -> Result<(), StoreError> {
+    /// Remembers the invalid inbox files of a tick's load, so the next tick may quarantine
+    /// them; writes only when they differ from what the previous tick remembered.
+    pub fn remember_pending(&self, loaded: &Loaded) -> Result<(), StoreError> {
+        if loaded.pending == loaded.seen {
+            return Ok(());
+        }
         let path = self.private_dir().join(SEEN_FILE);
-        let text = serde_json::to_string(pending).unwrap_or_default();
+        let text = serde_json::to_string(&loaded.pending).unwrap_or_default();
         super::fsutil::write_private(&path, text.as_bytes(), false).map_err(io_err(&path))
     }
 
@@ -127,6 +156,8 @@ impl Store {
 enum Entry<'p> {
     File(&'p Path),
     Dir,
+    /// A folder deeper than task files sit, not entered.
+    Deep,
     Symlink,
 }
 
@@ -159,6 +190,8 @@ fn walk(
         } else if ft.is_dir() && depth < 2 {
             visit(&child_rel, Entry::Dir);
             walk(&path, &child_rel, depth + 1, visit)?;
+        } else if ft.is_dir() {
+            visit(&child_rel, Entry::Deep);
         } else if ft.is_file() {
             visit(&child_rel, Entry::File(&path));
         }
@@ -166,15 +199,27 @@ fn walk(
     Ok(())
 }
 
-/// Returns the file as the cache has it, when its key still matches.
-fn from_cache(cache: &mut StatCache, rel: &str, key: &StatKey) -> Option<RawFile> {
-    let (text, summary) = cache.take(rel, key)?;
-    Some(RawFile {
+/// Returns whether the stat cache may keep the file at `rel` (a task file outside `inbox/`
+/// or an agent profile, once it passes the per-file checks).
+fn cacheable(rel: &str) -> bool {
+    !rel.starts_with("inbox/") && (rel.ends_with(".yaml") || rel.ends_with(".yml"))
+}
+
+/// Returns a file as the cache had it.
+fn from_cache(rel: &str, hit: Hit) -> RawFile {
+    let (bytes, cached) = match hit.kind {
+        cache::Kind::Task(summary) => {
+            let task = crate::check::Task::unparsed(hit.text, summary);
+            (Vec::new(), Cached::Task(task, hit.hash))
+        }
+        cache::Kind::Profile => (hit.text.into_bytes(), Cached::Profile),
+    };
+    RawFile {
         rel: rel.to_string(),
-        bytes: Ok(Vec::new()),
+        bytes: Ok(bytes),
         seen_before: false,
-        parsed: Some(crate::check::Task::unparsed(text, summary)),
-    })
+        cached: Some(cached),
+    }
 }
 
 impl Store {
@@ -191,7 +236,7 @@ impl Store {
             rel: rel.to_string(),
             bytes,
             seen_before,
-            parsed: None,
+            cached: None,
         }
     }
 }

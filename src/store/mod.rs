@@ -4,8 +4,9 @@
 
 mod apply;
 pub use apply::Applied;
-pub use load::Pending;
+pub use load::{Loaded, Pending};
 mod cache;
+mod clean;
 pub mod fsutil;
 pub mod inject;
 mod load;
@@ -68,6 +69,8 @@ pub struct Store {
     /// The commit identity.
     pub identity: Identity,
     task_schema: Schema,
+    /// The stat cache's salt: coord's version and the bytes of the task schema in force.
+    schema_salt: u64,
     agent_schema: Schema,
     touched: RefCell<Vec<String>>,
     tick_commits: Cell<bool>,
@@ -87,12 +90,17 @@ impl Store {
         }
         let config = Config::load(&root.join("coord.yaml"))?;
         let identity = Identity::parse(&config.commit.author)?;
-        let task_schema = Schema::task_for_repo(&root.join("schemas/task.schema.json"))?;
+        let schema_path = root.join("schemas/task.schema.json");
+        let schema_text = Schema::read_repo_file(&schema_path)?;
+        let schema_salt = cache::salt(schema_text.as_deref().unwrap_or_default().as_bytes());
+        let proven = cache::written_under(&repo.git_dir().join(cache::PATH), schema_salt);
+        let task_schema = Schema::task_for_repo(schema_text.as_deref(), &schema_path, proven)?;
         Ok(Store {
             repo,
             config,
             identity,
             task_schema,
+            schema_salt,
             agent_schema: Schema::builtin_agent(),
             touched: RefCell::new(Vec::new()),
             tick_commits: Cell::new(false),

@@ -48,3 +48,150 @@ fn corrupt_cache_means_a_full_read() {
     assert!(shown.contains("Cached task"), "{shown}");
     assert_eq!(r.git_status(), "");
 }
+
+/// Returns the clean mark's inode and mtime: a mark that matches is left as it is, a new one
+/// is written by a rename (a new inode).
+fn mark_stamp(r: &TestRepo) -> Option<(u64, SystemTime)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(r.abs(".git/coord/clean-mark")).ok()?;
+    Some((meta.ino(), meta.modified().ok()?))
+}
+
+/// Lets every stamp fall behind the racy window and ticks until the clean mark is in force:
+/// a further tick finds it matching, so it skips the status scan and leaves the mark alone.
+fn settle(r: &TestRepo) {
+    std::thread::sleep(Duration::from_millis(200));
+    r.ok(&["tick"]);
+    let before = mark_stamp(r);
+    assert!(before.is_some(), "a quiet tick writes the clean mark");
+    r.ok(&["tick"]);
+    assert_eq!(
+        mark_stamp(r),
+        before,
+        "the mark should match and be left alone"
+    );
+}
+
+/// Returns how many `record external changes` commits HEAD has.
+fn recordings(r: &TestRepo) -> usize {
+    r.git(&["log", "--format=%s"])
+        .lines()
+        .filter(|s| *s == "coord: record external changes")
+        .count()
+}
+
+#[test]
+fn the_clean_mark_never_hides_a_change_under_work() {
+    let r = TestRepo::with_agents(&["bot"]);
+    r.task("a", "title: First\n");
+    r.task("b", "title: Second\n");
+    r.ok(&["tick"]);
+    let changes: [(&str, &dyn Fn(&TestRepo)); 5] = [
+        ("same-size edit", &|r| {
+            let rel = r.where_is("b");
+            let text = r.read(&rel).replace("title: Second", "title: Secund");
+            r.write(&rel, &text);
+        }),
+        ("new file", &|r| {
+            r.write("work/ready/c.yaml", "title: Third\n")
+        }),
+        ("deleted file", &|r| {
+            std::fs::remove_file(r.abs("work/ready/c.yaml")).expect("rm");
+        }),
+        ("staged file", &|r| {
+            r.write("work/inbox/d.yaml", "title: Fourth\n");
+            r.git(&["add", "work/inbox/d.yaml"]);
+        }),
+        ("file in a folder the walk does not enter", &|r| {
+            r.write("work/assigned/bot/deep/e.txt", "notes\n");
+        }),
+    ];
+    for (what, change) in changes {
+        settle(&r);
+        let before = recordings(&r);
+        change(&r);
+        r.ok(&["tick"]);
+        assert_eq!(recordings(&r), before + 1, "{what} was not recorded");
+        assert_eq!(r.git_status(), "", "{what}");
+    }
+}
+
+#[test]
+fn an_ignored_file_under_work_means_no_clean_mark() {
+    let r = TestRepo::with_agents(&["bot"]);
+    r.write(".gitignore", "*.log\n");
+    r.git(&["add", ".gitignore"]);
+    r.git(&["commit", "-q", "-m", "ignore logs"]);
+    r.write("work/notes.log", "kept out of git\n");
+    r.ok(&["tick"]);
+    std::thread::sleep(Duration::from_millis(200));
+    r.ok(&["tick"]);
+    r.ok(&["tick"]);
+    assert_eq!(
+        mark_stamp(&r),
+        None,
+        "an ignore rule change alone could reveal the file"
+    );
+    r.write(".gitignore", "");
+    let before = recordings(&r);
+    r.ok(&["tick"]);
+    assert_eq!(
+        recordings(&r),
+        before + 1,
+        "the file no longer ignored is recorded"
+    );
+}
+
+#[test]
+fn a_cached_agent_profile_is_read_again_when_it_changes() {
+    let r = TestRepo::with_agents(&["bot"]);
+    for id in ["a", "b", "c"] {
+        r.task(id, &format!("title: Task {id}\n"));
+    }
+    r.ok(&["tick"]);
+    settle(&r);
+    let cache = std::fs::read(r.abs(".git/coord/stat-cache.bin")).expect("cache");
+    assert!(
+        String::from_utf8_lossy(&cache).contains("agents/bot.yaml"),
+        "the profile is cached"
+    );
+    r.write("work/agents/bot.yaml", "max_active: lots\n");
+    r.ok(&["tick"]);
+    let (out, err) = r.code(&["doctor"], 1);
+    assert!(
+        format!("{out}{err}").contains("agents/bot.yaml"),
+        "the broken profile is reported: {out}{err}"
+    );
+    r.write("work/agents/bot.yaml", "max_active: 3\n");
+    r.ok(&["tick"]);
+    for id in ["a", "b", "c"] {
+        assert!(r.where_is(id).starts_with("work/assigned/bot/"), "{id}");
+    }
+}
+
+#[test]
+fn a_repo_schema_proven_by_the_cache_is_still_checked_when_it_changes() {
+    let r = TestRepo::with_agents(&["bot"]);
+    let schema = r.read("schemas/task.schema.json");
+    let tightened = schema.replacen(
+        "\"required\": [\"title\"]",
+        "\"required\": [\"title\", \"labels\"]",
+        1,
+    );
+    assert_ne!(tightened, schema, "the schema requires a title");
+    r.write("schemas/task.schema.json", &tightened);
+    r.task("a", "title: Labelled\nlabels: [x]\n");
+    r.ok(&["tick"]);
+    settle(&r);
+    r.task("b", "title: Unlabelled\n");
+    r.ok(&["tick"]);
+    r.ok(&["tick"]);
+    assert!(
+        r.where_is("b").starts_with("work/invalid/"),
+        "the repo schema is applied"
+    );
+    r.write("schemas/task.schema.json", "{\"type\": \"no-such-type\"}");
+    let (_, err) = r.code(&["tick"], 1);
+    assert!(err.contains("schemas/task.schema.json"), "{err}");
+    assert!(err.contains("not a valid JSON Schema"), "{err}");
+}

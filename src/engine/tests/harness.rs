@@ -73,7 +73,7 @@ impl Sim {
                 rel: rel.clone(),
                 bytes: Ok(bytes.clone()),
                 seen_before: self.seen_invalid.contains(&content_hash(bytes)),
-                parsed: None,
+                cached: None,
             })
             .collect();
         let dirs = self.agent_dirs.iter().map(|a| agent(a)).collect();
