@@ -72,6 +72,9 @@ fn load_recorded(ctx: &Ctx, store: &crate::store::Store) -> Result<(Board, Loade
     let mut loaded = store.load()?;
     for _ in 0..3 {
         let recorded = store.record_external_changes(ctx.now, Some(&loaded.1.listing))?;
+        if store.scan_skipped() && ctx.verbose > 0 {
+            ctx.status("coord: work/ is as a status scan last found it clean; scan skipped");
+        }
         if recorded.is_empty() {
             break;
         }

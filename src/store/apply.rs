@@ -245,7 +245,9 @@ impl Store {
         listing: Option<&Listing>,
     ) -> Result<Option<usize>, StoreError> {
         let state = listing.and_then(|l| self.clean_state(l));
-        if state.is_some_and(|s| self.clean_mark_is(s)) {
+        let trusted = state.is_some_and(|s| self.clean_mark_is(s));
+        self.scan_skipped.set(trusted);
+        if trusted {
             return Ok(None);
         }
         let prefix = format!("{}/", self.work_dir());

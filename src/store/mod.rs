@@ -74,6 +74,7 @@ pub struct Store {
     agent_schema: Schema,
     touched: RefCell<Vec<String>>,
     tick_commits: Cell<bool>,
+    scan_skipped: Cell<bool>,
 }
 
 /// The trailer that marks a commit the tick derived from the files alone (no person's or
@@ -104,6 +105,7 @@ impl Store {
             agent_schema: Schema::builtin_agent(),
             touched: RefCell::new(Vec::new()),
             tick_commits: Cell::new(false),
+            scan_skipped: Cell::new(false),
         })
     }
 
@@ -137,6 +139,12 @@ impl Store {
     /// never are, so `coord sync` replays them instead of dropping them.
     pub fn mark_tick_commits(&self, on: bool) {
         self.tick_commits.set(on);
+    }
+
+    /// Returns whether the last recording of external changes trusted the clean mark and
+    /// skipped the status scan.
+    pub fn scan_skipped(&self) -> bool {
+        self.scan_skipped.get()
     }
 
     /// Returns the task schema in force (the repo's copy or the built-in one).
