@@ -64,6 +64,9 @@ fn settle(r: &TestRepo) {
     assert!(tick_skips_the_scan(r), "the clean mark should be in force");
 }
 
+/// A change a person makes under `work/`.
+type Change = dyn Fn(&TestRepo);
+
 /// Returns how many `record external changes` commits HEAD has.
 fn recordings(r: &TestRepo) -> usize {
     r.git(&["log", "--format=%s"])
@@ -78,7 +81,7 @@ fn the_clean_mark_never_hides_a_change_under_work() {
     r.task("a", "title: First\n");
     r.task("b", "title: Second\n");
     r.ok(&["tick"]);
-    let changes: [(&str, &dyn Fn(&TestRepo)); 5] = [
+    let changes: [(&str, &Change); 5] = [
         ("same-size edit", &|r| {
             let rel = r.where_is("b");
             let text = r.read(&rel).replace("title: Second", "title: Secund");
