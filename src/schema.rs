@@ -89,13 +89,15 @@ impl Schema {
     /// repo's copy that compiled before) and compiles it when it is first used. Should it
     /// fail after all, every file it checks gets that failure as its violation.
     pub fn deferred(text: &str, path: &Path) -> Result<Schema, SchemaError> {
-        let schema = Schema {
-            json: Value::Null,
+        let json = serde_json::from_str(text).map_err(|e| SchemaError::Invalid {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        Ok(Schema {
+            json,
             path: path.to_path_buf(),
             validator: OnceLock::new(),
-        };
-        let json = serde_json::from_str(text).map_err(|e| schema.invalid(e.to_string()))?;
-        Ok(Schema { json, ..schema })
+        })
     }
 
     fn invalid(&self, message: String) -> SchemaError {

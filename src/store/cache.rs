@@ -68,6 +68,19 @@ impl StatKey {
         }
     }
 
+    /// Reads the fields `write_to` appends.
+    fn read_from(r: &mut Reader<'_>) -> Option<StatKey> {
+        let (size, ino, dev) = (r.u64()?, r.u64()?, r.u64()?);
+        let (mtime_ns, ctime_ns) = (r.i128()?, r.i128()?);
+        Some(StatKey {
+            size,
+            mtime_ns,
+            ctime_ns,
+            ino,
+            dev,
+        })
+    }
+
     /// Returns whether both stamps are old enough, at the snapshot time `start`, that any later
     /// change of the file must get a different ctime.
     pub fn settled(&self, start: SystemTime) -> bool {
@@ -225,7 +238,8 @@ impl StatCache {
         missed: &HashMap<String, StatKey>,
         start: SystemTime,
     ) {
-        if !self.stale && self.left == 0 && missed.is_empty() {
+        let all_hits = !self.stale && self.left == 0;
+        if all_hits && missed.is_empty() {
             return;
         }
         let hits = std::mem::take(&mut self.hits);
@@ -270,7 +284,7 @@ impl StatCache {
         });
         let mut entries: Vec<EntryRef<'_>> = task_entries.chain(profile_entries).collect();
         entries.sort_by(|a, b| walk_order(a.rel, b.rel));
-        if !self.stale && self.left == 0 && entries.len() == hit_count {
+        if all_hits && entries.len() == hit_count {
             return;
         }
         write_file(path, &encode(self.salt, &entries));
@@ -292,8 +306,14 @@ fn write_file(path: &Path, bytes: &[u8]) {
     }
 }
 
-/// Returns the work-relative path of a file the cache may keep, with its key: outside
-/// `inbox/`, with a key known and settled at `start`.
+/// Returns whether the cache may keep the file at the work-relative `rel`: a task file
+/// outside `inbox/` or an agent profile (once it passes the per-file checks).
+pub fn cacheable(rel: &str) -> bool {
+    !rel.starts_with("inbox/") && (rel.ends_with(".yaml") || rel.ends_with(".yml"))
+}
+
+/// Returns the work-relative path of a file the cache may keep (`cacheable`), with its key:
+/// known and settled at `start`.
 fn settled_key<'p>(
     path: &'p str,
     prefix: &str,
@@ -302,7 +322,7 @@ fn settled_key<'p>(
 ) -> Option<(&'p str, StatKey)> {
     let rel = path.strip_prefix(prefix)?;
     let key = *keys.get(rel)?;
-    (!rel.starts_with("inbox/") && key.settled(start)).then_some((rel, key))
+    (cacheable(rel) && key.settled(start)).then_some((rel, key))
 }
 
 /// The length of the header: magic, salt and the body's checksum.
@@ -392,8 +412,8 @@ fn entry_at(bytes: &[u8], at: usize) -> Option<(EntryRef<'_>, usize)> {
     let mut r = Reader(bytes.get(at..)?);
     let before = r.0.len();
     let rel = r.str()?;
-    let (size, ino, dev) = (r.u64()?, r.u64()?, r.u64()?);
-    let (mtime_ns, ctime_ns, hash) = (r.i128()?, r.i128()?, r.u64()?);
+    let key = StatKey::read_from(&mut r)?;
+    let hash = r.u64()?;
     let summary = match r.take::<1>()? {
         [0] => None,
         [1] => Some(SummaryRef {
@@ -404,13 +424,6 @@ fn entry_at(bytes: &[u8], at: usize) -> Option<(EntryRef<'_>, usize)> {
         _ => return None,
     };
     let text = r.str()?;
-    let key = StatKey {
-        size,
-        mtime_ns,
-        ctime_ns,
-        ino,
-        dev,
-    };
     let entry = EntryRef {
         rel,
         key,

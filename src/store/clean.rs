@@ -34,23 +34,13 @@ pub struct Listing {
     complete: bool,
 }
 
-impl Default for Listing {
-    fn default() -> Listing {
-        Listing {
-            start: SystemTime::UNIX_EPOCH,
-            bytes: Vec::new(),
-            complete: false,
-        }
-    }
-}
-
 impl Listing {
     /// Starts a listing for a walk that began at `start`.
     pub fn new(start: SystemTime) -> Listing {
         Listing {
             start,
+            bytes: Vec::new(),
             complete: true,
-            ..Listing::default()
         }
     }
 

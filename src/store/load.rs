@@ -18,7 +18,7 @@ const SEEN_FILE: &str = "seen-invalid.json";
 pub type Pending = BTreeMap<String, u64>;
 
 /// What a load found besides the board.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Loaded {
     /// The invalid inbox files of this load (quarantined if still so at the next tick).
     pub pending: Pending,
@@ -71,7 +71,7 @@ impl Store {
                 files.push(match hit {
                     Some(hit) => from_cache(rel, hit),
                     None => {
-                        if let Some(k) = key.filter(|_| cacheable(rel)) {
+                        if let Some(k) = key.filter(|_| cache::cacheable(rel)) {
                             missed.insert(rel.to_string(), k);
                         }
                         self.read_raw(rel, &limits, &seen)
@@ -197,12 +197,6 @@ fn walk(
         }
     }
     Ok(())
-}
-
-/// Returns whether the stat cache may keep the file at `rel` (a task file outside `inbox/`
-/// or an agent profile, once it passes the per-file checks).
-fn cacheable(rel: &str) -> bool {
-    !rel.starts_with("inbox/") && (rel.ends_with(".yaml") || rel.ends_with(".yml"))
 }
 
 /// Returns a file as the cache had it.
