@@ -117,12 +117,6 @@ fn add(ctx: &Ctx, name: &AgentName, caps: &[String], max_active: u32, pull: bool
         ops: vec![Op::Write { path, text }],
         guard: Vec::new(),
     };
-    ctx.apply(
-        &store,
-        &Plan {
-            transitions: vec![t],
-            notes: vec![],
-        },
-    )?;
+    ctx.apply(&store, &Plan::one(t))?;
     Ok(())
 }

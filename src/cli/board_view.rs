@@ -56,7 +56,7 @@ fn agents(board: &Board, now: Timestamp) -> Vec<Value> {
                 "assign": a.profile.assign,
                 "circuit": a.profile.coord.circuit.as_str(),
                 "open_until": a.profile.coord.open_until,
-                "probe_due": engine::retry::gate(&a.profile.coord, now) == engine::retry::Gate::Probe,
+                "probe_due": engine::retry::gate(&a.profile.coord, &engine::Clock::new(now)) == engine::retry::Gate::Probe,
             })
         })
         .collect()

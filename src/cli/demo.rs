@@ -107,13 +107,7 @@ fn seed(ctx: &Ctx, store: &Store) -> Result<()> {
         ops,
         guard: vec![],
     };
-    ctx.apply(
-        store,
-        &Plan {
-            transitions: vec![t],
-            notes: vec![],
-        },
-    )?;
+    ctx.apply(store, &Plan::one(t))?;
     Ok(())
 }
 

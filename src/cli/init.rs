@@ -55,13 +55,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         ops,
         guard: Vec::new(),
     };
-    ctx.apply(
-        &store,
-        &crate::engine::Plan {
-            transitions: vec![t],
-            notes: Vec::new(),
-        },
-    )?;
+    ctx.apply(&store, &crate::engine::Plan::one(t))?;
     ctx.status(&format!("coord: initialized {}", store.root().display()));
     Ok(())
 }

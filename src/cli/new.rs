@@ -89,13 +89,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         quiet: true,
         ..ctx.clone()
     };
-    quiet.apply(
-        &store,
-        &Plan {
-            transitions: vec![t],
-            notes: vec![],
-        },
-    )?;
+    quiet.apply(&store, &Plan::one(t))?;
     print(ctx, &id, &path, true)
 }
 

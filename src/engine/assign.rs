@@ -51,7 +51,7 @@ pub fn queue(w: &World<'_>) -> Vec<TaskId> {
 pub fn backoff_wait(w: &World<'_>, id: &TaskId) -> Option<String> {
     let nb = w.entries.get(id)?.task.coord.not_before.clone()?;
     let t: Timestamp = parse_time(&nb)?;
-    (t > w.now).then(|| format!("backing off until {nb}"))
+    (!w.clock.reached(t)).then(|| format!("backing off until {nb}"))
 }
 
 /// Returns the agent that should take `id` now; with `only`, that agent or nobody (claim).
@@ -113,7 +113,7 @@ fn available(w: &World<'_>, agent: &AgentName, claiming: bool) -> Result<usize, 
     if st.profile.assign == AssignMode::Pull && !claiming {
         return Err(format!("agent {agent} takes work with 'coord claim'"));
     }
-    if gate(&st.coord, w.now) == Gate::Shut {
+    if gate(&st.coord, &w.clock) == Gate::Shut {
         return Err(match st.coord.circuit {
             Circuit::HalfOpen => format!("agent {agent} is half-open with a probe task running"),
             _ => format!(
@@ -149,7 +149,7 @@ pub fn assign(w: &mut World<'_>, id: &TaskId, agent: &AgentName) {
     match start_attempt(w, id, agent, &mut c) {
         Ok(()) => {
             if let Some(st) = w.agents.get(agent) {
-                if gate(&st.coord, w.now) == Gate::Probe {
+                if gate(&st.coord, &w.clock) == Gate::Probe {
                     let mut probe = st.coord.clone();
                     probe.circuit = Circuit::HalfOpen;
                     w.set_agent_coord(agent, probe);
@@ -182,7 +182,7 @@ pub fn start_attempt(
     c.attempt = c.attempt.saturating_add(1);
     c.assigned_to = Some(agent.clone());
     c.assigned_at = Some(w.now_str());
-    c.lease_expires_at = Some(super::world::fmt_time(w.now + timeout.to_signed()));
+    c.lease_expires_at = Some(super::world::fmt_time(w.clock.now() + timeout.to_signed()));
     c.not_before = None;
     c.input = None;
     if let Some(input) = &spec.input {

@@ -294,7 +294,7 @@ pub fn heartbeat(board: &Board, inputs: &Inputs<'_>, id: &TaskId) -> Result<Plan
     };
     let timeout = e.task.spec.timeout.unwrap_or(w.config.defaults.timeout);
     let mut c = e.task.coord.clone();
-    let until = fmt_time(w.now + timeout.to_signed());
+    let until = fmt_time(w.clock.now() + timeout.to_signed());
     c.lease_expires_at = Some(until.clone());
     let folder = e.folder.clone();
     w.transit(

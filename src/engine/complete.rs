@@ -57,7 +57,7 @@ fn lease_expired(w: &World<'_>, e: &Entry) -> bool {
         .lease_expires_at
         .as_deref()
         .and_then(parse_time)
-        .is_some_and(|t| t <= w.now)
+        .is_some_and(|t| w.clock.reached(t))
 }
 
 fn stale(w: &mut World<'_>, e: &Entry) {
@@ -134,7 +134,7 @@ pub fn fail_attempt(w: &mut World<'_>, e: &Entry, err: ErrorInfo, had_result: bo
             .get(agent)
             .map(|s| s.coord.clone())
             .unwrap_or_default();
-        let next = after_failure(&st, &w.config.circuit_breaker, w.now);
+        let next = after_failure(&st, &w.config.circuit_breaker, w.clock.now());
         w.set_agent_coord(agent, next);
     }
     let mut c = e.task.coord.clone();
@@ -157,7 +157,7 @@ pub fn fail_attempt(w: &mut World<'_>, e: &Entry, err: ErrorInfo, had_result: bo
         c.history.push(record);
         let delay = backoff(e.id.as_str(), c.attempt, &w.config.backoff);
         c.state = State::Ready.as_str().to_string();
-        c.not_before = Some(super::world::fmt_time(w.now + delay));
+        c.not_before = Some(super::world::fmt_time(w.clock.now() + delay));
         c.assigned_to = None;
         c.assigned_at = None;
         let summary = format!(

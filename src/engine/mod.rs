@@ -6,6 +6,7 @@
 mod adopt;
 pub mod archive;
 mod assign;
+pub mod clock;
 pub mod commands;
 mod complete;
 mod deps;
@@ -20,6 +21,7 @@ use crate::model::TaskId;
 use jiff::Timestamp;
 use std::fmt;
 
+pub use clock::Clock;
 pub use world::{AcceptAll, Rejection, Signer, Verifier};
 
 /// One file-system step of a transition. Paths are repo-relative.
@@ -162,9 +164,21 @@ pub struct Plan {
     pub transitions: Vec<Transition>,
     /// What was seen and left alone.
     pub notes: Vec<Note>,
+    /// The earliest instant after the planning time that a decision compared against (a
+    /// lease's expiry, a backoff's end, a circuit's reopening): planning the same board at any
+    /// time before it decides the same. None when no decision waits on the clock.
+    pub deadline: Option<Timestamp>,
 }
 
 impl Plan {
+    /// Returns a plan of one transition.
+    pub fn one(t: Transition) -> Plan {
+        Plan {
+            transitions: vec![t],
+            ..Plan::default()
+        }
+    }
+
     /// Returns whether there is nothing to do.
     pub fn is_empty(&self) -> bool {
         self.transitions.is_empty()

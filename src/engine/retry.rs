@@ -1,6 +1,7 @@
 //! Retry timing and the per-agent circuit breaker (SPEC 3.4, 3.6): exponential backoff with
 //! full jitter, deterministic for a task and attempt so plans are reproducible. Pure.
 
+use super::Clock;
 use crate::config::{Backoff, CircuitBreaker};
 use crate::model::{AgentCoord, Circuit};
 use jiff::{SignedDuration, Timestamp};
@@ -67,15 +68,15 @@ pub enum Gate {
     Shut,
 }
 
-/// Returns what the breaker allows at `now`.
-pub fn gate(c: &AgentCoord, now: Timestamp) -> Gate {
+/// Returns what the breaker allows at the clock's time.
+pub fn gate(c: &AgentCoord, clock: &Clock) -> Gate {
     match c.circuit {
         Circuit::Closed => Gate::Open,
         Circuit::HalfOpen => Gate::Shut,
         Circuit::Open => {
             let until = c.open_until.as_deref().and_then(super::world::parse_time);
             match until {
-                Some(t) if t > now => Gate::Shut,
+                Some(t) if !clock.reached(t) => Gate::Shut,
                 _ => Gate::Probe,
             }
         }
@@ -117,14 +118,20 @@ mod tests {
         assert_eq!(one.circuit, Circuit::Closed);
         let two = after_failure(&one, &cfg, now);
         assert_eq!(two.circuit, Circuit::Open);
-        assert_eq!(gate(&two, now), Gate::Shut);
+        let clock = Clock::new(now);
+        assert_eq!(gate(&two, &clock), Gate::Shut);
+        assert_eq!(
+            clock.deadline(),
+            Some(now + SignedDuration::from_secs(600)),
+            "the shut breaker waits on its reopening"
+        );
         let later = now + SignedDuration::from_secs(601);
-        assert_eq!(gate(&two, later), Gate::Probe);
+        assert_eq!(gate(&two, &Clock::new(later)), Gate::Probe);
         let probing = AgentCoord {
             circuit: Circuit::HalfOpen,
             ..two.clone()
         };
-        assert_eq!(gate(&probing, later), Gate::Shut);
+        assert_eq!(gate(&probing, &Clock::new(later)), Gate::Shut);
         assert_eq!(after_failure(&probing, &cfg, later).circuit, Circuit::Open);
     }
 }

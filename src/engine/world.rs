@@ -2,7 +2,7 @@
 //! planned so far, agent loads and breaker states, and the builders that turn a decision into
 //! a transition (new text spliced, ops listed, entry updated).
 
-use super::{Inputs, Note, Op, Plan, Transition};
+use super::{Clock, Inputs, Note, Op, Plan, Transition};
 use crate::board::Board;
 use crate::check::{self, Task, TaskDoc};
 use crate::config::Config;
@@ -108,8 +108,8 @@ pub struct World<'a> {
     pub board: &'a Board,
     /// Configuration.
     pub config: &'a Config,
-    /// The clock.
-    pub now: Timestamp,
+    /// The clock: decisions ask it whether an instant has come.
+    pub clock: Clock,
     /// Signature checks.
     pub verifier: &'a dyn Verifier,
     /// Live, unique, readable tasks by id.
@@ -127,7 +127,7 @@ impl<'a> World<'a> {
         let mut w = World {
             board,
             config: inputs.config,
-            now: inputs.now,
+            clock: Clock::new(inputs.now),
             verifier: inputs.verifier,
             entries: BTreeMap::new(),
             all_ids: board.tasks.iter().map(|t| t.id.clone()).collect(),
@@ -211,7 +211,7 @@ impl<'a> World<'a> {
 
     /// Returns the current time in coord's format.
     pub fn now_str(&self) -> String {
-        fmt_time(self.now)
+        fmt_time(self.clock.now())
     }
 
     /// Returns the number of tasks assigned to `agent` now.
@@ -372,6 +372,7 @@ impl<'a> World<'a> {
                 self.push(t);
             }
         }
+        self.out.deadline = self.clock.deadline();
         self.out
     }
 }

@@ -95,15 +95,24 @@ impl Sim {
     pub fn tick(&mut self, now: Timestamp) -> Plan {
         self.now = now;
         let board = self.board();
+        let plan = self.plan_board(&board, now);
+        self.remember_invalid(&board);
+        self.apply(&plan);
+        plan
+    }
+
+    /// Plans a tick of the current files at `now`, changing nothing.
+    pub fn plan_at(&self, now: Timestamp) -> Plan {
+        self.plan_board(&self.board(), now)
+    }
+
+    fn plan_board(&self, board: &Board, now: Timestamp) -> Plan {
         let inputs = Inputs {
             config: &self.config,
             now,
             verifier: &AcceptAll,
         };
-        let plan = engine::plan(&board, &inputs);
-        self.remember_invalid(&board);
-        self.apply(&plan);
-        plan
+        engine::plan(board, &inputs)
     }
 
     /// Applies every op of a plan, failing the test on a bad move.

@@ -247,6 +247,28 @@ impl Run {
             summaries(&again),
             summaries(&plan)
         );
+        self.check_quiet_until_deadline(&again);
+    }
+
+    /// (f) A plan with nothing to do stays so until its deadline: planning the same files at
+    /// the last instant before it (or a month later, without one) finds nothing either, so
+    /// the tick may skip planning an unchanged board until then.
+    fn check_quiet_until_deadline(&self, quiet: &Plan) {
+        let later = match quiet.deadline {
+            Some(deadline) => {
+                assert!(deadline > self.sim.now, "(f) a deadline already passed");
+                deadline - SignedDuration::from_nanos(1)
+            }
+            None => self.sim.now + SignedDuration::from_hours(24 * 30),
+        };
+        let plan = self.sim.plan_at(later);
+        assert!(
+            plan.is_empty(),
+            "(f) quiet at {} with deadline {:?}, but at {later}: {:?}",
+            self.sim.now,
+            quiet.deadline,
+            summaries(&plan)
+        );
     }
 
     fn check(&mut self, plan: &Plan) {
@@ -362,20 +384,17 @@ fn move_helper_refuses_to_replace_a_file() {
     s.files
         .insert("ready/a.yaml".into(), b"title: a\n".to_vec());
     s.files.insert("done/a.yaml".into(), b"title: a\n".to_vec());
-    let plan = Plan {
-        transitions: vec![Transition {
-            subject: "a".into(),
-            from: "ready".into(),
-            to: "done".into(),
-            summary: "x".into(),
-            ops: vec![Op::Move {
-                from: "work/ready/a.yaml".into(),
-                to: "work/done/a.yaml".into(),
-            }],
-            guard: vec![],
+    let plan = Plan::one(Transition {
+        subject: "a".into(),
+        from: "ready".into(),
+        to: "done".into(),
+        summary: "x".into(),
+        ops: vec![Op::Move {
+            from: "work/ready/a.yaml".into(),
+            to: "work/done/a.yaml".into(),
         }],
-        notes: vec![],
-    };
+        guard: vec![],
+    });
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.apply(&plan)));
     assert!(
         outcome.is_err(),
