@@ -4,7 +4,7 @@ use super::Ctx;
 use crate::board::Board;
 use crate::engine::{self, Note};
 use crate::model::Duration;
-use crate::store::Loaded;
+use crate::store::{Loaded, Walk};
 use anyhow::Result;
 use serde_json::json;
 
@@ -49,13 +49,23 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
 /// anyone's bytes. A file that changes after the load fails its transition's guard and waits
 /// for the next tick.
 pub fn tick_once(ctx: &Ctx, store: &crate::store::Store) -> Result<usize> {
-    let (board, loaded) = load_recorded(ctx, store)?;
+    let walked = store.walk_work()?;
+    if store.is_quiet(&walked, ctx.now) {
+        if ctx.verbose > 0 {
+            ctx.status("coord: nothing changed since a tick found nothing to do, and nothing it waits for is due; planning skipped ('coord status' shows what waits)");
+        }
+        return Ok(0);
+    }
+    let (board, loaded) = load_recorded(ctx, store, walked)?;
     let plan = engine::plan(&board, &ctx.inputs(store));
     store.mark_tick_commits(true);
     let applied = ctx.apply(store, &plan);
     store.mark_tick_commits(false);
     let n = applied?;
     store.remember_pending(&loaded)?;
+    if n == 0 && plan.is_empty() && loaded.pending.is_empty() {
+        store.set_quiet_mark(plan.deadline);
+    }
     if ctx.verbose > 0 {
         for note in &plan.notes {
             ctx.status(&format!("note: {}", describe(note)));
@@ -68,8 +78,8 @@ pub fn tick_once(ctx: &Ctx, store: &crate::store::Store) -> Result<usize> {
 /// load shows nothing changed since a scan found `work/` clean); when something was recorded,
 /// the load may have missed it (a file dropped meanwhile), so it loads again, until a load and
 /// the recording after it agree (at most a few rounds; a busy inbox is caught next tick).
-fn load_recorded(ctx: &Ctx, store: &crate::store::Store) -> Result<(Board, Loaded)> {
-    let mut loaded = store.load()?;
+fn load_recorded(ctx: &Ctx, store: &crate::store::Store, walked: Walk) -> Result<(Board, Loaded)> {
+    let mut loaded = store.load_walked(walked)?;
     for _ in 0..3 {
         let recorded = store.record_external_changes(ctx.now, Some(&loaded.1.listing))?;
         if store.scan_skipped() && ctx.verbose > 0 {

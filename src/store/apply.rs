@@ -247,6 +247,7 @@ impl Store {
         let state = listing.and_then(|l| self.clean_state(l));
         let trusted = state.is_some_and(|s| self.clean_mark_is(s));
         self.scan_skipped.set(trusted);
+        self.last_clean.set(state.filter(|_| trusted));
         if trusted {
             return Ok(None);
         }
@@ -266,6 +267,7 @@ impl Store {
         if changed.is_empty() {
             if let Some(state) = state.filter(|_| !scan.ignored) {
                 self.set_clean_mark(state);
+                self.last_clean.set(Some(state));
             }
             return Ok(None);
         }

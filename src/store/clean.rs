@@ -15,6 +15,7 @@
 
 use super::cache::{checksum, StatKey};
 use super::Store;
+use std::path::Path;
 use std::time::SystemTime;
 
 /// The mark file, relative to the git directory.
@@ -26,11 +27,13 @@ const MAGIC: &[u8] = b"coord clean-mark 1\n";
 /// any file under `work/` is ignored).
 const ALSO_WATCHED: [&str; 3] = [".gitattributes", ".git/config", ".git/info/attributes"];
 
-/// Every path a load's walk saw under `work/`, with its stat key, digested at the end.
+/// Every path a load's walk saw under `work/`, with its stat key, digested as it comes.
 #[derive(Debug)]
 pub struct Listing {
     start: SystemTime,
-    bytes: Vec<u8>,
+    digest: u64,
+    /// One entry's bytes, reused.
+    entry: Vec<u8>,
     complete: bool,
 }
 
@@ -39,7 +42,8 @@ impl Listing {
     pub fn new(start: SystemTime) -> Listing {
         Listing {
             start,
-            bytes: Vec::new(),
+            digest: 0,
+            entry: Vec::new(),
             complete: true,
         }
     }
@@ -47,23 +51,31 @@ impl Listing {
     /// Adds a file with its stat key; a file without one (it vanished) or with a stamp too
     /// recent to trust makes the listing unable to vouch for the folder.
     pub fn file(&mut self, rel: &str, key: Option<&StatKey>) {
-        self.name(rel, b'f');
+        self.start_entry(rel, b'f');
         match key {
-            Some(k) if k.settled(self.start) => k.write_to(&mut self.bytes),
+            Some(k) if k.settled(self.start) => k.write_to(&mut self.entry),
             _ => self.complete = false,
         }
+        self.add_entry();
     }
 
     /// Adds a symlink (refused, never followed, so only its name counts).
     pub fn symlink(&mut self, rel: &str) {
-        self.name(rel, b'l');
+        self.start_entry(rel, b'l');
+        self.add_entry();
     }
 
-    fn name(&mut self, rel: &str, kind: u8) {
-        self.bytes
-            .extend_from_slice(&(rel.len() as u64).to_le_bytes());
-        self.bytes.extend_from_slice(rel.as_bytes());
-        self.bytes.push(kind);
+    fn start_entry(&mut self, rel: &str, kind: u8) {
+        self.entry.clear();
+        self.entry.extend_from_slice(rel.as_bytes());
+        self.entry.push(0);
+        self.entry.push(kind);
+    }
+
+    /// Chains the entry's checksum into the digest (so order counts, as in the walk).
+    fn add_entry(&mut self) {
+        let entry = checksum(&self.entry);
+        self.digest = (self.digest.rotate_left(29) ^ entry).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
 
     /// Notes a folder the walk did not enter: files in it are not listed.
@@ -73,8 +85,31 @@ impl Listing {
 
     /// Returns the digest, or None when the listing cannot vouch for every file.
     fn digest(&self) -> Option<u64> {
-        self.complete.then(|| checksum(&self.bytes))
+        self.complete.then_some(self.digest)
     }
+}
+
+/// Appends the stat keys of the files at `rels` under `root` (a zero byte for one that is
+/// absent) to `out`; None when a stamp is too recent to trust at `start`.
+pub(super) fn watched_keys(
+    root: &Path,
+    rels: &[&str],
+    start: SystemTime,
+    out: &mut Vec<u8>,
+) -> Option<()> {
+    for rel in rels {
+        match root.join(rel).symlink_metadata() {
+            Ok(meta) => {
+                let key = StatKey::of(&meta);
+                if !key.settled(start) {
+                    return None;
+                }
+                key.write_to(out);
+            }
+            Err(_) => out.push(0),
+        }
+    }
+    Some(())
 }
 
 impl Store {
@@ -86,18 +121,7 @@ impl Store {
         let head = self.repo.head().ok()?.oid;
         state.extend_from_slice(head.as_ref().map_or(&[][..], |oid| oid.as_bytes()));
         state.extend_from_slice(&self.repo.index_checksum()?);
-        for rel in ALSO_WATCHED {
-            match self.abs(rel).symlink_metadata() {
-                Ok(meta) => {
-                    let key = StatKey::of(&meta);
-                    if !key.settled(listing.start) {
-                        return None;
-                    }
-                    key.write_to(&mut state);
-                }
-                Err(_) => state.push(0),
-            }
-        }
+        watched_keys(self.root(), &ALSO_WATCHED, listing.start, &mut state)?;
         Some(checksum(&state))
     }
 

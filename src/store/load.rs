@@ -1,16 +1,15 @@
-//! Reading `work/` into a board: a shallow walk that refuses symlinks, takes unchanged task
-//! files from the stat cache and reads the others with the size limit, and remembers which
-//! invalid inbox files were already seen.
+//! Reading `work/` into a board: takes the files of a walk that did not change from the stat
+//! cache and reads the others with the size limit, and remembers which invalid inbox files
+//! were already seen.
 
-use super::cache::{self, Hit, StatCache, StatKey};
+use super::cache::{self, Hit, StatCache};
 use super::clean::Listing;
+use super::walk::{self, Walk};
 use super::{io_err, Store, StoreError};
 use crate::board::{content_hash, Board, Cached, Problem, RawFile};
-use crate::model::AgentName;
 use crate::yaml::Limits;
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
-use std::path::Path;
 
 const SEEN_FILE: &str = "seen-invalid.json";
 
@@ -32,16 +31,18 @@ impl Store {
     /// Loads a snapshot of `work/`, taking unchanged task files outside `inbox/` from the stat
     /// cache: their text and summary, parsed only when used.
     pub fn load(&self) -> Result<(Board, Loaded), StoreError> {
-        self.load_with(true)
+        self.load_walked(self.walk_work()?)
     }
 
     /// Loads a snapshot of `work/` reading every file, so every document has the positions of
     /// its nodes (for reports such as `coord validate`); refreshes the stat cache.
     pub fn load_fresh(&self) -> Result<(Board, Loaded), StoreError> {
-        self.load_with(false)
+        let walked = self.walk_work()?;
+        self.build(walked, StatCache::empty(self.schema_salt))
     }
 
-    fn load_with(&self, use_cache: bool) -> Result<(Board, Loaded), StoreError> {
+    /// Walks `work/` (see [`Walk`]) without reading any file.
+    pub fn walk_work(&self) -> Result<Walk, StoreError> {
         let work = self.abs(self.work_dir());
         super::fsutil::refuse_symlink(self.root(), self.work_dir()).map_err(io_err(&work))?;
         match super::fsutil::file_type(self.root(), self.work_dir()) {
@@ -49,53 +50,42 @@ impl Store {
             Err(e) => return Err(io_err(&work)(e)),
             _ => return Err(StoreError::NoWorkDir { path: work }),
         }
+        walk::walk(&work).map_err(|(p, e)| io_err(&p)(e))
+    }
+
+    /// Loads the snapshot a walk of `work/` found, as [`Store::load`].
+    pub fn load_walked(&self, walked: Walk) -> Result<(Board, Loaded), StoreError> {
+        let cache = StatCache::read(&self.cache_path(), self.schema_salt);
+        self.build(walked, cache)
+    }
+
+    fn cache_path(&self) -> std::path::PathBuf {
+        self.repo.git_dir().join(cache::PATH)
+    }
+
+    /// Reads the files of a walk (from `cache` when their key matches) into a board.
+    fn build(&self, walked: Walk, mut cache: StatCache) -> Result<(Board, Loaded), StoreError> {
         let seen = self.read_seen();
         let limits = Limits::default();
-        let start = std::time::SystemTime::now();
-        let cache_path = self.repo.git_dir().join(cache::PATH);
-        let mut cache = if use_cache {
-            StatCache::read(&cache_path, self.schema_salt)
-        } else {
-            StatCache::empty(self.schema_salt)
-        };
         let mut missed = HashMap::new();
-        let mut files = Vec::new();
-        let mut problems = Vec::new();
-        let mut agent_dirs = Vec::new();
-        let mut listing = Listing::new(start);
-        walk(&work, "", 0, &mut |rel, entry| match entry {
-            Entry::File(path) => {
-                let key = path.symlink_metadata().ok().map(|m| StatKey::of(&m));
-                listing.file(rel, key.as_ref());
-                let hit = key.and_then(|k| cache.take(rel, &k));
-                files.push(match hit {
-                    Some(hit) => from_cache(rel, hit),
-                    None => {
-                        if let Some(k) = key.filter(|_| cache::cacheable(rel)) {
-                            missed.insert(rel.to_string(), k);
-                        }
-                        self.read_raw(rel, &limits, &seen)
+        let mut files = Vec::with_capacity(walked.files.len());
+        for (rel, key) in walked.files {
+            let hit = key.and_then(|k| cache.take(&rel, &k));
+            files.push(match hit {
+                Some(hit) => from_cache(rel, hit),
+                None => {
+                    if let Some(k) = key.filter(|_| cache::cacheable(&rel)) {
+                        missed.insert(rel.clone(), k);
                     }
-                });
-            }
-            Entry::Dir => {
-                if let Some(name) = rel.strip_prefix("assigned/") {
-                    if let Ok(a) = AgentName::new(name) {
-                        agent_dirs.push(a);
-                    }
+                    self.read_raw(rel, &limits, &seen)
                 }
-            }
-            Entry::Deep => listing.unwalked(),
-            Entry::Symlink => {
-                listing.symlink(rel);
-                problems.push(Problem {
-                    path: format!("{}/{rel}", self.work_dir()),
-                    message: "symlink refused (never followed); replace it with a regular file"
-                        .to_string(),
-                });
-            }
-        })
-        .map_err(|(p, e)| io_err(&p)(e))?;
+            });
+        }
+        let problems = walked.symlinks.into_iter().map(|rel| Problem {
+            path: format!("{}/{rel}", self.work_dir()),
+            message: "symlink refused (never followed); replace it with a regular file".to_string(),
+        });
+        let problems: Vec<Problem> = problems.collect();
         let pending: Pending = files
             .iter()
             .filter(|f| f.cached.is_none() && f.rel.starts_with("inbox/"))
@@ -109,12 +99,18 @@ impl Store {
         let mut board = Board::build(
             self.work_dir(),
             files,
-            agent_dirs,
+            walked.agent_dirs,
             (&self.task_schema, &self.agent_schema),
             &limits,
         );
         let cached = (&board.tasks[..], &board.agents);
-        cache.save(&cache_path, cached, self.work_dir(), &missed, start);
+        cache.save(
+            &self.cache_path(),
+            cached,
+            self.work_dir(),
+            &missed,
+            walked.start,
+        );
         board.problems.extend(problems);
         board.problems.sort();
         let invalid_inbox: Pending = board
@@ -129,7 +125,7 @@ impl Store {
         let loaded = Loaded {
             pending: invalid_inbox,
             seen,
-            listing,
+            listing: walked.listing,
         };
         Ok((board, loaded))
     }
@@ -153,54 +149,8 @@ impl Store {
     }
 }
 
-enum Entry<'p> {
-    File(&'p Path),
-    Dir,
-    /// A folder deeper than task files sit, not entered.
-    Deep,
-    Symlink,
-}
-
-type WalkError = (std::path::PathBuf, std::io::Error);
-
-/// Visits files and folders up to three levels deep, never following symlinks.
-fn walk(
-    dir: &Path,
-    rel: &str,
-    depth: usize,
-    visit: &mut dyn FnMut(&str, Entry<'_>),
-) -> Result<(), WalkError> {
-    let entries = fs::read_dir(dir).map_err(|e| (dir.to_path_buf(), e))?;
-    let mut names: Vec<_> = entries.filter_map(Result::ok).collect();
-    names.sort_by_cached_key(|e| e.file_name());
-    for entry in names {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.ends_with(super::fsutil::TEMP_SUFFIX) {
-            continue;
-        }
-        let child_rel = if rel.is_empty() {
-            name.clone()
-        } else {
-            format!("{rel}/{name}")
-        };
-        let path = entry.path();
-        let ft = entry.file_type().map_err(|e| (path.clone(), e))?;
-        if ft.is_symlink() {
-            visit(&child_rel, Entry::Symlink);
-        } else if ft.is_dir() && depth < 2 {
-            visit(&child_rel, Entry::Dir);
-            walk(&path, &child_rel, depth + 1, visit)?;
-        } else if ft.is_dir() {
-            visit(&child_rel, Entry::Deep);
-        } else if ft.is_file() {
-            visit(&child_rel, Entry::File(&path));
-        }
-    }
-    Ok(())
-}
-
 /// Returns a file as the cache had it.
-fn from_cache(rel: &str, hit: Hit) -> RawFile {
+fn from_cache(rel: String, hit: Hit) -> RawFile {
     let (bytes, cached) = match hit.kind {
         cache::Kind::Task(summary) => {
             let task = crate::check::Task::unparsed(hit.text, summary);
@@ -209,7 +159,7 @@ fn from_cache(rel: &str, hit: Hit) -> RawFile {
         cache::Kind::Profile => (hit.text.into_bytes(), Cached::Profile),
     };
     RawFile {
-        rel: rel.to_string(),
+        rel,
         bytes: Ok(bytes),
         seen_before: false,
         cached: Some(cached),
@@ -219,15 +169,15 @@ fn from_cache(rel: &str, hit: Hit) -> RawFile {
 impl Store {
     /// Reads one file of `work/` within the size limit, never following a symlink (one
     /// swapped in after the walk looked is refused too).
-    fn read_raw(&self, rel: &str, limits: &Limits, seen: &Pending) -> RawFile {
+    fn read_raw(&self, rel: String, limits: &Limits, seen: &Pending) -> RawFile {
         let path = format!("{}/{rel}", self.work_dir());
         let bytes = super::fsutil::read_limited(self.root(), &path, limits.max_bytes)
             .map_err(|e| e.to_string());
         let seen_before = bytes
             .as_ref()
-            .is_ok_and(|b| seen.get(rel) == Some(&content_hash(b)));
+            .is_ok_and(|b| seen.get(&rel) == Some(&content_hash(b)));
         RawFile {
-            rel: rel.to_string(),
+            rel,
             bytes,
             seen_before,
             cached: None,

@@ -10,6 +10,9 @@ mod clean;
 pub mod fsutil;
 pub mod inject;
 mod load;
+mod quiet;
+mod walk;
+pub use walk::Walk;
 
 use crate::config::{Config, ConfigError};
 use crate::git::{GitError, Identity, Repo};
@@ -72,9 +75,15 @@ pub struct Store {
     /// The stat cache's salt: coord's version and the bytes of the task schema in force.
     schema_salt: u64,
     agent_schema: Schema,
+    /// A digest of the stat keys of `coord.yaml` and the schema file, taken before they were
+    /// read; None when one was too recent to trust (the quiet mark needs it).
+    setup_keys: Option<u64>,
     touched: RefCell<Vec<String>>,
     tick_commits: Cell<bool>,
     scan_skipped: Cell<bool>,
+    /// The clean-mark state of the last recording of external changes that found `work/`
+    /// clean (the quiet mark is made from it).
+    last_clean: Cell<Option<u64>>,
 }
 
 /// The trailer that marks a commit the tick derived from the files alone (no person's or
@@ -86,9 +95,10 @@ impl Store {
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
         let repo = Repo::discover(dir)?;
         let root = repo.workdir().to_path_buf();
-        for rel in ["coord.yaml", "schemas/task.schema.json"] {
+        for rel in quiet::SETUP_FILES {
             fsutil::refuse_symlink(&root, rel).map_err(io_err(&root.join(rel)))?;
         }
+        let setup_keys = setup_keys(&root);
         let config = Config::load(&root.join("coord.yaml"))?;
         let identity = Identity::parse(&config.commit.author)?;
         let schema_path = root.join("schemas/task.schema.json");
@@ -103,9 +113,11 @@ impl Store {
             task_schema,
             schema_salt,
             agent_schema: Schema::builtin_agent(),
+            setup_keys,
             touched: RefCell::new(Vec::new()),
             tick_commits: Cell::new(false),
             scan_skipped: Cell::new(false),
+            last_clean: Cell::new(None),
         })
     }
 
@@ -151,4 +163,17 @@ impl Store {
     pub fn task_schema(&self) -> &Schema {
         &self.task_schema
     }
+}
+
+/// Returns a digest of the stat keys of the setup files (`quiet::SETUP_FILES`), or None when
+/// one is too recent to trust.
+fn setup_keys(root: &Path) -> Option<u64> {
+    let mut keys = Vec::new();
+    clean::watched_keys(
+        root,
+        &quiet::SETUP_FILES,
+        std::time::SystemTime::now(),
+        &mut keys,
+    )?;
+    Some(cache::checksum(&keys))
 }

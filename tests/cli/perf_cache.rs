@@ -1,5 +1,7 @@
-//! The stat cache end to end: an unchanged task is taken from `.git/coord/stat-cache.bin`, and
-//! an edit that keeps the file's size and mtime is still seen (its ctime changed).
+//! The stat cache and the marks end to end: an unchanged task is taken from
+//! `.git/coord/stat-cache.bin`, and an edit that keeps the file's size and mtime is still seen
+//! (its ctime changed); the clean and quiet marks never hide a change, and a quiet tick wakes
+//! up when something it waits for comes due.
 
 use crate::harness::TestRepo;
 use std::fs::{File, FileTimes};
@@ -49,19 +51,51 @@ fn corrupt_cache_means_a_full_read() {
     assert_eq!(r.git_status(), "");
 }
 
-/// Returns whether a verbose tick said it skipped the status scan (the clean mark matched).
-fn tick_skips_the_scan(r: &TestRepo) -> bool {
-    let out = r.run(&["tick", "-v"]);
-    assert!(out.status.success(), "{out:?}");
-    String::from_utf8_lossy(&out.stderr).contains("scan skipped")
+/// What lets a tick skip work on an unchanged `work/`.
+#[derive(Debug, Clone, Copy)]
+enum Mark {
+    /// The clean mark: the status scan is skipped, the tick still plans.
+    Clean,
+    /// The quiet mark: planning is skipped too.
+    Quiet,
 }
 
-/// Lets every stamp fall behind the racy window, ticks (a quiet tick writes the clean mark),
-/// and checks that a further tick trusts the mark and skips the status scan.
-fn settle(r: &TestRepo) {
+impl Mark {
+    /// What a verbose tick says when this mark let it skip.
+    fn says(self) -> &'static str {
+        match self {
+            Mark::Clean => "scan skipped",
+            Mark::Quiet => "planning skipped",
+        }
+    }
+}
+
+/// Runs a verbose tick with `mark` in force (for the clean mark alone, the quiet mark is
+/// removed first); returns whether it said that the mark let it skip.
+fn tick_skips(r: &TestRepo, mark: Mark) -> bool {
+    if let Mark::Clean = mark {
+        let _ = std::fs::remove_file(r.abs(".git/coord/quiet-mark"));
+    }
+    let out = r.run(&["tick", "-v"]);
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stderr).contains(mark.says())
+}
+
+/// Returns whether a verbose tick said it skipped the status scan (the clean mark matched).
+fn tick_skips_the_scan(r: &TestRepo) -> bool {
+    tick_skips(r, Mark::Clean)
+}
+
+/// Lets every stamp fall behind the racy window, ticks (a quiet tick writes the marks), and
+/// checks that a further tick trusts `mark`.
+fn settle_with(r: &TestRepo, mark: Mark) {
     std::thread::sleep(Duration::from_millis(200));
-    r.ok(&["tick"]);
-    assert!(tick_skips_the_scan(r), "the clean mark should be in force");
+    tick_skips(r, mark);
+    assert!(tick_skips(r, mark), "the {mark:?} mark should be in force");
+}
+
+fn settle(r: &TestRepo) {
+    settle_with(r, Mark::Clean);
 }
 
 /// A change a person makes under `work/`.
@@ -75,8 +109,9 @@ fn recordings(r: &TestRepo) -> usize {
         .count()
 }
 
-#[test]
-fn the_clean_mark_never_hides_a_change_under_work() {
+/// Makes each kind of change a person makes under `work/` while `mark` is in force, and
+/// checks that the next tick neither skips nor misses it.
+fn no_change_under_work_is_hidden_by(mark: Mark) {
     let r = TestRepo::with_agents(&["bot"]);
     r.task("a", "title: First\n");
     r.task("b", "title: Second\n");
@@ -102,15 +137,112 @@ fn the_clean_mark_never_hides_a_change_under_work() {
         }),
     ];
     for (what, change) in changes {
-        settle(&r);
+        settle_with(&r, mark);
         let before = recordings(&r);
         change(&r);
         // Past the racy window, only the digest's stat keys can tell the change apart.
         std::thread::sleep(Duration::from_millis(200));
-        assert!(!tick_skips_the_scan(&r), "{what}: the scan was skipped");
+        assert!(
+            !tick_skips(&r, mark),
+            "{what}: the {mark:?} mark let it skip"
+        );
         assert_eq!(recordings(&r), before + 1, "{what} was not recorded");
         assert_eq!(r.git_status(), "", "{what}");
     }
+}
+
+#[test]
+fn the_clean_mark_never_hides_a_change_under_work() {
+    no_change_under_work_is_hidden_by(Mark::Clean);
+}
+
+#[test]
+fn the_quiet_mark_never_hides_a_change_under_work() {
+    no_change_under_work_is_hidden_by(Mark::Quiet);
+}
+
+#[test]
+fn the_quiet_mark_never_hides_a_change_to_the_setup_or_head() {
+    let r = TestRepo::with_agents(&["bot"]);
+    r.task("a", "title: First\n");
+    r.ok(&["tick"]);
+    let changes: [(&str, &Change); 3] = [
+        ("coord.yaml edited", &|r| {
+            let text = r.read("coord.yaml");
+            r.write("coord.yaml", &format!("{text}\n# a comment\n"));
+        }),
+        ("task schema edited", &|r| {
+            let text = r.read("schemas/task.schema.json");
+            r.write("schemas/task.schema.json", &format!("{text}\n"));
+        }),
+        ("a commit outside work/", &|r| {
+            r.write("notes.txt", "notes\n");
+            r.git(&["add", "notes.txt"]);
+            r.git(&["commit", "-q", "-m", "notes"]);
+        }),
+    ];
+    for (what, change) in changes {
+        settle_with(&r, Mark::Quiet);
+        change(&r);
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!tick_skips(&r, Mark::Quiet), "{what}: planning was skipped");
+    }
+}
+
+/// Returns the timestamp a task's `coord:` block records under `key`.
+fn stamp(r: &TestRepo, id: &str, key: &str) -> jiff::Timestamp {
+    let text = r.read(&r.where_is(id));
+    let line = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(&format!("{key}: ")))
+        .unwrap_or_else(|| panic!("no {key} in {text}"));
+    line.trim_matches('"').parse().expect("a timestamp")
+}
+
+#[test]
+fn a_quiet_tick_wakes_up_when_a_lease_expires_and_when_a_backoff_passes() {
+    let mut r = TestRepo::with_agents(&["bot"]);
+    r.task("a", "title: Slow\n");
+    r.ok(&["tick"]);
+    assert!(r.where_is("a").starts_with("work/assigned/bot/"));
+    let expires = stamp(&r, "a", "lease_expires_at");
+    settle_with(&r, Mark::Quiet);
+    let second = jiff::SignedDuration::from_secs(1);
+    r.at(&(expires - second).to_string());
+    assert!(tick_skips(&r, Mark::Quiet), "the lease has not expired yet");
+    r.at(&expires.to_string());
+    assert!(!tick_skips(&r, Mark::Quiet), "the lease expired");
+    assert!(
+        r.git(&["log", "--format=%s"]).contains("after timeout"),
+        "the expired attempt is retried"
+    );
+    let retry_at = stamp(&r, "a", "not_before");
+    assert!(r.where_is("a").starts_with("work/ready/"), "it backs off");
+    settle_with(&r, Mark::Quiet);
+    r.at(&(retry_at - second).to_string());
+    assert!(
+        tick_skips(&r, Mark::Quiet),
+        "the backoff has not passed yet"
+    );
+    r.at(&retry_at.to_string());
+    r.ok(&["tick"]);
+    assert!(
+        r.where_is("a").starts_with("work/assigned/bot/"),
+        "assigned again once the backoff passed"
+    );
+}
+
+#[test]
+fn an_invalid_inbox_file_is_quarantined_at_the_next_tick_even_when_quiet() {
+    let r = TestRepo::with_agents(&["bot"]);
+    r.ok(&["tick"]);
+    r.write("work/inbox/bad.yaml", "title: [unclosed\n");
+    std::thread::sleep(Duration::from_millis(200));
+    r.ok(&["tick"]);
+    assert!(r.exists("work/inbox/bad.yaml"), "it waits one tick");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!tick_skips(&r, Mark::Quiet));
+    assert!(r.exists("work/invalid/bad.yaml"), "quarantined");
 }
 
 #[test]

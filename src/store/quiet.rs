@@ -1,0 +1,119 @@
+//! The quiet mark: what the repository looked like when a tick planned nothing, and until
+//! when that answer holds, kept in `.git/coord/quiet-mark`. A tick whose walk of `work/`
+//! finds the same state before that instant has nothing to do either, so it skips reading
+//! the tasks and planning — as `git status` trusts the stat data of an unchanged index.
+//!
+//! The state is the clean mark's digest (every path under `work/` with its stat key, HEAD, the
+//! index and git's config and attribute files: see `clean`) of a walk whose status scan found
+//! `work/` clean, with coord's version and task schema (the stat cache's salt) and the stat
+//! keys of `coord.yaml` and the schema file as `Store::open` found them before reading them.
+//! The plan is a function of those files and the clock; the planner reports the earliest
+//! instant its decisions compared against (`engine::Clock`), and the mark holds until then.
+//! A tick leaves a mark only when it planned no transition and no inbox file was invalid (one
+//! that is still invalid next tick is quarantined). Not for repos that require signed results:
+//! whether a result is accepted there also depends on keys outside the repository. Does file
+//! I/O under `.git/coord/` only.
+
+use super::cache::checksum;
+use super::walk::Walk;
+use super::Store;
+use jiff::Timestamp;
+
+/// The mark file, relative to the git directory.
+const PATH: &str = "coord/quiet-mark";
+/// The first bytes of the mark file.
+const MAGIC: &[u8] = b"coord quiet-mark 1\n";
+/// The files besides `work/` that a plan depends on, relative to the work tree root.
+pub(super) const SETUP_FILES: [&str; 2] = ["coord.yaml", "schemas/task.schema.json"];
+
+impl Store {
+    /// Returns whether the last tick that planned nothing saw the state this walk shows, and
+    /// none of the instants its decisions waited for has come by `now`: planning again would
+    /// find nothing to do. Call it before anything is read or changed.
+    pub fn is_quiet(&self, walked: &Walk, now: Timestamp) -> bool {
+        let state = self
+            .clean_state(&walked.listing)
+            .and_then(|clean| self.quiet_state(clean));
+        let Some(state) = state else {
+            return false;
+        };
+        let Ok(bytes) = std::fs::read(self.repo.git_dir().join(PATH)) else {
+            return false;
+        };
+        decode(&bytes).is_some_and(|(marked, deadline)| {
+            marked == state && deadline.is_none_or(|deadline| now < deadline)
+        })
+    }
+
+    /// Records that a tick planned nothing for the board it loaded, until `deadline` (the
+    /// plan's). Does nothing unless the status scan of that load found `work/` clean (or the
+    /// clean mark vouched for it). A failure only means the next tick plans again.
+    pub fn set_quiet_mark(&self, deadline: Option<Timestamp>) {
+        let Some(state) = self.last_clean.get().and_then(|c| self.quiet_state(c)) else {
+            return;
+        };
+        let path = self.repo.git_dir().join(PATH);
+        let _ = super::fsutil::write_private(&path, &encode(state, deadline), false);
+    }
+
+    /// Returns the digest of a clean state with what else a plan depends on; None when the
+    /// setup files could not be vouched for or results must be signed.
+    fn quiet_state(&self, clean: u64) -> Option<u64> {
+        if self.config.require_signed_results {
+            return None;
+        }
+        let mut bytes = clean.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&self.schema_salt.to_le_bytes());
+        bytes.extend_from_slice(&self.setup_keys?.to_le_bytes());
+        Some(checksum(&bytes))
+    }
+}
+
+/// Encodes a mark: magic, state, then 1 and the deadline in nanoseconds, or 0.
+fn encode(state: u64, deadline: Option<Timestamp>) -> Vec<u8> {
+    let mut bytes = MAGIC.to_vec();
+    bytes.extend_from_slice(&state.to_le_bytes());
+    match deadline {
+        Some(d) => {
+            bytes.push(1);
+            bytes.extend_from_slice(&d.as_nanosecond().to_le_bytes());
+        }
+        None => bytes.push(0),
+    }
+    bytes
+}
+
+/// Decodes what `encode` wrote; None for anything else.
+fn decode(bytes: &[u8]) -> Option<(u64, Option<Timestamp>)> {
+    let rest = bytes.strip_prefix(MAGIC)?;
+    let (state, rest) = rest.split_first_chunk::<8>()?;
+    let deadline = match rest {
+        [0] => None,
+        [1, nanos @ ..] => {
+            let nanos: [u8; 16] = nanos.try_into().ok()?;
+            Some(Timestamp::from_nanosecond(i128::from_le_bytes(nanos)).ok()?)
+        }
+        _ => return None,
+    };
+    Some((u64::from_le_bytes(*state), deadline))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mark_reads_back_and_nothing_else_does() {
+        let at: Timestamp = "2026-11-22T10:00:00.5Z".parse().expect("time");
+        for deadline in [None, Some(at)] {
+            assert_eq!(decode(&encode(7, deadline)), Some((7, deadline)));
+        }
+        let whole = encode(7, Some(at));
+        for cut in 0..whole.len() {
+            assert_eq!(decode(&whole[..cut]), None, "cut at {cut}");
+        }
+        let mut longer = encode(7, None);
+        longer.push(0);
+        assert_eq!(decode(&longer), None);
+    }
+}

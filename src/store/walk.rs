@@ -1,0 +1,219 @@
+//! The walk of `work/`: every file and folder down to where task files sit, in walk order
+//! (folder by folder, names in byte order), each regular file with its stat key, never
+//! following a symlink. Reading nothing, it is all a tick needs to tell whether `work/`
+//! changed since the last one (the clean and quiet marks); the load then reads what changed.
+
+use super::cache::StatKey;
+use super::clean::Listing;
+use crate::model::AgentName;
+use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
+use rustix::io::Errno;
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// What a walk of `work/` found.
+#[derive(Debug)]
+pub struct Walk {
+    /// Regular files, work-relative (`ready/a.yaml`), in walk order, each with its stat key
+    /// (None when it went away before it could be looked at).
+    pub files: Vec<(String, Option<StatKey>)>,
+    /// The agents whose folder exists under `assigned/`.
+    pub agent_dirs: Vec<AgentName>,
+    /// Symlinks, work-relative: refused, never followed.
+    pub symlinks: Vec<String>,
+    /// Every path with its stat key, for the clean and quiet marks.
+    pub listing: Listing,
+    /// When the walk began: a stamp must be older than that to be trusted.
+    pub start: SystemTime,
+}
+
+/// A failure to read a folder, with the folder.
+pub type WalkError = (PathBuf, std::io::Error);
+
+/// Folders are entered this deep below `work/` (`assigned/<agent>/` is the deepest).
+const MAX_DEPTH: usize = 2;
+
+/// How many files make another thread for their lstat calls worth starting (git's preload
+/// index takes 500 entries per thread; a thread costs ~50 µs, an lstat ~1 µs).
+const FILES_PER_THREAD: usize = 2_000;
+
+/// How folders are opened: never through a symlink.
+const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
+/// One entry of a folder.
+struct Named {
+    /// The first bytes of its name, to sort by.
+    head: u128,
+    /// Its work-relative path.
+    rel: String,
+    /// Where its name starts in `rel`.
+    name_at: usize,
+    kind: FileType,
+}
+
+impl Named {
+    fn name(&self) -> &str {
+        &self.rel[self.name_at..]
+    }
+}
+
+/// Walks the folder `work` (absolute).
+pub fn walk(work: &Path) -> Result<Walk, WalkError> {
+    let start = SystemTime::now();
+    let mut found = Walk {
+        files: Vec::new(),
+        agent_dirs: Vec::new(),
+        symlinks: Vec::new(),
+        listing: Listing::new(start),
+        start,
+    };
+    let fd = rustix::fs::open(work, DIR_FLAGS, Mode::empty()).map_err(walk_error(work, ""))?;
+    visit_dir(fd, "", 0, work, &mut found)?;
+    Ok(found)
+}
+
+fn walk_error<'a>(work: &'a Path, rel: &'a str) -> impl FnOnce(Errno) -> WalkError + 'a {
+    move |e| (work.join(rel), e.into())
+}
+
+/// Visits the entries of the open folder `rel` in byte order of their names; looks at its
+/// files relative to it, so a symlink swapped in meanwhile is never followed.
+fn visit_dir(
+    fd: OwnedFd,
+    rel: &str,
+    depth: usize,
+    work: &Path,
+    found: &mut Walk,
+) -> Result<(), WalkError> {
+    let (dir, entries) = sorted_entries(fd, rel).map_err(walk_error(work, rel))?;
+    let fd = dir.fd().map_err(walk_error(work, rel))?;
+    let files: Vec<&str> = entries
+        .iter()
+        .filter(|e| e.kind == FileType::RegularFile)
+        .map(Named::name)
+        .collect();
+    let mut keys = stat_keys(fd, &files).into_iter();
+    found.files.reserve(files.len());
+    for entry in entries {
+        match entry.kind {
+            FileType::RegularFile => {
+                let key = keys.next().flatten();
+                found.listing.file(&entry.rel, key.as_ref());
+                found.files.push((entry.rel, key));
+            }
+            FileType::Symlink => {
+                found.listing.symlink(&entry.rel);
+                found.symlinks.push(entry.rel);
+            }
+            FileType::Directory if depth < MAX_DEPTH => {
+                if let Some(agent) = entry.rel.strip_prefix("assigned/") {
+                    found.agent_dirs.extend(AgentName::new(agent).ok());
+                }
+                match rustix::fs::openat(fd, entry.name(), DIR_FLAGS, Mode::empty()) {
+                    Ok(sub) => visit_dir(sub, &entry.rel, depth + 1, work, found)?,
+                    // Gone or replaced since the folder was read: the next walk sees it.
+                    Err(Errno::NOENT | Errno::LOOP | Errno::NOTDIR) => found.listing.unwalked(),
+                    Err(e) => return Err(walk_error(work, &entry.rel)(e)),
+                }
+            }
+            FileType::Directory => found.listing.unwalked(),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Reads the open folder `rel`: its entries in byte order of their names, leaving out `.`,
+/// `..` and coord's temporary files.
+fn sorted_entries(fd: OwnedFd, rel: &str) -> Result<(Dir, Vec<Named>), Errno> {
+    let mut dir = Dir::new(fd)?;
+    let mut entries = Vec::new();
+    while let Some(entry) = dir.read() {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy();
+        if name == "." || name == ".." || name.ends_with(super::fsutil::TEMP_SUFFIX) {
+            continue;
+        }
+        let kind = match entry.file_type() {
+            FileType::Unknown => kind_of(&dir, &name),
+            kind => kind,
+        };
+        let name_at = if rel.is_empty() { 0 } else { rel.len() + 1 };
+        entries.push(Named {
+            head: head_of(&name),
+            rel: child_rel(rel, &name),
+            name_at,
+            kind,
+        });
+    }
+    // Paths in one folder share their prefix: the names decide.
+    entries.sort_unstable_by(|a, b| a.head.cmp(&b.head).then_with(|| a.rel.cmp(&b.rel)));
+    Ok((dir, entries))
+}
+
+/// Returns the type of an entry whose folder did not say (some file systems never do).
+fn kind_of(dir: &Dir, name: &str) -> FileType {
+    dir.fd()
+        .and_then(|fd| rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW))
+        .map_or(FileType::Unknown, |st| FileType::from_raw_mode(st.st_mode))
+}
+
+/// Returns the first 16 bytes of a name as a number that sorts as the names do (a name has
+/// no NUL byte, so the zero padding of a shorter one sorts first, as it should).
+fn head_of(name: &str) -> u128 {
+    let mut head = [0u8; 16];
+    let n = name.len().min(16);
+    head[..n].copy_from_slice(&name.as_bytes()[..n]);
+    u128::from_be_bytes(head)
+}
+
+/// Returns the stat key of each file named in the open folder `dir` (None for one that went
+/// away), never following a symlink; on more threads when there are thousands.
+fn stat_keys(dir: BorrowedFd<'_>, names: &[&str]) -> Vec<Option<StatKey>> {
+    let key = |name: &&str| {
+        rustix::fs::statat(dir, *name, AtFlags::SYMLINK_NOFOLLOW)
+            .ok()
+            .map(|st| StatKey::of_stat(&st))
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(names.len() / FILES_PER_THREAD)
+        .max(1);
+    if threads == 1 {
+        return names.iter().map(key).collect();
+    }
+    let chunk = names.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let others: Vec<_> = names
+            .chunks(chunk)
+            .skip(1)
+            .map(|part| scope.spawn(move || part.iter().map(key).collect::<Vec<_>>()))
+            .collect();
+        let mut keys: Vec<Option<StatKey>> = names[..chunk].iter().map(key).collect();
+        for other in others {
+            keys.extend(
+                other
+                    .join()
+                    .unwrap_or_else(|e| std::panic::resume_unwind(e)),
+            );
+        }
+        keys
+    })
+}
+
+/// Returns the work-relative path of `name` in the folder `rel` (a name that is not UTF-8
+/// is kept lossily; the board reports it as a stray file).
+fn child_rel(rel: &str, name: &str) -> String {
+    if rel.is_empty() {
+        return name.to_string();
+    }
+    let mut child = String::with_capacity(rel.len() + 1 + name.len());
+    child.push_str(rel);
+    child.push('/');
+    child.push_str(name);
+    child
+}
