@@ -5,7 +5,8 @@
 //!
 //! a. assigning 1,000 ready tasks (one commit each) next to `git mv` + `git commit` per task;
 //! b. time per transition with 1,000 vs 20,000 tasks already in the repo;
-//! c. a no-op `coord tick` and `coord status` on 10,000 tasks next to `git status`.
+//! c. a no-op `coord tick` (with the quiet mark, and planning without it) and `coord status`
+//!    on 10,000 tasks next to `git status`.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -30,7 +31,7 @@ fn main() {
         growth(n(1_000), n(20_000), n(200));
     }
     if only.contains('c') {
-        noop(n(10_000), 7);
+        noop(n(10_000), 15);
     }
 }
 
@@ -189,37 +190,61 @@ fn growth(small: usize, large: usize, batch: usize) {
 }
 
 fn noop(n: usize, reps: usize) {
-    println!("## c. no-op on {n} tasks ({reps} runs each; median / p95)");
+    println!("## c. no-op on {n} tasks ({reps} runs each, taken in turn; median / p95)");
     let repo = Repo::new();
     repo.seed("done", "d", n);
     repo.commit_all();
     repo.coord(&["tick", "-q"]);
-    let time = |f: &dyn Fn()| {
-        f();
-        let mut v: Vec<f64> = (0..reps)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                ms(t.elapsed())
-            })
-            .collect();
-        v.sort_by(f64::total_cmp);
-        (
-            v[v.len() / 2],
-            v[((v.len() * 95).div_ceil(100)).min(v.len()) - 1],
-        )
-    };
-    let tick = time(&|| {
-        repo.coord(&["tick", "-q"]);
-    });
-    let status = time(&|| {
-        repo.coord(&["status"]);
-    });
-    let git = time(&|| {
-        repo.git(&["status", "--porcelain"]);
-    });
-    println!("coord tick (no-op): {:.1} / {:.1} ms", tick.0, tick.1);
-    println!("coord status:       {:.1} / {:.1} ms", status.0, status.1);
-    println!("git status:         {:.1} / {:.1} ms", git.0, git.1);
-    println!("ratio tick / git status: {:.1}", tick.0 / git.0);
+    let quiet_mark = repo.path().join(".git/coord/quiet-mark");
+    let runs: [(&str, &dyn Fn()); 4] = [
+        ("coord tick (no-op): ", &|| {
+            repo.coord(&["tick", "-q"]);
+        }),
+        ("coord tick (plans): ", &|| {
+            // Without the quiet mark the tick reads the board and plans (the stat cache and
+            // the clean mark still apply); removing it costs microseconds.
+            let _ = std::fs::remove_file(&quiet_mark);
+            repo.coord(&["tick", "-q"]);
+        }),
+        ("coord status:       ", &|| {
+            repo.coord(&["status"]);
+        }),
+        ("git status:         ", &|| {
+            repo.git(&["status", "--porcelain"]);
+        }),
+    ];
+    let times = time_in_turn(&runs, reps);
+    for ((label, _), (median, p95)) in runs.iter().zip(&times) {
+        println!("{label}{median:.1} / {p95:.1} ms");
+    }
+    let git = times[3].0;
+    println!("ratio tick / git status: {:.1}", times[0].0 / git);
+    println!(
+        "ratio tick that plans / git status: {:.1}",
+        times[1].0 / git
+    );
+}
+
+/// Runs each of `runs` once, `reps` times over (after one warm-up round), taking them in turn
+/// so a machine that slows down meanwhile slows all of them; returns each one's median and
+/// p95 in ms.
+fn time_in_turn(runs: &[(&str, &dyn Fn())], reps: usize) -> Vec<(f64, f64)> {
+    let mut samples = vec![Vec::with_capacity(reps); runs.len()];
+    for round in 0..=reps {
+        for ((_, run), taken) in runs.iter().zip(samples.iter_mut()) {
+            let t = Instant::now();
+            run();
+            if round > 0 {
+                taken.push(ms(t.elapsed()));
+            }
+        }
+    }
+    samples
+        .into_iter()
+        .map(|mut v| {
+            v.sort_by(f64::total_cmp);
+            let p95 = ((v.len() * 95).div_ceil(100)).clamp(1, v.len()) - 1;
+            (v[v.len() / 2], v[p95])
+        })
+        .collect()
 }
