@@ -64,7 +64,7 @@ pub fn tick_once(ctx: &Ctx, store: &crate::store::Store) -> Result<usize> {
     let n = applied?;
     store.remember_pending(&loaded)?;
     if n == 0 && plan.is_empty() && loaded.pending.is_empty() {
-        store.set_quiet_mark(plan.deadline);
+        store.set_quiet_mark(ctx.now, plan.deadline);
     }
     if ctx.verbose > 0 {
         for note in &plan.notes {

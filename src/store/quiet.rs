@@ -8,7 +8,8 @@
 //! `work/` clean, with coord's version and task schema (the stat cache's salt) and the stat
 //! keys of `coord.yaml` and the schema file as `Store::open` found them before reading them.
 //! The plan is a function of those files and the clock; the planner reports the earliest
-//! instant its decisions compared against (`engine::Clock`), and the mark holds until then.
+//! instant its decisions compared against (`engine::Clock`), and the mark holds from the time
+//! it planned at (a clock set back is not trusted) until then.
 //! A tick leaves a mark only when it planned no transition and no inbox file was invalid (one
 //! that is still invalid next tick is quarantined). Not for repos that require signed results:
 //! whether a result is accepted there also depends on keys outside the repository. Does file
@@ -40,20 +41,24 @@ impl Store {
         let Ok(bytes) = std::fs::read(self.repo.git_dir().join(PATH)) else {
             return false;
         };
-        decode(&bytes).is_some_and(|(marked, deadline)| {
-            marked == state && deadline.is_none_or(|deadline| now < deadline)
-        })
+        decode(&bytes).is_some_and(|mark| mark.state == state && mark.holds_at(now))
     }
 
-    /// Records that a tick planned nothing for the board it loaded, until `deadline` (the
-    /// plan's). Does nothing unless the status scan of that load found `work/` clean (or the
-    /// clean mark vouched for it). A failure only means the next tick plans again.
-    pub fn set_quiet_mark(&self, deadline: Option<Timestamp>) {
+    /// Records that a tick planned nothing at `planned_at` for the board it loaded, until
+    /// `deadline` (the plan's). Does nothing unless the status scan of that load found `work/`
+    /// clean (or the clean mark vouched for it). A failure only means the next tick plans
+    /// again.
+    pub fn set_quiet_mark(&self, planned_at: Timestamp, deadline: Option<Timestamp>) {
         let Some(state) = self.last_clean.get().and_then(|c| self.quiet_state(c)) else {
             return;
         };
+        let mark = Mark {
+            state,
+            planned_at,
+            deadline,
+        };
         let path = self.repo.git_dir().join(PATH);
-        let _ = super::fsutil::write_private(&path, &encode(state, deadline), false);
+        let _ = super::fsutil::write_private(&path, &encode(&mark), false);
     }
 
     /// Returns the digest of a clean state with what else a plan depends on; None when the
@@ -69,11 +74,32 @@ impl Store {
     }
 }
 
-/// Encodes a mark: magic, state, then 1 and the deadline in nanoseconds, or 0.
-fn encode(state: u64, deadline: Option<Timestamp>) -> Vec<u8> {
+/// What a tick that planned nothing recorded.
+#[derive(Debug, PartialEq, Eq)]
+struct Mark {
+    /// The digest of everything the plan depended on but the clock.
+    state: u64,
+    /// When it planned.
+    planned_at: Timestamp,
+    /// The plan's deadline.
+    deadline: Option<Timestamp>,
+}
+
+impl Mark {
+    /// Returns whether the plan still holds at `now`: not before it was made (a clock set
+    /// back may see a decision differently) and before its deadline.
+    fn holds_at(&self, now: Timestamp) -> bool {
+        self.planned_at <= now && self.deadline.is_none_or(|deadline| now < deadline)
+    }
+}
+
+/// Encodes a mark: magic, state, planning time in nanoseconds, then 1 and the deadline in
+/// nanoseconds, or 0; integers little-endian.
+fn encode(mark: &Mark) -> Vec<u8> {
     let mut bytes = MAGIC.to_vec();
-    bytes.extend_from_slice(&state.to_le_bytes());
-    match deadline {
+    bytes.extend_from_slice(&mark.state.to_le_bytes());
+    bytes.extend_from_slice(&mark.planned_at.as_nanosecond().to_le_bytes());
+    match mark.deadline {
         Some(d) => {
             bytes.push(1);
             bytes.extend_from_slice(&d.as_nanosecond().to_le_bytes());
@@ -84,36 +110,72 @@ fn encode(state: u64, deadline: Option<Timestamp>) -> Vec<u8> {
 }
 
 /// Decodes what `encode` wrote; None for anything else.
-fn decode(bytes: &[u8]) -> Option<(u64, Option<Timestamp>)> {
+fn decode(bytes: &[u8]) -> Option<Mark> {
     let rest = bytes.strip_prefix(MAGIC)?;
     let (state, rest) = rest.split_first_chunk::<8>()?;
+    let (planned_at, rest) = rest.split_first_chunk::<16>()?;
     let deadline = match rest {
         [0] => None,
-        [1, nanos @ ..] => {
-            let nanos: [u8; 16] = nanos.try_into().ok()?;
-            Some(Timestamp::from_nanosecond(i128::from_le_bytes(nanos)).ok()?)
-        }
+        [1, nanos @ ..] => Some(timestamp(nanos.try_into().ok()?)?),
         _ => return None,
     };
-    Some((u64::from_le_bytes(*state), deadline))
+    Some(Mark {
+        state: u64::from_le_bytes(*state),
+        planned_at: timestamp(*planned_at)?,
+        deadline,
+    })
+}
+
+fn timestamp(nanos: [u8; 16]) -> Option<Timestamp> {
+    Timestamp::from_nanosecond(i128::from_le_bytes(nanos)).ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn at(s: &str) -> Timestamp {
+        s.parse().expect("time")
+    }
+
     #[test]
     fn a_mark_reads_back_and_nothing_else_does() {
-        let at: Timestamp = "2026-11-22T10:00:00.5Z".parse().expect("time");
-        for deadline in [None, Some(at)] {
-            assert_eq!(decode(&encode(7, deadline)), Some((7, deadline)));
+        for deadline in [None, Some(at("2026-11-22T11:00:00.5Z"))] {
+            let mark = Mark {
+                state: 7,
+                planned_at: at("2026-11-22T10:00:00Z"),
+                deadline,
+            };
+            assert_eq!(decode(&encode(&mark)), Some(mark));
         }
-        let whole = encode(7, Some(at));
+        let whole = encode(&Mark {
+            state: 7,
+            planned_at: at("2026-11-22T10:00:00Z"),
+            deadline: Some(at("2026-11-22T11:00:00Z")),
+        });
         for cut in 0..whole.len() {
             assert_eq!(decode(&whole[..cut]), None, "cut at {cut}");
         }
-        let mut longer = encode(7, None);
+        let mut longer = whole.clone();
         longer.push(0);
         assert_eq!(decode(&longer), None);
+    }
+
+    #[test]
+    fn a_mark_holds_from_its_planning_time_until_its_deadline() {
+        let mark = Mark {
+            state: 7,
+            planned_at: at("2026-11-22T10:00:00Z"),
+            deadline: Some(at("2026-11-22T11:00:00Z")),
+        };
+        assert!(!mark.holds_at(at("2026-11-22T09:59:59Z")), "clock set back");
+        assert!(mark.holds_at(at("2026-11-22T10:00:00Z")));
+        assert!(mark.holds_at(at("2026-11-22T10:59:59Z")));
+        assert!(!mark.holds_at(at("2026-11-22T11:00:00Z")), "deadline come");
+        let open = Mark {
+            deadline: None,
+            ..mark
+        };
+        assert!(open.holds_at(at("2030-01-01T00:00:00Z")));
     }
 }
