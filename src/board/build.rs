@@ -79,7 +79,7 @@ impl Board {
         (task_schema, agent_schema): (&Schema, &Schema),
         limits: &Limits,
     ) {
-        let path = format!("{}/{}", self.work_dir, f.rel);
+        let path = [self.work_dir.as_str(), "/", &f.rel].concat();
         match classify(&f.rel) {
             Kind::Task(folder, id) => {
                 let (hash, read) = match (f.cached, &f.bytes) {

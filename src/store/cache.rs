@@ -170,7 +170,15 @@ impl EntryRef<'_> {
 /// Compares two work-relative paths in the order the walk visits them: folder by folder,
 /// names in byte order (`a/b` before `a-b`, unlike plain string order).
 pub fn walk_order(a: &str, b: &str) -> Ordering {
-    a.split('/').cmp(b.split('/'))
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let same = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    // At the first difference, a path whose folder name ends there comes first.
+    match (a.get(same), b.get(same)) {
+        (None, None) => Ordering::Equal,
+        (None, Some(_)) | (Some(b'/'), Some(_)) => Ordering::Less,
+        (Some(_), None) | (Some(_), Some(b'/')) => Ordering::Greater,
+        (Some(x), Some(y)) => x.cmp(y),
+    }
 }
 
 /// The cache as read at the start of a load, consumed in walk order, and what the load used
@@ -601,6 +609,13 @@ mod tests {
             "an entry before the last taken one is gone"
         );
         assert!(cache.stale, "the profile's entry was dropped");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn walk_order_is_folder_by_folder(a in "[ab/-]{0,6}", b in "[ab/-]{0,6}") {
+            proptest::prop_assert_eq!(walk_order(&a, &b), a.split('/').cmp(b.split('/')));
+        }
     }
 
     #[test]
