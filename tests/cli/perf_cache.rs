@@ -233,6 +233,25 @@ fn a_quiet_tick_wakes_up_when_a_lease_expires_and_when_a_backoff_passes() {
 }
 
 #[test]
+fn a_repo_that_requires_signed_results_always_plans() {
+    let r = TestRepo::with_agents(&["bot"]);
+    let cfg = r.read("coord.yaml").replace(
+        "require_signed_results: false",
+        "require_signed_results: true",
+    );
+    assert!(cfg.contains("require_signed_results: true"), "{cfg}");
+    r.write("coord.yaml", &cfg);
+    r.task("a", "title: First\n");
+    r.ok(&["tick"]);
+    // Whether a result is accepted depends on keys outside the repo: no quiet mark.
+    std::thread::sleep(Duration::from_millis(200));
+    for _ in 0..2 {
+        assert!(!tick_skips(&r, Mark::Quiet));
+    }
+    assert!(tick_skips(&r, Mark::Clean), "the clean mark still applies");
+}
+
+#[test]
 fn an_invalid_inbox_file_is_quarantined_at_the_next_tick_even_when_quiet() {
     let r = TestRepo::with_agents(&["bot"]);
     r.ok(&["tick"]);
