@@ -48,6 +48,10 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
 /// (`Coord-Origin: tick`): `coord sync` may drop such commits and tick again without losing
 /// anyone's bytes. A file that changes after the load fails its transition's guard and waits
 /// for the next tick.
+///
+/// The pass starts with a walk of `work/` (names and stat data): when the quiet mark shows
+/// that a tick which planned nothing saw this same state, and nothing that plan waited for is
+/// due, it stops there. A pass that plans nothing leaves that mark for the next one.
 pub fn tick_once(ctx: &Ctx, store: &crate::store::Store) -> Result<usize> {
     let walked = store.walk_work()?;
     if store.is_quiet(&walked, ctx.now) {
