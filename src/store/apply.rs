@@ -7,7 +7,7 @@
 use super::clean::Listing;
 use super::fsutil::{self, write_private, TEMP_SUFFIX};
 use super::inject;
-use super::{io_err, Store, StoreError};
+use super::{io_err, Clean, Store, StoreError};
 use crate::board::content_hash;
 use crate::engine::{Op, Transition};
 use jiff::Timestamp;
@@ -246,8 +246,7 @@ impl Store {
     ) -> Result<Option<usize>, StoreError> {
         let state = listing.and_then(|l| self.clean_state(l));
         let trusted = state.is_some_and(|s| self.clean_mark_is(s));
-        self.scan_skipped.set(trusted);
-        self.last_clean.set(state.filter(|_| trusted));
+        self.clean.set(state.filter(|_| trusted).map(Clean::Marked));
         if trusted {
             return Ok(None);
         }
@@ -267,7 +266,7 @@ impl Store {
         if changed.is_empty() {
             if let Some(state) = state.filter(|_| !scan.ignored) {
                 self.set_clean_mark(state);
-                self.last_clean.set(Some(state));
+                self.clean.set(Some(Clean::Scanned(state)));
             }
             return Ok(None);
         }

@@ -78,6 +78,11 @@ impl Listing {
         self.digest = (self.digest.rotate_left(29) ^ entry).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
 
+    /// Returns when the walk began: a stamp must be older than that to be trusted.
+    pub fn start(&self) -> SystemTime {
+        self.start
+    }
+
     /// Notes a folder the walk did not enter: files in it are not listed.
     pub fn unwalked(&mut self) {
         self.complete = false;
@@ -98,9 +103,9 @@ pub(super) fn watched_keys(
     out: &mut Vec<u8>,
 ) -> Option<()> {
     for rel in rels {
-        match root.join(rel).symlink_metadata() {
-            Ok(meta) => {
-                let key = StatKey::of(&meta);
+        match rustix::fs::lstat(root.join(rel)) {
+            Ok(st) => {
+                let key = StatKey::of(&st);
                 if !key.settled(start) {
                     return None;
                 }

@@ -23,7 +23,8 @@ fn bad_path(rel: &str) -> io::Error {
     )
 }
 
-fn symlink_refused(rel: &str) -> io::Error {
+/// The error for a symlink met where coord never follows one.
+pub(super) fn symlink_refused(rel: &str) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidInput,
         format!(

@@ -43,10 +43,15 @@ impl Store {
 
     /// Walks `work/` (see [`Walk`]) without reading any file.
     pub fn walk_work(&self) -> Result<Walk, StoreError> {
+        use rustix::fs::FileType;
         let work = self.abs(self.work_dir());
-        super::fsutil::refuse_symlink(self.root(), self.work_dir()).map_err(io_err(&work))?;
         match super::fsutil::file_type(self.root(), self.work_dir()) {
-            Ok(Some(rustix::fs::FileType::Directory)) => {}
+            Ok(Some(FileType::Directory)) => {}
+            Ok(Some(FileType::Symlink)) => {
+                return Err(io_err(&work)(super::fsutil::symlink_refused(
+                    self.work_dir(),
+                )))
+            }
             Err(e) => return Err(io_err(&work)(e)),
             _ => return Err(StoreError::NoWorkDir { path: work }),
         }
@@ -81,11 +86,6 @@ impl Store {
                 }
             });
         }
-        let problems = walked.symlinks.into_iter().map(|rel| Problem {
-            path: format!("{}/{rel}", self.work_dir()),
-            message: "symlink refused (never followed); replace it with a regular file".to_string(),
-        });
-        let problems: Vec<Problem> = problems.collect();
         let pending: Pending = files
             .iter()
             .filter(|f| f.cached.is_none() && f.rel.starts_with("inbox/"))
@@ -109,9 +109,15 @@ impl Store {
             cached,
             self.work_dir(),
             &missed,
-            walked.start,
+            walked.listing.start(),
         );
-        board.problems.extend(problems);
+        board
+            .problems
+            .extend(walked.symlinks.into_iter().map(|rel| Problem {
+                path: format!("{}/{rel}", self.work_dir()),
+                message:
+                    "symlink refused (never followed); replace it with a regular file".to_string(),
+            }));
         board.problems.sort();
         let invalid_inbox: Pending = board
             .tasks

@@ -80,10 +80,26 @@ pub struct Store {
     setup_keys: Option<u64>,
     touched: RefCell<Vec<String>>,
     tick_commits: Cell<bool>,
-    scan_skipped: Cell<bool>,
-    /// The clean-mark state of the last recording of external changes that found `work/`
-    /// clean (the quiet mark is made from it).
-    last_clean: Cell<Option<u64>>,
+    /// How the last recording of external changes knew `work/` was clean, if it was.
+    clean: Cell<Option<Clean>>,
+}
+
+/// How a recording of external changes knew `work/` was clean, with its clean-mark state
+/// (the quiet mark is made from it).
+#[derive(Debug, Clone, Copy)]
+enum Clean {
+    /// The clean mark vouched for it: the status scan was skipped.
+    Marked(u64),
+    /// The status scan found it clean.
+    Scanned(u64),
+}
+
+impl Clean {
+    fn state(self) -> u64 {
+        match self {
+            Clean::Marked(state) | Clean::Scanned(state) => state,
+        }
+    }
 }
 
 /// The trailer that marks a commit the tick derived from the files alone (no person's or
@@ -116,8 +132,7 @@ impl Store {
             setup_keys,
             touched: RefCell::new(Vec::new()),
             tick_commits: Cell::new(false),
-            scan_skipped: Cell::new(false),
-            last_clean: Cell::new(None),
+            clean: Cell::new(None),
         })
     }
 
@@ -156,7 +171,7 @@ impl Store {
     /// Returns whether the last recording of external changes trusted the clean mark and
     /// skipped the status scan.
     pub fn scan_skipped(&self) -> bool {
-        self.scan_skipped.get()
+        matches!(self.clean.get(), Some(Clean::Marked(_)))
     }
 
     /// Returns the task schema in force (the repo's copy or the built-in one).

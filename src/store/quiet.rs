@@ -49,7 +49,7 @@ impl Store {
     /// clean (or the clean mark vouched for it). A failure only means the next tick plans
     /// again.
     pub fn set_quiet_mark(&self, planned_at: Timestamp, deadline: Option<Timestamp>) {
-        let Some(state) = self.last_clean.get().and_then(|c| self.quiet_state(c)) else {
+        let Some(state) = self.clean.get().and_then(|c| self.quiet_state(c.state())) else {
             return;
         };
         let mark = Mark {

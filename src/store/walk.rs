@@ -22,10 +22,9 @@ pub struct Walk {
     pub agent_dirs: Vec<AgentName>,
     /// Symlinks, work-relative: refused, never followed.
     pub symlinks: Vec<String>,
-    /// Every path with its stat key, for the clean and quiet marks.
+    /// Every path with its stat key, for the clean and quiet marks; it also knows when the
+    /// walk began.
     pub listing: Listing,
-    /// When the walk began: a stamp must be older than that to be trusted.
-    pub start: SystemTime,
 }
 
 /// A failure to read a folder, with the folder.
@@ -63,13 +62,11 @@ impl Named {
 
 /// Walks the folder `work` (absolute).
 pub fn walk(work: &Path) -> Result<Walk, WalkError> {
-    let start = SystemTime::now();
     let mut found = Walk {
         files: Vec::new(),
         agent_dirs: Vec::new(),
         symlinks: Vec::new(),
-        listing: Listing::new(start),
-        start,
+        listing: Listing::new(SystemTime::now()),
     };
     let fd = rustix::fs::open(work, DIR_FLAGS, Mode::empty()).map_err(walk_error(work, ""))?;
     visit_dir(fd, "", 0, work, &mut found)?;
@@ -96,7 +93,7 @@ fn visit_dir(
         .filter(|e| e.kind == FileType::RegularFile)
         .map(Named::name)
         .collect();
-    let mut keys = stat_keys(fd, &files).into_iter();
+    let mut keys = stat_keys(fd, &files, threads_for(files.len())).into_iter();
     found.files.reserve(files.len());
     for entry in entries {
         match entry.kind {
@@ -171,19 +168,24 @@ fn head_of(name: &str) -> u128 {
     u128::from_be_bytes(head)
 }
 
+/// Returns how many threads should look at `files` files: one per `FILES_PER_THREAD`, at
+/// most one per core.
+fn threads_for(files: usize) -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(files / FILES_PER_THREAD)
+        .max(1)
+}
+
 /// Returns the stat key of each file named in the open folder `dir` (None for one that went
-/// away), never following a symlink; on more threads when there are thousands.
-fn stat_keys(dir: BorrowedFd<'_>, names: &[&str]) -> Vec<Option<StatKey>> {
+/// away), never following a symlink, on `threads` threads.
+fn stat_keys(dir: BorrowedFd<'_>, names: &[&str], threads: usize) -> Vec<Option<StatKey>> {
     let key = |name: &&str| {
         rustix::fs::statat(dir, *name, AtFlags::SYMLINK_NOFOLLOW)
             .ok()
-            .map(|st| StatKey::of_stat(&st))
+            .map(|st| StatKey::of(&st))
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(names.len() / FILES_PER_THREAD)
-        .max(1);
-    if threads == 1 {
+    if threads <= 1 || names.is_empty() {
         return names.iter().map(key).collect();
     }
     let chunk = names.len().div_ceil(threads);
@@ -216,4 +218,100 @@ fn child_rel(rel: &str, name: &str) -> String {
     child.push('/');
     child.push_str(name);
     child
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::symlink;
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+
+    #[test]
+    fn files_come_in_walk_order_with_their_keys() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let work = dir.path();
+        let long = "a-name-longer-than-sixteen-bytes";
+        let rels = [
+            format!("ready/{long}-10.yaml"),
+            format!("ready/{long}-2.yaml"),
+            format!("ready/{long}.yaml"),
+            "a-b/x.yaml".to_string(),
+            "a/x.yaml".to_string(),
+            "assigned/bot/t.yaml".to_string(),
+        ];
+        for (i, rel) in rels.iter().enumerate() {
+            write(work, rel, &"x".repeat(i + 1));
+        }
+        write(work, "assigned/bot/deep/e.txt", "not walked");
+        symlink(work.join("a/x.yaml"), work.join("ready/link.yaml")).expect("symlink");
+        let found = walk(work).expect("walk");
+        let mut expected: Vec<&str> = rels.iter().map(String::as_str).collect();
+        expected.sort_by(|a, b| crate::store::cache::walk_order(a, b));
+        let listed: Vec<&str> = found.files.iter().map(|(rel, _)| rel.as_str()).collect();
+        assert_eq!(listed, expected);
+        for (rel, key) in &found.files {
+            let i = rels.iter().position(|r| r == rel).expect("known file");
+            let key = key.as_ref().expect("a key");
+            let size = std::fs::metadata(work.join(rel)).expect("meta").len();
+            assert_eq!(size, i as u64 + 1, "{rel}");
+            assert_eq!(
+                *key,
+                StatKey::of(&rustix::fs::lstat(work.join(rel)).expect("lstat"))
+            );
+        }
+        assert_eq!(found.symlinks, ["ready/link.yaml"]);
+        let agents: Vec<&str> = found.agent_dirs.iter().map(AgentName::as_str).collect();
+        assert_eq!(agents, ["bot"]);
+    }
+
+    #[test]
+    fn keys_keep_the_names_order_on_any_number_of_threads() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let names: Vec<String> = (0..50).map(|i| format!("f{i}.yaml")).collect();
+        for (i, name) in names.iter().enumerate() {
+            write(dir.path(), name, &"x".repeat(i));
+        }
+        let mut asked: Vec<&str> = names.iter().map(String::as_str).collect();
+        asked.insert(7, "gone.yaml");
+        let fd = rustix::fs::open(dir.path(), DIR_FLAGS, Mode::empty()).expect("open");
+        let one = stat_keys(fd.as_fd(), &asked, 1);
+        for threads in [2, 3, 8] {
+            assert_eq!(
+                stat_keys(fd.as_fd(), &asked, threads),
+                one,
+                "{threads} threads"
+            );
+        }
+        assert!(one[7].is_none(), "a file that went away has no key");
+        for (name, key) in asked.iter().zip(&one).filter(|(n, _)| **n != "gone.yaml") {
+            let st = rustix::fs::lstat(dir.path().join(name)).expect("lstat");
+            assert_eq!(*key, Some(StatKey::of(&st)), "{name}");
+        }
+    }
+
+    #[test]
+    fn an_entry_of_unknown_type_is_looked_at() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write(dir.path(), "f.yaml", "x");
+        std::fs::create_dir(dir.path().join("d")).expect("mkdir");
+        symlink(dir.path().join("f.yaml"), dir.path().join("l.yaml")).expect("symlink");
+        let fd = rustix::fs::open(dir.path(), DIR_FLAGS, Mode::empty()).expect("open");
+        let folder = Dir::new(fd).expect("dir");
+        let kinds = ["f.yaml", "d", "l.yaml", "gone"].map(|n| kind_of(&folder, n));
+        assert_eq!(
+            kinds,
+            [
+                FileType::RegularFile,
+                FileType::Directory,
+                FileType::Symlink,
+                FileType::Unknown
+            ]
+        );
+    }
 }
