@@ -166,7 +166,11 @@ fn the_quiet_mark_never_hides_a_change_to_the_setup_or_head() {
     let r = TestRepo::with_agents(&["bot"]);
     r.task("a", "title: First\n");
     r.ok(&["tick"]);
-    let changes: [(&str, &Change); 3] = [
+    let changes: [(&str, &Change); 4] = [
+        ("HEAD moved back, the index kept", &|r| {
+            // The assignment is now a staged change under work/ that must be recorded.
+            r.git(&["reset", "-q", "--soft", "HEAD~1"]);
+        }),
         ("coord.yaml edited", &|r| {
             let text = r.read("coord.yaml");
             r.write("coord.yaml", &format!("{text}\n# a comment\n"));
@@ -186,6 +190,8 @@ fn the_quiet_mark_never_hides_a_change_to_the_setup_or_head() {
         change(&r);
         std::thread::sleep(Duration::from_millis(200));
         assert!(!tick_skips(&r, Mark::Quiet), "{what}: planning was skipped");
+        let under_work = r.git(&["status", "--porcelain", "--untracked-files=all", "work"]);
+        assert_eq!(under_work, "", "{what}: work/ left uncommitted");
     }
 }
 

@@ -341,3 +341,19 @@ fn symlinked_files_and_folders_are_refused_and_reported() {
     );
     assert_eq!(r.where_is("t1"), "work/assigned/alice/t1.yaml");
 }
+
+#[test]
+fn a_symlinked_work_folder_is_refused() {
+    let r = TestRepo::with_agents(&["alice"]);
+    let outside = tempfile::tempdir().expect("outside");
+    let elsewhere = outside.path().join("work");
+    std::fs::rename(r.abs("work"), &elsewhere).expect("mv");
+    symlink(&elsewhere, r.abs("work")).expect("symlink");
+    std::fs::write(elsewhere.join("inbox/t1.yaml"), "title: x\n").expect("write");
+    for command in [&["tick"][..], &["status"]] {
+        let out = r.run(command);
+        assert_eq!(out.status.code(), Some(1), "{command:?}: {}", text(&out));
+        assert!(text(&out).contains("symlink refused"), "{}", text(&out));
+    }
+    assert!(elsewhere.join("inbox/t1.yaml").exists(), "nothing moved");
+}
