@@ -14,10 +14,12 @@ use git2::{ErrorCode, FileMode, IndexEntry, IndexTime, Repository, Signature, Ti
 mod commit;
 mod history;
 mod rewrite;
+mod state;
 
 use commit::check_path;
 pub use git2::Oid;
 pub use rewrite::{LocalCommit, Replayed};
+pub use state::Unfinished;
 
 /// Errors from reading or writing the git repository.
 #[derive(thiserror::Error, Debug)]
@@ -69,6 +71,9 @@ pub enum GitError {
         /// Why it was refused.
         reason: &'static str,
     },
+    /// Git is in the middle of an operation (or HEAD is detached); coord wrote nothing.
+    #[error("{0}; then run coord again (nothing was written)")]
+    Unfinished(Unfinished),
     /// An author string is not of the form `name <email>`.
     #[error("bad commit author {0:?}; expected `name <email>`, e.g. `coord <coord@localhost>`")]
     BadIdentity(String),

@@ -11,14 +11,16 @@
 //! rejected push starts the next attempt after a jittered backoff. Nothing is ever force-pushed.
 //!
 //! Fetch and push run the `git` command (it honours the credentials people and CI configured);
-//! commits, replays and the branch move go through [`crate::git`] (libgit2). See docs/sync.md.
+//! commits, replays and the branch move go through [`crate::git`] (libgit2). A killed sync
+//! leaves no git process behind ([`guard`]). See docs/sync.md.
+
+mod guard;
 
 use crate::git::{GitError, Identity, LocalCommit, Oid, Replayed, Repo};
 use crate::lock::{self, LockError};
 use crate::store::{Store, StoreError, TICK_TRAILER};
 use jiff::Timestamp;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 /// What `coord sync` was asked to do.
@@ -291,6 +293,7 @@ pub fn run(
     say: &mut dyn FnMut(&str),
 ) -> Result<Report, SyncError> {
     let store = Store::open(dir)?;
+    store.repo.refuse_unfinished()?;
     let branch = checked_out_branch(&store.repo, opts.branch.as_deref())?;
     plain_name("remote", &opts.remote)?;
     let tracking = format!("refs/remotes/{}/{branch}", opts.remote);
@@ -305,6 +308,7 @@ pub fn run(
         let remote_tip = store.repo.ref_target(&tracking)?;
         let head = {
             let _lock = lock::acquire(store.repo.git_dir(), opts.wait)?;
+            store.repo.refuse_unfinished()?;
             for line in store.recover(opts.now)? {
                 say(&format!("coord: {line}"));
             }
@@ -473,16 +477,10 @@ fn git(
     action: &'static str,
     args: &[&str],
 ) -> Result<std::process::Output, SyncError> {
-    Command::new("git")
-        .current_dir(root)
-        .args(args)
-        .env("LC_ALL", "C")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .output()
-        .map_err(|e| SyncError::GitCommand {
-            action,
-            message: format!("cannot run git ({e}); install git and put it on PATH"),
-        })
+    guard::git_output(root, args).map_err(|e| SyncError::GitCommand {
+        action,
+        message: format!("cannot run git ({e}); install git and put it on PATH"),
+    })
 }
 
 /// Returns the last lines of git's stderr on one line.

@@ -48,6 +48,12 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
 
 fn findings(store: &Store, board: &Board) -> Result<Vec<String>> {
     let mut out = Vec::new();
+    if let Some(state) = store.repo.unfinished()? {
+        out.push(format!(
+            "{}: {state}; coord writes nothing until then",
+            store.root().display()
+        ));
+    }
     duplicates(board, &mut out);
     for p in &board.problems {
         out.push(format!("{}: {}", p.path, p.message));

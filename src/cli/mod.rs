@@ -164,10 +164,14 @@ impl Ctx {
 
     /// Opens the store, takes the coordinator lock and finishes anything a killed run left;
     /// for the tick, which records people's changes itself, right after reading `work/`.
+    /// Refuses, before writing anything, when git is in the middle of an operation or HEAD is
+    /// detached.
     pub fn locked(&self, wait: Duration) -> Result<(Store, CoordLock)> {
         let store = self.store()?;
+        store.repo.refuse_unfinished()?;
         let wait = std::time::Duration::from_secs(wait.as_secs().max(0) as u64);
         let guard = lock::acquire(store.repo.git_dir(), wait)?;
+        store.repo.refuse_unfinished()?;
         self.report_lines(store.finish_interrupted(self.now)?);
         Ok((store, guard))
     }

@@ -1,9 +1,11 @@
 //! End-to-end tests: the real `coord` binary against real temporary git repositories.
 //! One test binary, one module per area, so the suite links once.
 
+mod clones;
 mod crash;
 mod engine;
 mod foundation;
+mod gitstate;
 mod harness;
 mod patterns;
 mod perf_cache;

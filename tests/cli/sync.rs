@@ -6,14 +6,16 @@ use std::collections::BTreeMap;
 use std::process::{Command, Output};
 
 /// A bare remote, a seeding clone (a person adding tasks) and more clones.
-struct Net {
-    remote: TestRepo,
-    seed: TestRepo,
+pub struct Net {
+    /// The bare remote.
+    pub remote: TestRepo,
+    /// The person's clone that seeded it.
+    pub seed: TestRepo,
 }
 
 impl Net {
     /// A remote whose main holds `coord init` and agents with room for every task.
-    fn new(agents: &[&str]) -> Net {
+    pub fn new(agents: &[&str]) -> Net {
         let remote = TestRepo::empty_in_memory();
         git_in(remote.path(), &["init", "-q", "--bare", "-b", "main"]);
         let seed = TestRepo::empty_in_memory();
@@ -28,7 +30,7 @@ impl Net {
     }
 
     /// A new clone of the remote.
-    fn clone(&self) -> TestRepo {
+    pub fn clone(&self) -> TestRepo {
         let r = TestRepo::empty_in_memory();
         let url = self.remote.path().to_str().expect("utf8");
         git_in(r.path(), &["clone", "-q", url, "."]);
@@ -36,7 +38,7 @@ impl Net {
     }
 
     /// The seed pulls, commits `n` inbox tasks by hand (a person's commit) and pushes.
-    fn person_adds(&self, prefix: &str, n: usize) -> Vec<String> {
+    pub fn person_adds(&self, prefix: &str, n: usize) -> Vec<String> {
         self.seed
             .git(&["pull", "-q", "--ff-only", "origin", "main"]);
         let ids: Vec<String> = (0..n).map(|i| format!("{prefix}-{i}")).collect();
@@ -51,7 +53,7 @@ impl Net {
     }
 }
 
-fn task_yaml(id: &str) -> String {
+pub fn task_yaml(id: &str) -> String {
     format!("# dropped by a person\ntitle: Task {id}\n")
 }
 
@@ -92,14 +94,14 @@ fn all_ok(outs: &[Output]) -> usize {
 
 /// What the remote holds: every task file's folder, assignment commits per task, and whether
 /// any file carries a conflict marker.
-struct RemoteView {
-    places: BTreeMap<String, Vec<String>>,
-    assignments: BTreeMap<String, usize>,
-    markers: Vec<String>,
-    done_with_result: usize,
+pub struct RemoteView {
+    pub places: BTreeMap<String, Vec<String>>,
+    pub assignments: BTreeMap<String, usize>,
+    pub markers: Vec<String>,
+    pub done_with_result: usize,
 }
 
-fn look_at_remote(net: &Net) -> RemoteView {
+pub fn look_at_remote(net: &Net) -> RemoteView {
     let check = net.clone();
     let files = check.git(&["ls-files", "work"]);
     let mut places: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -145,7 +147,7 @@ fn look_at_remote(net: &Net) -> RemoteView {
 
 /// Asserts each id sits in exactly one place on the remote, in `allowed` folders, with exactly
 /// one assignment commit, and that no file has conflict markers.
-fn assert_exactly_once(view: &RemoteView, ids: &[String], allowed: &[&str]) {
+pub fn assert_exactly_once(view: &RemoteView, ids: &[String], allowed: &[&str]) {
     assert!(
         view.markers.is_empty(),
         "conflict markers in {:?}",

@@ -1,0 +1,116 @@
+//! Whether git is in the middle of something a writing coord command must not commit into: a
+//! merge, rebase, cherry-pick, revert, bisect or `git am` in progress, unmerged index entries
+//! (stages 1-3), or a detached HEAD. Reads `.git` only.
+
+use super::{ctx, GitError, Repo};
+use git2::RepositoryState;
+
+/// An unfinished git operation, and how to finish or abort it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unfinished {
+    /// A merge is in progress.
+    Merge,
+    /// A rebase (or `git am`) is in progress.
+    Rebase,
+    /// A cherry-pick is in progress.
+    CherryPick,
+    /// A revert is in progress.
+    Revert,
+    /// A bisect is in progress.
+    Bisect,
+    /// The index holds unmerged entries for these paths.
+    Unmerged(Vec<String>),
+    /// HEAD points at a commit, not at a branch.
+    Detached,
+}
+
+impl std::fmt::Display for Unfinished {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unfinished::Merge => f.write_str(
+                "a merge is in progress: finish it (resolve, git add, git commit) or abort it (git merge --abort)",
+            ),
+            Unfinished::Rebase => f.write_str(
+                "a rebase is in progress: finish it (resolve, git add, git rebase --continue) or abort it (git rebase --abort)",
+            ),
+            Unfinished::CherryPick => f.write_str(
+                "a cherry-pick is in progress: finish it (git cherry-pick --continue) or abort it (git cherry-pick --abort)",
+            ),
+            Unfinished::Revert => f.write_str(
+                "a revert is in progress: finish it (git revert --continue) or abort it (git revert --abort)",
+            ),
+            Unfinished::Bisect => {
+                f.write_str("a bisect is in progress: end it (git bisect reset)")
+            }
+            Unfinished::Unmerged(paths) => write!(
+                f,
+                "the index has unmerged entries ({}): resolve them and git add them, or git reset --merge",
+                paths.join(", ")
+            ),
+            Unfinished::Detached => f.write_str(
+                "HEAD is detached (no branch to commit to): check out a branch (git switch <branch>)",
+            ),
+        }
+    }
+}
+
+impl Repo {
+    /// Returns `Unfinished` when git is in the middle of an operation or HEAD is detached:
+    /// the check every writing command makes before it writes anything.
+    pub fn refuse_unfinished(&self) -> Result<(), GitError> {
+        match self.unfinished()? {
+            Some(u) => Err(GitError::Unfinished(u)),
+            None => Ok(()),
+        }
+    }
+
+    /// Returns the unfinished git operation that forbids coord to write, if any.
+    pub fn unfinished(&self) -> Result<Option<Unfinished>, GitError> {
+        let state = match self.repo.state() {
+            RepositoryState::Clean => None,
+            RepositoryState::Merge => Some(Unfinished::Merge),
+            RepositoryState::Revert | RepositoryState::RevertSequence => Some(Unfinished::Revert),
+            RepositoryState::CherryPick | RepositoryState::CherryPickSequence => {
+                Some(Unfinished::CherryPick)
+            }
+            RepositoryState::Bisect => Some(Unfinished::Bisect),
+            RepositoryState::Rebase
+            | RepositoryState::RebaseInteractive
+            | RepositoryState::RebaseMerge
+            | RepositoryState::ApplyMailbox
+            | RepositoryState::ApplyMailboxOrRebase => Some(Unfinished::Rebase),
+        };
+        if state.is_some() {
+            return Ok(state);
+        }
+        let unmerged = self.unmerged_paths()?;
+        if !unmerged.is_empty() {
+            return Ok(Some(Unfinished::Unmerged(unmerged)));
+        }
+        let head = self.head()?;
+        Ok((head.branch.is_none() && head.oid.is_some()).then_some(Unfinished::Detached))
+    }
+
+    /// Returns the paths with unmerged entries in the index as it is on disk (at most five).
+    fn unmerged_paths(&self) -> Result<Vec<String>, GitError> {
+        let path = self.git_dir.join("index");
+        if !path.exists() {
+            return Ok(Vec::new());
+        }
+        let index =
+            git2::Index::open(&path).map_err(ctx(format!("cannot read {}", path.display())))?;
+        if !index.has_conflicts() {
+            return Ok(Vec::new());
+        }
+        let conflicts = index
+            .conflicts()
+            .map_err(ctx(format!("cannot read {}", path.display())))?;
+        let mut paths: Vec<String> = conflicts
+            .flatten()
+            .filter_map(|c| c.our.or(c.their).or(c.ancestor))
+            .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+            .collect();
+        paths.truncate(5);
+        Ok(paths)
+    }
+}

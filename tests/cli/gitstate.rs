@@ -1,0 +1,107 @@
+//! coord refuses to write while git is in the middle of something (a merge, a rebase, a
+//! cherry-pick, a revert, a bisect, unmerged index entries) or HEAD is detached: each writing
+//! command exits 1 with one line saying what to finish first, and writes nothing.
+
+use crate::harness::TestRepo;
+
+/// A repo whose inbox task `a` was edited differently on `main` and on branch `side`.
+fn diverged() -> TestRepo {
+    let r = TestRepo::new();
+    r.write("notes.txt", "base\n");
+    r.git(&["add", "notes.txt"]);
+    r.git(&["commit", "-q", "-m", "notes"]);
+    r.git(&["switch", "-q", "-c", "side"]);
+    r.write("notes.txt", "side\n");
+    r.git(&["commit", "-q", "-am", "side notes"]);
+    r.git(&["switch", "-q", "main"]);
+    r.write("notes.txt", "main\n");
+    r.git(&["commit", "-q", "-am", "main notes"]);
+    r
+}
+
+/// Asserts that every writing command is refused with one line naming `what`, and that HEAD,
+/// the index and the work tree are untouched.
+fn refused_everywhere(r: &TestRepo, what: &str) {
+    r.task("t1", "title: dropped during the operation\n");
+    let head = r.git(&["rev-parse", "HEAD"]);
+    let status = r.git_status();
+    for args in [
+        &["tick"][..],
+        &["claim", "--agent", "alice"],
+        &["new", "x"],
+        &["cancel", "t1"],
+        &["doctor", "--fix"],
+        &["archive"],
+        &["sync"],
+    ] {
+        let (_, err) = r.code(args, 1);
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 1, "coord {args:?}: one line expected:\n{err}");
+        assert!(
+            lines[0].contains(what) && lines[0].contains("nothing was written"),
+            "coord {args:?}: {err}"
+        );
+    }
+    assert_eq!(r.git(&["rev-parse", "HEAD"]), head, "HEAD moved");
+    assert_eq!(r.git_status(), status, "index or work tree changed");
+    let (out, _) = r.code(&["doctor"], 1);
+    assert!(out.contains(what), "doctor explains the state:\n{out}");
+}
+
+#[test]
+fn tick_during_a_conflicted_merge_is_refused_and_the_merge_can_be_aborted() {
+    let r = diverged();
+    let merged = std::process::Command::new("git")
+        .current_dir(r.path())
+        .args(["merge", "-q", "side"])
+        .envs(crate::harness::git_env())
+        .output()
+        .expect("git merge");
+    assert!(!merged.status.success(), "the merge must conflict");
+    refused_everywhere(&r, "merge");
+    r.git(&["merge", "--abort"]);
+    assert_eq!(r.read("notes.txt"), "main\n");
+    r.ok(&["tick"]);
+}
+
+#[test]
+fn tick_during_a_rebase_is_refused() {
+    let r = diverged();
+    r.git(&["switch", "-q", "side"]);
+    let rebased = std::process::Command::new("git")
+        .current_dir(r.path())
+        .args(["rebase", "-q", "main"])
+        .envs(crate::harness::git_env())
+        .output()
+        .expect("git rebase");
+    assert!(
+        !rebased.status.success(),
+        "the rebase must stop on a conflict"
+    );
+    refused_everywhere(&r, "rebase");
+    r.git(&["rebase", "--abort"]);
+    r.ok(&["tick"]);
+}
+
+#[test]
+fn a_detached_head_is_refused() {
+    let r = TestRepo::new();
+    r.git(&["switch", "-q", "--detach"]);
+    refused_everywhere(&r, "detached");
+    r.git(&["switch", "-q", "main"]);
+    r.ok(&["tick"]);
+    assert!(r.where_is("t1").starts_with("work/ready/"));
+}
+
+#[test]
+fn a_cherry_pick_in_progress_is_refused() {
+    let r = diverged();
+    let picked = std::process::Command::new("git")
+        .current_dir(r.path())
+        .args(["cherry-pick", "side"])
+        .envs(crate::harness::git_env())
+        .output()
+        .expect("git cherry-pick");
+    assert!(!picked.status.success(), "the cherry-pick must conflict");
+    refused_everywhere(&r, "cherry-pick");
+}
