@@ -1,6 +1,7 @@
 //! `coord log [<id>]`: transitions read back from commit trailers, newest first.
 
 use super::Ctx;
+use crate::engine::commands::CommandError;
 use crate::model::TaskId;
 use crate::redact::one_line;
 use anyhow::Result;
@@ -56,6 +57,12 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         })
         .take(limit)
         .collect();
+    if let Some(id) = args.id.as_ref().filter(|_| entries.is_empty()) {
+        let (board, _) = store.load()?;
+        if board.find(id).is_empty() {
+            return Err(CommandError::NotFound(id.clone()).into());
+        }
+    }
     if ctx.json {
         super::print_json(&json!(entries));
         return Ok(());

@@ -1,7 +1,10 @@
 //! `coord new`: writes a task into `work/inbox/` with a readable, collision-resistant id and
 //! commits it; the same idempotency key twice gives the same id and one file.
 
+use super::validate::BoardCtx;
 use super::{Ctx, AGENT_WAIT};
+use crate::board::Board;
+use crate::engine::commands::known_agent;
 use crate::engine::{Op, Plan, Transition};
 use crate::error::UsageError;
 use crate::model::{AgentName, Priority, TaskId};
@@ -71,9 +74,10 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         Some(id) => id,
         None => fresh_id(&args.title, |id| !board.find(id).is_empty())?,
     };
+    check_names(&board, &args)?;
     let path = format!("{}/inbox/{id}.yaml", store.work_dir());
     let text = task_text(&args)?;
-    check_text(&store, &id, &text)?;
+    check_text(&store, &board, &id, &text)?;
     let t = Transition {
         subject: id.to_string(),
         from: "new".into(),
@@ -102,13 +106,32 @@ fn print(ctx: &Ctx, id: &TaskId, path: &str, created: bool) -> Result<()> {
     Ok(())
 }
 
-fn check_text(store: &Store, id: &TaskId, text: &str) -> Result<()> {
+/// Refuses agents and dependencies that do not exist: the tick would reject the task.
+fn check_names(board: &Board, args: &Args) -> Result<()> {
+    for a in args.agent.iter().chain(&args.next_agent) {
+        known_agent(board, a)?;
+    }
+    if let Some(dep) = args.depends_on.iter().find(|d| board.find(d).is_empty()) {
+        bail!(
+            "--depends-on '{dep}': no task has this id; nothing was written ('coord status' lists the tasks)"
+        );
+    }
+    Ok(())
+}
+
+fn check_text(store: &Store, board: &Board, id: &TaskId, text: &str) -> Result<()> {
     let limits = crate::yaml::Limits::default();
-    if let Err(errors) =
-        crate::check::read_task(id.as_str(), text.as_bytes(), store.task_schema(), &limits)
-    {
-        let lines: Vec<String> = errors.iter().map(|v| v.message.clone()).collect();
-        return Err(UsageError(format!("the task would be invalid: {}", lines.join("; "))).into());
+    let task = crate::check::read_task(id.as_str(), text.as_bytes(), store.task_schema(), &limits)
+        .map_err(|errors| {
+            let lines: Vec<String> = errors.iter().map(|v| v.message.clone()).collect();
+            UsageError(format!("the task would be invalid: {}", lines.join("; ")))
+        })?;
+    let found = crate::check::check_in_context(id, &task, &BoardCtx::new(board));
+    if let Some((_, v)) = found.first() {
+        bail!(
+            "the task would be rejected: {}; nothing was written",
+            v.message
+        );
     }
     Ok(())
 }

@@ -19,6 +19,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     let store = ctx.store()?;
     let (mut board, _) = store.load()?;
     if let Some(a) = &args.agent {
+        crate::engine::commands::known_agent(&board, a)?;
         board.tasks.retain(|t| {
             t.folder.agent.as_ref() == Some(a)
                 || t.read

@@ -7,7 +7,7 @@ use super::complete::finish_success;
 use super::world::{fmt_time, ResultEdit, World};
 use super::{deps, Inputs, Op, Plan, Signer, Transition};
 use crate::board::Board;
-use crate::model::{AgentName, ErrorInfo, Folder, State, TaskId};
+use crate::model::{AgentName, ErrorInfo, Folder, NextAgent, State, TaskId};
 use serde_json::{json, Value};
 
 /// Why a command cannot act.
@@ -29,6 +29,14 @@ pub enum CommandError {
         /// What the command needs.
         hint: String,
     },
+    /// No agent has that name.
+    #[error("unknown agent '{agent}' (known: {known}); add it with 'coord agents add {agent}'")]
+    UnknownAgent {
+        /// The name given.
+        agent: AgentName,
+        /// The agents that exist, comma-separated.
+        known: String,
+    },
     /// The task file does not read.
     #[error("task '{0}' does not read; 'coord validate' shows why")]
     Unreadable(TaskId),
@@ -46,6 +54,22 @@ pub enum CommandError {
     /// The file could not be edited safely.
     #[error("{0}")]
     Unsafe(String),
+}
+
+/// Returns an error naming the known agents unless `agent` has a profile or a folder.
+pub fn known_agent(board: &Board, agent: &AgentName) -> Result<(), CommandError> {
+    if board.agents.contains_key(agent) {
+        return Ok(());
+    }
+    let names: Vec<&str> = board.agents.keys().map(|a| a.as_str()).collect();
+    Err(CommandError::UnknownAgent {
+        agent: agent.clone(),
+        known: if names.is_empty() {
+            "none yet".to_string()
+        } else {
+            names.join(", ")
+        },
+    })
 }
 
 fn world<'a>(
@@ -107,6 +131,7 @@ pub fn claim(
     inputs: &Inputs<'_>,
     agent: &AgentName,
 ) -> Result<(Plan, TaskId), CommandError> {
+    known_agent(board, agent)?;
     let mut w = World::new(board, inputs);
     let mut why = Vec::new();
     for id in queue(&w) {
@@ -322,6 +347,11 @@ pub fn report(
     id: &TaskId,
     report: Report<'_>,
 ) -> Result<Plan, CommandError> {
+    if let Ok(next) = serde_json::from_value::<NextAgent>(report.result["next_agent"].clone()) {
+        for a in next.agents() {
+            known_agent(board, &a)?;
+        }
+    }
     let mut w = world(board, inputs, id)?;
     assigned_entry(&w, id)?;
     let Some(e) = w.entries.get(id) else {
