@@ -224,6 +224,13 @@ impl Ctx {
                         self.status(&format!("coord: {}", crate::redact::one_line(&t.summary)));
                     }
                 }
+                Applied::LeftAsFound(why) => {
+                    n += 1;
+                    self.status(&format!(
+                        "coord: {}, but {why}; the next tick looks at it again",
+                        crate::redact::one_line(&t.summary)
+                    ));
+                }
                 Applied::Skipped => self.status(&format!(
                     "coord: skipped '{}': the file changed meanwhile; the next tick retries",
                     t.subject

@@ -41,6 +41,19 @@ pub enum Op {
         /// The whole new content.
         text: String,
     },
+    /// Rewrites an existing task or agent file planned from older bytes with `text`, the
+    /// coordinator's edit of them. The store writes `text` only while the file's bytes outside
+    /// the `coord:` block are still the planned-from ones (`rest`, their content hash);
+    /// otherwise, when the edit changes nothing outside `coord:`, it splices the new `coord:`
+    /// block into the bytes there now, and else it leaves the file as found and reports it.
+    Edit {
+        /// The path.
+        path: String,
+        /// The whole new content, as planned.
+        text: String,
+        /// [`rest_hash`] of the bytes the edit was planned from.
+        rest: u64,
+    },
     /// Removes a file.
     Remove {
         /// The path.
@@ -53,9 +66,16 @@ impl Op {
     pub fn paths(&self) -> Vec<&str> {
         match self {
             Op::Move { from, to } => vec![from, to],
-            Op::Write { path, .. } | Op::Remove { path } => vec![path],
+            Op::Write { path, .. } | Op::Edit { path, .. } | Op::Remove { path } => vec![path],
         }
     }
+}
+
+/// Returns the content hash of a parsed task or profile text without its `coord:` block (the
+/// bytes people and agents own), or None when that block cannot be cut out.
+pub fn rest_hash(text: &str, doc: &crate::yaml::Doc) -> Option<u64> {
+    let rest = crate::yaml::remove_block(text, doc, "coord").ok()?;
+    Some(crate::board::content_hash(rest.as_bytes()))
 }
 
 /// One state change: one commit.

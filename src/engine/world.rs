@@ -257,9 +257,17 @@ impl<'a> World<'a> {
             });
         }
         if text != entry.task.text {
-            ops.push(Op::Write {
-                path: new_path.clone(),
-                text: text.clone(),
+            let rest = super::rest_hash(&entry.task.text, &entry.task.doc);
+            ops.push(match rest {
+                Some(rest) => Op::Edit {
+                    path: new_path.clone(),
+                    text: text.clone(),
+                    rest,
+                },
+                None => Op::Write {
+                    path: new_path.clone(),
+                    text: text.clone(),
+                },
             });
         }
         let reread = check::reread(&text);
@@ -404,15 +412,16 @@ fn reparse_text(r: Result<String, yaml::SpliceError>) -> Result<(String, yaml::D
 
 fn profile_update(board: &Board, name: &AgentName, coord: &AgentCoord) -> Option<Transition> {
     let value = serde_json::to_value(coord).ok()?;
-    let (path, text) = match board.agents.get(name).and_then(|a| a.file.as_ref()) {
-        Some(f) => (
-            f.path.clone(),
-            yaml::set_block(&f.text, &f.doc, "coord", &value).ok()?,
-        ),
-        None => (
-            format!("{}/agents/{name}.yaml", board.work_dir),
-            yaml::emit_block("coord", &value, 0),
-        ),
+    let op = match board.agents.get(name).and_then(|a| a.file.as_ref()) {
+        Some(f) => Op::Edit {
+            path: f.path.clone(),
+            text: yaml::set_block(&f.text, &f.doc, "coord", &value).ok()?,
+            rest: super::rest_hash(&f.text, &f.doc)?,
+        },
+        None => Op::Write {
+            path: format!("{}/agents/{name}.yaml", board.work_dir),
+            text: yaml::emit_block("coord", &value, 0),
+        },
     };
     Some(Transition {
         subject: name.to_string(),
@@ -423,7 +432,7 @@ fn profile_update(board: &Board, name: &AgentName, coord: &AgentCoord) -> Option
             coord.consecutive_failures,
             coord.circuit.as_str()
         ),
-        ops: vec![Op::Write { path, text }],
+        ops: vec![op],
         guard: Vec::new(),
     })
 }

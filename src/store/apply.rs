@@ -1,10 +1,12 @@
 //! Carrying out transitions: a plan is written to a journal under `.git/coord/` first, with a
 //! cursor advanced after each commit; each transition's file operations are idempotent, and
-//! it ends in one commit of exactly the touched paths. After a crash, `recover` finishes the
+//! it ends in one commit of exactly the touched paths. Edits of existing files go to the bytes
+//! on disk when they run (`edit`), never back to text planned from older bytes. After a crash, `recover` finishes the
 //! journaled plan from the cursor, removes temp files, and commits what people changed under
 //! `work/` as `coord: record external changes`.
 
 use super::clean::Listing;
+use super::edit::Edited;
 use super::fsutil::{self, write_private, TEMP_SUFFIX};
 use super::inject;
 use super::{io_err, Clean, Store, StoreError};
@@ -20,10 +22,13 @@ const CURSOR: &str = "journal.pos";
 const STALE_INDEX_LOCK: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// What happened to one transition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Applied {
     /// Done and committed.
     Committed,
+    /// Committed as far as it went: a file it was to edit changed meanwhile in a way the edit
+    /// cannot be spliced into, so it was left as found (why); the next tick looks at it again.
+    LeftAsFound(String),
     /// A file changed since the plan was made; left for the next tick.
     Skipped,
 }
@@ -42,7 +47,21 @@ impl Store {
     /// outcome. The journal holds every transition not yet committed, so a run killed
     /// midway is finished by the next one (`recover`) — a handoff planned after the
     /// parent's move to done is never lost.
+    ///
+    /// Whatever ends it, an error included, the index is brought in line with HEAD for every
+    /// path committed, so a person's next `git commit` cannot record a reversal of them.
     pub fn apply_plan(
+        &self,
+        plan: &[Transition],
+        now: Timestamp,
+        each: &mut dyn FnMut(&Transition, Applied),
+    ) -> Result<(), StoreError> {
+        let applied = self.apply_journaled(plan, now, each);
+        let index = self.finish();
+        applied.and(index)
+    }
+
+    fn apply_journaled(
         &self,
         plan: &[Transition],
         now: Timestamp,
@@ -58,9 +77,9 @@ impl Store {
         write_private(&journal, &text, false).map_err(io_err(&journal))?;
         for (i, t) in plan.iter().enumerate() {
             if self.guard_holds(t) {
-                self.run_ops(t)?;
+                let applied = self.run_ops(t)?;
                 self.commit(t, now)?;
-                each(t, Applied::Committed);
+                each(t, applied);
             } else {
                 each(t, Applied::Skipped);
             }
@@ -89,7 +108,7 @@ impl Store {
         let gone = |rel: &str| fsutil::file_type(root, rel).is_ok_and(|t| t.is_none());
         let started = t.ops.iter().any(|op| match op {
             Op::Move { from, to } => gone(from) && !gone(to),
-            Op::Write { path, text } => {
+            Op::Write { path, text } | Op::Edit { path, text, .. } => {
                 fsutil::read_limited(root, path, text.len()).is_ok_and(|b| b == text.as_bytes())
             }
             Op::Remove { .. } => false,
@@ -104,9 +123,17 @@ impl Store {
         })
     }
 
-    fn run_ops(&self, t: &Transition) -> Result<(), StoreError> {
+    /// Carries out a transition's file operations; an edit whose file changed meanwhile is
+    /// spliced into what is there now, or left as found (`Applied::LeftAsFound`).
+    fn run_ops(&self, t: &Transition) -> Result<Applied, StoreError> {
+        let mut applied = Applied::Committed;
         for op in &t.ops {
             match op {
+                Op::Edit { path, text, rest } => {
+                    if let Edited::LeftAsFound(why) = self.edit(path, text, *rest)? {
+                        applied = Applied::LeftAsFound(format!("{path} left as found: {why}"));
+                    }
+                }
                 Op::Move { from, to } => self.do_move(from, to)?,
                 Op::Write { path, text } => {
                     let same = fsutil::read_limited(self.root(), path, text.len())
@@ -121,7 +148,7 @@ impl Store {
                 }
             }
         }
-        Ok(())
+        Ok(applied)
     }
 
     /// Moves a file unless the move already happened (recovery).
@@ -175,6 +202,12 @@ impl Store {
     /// is left.
     pub fn finish_interrupted(&self, now: Timestamp) -> Result<Vec<String>, StoreError> {
         let mut done = Vec::new();
+        let finished = self.finish_journal(now, &mut done);
+        let index = self.finish();
+        finished.and(index).map(|()| done)
+    }
+
+    fn finish_journal(&self, now: Timestamp, done: &mut Vec<String>) -> Result<(), StoreError> {
         for lock in self.repo.remove_stale_locks(STALE_INDEX_LOCK)? {
             done.push(format!(
                 "removed the stale lock {} of a killed run",
@@ -201,24 +234,28 @@ impl Store {
                     .unwrap_or(0);
                 let plan = plan.get(done_before..).unwrap_or_default().to_vec();
                 if let Some((first, rest)) = plan.split_first() {
-                    if self.resumable(first) {
-                        self.run_ops(first)?;
-                        self.commit(first, now)?;
-                        done.push(format!("finished interrupted: {}", first.summary));
-                    }
-                    self.apply_plan(rest, now, &mut |t, a| {
-                        if a == Applied::Committed {
+                    let mut report = |t: &Transition, a: Applied| match a {
+                        Applied::Committed => {
                             done.push(format!("finished interrupted: {}", t.summary));
                         }
-                    })?;
+                        Applied::LeftAsFound(why) => {
+                            done.push(format!("finished interrupted: {} ({why})", t.summary));
+                        }
+                        Applied::Skipped => {}
+                    };
+                    if self.resumable(first) {
+                        let applied = self.run_ops(first)?;
+                        self.commit(first, now)?;
+                        report(first, applied);
+                    }
+                    self.apply_plan(rest, now, &mut report)?;
                 }
                 self.clear_journal()?;
             }
             Err(e) if e.kind() == ErrorKind::NotFound => {}
             Err(e) => return Err(io_err(&journal)(e)),
         }
-        self.finish()?;
-        Ok(done)
+        Ok(())
     }
 
     /// Commits what people changed under `work/` as `coord: record external changes` and
@@ -230,8 +267,9 @@ impl Store {
         now: Timestamp,
         listing: Option<&Listing>,
     ) -> Result<Vec<String>, StoreError> {
-        let made = self.record_external(now, listing)?;
-        self.finish()?;
+        let made = self.record_external(now, listing);
+        let index = self.finish();
+        let made = made.and_then(|m| index.map(|()| m))?;
         Ok(made
             .map(|n| format!("record external changes ({n} paths)"))
             .into_iter()

@@ -7,6 +7,9 @@ pub use apply::Applied;
 pub use load::{Loaded, Pending};
 mod cache;
 mod clean;
+mod edit;
+#[cfg(test)]
+mod faults;
 pub mod fsutil;
 pub mod inject;
 mod load;

@@ -138,7 +138,7 @@ impl Sim {
                     .unwrap_or_else(|| panic!("{why}: move from missing {from}"));
                 self.files.insert(to.to_string(), bytes);
             }
-            Op::Write { path, text } => {
+            Op::Write { path, text } | Op::Edit { path, text, .. } => {
                 self.files
                     .insert(rel(path).to_string(), text.as_bytes().to_vec());
             }

@@ -336,7 +336,7 @@ fn started_attempt(t: &Transition) -> Option<u32> {
         return None;
     }
     let text = t.ops.iter().find_map(|op| match op {
-        Op::Write { text, .. } => Some(text),
+        Op::Write { text, .. } | Op::Edit { text, .. } => Some(text),
         _ => None,
     });
     let text = text.unwrap_or_else(|| panic!("{} starts an attempt without a write", t.summary));
