@@ -11,10 +11,12 @@ macro_rules! out {
 
 mod agents;
 mod archive;
+mod board_markdown;
 mod board_view;
 mod demo;
 mod doctor;
 mod gate;
+mod generate;
 mod init;
 mod keygen;
 mod log;
@@ -39,9 +41,12 @@ use jiff::Timestamp;
 use std::cell::OnceCell;
 use std::path::PathBuf;
 
+/// coord's version and the commit it was built from, when known (`coord --version`).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), env!("COORD_BUILD_COMMIT"));
+
 /// coord: a git-native, file-driven coordinator for work shared between AI agents and people.
 #[derive(Debug, Parser)]
-#[command(name = "coord", version, about, max_term_width = 100)]
+#[command(name = "coord", version = VERSION, about, max_term_width = 100)]
 pub struct Cli {
     /// Run as if started in DIR
     #[arg(short = 'C', global = true, value_name = "DIR")]
@@ -108,6 +113,10 @@ enum Command {
     Sync(sync::Args),
     /// Build a sample repo and run a pipeline and a fan-out to the end with simulated agents
     Demo(demo::Args),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish)
+    Completions(generate::CompletionsArgs),
+    /// Print the man page coord(1) in roff
+    Man,
 }
 
 /// What every command gets: the flags that apply to all of them.
@@ -289,6 +298,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Doctor(a) => doctor::run(&ctx, a),
         Command::Sync(a) => sync::run(&ctx, a),
         Command::Demo(a) => demo::run(&ctx, a),
+        Command::Completions(a) => generate::completions(a),
+        Command::Man => generate::man(),
     }
 }
 

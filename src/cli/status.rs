@@ -1,6 +1,6 @@
 //! `coord status`: the board (SPEC 4) for people or, with `--json`, for scripts.
 
-use super::{board_view, Ctx};
+use super::{board_markdown, board_view, Ctx};
 use crate::model::{AgentName, State};
 use crate::store::Store;
 use anyhow::Result;
@@ -12,6 +12,9 @@ pub struct Args {
     /// Show only this agent's tasks and profile
     #[arg(long)]
     agent: Option<AgentName>,
+    /// Print the board as Markdown (e.g. into $GITHUB_STEP_SUMMARY)
+    #[arg(long)]
+    markdown: bool,
 }
 
 /// Runs `coord status`.
@@ -30,7 +33,12 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     }
     let reasons = invalid_reasons(&store, &board);
     let v = board_view::view(&board, &ctx.inputs(&store), &reasons);
-    if ctx.json {
+    if args.markdown {
+        out!(
+            "{}",
+            board_markdown::render(&crate::redact::redact_value(&v)).trim_end()
+        );
+    } else if ctx.json {
         super::print_json(&crate::redact::redact_value(&v));
     } else {
         board_view::print(&v);

@@ -11,6 +11,7 @@ mod messages;
 mod patterns;
 mod perf_cache;
 mod resilience;
+mod ship;
 mod smoke;
 mod steps;
 mod sync;
