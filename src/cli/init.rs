@@ -1,5 +1,7 @@
-//! `coord init`: the work layout with `.gitkeep`s, the schema, an example coord.yaml, the
-//! GitHub Actions workflow and agent profiles, committed in one commit.
+//! `coord init`: the work layout with `.gitkeep`s and `work/.gitignore`, the schema, an example
+//! coord.yaml, the GitHub Actions workflow and agent profiles, committed in one commit. A
+//! `work/` that is already there is adopted as it is: init says what it found and only adds
+//! what is missing.
 
 use super::Ctx;
 use crate::engine::{Op, Transition};
@@ -19,6 +21,21 @@ pub struct Args {
 
 /// The workflow `coord init` writes as `.github/workflows/coord.yml`.
 pub const WORKFLOW: &str = include_str!("../../templates/coord-workflow.yml");
+
+/// The `work/.gitignore` `coord init` writes: git sees only what belongs to the layout.
+pub const WORK_GITIGNORE: &str = "\
+# Written by coord init. Under work/ git tracks only what coord reads: task files, their
+# .errors, agent profiles, README files and the .gitkeeps of empty folders. Editors' swap and
+# backup files, notes and other scratch files stay out of the history.
+*
+!*/
+!*.yaml
+!*.yml
+!*.errors
+!README.md
+!.gitkeep
+!.gitignore
+";
 
 /// The example `coord.yaml`.
 pub const EXAMPLE_CONFIG: &str = "\
@@ -42,6 +59,10 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         .with_context(|| format!("cannot create {}", ctx.dir.display()))?;
     Repo::open_or_init(&ctx.dir)?;
     let (store, _lock) = ctx.session(crate::model::Duration::from_secs(0))?;
+    let existed = store.abs(store.work_dir()).is_dir();
+    if existed {
+        ctx.status(&found(&store)?);
+    }
     let ops = missing_files(&store, &args.agents);
     if ops.is_empty() {
         ctx.status("coord: already initialized; nothing to do");
@@ -55,9 +76,54 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         ops,
         guard: Vec::new(),
     };
+    let added = ops_paths(&t.ops);
     ctx.apply(&store, &crate::engine::Plan::one(t))?;
-    ctx.status(&format!("coord: initialized {}", store.root().display()));
+    if existed {
+        ctx.status(&format!(
+            "coord: adopted {}/; added {added}",
+            store.work_dir()
+        ));
+    } else {
+        ctx.status(&format!("coord: initialized {}", store.root().display()));
+    }
     Ok(())
+}
+
+/// Describes an existing work folder: its task files per state and its agents.
+fn found(store: &Store) -> Result<String> {
+    let (board, _) = store.load()?;
+    let per_state: Vec<String> = State::ALL
+        .iter()
+        .filter_map(|s| {
+            let n = board.tasks.iter().filter(|t| t.folder.state == *s).count();
+            (n > 0).then(|| format!("{} {n}", s.as_str()))
+        })
+        .collect();
+    let tasks = if per_state.is_empty() {
+        "no task files".to_string()
+    } else {
+        format!(
+            "{} task files ({})",
+            board.tasks.len(),
+            per_state.join(", ")
+        )
+    };
+    Ok(format!(
+        "coord: found {}/ with {tasks} and {} agents; adopting it as it is",
+        store.work_dir(),
+        board.agents.len()
+    ))
+}
+
+/// Returns the paths a list of write ops creates, comma-separated.
+fn ops_paths(ops: &[Op]) -> String {
+    ops.iter()
+        .filter_map(|op| match op {
+            Op::Write { path, .. } => Some(path.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Returns a write op for every file of the layout that does not exist yet.
@@ -70,6 +136,7 @@ pub fn missing_files(store: &Store, agents: &[AgentName]) -> Vec<Op> {
         .collect();
     files.push((format!("{wd}/archive/.gitkeep"), String::new()));
     files.push((format!("{wd}/agents/.gitkeep"), String::new()));
+    files.push((format!("{wd}/.gitignore"), WORK_GITIGNORE.into()));
     files.push((
         "schemas/task.schema.json".into(),
         crate::schema::TASK_SCHEMA.into(),

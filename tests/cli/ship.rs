@@ -302,3 +302,67 @@ fn two_workflow_runs_at_once_assign_every_task_exactly_once() {
     }
     assert!(view.git_status().is_empty());
 }
+
+#[test]
+fn init_adopts_an_existing_work_folder_and_says_what_it_found() {
+    let r = TestRepo::empty();
+    r.git(&["init", "-q", "-b", "main"]);
+    r.write("work/inbox/a.yaml", "title: A\n");
+    r.write("work/ready/b.yaml", "title: B\n");
+    r.write("work/agents/alice.yaml", "capabilities: []\n");
+    r.git(&["add", "work"]);
+    r.git(&["commit", "-q", "-m", "a backlog kept by hand"]);
+    let (_, err) = r.code(&["init"], 0);
+    assert!(
+        err.contains("found work/ with 2 task files (inbox 1, ready 1) and 1 agents; adopting it"),
+        "{err}"
+    );
+    assert!(
+        err.contains("adopted work/; added work/inbox/.gitkeep"),
+        "{err}"
+    );
+    assert!(!err.contains("work/agents/alice.yaml"), "{err}");
+    assert_eq!(
+        r.read("work/inbox/a.yaml"),
+        "title: A\n",
+        "task files are left as they are"
+    );
+    assert_eq!(r.git_status(), "");
+}
+
+#[test]
+fn init_writes_a_work_gitignore_that_keeps_scratch_files_out() {
+    let r = TestRepo::new();
+    assert!(r.exists("work/.gitignore"));
+    for scratch in [
+        "work/inbox/.a.yaml.swp",
+        "work/inbox/a.yaml~",
+        "work/notes.txt",
+        "work/assigned/alice/scratch.json",
+    ] {
+        r.write(scratch, "x");
+    }
+    for kept in [
+        "work/inbox/a.yaml",
+        "work/inbox/b.yml",
+        "work/invalid/c.yaml.errors",
+        "work/README.md",
+    ] {
+        r.write(kept, "title: kept\n");
+    }
+    let untracked = r.git_status();
+    let mut seen: Vec<&str> = untracked
+        .lines()
+        .map(|l| l.trim_start_matches("?? "))
+        .collect();
+    seen.sort_unstable();
+    assert_eq!(
+        seen,
+        [
+            "work/README.md",
+            "work/inbox/a.yaml",
+            "work/inbox/b.yml",
+            "work/invalid/c.yaml.errors"
+        ]
+    );
+}
