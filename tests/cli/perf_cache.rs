@@ -133,7 +133,7 @@ fn no_change_under_work_is_hidden_by(mark: Mark) {
             r.git(&["add", "work/inbox/d.yaml"]);
         }),
         ("file in a folder the walk does not enter", &|r| {
-            r.write("work/assigned/bot/deep/e.txt", "notes\n");
+            r.write("work/assigned/bot/deep/e.yaml", "notes: deep\n");
         }),
     ];
     for (what, change) in changes {
@@ -273,6 +273,8 @@ fn an_invalid_inbox_file_is_quarantined_at_the_next_tick_even_when_quiet() {
 #[test]
 fn an_ignored_file_under_work_means_no_clean_mark() {
     let r = TestRepo::with_agents(&["bot"]);
+    // Only the top-level rules here (work/.gitignore from init would ignore the file too).
+    r.git(&["rm", "-q", "work/.gitignore"]);
     r.write(".gitignore", "*.log\n");
     r.git(&["add", ".gitignore"]);
     r.git(&["commit", "-q", "-m", "ignore logs"]);
