@@ -46,6 +46,14 @@ pub fn read_task(
             ));
         }
     }
+    if let Some(due) = doc.value.get("due").and_then(|v| v.as_str()) {
+        if found.is_empty() && crate::model::due_instant(due).is_none() {
+            found.push(Violation::at(
+                doc.pos_of("/due", false),
+                format!("due: '{due}' is not a real date; write e.g. 2026-12-01 or 2026-12-01T17:00:00Z"),
+            ));
+        }
+    }
     if doc.value.is_object() && !doc.block_root {
         found.push(Violation::file(
             "write the task as 'key: value' lines, not as one '{...}' flow mapping",

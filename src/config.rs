@@ -170,7 +170,7 @@ impl Config {
             return Ok(Config::default());
         }
         let config: Config = serde_json::from_value(doc.value)
-            .map_err(|e| err(format!("{e}; see SPEC section 6 for the keys")))?;
+            .map_err(|e| err(format!("{e}; the keys are listed in docs/files.md")))?;
         config.check().map_err(err)?;
         Ok(config)
     }

@@ -3,6 +3,8 @@
 //! position in the YAML source. Pure apart from reading the repo's schema file.
 
 use crate::yaml::{pointer_token, Doc, Pos};
+
+mod words;
 use jsonschema::error::ValidationErrorKind;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -164,17 +166,24 @@ impl Schema {
         };
         let mut out: Vec<Violation> = validator
             .iter_errors(&doc.value)
-            .flat_map(|e| violations(doc, e.instance_path().as_str(), e.kind(), &e.to_string()))
+            .flat_map(|e| violations(doc, &self.json, &e))
             .collect();
         out.sort();
         out.dedup();
+        let precise: Vec<Pos> = out
+            .iter()
+            .filter(|v| !is_generic(v))
+            .map(|v| v.pos)
+            .collect();
+        out.retain(|v| !is_generic(v) || !precise.contains(&v.pos));
         out
     }
 }
 
-fn violations(doc: &Doc, pointer: &str, kind: &ValidationErrorKind, text: &str) -> Vec<Violation> {
+fn violations(doc: &Doc, schema: &Value, e: &jsonschema::ValidationError<'_>) -> Vec<Violation> {
+    let pointer = e.instance_path().as_str();
     let field = field_name(pointer);
-    match kind {
+    match e.kind() {
         ValidationErrorKind::AdditionalProperties { unexpected } => unexpected
             .iter()
             .map(|k| {
@@ -192,14 +201,55 @@ fn violations(doc: &Doc, pointer: &str, kind: &ValidationErrorKind, text: &str) 
                 format!("missing required key '{key}'{}", in_field(&field)),
             )]
         }
-        _ => vec![Violation::at(
-            doc.pos_of(pointer, false),
-            match field {
-                Some(f) => format!("{f}: {text}"),
-                None => text.to_string(),
-            },
-        )],
+        kind => {
+            let problem = words::problem(kind, e.instance(), field.is_none());
+            let help = description(schema, e.schema_path().as_str());
+            let message = match (field, help) {
+                (Some(f), Some(h)) => format!("{f}: {problem}; {h}"),
+                (Some(f), None) => format!("{f}: {problem}"),
+                (None, _) => problem,
+            };
+            vec![Violation::at(doc.pos_of(pointer, false), message)]
+        }
     }
+}
+
+/// Returns the description nearest to the failing keyword at `schema_path` (canonical, `$ref`
+/// already resolved), short of the schema's own, with its first letter in lowercase unless it
+/// starts an abbreviation: what the value should be, in the schema author's words.
+fn description(schema: &Value, schema_path: &str) -> Option<String> {
+    let mut p = schema_path;
+    while let Some((parent, _)) = p.rsplit_once('/') {
+        p = parent;
+        if p.is_empty() {
+            return None;
+        }
+        if let Some(d) = schema
+            .pointer(p)
+            .and_then(|s| s.get("description"))
+            .and_then(Value::as_str)
+        {
+            let d = d.trim_end_matches('.');
+            let mut chars = d.chars();
+            let first = chars.next()?;
+            let acronym = chars.next().is_some_and(char::is_uppercase);
+            return Some(if acronym {
+                d.to_string()
+            } else {
+                first.to_lowercase().chain(chars_from(d, 1)).collect()
+            });
+        }
+    }
+    None
+}
+
+fn chars_from(s: &str, n: usize) -> std::str::Chars<'_> {
+    let at = s.char_indices().nth(n).map_or(s.len(), |(i, _)| i);
+    s[at..].chars()
+}
+
+fn is_generic(v: &Violation) -> bool {
+    v.message.contains(words::GENERIC)
 }
 
 fn field_name(pointer: &str) -> Option<String> {
@@ -260,6 +310,47 @@ mod tests {
         assert_eq!(at, vec![(2, 11), (3, 1), (4, 15)], "{v:?}");
         assert!(v[1].message.contains("unknown key 'priorty'"));
         assert!(v[0].message.starts_with("priority:"));
+    }
+
+    fn messages(src: &str) -> Vec<String> {
+        check(src).into_iter().map(|v| v.message).collect()
+    }
+
+    #[test]
+    fn messages_say_what_to_write_without_schema_words() {
+        let cases = [
+            ("title: x\ndue: 2026-12-1\n", "2026-12-01T17:00:00Z"),
+            ("title: x\ntimeout: 5 minutes\n", "30m"),
+            (
+                "title: x\npriority: urgent\n",
+                "low, normal, high, critical",
+            ),
+            ("title: x\nnext_agent: 5\n", "list of distinct agent names"),
+            ("title: x\nmax_attempts: three\n", "whole number"),
+            ("title: x\nmax_attempts: 0\n", "least allowed is 1"),
+            ("title: ''\n", "empty"),
+            ("- title: x\n", "'key: value' lines"),
+        ];
+        for (src, want) in cases {
+            let m = messages(src);
+            assert_eq!(m.len(), 1, "{src:?}: {m:?}");
+            assert!(m[0].contains(want), "{src:?}: {m:?}");
+            for jargon in [
+                "oneOf",
+                "anyOf",
+                "schemas listed",
+                "does not match \"^",
+                "is not of type",
+                "{0,",
+            ] {
+                assert!(!m[0].contains(jargon), "{src:?}: {m:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_date_alone_is_a_valid_due() {
+        assert_eq!(check("title: x\ndue: 2026-12-01\n"), vec![]);
     }
 
     #[test]

@@ -233,7 +233,7 @@ fn classify(rel: &str) -> Kind {
                 task_kind(Folder::of(s), n)
             }
             _ => Kind::Stray(format!(
-                "'{state}' is not a state folder; see SPEC section 1"
+                "'{state}' is not a state folder; move the file into one (inbox, ready, ...; see docs/files.md)"
             )),
         },
         [] | [_] if name.is_empty() => Kind::Ignored,

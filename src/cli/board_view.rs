@@ -115,8 +115,8 @@ fn overdue(board: &Board, now: Timestamp) -> Vec<Value> {
         .iter()
         .filter(|t| !t.folder.state.is_final())
         .filter_map(|t| {
-            let due = t.read.as_ref().ok()?.spec.due.clone()?;
-            let at: Timestamp = due.parse().ok()?;
+            let spec = &t.read.as_ref().ok()?.spec;
+            let (due, at) = (spec.due.clone()?, spec.due_at()?);
             (at < now).then(|| json!({"id": t.id, "due": due, "state": t.folder.state.as_str()}))
         })
         .collect()

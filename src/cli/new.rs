@@ -191,10 +191,11 @@ fn fresh_id(title: &str, taken: impl Fn(&TaskId) -> bool) -> Result<TaskId> {
     bail!("could not find a free task id; pass --id")
 }
 
-/// Returns the title in lowercase words joined by '-', at most 40 characters.
+/// Returns the title in lowercase words joined by '-', at most 40 characters; Latin letters
+/// with accents keep their base letter ("Überprüfung" gives "uberprufung").
 pub fn slug(title: &str) -> String {
     let mut out = String::new();
-    for word in title
+    for word in crate::model::translit::to_ascii(title)
         .split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|w| !w.is_empty())
     {
@@ -230,6 +231,7 @@ mod tests {
     fn slugs_titles() {
         assert_eq!(slug("Fix the login bug"), "fix-the-login-bug");
         assert_eq!(slug("¿¿??"), "task");
+        assert_eq!(slug("Überprüfung der Daten"), "uberprufung-der-daten");
         assert!(slug(&"word ".repeat(30)).len() <= 40);
     }
 

@@ -32,7 +32,7 @@ pub fn queue(w: &World<'_>) -> Vec<TaskId> {
         .filter(|e| e.folder.state == State::Ready)
         .map(|e| {
             let s = &e.task.spec;
-            let due = s.due.as_deref().and_then(parse_time);
+            let due = s.due_at();
             let key = (
                 std::cmp::Reverse(s.priority.unwrap_or(default)),
                 due.is_none(),

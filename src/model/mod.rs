@@ -6,11 +6,13 @@ mod duration;
 mod ids;
 mod state;
 mod task;
+pub mod translit;
 
 pub use agent::{AgentCoord, AgentProfile, AssignMode, Circuit};
 pub use duration::Duration;
 pub use ids::{AgentName, NameError, TaskId};
 pub use state::{Folder, State};
 pub use task::{
-    Authority, CoordBlock, ErrorInfo, NextAgent, Priority, ResultStatus, TaskResult, TaskSpec,
+    due_instant, Authority, CoordBlock, ErrorInfo, NextAgent, Priority, ResultStatus, TaskResult,
+    TaskSpec,
 };

@@ -75,6 +75,21 @@ impl NextAgent {
     }
 }
 
+/// Returns the instant a `due:` value names: an RFC 3339 time as written, or for a date alone
+/// (`2026-12-01`) the end of that day in UTC, i.e. the next day's midnight UTC. None when it is
+/// neither, or the date is not a real one.
+pub fn due_instant(due: &str) -> Option<jiff::Timestamp> {
+    if let Ok(t) = due.parse::<jiff::Timestamp>() {
+        return Some(t);
+    }
+    let date: jiff::civil::Date = due.parse().ok()?;
+    date.tomorrow()
+        .ok()?
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .ok()
+        .map(|z| z.timestamp())
+}
+
 /// The person-owned fields of a task file.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[serde(default)]
@@ -103,7 +118,7 @@ pub struct TaskSpec {
     pub timeout: Option<Duration>,
     /// Attempts before the dead letter.
     pub max_attempts: Option<u32>,
-    /// SLA, RFC 3339.
+    /// SLA: RFC 3339, or a date alone (see [`due_instant`]).
     pub due: Option<String>,
     /// Free labels.
     pub labels: Vec<String>,
@@ -111,6 +126,13 @@ pub struct TaskSpec {
     pub idempotency_key: Option<String>,
     /// Free-form input for the agent; may hold expressions.
     pub input: Option<Value>,
+}
+
+impl TaskSpec {
+    /// Returns the instant the task is due, when it has a readable `due:`.
+    pub fn due_at(&self) -> Option<jiff::Timestamp> {
+        self.due.as_deref().and_then(due_instant)
+    }
 }
 
 /// success | failure.
@@ -256,5 +278,22 @@ impl CoordBlock {
     /// Returns the block as a JSON value, in field order.
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_date_alone_is_due_at_the_end_of_that_day_utc() {
+        let at = due_instant("2026-12-01").expect("a date");
+        assert_eq!(at.to_string(), "2026-12-02T00:00:00Z");
+        assert_eq!(
+            due_instant("2026-12-01T17:00:00+01:00").map(|t| t.to_string()),
+            Some("2026-12-01T16:00:00Z".to_string())
+        );
+        assert_eq!(due_instant("2026-02-30"), None);
+        assert_eq!(due_instant("soon"), None);
     }
 }

@@ -160,7 +160,7 @@ pub fn parse(text: &str, limits: &Limits) -> Result<Doc, YamlError> {
     let mut b = Builder::new(text, limits);
     let mut parser = Parser::new_from_str(text);
     while let Some(next) = parser.next_event() {
-        let (event, span) = next.map_err(|e| syntax_error(e.marker(), e.info(), limits))?;
+        let (event, span) = next.map_err(|e| syntax_error(text, e.marker(), e.info(), limits))?;
         if b.event(event, span)? {
             break;
         }
@@ -168,16 +168,57 @@ pub fn parse(text: &str, limits: &Limits) -> Result<Doc, YamlError> {
     Ok(b.finish())
 }
 
-fn syntax_error(at: &Marker, info: &str, limits: &Limits) -> YamlError {
-    let message = if info.contains("recursion limit") {
-        format!(
+fn syntax_error(text: &str, at: &Marker, info: &str, limits: &Limits) -> YamlError {
+    if info.contains("recursion limit") {
+        let message = format!(
             "nesting deeper than {} levels; flatten the document",
             limits.max_depth
+        );
+        return YamlError::at(Pos::from_marker(at), message);
+    }
+    if let Some(line) = conflict_marker(text) {
+        return YamlError::at(
+            Pos { line, col: 1 },
+            "YAML syntax: an unresolved git merge conflict (a line starting with <<<<<<<, ======= or >>>>>>>); keep one version and delete the marker lines",
+        );
+    }
+    YamlError::at(
+        Pos::from_marker(at),
+        format!("YAML syntax: {}", in_words(info)),
+    )
+}
+
+/// Returns the 1-based line of the first git conflict marker in `text`.
+fn conflict_marker(text: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| {
+            l.starts_with("<<<<<<< ") || l.starts_with(">>>>>>> ") || l.trim_end() == "======="
+        })
+        .map(|i| i + 1)
+}
+
+/// Returns the YAML parser's complaint as what went wrong and how to fix it; the parser's own
+/// text, with a general hint, when it is not one of the common mistakes.
+fn in_words(info: &str) -> String {
+    const KNOWN: [(&str, &str); 10] = [
+        ("mapping values are not allowed", "a ': ' inside a value, or a line indented under a value; put the value in quotes (title: \"a: b\") or fix the indentation"),
+        ("found a tab", "a tab in the indentation; indent with spaces only"),
+        ("flow sequence", "a '[' list is not closed; add the missing ']', or put an item holding ',' or ']' in quotes"),
+        ("flow mapping", "a '{' mapping is not closed; add the missing '}', or put a value holding ',' or '}' in quotes"),
+        ("trailing content after", "text after a closing quote; inside single quotes write '' for one quote ('it''s'), or put the whole value in double quotes"),
+        ("quoted scalar", "a quoted value is not closed; add the closing quote"),
+        ("unexpected character", "a value cannot start with this character (@ or `); put the value in quotes"),
+        ("unknown anchor", "'*' refers to an '&' anchor that is not defined; put the value in quotes if you meant a '*'"),
+        ("expected '-'", "list items do not line up; start each item with '- ' in the same column"),
+        ("block mapping", "keys do not line up; keys of one mapping start in the same column"),
+    ];
+    KNOWN
+        .iter()
+        .find(|(said, _)| info.contains(said))
+        .map_or_else(
+            || format!("{info}; check the quoting and indentation here and on the line before"),
+            |(_, words)| (*words).to_string(),
         )
-    } else {
-        format!("YAML syntax: {info}")
-    };
-    YamlError::at(Pos::from_marker(at), message)
 }
 
 enum Frame {

@@ -168,7 +168,7 @@ fn every_invalid_fixture_points_at_the_offending_line() {
         ("yaml-syntax", "4:1", "YAML syntax"),
         ("missing-title", "1:1", "title"),
         ("id-mismatch", "3:5", "something-else"),
-        ("wrong-type", "3:15", "integer"),
+        ("wrong-type", "3:15", "whole number"),
         ("unknown-key", "3:1", "priorty"),
         ("bad-duration", "3:10", "30 minutes"),
         ("bad-id-ref", "3:14", "../../etc"),

@@ -69,3 +69,87 @@ fn complete_handing_off_to_an_unknown_agent_fails_and_writes_nothing() {
     assert_eq!(r.read(&path), before);
     r.ok(&["complete", id, "--next-agent", "alice"]);
 }
+
+#[test]
+fn a_date_alone_is_a_valid_due_and_is_overdue_after_that_day() {
+    let mut r = TestRepo::with_agents(&["alice"]);
+    r.task("d", "title: Report\ndue: 2026-11-22\n");
+    r.ok(&["validate"]);
+    r.ok(&["tick"]);
+    assert!(r.where_is("d").contains("assigned/"), "{}", r.where_is("d"));
+    r.at("2026-11-22T23:59:00Z");
+    assert!(!r.ok(&["status"]).contains("overdue"));
+    r.at("2026-11-23T00:00:01Z");
+    let board = r.ok(&["status"]);
+    assert!(
+        board.contains("overdue:\n  d (assigned): due 2026-11-22"),
+        "{board}"
+    );
+}
+
+#[test]
+fn invalid_files_get_messages_in_plain_words_with_a_fix() {
+    let r = TestRepo::with_agents(&["alice"]);
+    let cases = [
+        ("a", "title: x\ndue: next week\n", "2026-12-01T17:00:00Z"),
+        ("b", "title: x\ntimeout: 5 minutes\n", "30m"),
+        (
+            "c",
+            "title: x\nnext_agent: 5\n",
+            "list of distinct agent names",
+        ),
+        ("d", "title: [x\n", "']'"),
+        ("e", "title: a: b\n", "quote"),
+        ("f", "title: x\n\tlabels: [a]\n", "spaces"),
+        (
+            "g",
+            "<<<<<<< HEAD\ntitle: x\n=======\ntitle: y\n>>>>>>> other\n",
+            "conflict",
+        ),
+        ("h", "title: 'it's'\n", "''"),
+        ("i", "title: \"x\n", "closing"),
+    ];
+    for (id, text, _) in &cases {
+        r.task(id, text);
+    }
+    let (out, _) = r.code(&["validate"], 1);
+    for (id, _, want) in &cases {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("work/inbox/{id}.yaml:")))
+            .unwrap_or_else(|| panic!("no line for {id}: {out}"));
+        assert!(line.contains(want), "{id}: want {want:?} in {line}");
+        for jargon in [
+            "oneOf",
+            "schemas listed",
+            "does not match \"^",
+            "while parsing",
+            "while scanning",
+            "SPEC",
+        ] {
+            assert!(!line.contains(jargon), "{id}: {jargon:?} in {line}");
+        }
+    }
+}
+
+#[test]
+fn ids_from_non_ascii_titles_keep_their_letters() {
+    let r = TestRepo::with_agents(&["alice"]);
+    let id = r.ok(&["new", "Überprüfung der Straße"]);
+    assert!(id.starts_with("uberprufung-der-strasse-"), "{id}");
+    let id = r.ok(&["new", "Café crème à la française"]);
+    assert!(id.starts_with("cafe-creme-a-la-francaise-"), "{id}");
+}
+
+#[test]
+fn messages_point_to_the_docs_users_have_not_to_the_spec() {
+    let r = TestRepo::with_agents(&["alice"]);
+    r.write("work/stuff/a.yaml", "title: x\n");
+    let (out, _) = r.code(&["doctor"], 1);
+    assert!(out.contains("docs/files.md"), "{out}");
+    assert!(!out.contains("SPEC"), "{out}");
+    r.write("coord.yaml", "max_handof: 3\n");
+    let (_, err) = r.code(&["status"], 1);
+    assert!(err.contains("docs/files.md"), "{err}");
+    assert!(!err.contains("SPEC"), "{err}");
+}
