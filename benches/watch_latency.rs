@@ -1,5 +1,6 @@
-//! Drop-to-commit latency of `coord watch`: a task file is written into `work/inbox/`, and the
-//! clock stops when HEAD's commit assigns it. Prints p50, p95 and max over the drops.
+//! Drop-to-commit latency of `coord watch`: a task file is written under a temporary name and
+//! renamed into `work/inbox/` (the safe way to write), and the clock stops when HEAD's commit
+//! assigns it. Prints p50, p95 and max over the drops.
 //!
 //! Run with `cargo bench --bench watch_latency` (optionally `-- 100` for the number of drops).
 //! Not part of `cargo test`. The repository lives in a temporary folder (set TMPDIR to compare
@@ -53,11 +54,9 @@ fn main() {
 /// Writes a task into the inbox and returns how long until HEAD's commit assigns it.
 fn latency(root: &Path, repo: &Repo, id: &str, limit: Duration) -> Duration {
     let start = Instant::now();
-    std::fs::write(
-        root.join(format!("work/inbox/{id}.yaml")),
-        format!("title: {id}\n"),
-    )
-    .expect("drop a task");
+    let part = root.join(format!("work/inbox/.{id}.yaml.part"));
+    std::fs::write(&part, format!("title: {id}\n")).expect("write a task");
+    std::fs::rename(&part, root.join(format!("work/inbox/{id}.yaml"))).expect("rename it in");
     let want = format!("coord: assign {id} to alice");
     while start.elapsed() < limit {
         let head = repo.log(Some(1)).expect("log");

@@ -18,8 +18,11 @@ pub struct TaskDoc {
     pub doc: Doc,
     /// Person-owned fields.
     pub spec: TaskSpec,
-    /// The agent's result, when written.
+    /// The agent's result, when written and readable.
     pub result: Option<TaskResult>,
+    /// Why a written `result:` cannot be accepted (`path`-less `line:col: message`), when it
+    /// cannot: the attempt fails with `bad_result` instead of the file being unreadable.
+    pub bad_result: Option<String>,
     /// The coordinator's block (default when absent).
     pub coord: CoordBlock,
 }
@@ -37,7 +40,7 @@ pub fn read_task(
             "the file is empty; a task needs at least a line 'title: ...'",
         )]);
     }
-    let mut found = schema.validate(&doc);
+    let (mut found, in_result) = schema.validate_split(&doc, "result");
     if let Some(id) = doc.value.get("id").and_then(|v| v.as_str()) {
         if id != stem {
             found.push(Violation::at(
@@ -65,15 +68,12 @@ pub fn read_task(
     }
     let spec: TaskSpec = serde_json::from_value(doc.value.clone())
         .map_err(|e| vec![Violation::file(format!("cannot read the task: {e}"))])?;
-    let result = match doc.value.get("result") {
-        None | Some(serde_json::Value::Null) => None,
-        Some(r) => Some(serde_json::from_value(r.clone()).map_err(|e| {
-            vec![Violation::at(
-                doc.pos_of("/result", false),
-                format!("result: {e}"),
-            )]
-        })?),
-    };
+    let (mut result, mut bad_result) = read_result(&doc);
+    if let Some(v) = in_result.first() {
+        let (line, col) = (v.pos.line, v.pos.col);
+        bad_result = Some(format!("{line}:{col}: {}", v.message));
+        result = None;
+    }
     let coord = CoordBlock::from_value(doc.value.get("coord"));
     let text = String::from_utf8_lossy(bytes).into_owned();
     Ok(TaskDoc {
@@ -81,8 +81,23 @@ pub fn read_task(
         doc,
         spec,
         result,
+        bad_result,
         coord,
     })
+}
+
+/// Returns the document's `result:` when it reads, or why it does not.
+fn read_result(doc: &Doc) -> (Option<TaskResult>, Option<String>) {
+    match doc.value.get("result") {
+        None | Some(serde_json::Value::Null) => (None, None),
+        Some(r) => match serde_json::from_value(r.clone()) {
+            Ok(r) => (Some(r), None),
+            Err(e) => {
+                let pos = doc.pos_of("/result", false);
+                (None, Some(format!("{}:{}: result: {e}", pos.line, pos.col)))
+            }
+        },
+    }
 }
 
 /// Re-reads text the coordinator wrote (no schema check: the repo's schema may differ from
@@ -96,16 +111,14 @@ pub fn reread(text: &str) -> Option<TaskDoc> {
 /// the per-file checks (text the coordinator wrote, or a stat cache entry's).
 pub fn from_parsed(text: String, doc: Doc) -> Option<TaskDoc> {
     let spec: TaskSpec = serde_json::from_value(doc.value.clone()).ok()?;
-    let result = match doc.value.get("result") {
-        None | Some(serde_json::Value::Null) => None,
-        Some(r) => Some(serde_json::from_value(r.clone()).ok()?),
-    };
+    let (result, bad_result) = read_result(&doc);
     let coord = CoordBlock::from_value(doc.value.get("coord"));
     Some(TaskDoc {
         text,
         doc,
         spec,
         result,
+        bad_result,
         coord,
     })
 }
@@ -195,6 +208,7 @@ impl std::ops::Deref for Task {
                 },
                 spec: TaskSpec::default(),
                 result: None,
+                bad_result: None,
                 coord: CoordBlock {
                     state: self.summary.state.clone(),
                     assigned_to: self.summary.assigned_to.clone(),

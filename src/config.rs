@@ -135,6 +135,16 @@ pub struct Config {
     pub commit: CommitConfig,
     /// Conditional routing after success.
     pub rules: Vec<Rule>,
+    /// How long a file's size and mtime must stay unchanged before it is read (SPEC 3.12);
+    /// `0s` reads every file at once.
+    pub settle: Duration,
+}
+
+impl Config {
+    /// Returns the settle time as a standard duration.
+    pub fn settle_wait(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.settle.as_secs().max(0) as u64)
+    }
 }
 
 impl Default for Config {
@@ -149,6 +159,7 @@ impl Default for Config {
             require_signed_results: false,
             commit: CommitConfig::default(),
             rules: Vec::new(),
+            settle: Duration::from_secs(2),
         }
     }
 }

@@ -360,6 +360,42 @@ impl Repo {
         }
     }
 
+    /// Returns the newest version of `path` that `accept` takes, looking at HEAD and its
+    /// first parents, at most `depth` commits; None when there is none.
+    pub fn newest_version(
+        &self,
+        path: &str,
+        depth: usize,
+        accept: &dyn Fn(&[u8]) -> bool,
+    ) -> Result<Option<Vec<u8>>, GitError> {
+        check_path(path)?;
+        let Some(mut oid) = self.resolve_head()?.oid else {
+            return Ok(None);
+        };
+        for _ in 0..depth {
+            let commit = self
+                .repo
+                .find_commit(oid)
+                .map_err(ctx(format!("cannot read commit {oid}")))?;
+            let tree = commit
+                .tree()
+                .map_err(ctx(format!("cannot read the tree of commit {oid}")))?;
+            let blob = tree
+                .get_path(Path::new(path))
+                .ok()
+                .and_then(|e| e.to_object(&self.repo).ok())
+                .and_then(|o| o.into_blob().ok());
+            if let Some(b) = blob.filter(|b| accept(b.content())) {
+                return Ok(Some(b.content().to_vec()));
+            }
+            match commit.parent_id(0) {
+                Ok(parent) => oid = parent,
+                Err(_) => break,
+            }
+        }
+        Ok(None)
+    }
+
     fn tree_of(&self, commit: Oid) -> Result<git2::Tree<'_>, GitError> {
         self.repo
             .find_commit(commit)

@@ -157,26 +157,30 @@ impl Schema {
 
     /// Returns every violation of `doc`, each placed at the offending key or value.
     pub fn validate(&self, doc: &Doc) -> Vec<Violation> {
+        self.validate_split(doc, "").0
+    }
+
+    /// Returns every violation of `doc`, split into those outside the top-level `key` and those
+    /// inside it (an agent's malformed `result:` is not a malformed task). An empty `key` puts
+    /// every violation in the first list.
+    pub fn validate_split(&self, doc: &Doc, key: &str) -> (Vec<Violation>, Vec<Violation>) {
         let validator = match self.validator() {
             Ok(v) => v,
             Err(message) => {
                 let why = self.invalid(message.clone());
-                return vec![Violation::file(why.to_string())];
+                return (vec![Violation::file(why.to_string())], Vec::new());
             }
         };
-        let mut out: Vec<Violation> = validator
-            .iter_errors(&doc.value)
-            .flat_map(|e| violations(doc, &self.json, &e))
-            .collect();
-        out.sort();
-        out.dedup();
-        let precise: Vec<Pos> = out
-            .iter()
-            .filter(|v| !is_generic(v))
-            .map(|v| v.pos)
-            .collect();
-        out.retain(|v| !is_generic(v) || !precise.contains(&v.pos));
-        out
+        let inside = format!("/{key}");
+        let (mut outside, mut under) = (Vec::new(), Vec::new());
+        for e in validator.iter_errors(&doc.value) {
+            let pointer = e.instance_path().as_str();
+            let is_under = !key.is_empty()
+                && (pointer == inside || pointer.starts_with(&format!("{inside}/")));
+            let found = violations(doc, &self.json, &e);
+            if is_under { &mut under } else { &mut outside }.extend(found);
+        }
+        (tidy(outside), tidy(under))
     }
 }
 
@@ -246,6 +250,20 @@ fn description(schema: &Value, schema_path: &str) -> Option<String> {
 fn chars_from(s: &str, n: usize) -> std::str::Chars<'_> {
     let at = s.char_indices().nth(n).map_or(s.len(), |(i, _)| i);
     s[at..].chars()
+}
+
+/// Sorts violations, drops repeats, and drops a generic one where a precise one stands at the
+/// same place.
+fn tidy(mut out: Vec<Violation>) -> Vec<Violation> {
+    out.sort();
+    out.dedup();
+    let precise: Vec<Pos> = out
+        .iter()
+        .filter(|v| !is_generic(v))
+        .map(|v| v.pos)
+        .collect();
+    out.retain(|v| !is_generic(v) || !precise.contains(&v.pos));
+    out
 }
 
 fn is_generic(v: &Violation) -> bool {

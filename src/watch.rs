@@ -6,18 +6,29 @@
 //! Events are only a hint: a batch that touches a relevant path wakes the loop, and the tick
 //! rescans `work/` and reconciles, whatever the event kinds said. Reads (`Access` events, which
 //! the tick's own reading causes), `.git`, editor temp files and coord's own temp files are
-//! ignored. coord's own writes cannot loop: a batch is skipped when HEAD is where the last
+//! ignored. Two kinds of event say more: a writer closing a file it wrote and a file renamed
+//! in mark that file complete as of then (the settle rule then reads it at once, SPEC 3.12);
+//! and when a tick leaves a file unread because it is still being written, the loop ticks
+//! again as soon as it settles. coord's own writes cannot loop: a batch is skipped when HEAD is where the last
 //! tick that changed nothing left it and `work/` has no uncommitted change, and a tick is
 //! idempotent, so after a tick that made commits at most one more (empty) tick follows.
 //! A signal lets the current tick finish; then `run` returns.
 
 use crate::git::{GitError, Oid, Repo};
 use crate::store::fsutil::TEMP_SUFFIX;
+use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
 use notify::{EventKind, PollWatcher, RecursiveMode};
 use notify_debouncer_full::{new_debouncer, new_debouncer_opt, DebounceEventResult, NoCache};
-use std::path::{Component, Path};
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Files seen closed by their writer or renamed in (absolute paths), and when.
+pub type SeenComplete = HashMap<PathBuf, SystemTime>;
+
+/// How long a file stays marked complete: by then its mtime alone says it settled.
+const SEEN_FOR: Duration = Duration::from_secs(600);
 
 /// How `coord watch` runs.
 #[derive(Clone, Debug)]
@@ -55,6 +66,8 @@ pub enum Why {
     Interval,
     /// The last tick could not take the lock.
     Retry,
+    /// A file the last tick left unread because it was still being written settled.
+    Settled,
 }
 
 /// What a tick did.
@@ -62,6 +75,8 @@ pub enum Why {
 pub enum Ticked {
     /// It ran and made this many commits.
     Done(usize),
+    /// It ran, made this many commits, and left a file unread that settles after this long.
+    Settling(usize, Duration),
     /// Another coordinator held the lock; try again soon.
     Busy,
 }
@@ -103,7 +118,7 @@ pub fn run(
     repo: &Repo,
     work: &Path,
     opts: &Options,
-    tick: &mut dyn FnMut(Why) -> Result<Ticked, TickError>,
+    tick: &mut dyn FnMut(Why, &SeenComplete) -> Result<Ticked, TickError>,
     say: &mut dyn FnMut(&str),
 ) -> Result<usize, WatchError> {
     let (tx, rx) = channel();
@@ -120,14 +135,21 @@ pub fn run(
     let mut ticks = 0;
     let mut next_interval = Instant::now() + opts.interval;
     let mut retry_at: Option<Instant> = None;
+    let mut settle_at: Option<Instant> = None;
+    let mut seen = SeenComplete::new();
     let mut why = Some(Why::Start);
     loop {
         if let Some(w) = why.take() {
             ticks += 1;
             retry_at = None;
-            match tick(w) {
+            settle_at = None;
+            match tick(w, &seen) {
                 Ok(Ticked::Done(0)) => settled = repo.head().ok().map(|h| h.oid),
                 Ok(Ticked::Done(_)) => settled = None,
+                Ok(Ticked::Settling(_, after)) => {
+                    settled = None;
+                    settle_at = Some(Instant::now() + after);
+                }
                 Ok(Ticked::Busy) => retry_at = Some(Instant::now() + BUSY_RETRY),
                 Err(e) => {
                     say(&format!("coord: tick failed: {}", chain(&*e)));
@@ -137,20 +159,25 @@ pub fn run(
             if w == Why::Interval {
                 next_interval = Instant::now() + opts.interval;
             }
+            let now = SystemTime::now();
+            seen.retain(|_, at| now.duration_since(*at).is_ok_and(|age| age < SEEN_FOR));
         }
-        let deadline = retry_at.map_or(next_interval, |r| r.min(next_interval));
+        let deadline = [retry_at, settle_at]
+            .into_iter()
+            .flatten()
+            .fold(next_interval, Instant::min);
         let timeout = deadline.saturating_duration_since(Instant::now());
         let mut changed = false;
         match rx.recv_timeout(timeout) {
             Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => break,
-            Ok(Msg::Fs(batch)) => changed |= relevant(batch, say),
+            Ok(Msg::Fs(batch)) => changed |= relevant(batch, say, &mut seen),
             Err(RecvTimeoutError::Timeout) => {}
         }
         let mut stop = false;
         for msg in rx.try_iter() {
             match msg {
                 Msg::Stop => stop = true,
-                Msg::Fs(batch) => changed |= relevant(batch, say),
+                Msg::Fs(batch) => changed |= relevant(batch, say, &mut seen),
             }
         }
         if stop {
@@ -161,6 +188,8 @@ pub fn run(
             Some(Why::Interval)
         } else if retry_at.is_some_and(|r| now >= r) {
             Some(Why::Retry)
+        } else if settle_at.is_some_and(|r| now >= r) {
+            Some(Why::Settled)
         } else if changed && !is_settled(repo, &prefix, settled) {
             Some(Why::Changed)
         } else {
@@ -201,12 +230,29 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     crate::redact::one_line(&parts.join(": "))
 }
 
-/// Returns whether a batch holds an event worth a tick; reports watcher errors.
-fn relevant(batch: DebounceEventResult, say: &mut dyn FnMut(&str)) -> bool {
+/// Returns whether a batch holds an event worth a tick, and notes in `seen` the files it
+/// shows closed by their writer or renamed in; reports watcher errors.
+fn relevant(
+    batch: DebounceEventResult,
+    say: &mut dyn FnMut(&str),
+    seen: &mut SeenComplete,
+) -> bool {
     match batch {
-        Ok(events) => events.iter().any(|e| {
-            !matches!(e.kind, EventKind::Access(_)) && e.paths.iter().any(|p| !ignored(p))
-        }),
+        Ok(events) => {
+            let mut any = false;
+            for e in &events {
+                let complete = marks_complete(&e.kind);
+                if complete {
+                    if let Some(p) = e.paths.last().filter(|p| !ignored(p)) {
+                        let at = SystemTime::now().checked_sub(e.time.elapsed());
+                        seen.insert(p.clone(), at.unwrap_or_else(SystemTime::now));
+                    }
+                }
+                any |= (complete || !matches!(e.kind, EventKind::Access(_)))
+                    && e.paths.iter().any(|p| !ignored(p));
+            }
+            any
+        }
         Err(errors) => {
             for e in errors {
                 say(&format!("coord: watch error: {e}"));
@@ -214,6 +260,16 @@ fn relevant(batch: DebounceEventResult, say: &mut dyn FnMut(&str)) -> bool {
             true
         }
     }
+}
+
+/// Returns whether an event shows its (last) path complete: closed by a writer, or the
+/// target of a rename.
+fn marks_complete(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::Access(AccessKind::Close(AccessMode::Write))
+            | EventKind::Modify(ModifyKind::Name(RenameMode::To | RenameMode::Both))
+    )
 }
 
 /// Returns whether a changed path is noise: inside `.git`, an editor's temp or lock file
@@ -339,7 +395,7 @@ mod tests {
             ..Options::default()
         };
         let mut calls = Vec::new();
-        let mut tick = |why: Why| -> Result<Ticked, TickError> {
+        let mut tick = |why: Why, _: &SeenComplete| -> Result<Ticked, TickError> {
             calls.push(why);
             if calls.len() == 1 {
                 return Err("the disk hiccupped".into());

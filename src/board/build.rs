@@ -16,10 +16,46 @@ pub struct RawFile {
     pub rel: String,
     /// The bytes, or why they could not be read.
     pub bytes: Result<Vec<u8>, String>,
-    /// Whether these exact bytes were seen invalid at an earlier tick.
-    pub seen_before: bool,
+    /// What the store did to the bytes on disk, if anything.
+    pub stand_in: Option<StandIn>,
     /// What the stat cache knew of the file, when it had it.
     pub cached: Option<Cached>,
+}
+
+impl RawFile {
+    /// Returns a file read as it is on disk.
+    pub fn new(rel: String, bytes: Result<Vec<u8>, String>) -> RawFile {
+        RawFile {
+            rel,
+            bytes,
+            stand_in: None,
+            cached: None,
+        }
+    }
+}
+
+/// Why a file's `bytes` are not what is on disk, and the hash of what is (transitions are
+/// guarded by it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StandIn {
+    /// The file is still being written (SPEC 3.12): `bytes` are its last committed version,
+    /// which the planner leaves alone until the file settles.
+    Settling(u64),
+    /// The file passed the size limit (this many bytes): `bytes` are its newest committed
+    /// version within the limit.
+    Oversize(u64, u64),
+    /// The file was rewritten without its `coord:` block: `bytes` are the new text with the
+    /// block of its newest committed version restored.
+    Restored(u64),
+}
+
+impl StandIn {
+    /// Returns the hash of the bytes on disk.
+    pub fn disk_hash(self) -> u64 {
+        match self {
+            StandIn::Settling(h) | StandIn::Oversize(_, h) | StandIn::Restored(h) => h,
+        }
+    }
 }
 
 /// What the stat cache gave for a file whose stat key had not changed.
@@ -82,7 +118,7 @@ impl Board {
         let path = [self.work_dir.as_str(), "/", &f.rel].concat();
         match classify(&f.rel) {
             Kind::Task(folder, id) => {
-                let (hash, read) = match (f.cached, &f.bytes) {
+                let (mut hash, read) = match (f.cached, &f.bytes) {
                     (Some(Cached::Task(task, hash)), _) => (hash, Ok(Arc::new(task))),
                     (_, Ok(b)) => (
                         content_hash(b),
@@ -91,6 +127,9 @@ impl Board {
                     ),
                     (_, Err(e)) => (0, Err(vec![Violation::file(format!("cannot read: {e}"))])),
                 };
+                if let Some(s) = f.stand_in {
+                    hash = s.disk_hash();
+                }
                 if let Some(agent) = &folder.agent {
                     self.agents
                         .entry(agent.clone())
@@ -102,7 +141,7 @@ impl Board {
                     path,
                     folder,
                     read,
-                    seen_before: f.seen_before,
+                    stand_in: f.stand_in,
                 });
             }
             Kind::Profile(name) => {
@@ -117,6 +156,17 @@ impl Board {
             Kind::Ignored => {}
             Kind::Stray(message) => self.problems.push(Problem { path, message }),
         }
+    }
+}
+
+/// Returns whether a work-relative path belongs to the layout, which is all coord ever
+/// commits of people's changes: task files in their folders, `.errors` files, agent
+/// profiles, `.gitkeep` files and `work/.gitignore`. Anything else is stray (or ignored).
+pub fn is_layout(rel: &str) -> bool {
+    match classify(rel) {
+        Kind::Task(..) | Kind::Profile(_) | Kind::Errors => true,
+        Kind::Ignored => rel == ".gitignore" || rel.rsplit('/').next() == Some(".gitkeep"),
+        Kind::Stray(_) => false,
     }
 }
 
@@ -258,12 +308,7 @@ mod tests {
     use super::*;
 
     fn raw(rel: &str, text: &str) -> RawFile {
-        RawFile {
-            rel: rel.to_string(),
-            bytes: Ok(text.as_bytes().to_vec()),
-            seen_before: false,
-            cached: None,
-        }
+        RawFile::new(rel.to_string(), Ok(text.as_bytes().to_vec()))
     }
 
     fn build(files: Vec<RawFile>) -> Board {

@@ -10,7 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 mod build;
-pub use build::{content_hash, Cached, RawFile};
+pub use build::{content_hash, is_layout, Cached, RawFile, StandIn};
+use jiff::Timestamp;
 
 /// One task file.
 #[derive(Debug, Clone)]
@@ -24,10 +25,10 @@ pub struct TaskFile {
     /// The task (shared, so the planner's working copy costs no deep clone; parsed on first
     /// use when it came from the stat cache), or every problem found in the file on its own.
     pub read: Result<Arc<Task>, Vec<Violation>>,
-    /// For a file that did not read: whether the same bytes were already seen at an earlier
-    /// tick (a file still being written is not quarantined on first sight).
-    pub seen_before: bool,
-    /// Content hash of the bytes read (`content_hash`).
+    /// Set when `read` comes from other bytes than the file's (a file still being written,
+    /// past the size limit, or rewritten without its `coord:` block).
+    pub stand_in: Option<StandIn>,
+    /// Content hash of the bytes on disk (`content_hash`), which transitions are guarded by.
     pub hash: u64,
 }
 
@@ -71,6 +72,19 @@ pub struct Problem {
     pub message: String,
 }
 
+/// A file still being written (SPEC 3.12): read once its size and mtime have been stable
+/// for `settle`, or sooner when it arrived by rename, its writer closed it, or it is
+/// committed as it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settling {
+    /// Repo-relative path.
+    pub path: String,
+    /// The task id its name gives, if it names one.
+    pub id: Option<TaskId>,
+    /// When it settles unless written again (the system clock, not `--now`).
+    pub until: Timestamp,
+}
+
 /// The snapshot.
 #[derive(Debug, Clone, Default)]
 pub struct Board {
@@ -84,6 +98,9 @@ pub struct Board {
     pub error_files: BTreeSet<String>,
     /// Symlinks, stray files, badly named files and folders.
     pub problems: Vec<Problem>,
+    /// Files still being written, not read yet (a task file among them that was committed
+    /// before is on the board as committed, frozen until it settles).
+    pub settling: Vec<Settling>,
 }
 
 impl Board {

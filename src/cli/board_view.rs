@@ -36,8 +36,27 @@ pub fn view(
             Note::Duplicate { id, paths } => Some(json!({"id": id, "paths": paths})),
             _ => None,
         }).collect::<Vec<_>>(),
-        "problems": board.problems.iter().map(|p| json!({"path": p.path, "message": p.message})).collect::<Vec<_>>(),
+        "problems": problems(board, &plan.notes),
+        "settling": board.settling.iter().map(|s| json!({"path": s.path, "id": s.id, "until": s.until.to_string()})).collect::<Vec<_>>(),
     })
+}
+
+/// Returns the board's problems and the files the planner could not act on, with the fix.
+fn problems(board: &Board, notes: &[Note]) -> Vec<Value> {
+    let from_notes = notes.iter().filter_map(|n| match n {
+        Note::Unreadable { path, errors } => {
+            let first = errors.first().cloned().unwrap_or_default();
+            Some(json!({"path": path, "message": format!("does not read: {first}")}))
+        }
+        Note::Skipped { path, message } => Some(json!({"path": path, "message": message})),
+        _ => None,
+    });
+    board
+        .problems
+        .iter()
+        .map(|p| json!({"path": p.path, "message": p.message}))
+        .chain(from_notes)
+        .collect()
 }
 
 /// Returns each agent's load, limit and circuit; `probe_due` when an open circuit's time is
@@ -194,6 +213,12 @@ pub fn print(v: &Value) {
     section(v, "duplicates", "duplicate ids (run 'coord doctor')", |d| {
         s(&d["id"])
     });
+    section(
+        v,
+        "settling",
+        "still being written (read once unchanged for `settle`)",
+        |f| format!("{}: until {}", s(&f["path"]), s(&f["until"])),
+    );
     section(v, "problems", "problems", |p| {
         format!("{}: {}", s(&p["path"]), s(&p["message"]))
     });

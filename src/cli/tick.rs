@@ -53,21 +53,39 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
 /// that a tick which planned nothing saw this same state, and nothing that plan waited for is
 /// due, it stops there. A pass that plans nothing leaves that mark for the next one.
 pub fn tick_once(ctx: &Ctx, store: &crate::store::Store) -> Result<usize> {
+    Ok(tick_pass(ctx, store)?.commits)
+}
+
+/// What one pass did.
+#[derive(Debug, Clone, Copy)]
+pub struct Pass {
+    /// The commits it made.
+    pub commits: usize,
+    /// The earliest instant (system clock) a file still being written settles, when one is.
+    pub settles_at: Option<jiff::Timestamp>,
+}
+
+/// Runs one pass as [`tick_once`] does, saying also when a file it left unread settles.
+/// No quiet mark is left while a file settles: the settle rule runs on the system clock,
+/// which the mark's deadline (on coord's clock, maybe `--now`) cannot stand for.
+pub fn tick_pass(ctx: &Ctx, store: &crate::store::Store) -> Result<Pass> {
     let walked = store.walk_work()?;
     if store.is_quiet(&walked, ctx.now) {
         if ctx.verbose > 0 {
             ctx.status("coord: nothing changed since a tick found nothing to do, and nothing it waits for is due; planning skipped ('coord status' shows what waits)");
         }
-        return Ok(0);
+        return Ok(Pass {
+            commits: 0,
+            settles_at: None,
+        });
     }
-    let (board, loaded) = load_recorded(ctx, store, walked)?;
+    let (board, _) = load_recorded(ctx, store, walked)?;
     let plan = engine::plan(&board, &ctx.inputs(store));
     store.mark_tick_commits(true);
     let applied = ctx.apply(store, &plan);
     store.mark_tick_commits(false);
     let n = applied?;
-    store.remember_pending(&loaded)?;
-    if n == 0 && plan.is_empty() && loaded.pending.is_empty() {
+    if n == 0 && plan.is_empty() && board.settling.is_empty() {
         store.set_quiet_mark(ctx.now, plan.deadline);
     }
     if ctx.verbose > 0 {
@@ -75,7 +93,10 @@ pub fn tick_once(ctx: &Ctx, store: &crate::store::Store) -> Result<usize> {
             ctx.status(&format!("note: {}", describe(note)));
         }
     }
-    Ok(n)
+    Ok(Pass {
+        commits: n,
+        settles_at: board.settling.iter().map(|s| s.until).min(),
+    })
 }
 
 /// Loads `work/` and records people's uncommitted changes (skipping the status scan when the
@@ -155,8 +176,8 @@ fn describe_raw(note: &Note) -> String {
                 errors.first().cloned().unwrap_or_default()
             )
         }
-        Note::Pending { path } => {
-            format!("{path} is invalid; it may still be being written, so it waits one tick")
+        Note::Settling { path, until } => {
+            format!("{path} is still being written; it is read once unchanged until {until}")
         }
         Note::Skipped { path, message } => format!("{path} left alone: {message}"),
     }

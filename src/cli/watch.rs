@@ -5,7 +5,7 @@
 use super::Ctx;
 use crate::lock::LockError;
 use crate::model::Duration;
-use crate::watch::{self, Options, Ticked, Why};
+use crate::watch::{self, Options, SeenComplete, Ticked, Why};
 use anyhow::{Context, Result};
 
 /// Arguments of `coord watch`.
@@ -34,7 +34,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         poll: args.poll,
         ..Options::default()
     };
-    let mut tick = |why: Why| tick(ctx, why).map_err(Into::into);
+    let mut tick = |why: Why, seen: &SeenComplete| tick(ctx, why, seen).map_err(Into::into);
     let mut say = |line: &str| eprintln!("{line}");
     let ticks = watch::run(&store.repo, &work, &opts, &mut tick, &mut say)
         .context("coord watch stopped")?;
@@ -42,8 +42,9 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     Ok(())
 }
 
-/// One tick with a fresh clock: lock (briefly), recover, tick.
-fn tick(ctx: &Ctx, why: Why) -> Result<Ticked> {
+/// One tick with a fresh clock: lock (briefly), recover, tick; files seen complete are read
+/// without waiting for them to settle.
+fn tick(ctx: &Ctx, why: Why, seen: &SeenComplete) -> Result<Ticked> {
     let ctx = ctx.refreshed();
     let (store, _lock) = match ctx.locked(TICK_WAIT) {
         Ok(s) => s,
@@ -53,9 +54,26 @@ fn tick(ctx: &Ctx, why: Why) -> Result<Ticked> {
         }
         Err(e) => return Err(e),
     };
-    let n = super::tick::tick_once(&ctx, &store)?;
+    let root = store.root().to_path_buf();
+    store.set_seen_complete(
+        seen.iter()
+            .filter_map(|(p, at)| {
+                let rel = p.strip_prefix(&root).ok()?.to_str()?.to_string();
+                Some((rel, *at))
+            })
+            .collect(),
+    );
+    let pass = super::tick::tick_pass(&ctx, &store)?;
+    let n = pass.commits;
     if ctx.verbose > 0 {
         ctx.status(&format!("coord: tick ({why:?}): {n} commits"));
     }
-    Ok(Ticked::Done(n))
+    let now = jiff::Timestamp::now();
+    Ok(match pass.settles_at {
+        Some(at) => {
+            let after = std::time::Duration::try_from(at.duration_since(now)).unwrap_or_default();
+            Ticked::Settling(n, after + std::time::Duration::from_millis(20))
+        }
+        None => Ticked::Done(n),
+    })
 }

@@ -54,10 +54,7 @@ fn move_to_archive(board: &Board, e: &Entry, at: Timestamp) -> Transition {
             from: e.path.clone(),
             to,
         }],
-        guard: vec![(
-            e.path.clone(),
-            crate::board::content_hash(e.task.text.as_bytes()),
-        )],
+        guard: vec![(e.path.clone(), e.hash)],
     }
 }
 

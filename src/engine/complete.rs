@@ -7,6 +7,7 @@ use super::retry::{after_failure, after_success, backoff};
 use super::world::Rejection;
 use super::world::{parse_time, Entry, ResultEdit, World};
 use super::Note;
+use crate::board::StandIn;
 use crate::model::{Authority, ErrorInfo, Folder, ResultStatus, State, TaskId};
 use serde_json::json;
 
@@ -16,6 +17,17 @@ pub fn run(w: &mut World<'_>) {
         let Some(e) = w.entries.get(&id).cloned() else {
             continue;
         };
+        if let Some(StandIn::Oversize(size, _)) = e.stand_in {
+            let why = format!(
+                "1:1: the file is {size} bytes, past the 1 MiB limit (its bytes stay in git history; the version before it was restored)"
+            );
+            fail_attempt(w, &e, bad_result(&e.path, &why), true);
+            continue;
+        }
+        if let Some(why) = &e.task.bad_result {
+            fail_attempt(w, &e, bad_result(&e.path, why), true);
+            continue;
+        }
         match &e.task.result {
             Some(r) if r.attempt.is_some_and(|a| a != e.task.coord.attempt) => stale(w, &e),
             Some(r) => {
@@ -49,6 +61,14 @@ pub fn run(w: &mut World<'_>) {
             None => {}
         }
     }
+}
+
+/// Returns the error of an attempt whose `result:` coord cannot accept.
+pub fn bad_result(path: &str, why: &str) -> ErrorInfo {
+    let message = format!(
+        "{path}:{why}; a result is 'status: success' with 'output:', or 'status: failure' with 'error:'"
+    );
+    ErrorInfo::new("bad_result", message, true)
 }
 
 fn lease_expired(w: &World<'_>, e: &Entry) -> bool {

@@ -1,5 +1,6 @@
-//! Dependencies (SPEC 3.2): a blocked task becomes ready when every dependency is done, and
-//! fails with `dependency_failed` when one failed or was cancelled.
+//! Dependencies (SPEC 3.2): a blocked task becomes ready when every dependency is done, and a
+//! task not yet started (blocked, ready, or in review waiting to start) fails with
+//! `dependency_failed` when one failed or was cancelled, the whole graph in one pass.
 
 use super::intake::{quarantine, Ctx};
 use super::world::{ResultEdit, World};
@@ -16,14 +17,15 @@ pub fn effective_state(w: &World<'_>, id: &TaskId) -> Option<State> {
     }
 }
 
-/// Moves blocked tasks on, repeating until nothing changes (a failure can cascade). Blocked
+/// Moves waiting tasks on, repeating until nothing changes (a failure cascades down the whole
+/// graph in one pass). Blocked
 /// tasks on a dependency cycle (possible only when someone edits a blocked file by hand) are
 /// first moved to invalid/ with the cycle in their `.errors` file, as intake would have done.
 pub fn run(w: &mut World<'_>) {
     reject_cycles(w);
     loop {
         let mut changed = false;
-        for id in w.ids_in(State::Blocked) {
+        for id in not_started(w) {
             changed |= step(w, &id);
         }
         if !changed {
@@ -47,10 +49,24 @@ fn open_deps(w: &World<'_>, id: &TaskId) -> Vec<TaskId> {
         .collect()
 }
 
+/// Returns the tasks that wait to start: blocked, ready, or in review before their start.
+fn not_started(w: &World<'_>) -> Vec<TaskId> {
+    w.entries
+        .values()
+        .filter(|e| match e.folder.state {
+            State::Blocked | State::Ready => true,
+            State::Review => e.task.coord.review.as_deref() != Some("result"),
+            _ => false,
+        })
+        .map(|e| e.id.clone())
+        .collect()
+}
+
 fn step(w: &mut World<'_>, id: &TaskId) -> bool {
     let Some(e) = w.entries.get(id) else {
         return false;
     };
+    let blocked = e.folder.state == State::Blocked;
     let deps = e.task.spec.depends_on.clone();
     let mut c = e.task.coord.clone();
     let failed = deps.iter().find(|d| {
@@ -69,9 +85,10 @@ fn step(w: &mut World<'_>, id: &TaskId) -> bool {
         let summary = format!("fail {id}: dependency {dep} {how}");
         return w.end(id, c, State::Failed, error, summary);
     }
-    if deps
-        .iter()
-        .all(|d| effective_state(w, d) == Some(State::Done))
+    if blocked
+        && deps
+            .iter()
+            .all(|d| effective_state(w, d) == Some(State::Done))
     {
         c.state = State::Ready.as_str().to_string();
         let summary = format!("unblock {id}: dependencies done");
@@ -90,8 +107,7 @@ fn reject_cycles(w: &mut World<'_>) {
                 .iter()
                 .map(|v| v.render(&e.path))
                 .collect();
-            let hash = crate::board::content_hash(e.task.text.as_bytes());
-            (!lines.is_empty()).then(|| (id, e.path.clone(), hash, lines))
+            (!lines.is_empty()).then(|| (id, e.path.clone(), e.hash, lines))
         })
         .collect();
     for (id, path, hash, lines) in found {

@@ -1,12 +1,14 @@
 //! Intake (SPEC 3.1): inbox files are validated on their own and among the others; valid ones
 //! go to review/, blocked/ or ready/, invalid ones to invalid/ with a `.errors` file beside the
-//! original bytes. A file that fails on first sight may still be being written: it waits a tick.
+//! original bytes. A file still being written is not on the board yet (SPEC 3.12): every inbox
+//! file here has settled, so each is taken or quarantined on the tick that sees it.
 
 use super::world::{ResultEdit, World};
-use super::{Note, Op, Transition};
+use super::{Op, Transition};
 use crate::board::TaskFile;
 use crate::check::{self, Context};
 use crate::model::{AgentName, Authority, Folder, State, TaskId};
+use crate::schema::Violation;
 use serde_json::json;
 
 /// Admits or rejects every inbox file.
@@ -33,16 +35,13 @@ pub fn run(w: &mut World<'_>) {
         .collect();
     for (f, lines) in inbox.into_iter().zip(findings) {
         match &f.read {
-            Err(errors) if f.seen_before => {
+            Err(errors) => {
                 let lines = errors
                     .iter()
                     .map(|v| crate::redact::error_line(&v.render(&f.path)))
                     .collect();
                 quarantine(w, &f.id, &f.path, f.hash, lines);
             }
-            Err(_) => w.note(Note::Pending {
-                path: f.path.clone(),
-            }),
             Ok(_) if !w.entries.contains_key(&f.id) => {}
             Ok(_) if lines.is_empty() => admit(w, &f.id),
             Ok(_) => quarantine(w, &f.id, &f.path, f.hash, lines),
@@ -106,8 +105,17 @@ fn admit(w: &mut World<'_>, id: &TaskId) {
         ResultEdit::Keep
     };
     let file = e.file_name();
+    let (path, hash) = (e.path.clone(), e.hash);
     let summary = format!("accept {id} into {target}");
-    if w.transit(id, Folder::of(target), c, edit, summary) {
+    let admitted = match w.try_transit(id, Folder::of(target), c, edit, summary) {
+        Ok(done) => done,
+        Err(message) => {
+            let line = crate::redact::error_line(&Violation::file(message).render(&path));
+            quarantine(w, id, &path, hash, vec![line]);
+            false
+        }
+    };
+    if admitted {
         let stale = w
             .board
             .path_in(&Folder::of(State::Invalid), &format!("{file}.errors"));

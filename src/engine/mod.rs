@@ -163,10 +163,13 @@ pub enum Note {
         /// `path:line:col: message` lines.
         errors: Vec<String>,
     },
-    /// An invalid inbox file seen for the first time: it may still be being written.
-    Pending {
+    /// A file still being written: not read (or, for a task committed before, left as
+    /// committed) until it settles.
+    Settling {
         /// The file.
         path: String,
+        /// When it settles unless written again (system clock).
+        until: Timestamp,
     },
     /// A transition the planner had to skip, and why.
     Skipped {

@@ -28,9 +28,17 @@ fn jitter(id: &str, attempt: u32) -> f64 {
 
 /// Returns the 64-bit FNV-1a hash of `bytes`.
 pub fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-    })
+    fnv1a_from(FNV_OFFSET, bytes)
+}
+
+/// The FNV-1a hash of no bytes, where [`fnv1a_from`] starts.
+pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// Returns the FNV-1a hash `h` of earlier bytes continued over `bytes`.
+pub fn fnv1a_from(h: u64, bytes: &[u8]) -> u64 {
+    bytes
+        .iter()
+        .fold(h, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// Returns the breaker after a failed attempt.

@@ -3,7 +3,7 @@
 //! a transition (new text spliced, ops listed, entry updated).
 
 use super::{Clock, Inputs, Note, Op, Plan, Transition};
-use crate::board::Board;
+use crate::board::{Board, StandIn};
 use crate::check::{self, Task, TaskDoc};
 use crate::config::Config;
 use crate::model::{
@@ -68,6 +68,11 @@ pub struct Entry {
     pub folder: Folder,
     /// Its parsed content, shared with the board until a transition changes it.
     pub task: Arc<Task>,
+    /// The content hash of the file's bytes as planned so far (what the next transition of
+    /// this task is guarded by).
+    pub hash: u64,
+    /// Set when `task` was read from other bytes than the file's (see [`StandIn`]).
+    pub stand_in: Option<StandIn>,
 }
 
 impl Entry {
@@ -118,6 +123,8 @@ pub struct World<'a> {
     pub all_ids: HashSet<TaskId>,
     /// Agents by name.
     pub agents: BTreeMap<AgentName, AgentState>,
+    /// Tasks whose file is still being written: on the board as committed, never moved.
+    frozen: HashSet<TaskId>,
     out: Plan,
 }
 
@@ -130,7 +137,18 @@ impl<'a> World<'a> {
             clock: Clock::new(inputs.now),
             verifier: inputs.verifier,
             entries: BTreeMap::new(),
-            all_ids: board.tasks.iter().map(|t| t.id.clone()).collect(),
+            all_ids: board
+                .tasks
+                .iter()
+                .map(|t| t.id.clone())
+                .chain(board.settling.iter().filter_map(|s| s.id.clone()))
+                .collect(),
+            frozen: board
+                .tasks
+                .iter()
+                .filter(|t| matches!(t.stand_in, Some(StandIn::Settling(_))))
+                .map(|t| t.id.clone())
+                .collect(),
             agents: board
                 .agents
                 .iter()
@@ -146,6 +164,10 @@ impl<'a> World<'a> {
             out: Plan::default(),
         };
         w.load_entries();
+        for s in &board.settling {
+            let (path, until) = (s.path.clone(), s.until);
+            w.note(Note::Settling { path, until });
+        }
         w
     }
 
@@ -168,6 +190,8 @@ impl<'a> World<'a> {
                         path: f.path.clone(),
                         folder: f.folder.clone(),
                         task: task.clone(),
+                        hash: f.hash,
+                        stand_in: f.stand_in,
                     },
                 )),
                 Err(_) if f.folder.state == State::Inbox => {}
@@ -232,23 +256,34 @@ impl<'a> World<'a> {
         result: ResultEdit,
         summary: String,
     ) -> bool {
-        let Some(entry) = self.entries.get(id) else {
-            return false;
+        let path = self.entries.get(id).map(|e| e.path.clone());
+        match self.try_transit(id, to, coord, result, summary) {
+            Ok(done) => done,
+            Err(message) => {
+                let path = path.unwrap_or_default();
+                self.note(Note::Skipped { path, message });
+                false
+            }
+        }
+    }
+
+    /// Does what [`World::transit`] does, returning why the file cannot be edited safely
+    /// instead of noting it; Ok(false) when the task is not live.
+    pub fn try_transit(
+        &mut self,
+        id: &TaskId,
+        to: Folder,
+        coord: CoordBlock,
+        result: ResultEdit,
+        summary: String,
+    ) -> Result<bool, String> {
+        let Some(entry) = self.entries.get(id).filter(|_| !self.frozen.contains(id)) else {
+            return Ok(false);
         };
         let from_state = entry.folder.state.as_str().to_string();
-        let guard = vec![(
-            entry.path.clone(),
-            crate::board::content_hash(entry.task.text.as_bytes()),
-        )];
+        let guard = vec![(entry.path.clone(), entry.hash)];
         let new_path = self.board.path_in(&to, &entry.file_name());
-        let text = match edit_text(&entry.task, &coord, result) {
-            Ok(t) => t,
-            Err(message) => {
-                let path = entry.path.clone();
-                self.note(Note::Skipped { path, message });
-                return false;
-            }
-        };
+        let text = edit_text(&entry.task, &coord, result)?;
         let mut ops = Vec::new();
         if new_path != entry.path {
             ops.push(Op::Move {
@@ -272,10 +307,12 @@ impl<'a> World<'a> {
         }
         let reread = check::reread(&text);
         let Some(entry) = self.entries.get_mut(id) else {
-            return false;
+            return Ok(false);
         };
         entry.path = new_path;
         entry.folder = to.clone();
+        entry.hash = crate::board::content_hash(text.as_bytes());
+        entry.stand_in = None;
         if let Some(task) = reread {
             entry.task = Arc::new(Task::parsed(task));
         }
@@ -289,7 +326,7 @@ impl<'a> World<'a> {
                 guard,
             });
         }
-        true
+        Ok(true)
     }
 
     /// Ends a task in a final state (`failed`, `cancelled`) for `error`, starting from the coord
@@ -326,6 +363,8 @@ impl<'a> World<'a> {
                 id: id.clone(),
                 path: path.clone(),
                 folder: folder.clone(),
+                hash: crate::board::content_hash(text.as_bytes()),
+                stand_in: None,
                 task: Arc::new(Task::parsed(task)),
             },
         );
@@ -401,7 +440,16 @@ fn edit_text(task: &TaskDoc, coord: &CoordBlock, result: ResultEdit) -> Result<S
         ResultEdit::Remove => reparse_text(yaml::remove_block(&task.text, &task.doc, "result"))?,
         ResultEdit::Set(v) => reparse_text(yaml::set_block(&task.text, &task.doc, "result", &v))?,
     };
-    yaml::set_block(&text, &doc, "coord", &coord.to_value()).map_err(|e| e.to_string())
+    let out =
+        yaml::set_block(&text, &doc, "coord", &coord.to_value()).map_err(|e| e.to_string())?;
+    let max = Limits::default().max_bytes;
+    if out.len() > max {
+        return Err(format!(
+            "with coord's block the file would pass the {} KiB limit; shorten it (large outputs belong in a file the result names)",
+            max / 1024
+        ));
+    }
+    Ok(out)
 }
 
 fn reparse_text(r: Result<String, yaml::SpliceError>) -> Result<(String, yaml::Doc), String> {

@@ -290,19 +290,25 @@ impl Store {
         }
         let prefix = format!("{}/", self.work_dir());
         let scan = self.repo.changes_under(&prefix)?;
+        let seen = self.seen_complete.borrow();
+        let settle = self.settle_rule(&seen);
+        let mut settling = false;
         let changed: Vec<String> = scan
             .paths
             .into_iter()
-            .filter(|p| !p.ends_with(TEMP_SUFFIX))
-            .filter(|p| {
-                !self
-                    .abs(p)
-                    .symlink_metadata()
-                    .is_ok_and(|m| m.file_type().is_symlink())
+            .filter(|p| p.strip_prefix(&prefix).is_some_and(crate::board::is_layout))
+            .filter(|p| match self.abs(p).symlink_metadata() {
+                Ok(m) if m.file_type().is_symlink() => false,
+                Ok(m) => {
+                    let held = settle.until(p, times_ns(&m)).is_some();
+                    settling |= held;
+                    !held
+                }
+                Err(_) => true,
             })
             .collect();
         if changed.is_empty() {
-            if let Some(state) = state.filter(|_| !scan.ignored) {
+            if let Some(state) = state.filter(|_| !scan.ignored && !settling) {
                 self.set_clean_mark(state);
                 self.clean.set(Some(Clean::Scanned(state)));
             }
@@ -338,4 +344,11 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// Returns a file's mtime and ctime in nanoseconds since the epoch.
+fn times_ns(m: &std::fs::Metadata) -> (i128, i128) {
+    use std::os::unix::fs::MetadataExt;
+    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+    (ns(m.mtime(), m.mtime_nsec()), ns(m.ctime(), m.ctime_nsec()))
 }

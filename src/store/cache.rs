@@ -59,6 +59,16 @@ impl StatKey {
         }
     }
 
+    /// Returns the size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Returns the mtime and the ctime, in nanoseconds since the epoch.
+    pub fn times_ns(&self) -> (i128, i128) {
+        (self.mtime_ns, self.ctime_ns)
+    }
+
     /// Appends the key's fields to `out`, little-endian.
     pub fn write_to(&self, out: &mut Vec<u8>) {
         for n in [self.size, self.ino, self.dev] {
@@ -510,12 +520,8 @@ mod tests {
     const PROFILE: &str = "capabilities: [x]\n";
 
     fn board(text: &str) -> Board {
-        let raw = |rel: &str, text: &str| RawFile {
-            rel: rel.to_string(),
-            bytes: Ok(text.as_bytes().to_vec()),
-            seen_before: false,
-            cached: None,
-        };
+        let raw =
+            |rel: &str, text: &str| RawFile::new(rel.to_string(), Ok(text.as_bytes().to_vec()));
         let files = vec![raw("done/a.yaml", text), raw("agents/bot.yaml", PROFILE)];
         let (t, a) = (Schema::builtin_task(), Schema::builtin_agent());
         Board::build("work", files, vec![], (&t, &a), &Limits::default())

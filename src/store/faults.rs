@@ -11,12 +11,20 @@ use std::path::Path;
 
 const NOW: &str = "2026-11-22T10:00:00Z";
 
+/// Runs coord in-process; after `init`, sets `settle: 0s` (these tests write files and tick
+/// at once, and copy repos with fresh file times: they test faults, not the settle rule).
 fn coord(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
     let d = dir.to_str().expect("utf8");
     let argv = ["coord", "-C", d, "-q", "--now", NOW]
         .into_iter()
         .chain(args.iter().copied());
-    cli::run(Cli::try_parse_from(argv).expect("arguments"))
+    cli::run(Cli::try_parse_from(argv).expect("arguments"))?;
+    if args.first() == Some(&"init") {
+        let mut config = fs::read_to_string(dir.join("coord.yaml")).unwrap_or_default();
+        config.push_str("\nsettle: 0s\n");
+        fs::write(dir.join("coord.yaml"), config)?;
+    }
+    Ok(())
 }
 
 fn copy_tree(from: &Path, to: &Path) {

@@ -132,6 +132,22 @@ pub fn read_limited(root: &Path, rel: &str, max: usize) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// Returns the content hash (`board::content_hash`) and the size of a whole file, read in
+/// pieces, never following a symlink.
+pub fn hash_file(root: &Path, rel: &str) -> io::Result<(u64, u64)> {
+    let mut f = open_read(root, rel)?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let (mut hash, mut size) = (crate::engine::retry::FNV_OFFSET, 0u64);
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            return Ok((hash, size));
+        }
+        hash = crate::engine::retry::fnv1a_from(hash, &buf[..n]);
+        size += n as u64;
+    }
+}
+
 /// Writes `bytes` to `rel` atomically, creating parent folders; refuses to replace a symlink.
 pub fn write_atomic_in(root: &Path, rel: &str, bytes: &[u8]) -> io::Result<()> {
     let (dir, name) = open_parent(root, rel, true)?;

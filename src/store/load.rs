@@ -1,28 +1,24 @@
 //! Reading `work/` into a board: takes the files of a walk that did not change from the stat
-//! cache and reads the others with the size limit, and remembers which invalid inbox files
-//! were already seen.
+//! cache, reads the others with the size limit, holds back files still being written (the
+//! settle rule) and stands in for files an agent broke: past the size limit, or rewritten
+//! without their `coord:` block.
 
 use super::cache::{self, Hit, StatCache};
 use super::clean::Listing;
+use super::settle::Settle;
 use super::walk::{self, Walk};
 use super::{io_err, Store, StoreError};
-use crate::board::{content_hash, Board, Cached, Problem, RawFile};
+use crate::board::{content_hash, Board, Cached, Problem, RawFile, Settling, StandIn};
+use crate::model::TaskId;
 use crate::yaml::Limits;
-use std::collections::{BTreeMap, HashMap};
-use std::fs;
+use std::collections::HashMap;
 
-const SEEN_FILE: &str = "seen-invalid.json";
-
-/// Invalid inbox files of a load and their content hashes, to remember for the next tick.
-pub type Pending = BTreeMap<String, u64>;
+/// How many commits back the newest usable version of a broken file is looked for.
+const HISTORY_DEPTH: usize = 50;
 
 /// What a load found besides the board.
 #[derive(Debug)]
 pub struct Loaded {
-    /// The invalid inbox files of this load (quarantined if still so at the next tick).
-    pub pending: Pending,
-    /// The invalid inbox files the previous tick remembered.
-    seen: Pending,
     /// Every path the walk saw under `work/` with its stat key, for the clean mark.
     pub listing: Listing,
 }
@@ -70,32 +66,40 @@ impl Store {
 
     /// Reads the files of a walk (from `cache` when their key matches) into a board.
     fn build(&self, walked: Walk, mut cache: StatCache) -> Result<(Board, Loaded), StoreError> {
-        let seen = self.read_seen();
         let limits = Limits::default();
+        let seen = self.seen_complete.borrow();
+        let settle = self.settle_rule(&seen);
         let mut missed = HashMap::new();
+        let mut settling = Vec::new();
         let mut files = Vec::with_capacity(walked.files.len());
         for (rel, key) in walked.files {
-            let hit = key.and_then(|k| cache.take(&rel, &k));
-            files.push(match hit {
-                Some(hit) => from_cache(rel, hit),
-                None => {
-                    if let Some(k) = key.filter(|_| cache::cacheable(&rel)) {
-                        missed.insert(rel.clone(), k);
-                    }
-                    self.read_raw(rel, &limits, &seen)
+            if let Some(hit) = key.and_then(|k| cache.take(&rel, &k)) {
+                files.push(from_cache(rel, hit));
+                continue;
+            }
+            let path = format!("{}/{rel}", self.work_dir());
+            let until = key.and_then(|k| settle.until(&path, k.times_ns()));
+            let raw = self.read_raw(rel, &limits);
+            match until {
+                Some(until) if !self.committed_as_is(&path, &raw) => {
+                    settling.push(Settling {
+                        id: task_id_of(&raw.rel),
+                        path,
+                        until: jiff::Timestamp::try_from(until).unwrap_or_default(),
+                    });
+                    files.extend(self.settling_stand_in(raw));
                 }
-            });
+                _ => {
+                    let raw = self.stand_in(raw, &limits);
+                    if let Some(k) = key.filter(|_| cache::cacheable(&raw.rel)) {
+                        if raw.stand_in.is_none() {
+                            missed.insert(raw.rel.clone(), k);
+                        }
+                    }
+                    files.push(raw);
+                }
+            }
         }
-        let pending: Pending = files
-            .iter()
-            .filter(|f| f.cached.is_none() && f.rel.starts_with("inbox/"))
-            .filter_map(|f| {
-                f.bytes
-                    .as_ref()
-                    .ok()
-                    .map(|b| (f.rel.clone(), content_hash(b)))
-            })
-            .collect();
         let mut board = Board::build(
             self.work_dir(),
             files,
@@ -103,6 +107,7 @@ impl Store {
             (&self.task_schema, &self.agent_schema),
             &limits,
         );
+        board.settling = settling;
         let cached = (&board.tasks[..], &board.agents);
         cache.save(
             &self.cache_path(),
@@ -119,40 +124,121 @@ impl Store {
                     "symlink refused (never followed); replace it with a regular file".to_string(),
             }));
         board.problems.sort();
-        let invalid_inbox: Pending = board
-            .tasks
-            .iter()
-            .filter(|t| t.read.is_err())
-            .filter_map(|t| {
-                let rel = t.path.strip_prefix(&format!("{}/", self.work_dir()))?;
-                pending.get(rel).map(|h| (rel.to_string(), *h))
-            })
-            .collect();
         let loaded = Loaded {
-            pending: invalid_inbox,
-            seen,
             listing: walked.listing,
         };
         Ok((board, loaded))
     }
 
-    /// Remembers the invalid inbox files of a tick's load, so the next tick may quarantine
-    /// them; writes only when they differ from what the previous tick remembered.
-    pub fn remember_pending(&self, loaded: &Loaded) -> Result<(), StoreError> {
-        if loaded.pending == loaded.seen {
-            return Ok(());
+    /// Returns the settle rule of a load made now.
+    pub(crate) fn settle_rule<'s>(
+        &self,
+        seen: &'s HashMap<String, std::time::SystemTime>,
+    ) -> Settle<'s> {
+        Settle {
+            wait: self.config.settle_wait(),
+            now: std::time::SystemTime::now(),
+            seen_complete: seen,
         }
-        let path = self.private_dir().join(SEEN_FILE);
-        let text = serde_json::to_string(&loaded.pending).unwrap_or_default();
-        super::fsutil::write_private(&path, text.as_bytes(), false).map_err(io_err(&path))
     }
 
-    fn read_seen(&self) -> Pending {
-        fs::read(self.private_dir().join(SEEN_FILE))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default()
+    /// Tells the next loads which files `coord watch` saw closed by their writer or renamed
+    /// in, and when (repo-relative paths): those are complete unless written since.
+    pub fn set_seen_complete(&self, seen: HashMap<String, std::time::SystemTime>) {
+        *self.seen_complete.borrow_mut() = seen;
     }
+
+    /// Returns whether a file holds exactly what HEAD has at its path.
+    fn committed_as_is(&self, path: &str, raw: &RawFile) -> bool {
+        let Ok(bytes) = &raw.bytes else {
+            return false;
+        };
+        matches!(self.repo.read_head_file(path), Ok(Some(head)) if &head == bytes)
+    }
+
+    /// Returns what the board holds for a file still being written: its committed version,
+    /// frozen, when there is one.
+    fn settling_stand_in(&self, raw: RawFile) -> Option<RawFile> {
+        let path = format!("{}/{}", self.work_dir(), raw.rel);
+        let head = self.repo.read_head_file(&path).ok().flatten()?;
+        let disk = raw.bytes.as_deref().map(content_hash).unwrap_or_default();
+        Some(RawFile {
+            stand_in: Some(StandIn::Settling(disk)),
+            ..RawFile::new(raw.rel, Ok(head))
+        })
+    }
+
+    /// Returns the file as the board should see it: a task file past the size limit gets its
+    /// whole content hashed (and, in an agent's folder, its newest committed version within
+    /// the limit stands in, so the attempt can fail with `bad_result`); a task file outside
+    /// the inbox rewritten without its `coord:` block gets the block of its newest committed
+    /// version back.
+    fn stand_in(&self, raw: RawFile, limits: &Limits) -> RawFile {
+        let Ok(bytes) = &raw.bytes else { return raw };
+        if task_id_of(&raw.rel).is_none() {
+            return raw;
+        }
+        let path = format!("{}/{}", self.work_dir(), raw.rel);
+        if bytes.len() > limits.max_bytes {
+            let Ok((hash, size)) = super::fsutil::hash_file(self.root(), &path) else {
+                return raw;
+            };
+            let fits = |b: &[u8]| b.len() <= limits.max_bytes;
+            let base = raw
+                .rel
+                .starts_with("assigned/")
+                .then(|| self.repo.newest_version(&path, HISTORY_DEPTH, &fits))
+                .and_then(|r| r.ok().flatten());
+            return RawFile {
+                stand_in: Some(StandIn::Oversize(size, hash)),
+                ..RawFile::new(raw.rel, base.map_or(raw.bytes, Ok))
+            };
+        }
+        let outside = !(raw.rel.starts_with("inbox/") || raw.rel.starts_with("invalid/"));
+        if outside && !has_coord_line(bytes) {
+            if let Some(text) = self.restore_coord(&path, bytes, limits) {
+                return RawFile {
+                    stand_in: Some(StandIn::Restored(content_hash(bytes))),
+                    ..RawFile::new(raw.rel, Ok(text.into_bytes()))
+                };
+            }
+        }
+        raw
+    }
+
+    /// Returns `bytes` with the `coord:` block of the newest committed version of `path`
+    /// that has one spliced in, when both read.
+    fn restore_coord(&self, path: &str, bytes: &[u8], limits: &Limits) -> Option<String> {
+        let old = self
+            .repo
+            .newest_version(path, HISTORY_DEPTH, &has_coord_line)
+            .ok()
+            .flatten()?;
+        let old = crate::yaml::parse_bytes(&old, limits).ok()?;
+        let coord = old.value.get("coord")?.clone();
+        let doc = crate::yaml::parse_bytes(bytes, limits).ok()?;
+        let text = String::from_utf8(bytes.to_vec()).ok()?;
+        crate::yaml::set_block(&text, &doc, "coord", &coord).ok()
+    }
+}
+
+/// Returns whether some line of a file starts a `coord:` key (at any indentation).
+fn has_coord_line(bytes: &[u8]) -> bool {
+    bytes
+        .split(|&b| b == b'\n')
+        .any(|l| l.trim_ascii_start().starts_with(b"coord:"))
+}
+
+/// Returns the task id a work-relative path names, if it is a task file's.
+fn task_id_of(rel: &str) -> Option<TaskId> {
+    if rel.starts_with("agents/") {
+        return None;
+    }
+    let name = rel.rsplit('/').next()?;
+    let stem = name
+        .strip_suffix(".yaml")
+        .or_else(|| name.strip_suffix(".yml"))?;
+    TaskId::new(stem).ok()
 }
 
 /// Returns a file as the cache had it.
@@ -165,28 +251,18 @@ fn from_cache(rel: String, hit: Hit) -> RawFile {
         cache::Kind::Profile => (hit.text.into_bytes(), Cached::Profile),
     };
     RawFile {
-        rel,
-        bytes: Ok(bytes),
-        seen_before: false,
         cached: Some(cached),
+        ..RawFile::new(rel, Ok(bytes))
     }
 }
 
 impl Store {
     /// Reads one file of `work/` within the size limit, never following a symlink (one
     /// swapped in after the walk looked is refused too).
-    fn read_raw(&self, rel: String, limits: &Limits, seen: &Pending) -> RawFile {
+    fn read_raw(&self, rel: String, limits: &Limits) -> RawFile {
         let path = format!("{}/{rel}", self.work_dir());
         let bytes = super::fsutil::read_limited(self.root(), &path, limits.max_bytes)
             .map_err(|e| e.to_string());
-        let seen_before = bytes
-            .as_ref()
-            .is_ok_and(|b| seen.get(&rel) == Some(&content_hash(b)));
-        RawFile {
-            rel,
-            bytes,
-            seen_before,
-            cached: None,
-        }
+        RawFile::new(rel, bytes)
     }
 }

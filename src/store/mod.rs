@@ -4,7 +4,7 @@
 
 mod apply;
 pub use apply::Applied;
-pub use load::{Loaded, Pending};
+pub use load::Loaded;
 mod cache;
 mod clean;
 mod edit;
@@ -14,6 +14,7 @@ pub mod fsutil;
 pub mod inject;
 mod load;
 mod quiet;
+mod settle;
 mod walk;
 pub use walk::Walk;
 
@@ -85,6 +86,8 @@ pub struct Store {
     tick_commits: Cell<bool>,
     /// How the last recording of external changes knew `work/` was clean, if it was.
     clean: Cell<Option<Clean>>,
+    /// Files `coord watch` saw closed by their writer or renamed in, and when.
+    seen_complete: RefCell<std::collections::HashMap<String, std::time::SystemTime>>,
 }
 
 /// How a recording of external changes knew `work/` was clean, with its clean-mark state
@@ -136,6 +139,7 @@ impl Store {
             touched: RefCell::new(Vec::new()),
             tick_commits: Cell::new(false),
             clean: Cell::new(None),
+            seen_complete: RefCell::default(),
         })
     }
 

@@ -106,10 +106,15 @@ fn insertion_line(lines: &[&str], doc: &Doc, key: &str) -> usize {
 }
 
 /// Re-parses the edit: every other top-level value must be unchanged, `key` must hold `value`
-/// (or be gone), and `coord` must stay last.
+/// (or be gone), and `coord` must stay last when it was last (a `result:` appended after it
+/// by `cat >>` stays where its writer put it: the splice owns only the block it edits).
 fn verify(before: &Doc, text: &str, key: &str, value: Option<&Value>) -> Result<(), SpliceError> {
     let unsafe_edit = || SpliceError::Unsafe(key.to_string());
-    let after = parse(text, &Limits::default()).map_err(|_| unsafe_edit())?;
+    let unlimited = Limits {
+        max_bytes: usize::MAX,
+        ..Limits::default()
+    };
+    let after = parse(text, &unlimited).map_err(|_| unsafe_edit())?;
     let empty = serde_json::Map::new();
     let old = before.value.as_object().unwrap_or(&empty);
     let new = after.value.as_object().unwrap_or(&empty);
@@ -119,11 +124,13 @@ fn verify(before: &Doc, text: &str, key: &str, value: Option<&Value>) -> Result<
         .all(|(k, v)| new.get(k) == Some(v))
         && new.keys().filter(|k| k.as_str() != key).count()
             == old.keys().filter(|k| k.as_str() != key).count();
-    let coord_last = after
-        .top_keys
-        .iter()
-        .position(|k| k.key == "coord")
-        .is_none_or(|i| i + 1 == after.top_keys.len());
+    let coord_last = |d: &Doc| {
+        d.top_keys
+            .iter()
+            .position(|k| k.key == "coord")
+            .is_none_or(|i| i + 1 == d.top_keys.len())
+    };
+    let coord_last = coord_last(&after) || !coord_last(before);
     if others_same && coord_last && new.get(key) == value {
         Ok(())
     } else {
@@ -187,6 +194,18 @@ mod tests {
         let src = "  title: x\n  labels: [a]\n";
         let out = set_block(src, &doc(src), "coord", &json!({"a": 1})).expect("ok");
         assert_eq!(out, "  title: x\n  labels: [a]\n  coord:\n    a: 1\n");
+    }
+
+    #[test]
+    fn edits_coord_and_result_when_result_follows_coord() {
+        let src = "title: x\ncoord:\n  state: assigned\nresult:\n  status: success\n";
+        let out = set_block(src, &doc(src), "coord", &json!({"state": "done"})).expect("coord");
+        assert_eq!(
+            out,
+            "title: x\ncoord:\n  state: done\nresult:\n  status: success\n"
+        );
+        let out = remove_block(src, &doc(src), "result").expect("result");
+        assert_eq!(out, "title: x\ncoord:\n  state: assigned\n");
     }
 
     #[test]

@@ -144,8 +144,20 @@ impl TestRepo {
         (so, se)
     }
 
-    /// Writes a file (creating folders).
+    /// Writes a file (creating folders) as if long done: its mtime an hour back, so the
+    /// settle rule reads it at once (tests of the rule itself use `write_now`).
     pub fn write(&self, rel: &str, text: &str) {
+        self.write_now(rel, text);
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(self.abs(rel))
+            .and_then(|f| f.set_modified(hour_ago))
+            .expect("set mtime");
+    }
+
+    /// Writes a file (creating folders) just now, as a writer in progress would.
+    pub fn write_now(&self, rel: &str, text: &str) {
         let p = self.abs(rel);
         std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
         std::fs::write(p, text).expect("write");

@@ -7,6 +7,7 @@ mod engine;
 mod foundation;
 mod gitstate;
 mod harness;
+mod inplace;
 mod messages;
 mod patterns;
 mod perf_cache;

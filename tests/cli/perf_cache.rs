@@ -116,7 +116,7 @@ fn no_change_under_work_is_hidden_by(mark: Mark) {
     r.task("a", "title: First\n");
     r.task("b", "title: Second\n");
     r.ok(&["tick"]);
-    let changes: [(&str, &Change); 5] = [
+    let changes: [(&str, &Change); 4] = [
         ("same-size edit", &|r| {
             let rel = r.where_is("b");
             let text = r.read(&rel).replace("title: Second", "title: Secund");
@@ -131,9 +131,6 @@ fn no_change_under_work_is_hidden_by(mark: Mark) {
         ("staged file", &|r| {
             r.write("work/inbox/d.yaml", "title: Fourth\n");
             r.git(&["add", "work/inbox/d.yaml"]);
-        }),
-        ("file in a folder the walk does not enter", &|r| {
-            r.write("work/assigned/bot/deep/e.yaml", "notes: deep\n");
         }),
     ];
     for (what, change) in changes {
@@ -263,9 +260,6 @@ fn an_invalid_inbox_file_is_quarantined_at_the_next_tick_even_when_quiet() {
     r.ok(&["tick"]);
     r.write("work/inbox/bad.yaml", "title: [unclosed\n");
     std::thread::sleep(Duration::from_millis(200));
-    r.ok(&["tick"]);
-    assert!(r.exists("work/inbox/bad.yaml"), "it waits one tick");
-    std::thread::sleep(Duration::from_millis(200));
     assert!(!tick_skips(&r, Mark::Quiet));
     assert!(r.exists("work/invalid/bad.yaml"), "quarantined");
 }
@@ -289,11 +283,8 @@ fn an_ignored_file_under_work_means_no_clean_mark() {
     r.write(".gitignore", "");
     let before = recordings(&r);
     r.ok(&["tick"]);
-    assert_eq!(
-        recordings(&r),
-        before + 1,
-        "the file no longer ignored is recorded"
-    );
+    assert_eq!(recordings(&r), before, "a stray file is never recorded");
+    assert!(r.ok(&["status"]).contains("work/notes.log"), "but listed");
 }
 
 #[test]

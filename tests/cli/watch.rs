@@ -130,3 +130,78 @@ fn watch_with_polling_assigns_and_stops_on_sigterm() {
     assert!(ticks <= 4, "{ticks} ticks");
     assert!(r.where_is("polled").starts_with("work/assigned/alice/"));
 }
+
+/// Appends `chunks` to a file through one open handle, pausing between them, and checks
+/// after each chunk but the last that `untaken` still holds.
+fn write_in_chunks(path: &std::path::Path, chunks: &[&str], untaken: &dyn Fn(usize)) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("open");
+    for (i, chunk) in chunks.iter().enumerate() {
+        f.write_all(chunk.as_bytes()).expect("write");
+        f.flush().expect("flush");
+        if i + 1 < chunks.len() {
+            std::thread::sleep(Duration::from_millis(500));
+            untaken(i);
+        }
+    }
+}
+
+#[test]
+fn watch_takes_a_file_written_in_chunks_only_when_its_writer_is_done() {
+    let r = repo();
+    let mut config = r.read("coord.yaml");
+    config.push_str("\nsettle: 3s\n");
+    r.write("coord.yaml", &config);
+    let w = Watching::start(&r, &["--interval", "1h"]);
+    let task = [
+        "title: Deploy the release\n",
+        "description: |\n  Roll it out.\n",
+        "agent: alice\n",
+        "authority: ask_me_first\n",
+    ];
+    let inbox = r.abs("work/inbox/deploy.yaml");
+    write_in_chunks(&inbox, &task, &|i| {
+        assert!(inbox.exists(), "taken after chunk {i}");
+        assert!(
+            !r.git(&["log", "--format=%B"]).contains("deploy"),
+            "committed after chunk {i}"
+        );
+    });
+    wait_for_commit(&r, &w, "accept deploy into review");
+    let whole: String = task.concat();
+    for c in r
+        .git(&["log", "--format=%H", "--", "work/inbox/deploy.yaml"])
+        .lines()
+    {
+        let at = format!("{c}:work/inbox/deploy.yaml");
+        if let Ok(out) = Command::new("git")
+            .current_dir(r.path())
+            .args(["show", &at])
+            .output()
+        {
+            if out.status.success() {
+                assert_eq!(String::from_utf8_lossy(&out.stdout), whole, "commit {c}");
+            }
+        }
+    }
+    r.ok(&["approve", "deploy"]);
+    wait_for_commit(&r, &w, "assign deploy to alice");
+    let assigned = r.abs("work/assigned/alice/deploy.yaml");
+    let result = [
+        "result:\n",
+        "  status: success\n",
+        "  output: {summary: rolled out}\n",
+    ];
+    write_in_chunks(&assigned, &result, &|i| {
+        assert!(assigned.exists(), "completed after chunk {i}");
+    });
+    wait_for_commit(&r, &w, "complete deploy");
+    let done = r.read("work/done/deploy.yaml");
+    assert!(done.contains("output: {summary: rolled out}"), "{done}");
+    let (code, _) = w.stop();
+    assert_eq!(code, Some(0));
+}

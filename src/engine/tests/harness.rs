@@ -2,7 +2,7 @@
 //! `tick` = build the board, plan, apply the ops to the map. Moves that would replace a file or
 //! whose source is missing fail the test. No disk, no git.
 
-use crate::board::{content_hash, Board, RawFile};
+use crate::board::{Board, RawFile};
 use crate::check::{self, TaskDoc};
 use crate::config::Config;
 use crate::engine::commands::{self, CommandError, Report};
@@ -12,7 +12,7 @@ use crate::schema::Schema;
 use crate::yaml::Limits;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The start of every simulated clock.
 pub const T0: &str = "2026-11-22T10:00:00Z";
@@ -42,8 +42,6 @@ pub struct Sim {
     pub config: Config,
     /// The clock.
     pub now: Timestamp,
-    /// Hashes of inbox files that were invalid at the previous tick.
-    seen_invalid: HashSet<u64>,
 }
 
 impl Default for Sim {
@@ -60,7 +58,6 @@ impl Sim {
             agent_dirs: BTreeSet::new(),
             config: Config::default(),
             now: at(0),
-            seen_invalid: HashSet::new(),
         }
     }
 
@@ -69,26 +66,11 @@ impl Sim {
         let raw = self
             .files
             .iter()
-            .map(|(rel, bytes)| RawFile {
-                rel: rel.clone(),
-                bytes: Ok(bytes.clone()),
-                seen_before: self.seen_invalid.contains(&content_hash(bytes)),
-                cached: None,
-            })
+            .map(|(rel, bytes)| RawFile::new(rel.clone(), Ok(bytes.clone())))
             .collect();
         let dirs = self.agent_dirs.iter().map(|a| agent(a)).collect();
         let (t, a) = (Schema::builtin_task(), Schema::builtin_agent());
         Board::build("work", raw, dirs, (&t, &a), &Limits::default())
-    }
-
-    fn remember_invalid(&mut self, board: &Board) {
-        self.seen_invalid = board
-            .tasks
-            .iter()
-            .filter(|t| t.folder.state == crate::model::State::Inbox && t.read.is_err())
-            .filter_map(|t| self.files.get(rel(&t.path)))
-            .map(|b| content_hash(b))
-            .collect();
     }
 
     /// Sets the clock to `now`, plans a tick and applies it; returns the plan.
@@ -96,7 +78,6 @@ impl Sim {
         self.now = now;
         let board = self.board();
         let plan = self.plan_board(&board, now);
-        self.remember_invalid(&board);
         self.apply(&plan);
         plan
     }

@@ -3,5 +3,6 @@
 
 mod flows;
 mod harness;
+mod inplace;
 mod props;
 mod unit;

@@ -1,0 +1,179 @@
+//! Files people and agents write in place (issue 13): half-written files wait to settle,
+//! results written any way are read, files past the size limit and files rewritten without
+//! the `coord:` block are handled, and files that are not tasks are never committed.
+
+use crate::harness::TestRepo;
+use serde_json::Value;
+
+fn repo() -> TestRepo {
+    TestRepo::with_agents(&["alice"])
+}
+
+/// Sets a file's mtime an hour back, as if its writer finished long ago.
+fn settle(r: &TestRepo, rel: &str) {
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(r.abs(rel))
+        .and_then(|f| f.set_modified(hour_ago))
+        .expect("set mtime");
+}
+
+fn append(r: &TestRepo, rel: &str, text: &str) {
+    let mut all = r.read(rel);
+    all.push_str(text);
+    r.write_now(rel, &all);
+}
+
+fn status(r: &TestRepo) -> Value {
+    serde_json::from_str(&r.ok(&["--json", "status"])).expect("status json")
+}
+
+#[test]
+fn a_half_written_task_waits_to_settle_and_is_taken_whole() {
+    let r = repo();
+    r.write_now("work/inbox/deploy.yaml", "title: Deploy\nagent: alice\n");
+    r.ok(&["tick"]);
+    assert!(
+        r.exists("work/inbox/deploy.yaml"),
+        "taken before it settled"
+    );
+    assert!(!r.git(&["log", "--format=%B"]).contains("deploy"));
+    let s = status(&r);
+    assert_eq!(s["settling"][0]["path"], "work/inbox/deploy.yaml", "{s}");
+    append(&r, "work/inbox/deploy.yaml", "authority: ask_me_first\n");
+    settle(&r, "work/inbox/deploy.yaml");
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("deploy"), "work/review/deploy.yaml");
+}
+
+#[test]
+fn a_half_written_result_waits_to_settle() {
+    let r = repo();
+    r.task("a", "title: a\nagent: alice\n");
+    r.ok(&["tick"]);
+    let path = "work/assigned/alice/a.yaml";
+    append(&r, path, "result:\n  status: success\n");
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("a"), path, "completed before the output came");
+    append(&r, path, "  output: {summary: all of it}\n");
+    settle(&r, path);
+    r.ok(&["tick"]);
+    let done = r.read("work/done/a.yaml");
+    assert!(done.contains("output: {summary: all of it}"), "{done}");
+}
+
+#[test]
+fn a_file_renamed_in_is_taken_at_once() {
+    let r = repo();
+    r.write_now("work/inbox/.a.yaml.part", "title: a\nagent: alice\n");
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    std::fs::rename(r.abs("work/inbox/.a.yaml.part"), r.abs("work/inbox/a.yaml")).expect("mv");
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("a"), "work/assigned/alice/a.yaml");
+}
+
+#[test]
+fn an_inbox_file_over_the_size_limit_is_quarantined_on_the_first_tick() {
+    let r = repo();
+    let big = format!("title: big\ndescription: \"{}\"\n", "x".repeat(2 << 20));
+    r.task("big", &big);
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("big"), "work/invalid/big.yaml");
+    assert!(r
+        .read("work/invalid/big.yaml.errors")
+        .contains("byte limit"));
+}
+
+#[test]
+fn a_result_that_passes_the_size_limit_fails_the_attempt_with_bad_result() {
+    let r = repo();
+    r.task("a", "title: a\nagent: alice\n");
+    r.ok(&["tick"]);
+    let path = "work/assigned/alice/a.yaml";
+    let huge = format!(
+        "result:\n  status: success\n  output: \"{}\"\n",
+        "y".repeat(2 << 20)
+    );
+    append(&r, path, &huge);
+    settle(&r, path);
+    r.ok(&["tick"]);
+    let at = r.where_is("a");
+    assert_eq!(at, "work/ready/a.yaml", "retried");
+    let text = r.read(&at);
+    assert!(text.contains("code: bad_result"), "{text}");
+    assert!(text.contains("limit"), "{text}");
+    assert!(
+        !text.contains("yyyy"),
+        "the huge output stays in git history only"
+    );
+    assert_eq!(
+        status(&r)["agents"][0]["active"],
+        0,
+        "the agent's slot is free"
+    );
+}
+
+#[test]
+fn a_malformed_result_fails_the_attempt_with_bad_result() {
+    let r = repo();
+    r.task("a", "title: a\nagent: alice\n");
+    r.ok(&["tick"]);
+    let path = "work/assigned/alice/a.yaml";
+    append(&r, path, "result:\n  status: weird\n");
+    settle(&r, path);
+    r.ok(&["tick"]);
+    let text = r.read(&r.where_is("a"));
+    assert!(text.contains("code: bad_result"), "{text}");
+    assert!(text.contains("status"), "{text}");
+}
+
+#[test]
+fn a_result_appended_after_the_coord_block_completes_the_task() {
+    let r = repo();
+    r.task("a", "title: a\nagent: alice\n");
+    r.ok(&["tick"]);
+    let path = "work/assigned/alice/a.yaml";
+    let mut text = r.read(path);
+    text.push_str("result:\n  status: success\n  output: {n: 1}\n");
+    r.write(path, &text);
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("a"), "work/done/a.yaml");
+}
+
+#[test]
+fn a_file_rewritten_without_its_coord_block_keeps_it() {
+    let r = repo();
+    r.task("a", "title: a\nagent: alice\n");
+    r.ok(&["tick"]);
+    let path = "work/assigned/alice/a.yaml";
+    let before = r.read(path);
+    let created = before
+        .lines()
+        .find(|l| l.contains("created_at"))
+        .expect("created_at")
+        .to_string();
+    r.write(path, "title: a\nagent: alice\nresult:\n  status: success\n");
+    r.ok(&["tick"]);
+    let done = r.read("work/done/a.yaml");
+    assert!(done.contains(&created), "{done}");
+    assert!(done.contains("attempt: 1"), "{done}");
+    assert!(!r.git(&["log", "--format=%s"]).contains("adopt a"));
+}
+
+#[test]
+fn files_that_are_not_tasks_are_listed_as_stray_and_never_committed() {
+    let r = repo();
+    r.write("work/assigned/alice/scratch.bin", &"z".repeat(5 << 20));
+    r.task("a", "title: a\n");
+    r.ok(&["tick"]);
+    let files = r.git(&["log", "--name-only", "--format="]);
+    assert!(!files.contains("scratch.bin"), "{files}");
+    let s = status(&r);
+    let problems = s["problems"].to_string();
+    assert!(problems.contains("work/assigned/alice/scratch.bin"), "{s}");
+    r.ok(&["tick"]);
+    assert!(!r
+        .git(&["log", "--name-only", "--format="])
+        .contains("scratch.bin"));
+}
