@@ -360,6 +360,27 @@ impl Repo {
         }
     }
 
+    /// Returns whether `bytes` are exactly what HEAD or the index holds at `path` (a version
+    /// someone recorded on purpose, not a write in progress).
+    pub fn is_recorded(&self, path: &str, bytes: &[u8]) -> bool {
+        let Ok(oid) = Oid::hash_object(git2::ObjectType::Blob, bytes) else {
+            return false;
+        };
+        let staged = self
+            .repo
+            .index()
+            .and_then(|mut i| i.read(false).map(|()| i))
+            .ok()
+            .and_then(|i| i.get_path(Path::new(path), 0).map(|e| e.id));
+        if staged == Some(oid) {
+            return true;
+        }
+        let head = self.resolve_head().ok().and_then(|h| h.oid);
+        head.and_then(|h| self.tree_of(h).ok())
+            .and_then(|t| t.get_path(Path::new(path)).ok())
+            .is_some_and(|e| e.id() == oid)
+    }
+
     /// Returns the newest version of `path` that `accept` takes, looking at HEAD and its
     /// first parents, at most `depth` commits; None when there is none.
     pub fn newest_version(

@@ -292,7 +292,11 @@ impl<'a> World<'a> {
             });
         }
         if text != entry.task.text {
-            let rest = super::rest_hash(&entry.task.text, &entry.task.doc);
+            // An oversized file is replaced by its restored version, never spliced into.
+            let rest = match entry.stand_in {
+                Some(StandIn::Oversize(..)) => None,
+                _ => super::rest_hash(&entry.task.text, &entry.task.doc),
+            };
             ops.push(match rest {
                 Some(rest) => Op::Edit {
                     path: new_path.clone(),

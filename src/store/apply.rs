@@ -300,7 +300,7 @@ impl Store {
             .filter(|p| match self.abs(p).symlink_metadata() {
                 Ok(m) if m.file_type().is_symlink() => false,
                 Ok(m) => {
-                    let held = settle.until(p, times_ns(&m)).is_some();
+                    let held = settle.until(p, times_ns(&m)).is_some() && !self.is_staged(p);
                     settling |= held;
                     !held
                 }
@@ -343,6 +343,15 @@ impl Store {
             }
         }
         Ok(())
+    }
+}
+
+impl Store {
+    /// Returns whether a file under `work/` holds what the index has for it (staged on
+    /// purpose, e.g. by coord itself before HEAD moved back): complete, whatever its age.
+    fn is_staged(&self, path: &str) -> bool {
+        fsutil::read_limited(self.root(), path, usize::MAX - 1)
+            .is_ok_and(|b| self.repo.is_recorded(path, &b))
     }
 }
 

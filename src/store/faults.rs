@@ -23,6 +23,11 @@ fn coord(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
         let mut config = fs::read_to_string(dir.join("coord.yaml")).unwrap_or_default();
         config.push_str("\nsettle: 0s\n");
         fs::write(dir.join("coord.yaml"), config)?;
+        let who = ["-c", "user.name=p", "-c", "user.email=p@x"];
+        git(
+            dir,
+            &[&who[..], &["commit", "-qm", "settle", "coord.yaml"]].concat(),
+        );
     }
     Ok(())
 }

@@ -148,12 +148,11 @@ impl Store {
         *self.seen_complete.borrow_mut() = seen;
     }
 
-    /// Returns whether a file holds exactly what HEAD has at its path.
+    /// Returns whether a file holds exactly what HEAD or the index has at its path.
     fn committed_as_is(&self, path: &str, raw: &RawFile) -> bool {
-        let Ok(bytes) = &raw.bytes else {
-            return false;
-        };
-        matches!(self.repo.read_head_file(path), Ok(Some(head)) if &head == bytes)
+        raw.bytes
+            .as_ref()
+            .is_ok_and(|bytes| self.repo.is_recorded(path, bytes))
     }
 
     /// Returns what the board holds for a file still being written: its committed version,

@@ -144,16 +144,12 @@ impl TestRepo {
         (so, se)
     }
 
-    /// Writes a file (creating folders) as if long done: its mtime an hour back, so the
-    /// settle rule reads it at once (tests of the rule itself use `write_now`).
+    /// Writes a file (creating folders) as if long done, so the settle rule reads it at once
+    /// (tests of the rule itself use `write_now`): its mtime is set far back, to a second no
+    /// other write of this test run uses, so git still sees a same-size rewrite as a change.
     pub fn write(&self, rel: &str, text: &str) {
         self.write_now(rel, text);
-        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-        std::fs::File::options()
-            .write(true)
-            .open(self.abs(rel))
-            .and_then(|f| f.set_modified(hour_ago))
-            .expect("set mtime");
+        set_old_mtime(&self.abs(rel));
     }
 
     /// Writes a file (creating folders) just now, as a writer in progress would.
@@ -221,6 +217,19 @@ impl TestRepo {
             .parse()
             .expect("count")
     }
+}
+
+/// Sets a file's mtime years back, each call to a second of its own.
+pub fn set_old_mtime(path: &Path) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let secs = 1_000_000_000 + NEXT.fetch_add(1, Ordering::Relaxed);
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_modified(at))
+        .expect("set mtime");
 }
 
 fn visit(dir: &Path, f: &mut dyn FnMut(&Path)) {

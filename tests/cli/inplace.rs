@@ -9,14 +9,9 @@ fn repo() -> TestRepo {
     TestRepo::with_agents(&["alice"])
 }
 
-/// Sets a file's mtime an hour back, as if its writer finished long ago.
+/// Sets a file's mtime far back, as if its writer finished long ago.
 fn settle(r: &TestRepo, rel: &str) {
-    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-    std::fs::File::options()
-        .write(true)
-        .open(r.abs(rel))
-        .and_then(|f| f.set_modified(hour_ago))
-        .expect("set mtime");
+    crate::harness::set_old_mtime(&r.abs(rel));
 }
 
 fn append(r: &TestRepo, rel: &str, text: &str) {
