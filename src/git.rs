@@ -12,13 +12,15 @@ use git2::build::TreeUpdateBuilder;
 use git2::{ErrorCode, FileMode, IndexEntry, IndexTime, Repository, Signature, Time};
 
 mod commit;
+mod edit;
 mod history;
 mod rewrite;
 mod state;
 
 use commit::check_path;
+pub use edit::PathChange;
 pub use git2::Oid;
-pub use rewrite::{LocalCommit, Replayed};
+pub use rewrite::LocalCommit;
 pub use state::Unfinished;
 
 /// Errors from reading or writing the git repository.

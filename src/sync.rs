@@ -15,11 +15,16 @@
 //! leaves no git process behind ([`guard`]). See docs/sync.md.
 
 mod guard;
+pub mod replay;
 
-use crate::git::{GitError, Identity, LocalCommit, Oid, Replayed, Repo};
+use crate::engine::commands;
+use crate::engine::{AcceptAll, Inputs};
+use crate::git::{GitError, Identity, LocalCommit, Oid, Repo};
 use crate::lock::{self, LockError};
+use crate::model::TaskId;
 use crate::store::{Store, StoreError, TICK_TRAILER};
 use jiff::Timestamp;
+use replay::Stop;
 use std::path::Path;
 use std::time::Duration;
 
@@ -91,19 +96,15 @@ pub enum SyncError {
         /// Its author.
         author: String,
     },
-    /// A coord commit carrying someone's input did not replay onto the remote tip.
-    #[error("cannot replay {commit} {summary:?} onto {remote}/{branch}: {} changed there too; nothing was changed here: resolve it with git (git pull --rebase {remote} {branch}), then run coord sync again", paths.join(", "))]
+    /// A person's edit and the remote changed the same lines of one file.
+    #[error("{}", conflict_message(remote, branch, detail))]
     Conflict {
         /// The branch.
         branch: String,
         /// The remote.
         remote: String,
-        /// The commit, abbreviated.
-        commit: String,
-        /// Its summary.
-        summary: String,
-        /// The conflicting paths.
-        paths: Vec<String>,
+        /// The local commit, the path, and where the file is on the remote.
+        detail: Box<replay::Conflict>,
     },
     /// Every push was rejected.
     #[error("push to {remote}/{branch} rejected {attempts} times (last: {reason}); others keep pushing: run coord sync again later, or raise --max-retries")]
@@ -132,6 +133,20 @@ pub enum SyncError {
     Tick(#[source] TickError),
 }
 
+/// Says which edits met and how to resolve it without making a duplicate.
+fn conflict_message(remote: &str, branch: &str, c: &replay::Conflict) -> String {
+    let (commit, path) = (short(&c.commit), &c.path);
+    let there = c.remote_path.as_deref().unwrap_or(path);
+    let moved = match &c.remote_path {
+        Some(p) if p != path => format!(" (now {p} there)"),
+        _ => String::new(),
+    };
+    format!(
+        "cannot apply {:?} ({commit}) onto {remote}/{branch}: it and {remote} changed the same lines of {path}{moved}; nothing was changed here. To resolve: save your version (git show {commit}:{path} > my-edit.yaml), move onto the remote (git reset --keep {remote}/{branch}), make your edit again in {there}, then run coord sync",
+        c.summary
+    )
+}
+
 /// A boxed error from the tick.
 pub type TickError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -148,6 +163,8 @@ pub struct Report {
     pub dropped: usize,
     /// Local coord commits replayed onto the remote tip, over all attempts.
     pub replayed: usize,
+    /// Local operations dropped because the remote moved their task on (lost claims, …).
+    pub lost: Vec<String>,
 }
 
 /// How the local branch relates to the remote tip, and what to do about it.
@@ -162,7 +179,7 @@ pub enum Integration {
         /// The remote tip.
         onto: Oid,
         /// Local commits to replay, oldest first.
-        keep: Vec<Oid>,
+        keep: Vec<LocalCommit>,
         /// How many tick commits are dropped.
         dropped: usize,
     },
@@ -176,7 +193,7 @@ pub enum Integration {
 pub fn sort_local(
     commits: &[LocalCommit],
     identity: &Identity,
-) -> Result<(Vec<Oid>, usize), Box<LocalCommit>> {
+) -> Result<(Vec<LocalCommit>, usize), Box<LocalCommit>> {
     let mut keep = Vec::new();
     let mut dropped = 0;
     for c in commits {
@@ -191,8 +208,7 @@ pub fn sort_local(
         if c.info.trailers.iter().any(|(k, v)| k == key && v == value) {
             dropped += 1;
         } else {
-            let oid = Oid::from_str(&c.info.oid).map_err(|_| Box::new(c.clone()))?;
-            keep.push(oid);
+            keep.push(c.clone());
         }
     }
     Ok((keep, dropped))
@@ -371,31 +387,65 @@ fn integrate(
             onto,
             keep,
             dropped,
-        } => match store.repo.replay(onto, &keep)? {
-            Replayed::Done(tip) => {
-                store.repo.switch_to(tip)?;
-                report.dropped += dropped;
-                report.replayed += keep.len();
-                say(&format!(
-                    "coord: onto {}/{branch}: dropped {dropped} tick commits to redo, replayed {}",
-                    opts.remote,
-                    keep.len()
-                ));
-                Ok(())
+        } => {
+            let replay = match replay::replay(&store.repo, store.work_dir(), onto, &keep) {
+                Ok(r) => r,
+                Err(Stop::Git(e)) => return Err(e.into()),
+                Err(Stop::Conflict(c)) => {
+                    return Err(SyncError::Conflict {
+                        branch: branch.to_string(),
+                        remote: opts.remote.clone(),
+                        detail: Box::new(c),
+                    })
+                }
+            };
+            store.repo.switch_to(replay.tip.unwrap_or(onto))?;
+            report.dropped += dropped;
+            report.replayed += replay.redone;
+            say(&format!(
+                "coord: onto {}/{branch}: dropped {dropped} tick commits to redo, replayed {}",
+                opts.remote, replay.redone
+            ));
+            for line in &replay.dropped {
+                say(&format!("coord: {line}"));
             }
-            Replayed::Conflict {
-                commit,
-                summary,
-                paths,
-            } => Err(SyncError::Conflict {
-                branch: branch.to_string(),
-                remote: opts.remote.clone(),
-                commit: short(&commit),
-                summary,
-                paths,
-            }),
-        },
+            report.lost.extend(replay.dropped);
+            set_aside(store, opts.now, replay.stale, say)
+        }
     }
+}
+
+/// Records results whose task moved on upstream in the task's history, through the engine.
+fn set_aside(
+    store: &Store,
+    now: Timestamp,
+    stale: Vec<replay::Stale>,
+    say: &mut dyn FnMut(&str),
+) -> Result<(), SyncError> {
+    for s in stale {
+        let (board, _) = store.load()?;
+        let inputs = Inputs {
+            config: &store.config,
+            now,
+            verifier: &AcceptAll,
+        };
+        let Ok(id) = s.id.parse::<TaskId>() else {
+            continue;
+        };
+        match commands::set_aside(&board, &inputs, &id, s.result) {
+            Ok(plan) => {
+                store.apply_plan(&plan.transitions, now, &mut |_, _| {})?;
+                store.finish()?;
+                say(&format!(
+                    "coord: the result for {id} arrived after it moved on: kept in its coord.history as stale_result"
+                ));
+            }
+            Err(e) => say(&format!(
+                "coord: the result for {id} could not be kept: {e}"
+            )),
+        }
+    }
+    Ok(())
 }
 
 fn short(oid: &str) -> String {
@@ -535,8 +585,8 @@ mod tests {
         let (keep, dropped) = sort_local(&commits, &id).unwrap();
         assert_eq!(dropped, 2);
         assert_eq!(keep.len(), 2);
-        assert_eq!(keep[0].to_string(), commits[0].info.oid);
-        assert_eq!(keep[1].to_string(), commits[2].info.oid);
+        assert_eq!(keep[0], commits[0]);
+        assert_eq!(keep[1], commits[2]);
 
         let mut person = commits.to_vec();
         person.insert(2, commit(5, "alice", "fix typo", &[]));

@@ -388,3 +388,25 @@ pub fn report(
     w.transit(id, folder, c, ResultEdit::Set(result), summary);
     done(w)
 }
+
+/// Records a result that reached the repository after its task moved on (cancelled, expired,
+/// reassigned on another clone) as a `stale_result` entry of the task's `coord.history`,
+/// wherever the task is now, so it is never lost (`coord sync`'s replay).
+pub fn set_aside(
+    board: &Board,
+    inputs: &Inputs<'_>,
+    id: &TaskId,
+    result: Value,
+) -> Result<Plan, CommandError> {
+    let mut w = world(board, inputs, id)?;
+    let Some(e) = w.entries.get(id) else {
+        return Err(CommandError::Unreadable(id.clone()));
+    };
+    let mut c = e.task.coord.clone();
+    c.history
+        .push(json!({"at": w.now_str(), "event": "stale_result", "result": result}));
+    let folder = e.folder.clone();
+    let summary = format!("set aside a result for {id} that arrived after it moved on");
+    w.transit(id, folder, c, ResultEdit::Keep, summary);
+    done(w)
+}

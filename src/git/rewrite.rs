@@ -1,7 +1,7 @@
 //! Moving the current branch onto another commit for `coord sync`: listing the commits only the
-//! local branch has, replaying some of them onto the remote tip (a cherry-pick with libgit2,
-//! keeping each commit's author, committer and message), and switching the branch and the work
-//! tree to the result without overwriting anything a person changed and did not commit.
+//! local branch has, and switching the branch and the work tree to a new commit without
+//! overwriting anything a person changed and did not commit (the replay itself is
+//! `crate::sync::replay` on top of [`super::edit`]).
 //!
 //! Like the rest of [`crate::git`], this reads and writes the repository: objects, the branch
 //! ref, the index and the work tree.
@@ -22,22 +22,6 @@ pub struct LocalCommit {
     pub author_name: String,
     /// How many parents it has (more than one: a merge).
     pub parents: usize,
-}
-
-/// What replaying commits onto a new base gave.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Replayed {
-    /// The new tip (the base itself when nothing was left to replay).
-    Done(Oid),
-    /// A commit did not apply cleanly; nothing was changed.
-    Conflict {
-        /// The commit that did not apply, in hex.
-        commit: String,
-        /// Its summary line.
-        summary: String,
-        /// The paths in conflict.
-        paths: Vec<String>,
-    },
 }
 
 impl Repo {
@@ -90,52 +74,6 @@ impl Repo {
         Ok(out)
     }
 
-    /// Cherry-picks `commits` (single-parent commits, oldest first) onto `onto`, one new commit
-    /// each with the original author, committer and message; a commit whose change is already
-    /// in the new base is skipped. Writes objects only: no ref, index or work tree changes.
-    pub fn replay(&self, onto: Oid, commits: &[Oid]) -> Result<Replayed, GitError> {
-        let mut tip = onto;
-        for &oid in commits {
-            let read = |id: Oid| {
-                self.repo
-                    .find_commit(id)
-                    .map_err(ctx(format!("cannot read commit {id}")))
-            };
-            let (cherry, base) = (read(oid)?, read(tip)?);
-            let mut index = self
-                .repo
-                .cherrypick_commit(&cherry, &base, 0, None)
-                .map_err(ctx(format!("cannot replay commit {oid} onto {tip}")))?;
-            if index.has_conflicts() {
-                return Ok(Replayed::Conflict {
-                    commit: oid.to_string(),
-                    summary: commit_info(&cherry).summary,
-                    paths: conflict_paths(&index),
-                });
-            }
-            let tree_id = index.write_tree_to(&self.repo).map_err(ctx(format!(
-                "cannot write the tree of replayed commit {oid}"
-            )))?;
-            if tree_id == base.tree_id() {
-                continue;
-            }
-            let commit = || -> Result<Oid, git2::Error> {
-                let tree = self.repo.find_tree(tree_id)?;
-                let message = String::from_utf8_lossy(cherry.message_bytes()).into_owned();
-                self.repo.commit(
-                    None,
-                    &cherry.author(),
-                    &cherry.committer(),
-                    &message,
-                    &tree,
-                    &[&base],
-                )
-            };
-            tip = commit().map_err(ctx(format!("cannot write replayed commit {oid}")))?;
-        }
-        Ok(Replayed::Done(tip))
-    }
-
     /// Points the current branch at `new` and makes the work tree and index match it, the way
     /// `git reset --keep` does: files that differ between HEAD and `new` are updated, and
     /// nothing is written at all if one of them has uncommitted changes (that is an error naming
@@ -163,21 +101,4 @@ impl Repo {
             })?;
         self.move_ref(&head, new, "coord sync: move onto the remote")
     }
-}
-
-/// Returns the distinct paths of an index's conflicts.
-fn conflict_paths(index: &git2::Index) -> Vec<String> {
-    let mut paths: Vec<String> = index
-        .conflicts()
-        .map(|conflicts| {
-            conflicts
-                .filter_map(Result::ok)
-                .filter_map(|c| c.our.or(c.their).or(c.ancestor))
-                .map(|e| String::from_utf8_lossy(&e.path).into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    paths.sort();
-    paths.dedup();
-    paths
 }

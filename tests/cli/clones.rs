@@ -85,3 +85,90 @@ fn a_sync_killed_during_a_slow_fetch_leaves_no_git_running() {
     clone.git(&["config", "--unset", "remote.origin.uploadpack"]);
     clone.ok(&["sync"]);
 }
+
+/// Returns the remote's copy of a task file and where it is.
+fn on_remote(net: &Net, id: &str) -> (String, String) {
+    let check = net.clone();
+    let at = check.where_is(id);
+    (at.clone(), check.read(&at))
+}
+
+#[test]
+fn a_result_for_a_task_cancelled_meanwhile_is_kept_as_stale_and_sync_goes_on() {
+    let net = Net::new(&["alice"]);
+    let (agent, person) = (net.clone(), net.clone());
+    net.person_adds("t", 1);
+    agent.ok(&["sync"]);
+    person.ok(&["sync"]);
+    assert_eq!(agent.where_is("t-0"), "work/assigned/alice/t-0.yaml");
+    agent.write("out.yaml", "answer: 42\n");
+    agent.ok(&["complete", "t-0", "--output", "out.yaml"]);
+    person.ok(&["cancel", "t-0", "--reason", "not needed"]);
+    person.ok(&["sync"]);
+    let (_, err) = agent.code(&["sync"], 0);
+    assert!(err.contains("stale_result"), "{err}");
+    let (at, text) = on_remote(&net, "t-0");
+    assert_eq!(at, "work/cancelled/t-0.yaml");
+    assert!(
+        text.contains("event: stale_result") && text.contains("answer: 42"),
+        "the result is kept in the history:\n{text}"
+    );
+    assert_eq!(agent.git_status(), "?? out.yaml\n");
+}
+
+#[test]
+fn a_persons_edit_of_a_task_coord_assigned_meanwhile_lands_in_the_moved_file() {
+    let net = Net::new(&["alice"]);
+    let (person, ci) = (net.clone(), net.clone());
+    net.person_adds("t", 1);
+    person.git(&["pull", "-q", "origin", "main"]);
+    ci.git(&["pull", "-q", "origin", "main"]);
+    ci.ok(&["sync"]);
+    let path = "work/inbox/t-0.yaml";
+    let edited = person.read(path).replace(
+        "title: Task t-0",
+        "title: Task t-0, edited\nprompt: do it well",
+    );
+    person.write(path, &edited);
+    let (_, err) = person.code(&["sync"], 0);
+    let (at, text) = on_remote(&net, "t-0");
+    assert_eq!(at, "work/assigned/alice/t-0.yaml", "{err}");
+    assert!(
+        text.contains("title: Task t-0, edited\nprompt: do it well\n"),
+        "{text}"
+    );
+    assert!(text.contains("assigned_to: alice"), "{text}");
+    assert!(!text.contains("<<<<<<<"), "{text}");
+    assert_eq!(person.git_status(), "");
+    assert_eq!(person.find("t-0"), [at]);
+}
+
+/// A remote with pull agents (they take work only with `coord claim`).
+fn pull_net(agents: &[&str]) -> Net {
+    let net = Net::new(&[]);
+    for a in agents {
+        net.seed
+            .ok(&["agents", "add", a, "--pull", "--max-active", "1000"]);
+    }
+    net.seed.git(&["push", "-q", "origin", "main"]);
+    net
+}
+
+#[test]
+fn two_clones_claiming_the_same_task_keep_one_claim_and_report_the_lost_one() {
+    let net = pull_net(&["p1", "p2"]);
+    let (a, b, ticker) = (net.clone(), net.clone(), net.clone());
+    net.person_adds("t", 1);
+    ticker.ok(&["sync"]);
+    a.ok(&["sync"]);
+    b.ok(&["sync"]);
+    assert_eq!(a.where_is("t-0"), "work/ready/t-0.yaml");
+    assert_eq!(a.ok(&["claim", "--agent", "p1"]).trim(), "t-0");
+    assert_eq!(b.ok(&["claim", "--agent", "p2"]).trim(), "t-0");
+    a.ok(&["sync"]);
+    let (_, err) = b.code(&["sync"], 0);
+    assert!(err.contains("lost claim"), "{err}");
+    let (at, _) = on_remote(&net, "t-0");
+    assert_eq!(at, "work/assigned/p1/t-0.yaml");
+    assert_eq!(b.find("t-0"), [at]);
+}

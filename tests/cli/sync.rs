@@ -326,7 +326,7 @@ fn a_replayed_change_that_conflicts_stops_sync_and_keeps_the_local_branch() {
             .replace("title: Task t-0", "title: Task t-0 (a)"),
     );
     let (_, err) = a.code(&["sync"], 1);
-    assert!(err.contains("cannot replay") && err.contains(path), "{err}");
+    assert!(err.contains("cannot apply") && err.contains(path), "{err}");
     assert!(
         a.read(path).contains("(a)"),
         "the local edit is still there"

@@ -1,0 +1,163 @@
+//! Reading and writing commits as trees of blobs, without a work tree, for `coord sync`'s
+//! replay by meaning: what one commit changed (path, blob before, blob after), the blob a
+//! commit holds at a path, finding a task file by name, a three-way merge of text, and a new
+//! commit made of a base commit's tree with some paths set or removed, keeping another commit's
+//! author, committer and message. Writes objects only: no ref, index or work tree changes.
+
+use super::{check_path, ctx, GitError, Repo};
+use git2::build::TreeUpdateBuilder;
+use git2::{FileMode, MergeFileInput, Oid, TreeWalkMode, TreeWalkResult};
+use std::path::Path;
+
+/// One path a commit changed: its blob in the parent and in the commit (None: absent).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathChange {
+    /// The repo-relative path.
+    pub path: String,
+    /// The blob in the first parent.
+    pub old: Option<Oid>,
+    /// The blob in the commit.
+    pub new: Option<Oid>,
+}
+
+impl Repo {
+    /// Returns what a single-parent commit changed, path by path (no rename detection).
+    pub fn commit_changes(&self, commit: Oid) -> Result<Vec<PathChange>, GitError> {
+        let read = || -> Result<Vec<PathChange>, git2::Error> {
+            let c = self.repo.find_commit(commit)?;
+            let parent = match c.parent_count() {
+                0 => None,
+                _ => Some(c.parent(0)?.tree()?),
+            };
+            let diff = self
+                .repo
+                .diff_tree_to_tree(parent.as_ref(), Some(&c.tree()?), None)?;
+            let oid = |f: git2::DiffFile<'_>| (!f.id().is_zero()).then(|| f.id());
+            Ok(diff
+                .deltas()
+                .filter_map(|d| {
+                    let path = d.new_file().path().or(d.old_file().path())?;
+                    Some(PathChange {
+                        path: path.to_string_lossy().into_owned(),
+                        old: oid(d.old_file()),
+                        new: oid(d.new_file()),
+                    })
+                })
+                .collect())
+        };
+        read().map_err(ctx(format!("cannot read the changes of commit {commit}")))
+    }
+
+    /// Returns the blob commit `commit` holds at `path`, if any.
+    pub fn blob_at(&self, commit: Oid, path: &str) -> Result<Option<Oid>, GitError> {
+        let tree = self.tree_of(commit)?;
+        match tree.get_path(Path::new(path)) {
+            Ok(e) if e.kind() == Some(git2::ObjectType::Blob) => Ok(Some(e.id())),
+            Ok(_) => Ok(None),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(ctx(format!("cannot look up {path} in {commit}"))(e)),
+        }
+    }
+
+    /// Returns a blob's bytes.
+    pub fn blob_bytes(&self, blob: Oid) -> Result<Vec<u8>, GitError> {
+        self.repo
+            .find_blob(blob)
+            .map(|b| b.content().to_vec())
+            .map_err(ctx(format!("cannot read blob {blob}")))
+    }
+
+    /// Stores bytes as a blob.
+    pub fn write_blob(&self, bytes: &[u8]) -> Result<Oid, GitError> {
+        self.repo
+            .blob(bytes)
+            .map_err(ctx("cannot write a blob".to_string()))
+    }
+
+    /// Returns the paths under `prefix/` in `commit`'s tree whose file name is one of `names`.
+    pub fn find_named(
+        &self,
+        commit: Oid,
+        prefix: &str,
+        names: &[String],
+    ) -> Result<Vec<String>, GitError> {
+        let tree = self.tree_of(commit)?;
+        let Ok(entry) = tree.get_path(Path::new(prefix)) else {
+            return Ok(Vec::new());
+        };
+        let sub = self
+            .repo
+            .find_tree(entry.id())
+            .map_err(ctx(format!("cannot read {prefix} in {commit}")))?;
+        let mut found = Vec::new();
+        sub.walk(TreeWalkMode::PreOrder, |dir, e| {
+            let name = e.name().unwrap_or_default();
+            if e.kind() == Some(git2::ObjectType::Blob) && names.iter().any(|n| n == name) {
+                found.push(format!("{prefix}/{dir}{name}"));
+            }
+            TreeWalkResult::Ok
+        })
+        .map_err(ctx(format!("cannot walk {prefix} in {commit}")))?;
+        Ok(found)
+    }
+
+    /// Returns the three-way merge of `ours` and `theirs` from `base`, line by line as git
+    /// merges; None when they changed the same (or adjacent) lines.
+    pub fn merge_text(
+        &self,
+        base: &[u8],
+        ours: &[u8],
+        theirs: &[u8],
+    ) -> Result<Option<Vec<u8>>, GitError> {
+        let input = |bytes| {
+            let mut i = MergeFileInput::new();
+            i.content(bytes);
+            i
+        };
+        let merged = git2::merge_file(&input(base), &input(ours), &input(theirs), None)
+            .map_err(ctx("cannot merge text".to_string()))?;
+        Ok(merged.is_automergeable().then(|| merged.content().to_vec()))
+    }
+
+    /// Writes a commit whose parent is `base` and whose tree is `base`'s with `edits` applied
+    /// (a blob, or None to remove the path), with the author, committer and message of
+    /// `like` (or `message` when given). Returns None when the tree would not change.
+    pub fn commit_edits(
+        &self,
+        base: Oid,
+        like: Oid,
+        edits: &[(String, Option<Oid>)],
+        message: Option<&str>,
+    ) -> Result<Option<Oid>, GitError> {
+        for (path, _) in edits {
+            check_path(path)?;
+        }
+        let write = || -> Result<Option<Oid>, git2::Error> {
+            let parent = self.repo.find_commit(base)?;
+            let model = self.repo.find_commit(like)?;
+            let mut update = TreeUpdateBuilder::new();
+            for (path, blob) in edits {
+                match blob {
+                    Some(b) => update.upsert(path.as_str(), *b, FileMode::Blob),
+                    None => update.remove(path.as_str()),
+                };
+            }
+            let tree_id = update.create_updated(&self.repo, &parent.tree()?)?;
+            if tree_id == parent.tree_id() {
+                return Ok(None);
+            }
+            let tree = self.repo.find_tree(tree_id)?;
+            let text = String::from_utf8_lossy(model.message_bytes()).into_owned();
+            let oid = self.repo.commit(
+                None,
+                &model.author(),
+                &model.committer(),
+                message.unwrap_or(&text),
+                &tree,
+                &[&parent],
+            )?;
+            Ok(Some(oid))
+        };
+        write().map_err(ctx(format!("cannot write a commit onto {base}")))
+    }
+}

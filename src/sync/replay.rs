@@ -1,0 +1,380 @@
+//! Replaying local coord commits onto a moved remote tip by what they mean, not by their diff.
+//! Reads and writes git objects only (through [`crate::git`]); no ref, index or work tree.
+//!
+//! A commit whose every path still holds, on the new tip, the bytes it changed is carried over
+//! as it is. Otherwise:
+//! - a coord operation on one task (`Coord-Task`: claim, complete, fail, heartbeat, cancel,
+//!   approve, reject, retry, …) checks its precondition on the new tip: the task is still in
+//!   the same folder with the same `coord.state`, `assigned_to` and `attempt` it acted on. If so
+//!   it is redone: the new tip's file with the operation's `coord:` and `result:` blocks, so a
+//!   person's edit made meanwhile stays. If not it is dropped and reported; a result whose task
+//!   moved on is handed back as a [`Stale`] result, for the caller to record in the task's
+//!   `coord.history` (never lost);
+//! - a person's edit (recorded external changes) of a task coord moved meanwhile is applied to
+//!   the moved file: three-way on the person's part, `coord:` and `result:` from the remote.
+//!   Only when two edits change the same lines does the replay stop with a [`Conflict`].
+
+use crate::git::{GitError, LocalCommit, Oid, PathChange, Repo};
+use crate::yaml::{parse_bytes, remove_block, set_block, Limits};
+use serde_json::Value;
+
+/// A result whose task moved on upstream (cancelled, expired, reassigned): to be recorded in
+/// its history as `stale_result`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stale {
+    /// The task.
+    pub id: String,
+    /// The result as the agent wrote it.
+    pub result: Value,
+}
+
+/// What a replay made.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Replay {
+    /// The new tip.
+    pub tip: Option<Oid>,
+    /// Commits carried over or redone.
+    pub redone: usize,
+    /// One line per dropped operation (a lost claim, a cancel of a task finished meanwhile).
+    pub dropped: Vec<String>,
+    /// Results whose task moved on.
+    pub stale: Vec<Stale>,
+}
+
+/// Two edits of the same lines: the replay stopped and nothing was changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Conflict {
+    /// The local commit, in hex.
+    pub commit: String,
+    /// Its summary.
+    pub summary: String,
+    /// The path the local commit changed.
+    pub path: String,
+    /// Where that file is on the remote tip, if anywhere.
+    pub remote_path: Option<String>,
+}
+
+/// Why a replay stopped.
+#[derive(Debug)]
+pub enum Stop {
+    /// A git failure.
+    Git(GitError),
+    /// Two edits of the same lines.
+    Conflict(Conflict),
+}
+
+impl From<GitError> for Stop {
+    fn from(e: GitError) -> Stop {
+        Stop::Git(e)
+    }
+}
+
+/// What one commit became.
+enum Step {
+    Redone(Option<Oid>),
+    Dropped(String),
+    Stale(Stale),
+}
+
+/// Replays `commits` (local coord commits, oldest first) onto `onto`.
+pub fn replay(
+    repo: &Repo,
+    work_dir: &str,
+    onto: Oid,
+    commits: &[LocalCommit],
+) -> Result<Replay, Stop> {
+    let mut out = Replay {
+        tip: Some(onto),
+        ..Replay::default()
+    };
+    let mut tip = onto;
+    for c in commits {
+        let oid = Oid::from_str(&c.info.oid).map_err(|e| GitError::Git {
+            context: format!("bad commit id {}", c.info.oid),
+            source: e,
+        })?;
+        let r = Replayer {
+            repo,
+            work_dir,
+            tip,
+            oid,
+            commit: c,
+        };
+        match r.step()? {
+            Step::Redone(Some(new)) => {
+                tip = new;
+                out.redone += 1;
+            }
+            Step::Redone(None) => {}
+            Step::Dropped(line) => out.dropped.push(line),
+            Step::Stale(s) => out.stale.push(s),
+        }
+    }
+    out.tip = Some(tip);
+    Ok(out)
+}
+
+struct Replayer<'a> {
+    repo: &'a Repo,
+    work_dir: &'a str,
+    tip: Oid,
+    oid: Oid,
+    commit: &'a LocalCommit,
+}
+
+impl Replayer<'_> {
+    fn step(&self) -> Result<Step, Stop> {
+        let changes = self.repo.commit_changes(self.oid)?;
+        if self.applies_as_is(&changes)? {
+            let edits: Vec<_> = changes.iter().map(|c| (c.path.clone(), c.new)).collect();
+            return Ok(Step::Redone(self.commit_with(&edits)?));
+        }
+        match self.trailer("Coord-Task") {
+            Some(id) => self.operation(id, &changes),
+            None => self.edit(&changes),
+        }
+    }
+
+    fn trailer(&self, key: &str) -> Option<&str> {
+        self.commit
+            .info
+            .trailers
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn applies_as_is(&self, changes: &[PathChange]) -> Result<bool, GitError> {
+        for c in changes {
+            if self.repo.blob_at(self.tip, &c.path)? != c.old {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn commit_with(&self, edits: &[(String, Option<Oid>)]) -> Result<Option<Oid>, GitError> {
+        self.repo.commit_edits(self.tip, self.oid, edits, None)
+    }
+
+    /// Redoes an operation on one task when the task is still as it found it; else drops it.
+    fn operation(&self, id: &str, changes: &[PathChange]) -> Result<Step, Stop> {
+        let names = [format!("{id}.yaml"), format!("{id}.yml")];
+        let named = |p: &str| {
+            names
+                .iter()
+                .any(|n| p.rsplit('/').next() == Some(n.as_str()))
+        };
+        let src = changes.iter().find(|c| c.old.is_some() && named(&c.path));
+        let dst = changes.iter().find(|c| c.new.is_some() && named(&c.path));
+        let (Some(src), Some(dst)) = (src, dst) else {
+            return Ok(self.dropped(id, "its file is not there any more"));
+        };
+        let before = self.text(src.old)?;
+        let now = match self.repo.blob_at(self.tip, &src.path)? {
+            Some(b) => Some(self.repo.blob_bytes(b)?),
+            None => None,
+        };
+        let after = self.text(dst.new)?;
+        let holds = now.as_deref().is_some_and(|n| same_attempt(&before, n));
+        let redone = match (holds, now) {
+            (true, Some(now)) => with_blocks(&now, &after),
+            _ => None,
+        };
+        let Some(text) = redone else {
+            return Ok(self.moved_on(id, &after));
+        };
+        let mut edits = vec![(dst.path.clone(), Some(self.repo.write_blob(&text)?))];
+        if src.path != dst.path {
+            edits.push((src.path.clone(), None));
+        }
+        for c in changes
+            .iter()
+            .filter(|c| c.path != src.path && c.path != dst.path)
+        {
+            if self.repo.blob_at(self.tip, &c.path)? == c.old {
+                edits.push((c.path.clone(), c.new));
+            }
+        }
+        Ok(Step::Redone(self.commit_with(&edits)?))
+    }
+
+    fn text(&self, blob: Option<Oid>) -> Result<Vec<u8>, GitError> {
+        match blob {
+            Some(b) => self.repo.blob_bytes(b),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The task moved on upstream: a result is handed back as stale, anything else dropped.
+    fn moved_on(&self, id: &str, after: &[u8]) -> Step {
+        let result = parse_bytes(after, &Limits::default())
+            .ok()
+            .and_then(|d| d.value.get("result").cloned());
+        let reports = self.trailer("Coord-From") == Some("assigned")
+            && self.trailer("Coord-To") == Some("assigned");
+        match result {
+            Some(result) if reports => Step::Stale(Stale {
+                id: id.to_string(),
+                result,
+            }),
+            _ => self.dropped(id, "the task changed on the remote meanwhile"),
+        }
+    }
+
+    fn dropped(&self, id: &str, why: &str) -> Step {
+        let what = if self.trailer("Coord-From") == Some("ready")
+            && self.trailer("Coord-To") == Some("assigned")
+        {
+            "lost claim"
+        } else {
+            "dropped"
+        };
+        Step::Dropped(format!(
+            "{what}: {} ({id}: {why})",
+            self.commit.info.summary
+        ))
+    }
+
+    /// Applies a person's edit path by path, following files coord moved meanwhile.
+    fn edit(&self, changes: &[PathChange]) -> Result<Step, Stop> {
+        let mut edits = Vec::new();
+        for c in changes {
+            let now = self.repo.blob_at(self.tip, &c.path)?;
+            if now == c.old {
+                edits.push((c.path.clone(), c.new));
+                continue;
+            }
+            if now == c.new {
+                continue;
+            }
+            let (Some(old), Some(new)) = (c.old, c.new) else {
+                return Err(self.conflict(&c.path, now.map(|_| c.path.clone())));
+            };
+            let Some((at, theirs)) = self.moved_copy(&c.path, now)? else {
+                return Err(self.conflict(&c.path, None));
+            };
+            let (base, ours, theirs) = (
+                self.repo.blob_bytes(old)?,
+                self.repo.blob_bytes(new)?,
+                self.repo.blob_bytes(theirs)?,
+            );
+            match merge_person(self.repo, &base, &ours, &theirs)? {
+                Some(text) => edits.push((at, Some(self.repo.write_blob(&text)?))),
+                None => return Err(self.conflict(&c.path, Some(at))),
+            }
+        }
+        Ok(Step::Redone(self.commit_with(&edits)?))
+    }
+
+    /// Returns where the remote tip has the file: at the same path, or (a task file coord
+    /// moved) the one file under the work folder with the same name.
+    fn moved_copy(&self, path: &str, now: Option<Oid>) -> Result<Option<(String, Oid)>, GitError> {
+        if let Some(b) = now {
+            return Ok(Some((path.to_string(), b)));
+        }
+        let Some(name) = path.rsplit('/').next() else {
+            return Ok(None);
+        };
+        let found = self
+            .repo
+            .find_named(self.tip, self.work_dir, &[name.to_string()])?;
+        let [at] = found.as_slice() else {
+            return Ok(None);
+        };
+        Ok(self.repo.blob_at(self.tip, at)?.map(|b| (at.clone(), b)))
+    }
+
+    fn conflict(&self, path: &str, remote_path: Option<String>) -> Stop {
+        Stop::Conflict(Conflict {
+            commit: self.commit.info.oid.clone(),
+            summary: self.commit.info.summary.clone(),
+            path: path.to_string(),
+            remote_path,
+        })
+    }
+}
+
+/// Returns whether `now` is the task in the state `before` was in: same `coord.state`,
+/// `assigned_to` and `attempt`.
+fn same_attempt(before: &[u8], now: &[u8]) -> bool {
+    let coord = |b: &[u8]| {
+        parse_bytes(b, &Limits::default()).ok().map(|d| {
+            let c = d.value.get("coord").cloned().unwrap_or(Value::Null);
+            (
+                c.get("state").cloned(),
+                c.get("assigned_to").cloned(),
+                c.get("attempt").cloned(),
+            )
+        })
+    };
+    matches!((coord(before), coord(now)), (Some(a), Some(b)) if a == b)
+}
+
+/// Returns `text` with its `coord:` and `result:` blocks replaced by those of `from` (removed
+/// where `from` has none); None when a file does not read as a block mapping.
+fn with_blocks(text: &[u8], from: &[u8]) -> Option<Vec<u8>> {
+    let from = parse_bytes(from, &Limits::default()).ok()?;
+    let mut out = String::from_utf8(text.to_vec()).ok()?;
+    for key in ["result", "coord"] {
+        let doc = crate::yaml::parse(&out, &Limits::default()).ok()?;
+        out = match from.value.get(key) {
+            Some(v) => set_block(&out, &doc, key, v).ok()?,
+            None => remove_block(&out, &doc, key).ok()?,
+        };
+    }
+    Some(out.into_bytes())
+}
+
+/// Returns a person's edit (`base` → `ours`) applied to the remote's copy `theirs`: the
+/// fields people own merged three-way, `coord:` and `result:` taken from `theirs`. None when
+/// both changed the same lines.
+fn merge_person(
+    repo: &Repo,
+    base: &[u8],
+    ours: &[u8],
+    theirs: &[u8],
+) -> Result<Option<Vec<u8>>, GitError> {
+    let strip = |b: &[u8]| with_blocks(b, b"{}\n");
+    let (Some(b), Some(o), Some(t)) = (strip(base), strip(ours), strip(theirs)) else {
+        return repo.merge_text(base, ours, theirs);
+    };
+    let Some(merged) = repo.merge_text(&b, &o, &t)? else {
+        return Ok(None);
+    };
+    Ok(with_blocks(&merged, theirs))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_are_swapped_and_people_lines_kept() {
+        let person = b"# mine\ntitle: new title\nprompt: p\n";
+        let coord = b"title: old\ncoord:\n  state: assigned\n  attempt: 2\n";
+        let out = with_blocks(person, coord).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.starts_with("# mine\ntitle: new title\nprompt: p\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("coord:\n  state: assigned\n  attempt: 2\n"),
+            "{text}"
+        );
+        let stripped = with_blocks(coord, b"{}\n").unwrap();
+        assert_eq!(stripped, b"title: old\n");
+    }
+
+    #[test]
+    fn the_same_attempt_is_state_agent_and_attempt() {
+        let a = b"title: t\ncoord:\n  state: assigned\n  assigned_to: p1\n  attempt: 1\n";
+        let b = b"title: other\ncoord:\n  state: assigned\n  assigned_to: p1\n  attempt: 1\n  lease_expires_at: x\n";
+        let c = b"title: t\ncoord:\n  state: assigned\n  assigned_to: p2\n  attempt: 1\n";
+        assert!(same_attempt(a, b));
+        assert!(!same_attempt(a, c));
+        assert!(!same_attempt(a, b"title: t\n: : bad"));
+    }
+}
