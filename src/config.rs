@@ -138,6 +138,17 @@ pub struct Config {
     /// How long a file's size and mtime must stay unchanged before it is read (SPEC 3.12);
     /// `0s` reads every file at once.
     pub settle: Duration,
+    /// How agents' commands share work through a remote.
+    pub sync: SyncConfig,
+}
+
+/// `sync:` in coord.yaml.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SyncConfig {
+    /// The remote that `claim`, `complete` and `fail` fetch from and push to before they
+    /// report success (as `--sync <remote>` does); None: they act on the local clone only.
+    pub remote: Option<String>,
 }
 
 impl Config {
@@ -160,6 +171,7 @@ impl Default for Config {
             commit: CommitConfig::default(),
             rules: Vec::new(),
             settle: Duration::from_secs(2),
+            sync: SyncConfig::default(),
         }
     }
 }

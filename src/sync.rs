@@ -39,6 +39,11 @@ pub struct Options {
     pub max_retries: u32,
     /// How long to wait for another coordinator's lock.
     pub wait: Duration,
+    /// Whether a rejected push undoes the commits of the step (`claim`, `complete`, `fail`
+    /// with `--sync`) so that the next attempt redoes it on the newer remote tip, through the
+    /// engine, instead of replaying it. `coord sync` leaves its commits (tick commits are
+    /// dropped and redone anyway).
+    pub redo_on_reject: bool,
     /// The clock for recorded changes.
     pub now: Timestamp,
 }
@@ -322,15 +327,21 @@ pub fn run(
         attempt += 1;
         fetch(store.root(), &opts.remote, &branch, &tracking)?;
         let remote_tip = store.repo.ref_target(&tracking)?;
-        let head = {
+        let (before, head) = {
             let _lock = lock::acquire(store.repo.git_dir(), opts.wait)?;
             store.repo.refuse_unfinished()?;
             for line in store.recover(opts.now)? {
                 say(&format!("coord: {line}"));
             }
             integrate(&store, opts, &branch, remote_tip, &mut report, say)?;
+            if opts.redo_on_reject {
+                for line in store.record_external_changes(opts.now, None)? {
+                    say(&format!("coord: {line}"));
+                }
+            }
+            let before = store.repo.head()?.oid;
             report.commits = tick(&store).map_err(SyncError::Tick)?;
-            store.repo.head()?.oid
+            (before, store.repo.head()?.oid)
         };
         let Some(head) = head.filter(|h| Some(*h) != remote_tip) else {
             return Ok(report);
@@ -348,8 +359,11 @@ pub fn run(
             Pushed::Stale(reason) if attempt <= opts.max_retries => {
                 report.rejected += 1;
                 say(&format!(
-                    "coord: push rejected ({reason}); fetching and ticking again"
+                    "coord: push rejected ({reason}); fetching and trying again"
                 ));
+                if opts.redo_on_reject {
+                    undo(&store, opts, before)?;
+                }
             }
             Pushed::Stale(reason) => {
                 return Err(SyncError::Rejected {
@@ -361,6 +375,15 @@ pub fn run(
             }
         }
     }
+}
+
+/// Moves the branch back to `before`, undoing a step whose push was rejected.
+fn undo(store: &Store, opts: &Options, before: Option<Oid>) -> Result<(), SyncError> {
+    let _lock = lock::acquire(store.repo.git_dir(), opts.wait)?;
+    if let Some(before) = before {
+        store.repo.switch_to(before)?;
+    }
+    Ok(())
 }
 
 /// Brings the local branch onto the remote tip (the caller holds the lock).

@@ -25,6 +25,7 @@ mod report;
 mod show;
 mod status;
 mod sync;
+mod synced;
 mod tick;
 mod validate;
 mod watch;

@@ -1,6 +1,7 @@
 //! The agent's commands: `claim` (pull model), `complete` and `fail` (write a `result:` stamped
 //! with the attempt, for fencing) and `heartbeat` (extend the lease). Each commits its change.
 
+use super::synced::{self, SyncArg};
 use super::{Ctx, AGENT_WAIT};
 use crate::engine::commands::{self, Report};
 use crate::engine::Signer;
@@ -17,6 +18,8 @@ pub struct ClaimArgs {
     /// The agent taking work
     #[arg(long)]
     agent: AgentName,
+    #[command(flatten)]
+    sync: SyncArg,
 }
 
 /// Arguments naming one task.
@@ -40,6 +43,8 @@ pub struct CompleteArgs {
     /// Sign the result with the agent's key (COORD_KEY_<AGENT> or the key file)
     #[arg(long)]
     sign: bool,
+    #[command(flatten)]
+    sync: SyncArg,
 }
 
 /// Arguments of `coord fail`.
@@ -56,14 +61,22 @@ pub struct FailArgs {
     /// Sign the result with the agent's key (COORD_KEY_<AGENT> or the key file)
     #[arg(long)]
     sign: bool,
+    #[command(flatten)]
+    sync: SyncArg,
 }
 
 /// Runs `coord claim`.
 pub fn claim(ctx: &Ctx, args: ClaimArgs) -> Result<()> {
-    let (store, _lock) = ctx.session(AGENT_WAIT)?;
-    let (board, _) = store.load()?;
-    let (plan, id) = commands::claim(&board, &ctx.inputs(&store), &args.agent)?;
-    ctx.apply(&store, &plan)?;
+    let id = match synced::remote(ctx, args.sync.sync)? {
+        Some(remote) => synced::claim(ctx, remote, &args.agent)?,
+        None => {
+            let (store, _lock) = ctx.session(AGENT_WAIT)?;
+            let (board, _) = store.load()?;
+            let (plan, id) = commands::claim(&board, &ctx.inputs(&store), &args.agent)?;
+            ctx.apply(&store, &plan)?;
+            id
+        }
+    };
     if ctx.json {
         super::print_json(&json!({"id": id, "agent": args.agent}));
     } else {
@@ -83,7 +96,7 @@ pub fn complete(ctx: &Ctx, args: CompleteArgs) -> Result<()> {
         [one] => result["next_agent"] = json!(one),
         many => result["next_agent"] = json!(many),
     }
-    write_result(ctx, &args.id, result, args.sign)
+    write_result(ctx, &args.id, result, args.sign, args.sync)
 }
 
 /// Runs `coord fail`.
@@ -92,12 +105,12 @@ pub fn fail(ctx: &Ctx, args: FailArgs) -> Result<()> {
         "status": "failure",
         "error": {"message": args.error, "retryable": !args.fatal},
     });
-    write_result(ctx, &args.id, result, args.sign)
+    write_result(ctx, &args.id, result, args.sign, args.sync)
 }
 
-fn write_result(ctx: &Ctx, id: &TaskId, result: Value, sign: bool) -> Result<()> {
+fn write_result(ctx: &Ctx, id: &TaskId, result: Value, sign: bool, sync: SyncArg) -> Result<()> {
     let signer: Option<&dyn Signer> = if sign { Some(ctx.keys()) } else { None };
-    ctx.act(&|b, i| {
+    let planner: &super::Planner<'_> = &|b, i| {
         commands::report(
             b,
             i,
@@ -107,7 +120,11 @@ fn write_result(ctx: &Ctx, id: &TaskId, result: Value, sign: bool) -> Result<()>
                 signer,
             },
         )
-    })
+    };
+    match synced::remote(ctx, sync.sync)? {
+        Some(remote) => synced::act(ctx, remote, planner),
+        None => ctx.act(planner),
+    }
 }
 
 /// Runs `coord heartbeat`.

@@ -43,6 +43,15 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     } else {
         board_view::print(&v);
     }
+    if let Some((tracking, ids)) = super::synced::tentative(&store, &board)? {
+        if !ids.is_empty() {
+            ctx.status(&format!(
+                "coord: {} assignment(s) here are not on {tracking} (as of the last fetch) and may go to another clone: {}; run coord sync (or claim with --sync) before starting work",
+                ids.len(),
+                ids.join(", ")
+            ));
+        }
+    }
     Ok(())
 }
 

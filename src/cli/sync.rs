@@ -32,6 +32,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         max_retries: args.max_retries,
         wait: std::time::Duration::from_secs(args.wait.as_secs().max(0) as u64),
         now: ctx.now,
+        redo_on_reject: false,
     };
     let mut tick =
         |store: &crate::store::Store| super::tick::tick_once(ctx, store).map_err(Into::into);

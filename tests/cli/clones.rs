@@ -172,3 +172,115 @@ fn two_clones_claiming_the_same_task_keep_one_claim_and_report_the_lost_one() {
     assert_eq!(at, "work/assigned/p1/t-0.yaml");
     assert_eq!(b.find("t-0"), [at]);
 }
+
+/// Runs `coord claim --sync` in each clone at once; returns (exit code, stdout) of each.
+fn claim_all(clones: &[(&TestRepo, &str)]) -> Vec<(Option<i32>, String)> {
+    let children: Vec<_> = clones
+        .iter()
+        .map(|(r, agent)| {
+            let mut c = r.spawn_cmd(&["claim", "--agent", agent, "--sync"]);
+            c.stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            c.spawn().expect("spawn coord claim")
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|c| {
+            let o = c.wait_with_output().expect("wait");
+            let err = String::from_utf8_lossy(&o.stderr).into_owned();
+            assert!(
+                matches!(o.status.code(), Some(0 | 4)),
+                "claim exited {:?}: {err}",
+                o.status.code()
+            );
+            (
+                o.status.code(),
+                String::from_utf8_lossy(&o.stdout).trim().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn claims_with_sync_never_give_one_task_to_two_clones() {
+    let net = pull_net(&["p1", "p2", "p3"]);
+    let clones = [net.clone(), net.clone(), net.clone()];
+    let ticker = net.clone();
+    for round in 0..3 {
+        // Two tasks for three claimers: two get one each, the third exits 4.
+        net.person_adds(&format!("r{round}"), 2);
+        ticker.ok(&["sync"]);
+        let outs = claim_all(&[(&clones[0], "p1"), (&clones[1], "p2"), (&clones[2], "p3")]);
+        let mut ids: Vec<&str> = outs
+            .iter()
+            .filter(|(code, _)| *code == Some(0))
+            .map(|(_, id)| id.as_str())
+            .collect();
+        ids.sort();
+        assert_eq!(ids.len(), 2, "{outs:?}");
+        assert_ne!(ids[0], ids[1], "one task claimed twice: {outs:?}");
+        for (code, id) in &outs {
+            if *code == Some(0) {
+                let (at, _) = on_remote(&net, id);
+                assert!(at.starts_with("work/assigned/p"), "{id} is at {at}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_claim_with_sync_sees_the_remote_first_and_exits_4_when_it_lost() {
+    let net = pull_net(&["p1", "p2"]);
+    let (a, b, ticker) = (net.clone(), net.clone(), net.clone());
+    net.person_adds("t", 1);
+    ticker.ok(&["sync"]);
+    b.ok(&["sync"]);
+    assert_eq!(a.ok(&["claim", "--agent", "p1", "--sync"]).trim(), "t-0");
+    assert_eq!(
+        b.where_is("t-0"),
+        "work/ready/t-0.yaml",
+        "b has not fetched"
+    );
+    b.code(&["claim", "--agent", "p2", "--sync"], 4);
+    assert_eq!(b.where_is("t-0"), "work/assigned/p1/t-0.yaml");
+    // The result is reported only once it is on the remote.
+    a.ok(&["complete", "t-0", "--sync"]);
+    let (_, text) = on_remote(&net, "t-0");
+    assert!(text.contains("status: success"), "{text}");
+}
+
+#[test]
+fn sync_remote_in_coord_yaml_makes_every_claim_push() {
+    let net = pull_net(&["p1"]);
+    net.seed.write("coord.yaml", "sync:\n  remote: origin\n");
+    net.seed
+        .git(&["commit", "-qam", "claims go through origin"]);
+    net.seed.git(&["push", "-q", "origin", "main"]);
+    let (a, ticker) = (net.clone(), net.clone());
+    net.person_adds("t", 1);
+    ticker.ok(&["sync"]);
+    assert_eq!(a.ok(&["claim", "--agent", "p1"]).trim(), "t-0");
+    let (at, _) = on_remote(&net, "t-0");
+    assert_eq!(at, "work/assigned/p1/t-0.yaml");
+}
+
+#[test]
+fn status_says_which_local_assignments_are_not_on_the_remote_yet() {
+    let net = pull_net(&["p1"]);
+    let (a, ticker) = (net.clone(), net.clone());
+    net.person_adds("t", 1);
+    ticker.ok(&["sync"]);
+    a.ok(&["sync"]);
+    a.ok(&["claim", "--agent", "p1"]);
+    let out = a.run(&["status"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not on origin/main") && err.contains("t-0"),
+        "{err}"
+    );
+    a.ok(&["sync"]);
+    let out = a.run(&["status"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("not on origin/main"), "{err}");
+}
