@@ -17,7 +17,7 @@ pub struct Args {
     #[arg(long)]
     branch: Option<String>,
     /// How many times to fetch, tick and push again after a rejected push
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 30)]
     max_retries: u32,
     /// Wait this long for another coordinator's lock (e.g. 30s)
     #[arg(long, default_value = "0s")]

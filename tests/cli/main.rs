@@ -8,6 +8,7 @@ mod foundation;
 mod gitstate;
 mod harness;
 mod inplace;
+mod jepsen;
 mod messages;
 mod patterns;
 mod perf_cache;
