@@ -14,6 +14,7 @@ use git2::{ErrorCode, FileMode, IndexEntry, IndexTime, Repository, Signature, Ti
 mod commit;
 mod edit;
 mod history;
+mod locks;
 mod rewrite;
 mod state;
 
@@ -43,6 +44,17 @@ pub enum GitError {
     Conflict {
         /// The ref that moved (`refs/heads/main`, or `HEAD` when detached).
         branch: String,
+        /// What libgit2 reported.
+        #[source]
+        source: git2::Error,
+    },
+    /// A lock file of git's stayed held by another git process for the whole wait.
+    #[error("{} is held by another git process (a commit, gc or fetch?); coord waited {waited:.1}s and committed nothing further; run it again when that git is done, or delete the file if no git is running", lock.display())]
+    Locked {
+        /// The lock file.
+        lock: PathBuf,
+        /// How long coord waited, in seconds.
+        waited: f64,
         /// What libgit2 reported.
         #[source]
         source: git2::Error,
@@ -289,6 +301,46 @@ impl Repo {
             if self.lock_holds_our_commit(&lock) || outlives(&lock, grace) {
                 remove_lock(&lock)?;
                 removed.push(lock);
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Removes the `tmp_object_git2_*` files a killed libgit2 writer left in the object
+    /// database (in `objects/` or a fan-out folder), those last written before `before`; a
+    /// writer that is alive renames its file away within milliseconds. Returns how many it
+    /// removed.
+    pub fn remove_stale_temp_objects(
+        &self,
+        before: std::time::SystemTime,
+    ) -> Result<usize, GitError> {
+        let objects = self.repo.commondir().join("objects");
+        let mut dirs = vec![objects.clone()];
+        if let Ok(entries) = std::fs::read_dir(&objects) {
+            dirs.extend(
+                entries
+                    .flatten()
+                    .filter(|e| e.file_name().len() == 2)
+                    .map(|e| e.path()),
+            );
+        }
+        let mut removed = 0;
+        for dir in dirs {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let stale = e
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("tmp_object_git2_")
+                    && e.metadata()
+                        .and_then(|m| m.modified())
+                        .is_ok_and(|t| t < before);
+                if stale {
+                    remove_lock(&e.path())?;
+                    removed += 1;
+                }
             }
         }
         Ok(removed)

@@ -43,12 +43,19 @@ fn holder(pid: Option<u32>) -> String {
 pub struct CoordLock {
     file: File,
     path: PathBuf,
+    previous_killed: bool,
 }
 
 impl CoordLock {
     /// Returns the path of the lock file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Returns whether the previous holder ended without releasing the lock cleanly (killed,
+    /// crashed): it left its pid in the file, which a clean holder empties.
+    pub fn previous_killed(&self) -> bool {
+        self.previous_killed
     }
 }
 
@@ -92,8 +99,13 @@ pub fn acquire(git_dir: &Path, wait: Duration) -> Result<CoordLock, LockError> {
             Err(TryLockError::Error(source)) => return Err(io_err(source)),
         }
     }
+    let previous_killed = read_pid(&path).is_some();
     write_pid(&file).map_err(io_err)?;
-    Ok(CoordLock { file, path })
+    Ok(CoordLock {
+        file,
+        path,
+        previous_killed,
+    })
 }
 
 fn write_pid(mut file: &File) -> io::Result<()> {

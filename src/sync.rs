@@ -328,9 +328,14 @@ pub fn run(
         fetch(store.root(), &opts.remote, &branch, &tracking)?;
         let remote_tip = store.repo.ref_target(&tracking)?;
         let (before, head) = {
-            let _lock = lock::acquire(store.repo.git_dir(), opts.wait)?;
+            let lock = lock::acquire(store.repo.git_dir(), opts.wait)?;
             store.repo.refuse_unfinished()?;
-            for line in store.recover(opts.now)? {
+            let mut recovered = Vec::new();
+            if lock.previous_killed() {
+                recovered = store.remove_temp_objects()?;
+            }
+            recovered.extend(store.recover(opts.now)?);
+            for line in recovered {
                 say(&format!("coord: {line}"));
             }
             integrate(&store, opts, &branch, remote_tip, &mut report, say)?;

@@ -12,7 +12,7 @@ use serde_json::json;
 pub struct Args {
     /// Archive tasks finished at least this long ago (default: archive_after in coord.yaml)
     #[arg(long = "older-than", value_name = "AGE")]
-    older_than: Option<Duration>,
+    older_than: Option<super::wait::FlagDuration>,
     /// Print what would move and change nothing
     #[arg(long)]
     dry_run: bool,
@@ -22,7 +22,9 @@ pub struct Args {
 pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     let (store, _lock) = ctx.session(AGENT_WAIT)?;
     let (board, _) = store.load()?;
-    let age = args.older_than.unwrap_or(store.config.archive_after);
+    let age = args.older_than.map_or(store.config.archive_after, |d| {
+        Duration::from_secs(d.ceil_secs())
+    });
     let plan = archive::plan(&board, &ctx.inputs(&store), age);
     for note in &plan.notes {
         if let Note::Skipped { path, message } = note {

@@ -28,6 +28,7 @@ mod sync;
 mod synced;
 mod tick;
 mod validate;
+pub mod wait;
 mod watch;
 
 use crate::engine::{AcceptAll, Inputs, Plan};
@@ -64,6 +65,10 @@ pub struct Cli {
     /// Use this time as now (RFC 3339), for reproducible runs
     #[arg(long, global = true, env = "COORD_NOW", value_name = "TIME")]
     now: Option<String>,
+    /// In a command that writes, wait this long for another coordinator's lock (e.g. 30s,
+    /// 500ms; default 10s for agent and person commands, 0s for tick and sync)
+    #[arg(long, global = true, value_name = "DURATION")]
+    wait: Option<wait::FlagDuration>,
     #[command(subcommand)]
     command: Command,
 }
@@ -137,6 +142,8 @@ pub struct Ctx {
     keys: OnceCell<KeyRing>,
     /// Whether the clock was given (`--now`, COORD_NOW) rather than read from the system.
     pub now_fixed: bool,
+    /// How long to wait for the coordinator lock (`--wait`), when given.
+    pub wait: Option<std::time::Duration>,
 }
 
 impl Ctx {
@@ -179,8 +186,11 @@ impl Ctx {
     pub fn locked(&self, wait: Duration) -> Result<(Store, CoordLock)> {
         let store = self.store()?;
         store.repo.refuse_unfinished()?;
-        let wait = std::time::Duration::from_secs(wait.as_secs().max(0) as u64);
-        let guard = lock::acquire(store.repo.git_dir(), wait)?;
+        let default = std::time::Duration::from_secs(wait.as_secs().max(0).unsigned_abs());
+        let guard = lock::acquire(store.repo.git_dir(), self.wait.unwrap_or(default))?;
+        if guard.previous_killed() {
+            self.report_lines(store.remove_temp_objects()?);
+        }
         store.repo.refuse_unfinished()?;
         self.report_lines(store.finish_interrupted(self.now)?);
         Ok((store, guard))
@@ -218,7 +228,12 @@ impl Ctx {
         let (board, _) = store.load()?;
         let plan = planner(&board, &self.inputs(&store))?;
         self.apply(&store, &plan)?;
-        Ok(())
+        match store.first_skipped() {
+            Some((path, why)) => Err(anyhow::anyhow!(
+                "{path} could not be changed ({why}); nothing was committed for it"
+            )),
+            None => Ok(()),
+        }
     }
 
     /// Applies a plan's transitions, committing each; prints one line per commit.
@@ -241,6 +256,9 @@ impl Ctx {
                         crate::redact::one_line(&t.summary)
                     ));
                 }
+                Applied::Failed(why) => self.status(&format!(
+                    "coord: {why}; the other tasks go on, 'coord status' lists it"
+                )),
                 Applied::Skipped => self.status(&format!(
                     "coord: skipped '{}': the file changed meanwhile; the next tick retries",
                     t.subject
@@ -275,6 +293,7 @@ pub fn run(cli: Cli) -> Result<()> {
         now,
         keys: OnceCell::new(),
         now_fixed,
+        wait: cli.wait.map(wait::FlagDuration::get),
     };
     match cli.command {
         Command::Init(a) => init::run(&ctx, a),

@@ -2,7 +2,6 @@
 //! The steps live in [`crate::sync`]; this file turns flags into options and prints the outcome.
 
 use super::Ctx;
-use crate::model::Duration;
 use crate::sync::{self, Options, SyncError};
 use anyhow::Result;
 use serde_json::json;
@@ -19,9 +18,6 @@ pub struct Args {
     /// How many times to fetch, tick and push again after a rejected push
     #[arg(long, default_value_t = 30)]
     max_retries: u32,
-    /// Wait this long for another coordinator's lock (e.g. 30s)
-    #[arg(long, default_value = "0s")]
-    wait: Duration,
 }
 
 /// Runs `coord sync`.
@@ -30,7 +26,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         remote: args.remote,
         branch: args.branch,
         max_retries: args.max_retries,
-        wait: std::time::Duration::from_secs(args.wait.as_secs().max(0) as u64),
+        wait: ctx.wait.unwrap_or_default(),
         now: ctx.now,
         redo_on_reject: false,
     };

@@ -14,9 +14,6 @@ pub struct Args {
     /// Print the plan and change nothing
     #[arg(long)]
     dry_run: bool,
-    /// Wait this long for another coordinator's lock (e.g. 30s)
-    #[arg(long, default_value = "0s")]
-    wait: Duration,
 }
 
 /// Runs `coord tick`.
@@ -28,15 +25,26 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         print_plan(ctx, &plan);
         return Ok(());
     }
-    let (store, _lock) = ctx.locked(args.wait)?;
+    let (store, _lock) = ctx.locked(Duration::from_secs(0))?;
     let n = tick_once(ctx, &store)?;
+    let skipped = store.skipped_count();
     if ctx.json {
-        super::print_json(&json!({ "transitions": n }));
-    } else if n == 0 {
+        super::print_json(&json!({ "transitions": n, "skipped": skipped }));
+    } else if n == 0 && skipped == 0 {
         ctx.status("coord: nothing to do");
+    }
+    if skipped > 0 {
+        return Err(super::Found(format!(
+            "{skipped} task file(s) left where they were after a file operation failed; the other tasks moved; 'coord status' lists them"
+        ))
+        .into());
     }
     Ok(())
 }
+
+/// How many times one pass plans again after a task file could not be moved or rewritten
+/// (each time without the files skipped so far); what is left waits for the next tick.
+const MAX_ROUNDS: usize = 8;
 
 /// Loads, plans, applies and commits one pass; returns the number of commits. The caller
 /// holds the lock and has finished what a killed run left (`Ctx::locked`).
@@ -52,6 +60,10 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
 /// The pass starts with a walk of `work/` (names and stat data): when the quiet mark shows
 /// that a tick which planned nothing saw this same state, and nothing that plan waited for is
 /// due, it stops there. A pass that plans nothing leaves that mark for the next one.
+///
+/// A task file whose move or rewrite fails (immutable, unreadable, another mount, a full
+/// disk) is left where it was and the pass plans again without it, so one such file never
+/// stops the other tasks; the files skipped are recorded for `status` and `doctor`.
 pub fn tick_once(ctx: &Ctx, store: &crate::store::Store) -> Result<usize> {
     Ok(tick_pass(ctx, store)?.commits)
 }
@@ -79,13 +91,25 @@ pub fn tick_pass(ctx: &Ctx, store: &crate::store::Store) -> Result<Pass> {
             settles_at: None,
         });
     }
-    let (board, _) = load_recorded(ctx, store, walked)?;
-    let plan = engine::plan(&board, &ctx.inputs(store));
-    store.mark_tick_commits(true);
-    let applied = ctx.apply(store, &plan);
-    store.mark_tick_commits(false);
-    let n = applied?;
-    if n == 0 && plan.is_empty() && board.settling.is_empty() {
+    let (mut board, _) = load_recorded(ctx, store, walked)?;
+    let mut n = 0;
+    let mut rounds = 0;
+    let plan = loop {
+        let plan = engine::plan(&board, &ctx.inputs(store));
+        let skipped = store.skipped_count();
+        store.mark_tick_commits(true);
+        let applied = ctx.apply(store, &plan);
+        store.mark_tick_commits(false);
+        n += applied?;
+        rounds += 1;
+        if store.skipped_count() == skipped || rounds == MAX_ROUNDS {
+            break plan;
+        }
+        (board, _) = store.load()?;
+    };
+    store.save_skipped()?;
+    let clean = store.skipped_count() == 0;
+    if n == 0 && plan.is_empty() && board.settling.is_empty() && clean {
         store.set_quiet_mark(ctx.now, plan.deadline);
     }
     if ctx.verbose > 0 {

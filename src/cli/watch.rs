@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 pub struct Args {
     /// Time between periodic ticks, for leases and backoff (e.g. 60s, 5m)
     #[arg(long, default_value = "60s")]
-    interval: Duration,
+    interval: super::wait::FlagDuration,
     /// Poll the file system instead of using change events (NFS, WSL, inotify limits)
     #[arg(long)]
     poll: bool,
@@ -24,13 +24,13 @@ const TICK_WAIT: Duration = Duration::from_secs(2);
 
 /// Runs `coord watch`.
 pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
-    if args.interval.as_secs() < 1 {
+    if args.interval.get().as_secs() < 1 {
         return Err(crate::error::UsageError("--interval must be at least 1s".to_string()).into());
     }
     let store = ctx.store()?;
     let work = store.abs(store.work_dir());
     let opts = Options {
-        interval: std::time::Duration::from_secs(args.interval.as_secs() as u64),
+        interval: args.interval.get(),
         poll: args.poll,
         ..Options::default()
     };

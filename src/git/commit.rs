@@ -39,6 +39,8 @@ impl Repo {
     /// commit; a detached HEAD moves HEAD itself. Author and committer are both `author` at
     /// `time` (UTC). Returns `Ok(None)` without committing when the tree would equal HEAD's, and
     /// `Conflict` when the branch moved meanwhile (the ref is updated as a compare-and-swap).
+    /// A branch lock held by another git process is waited for (a few seconds), then
+    /// `Locked` names it.
     pub fn commit_paths(
         &self,
         paths: &[String],
@@ -249,25 +251,22 @@ impl Repo {
         message: &str,
     ) -> Result<(), GitError> {
         let summary = message.lines().next().unwrap_or_default();
-        let result = match head.oid {
-            Some(old) => {
-                let log = format!("commit: {summary}");
-                self.repo
-                    .reference_matching(&head.refname, new, true, old, &log)
-            }
-            None => {
-                let log = format!("commit (initial): {summary}");
-                self.repo.reference(&head.refname, new, false, &log)
-            }
-        };
+        let lock = self.git_dir.join(format!("{}.lock", head.refname));
+        let result =
+            super::locks::retry_locked(&lock, super::locks::LOCK_WAIT, || match head.oid {
+                Some(old) => {
+                    let log = format!("commit: {summary}");
+                    self.repo
+                        .reference_matching(&head.refname, new, true, old, &log)
+                }
+                None => {
+                    let log = format!("commit (initial): {summary}");
+                    self.repo.reference(&head.refname, new, false, &log)
+                }
+            })?;
         match result {
             Ok(_) => Ok(()),
-            Err(source)
-                if matches!(
-                    source.code(),
-                    ErrorCode::Modified | ErrorCode::Exists | ErrorCode::Locked
-                ) =>
-            {
+            Err(source) if matches!(source.code(), ErrorCode::Modified | ErrorCode::Exists) => {
                 Err(GitError::Conflict {
                     branch: head.refname.clone(),
                     source,
@@ -296,8 +295,8 @@ impl Repo {
                 index_path.display()
             )))?;
         }
-        index
-            .write()
+        let lock = self.git_dir.join("index.lock");
+        super::locks::retry_locked(&lock, super::locks::LOCK_WAIT, || index.write())?
             .map_err(ctx(format!("cannot write {}", index_path.display())))
     }
 }

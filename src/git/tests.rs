@@ -556,3 +556,63 @@ fn stale_locks_of_a_killed_coord_are_removed_and_live_ones_waited_for() {
         "a live git's lock is waited for, not removed"
     );
 }
+
+/// Holds `lock` (as another git process would) and releases it after `ms` milliseconds.
+fn hold_for(lock: PathBuf, ms: u64) -> std::thread::JoinHandle<()> {
+    std::fs::write(&lock, "held by a test\n").unwrap();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        std::fs::remove_file(lock).unwrap();
+    })
+}
+
+#[test]
+fn a_branch_lock_held_for_a_moment_is_waited_for() {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    write(d, "work/a.yaml", "1\n");
+    commit(&repo, &["work/a.yaml"], "one").unwrap();
+    let holder = hold_for(d.join(".git/refs/heads/main.lock"), 400);
+    write(d, "work/a.yaml", "2\n");
+    let made = commit(&repo, &["work/a.yaml"], "two");
+    holder.join().unwrap();
+    assert_eq!(made.map(|o| o.to_string()), Some(rev(d, "main")));
+}
+
+#[test]
+fn a_branch_lock_held_throughout_is_named_and_no_move_is_reported() {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    write(d, "work/a.yaml", "1\n");
+    commit(&repo, &["work/a.yaml"], "one").unwrap();
+    let before = rev(d, "main");
+    std::fs::write(d.join(".git/refs/heads/main.lock"), "held\n").unwrap();
+    write(d, "work/a.yaml", "2\n");
+    let paths = ["work/a.yaml".to_string()];
+    let now = jiff::Timestamp::from_second(NOW).unwrap();
+    let start = std::time::Instant::now();
+    let err = repo
+        .commit_paths(&paths, "two", &Identity::default(), now)
+        .unwrap_err();
+    assert!(start.elapsed() >= locks::LOCK_WAIT, "{:?}", start.elapsed());
+    assert!(matches!(err, GitError::Locked { .. }), "{err:?}");
+    let message = err.to_string();
+    assert!(message.contains("refs/heads/main.lock"), "{message}");
+    assert!(!message.contains("moved"), "{message}");
+    assert_eq!(rev(d, "main"), before);
+}
+
+#[test]
+fn an_index_lock_held_for_a_moment_is_waited_for() {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    write(d, "work/a.yaml", "1\n");
+    let paths = ["work/a.yaml".to_string()];
+    let now = jiff::Timestamp::from_second(NOW).unwrap();
+    repo.commit_paths(&paths, "one", &Identity::default(), now)
+        .unwrap();
+    let holder = hold_for(d.join(".git/index.lock"), 400);
+    repo.update_index(&paths).unwrap();
+    holder.join().unwrap();
+    assert_eq!(status(d), Vec::<String>::new());
+}

@@ -29,8 +29,23 @@ pub enum Applied {
     /// Committed as far as it went: a file it was to edit changed meanwhile in a way the edit
     /// cannot be spliced into, so it was left as found (why); the next tick looks at it again.
     LeftAsFound(String),
+    /// Not done: a file operation failed (what was left where, and why); what it did was undone
+    /// and the task file left
+    /// where it was, and the rest of the plan was not applied (it may have relied on this one).
+    Failed(String),
     /// A file changed since the plan was made; left for the next tick.
     Skipped,
+}
+
+/// What puts back one file operation of a transition that failed midway.
+enum Undo {
+    /// Move the file back from `to` to `from` (if it moved).
+    Move { from: String, to: String },
+    /// Give `path` these bytes again, or remove it when it did not exist.
+    Restore {
+        path: String,
+        bytes: Option<Vec<u8>>,
+    },
 }
 
 /// The journal: the transitions of a plan not yet committed, the first one possibly half
@@ -77,9 +92,12 @@ impl Store {
         write_private(&journal, &text, false).map_err(io_err(&journal))?;
         for (i, t) in plan.iter().enumerate() {
             if self.guard_holds(t) {
-                let applied = self.run_ops(t)?;
-                self.commit(t, now)?;
+                let applied = self.apply_one(t, now)?;
+                let failed = matches!(applied, Applied::Failed(_));
                 each(t, applied);
+                if failed {
+                    break;
+                }
             } else {
                 each(t, Applied::Skipped);
             }
@@ -87,6 +105,78 @@ impl Store {
             write_private(&cursor, next.as_bytes(), false).map_err(io_err(&cursor))?;
         }
         self.clear_journal()
+    }
+
+    /// Carries out one transition and commits it. When a file operation fails (the file is
+    /// immutable or unreadable, its folder is on another mount, the disk is full), what it did
+    /// is undone and it is skipped, noted for the rest of the run: the task's file stays where
+    /// it was and the next plan starts from there. A transition that follows from an earlier
+    /// one (it has no guard: a handoff child, a profile update) is not skipped, nor is one
+    /// whose undo fails: their error ends the pass and the journal lets the next run finish it.
+    fn apply_one(&self, t: &Transition, now: Timestamp) -> Result<Applied, StoreError> {
+        let mut log = Vec::new();
+        match self.run_ops(t, &mut log) {
+            Ok(applied) => {
+                self.commit(t, now)?;
+                Ok(applied)
+            }
+            Err(StoreError::Io { path, source }) => {
+                let Some((file, _)) = t.guard.first() else {
+                    return Err(StoreError::Io { path, source });
+                };
+                if self.undo(log).is_err() {
+                    return Err(StoreError::Io { path, source });
+                }
+                let shown = path.strip_prefix(self.root()).unwrap_or(&path);
+                let why = format!("{}: {source}", shown.display());
+                self.skip_file(file, &why);
+                Ok(Applied::Failed(format!("left {file} where it is ({why})")))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Undoes the file operations of a transition that failed midway, last first.
+    fn undo(&self, log: Vec<Undo>) -> Result<(), StoreError> {
+        let root = self.root();
+        let gone = |rel: &str| fsutil::file_type(root, rel).is_ok_and(|t| t.is_none());
+        for step in log.into_iter().rev() {
+            match step {
+                Undo::Move { from, to } if gone(&from) && !gone(&to) => {
+                    fsutil::rename_noreplace_in(root, &to, &from)
+                        .map_err(io_err(&self.abs(&from)))?;
+                }
+                Undo::Move { .. } => {}
+                Undo::Restore { path, bytes: None } => {
+                    fsutil::remove_in(root, &path).map_err(io_err(&self.abs(&path)))?;
+                }
+                Undo::Restore {
+                    path,
+                    bytes: Some(bytes),
+                } => {
+                    let same =
+                        fsutil::read_limited(root, &path, bytes.len()).is_ok_and(|b| b == bytes);
+                    if !same {
+                        fsutil::write_atomic_in(root, &path, &bytes)
+                            .map_err(io_err(&self.abs(&path)))?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Returns what puts `path` back as it is now: its bytes, or its absence.
+    fn before(&self, path: &str) -> Result<Undo, StoreError> {
+        let bytes = match fsutil::read_limited(self.root(), path, usize::MAX - 1) {
+            Ok(bytes) => Some(bytes),
+            Err(e) if e.kind() == ErrorKind::NotFound => None,
+            Err(e) => return Err(io_err(&self.abs(path))(e)),
+        };
+        Ok(Undo::Restore {
+            path: path.to_string(),
+            bytes,
+        })
     }
 
     fn clear_journal(&self) -> Result<(), StoreError> {
@@ -125,25 +215,34 @@ impl Store {
 
     /// Carries out a transition's file operations; an edit whose file changed meanwhile is
     /// spliced into what is there now, or left as found (`Applied::LeftAsFound`).
-    fn run_ops(&self, t: &Transition) -> Result<Applied, StoreError> {
+    fn run_ops(&self, t: &Transition, log: &mut Vec<Undo>) -> Result<Applied, StoreError> {
         let mut applied = Applied::Committed;
         for op in &t.ops {
             match op {
                 Op::Edit { path, text, rest } => {
+                    log.push(self.before(path)?);
                     if let Edited::LeftAsFound(why) = self.edit(path, text, *rest)? {
                         applied = Applied::LeftAsFound(format!("{path} left as found: {why}"));
                     }
                 }
-                Op::Move { from, to } => self.do_move(from, to)?,
+                Op::Move { from, to } => {
+                    log.push(Undo::Move {
+                        from: from.clone(),
+                        to: to.clone(),
+                    });
+                    self.do_move(from, to)?;
+                }
                 Op::Write { path, text } => {
                     let same = fsutil::read_limited(self.root(), path, text.len())
                         .is_ok_and(|b| b == text.as_bytes());
                     if !same {
+                        log.push(self.before(path)?);
                         fsutil::write_atomic_in(self.root(), path, text.as_bytes())
                             .map_err(io_err(&self.abs(path)))?;
                     }
                 }
                 Op::Remove { path } => {
+                    log.push(self.before(path)?);
                     fsutil::remove_in(self.root(), path).map_err(io_err(&self.abs(path)))?;
                 }
             }
@@ -196,6 +295,21 @@ impl Store {
         Ok(done)
     }
 
+    /// Removes the temporary object files (`tmp_object_git2_*`) a killed run left in
+    /// `.git/objects`; the caller holds the lock, taken from a holder that was killed, so the
+    /// files written before now are that run's. Returns what it did, for the report.
+    pub fn remove_temp_objects(&self) -> Result<Vec<String>, StoreError> {
+        let n = self
+            .repo
+            .remove_stale_temp_objects(std::time::SystemTime::now())?;
+        Ok((n > 0)
+            .then(|| {
+                format!("removed {n} temporary object file(s) a killed run left in .git/objects")
+            })
+            .into_iter()
+            .collect())
+    }
+
     /// Finishes what a killed run left under the lock: stale git locks, temp files and the
     /// journaled plan. Returns the summaries of the commits it made. Temp files under `work/`
     /// are written only by journaled transitions, so they are looked for only when a journal
@@ -241,14 +355,20 @@ impl Store {
                         Applied::LeftAsFound(why) => {
                             done.push(format!("finished interrupted: {} ({why})", t.summary));
                         }
+                        Applied::Failed(why) => {
+                            done.push(format!("interrupted {}: {why}", t.summary));
+                        }
                         Applied::Skipped => {}
                     };
+                    let mut failed = false;
                     if self.resumable(first) {
-                        let applied = self.run_ops(first)?;
-                        self.commit(first, now)?;
+                        let applied = self.apply_one(first, now)?;
+                        failed = matches!(applied, Applied::Failed(_));
                         report(first, applied);
                     }
-                    self.apply_plan(rest, now, &mut report)?;
+                    if !failed {
+                        self.apply_plan(rest, now, &mut report)?;
+                    }
                 }
                 self.clear_journal()?;
             }

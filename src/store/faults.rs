@@ -2,7 +2,7 @@
 //! of a tick made to fail in turn (the fail-at-N sweep), and a run stopped at one chosen step.
 //! Test-only; does I/O in temporary repositories.
 
-use super::inject::{count, fail_at, fail_on, failed};
+use super::inject::{count, crash_on, fail_at, fail_on, failed};
 use crate::cli::{self, Cli};
 use clap::Parser;
 use std::collections::BTreeMap;
@@ -106,6 +106,46 @@ fn assert_no_partial_file(root: &Path, n: usize) {
     }
 }
 
+/// Asserts two snapshots are equal, showing the files that differ as text.
+fn assert_same_files(got: &BTreeMap<String, Vec<u8>>, want: &BTreeMap<String, Vec<u8>>, n: usize) {
+    let text = |m: &BTreeMap<String, Vec<u8>>, p: &String| {
+        m.get(p).map(|b| String::from_utf8_lossy(b).into_owned())
+    };
+    let differ: Vec<String> = got
+        .keys()
+        .chain(want.keys())
+        .filter(|p| got.get(*p) != want.get(*p))
+        .map(|p| format!("{p}:\n got {:?}\n want {:?}", text(got, p), text(want, p)))
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "N={n}: the final state differs\n{}",
+        differ.join("\n")
+    );
+}
+
+/// Returns the task ids (file stems outside `work/agents/`) whose place or bytes differ.
+fn ids_differing(
+    a: &BTreeMap<String, Vec<u8>>,
+    b: &BTreeMap<String, Vec<u8>>,
+) -> std::collections::BTreeSet<String> {
+    let tasks =
+        |m: &BTreeMap<String, Vec<u8>>| -> std::collections::BTreeSet<(String, String, Vec<u8>)> {
+            m.iter()
+                .filter(|(p, _)| p.ends_with(".yaml") && !p.starts_with("work/agents/"))
+                .map(|(p, bytes)| {
+                    let name = p.rsplit('/').next().unwrap_or(p);
+                    let id = name.trim_end_matches(".yaml").to_string();
+                    (id, p.clone(), bytes.clone())
+                })
+                .collect()
+        };
+    let (a, b) = (tasks(a), tasks(b));
+    a.symmetric_difference(&b)
+        .map(|(id, _, _)| id.clone())
+        .collect()
+}
+
 /// Asserts that the index holds HEAD's version of every path under `work/` (nothing staged),
 /// so a person's next `git commit` cannot commit a reversal of coord's commits.
 fn assert_index_agrees_with_head(root: &Path, n: usize) {
@@ -113,10 +153,11 @@ fn assert_index_agrees_with_head(root: &Path, n: usize) {
     assert_eq!(staged, "", "N={n}: the index disagrees with HEAD");
 }
 
-/// Each operation of a tick is made to fail in turn. A failure ends the pass with a clean
-/// error (or, in a best-effort write such as a cache, is ignored); either way the index agrees
-/// with HEAD at once (unless writing the index was what failed), and the next ticks converge
-/// on the same state as an uninjected run.
+/// Each operation of a tick is made to fail in turn. A failure of one task's file operation
+/// skips that task (recorded for `status`) while the others move; any other failure ends the
+/// pass with a clean error (or, in a best-effort write such as a cache, is ignored). Either
+/// way the index agrees with HEAD at once (unless writing the index was what failed), and the
+/// next ticks converge on the same state as an uninjected run.
 #[test]
 fn failing_the_nth_operation_of_a_tick_leaves_a_clean_index_and_converges() {
     let base = template();
@@ -125,6 +166,7 @@ fn failing_the_nth_operation_of_a_tick_leaves_a_clean_index_and_converges() {
     fail_at(None);
     coord(reference.path(), &["tick"]).expect("uninjected tick");
     let ops = count();
+    let after_one = snapshot(reference.path());
     coord(reference.path(), &["tick"]).expect("second tick");
     let want = snapshot(reference.path());
     assert!(
@@ -133,6 +175,7 @@ fn failing_the_nth_operation_of_a_tick_leaves_a_clean_index_and_converges() {
         want.keys()
     );
     assert!(ops > 20, "a whole tick has many operations ({ops})");
+    let mut skipped = 0;
     for n in 1..=ops {
         let run = tempfile::tempdir().expect("tempdir");
         copy_tree(base.path(), run.path());
@@ -140,11 +183,30 @@ fn failing_the_nth_operation_of_a_tick_leaves_a_clean_index_and_converges() {
         let injected = coord(run.path(), &["tick"]);
         let what = failed();
         fail_at(None);
+        let record = fs::read_to_string(run.path().join(".git/coord/skipped.json"));
         if let Err(err) = &injected {
+            let why = if record.is_ok() {
+                "left where they were after a file operation failed; the other tasks moved"
+            } else {
+                "injected failure"
+            };
+            assert!(format!("{err:#}").contains(why), "N={n}: {err:#}");
+        }
+        if let Ok(record) = record {
+            assert!(record.contains("injected failure"), "N={n}: {record}");
+            let behind = ids_differing(&snapshot(run.path()), &after_one);
+            let stuck = behind.first().expect("the skipped task stays behind");
             assert!(
-                format!("{err:#}").contains("injected failure"),
-                "N={n}: {err:#}"
+                record.contains(&format!("/{stuck}.yaml")),
+                "N={n}: {record}"
             );
+            assert!(
+                behind
+                    .iter()
+                    .all(|id| id == stuck || id.starts_with(&format!("{stuck}."))),
+                "N={n}: only the skipped task and its children stay behind: {behind:?}"
+            );
+            skipped += 1;
         }
         assert_no_partial_file(run.path(), n);
         if what.as_deref() != Some("git index") {
@@ -152,7 +214,7 @@ fn failing_the_nth_operation_of_a_tick_leaves_a_clean_index_and_converges() {
         }
         coord(run.path(), &["tick"]).unwrap_or_else(|e| panic!("N={n}: next tick: {e:#}"));
         coord(run.path(), &["tick"]).unwrap_or_else(|e| panic!("N={n}: third tick: {e:#}"));
-        assert_eq!(snapshot(run.path()), want, "N={n}: the final state differs");
+        assert_same_files(&snapshot(run.path()), &want, n);
         let store = crate::store::Store::open(run.path()).expect("open");
         assert!(
             store
@@ -163,6 +225,8 @@ fn failing_the_nth_operation_of_a_tick_leaves_a_clean_index_and_converges() {
             "N={n}"
         );
     }
+    assert!(skipped > 0, "some failures hit one task's file operations");
+    eprintln!("fault sweep: {ops} operations failed in turn, {skipped} skipped one task");
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -191,9 +255,9 @@ fn a_result_written_between_a_killed_move_and_recovery_is_kept() {
     coord(d, &["tick"]).expect("intake");
     assert!(d.join("work/ready/x.yaml").exists());
     coord(d, &["agents", "add", "a2", "--capability", "z"]).expect("agent");
-    fail_on(Some(("create temp", 1)));
+    crash_on(Some(("create temp", 1)));
     let stopped = coord(d, &["tick"]);
-    fail_on(None);
+    crash_on(None);
     assert!(stopped.is_err(), "the tick stops after the move");
     let half = d.join("work/assigned/a2/x.yaml");
     let text = fs::read_to_string(&half).expect("moved, not yet rewritten");

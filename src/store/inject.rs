@@ -1,12 +1,12 @@
 //! Failure injection for tests: under `cfg(test)`, [`point`] counts the filesystem and git
 //! operations of the store on the current thread and fails the Nth one, so a test can sweep N
-//! over a whole tick, or fails the next operation of a given name (`fail_on`), so a test can
-//! stop a run at one chosen step. In every other build [`point`] is an empty inline function.
+//! over a whole tick, or fails the next operation of a given name (`fail_on`), or that one and
+//! every one after it, as a kill -9 would (`crash_on`), so a test can stop a run at one step. In every other build [`point`] is an empty inline function.
 
 use std::io;
 
 #[cfg(test)]
-pub use hook::{count, fail_at, fail_on, failed};
+pub use hook::{count, crash_on, fail_at, fail_on, failed};
 
 /// Marks one filesystem or git operation; fails it when a test asked for this one.
 #[cfg(test)]
@@ -33,6 +33,16 @@ mod hook {
         static COUNT: Cell<usize> = const { Cell::new(0) };
         static FAIL_ON: Cell<Option<(&'static str, usize)>> = const { Cell::new(None) };
         static FAILED: RefCell<Option<String>> = const { RefCell::new(None) };
+        static CRASHED: Cell<bool> = const { Cell::new(false) };
+        static STICKY: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Makes the `nth` operation named `what` from now fail, and every operation after it, as
+    /// if the process had died there (a kill -9 between two steps); `None` turns it off.
+    pub fn crash_on(what: Option<(&'static str, usize)>) {
+        fail_on(what);
+        CRASHED.with(|c| c.set(false));
+        STICKY.with(|s| s.set(what.is_some()));
     }
 
     /// Returns the name of the operation made to fail since the last `fail_at`, if any.
@@ -44,6 +54,7 @@ mod hook {
     /// off.
     pub fn fail_on(what: Option<(&'static str, usize)>) {
         FAIL_ON.with(|f| f.set(what));
+        STICKY.with(|s| s.set(false));
     }
 
     /// Makes the `n`th operation from now fail (1-based); `None` turns injection off.
@@ -70,7 +81,10 @@ mod hook {
             }
             _ => false,
         });
-        let hit = named || FAIL_AT.with(|f| f.get() == Some(n));
+        if named && STICKY.with(Cell::get) {
+            CRASHED.with(|c| c.set(true));
+        }
+        let hit = named || CRASHED.with(Cell::get) || FAIL_AT.with(|f| f.get() == Some(n));
         if hit {
             FAILED.with(|f| *f.borrow_mut() = Some(what.to_string()));
         }

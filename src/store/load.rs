@@ -73,6 +73,11 @@ impl Store {
         let mut settling = Vec::new();
         let mut files = Vec::with_capacity(walked.files.len());
         for (rel, key) in walked.files {
+            if let Some(why) = self.skipped_because(&format!("{}/{rel}", self.work_dir())) {
+                let why = format!("left where it is this tick: {why}");
+                files.push(RawFile::new(rel, Err(why)));
+                continue;
+            }
             if let Some(hit) = key.and_then(|k| cache.take(&rel, &k)) {
                 files.push(from_cache(rel, hit));
                 continue;
@@ -123,6 +128,10 @@ impl Store {
                 message:
                     "symlink refused (never followed); replace it with a regular file".to_string(),
             }));
+        let present: std::collections::HashSet<&str> =
+            board.tasks.iter().map(|t| t.path.as_str()).collect();
+        let skipped = self.skipped_problems(&|p| present.contains(p));
+        board.problems.extend(skipped);
         board.problems.sort();
         let loaded = Loaded {
             listing: walked.listing,

@@ -15,6 +15,7 @@ pub mod inject;
 mod load;
 mod quiet;
 mod settle;
+mod skipped;
 mod walk;
 pub use walk::Walk;
 
@@ -83,6 +84,8 @@ pub struct Store {
     /// read; None when one was too recent to trust (the quiet mark needs it).
     setup_keys: Option<u64>,
     touched: RefCell<Vec<String>>,
+    /// Task files this run left where they were after a file operation on them failed.
+    skipped: RefCell<std::collections::BTreeMap<String, String>>,
     tick_commits: Cell<bool>,
     /// How the last recording of external changes knew `work/` was clean, if it was.
     clean: Cell<Option<Clean>>,
@@ -137,6 +140,7 @@ impl Store {
             agent_schema: Schema::builtin_agent(),
             setup_keys,
             touched: RefCell::new(Vec::new()),
+            skipped: RefCell::default(),
             tick_commits: Cell::new(false),
             clean: Cell::new(None),
             seen_complete: RefCell::default(),

@@ -4,6 +4,7 @@
 mod clones;
 mod crash;
 mod engine;
+mod faults;
 mod foundation;
 mod gitstate;
 mod harness;
