@@ -10,6 +10,7 @@ mod gitstate;
 mod harness;
 mod inplace;
 mod jepsen;
+mod kill;
 mod messages;
 mod patterns;
 mod perf_cache;
