@@ -133,17 +133,9 @@ fn drive(ctx: &mut Ctx, store: &Store) -> Result<usize> {
                 continue;
             };
             let result = answer(agent, &t.id, doc.coord.attempt, &doc.coord.input);
-            let plan = commands::report(
-                &board,
-                &ctx.inputs(store),
-                &t.id,
-                Report {
-                    result,
-                    signer: None,
-                },
-            )
-            .context("the simulated agent could not report")?;
-            ctx.apply(store, &plan)?;
+            let reported = commands::report(&board, &ctx.inputs(store), &t.id, Report::new(result))
+                .context("the simulated agent could not report")?;
+            ctx.apply(store, &reported.plan)?;
         }
         ctx.now += SignedDuration::from_mins(5);
     }

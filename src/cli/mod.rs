@@ -98,7 +98,7 @@ enum Command {
     /// Write a failure result into an assigned task
     Fail(report::FailArgs),
     /// Extend the lease of an assigned task
-    Heartbeat(report::IdArgs),
+    Heartbeat(report::HeartbeatArgs),
     /// Approve a task waiting in review
     Approve(gate::IdArgs),
     /// Reject a task waiting in review

@@ -3,9 +3,11 @@
 
 use super::synced::{self, SyncArg};
 use super::{Ctx, AGENT_WAIT};
-use crate::engine::commands::{self, Report};
+use crate::engine::commands::{self, Fence, Outcome, Report};
 use crate::engine::Signer;
 use crate::model::{AgentName, TaskId};
+use crate::store::Store;
+use crate::sync::TickError;
 use crate::yaml::{parse_bytes, Limits};
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
@@ -22,11 +24,34 @@ pub struct ClaimArgs {
     sync: SyncArg,
 }
 
-/// Arguments naming one task.
+/// The agent and attempt an agent command names, so a zombie (an agent whose lease was
+/// reclaimed) cannot report for the attempt that replaced it.
 #[derive(Debug, clap::Args)]
-pub struct IdArgs {
+pub struct FenceArgs {
+    /// The agent that worked on the task (as 'coord claim' granted it)
+    #[arg(long, env = "COORD_AGENT", value_name = "AGENT")]
+    agent: Option<AgentName>,
+    /// The attempt worked on (as 'coord claim' printed it)
+    #[arg(long, env = "COORD_ATTEMPT", value_name = "N")]
+    attempt: Option<u32>,
+}
+
+impl FenceArgs {
+    fn fence(&self) -> Fence {
+        Fence {
+            agent: self.agent.clone(),
+            attempt: self.attempt,
+        }
+    }
+}
+
+/// Arguments of `coord heartbeat`.
+#[derive(Debug, clap::Args)]
+pub struct HeartbeatArgs {
     /// The task's id
     pub id: TaskId,
+    #[command(flatten)]
+    fence: FenceArgs,
 }
 
 /// Arguments of `coord complete`.
@@ -45,6 +70,11 @@ pub struct CompleteArgs {
     sign: bool,
     #[command(flatten)]
     sync: SyncArg,
+    /// Overwrite a result that is already waiting (the old one is kept in coord.history)
+    #[arg(long)]
+    replace: bool,
+    #[command(flatten)]
+    fence: FenceArgs,
 }
 
 /// Arguments of `coord fail`.
@@ -63,24 +93,34 @@ pub struct FailArgs {
     sign: bool,
     #[command(flatten)]
     sync: SyncArg,
+    /// Overwrite a result that is already waiting (the old one is kept in coord.history)
+    #[arg(long)]
+    replace: bool,
+    #[command(flatten)]
+    fence: FenceArgs,
 }
 
 /// Runs `coord claim`.
 pub fn claim(ctx: &Ctx, args: ClaimArgs) -> Result<()> {
-    let id = match synced::remote(ctx, args.sync.sync)? {
+    let r = match synced::remote(ctx, args.sync.sync)? {
         Some(remote) => synced::claim(ctx, remote, &args.agent)?,
         None => {
             let (store, _lock) = ctx.session(AGENT_WAIT)?;
             let (board, _) = store.load()?;
-            let (plan, id) = commands::claim(&board, &ctx.inputs(&store), &args.agent)?;
-            ctx.apply(&store, &plan)?;
-            id
+            let claim = commands::claim(&board, &ctx.inputs(&store), &args.agent)?;
+            ctx.apply(&store, &claim.plan)?;
+            claim.receipt
         }
     };
     if ctx.json {
-        super::print_json(&json!({"id": id, "agent": args.agent}));
+        super::print_json(&serde_json::to_value(&r)?);
     } else {
-        out!("{id}");
+        out!("{}", r.id);
+        let lease = r.lease_expires_at.as_deref().unwrap_or("never");
+        ctx.status(&format!(
+            "coord: {} is attempt {} of {} (lease until {lease}); report with --agent {} --attempt {}",
+            r.id, r.attempt, r.agent, r.agent, r.attempt
+        ));
     }
     Ok(())
 }
@@ -96,7 +136,13 @@ pub fn complete(ctx: &Ctx, args: CompleteArgs) -> Result<()> {
         [one] => result["next_agent"] = json!(one),
         many => result["next_agent"] = json!(many),
     }
-    write_result(ctx, &args.id, result, args.sign, args.sync)
+    let how = How {
+        sign: args.sign,
+        replace: args.replace,
+        fence: args.fence.fence(),
+        sync: args.sync,
+    };
+    write_result(ctx, &args.id, result, how)
 }
 
 /// Runs `coord fail`.
@@ -105,31 +151,67 @@ pub fn fail(ctx: &Ctx, args: FailArgs) -> Result<()> {
         "status": "failure",
         "error": {"message": args.error, "retryable": !args.fatal},
     });
-    write_result(ctx, &args.id, result, args.sign, args.sync)
+    let how = How {
+        sign: args.sign,
+        replace: args.replace,
+        fence: args.fence.fence(),
+        sync: args.sync,
+    };
+    write_result(ctx, &args.id, result, how)
 }
 
-fn write_result(ctx: &Ctx, id: &TaskId, result: Value, sign: bool, sync: SyncArg) -> Result<()> {
-    let signer: Option<&dyn Signer> = if sign { Some(ctx.keys()) } else { None };
-    let planner: &super::Planner<'_> = &|b, i| {
-        commands::report(
-            b,
-            i,
-            id,
-            Report {
-                result: result.clone(),
-                signer,
-            },
-        )
+/// How a result is written: signed, replacing one that waits, fenced, pushed.
+struct How {
+    sign: bool,
+    replace: bool,
+    fence: Fence,
+    sync: SyncArg,
+}
+
+fn write_result(ctx: &Ctx, id: &TaskId, result: Value, how: How) -> Result<()> {
+    let signer: Option<&dyn Signer> = if how.sign { Some(ctx.keys()) } else { None };
+    let mut outcome = None;
+    let mut step = |store: &Store| -> Result<usize, TickError> {
+        let (board, _) = store.load()?;
+        let report = Report {
+            result: result.clone(),
+            signer,
+            fence: how.fence.clone(),
+            replace: how.replace,
+        };
+        let reported = commands::report(&board, &ctx.inputs(store), id, report)?;
+        let quiet = Ctx {
+            quiet: ctx.quiet || matches!(reported.outcome, Outcome::Stale(_)),
+            ..ctx.clone()
+        };
+        let n = quiet.apply(store, &reported.plan)?;
+        outcome = Some(reported.outcome);
+        Ok(n)
     };
-    match synced::remote(ctx, sync.sync)? {
-        Some(remote) => synced::act(ctx, remote, planner),
-        None => ctx.act(planner),
+    match synced::remote(ctx, how.sync.sync)? {
+        Some(remote) => drop(synced::run(ctx, remote, &mut step)?),
+        None => {
+            let (store, _lock) = ctx.session(AGENT_WAIT)?;
+            step(&store).map_err(|e| anyhow::anyhow!(e))?;
+        }
+    }
+    match outcome {
+        Some(Outcome::Stale(refused)) => Err(refused.into()),
+        Some(Outcome::Stamped { agent, attempt }) if !how.fence.is_named() => {
+            let who = agent.map_or(String::new(), |a| format!(" of {a}"));
+            ctx.status(&format!(
+                "coord: stamped the result for attempt {attempt}{who}"
+            ));
+            Ok(())
+        }
+        _ => Ok(()),
     }
 }
 
 /// Runs `coord heartbeat`.
-pub fn heartbeat(ctx: &Ctx, args: IdArgs) -> Result<()> {
-    ctx.act(&|b, i| commands::heartbeat(b, i, &args.id))
+pub fn heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<()> {
+    let fence = args.fence.fence();
+    ctx.act(&|b, i| commands::heartbeat(b, i, &args.id, &fence))
 }
 
 /// Reads an output document from a file (relative to `-C`) or stdin: YAML (so JSON too),

@@ -5,8 +5,8 @@
 
 use super::Ctx;
 use crate::board::Board;
-use crate::engine::commands::{self, CommandError};
-use crate::model::{AgentName, State, TaskId};
+use crate::engine::commands::{self, CommandError, Receipt};
+use crate::model::{AgentName, State};
 use crate::store::Store;
 use crate::sync::{self, Options, SyncError, TickError};
 use anyhow::Result;
@@ -63,25 +63,15 @@ pub struct SyncArg {
     pub sync: Option<String>,
 }
 
-/// Runs a single-task command against the remote: plan on its tip, apply, push.
-pub fn act(ctx: &Ctx, remote: String, planner: &super::Planner<'_>) -> Result<()> {
-    let mut step = |store: &Store| -> Result<usize, TickError> {
-        let (board, _) = store.load()?;
-        let plan = planner(&board, &ctx.inputs(store))?;
-        Ok(ctx.apply(store, &plan)?)
-    };
-    run(ctx, remote, &mut step).map(drop)
-}
-
 /// Claims the best ready task on the remote's tip for `agent`; after a lost race, the next
 /// best. Returns the task once the claim is on the remote.
-pub fn claim(ctx: &Ctx, remote: String, agent: &AgentName) -> Result<TaskId> {
+pub fn claim(ctx: &Ctx, remote: String, agent: &AgentName) -> Result<Receipt> {
     let mut claimed = None;
     let mut step = |store: &Store| -> Result<usize, TickError> {
         let (board, _) = store.load()?;
-        let (plan, id) = commands::claim(&board, &ctx.inputs(store), agent)?;
-        let n = ctx.apply(store, &plan)?;
-        claimed = Some(id);
+        let claim = commands::claim(&board, &ctx.inputs(store), agent)?;
+        let n = ctx.apply(store, &claim.plan)?;
+        claimed = Some(claim.receipt);
         Ok(n)
     };
     run(ctx, remote, &mut step)?;

@@ -4,7 +4,7 @@
 
 use super::assign::{assign, backoff_wait, pick, queue};
 use super::complete::finish_success;
-use super::world::{fmt_time, ResultEdit, World};
+use super::world::{fmt_time, Entry, ResultEdit, World};
 use super::{deps, Inputs, Op, Plan, Signer, Transition};
 use crate::board::Board;
 use crate::model::{AgentName, ErrorInfo, Folder, NextAgent, State, TaskId};
@@ -54,6 +54,12 @@ pub enum CommandError {
     /// The file could not be edited safely.
     #[error("{0}")]
     Unsafe(String),
+    /// The agent or attempt named is not the task's current one (a zombie agent).
+    #[error("{0}")]
+    Stale(String),
+    /// The task already holds a result that has not been acted on yet.
+    #[error("task '{0}' already has a result waiting for the next tick; pass --replace to overwrite it (the old one is kept in coord.history)")]
+    ResultPending(TaskId),
 }
 
 /// Returns an error naming the known agents unless `agent` has a profile or a folder.
@@ -125,12 +131,33 @@ fn done(w: World<'_>) -> Result<Plan, CommandError> {
     Ok(plan)
 }
 
+/// What an agent needs to know about the task it claimed: the fence it must name when it
+/// reports (`--agent`, `--attempt`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Receipt {
+    /// The task.
+    pub id: TaskId,
+    /// The agent it was given to.
+    pub agent: AgentName,
+    /// The attempt granted.
+    pub attempt: u32,
+    /// When the lease runs out unless extended with `coord heartbeat`.
+    pub lease_expires_at: Option<String>,
+    /// The task file's repo-relative path.
+    pub path: String,
+}
+
+/// A claim: the transition that assigns the task, and its receipt.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    /// The assignment.
+    pub plan: Plan,
+    /// What the agent was granted.
+    pub receipt: Receipt,
+}
+
 /// Takes the best ready task `agent` may have (pull model).
-pub fn claim(
-    board: &Board,
-    inputs: &Inputs<'_>,
-    agent: &AgentName,
-) -> Result<(Plan, TaskId), CommandError> {
+pub fn claim(board: &Board, inputs: &Inputs<'_>, agent: &AgentName) -> Result<Claim, CommandError> {
     known_agent(board, agent)?;
     let mut w = World::new(board, inputs);
     let mut why = Vec::new();
@@ -141,7 +168,18 @@ pub fn claim(
         match pick(&w, &id, Some(agent)) {
             Ok(a) => {
                 assign(&mut w, &id, &a);
-                return done(w).map(|p| (p, id));
+                let receipt = w.entries.get(&id).map(|e| Receipt {
+                    id: id.clone(),
+                    agent: a.clone(),
+                    attempt: e.task.coord.attempt,
+                    lease_expires_at: e.task.coord.lease_expires_at.clone(),
+                    path: e.path.clone(),
+                });
+                let plan = done(w)?;
+                return receipt
+                    .filter(|r| r.path.contains("/assigned/"))
+                    .map(|receipt| Claim { plan, receipt })
+                    .ok_or(CommandError::Unreadable(id));
             }
             Err(r) if r.contains("limit") || r.contains("circuit") || r.contains("disabled") => {
                 why.push(r)
@@ -302,29 +340,98 @@ fn retry_invalid(board: &Board, id: &TaskId) -> Plan {
     plan
 }
 
-fn assigned_entry(w: &World<'_>, id: &TaskId) -> Result<(), CommandError> {
-    let state = state_of(w, id)?;
-    if state != State::Assigned {
-        return Err(wrong(id, state, "only assigned tasks take this command"));
-    }
-    Ok(())
+/// The agent and attempt a reporter says it worked on (`--agent`, `--attempt`, or
+/// `COORD_AGENT` / `COORD_ATTEMPT`). Empty for a person at a terminal.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fence {
+    /// The agent.
+    pub agent: Option<AgentName>,
+    /// The attempt.
+    pub attempt: Option<u32>,
 }
 
-/// Extends the lease of an assigned task by its timeout from now.
-pub fn heartbeat(board: &Board, inputs: &Inputs<'_>, id: &TaskId) -> Result<Plan, CommandError> {
+impl Fence {
+    /// Returns whether the reporter named anything.
+    pub fn is_named(&self) -> bool {
+        self.agent.is_some() || self.attempt.is_some()
+    }
+
+    /// Returns why the fence does not match the task's current attempt, if it does not.
+    fn mismatch(&self, e: &Entry) -> Option<String> {
+        let c = &e.task.coord;
+        let assigned = e.folder.state == State::Assigned;
+        let agent_ok = self
+            .agent
+            .as_ref()
+            .is_none_or(|a| assigned && e.folder.agent.as_ref() == Some(a));
+        let attempt_ok = self.attempt.is_none_or(|n| assigned && n == c.attempt);
+        if agent_ok && attempt_ok {
+            return None;
+        }
+        let named = match (&self.agent, self.attempt) {
+            (Some(a), Some(n)) => format!("attempt {n} of {a}"),
+            (Some(a), None) => format!("agent {a}"),
+            (None, Some(n)) => format!("attempt {n}"),
+            (None, None) => "nothing".to_string(),
+        };
+        let now = match (&e.folder.agent, assigned) {
+            (Some(a), true) => format!("is attempt {} of {a}", c.attempt),
+            _ => format!("is {} (last attempt {})", e.folder.state, c.attempt),
+        };
+        Some(format!("task '{}' {now}, not {named}", e.id))
+    }
+}
+
+fn fenced_entry(w: &World<'_>, id: &TaskId) -> Result<Entry, CommandError> {
+    let state = state_of(w, id)?;
+    if matches!(state, State::Invalid | State::Inbox) {
+        let hint = "no attempt of it is running; 'coord status' shows it";
+        return Err(wrong(id, state, hint));
+    }
+    w.entries
+        .get(id)
+        .cloned()
+        .ok_or_else(|| CommandError::Unreadable(id.clone()))
+}
+
+fn assigned_entry(w: &World<'_>, id: &TaskId) -> Result<Entry, CommandError> {
+    let e = fenced_entry(w, id)?;
+    if e.folder.state != State::Assigned {
+        let state = e.folder.state;
+        return Err(wrong(id, state, "only assigned tasks take this command"));
+    }
+    let adopted = e.task.coord.state == State::Assigned.as_str()
+        && e.task.coord.assigned_to == e.folder.agent;
+    if !adopted {
+        let hint = "it was moved by hand and no attempt has started yet; run 'coord tick' first";
+        return Err(wrong(id, State::Assigned, hint));
+    }
+    Ok(e)
+}
+
+/// Extends the lease of an assigned task by its timeout from now; refuses (changing nothing)
+/// when `fence` names another agent or attempt.
+pub fn heartbeat(
+    board: &Board,
+    inputs: &Inputs<'_>,
+    id: &TaskId,
+    fence: &Fence,
+) -> Result<Plan, CommandError> {
     let mut w = world(board, inputs, id)?;
-    assigned_entry(&w, id)?;
-    let Some(e) = w.entries.get(id) else {
-        return Err(CommandError::Unreadable(id.clone()));
-    };
+    let e = fenced_entry(&w, id)?;
+    if let Some(why) = fence.mismatch(&e) {
+        return Err(CommandError::Stale(format!(
+            "{why}: the heartbeat was refused; stop working on it"
+        )));
+    }
+    let e = assigned_entry(&w, id)?;
     let timeout = e.task.spec.timeout.unwrap_or(w.config.defaults.timeout);
     let mut c = e.task.coord.clone();
     let until = fmt_time(w.clock.now() + timeout.to_signed());
     c.lease_expires_at = Some(until.clone());
-    let folder = e.folder.clone();
     w.transit(
         id,
-        folder,
+        e.folder.clone(),
         c,
         ResultEdit::Keep,
         format!("heartbeat {id}: lease until {until}"),
@@ -338,33 +445,78 @@ pub struct Report<'s> {
     pub result: Value,
     /// Signs the result once it is stamped with the attempt and agent (`--sign`).
     pub signer: Option<&'s dyn Signer>,
+    /// The agent and attempt the reporter worked on.
+    pub fence: Fence,
+    /// Overwrites a result already waiting (`--replace`); the old one goes to history.
+    pub replace: bool,
+}
+
+impl Report<'_> {
+    /// Returns a report of `result` by someone who names no attempt, unsigned.
+    pub fn new(result: Value) -> Report<'static> {
+        Report {
+            result,
+            signer: None,
+            fence: Fence::default(),
+            replace: false,
+        }
+    }
+}
+
+/// What became of a report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The result was written, stamped with this attempt of this agent.
+    Stamped {
+        /// The agent whose folder the task is in.
+        agent: Option<AgentName>,
+        /// The attempt.
+        attempt: u32,
+    },
+    /// The reporter named another agent or attempt: the result went to `coord.history` as a
+    /// `stale_result` (when the task could take it), and the command must fail with this.
+    Stale(CommandError),
+}
+
+/// A report's plan and outcome.
+#[derive(Debug, Clone)]
+pub struct Reported {
+    /// The transition to apply (also for a stale report: it records the result in history).
+    pub plan: Plan,
+    /// What happened.
+    pub outcome: Outcome,
 }
 
 /// Writes an agent's `result:` into an assigned task, stamped with the attempt and agent.
+/// A report naming another agent or attempt than the task's current one is set aside as a
+/// `stale_result`; a result already waiting is kept unless `replace` is set.
 pub fn report(
     board: &Board,
     inputs: &Inputs<'_>,
     id: &TaskId,
     report: Report<'_>,
-) -> Result<Plan, CommandError> {
+) -> Result<Reported, CommandError> {
     if let Ok(next) = serde_json::from_value::<NextAgent>(report.result["next_agent"].clone()) {
         for a in next.agents() {
             known_agent(board, &a)?;
         }
     }
     let mut w = world(board, inputs, id)?;
-    assigned_entry(&w, id)?;
-    let Some(e) = w.entries.get(id) else {
-        return Err(CommandError::Unreadable(id.clone()));
-    };
-    let adopted = e.task.coord.state == State::Assigned.as_str()
-        && e.task.coord.assigned_to == e.folder.agent;
-    if !adopted {
-        let hint = "it was moved by hand and no attempt has started yet; run 'coord tick' first";
-        return Err(wrong(id, State::Assigned, hint));
+    let e = fenced_entry(&w, id)?;
+    if let Some(why) = report.fence.mismatch(&e) {
+        return Ok(refuse_stale(w, &e, &report, why));
+    }
+    let e = assigned_entry(&w, id)?;
+    let mut c = e.task.coord.clone();
+    if let Some(old) = e.task.doc.value.get("result") {
+        if !report.replace {
+            return Err(CommandError::ResultPending(id.clone()));
+        }
+        c.history
+            .push(json!({"at": w.now_str(), "event": "replaced_result", "result": old}));
     }
     let mut result = report.result;
-    result["attempt"] = json!(e.task.coord.attempt);
+    result["attempt"] = json!(c.attempt);
     if let Some(a) = &e.folder.agent {
         result["agent"] = json!(a);
     }
@@ -373,7 +525,7 @@ pub fn report(
             CommandError::Sign(format!("task '{id}' is not in an agent's folder"))
         })?;
         let sig = signer
-            .sign(id, e.task.coord.attempt, agent, &result)
+            .sign(id, c.attempt, agent, &result)
             .map_err(CommandError::Sign)?;
         result["signature"] = json!(sig);
     }
@@ -383,10 +535,43 @@ pub fn report(
         .agent
         .as_ref()
         .map_or("agent".to_string(), |a| a.to_string());
-    let (c, folder) = (e.task.coord.clone(), e.folder.clone());
+    let outcome = Outcome::Stamped {
+        agent: e.folder.agent.clone(),
+        attempt: c.attempt,
+    };
     let summary = format!("{who} reports {status} for {id}");
-    w.transit(id, folder, c, ResultEdit::Set(result), summary);
-    done(w)
+    w.transit(id, e.folder.clone(), c, ResultEdit::Set(result), summary);
+    Ok(Reported {
+        plan: done(w)?,
+        outcome,
+    })
+}
+
+/// Records a zombie's report in the task's history as a `stale_result` and refuses it.
+fn refuse_stale(mut w: World<'_>, e: &Entry, report: &Report<'_>, why: String) -> Reported {
+    let mut result = report.result.clone();
+    if let Some(n) = report.fence.attempt {
+        result["attempt"] = json!(n);
+    }
+    if let Some(a) = &report.fence.agent {
+        result["agent"] = json!(a);
+    }
+    let mut c = e.task.coord.clone();
+    c.history
+        .push(json!({"at": w.now_str(), "event": "stale_result", "result": result}));
+    let summary = format!("set aside a stale result for {}: {why}", e.id);
+    let kept = w.transit(&e.id, e.folder.clone(), c, ResultEdit::Keep, summary);
+    let plan = w.finish();
+    let note = if kept && !plan.is_empty() {
+        "it is kept in its coord.history as stale_result"
+    } else {
+        "it could not be recorded"
+    };
+    let message = format!("{why}: your result was not accepted ({note}); stop working on it");
+    Reported {
+        plan,
+        outcome: Outcome::Stale(CommandError::Stale(message)),
+    }
 }
 
 /// Records a result that reached the repository after its task moved on (cancelled, expired,

@@ -8,7 +8,7 @@ use super::world::Rejection;
 use super::world::{parse_time, Entry, ResultEdit, World};
 use super::Note;
 use crate::board::StandIn;
-use crate::model::{Authority, ErrorInfo, Folder, ResultStatus, State, TaskId};
+use crate::model::{Authority, ErrorInfo, Folder, ResultStatus, State, TaskId, TaskResult};
 use serde_json::json;
 
 /// Acts on every assigned task that has a result or an expired lease.
@@ -29,7 +29,7 @@ pub fn run(w: &mut World<'_>) {
             continue;
         }
         match &e.task.result {
-            Some(r) if r.attempt.is_some_and(|a| a != e.task.coord.attempt) => stale(w, &e),
+            Some(r) if !answers_current(r, &e) => stale(w, &e),
             Some(r) => {
                 let agent = e.folder.agent.clone();
                 let signed = match &agent {
@@ -69,6 +69,17 @@ pub fn bad_result(path: &str, why: &str) -> ErrorInfo {
         "{path}:{why}; a result is 'status: success' with 'output:', or 'status: failure' with 'error:'"
     );
     ErrorInfo::new("bad_result", message, true)
+}
+
+/// Returns whether a result answers the task's current attempt: the attempt and agent it was
+/// stamped with (when stamped) are the task's own.
+fn answers_current(r: &TaskResult, e: &Entry) -> bool {
+    let attempt_ok = r.attempt.is_none_or(|a| a == e.task.coord.attempt);
+    let agent_ok = r
+        .agent
+        .as_ref()
+        .is_none_or(|a| e.folder.agent.as_ref() == Some(a));
+    attempt_ok && agent_ok
 }
 
 fn lease_expired(w: &World<'_>, e: &Entry) -> bool {

@@ -5,6 +5,7 @@ mod clones;
 mod crash;
 mod engine;
 mod faults;
+mod fencing;
 mod foundation;
 mod gitstate;
 mod harness;

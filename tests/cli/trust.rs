@@ -114,7 +114,7 @@ fn replayed_signature_of_an_earlier_attempt_is_rejected() {
         &r,
         home.path(),
         &env,
-        &["fail", "t3", "--error", "flaky", "--sign"],
+        &["fail", "t3", "--error", "flaky", "--sign", "--replace"],
     );
     assert!(fail.status.success(), "{}", text(&fail));
     assert!(run_env(&r, home.path(), &env, &["tick"]).status.success());

@@ -292,7 +292,7 @@ fn heartbeat_extends_the_lease() {
     s.tick(at(0));
     s.now = at(500);
     let id = tid("a");
-    s.command(|b, i| commands::heartbeat(b, i, &id))
+    s.command(|b, i| commands::heartbeat(b, i, &id, &Default::default()))
         .expect("heartbeat");
     assert_eq!(
         s.coord("a").lease_expires_at.as_deref(),
@@ -577,15 +577,7 @@ fn report_on_a_hand_moved_task_waits_for_adoption() {
     let id = tid("a");
     let report = |b: &crate::board::Board, i: &crate::engine::Inputs<'_>| {
         let result = json!({"status": "success"});
-        commands::report(
-            b,
-            i,
-            &id,
-            commands::Report {
-                result,
-                signer: None,
-            },
-        )
+        commands::report(b, i, &id, commands::Report::new(result))
     };
     let err = s.command(report).expect_err("no attempt yet");
     assert!(err.to_string().contains("run 'coord tick' first"), "{err}");

@@ -182,17 +182,8 @@ impl Sim {
     /// Reports a result; returns the command's refusal instead of failing.
     pub fn try_report(&mut self, id: &str, result: Value) -> Result<Plan, CommandError> {
         let id = tid(id);
-        self.command(|b, i| {
-            commands::report(
-                b,
-                i,
-                &id,
-                Report {
-                    result,
-                    signer: None,
-                },
-            )
-        })
+        self.command(|b, i| commands::report(b, i, &id, Report::new(result)))
+            .map(|r| r.plan)
     }
 
     /// Writes a `result:` block by hand, right before the `coord:` line.
@@ -269,9 +260,15 @@ impl HasPlan for Plan {
     }
 }
 
-impl HasPlan for (Plan, TaskId) {
+impl HasPlan for commands::Claim {
     fn plan(&self) -> &Plan {
-        &self.0
+        &self.plan
+    }
+}
+
+impl HasPlan for commands::Reported {
+    fn plan(&self) -> &Plan {
+        &self.plan
     }
 }
 

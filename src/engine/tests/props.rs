@@ -136,6 +136,8 @@ impl Run {
                         Ok(_) => {}
                         // Moved in by hand and not adopted yet: the agent is told to wait.
                         Err(CommandError::WrongState { .. }) => {}
+                        // A result already waits for the tick: a second one needs --replace.
+                        Err(CommandError::ResultPending(_)) => {}
                         Err(e) => panic!("report on {id}: {e}"),
                     }
                 }

@@ -196,11 +196,13 @@ fn pull_agents_get_work_only_by_claim() {
     );
 
     let alice = super::harness::agent("alice");
-    let (plan, id) = s
+    let claim = s
         .command(|b, i| commands::claim(b, i, &alice))
         .expect("claim");
-    assert_eq!(id, tid("b"), "the best ready task");
-    assert_eq!(summaries(&plan), ["assign b to alice"]);
+    assert_eq!(claim.receipt.id, tid("b"), "the best ready task");
+    assert_eq!(claim.receipt.attempt, 1);
+    assert_eq!(claim.receipt.path, "work/assigned/alice/b.yaml");
+    assert_eq!(summaries(&claim.plan), ["assign b to alice"]);
     assert_eq!(s.path_of("b"), "assigned/alice/b.yaml");
     assert_eq!(s.coord("b").attempt, 1);
     assert!(s.tick(at(1)).is_empty());
