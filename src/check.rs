@@ -3,7 +3,7 @@
 //! dependencies that exist, no cycles, expressions naming only dependencies). Pure.
 
 use crate::expr;
-use crate::model::{AgentName, CoordBlock, TaskId, TaskResult, TaskSpec};
+use crate::model::{AgentName, CoordBlock, Duration, TaskId, TaskResult, TaskSpec};
 use crate::schema::{Schema, Violation};
 use crate::yaml::{parse_bytes, Doc, Limits};
 use std::collections::HashSet;
@@ -54,6 +54,14 @@ pub fn read_task(
             found.push(Violation::at(
                 doc.pos_of("/due", false),
                 format!("due: '{due}' is not a real date; write e.g. 2026-12-01 or 2026-12-01T17:00:00Z"),
+            ));
+        }
+    }
+    if let Some(t) = doc.value.get("timeout").and_then(|v| v.as_str()) {
+        if let Err(e @ crate::model::DurationError::TooLong(_)) = Duration::parse_checked(t) {
+            found.push(Violation::at(
+                doc.pos_of("/timeout", false),
+                format!("timeout: {e}"),
             ));
         }
     }

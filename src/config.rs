@@ -13,6 +13,8 @@ pub struct ConfigError {
     pub path: PathBuf,
     /// What is wrong and how to fix it.
     pub message: String,
+    /// Whether a value is out of range (a usage error, exit 2) rather than unusable.
+    pub out_of_range: bool,
 }
 
 /// Defaults for task fields.
@@ -176,12 +178,36 @@ impl Default for Config {
     }
 }
 
+/// The keys of coord.yaml that hold durations.
+const DURATION_KEYS: [&str; 5] = [
+    "/defaults/timeout",
+    "/backoff/base",
+    "/backoff/max",
+    "/circuit_breaker/open_for",
+    "/archive_after",
+];
+
+/// Returns why a duration in the raw config is out of range, naming its key.
+fn out_of_range(value: &serde_json::Value) -> Option<String> {
+    DURATION_KEYS.iter().find_map(|key| {
+        let s = value.pointer(key)?.as_str()?;
+        match Duration::parse_checked(s) {
+            Err(e @ crate::model::DurationError::TooLong(_)) => {
+                let name = key.trim_start_matches('/').replace('/', ".");
+                Some(format!("{name}: {e}"))
+            }
+            _ => None,
+        }
+    })
+}
+
 impl Config {
     /// Reads `coord.yaml` at `path`; a missing file gives the defaults.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let err = |message: String| ConfigError {
             path: path.to_path_buf(),
             message,
+            out_of_range: false,
         };
         let bytes = match std::fs::read(path) {
             Ok(b) => b,
@@ -191,6 +217,12 @@ impl Config {
         let doc = parse_bytes(&bytes, &Limits::default()).map_err(|e| err(e.to_string()))?;
         if doc.value.is_null() {
             return Ok(Config::default());
+        }
+        if let Some(message) = out_of_range(&doc.value) {
+            return Err(ConfigError {
+                out_of_range: true,
+                ..err(message)
+            });
         }
         let config: Config = serde_json::from_value(doc.value)
             .map_err(|e| err(format!("{e}; the keys are listed in docs/files.md")))?;

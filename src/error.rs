@@ -1,8 +1,10 @@
 //! How failures leave the program: the exit code of each kind of error (SPEC 4) and the
 //! rendering `error: …`, `caused by: …`, `hint: …` on stderr.
 
+use crate::config::ConfigError;
 use crate::engine::commands::CommandError;
 use crate::lock::LockError;
+use crate::store::StoreError;
 use std::process::ExitCode;
 
 /// Exit codes of SPEC 4.
@@ -41,6 +43,13 @@ pub fn exit_code(err: &anyhow::Error) -> Exit {
             return Exit::NothingToClaim;
         }
         if cause.downcast_ref::<UsageError>().is_some() {
+            return Exit::Usage;
+        }
+        let config = match cause.downcast_ref::<StoreError>() {
+            Some(StoreError::Config(c)) => Some(c),
+            _ => cause.downcast_ref::<ConfigError>(),
+        };
+        if config.is_some_and(|c| c.out_of_range) {
             return Exit::Usage;
         }
     }

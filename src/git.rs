@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use git2::build::TreeUpdateBuilder;
 use git2::{ErrorCode, FileMode, IndexEntry, IndexTime, Repository, Signature, Time};
 
+mod attempts;
 mod commit;
 mod edit;
 mod history;
@@ -18,6 +19,7 @@ mod locks;
 mod rewrite;
 mod state;
 
+pub use attempts::Granted;
 use commit::check_path;
 pub use edit::PathChange;
 pub use git2::Oid;

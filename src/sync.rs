@@ -456,6 +456,7 @@ fn set_aside(
             config: &store.config,
             now,
             verifier: &AcceptAll,
+            attempts: store,
         };
         let Ok(id) = s.id.parse::<TaskId>() else {
             continue;

@@ -214,6 +214,7 @@ impl Ctx {
             config: &store.config,
             now: self.now,
             verifier,
+            attempts: store,
         }
     }
 

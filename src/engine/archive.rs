@@ -13,7 +13,7 @@ use jiff::{tz::TimeZone, Timestamp};
 /// Tasks without a readable `coord.finished_at` are left where they are, with a note.
 pub fn plan(board: &Board, inputs: &Inputs<'_>, older_than: Duration) -> Plan {
     let w = World::new(board, inputs);
-    let cutoff = inputs.now - older_than.to_signed();
+    let cutoff = w.clock.before(older_than.to_signed());
     let mut out = Plan::default();
     for e in w.entries.values() {
         if !matches!(e.folder.state, State::Done | State::Cancelled) {

@@ -6,7 +6,9 @@ use super::retry::{gate, Gate};
 use super::world::{parse_time, ResultEdit, World};
 use super::Note;
 use crate::expr;
-use crate::model::{AgentName, AssignMode, Circuit, CoordBlock, ErrorInfo, Folder, State, TaskId};
+use crate::model::{
+    AgentCoord, AgentName, AssignMode, Circuit, CoordBlock, ErrorInfo, Folder, State, TaskId,
+};
 use jiff::Timestamp;
 
 /// Assigns every ready task that some agent can take now.
@@ -148,15 +150,19 @@ pub fn assign(w: &mut World<'_>, id: &TaskId, agent: &AgentName) {
     };
     match start_attempt(w, id, agent, &mut c) {
         Ok(()) => {
-            if let Some(st) = w.agents.get(agent) {
-                if gate(&st.coord, &w.clock) == Gate::Probe {
-                    let mut probe = st.coord.clone();
-                    probe.circuit = Circuit::HalfOpen;
-                    w.set_agent_coord(agent, probe);
-                }
-            }
+            let probe = w
+                .agents
+                .get(agent)
+                .filter(|st| gate(&st.coord, &w.clock) == Gate::Probe)
+                .map(|st| AgentCoord {
+                    circuit: Circuit::HalfOpen,
+                    ..st.coord.clone()
+                });
             let summary = format!("assign {id} to {agent}");
-            w.transit(id, Folder::assigned(agent.clone()), c, edit, summary);
+            let moved = w.transit(id, Folder::assigned(agent.clone()), c, edit, summary);
+            if let Some(probe) = probe.filter(|_| moved) {
+                w.set_agent_coord(agent, probe);
+            }
         }
         Err(error) => {
             c.assigned_to = None;
@@ -179,10 +185,17 @@ pub fn start_attempt(
         .ok_or_else(|| ErrorInfo::new("gone", "task vanished", true))?;
     let spec = &e.task.spec;
     let timeout = spec.timeout.unwrap_or(w.config.defaults.timeout);
+    let floor = w.attempts.floor(id);
+    if floor > c.attempt {
+        // Granted before and since undone (a revert, a hand edit): never number an attempt
+        // twice, but count only the attempts the file records against max_attempts.
+        c.attempt_base = c.attempt_base.saturating_add(floor - c.attempt);
+        c.attempt = floor;
+    }
     c.attempt = c.attempt.saturating_add(1);
     c.assigned_to = Some(agent.clone());
     c.assigned_at = Some(w.now_str());
-    c.lease_expires_at = Some(super::world::fmt_time(w.clock.now() + timeout.to_signed()));
+    c.lease_expires_at = Some(super::world::fmt_time(w.clock.after(timeout.to_signed())));
     c.not_before = None;
     c.input = None;
     if let Some(input) = &spec.input {

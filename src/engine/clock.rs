@@ -5,7 +5,7 @@
 //! comparison it made comes out the same way. The tick uses it to skip planning a board that
 //! has not changed since a pass that found nothing to do (the store's quiet mark).
 
-use jiff::Timestamp;
+use jiff::{SignedDuration, Timestamp};
 use std::cell::Cell;
 
 /// The time of one planning pass, and the deadlines it compared against.
@@ -28,6 +28,18 @@ impl Clock {
     /// it with anything: use [`Clock::reached`].
     pub fn now(&self) -> Timestamp {
         self.now
+    }
+
+    /// Returns the instant `d` after now (a lease's end, a backoff's, a circuit's reopening).
+    /// Checked: past the last instant a timestamp can hold it gives that instant (the CLI keeps
+    /// clocks and durations in a range where this cannot happen).
+    pub fn after(&self, d: SignedDuration) -> Timestamp {
+        self.now.checked_add(d).unwrap_or(Timestamp::MAX)
+    }
+
+    /// Returns the instant `d` before now (an archive cutoff); checked like [`Clock::after`].
+    pub fn before(&self, d: SignedDuration) -> Timestamp {
+        self.now.checked_sub(d).unwrap_or(Timestamp::MIN)
     }
 
     /// Returns whether the instant `t` has come; when it has not, remembers it, so the
@@ -64,5 +76,16 @@ mod tests {
         assert!(!clock.reached(at("2026-11-22T11:00:00Z")));
         assert!(!clock.reached(at("2026-11-22T13:00:00Z")));
         assert_eq!(clock.deadline(), Some(at("2026-11-22T11:00:00Z")));
+    }
+
+    #[test]
+    fn arithmetic_saturates_instead_of_panicking() {
+        let hour = SignedDuration::from_hours(1);
+        assert_eq!(Clock::new(Timestamp::MAX).after(hour), Timestamp::MAX);
+        assert_eq!(Clock::new(Timestamp::MIN).before(hour), Timestamp::MIN);
+        let at = |s: &str| s.parse::<Timestamp>().expect("time");
+        let clock = Clock::new(at("2026-11-22T10:00:00Z"));
+        assert_eq!(clock.after(hour), at("2026-11-22T11:00:00Z"));
+        assert_eq!(clock.before(hour), at("2026-11-22T09:00:00Z"));
     }
 }

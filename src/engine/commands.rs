@@ -427,7 +427,7 @@ pub fn heartbeat(
     let e = assigned_entry(&w, id)?;
     let timeout = e.task.spec.timeout.unwrap_or(w.config.defaults.timeout);
     let mut c = e.task.coord.clone();
-    let until = fmt_time(w.clock.now() + timeout.to_signed());
+    let until = fmt_time(w.clock.after(timeout.to_signed()));
     c.lease_expires_at = Some(until.clone());
     w.transit(
         id,

@@ -110,32 +110,37 @@ fn bad_signature(w: &mut World<'_>, e: &Entry, why: String) {
 }
 
 fn succeed(w: &mut World<'_>, e: &Entry) {
-    if let Some(agent) = &e.folder.agent {
-        w.set_agent_coord(agent, after_success());
+    if hold_or_finish(w, e) {
+        if let Some(agent) = &e.folder.agent {
+            w.set_agent_coord(agent, after_success());
+        }
     }
+}
+
+/// Holds a successful task for review or finishes it; returns whether that was planned.
+fn hold_or_finish(w: &mut World<'_>, e: &Entry) -> bool {
     if e.task.spec.authority == Authority::DoItAndShowMe {
         let mut c = e.task.coord.clone();
         c.state = State::Review.as_str().to_string();
         c.review = Some("result".to_string());
         c.lease_expires_at = None;
         let summary = format!("hold {} for review of its result", e.id);
-        w.transit(
+        return w.transit(
             &e.id,
             Folder::of(State::Review),
             c,
             ResultEdit::Keep,
             summary,
         );
-        return;
     }
-    finish_success(w, &e.id);
+    finish_success(w, &e.id)
 }
 
 /// Moves a task with a success result to done and creates its handoffs (or fails it with
-/// `handoff_limit` when the chain is too long).
-pub fn finish_success(w: &mut World<'_>, id: &TaskId) {
+/// `handoff_limit` when the chain is too long); returns whether that was planned.
+pub fn finish_success(w: &mut World<'_>, id: &TaskId) -> bool {
     let Some(e) = w.entries.get(id).cloned() else {
-        return;
+        return false;
     };
     let targets = handoff::targets(w, &e);
     let mut c = e.task.coord.clone();
@@ -145,29 +150,37 @@ pub fn finish_success(w: &mut World<'_>, id: &TaskId) {
         let msg = format!("handoff chain longer than max_handoffs ({max})");
         let error = ErrorInfo::new("handoff_limit", msg, false);
         let summary = format!("fail {id}: handoff limit of {max} reached");
-        w.end(id, c, State::Failed, error, summary);
-        return;
+        return w.end(id, c, State::Failed, error, summary);
     }
     c.finished_at = Some(w.now_str());
     c.lease_expires_at = None;
     c.state = State::Done.as_str().to_string();
     let summary = format!("complete {id}");
-    if w.transit(id, Folder::of(State::Done), c, ResultEdit::Keep, summary) {
+    let moved = w.transit(id, Folder::of(State::Done), c, ResultEdit::Keep, summary);
+    if moved {
         handoff::create_children(w, &e, &targets);
     }
+    moved
 }
 
 /// Records a failed attempt: another try after backoff, or the dead letter.
+/// The agent's breaker counts it only once the failure is recorded in the task.
 pub fn fail_attempt(w: &mut World<'_>, e: &Entry, err: ErrorInfo, had_result: bool) {
-    if let Some(agent) = &e.folder.agent {
-        let st = w
-            .agents
-            .get(agent)
-            .map(|s| s.coord.clone())
-            .unwrap_or_default();
-        let next = after_failure(&st, &w.config.circuit_breaker, w.clock.now());
-        w.set_agent_coord(agent, next);
+    if record_failure(w, e, err, had_result) {
+        if let Some(agent) = &e.folder.agent {
+            let st = w
+                .agents
+                .get(agent)
+                .map(|s| s.coord.clone())
+                .unwrap_or_default();
+            let next = after_failure(&st, &w.config.circuit_breaker, w.clock.now());
+            w.set_agent_coord(agent, next);
+        }
     }
+}
+
+/// Writes a failed attempt into the task; returns whether the transition was planned.
+fn record_failure(w: &mut World<'_>, e: &Entry, err: ErrorInfo, had_result: bool) -> bool {
     let mut c = e.task.coord.clone();
     let max = e
         .task
@@ -188,7 +201,7 @@ pub fn fail_attempt(w: &mut World<'_>, e: &Entry, err: ErrorInfo, had_result: bo
         c.history.push(record);
         let delay = backoff(e.id.as_str(), c.attempt, &w.config.backoff);
         c.state = State::Ready.as_str().to_string();
-        c.not_before = Some(super::world::fmt_time(w.clock.now() + delay));
+        c.not_before = Some(super::world::fmt_time(w.clock.after(delay)));
         c.assigned_to = None;
         c.assigned_at = None;
         let summary = format!(
@@ -202,7 +215,7 @@ pub fn fail_attempt(w: &mut World<'_>, e: &Entry, err: ErrorInfo, had_result: bo
         } else {
             ResultEdit::Keep
         };
-        w.transit(&e.id, Folder::of(State::Ready), c, edit, summary);
+        w.transit(&e.id, Folder::of(State::Ready), c, edit, summary)
     } else {
         c.history.push(record);
         let why = if err.is_retryable() {
@@ -211,7 +224,7 @@ pub fn fail_attempt(w: &mut World<'_>, e: &Entry, err: ErrorInfo, had_result: bo
             "not retryable"
         };
         let summary = format!("fail {}: {} ({why})", e.id, code(&err));
-        w.end(&e.id, c, State::Failed, err, summary);
+        w.end(&e.id, c, State::Failed, err, summary)
     }
 }
 

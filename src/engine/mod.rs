@@ -22,7 +22,7 @@ use jiff::Timestamp;
 use std::fmt;
 
 pub use clock::Clock;
-pub use world::{AcceptAll, Rejection, Signer, Verifier};
+pub use world::{AcceptAll, AttemptFloor, NoHistory, Rejection, Signer, Verifier};
 
 /// One file-system step of a transition. Paths are repo-relative.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -216,6 +216,8 @@ pub struct Inputs<'a> {
     pub now: Timestamp,
     /// Checks result signatures when the config requires them.
     pub verifier: &'a dyn Verifier,
+    /// The highest attempt granted per task before (history), for numbering new attempts.
+    pub attempts: &'a dyn AttemptFloor,
 }
 
 /// Plans one tick (SPEC 3): adoption of hand moves, intake, completion and timeouts,

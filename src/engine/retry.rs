@@ -46,7 +46,9 @@ pub fn after_failure(c: &AgentCoord, cfg: &CircuitBreaker, now: Timestamp) -> Ag
     let failures = c.consecutive_failures.saturating_add(1);
     let trip = c.circuit == Circuit::HalfOpen || failures >= cfg.failure_threshold;
     if trip {
-        let until = now + cfg.open_for.to_signed();
+        let until = now
+            .checked_add(cfg.open_for.to_signed())
+            .unwrap_or(Timestamp::MAX);
         AgentCoord {
             consecutive_failures: failures,
             circuit: Circuit::Open,

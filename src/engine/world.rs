@@ -48,6 +48,23 @@ pub trait Signer {
     ) -> Result<String, String>;
 }
 
+/// The highest attempt ever granted per task (SPEC 3.11), as history shows it: a new attempt
+/// is numbered above it, so a revert or a hand edit of the `coord:` block cannot make coord
+/// grant an attempt number twice.
+pub trait AttemptFloor {
+    /// Returns the highest attempt number granted for `id` before (0 when none).
+    fn floor(&self, id: &TaskId) -> u32;
+}
+
+/// No history (tests, and boards not in a repo): the task file's own `coord.attempt` counts.
+pub struct NoHistory;
+
+impl AttemptFloor for NoHistory {
+    fn floor(&self, _: &TaskId) -> u32 {
+        0
+    }
+}
+
 /// A verifier for repos that do not require signed results.
 pub struct AcceptAll;
 
@@ -117,6 +134,8 @@ pub struct World<'a> {
     pub clock: Clock,
     /// Signature checks.
     pub verifier: &'a dyn Verifier,
+    /// Attempts granted before, from history.
+    pub attempts: &'a dyn AttemptFloor,
     /// Live, unique, readable tasks by id.
     pub entries: BTreeMap<TaskId, Entry>,
     /// Every id present on the board in any form.
@@ -136,6 +155,7 @@ impl<'a> World<'a> {
             config: inputs.config,
             clock: Clock::new(inputs.now),
             verifier: inputs.verifier,
+            attempts: inputs.attempts,
             entries: BTreeMap::new(),
             all_ids: board
                 .tasks
@@ -283,32 +303,16 @@ impl<'a> World<'a> {
         let from_state = entry.folder.state.as_str().to_string();
         let guard = vec![(entry.path.clone(), entry.hash)];
         let new_path = self.board.path_in(&to, &entry.file_name());
-        let text = edit_text(&entry.task, &coord, result)?;
-        let mut ops = Vec::new();
-        if new_path != entry.path {
-            ops.push(Op::Move {
-                from: entry.path.clone(),
-                to: new_path.clone(),
-            });
-        }
-        if text != entry.task.text {
-            // An oversized file is replaced by its restored version, never spliced into.
-            let rest = match entry.stand_in {
-                Some(StandIn::Oversize(..)) => None,
-                _ => super::rest_hash(&entry.task.text, &entry.task.doc),
-            };
-            ops.push(match rest {
-                Some(rest) => Op::Edit {
-                    path: new_path.clone(),
-                    text: text.clone(),
-                    rest,
-                },
-                None => Op::Write {
-                    path: new_path.clone(),
-                    text: text.clone(),
-                },
-            });
-        }
+        let coords_growth = !matches!(result, ResultEdit::Set(_));
+        let text = match edit_text(&entry.task, &coord, result) {
+            Ok(text) => text,
+            Err(EditError::TooLarge(_)) if coords_growth => {
+                self.too_large(id);
+                return Ok(false);
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        let ops = file_ops(entry, &new_path, Some(&text));
         let reread = check::reread(&text);
         let Some(entry) = self.entries.get_mut(id) else {
             return Ok(false);
@@ -331,6 +335,68 @@ impl<'a> World<'a> {
             });
         }
         Ok(true)
+    }
+
+    /// Moves a task whose `coord:` block cannot grow (the file would pass the size limit) to
+    /// `failed/` with `too_large`, never touching the bytes outside that block: its block is
+    /// rewritten in place when the failed one fits, else as a short one (state, attempt
+    /// numbers, creation time and the error; the rest is in git), else the file is only
+    /// moved. Counts for no agent's breaker.
+    fn too_large(&mut self, id: &TaskId) {
+        let Some(entry) = self.entries.get(id).cloned() else {
+            return;
+        };
+        let limit = Limits::default().max_bytes;
+        let mut c = entry.task.coord.clone();
+        c.state = State::Failed.as_str().to_string();
+        c.finished_at = Some(self.now_str());
+        c.lease_expires_at = None;
+        c.not_before = None;
+        let message = format!("its coord: block cannot grow: the file would pass the limit of {limit} bytes; shorten the file, then 'coord retry' it");
+        c.error = Some(ErrorInfo::new("too_large", message, false));
+        let compact = CoordBlock {
+            state: c.state.clone(),
+            attempt: c.attempt,
+            attempt_base: c.attempt_base,
+            created_at: c.created_at.clone(),
+            error: Some(ErrorInfo::new("too_large", "file size limit", false)),
+            ..CoordBlock::default()
+        };
+        let text = [c, compact]
+            .iter()
+            .find_map(|c| edit_text(&entry.task, c, ResultEdit::Keep).ok());
+        let to = Folder::of(State::Failed);
+        let new_path = self.board.path_in(&to, &entry.file_name());
+        let ops = file_ops(&entry, &new_path, text.as_deref());
+        if ops.is_empty() {
+            let message =
+                "its coord: block cannot grow: the file is at the size limit; shorten it by hand"
+                    .to_string();
+            self.note(Note::Skipped {
+                path: entry.path.clone(),
+                message,
+            });
+            return;
+        }
+        self.push(Transition {
+            subject: id.to_string(),
+            from: entry.folder.state.as_str().to_string(),
+            to: to.state.as_str().to_string(),
+            summary: format!("fail {id}: too_large (the file cannot take coord's entry)"),
+            ops,
+            guard: vec![(entry.path.clone(), entry.hash)],
+        });
+        if let Some(e) = self.entries.get_mut(id) {
+            e.path = new_path;
+            e.folder = to;
+            if let Some(text) = &text {
+                e.hash = crate::board::content_hash(text.as_bytes());
+                e.stand_in = None;
+                if let Some(task) = check::reread(text) {
+                    e.task = Arc::new(Task::parsed(task));
+                }
+            }
+        }
     }
 
     /// Ends a task in a final state (`failed`, `cancelled`) for `error`, starting from the coord
@@ -438,20 +504,62 @@ pub fn parse_time(s: &str) -> Option<Timestamp> {
     s.parse().ok()
 }
 
-fn edit_text(task: &TaskDoc, coord: &CoordBlock, result: ResultEdit) -> Result<String, String> {
+/// Returns the ops that move `entry` to `new_path` and, when `text` is given and differs,
+/// rewrite it there.
+fn file_ops(entry: &Entry, new_path: &str, text: Option<&str>) -> Vec<Op> {
+    let mut ops = Vec::new();
+    if new_path != entry.path {
+        ops.push(Op::Move {
+            from: entry.path.clone(),
+            to: new_path.to_string(),
+        });
+    }
+    if let Some(text) = text.filter(|t| *t != entry.task.text) {
+        // An oversized file is replaced by its restored version, never spliced into.
+        let rest = match entry.stand_in {
+            Some(StandIn::Oversize(..)) => None,
+            _ => super::rest_hash(&entry.task.text, &entry.task.doc),
+        };
+        ops.push(match rest {
+            Some(rest) => Op::Edit {
+                path: new_path.to_string(),
+                text: text.to_string(),
+                rest,
+            },
+            None => Op::Write {
+                path: new_path.to_string(),
+                text: text.to_string(),
+            },
+        });
+    }
+    ops
+}
+
+/// Why a task file could not be edited.
+#[derive(Debug, thiserror::Error)]
+enum EditError {
+    /// The edited file would pass the size limit.
+    #[error("with coord's block the file would pass the {} KiB limit; shorten it (large outputs belong in a file the result names)", .0 / 1024)]
+    TooLarge(usize),
+    /// The edit would not read back as intended.
+    #[error("{0}")]
+    Unsafe(String),
+}
+
+fn edit_text(task: &TaskDoc, coord: &CoordBlock, result: ResultEdit) -> Result<String, EditError> {
+    let unsafe_edit = |e: String| EditError::Unsafe(e);
     let (text, doc) = match result {
         ResultEdit::Keep => (task.text.clone(), task.doc.clone()),
-        ResultEdit::Remove => reparse_text(yaml::remove_block(&task.text, &task.doc, "result"))?,
-        ResultEdit::Set(v) => reparse_text(yaml::set_block(&task.text, &task.doc, "result", &v))?,
+        ResultEdit::Remove => reparse_text(yaml::remove_block(&task.text, &task.doc, "result"))
+            .map_err(unsafe_edit)?,
+        ResultEdit::Set(v) => reparse_text(yaml::set_block(&task.text, &task.doc, "result", &v))
+            .map_err(unsafe_edit)?,
     };
-    let out =
-        yaml::set_block(&text, &doc, "coord", &coord.to_value()).map_err(|e| e.to_string())?;
+    let out = yaml::set_block(&text, &doc, "coord", &coord.to_value())
+        .map_err(|e| unsafe_edit(e.to_string()))?;
     let max = Limits::default().max_bytes;
     if out.len() > max {
-        return Err(format!(
-            "with coord's block the file would pass the {} KiB limit; shorten it (large outputs belong in a file the result names)",
-            max / 1024
-        ));
+        return Err(EditError::TooLarge(max));
     }
     Ok(out)
 }

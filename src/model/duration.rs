@@ -3,6 +3,17 @@
 use serde::{Deserialize, Deserializer};
 use std::fmt;
 
+/// Why a duration was not taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// Not a number and a unit.
+    #[error("{0:?} is not a duration: use a number and s, m, h or d (e.g. 30m)")]
+    Malformed(String),
+    /// Longer than [`Duration::MAX`].
+    #[error("{0:?} is out of range: coord takes durations up to 36500d (100 years)")]
+    TooLong(String),
+}
+
 /// A whole number of seconds, written with one unit suffix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Duration {
@@ -20,29 +31,39 @@ impl Duration {
         self.secs
     }
 
-    /// Parses `90s`, `30m`, `2h` or `7d` (a day is 24 hours).
+    /// The longest duration coord takes: 36500 days (100 years). Every time coord computes
+    /// (now plus a lease, a backoff or a circuit's open time; now minus an archive age) stays
+    /// representable with any clock in [`crate::clock::RANGE`].
+    pub const MAX: Duration = Duration::from_secs(36_500 * 86_400);
+
+    /// Parses `90s`, `30m`, `2h` or `7d` (a day is 24 hours), at most [`Duration::MAX`].
     pub fn parse(s: &str) -> Result<Duration, String> {
+        Duration::parse_checked(s).map_err(|e| e.to_string())
+    }
+
+    /// Parses like [`Duration::parse`], telling a malformed duration from one out of range.
+    pub fn parse_checked(s: &str) -> Result<Duration, DurationError> {
         let s = s.trim();
-        let (digits, unit) = s.split_at(s.len().saturating_sub(1));
-        let mult = match unit {
+        let last = s.char_indices().last().map_or(0, |(i, _)| i);
+        let (digits, unit) = s.split_at(last);
+        let malformed = || DurationError::Malformed(s.to_string());
+        let mult: i64 = match unit {
             "s" => 1,
             "m" => 60,
             "h" => 3600,
             "d" => 86_400,
-            _ => {
-                return Err(format!(
-                    "{s:?} is not a duration: use a number and s, m, h or d (e.g. 30m)"
-                ))
-            }
+            _ => return Err(malformed()),
         };
-        let n: i64 = digits
-            .parse()
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(malformed());
+        }
+        digits
+            .parse::<i64>()
             .ok()
-            .filter(|n| (0..=1_000_000_000).contains(n) && !digits.starts_with('+'))
-            .ok_or_else(|| {
-                format!("{s:?} is not a duration: use a number and s, m, h or d (e.g. 30m)")
-            })?;
-        Ok(Duration { secs: n * mult })
+            .and_then(|n| n.checked_mul(mult))
+            .filter(|secs| *secs <= Duration::MAX.secs)
+            .map(Duration::from_secs)
+            .ok_or_else(|| DurationError::TooLong(s.to_string()))
     }
 
     /// Returns the duration as a jiff span for timestamp arithmetic.
@@ -102,9 +123,29 @@ mod tests {
             "1.5h",
             "5w",
             "99999999999d",
+            "٣m",
+            "5é",
+            "é",
         ] {
             assert!(Duration::parse(s).is_err(), "{s}");
         }
+    }
+
+    #[test]
+    fn refuses_more_than_a_hundred_years_as_out_of_range() {
+        assert_eq!(Duration::parse("36500d"), Ok(Duration::MAX));
+        assert_eq!(Duration::parse("876000h"), Ok(Duration::MAX));
+        for s in ["36501d", "3000000d", "999999999d", "9223372036854775807s"] {
+            assert_eq!(
+                Duration::parse_checked(s),
+                Err(DurationError::TooLong(s.to_string())),
+                "{s}"
+            );
+        }
+        assert_eq!(
+            Duration::parse_checked("12x"),
+            Err(DurationError::Malformed("12x".to_string()))
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ mod task;
 pub mod translit;
 
 pub use agent::{AgentCoord, AgentProfile, AssignMode, Circuit};
-pub use duration::Duration;
+pub use duration::{Duration, DurationError};
 pub use ids::{AgentName, NameError, TaskId};
 pub use state::{Folder, State};
 pub use task::{

@@ -3,6 +3,7 @@
 //! writes) and recording them as commits, and recovering whatever a killed run left half done.
 
 mod apply;
+mod attempts;
 pub use apply::Applied;
 pub use load::Loaded;
 mod cache;
@@ -91,6 +92,8 @@ pub struct Store {
     clean: Cell<Option<Clean>>,
     /// Files `coord watch` saw closed by their writer or renamed in, and when.
     seen_complete: RefCell<std::collections::HashMap<String, std::time::SystemTime>>,
+    /// The attempt high-water marks read so far.
+    marks: attempts::MarksCell,
 }
 
 /// How a recording of external changes knew `work/` was clean, with its clean-mark state
@@ -144,6 +147,7 @@ impl Store {
             tick_commits: Cell::new(false),
             clean: Cell::new(None),
             seen_complete: RefCell::default(),
+            marks: RefCell::new(None),
         })
     }
 

@@ -153,3 +153,43 @@ fn a_second_result_is_refused_unless_replaced() {
     assert_eq!(last["result"]["status"], json!("success"));
     assert_eq!(r.git_status(), "");
 }
+
+#[test]
+fn a_reverted_assignment_never_grants_its_attempt_number_again() {
+    let mut r = TestRepo::new();
+    config(&r, "defaults: {timeout: 10m}\n");
+    r.ok(&["agents", "add", "alice", "--pull"]);
+    r.ok(&["agents", "add", "bob", "--pull"]);
+    r.task("x", "title: Contested\n");
+    tick_at(&mut r, 0);
+    assert_eq!(r.ok(&["claim", "--agent", "alice"]), "x\n");
+    assert_eq!(coord(&r, "x")["attempt"], json!(1));
+    let assign = r.git(&["log", "-1", "--format=%H"]);
+    r.git(&["revert", "--no-edit", assign.trim()]);
+    assert_eq!(r.where_is("x"), "work/ready/x.yaml");
+    r.at(&at(MIN));
+    assert_eq!(r.ok(&["claim", "--agent", "bob"]), "x\n");
+    let c = coord(&r, "x");
+    assert_eq!(c["attempt"], json!(2), "attempt 1 was granted before");
+    assert_eq!(
+        c["attempt_base"],
+        json!(1),
+        "the skipped number does not count against max_attempts"
+    );
+    let args = ["complete", "x", "--agent", "alice", "--attempt", "1"];
+    let err = report(&r, &args, &[], 1);
+    assert!(err.contains("attempt 2 of bob"), "{err}");
+    // A hand edit of the coord: block cannot lower it either.
+    let path = r.where_is("x");
+    let text = r.read(&path).replace("attempt: 2", "attempt: 0");
+    r.write(&path, &text);
+    r.git(&["mv", &path, "work/ready/x.yaml"]);
+    let text = r
+        .read("work/ready/x.yaml")
+        .replace("state: assigned", "state: ready");
+    r.write("work/ready/x.yaml", &text);
+    r.git(&["commit", "-qam", "take it back by hand"]);
+    r.at(&at(2 * MIN));
+    assert_eq!(r.ok(&["claim", "--agent", "alice"]), "x\n");
+    assert_eq!(coord(&r, "x")["attempt"], json!(3));
+}

@@ -13,6 +13,7 @@ mod inplace;
 mod jepsen;
 mod kill;
 mod messages;
+mod numbers;
 mod patterns;
 mod perf_cache;
 mod resilience;

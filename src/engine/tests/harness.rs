@@ -6,7 +6,7 @@ use crate::board::{Board, RawFile};
 use crate::check::{self, TaskDoc};
 use crate::config::Config;
 use crate::engine::commands::{self, CommandError, Report};
-use crate::engine::{self, AcceptAll, Inputs, Op, Plan};
+use crate::engine::{self, AcceptAll, Inputs, NoHistory, Op, Plan};
 use crate::model::{AgentName, CoordBlock, TaskId};
 use crate::schema::Schema;
 use crate::yaml::Limits;
@@ -92,6 +92,7 @@ impl Sim {
             config: &self.config,
             now,
             verifier: &AcceptAll,
+            attempts: &NoHistory,
         };
         engine::plan(board, &inputs)
     }
@@ -146,6 +147,7 @@ impl Sim {
             config: &self.config,
             now: self.now,
             verifier: &AcceptAll,
+            attempts: &NoHistory,
         };
         let out = f(&board, &inputs)?;
         self.apply(out.plan());

@@ -4,5 +4,6 @@
 mod flows;
 mod harness;
 mod inplace;
+mod numbers;
 mod props;
 mod unit;

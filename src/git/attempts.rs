@@ -1,0 +1,87 @@
+//! The attempts coord granted, read from history: the task file as each assignment commit
+//! (trailer `Coord-To: assigned`) wrote it. A revert adds a commit and a hand edit changes a
+//! file, but neither removes an assignment commit from HEAD's history, so what this finds is a
+//! high-water mark they cannot lower. Does I/O (git).
+
+use super::*;
+
+/// Task files as assignment commits wrote them.
+#[derive(Debug, Default)]
+pub struct Granted {
+    /// The commit HEAD pointed at (None on an unborn branch).
+    pub head: Option<String>,
+    /// Whether only the commits after `since` were read (`since` is an ancestor of HEAD).
+    pub incremental: bool,
+    /// (task id, the task file's bytes) per assignment commit read.
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+impl Repo {
+    /// Returns the task files of the assignment commits reachable from HEAD, only those
+    /// after `since` when it is an ancestor of HEAD. `assigned` is the folder of agent folders
+    /// (`work/assigned`).
+    pub fn granted_attempts(
+        &self,
+        assigned: &str,
+        since: Option<&str>,
+    ) -> Result<Granted, GitError> {
+        let Some(head) = self.resolve_head()?.oid else {
+            return Ok(Granted::default());
+        };
+        let mut walk = self.repo.revwalk().map_err(ctx("cannot walk history"))?;
+        walk.push(head)
+            .map_err(ctx(format!("cannot walk history from {head}")))?;
+        let since = since.and_then(|s| Oid::from_str(s).ok());
+        let incremental = since
+            .is_some_and(|s| s == head || self.repo.graph_descendant_of(head, s).unwrap_or(false));
+        if let Some(s) = since.filter(|_| incremental) {
+            walk.hide(s)
+                .map_err(ctx(format!("cannot walk history to {s}")))?;
+        }
+        let mut files = Vec::new();
+        for oid in walk {
+            let commit = oid
+                .and_then(|oid| self.repo.find_commit(oid))
+                .map_err(ctx(format!("cannot read history from {head}")))?;
+            if let Some(id) = assigned_task(&commit) {
+                files.extend(self.assigned_file(&commit, assigned, &id).map(|b| (id, b)));
+            }
+        }
+        Ok(Granted {
+            head: Some(head.to_string()),
+            incremental,
+            files,
+        })
+    }
+
+    /// Returns the bytes of `<assigned>/<agent>/<id>.yaml` (or `.yml`) in a commit's tree.
+    fn assigned_file(
+        &self,
+        commit: &git2::Commit<'_>,
+        assigned: &str,
+        id: &str,
+    ) -> Option<Vec<u8>> {
+        let tree = commit.tree().ok()?;
+        let agents = tree.get_path(Path::new(assigned)).ok()?;
+        let agents = agents.to_object(&self.repo).ok()?.into_tree().ok()?;
+        agents.iter().find_map(|agent| {
+            let folder = agent.to_object(&self.repo).ok()?.into_tree().ok()?;
+            [format!("{id}.yaml"), format!("{id}.yml")]
+                .iter()
+                .find_map(|name| folder.get_name(name))
+                .and_then(|e| e.to_object(&self.repo).ok()?.into_blob().ok())
+                .map(|blob| blob.content().to_vec())
+        })
+    }
+}
+
+/// Returns the task a commit assigned, when its trailers say it moved one to `assigned`.
+fn assigned_task(commit: &git2::Commit<'_>) -> Option<String> {
+    let message = String::from_utf8_lossy(commit.message_bytes());
+    let trailers = git2::message_trailers_strs(&message).ok()?;
+    let to_assigned = trailers
+        .iter()
+        .any(|(k, v)| k == "Coord-To" && v == "assigned");
+    let task = trailers.iter().find(|(k, _)| *k == "Coord-Task")?.1;
+    to_assigned.then(|| task.to_string())
+}

@@ -1,0 +1,139 @@
+//! Big numbers end to end (issue 12 item 3): a task with an out-of-range duration is
+//! quarantined and the tick goes on; an out-of-range coord.yaml value, flag or clock is a
+//! usage error (exit 2) on one line naming it; the edges of the ranges work. Never a panic.
+
+use crate::harness::TestRepo;
+use crate::steps::{config, state};
+
+fn no_panic(err: &str) {
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_task_with_a_huge_timeout_is_quarantined_and_the_others_go_on() {
+    let r = TestRepo::with_agents(&["alice"]);
+    r.task("big", "title: big\ntimeout: 3000000d\n");
+    r.task("fine", "title: fine\n");
+    for _ in 0..2 {
+        let (_, err) = r.code(&["tick"], 0);
+        no_panic(&err);
+    }
+    assert_eq!(r.where_is("big"), "work/invalid/big.yaml");
+    let errors = r.read("work/invalid/big.yaml.errors");
+    assert!(
+        errors.contains("big.yaml:2:10: timeout: \"3000000d\" is out of range"),
+        "{errors}"
+    );
+    assert_eq!(state(&r, "fine"), "assigned");
+    let (_, err) = r.code(&["status"], 0);
+    no_panic(&err);
+}
+
+#[test]
+fn out_of_range_config_durations_are_usage_errors_naming_the_key() {
+    let r = TestRepo::with_agents(&["alice"]);
+    r.task("t", "title: t\n");
+    let keys = [
+        ("defaults: {timeout: 999999999d}\n", "defaults.timeout"),
+        ("backoff: {max: 999999999d}\n", "backoff.max"),
+        (
+            "circuit_breaker: {open_for: 999999999d}\n",
+            "circuit_breaker.open_for",
+        ),
+        ("archive_after: 999999999d\n", "archive_after"),
+    ];
+    for (yaml, key) in keys {
+        config(&r, yaml);
+        for cmd in [&["tick"][..], &["status"], &["archive"]] {
+            let (_, err) = r.code(cmd, 2);
+            assert!(
+                err.contains("coord.yaml") && err.contains(key) && err.contains("out of range"),
+                "{cmd:?} with {yaml}: {err}"
+            );
+            assert_eq!(err.lines().count(), 1, "{err}");
+        }
+    }
+}
+
+#[test]
+fn out_of_range_flags_and_clocks_are_usage_errors() {
+    let r = TestRepo::with_agents(&["alice"]);
+    let (_, err) = r.code(&["archive", "--older-than", "999999999d"], 2);
+    assert!(
+        err.contains("--older-than") && err.contains("out of range"),
+        "{err}"
+    );
+    for now in [
+        "9999-12-30T21:00:00Z",
+        "9000-01-01T00:00:00Z",
+        "1969-12-31T23:59:59Z",
+    ] {
+        let (_, err) = r.code(&["--now", now, "tick"], 2);
+        assert!(
+            err.contains("--now") && err.contains("out of range"),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
+fn the_edges_of_the_ranges_work() {
+    let mut r = TestRepo::with_agents(&["alice"]);
+    config(
+        &r,
+        "defaults: {timeout: 36500d}\nbackoff: {base: 36500d, max: 36500d}\ncircuit_breaker: {failure_threshold: 1, open_for: 36500d}\n",
+    );
+    r.task("t", "title: t\ntimeout: 36500d\n");
+    r.at("8999-12-31T23:59:59Z");
+    r.ok(&["tick"]);
+    assert_eq!(state(&r, "t"), "assigned");
+    r.ok(&["heartbeat", "t"]);
+    r.ok(&["fail", "t", "--error", "boom"]);
+    r.ok(&["tick"]);
+    assert_eq!(state(&r, "t"), "ready", "backing off");
+    r.ok(&["status"]);
+    r.ok(&["archive", "--older-than", "36500d"]);
+    r.at("1970-01-01T00:00:00Z");
+    let (_, err) = r.code(&["tick"], 0);
+    no_panic(&err);
+}
+
+#[test]
+fn a_timeout_that_cannot_be_written_fails_the_task_as_too_large() {
+    let mut r = TestRepo::with_agents(&["alice"]);
+    config(&r, "circuit_breaker: {failure_threshold: 1}\n");
+    r.task(
+        "big",
+        "title: big\nagent: alice\ntimeout: 10m\ndescription: x\n",
+    );
+    r.ok(&["tick"]);
+    let path = "work/assigned/alice/big.yaml";
+    let text = r.read(path);
+    let limit = 1 << 20;
+    let pad = "x".repeat(limit - 50 - text.len() + 1);
+    let text = text.replacen("description: x\n", &format!("description: {pad}\n"), 1);
+    r.write(path, &text);
+    let people = &text[..text.find("\ncoord:").expect("coord block")];
+    for at in [
+        "2026-11-22T10:11:00Z",
+        "2026-11-22T10:11:00Z",
+        "2026-11-22T10:12:00Z",
+    ] {
+        r.at(at);
+        r.ok(&["tick"]);
+    }
+    assert_eq!(r.where_is("big"), "work/failed/big.yaml");
+    assert!(r.read("work/failed/big.yaml").starts_with(people));
+    assert_eq!(state(&r, "big"), "failed");
+    let log = r.git(&["log", "--format=%s"]);
+    assert!(!log.contains("failed attempt"), "{log}");
+    assert!(log.contains("coord: fail big: too_large"), "{log}");
+    assert!(!r
+        .read("work/agents/alice.yaml")
+        .contains("consecutive_failures"));
+    assert_eq!(r.git_status(), "");
+}
