@@ -303,7 +303,10 @@ impl<'a> World<'a> {
         let from_state = entry.folder.state.as_str().to_string();
         let guard = vec![(entry.path.clone(), entry.hash)];
         let new_path = self.board.path_in(&to, &entry.file_name());
-        let coords_growth = !matches!(result, ResultEdit::Set(_));
+        // A task coord took in whose block cannot grow fails as too_large; an inbox file
+        // that cannot take one is quarantined by intake, a result too large is refused.
+        let coords_growth =
+            !matches!(result, ResultEdit::Set(_)) && entry.folder.state != State::Inbox;
         let text = match edit_text(&entry.task, &coord, result) {
             Ok(text) => text,
             Err(EditError::TooLarge(_)) if coords_growth => {
