@@ -58,46 +58,51 @@ pub fn collect(input: &Value) -> Result<Vec<(String, Expr)>, (String, String)> {
     Ok(out)
 }
 
-/// Returns `input` with every expression replaced, reading outputs through `output_of`.
-/// A string that is exactly one expression takes the JSON value itself.
-pub fn resolve(
-    input: &Value,
-    output_of: &dyn Fn(&TaskId) -> Option<Value>,
-) -> Result<Value, String> {
-    let mut budget = MAX_EXPANSION;
-    resolve_value(input, output_of, &mut budget)
+/// Where a task's output can be read in git: the commit (when known) and the file's path in
+/// it.
+pub type Location = (Option<String>, String);
+
+/// How expressions read the board: a done task's output, and where its file is committed.
+pub struct Outputs<'a> {
+    /// Returns a done task's `result.output`.
+    pub output_of: &'a dyn Fn(&TaskId) -> Option<Value>,
+    /// Returns where a task's file can be read in git.
+    pub locate: &'a dyn Fn(&TaskId) -> Option<Location>,
 }
 
-fn resolve_value(
-    v: &Value,
-    output_of: &dyn Fn(&TaskId) -> Option<Value>,
-    budget: &mut usize,
-) -> Result<Value, String> {
+/// Returns `input` with every expression replaced, reading outputs through `outputs`.
+/// A string that is exactly one expression takes the JSON value itself, or, when that value
+/// does not fit in what is left of the 64 KiB budget, a reference to it (task, commit, path,
+/// JSON pointer and size), so a fan-in of large outputs still resolves.
+pub fn resolve(input: &Value, outputs: &Outputs<'_>) -> Result<Value, String> {
+    let mut budget = MAX_EXPANSION;
+    resolve_value(input, outputs, &mut budget)
+}
+
+fn resolve_value(v: &Value, outputs: &Outputs<'_>, budget: &mut usize) -> Result<Value, String> {
     Ok(match v {
-        Value::String(s) => resolve_string(s, output_of, budget)?,
+        Value::String(s) => resolve_string(s, outputs, budget)?,
         Value::Array(a) => Value::Array(
             a.iter()
-                .map(|x| resolve_value(x, output_of, budget))
+                .map(|x| resolve_value(x, outputs, budget))
                 .collect::<Result<_, _>>()?,
         ),
         Value::Object(m) => Value::Object(
             m.iter()
-                .map(|(k, x)| Ok((k.clone(), resolve_value(x, output_of, budget)?)))
+                .map(|(k, x)| Ok((k.clone(), resolve_value(x, outputs, budget)?)))
                 .collect::<Result<_, String>>()?,
         ),
         other => other.clone(),
     })
 }
 
-fn resolve_string(
-    s: &str,
-    output_of: &dyn Fn(&TaskId) -> Option<Value>,
-    budget: &mut usize,
-) -> Result<Value, String> {
+fn resolve_string(s: &str, outputs: &Outputs<'_>, budget: &mut usize) -> Result<Value, String> {
+    let output_of = outputs.output_of;
     let exprs = find_all(s)?;
     if exprs.is_empty() {
         return Ok(Value::String(s.to_string()));
     }
+    let left = *budget;
     let mut charge = |v: &Value| -> Result<(), String> {
         let size = serde_json::to_string(v).map_or(usize::MAX, |t| t.len());
         *budget = budget
@@ -107,6 +112,14 @@ fn resolve_string(
     };
     if exprs.len() == 1 && exprs[0].span == (0, s.len()) {
         let v = lookup(&exprs[0], output_of)?;
+        let size = serde_json::to_string(&v).map_or(usize::MAX, |t| t.len());
+        let located = (size > left)
+            .then(|| (outputs.locate)(&exprs[0].task))
+            .flatten();
+        let v = match located {
+            Some(at) => reference(&exprs[0], at, size),
+            None => v,
+        };
         charge(&v)?;
         return Ok(v);
     }
@@ -142,6 +155,24 @@ fn lookup(e: &Expr, output_of: &dyn Fn(&TaskId) -> Option<Value>) -> Result<Valu
             render_path(&e.path)
         )),
     }
+}
+
+/// Returns what stands in for a value too large to inline: where to read it.
+fn reference(e: &Expr, (commit, path): Location, size: usize) -> Value {
+    let pointer: String = std::iter::once("/result/output".to_string())
+        .chain(e.path.iter().map(|s| match s {
+            Step::Key(k) => format!("/{}", k.replace('~', "~0").replace('/', "~1")),
+            Step::Index(i) => format!("/{i}"),
+        }))
+        .collect();
+    let read = match &commit {
+        Some(c) => format!("git show {c}:{path}"),
+        None => format!("coord show {}", e.task),
+    };
+    serde_json::json!({
+        "ref": {"task": e.task, "commit": commit, "path": path, "pointer": pointer, "bytes": size},
+        "note": format!("{size} bytes, too large to copy here; read {pointer} of {read}"),
+    })
 }
 
 fn render_path(path: &[Step]) -> String {
@@ -261,9 +292,18 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn outputs(id: &TaskId) -> Option<Value> {
+    fn research(id: &TaskId) -> Option<Value> {
         (id.as_str() == "research").then(|| json!({"summary": "ok", "items": [{"n": 1}, {"n": 2}]}))
     }
+
+    fn nowhere(_: &TaskId) -> Option<Location> {
+        None
+    }
+
+    const OUTPUTS: Outputs<'static> = Outputs {
+        output_of: &research,
+        locate: &nowhere,
+    };
 
     #[test]
     fn parses_paths_and_defaults() {
@@ -302,7 +342,7 @@ mod tests {
             "text": "n=${tasks.research.result.output.items[1].n}!",
             "missing": "${tasks.research.result.output.nope ?? 'none'}",
         });
-        let out = resolve(&input, &outputs).expect("resolves");
+        let out = resolve(&input, &OUTPUTS).expect("resolves");
         assert_eq!(out["whole"], json!([{"n": 1}, {"n": 2}]));
         assert_eq!(out["text"], json!("n=2!"));
         assert_eq!(out["missing"], json!("none"));
@@ -311,14 +351,37 @@ mod tests {
     #[test]
     fn unresolvable_without_default_fails() {
         let input = json!("${tasks.other.result.output.x}");
-        assert!(resolve(&input, &outputs).is_err());
+        assert!(resolve(&input, &OUTPUTS).is_err());
     }
 
     #[test]
-    fn caps_expansion() {
+    fn caps_expansion_and_references_whole_values_past_it() {
         let big = json!({"s": "x".repeat(40_000)});
         let of = |_: &TaskId| Some(big.clone());
-        let input = json!(["${tasks.a.result.output.s}", "${tasks.a.result.output.s}"]);
-        assert!(resolve(&input, &of).is_err());
+        let text = json!([
+            "a ${tasks.a.result.output.s}",
+            "b ${tasks.a.result.output.s}"
+        ]);
+        let located =
+            |_: &TaskId| Some((Some("c0ffee".to_string()), "work/done/a.yaml".to_string()));
+        let outputs = Outputs {
+            output_of: &of,
+            locate: &located,
+        };
+        assert!(
+            resolve(&text, &outputs).is_err(),
+            "text cannot hold a reference"
+        );
+        let whole = json!(["${tasks.a.result.output.s}", "${tasks.a.result.output.s}"]);
+        let out = resolve(&whole, &outputs).expect("the second is referenced");
+        assert_eq!(out[0], json!("x".repeat(40_000)));
+        assert_eq!(out[1]["ref"]["commit"], json!("c0ffee"));
+        assert_eq!(out[1]["ref"]["path"], json!("work/done/a.yaml"));
+        assert_eq!(out[1]["ref"]["pointer"], json!("/result/output/s"));
+        let unlocated = Outputs {
+            output_of: &of,
+            locate: &nowhere,
+        };
+        assert!(resolve(&whole, &unlocated).is_err());
     }
 }

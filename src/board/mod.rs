@@ -101,6 +101,9 @@ pub struct Board {
     /// Files still being written, not read yet (a task file among them that was committed
     /// before is on the board as committed, frozen until it settles).
     pub settling: Vec<Settling>,
+    /// The commit HEAD pointed at when the board was loaded (every layout file not settling
+    /// is committed as read), when known.
+    pub head: Option<String>,
 }
 
 impl Board {

@@ -29,6 +29,10 @@ pub fn view(
         "agents": agents(board, inputs.now),
         "oldest_ready": oldest_ready(board),
         "waiting": waiting(&plan.notes),
+        "held": plan.notes.iter().filter_map(|n| match n {
+            Note::Held { id, reason } => Some(json!({"id": id, "reason": reason})),
+            _ => None,
+        }).collect::<Vec<_>>(),
         "blocked": blocked(board, &plan.notes),
         "overdue": overdue(board, inputs.now),
         "invalid": invalid_reasons,
@@ -189,6 +193,9 @@ pub fn print(v: &Value) {
     }
     section(v, "waiting", "ready but waiting", |w| {
         format!("{}: {}", s(&w["id"]), s(&w["reason"]))
+    });
+    section(v, "held", "with an agent or awaiting approval", |h| {
+        format!("{}: {}", s(&h["id"]), s(&h["reason"]))
     });
     section(v, "blocked", "blocked", |b| {
         let ids: Vec<String> = b["waiting_for"]

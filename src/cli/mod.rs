@@ -12,7 +12,7 @@ macro_rules! out {
 mod agents;
 mod archive;
 mod board_markdown;
-mod board_view;
+pub(crate) mod board_view;
 mod demo;
 mod doctor;
 mod gate;

@@ -182,7 +182,9 @@ pub fn describe(note: &Note) -> String {
 
 fn describe_raw(note: &Note) -> String {
     match note {
-        Note::Waiting { id, reason } => format!("{id} waits: {reason}"),
+        Note::Waiting { id, reason } | Note::Held { id, reason } => {
+            format!("{id} waits: {reason}")
+        }
         Note::Blocked { id, open } => {
             let open: Vec<&str> = open.iter().map(|i| i.as_str()).collect();
             format!("{id} is blocked on {}", open.join(", "))

@@ -200,7 +200,11 @@ pub fn start_attempt(
     c.input = None;
     if let Some(input) = &spec.input {
         if expr::collect(input).is_ok_and(|found| !found.is_empty()) {
-            let resolved = expr::resolve(input, &|dep| w.output_of(dep))
+            let outputs = expr::Outputs {
+                output_of: &|dep| w.output_of(dep),
+                locate: &|dep| w.locate(dep),
+            };
+            let resolved = expr::resolve(input, &outputs)
                 .map_err(|m| ErrorInfo::new("bad_expression", m, false))?;
             c.input = Some(resolved);
         }

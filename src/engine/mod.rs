@@ -13,6 +13,7 @@ mod deps;
 mod handoff;
 mod intake;
 pub mod retry;
+mod waits;
 mod world;
 
 use crate::board::Board;
@@ -142,6 +143,13 @@ pub enum Note {
         /// Why it waits.
         reason: String,
     },
+    /// A task in an agent's hands or waiting for a person's approval, and what it waits for.
+    Held {
+        /// The task.
+        id: TaskId,
+        /// What it waits for and what ends the wait.
+        reason: String,
+    },
     /// A blocked task and the dependencies it still waits for.
     Blocked {
         /// The task.
@@ -229,6 +237,7 @@ pub fn plan(board: &Board, inputs: &Inputs<'_>) -> Plan {
     complete::run(&mut w);
     deps::run(&mut w);
     assign::run(&mut w);
+    waits::run(&mut w);
     w.finish()
 }
 

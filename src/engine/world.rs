@@ -230,6 +230,14 @@ impl<'a> World<'a> {
         self.out.notes.push(n);
     }
 
+    /// Returns whether a transition planned so far concerns `id`.
+    pub fn acted_on(&self, id: &TaskId) -> bool {
+        self.out
+            .transitions
+            .iter()
+            .any(|t| t.subject == id.as_str())
+    }
+
     /// Records a transition.
     pub fn push(&mut self, t: Transition) {
         self.out.transitions.push(t);
@@ -251,6 +259,17 @@ impl<'a> World<'a> {
             return None;
         }
         e.task.result.as_ref().and_then(|r| r.output.clone())
+    }
+
+    /// Returns where a task's file is committed as the board was loaded: HEAD then (when
+    /// known) and the file's path in it.
+    pub fn locate(&self, id: &TaskId) -> Option<crate::expr::Location> {
+        let file = self
+            .board
+            .find(id)
+            .into_iter()
+            .find(|f| f.folder.state != State::Invalid)?;
+        Some((self.board.head.clone(), file.path.clone()))
     }
 
     /// Returns the current time in coord's format.

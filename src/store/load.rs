@@ -113,6 +113,12 @@ impl Store {
             &limits,
         );
         board.settling = settling;
+        board.head = self
+            .repo
+            .head()
+            .ok()
+            .and_then(|h| h.oid)
+            .map(|o| o.to_string());
         let cached = (&board.tasks[..], &board.agents);
         cache.save(
             &self.cache_path(),

@@ -2,7 +2,7 @@
 //! `tick` = build the board, plan, apply the ops to the map. Moves that would replace a file or
 //! whose source is missing fail the test. No disk, no git.
 
-use crate::board::{Board, RawFile};
+use crate::board::{content_hash, Board, RawFile, Settling, StandIn};
 use crate::check::{self, TaskDoc};
 use crate::config::Config;
 use crate::engine::commands::{self, CommandError, Report};
@@ -42,6 +42,9 @@ pub struct Sim {
     pub config: Config,
     /// The clock.
     pub now: Timestamp,
+    /// Files (paths under `work/`) still being written: a new inbox file is not on the board
+    /// yet, any other stays there frozen, as the store loads them.
+    pub settling: BTreeSet<String>,
 }
 
 impl Default for Sim {
@@ -58,6 +61,7 @@ impl Sim {
             agent_dirs: BTreeSet::new(),
             config: Config::default(),
             now: at(0),
+            settling: BTreeSet::new(),
         }
     }
 
@@ -66,11 +70,33 @@ impl Sim {
         let raw = self
             .files
             .iter()
-            .map(|(rel, bytes)| RawFile::new(rel.clone(), Ok(bytes.clone())))
+            .filter(|(rel, _)| !(self.settling.contains(*rel) && rel.starts_with("inbox/")))
+            .map(|(rel, bytes)| RawFile {
+                stand_in: self
+                    .settling
+                    .contains(rel)
+                    .then(|| StandIn::Settling(content_hash(bytes))),
+                ..RawFile::new(rel.clone(), Ok(bytes.clone()))
+            })
             .collect();
         let dirs = self.agent_dirs.iter().map(|a| agent(a)).collect();
         let (t, a) = (Schema::builtin_task(), Schema::builtin_agent());
-        Board::build("work", raw, dirs, (&t, &a), &Limits::default())
+        let mut board = Board::build("work", raw, dirs, (&t, &a), &Limits::default());
+        board.settling = self
+            .settling
+            .iter()
+            .filter(|rel| self.files.contains_key(*rel))
+            .map(|rel| Settling {
+                path: format!("work/{rel}"),
+                id: rel
+                    .rsplit('/')
+                    .next()
+                    .and_then(|n| n.strip_suffix(".yaml"))
+                    .and_then(|s| TaskId::new(s).ok()),
+                until: self.now + SignedDuration::from_secs(2),
+            })
+            .collect();
+        board
     }
 
     /// Sets the clock to `now`, plans a tick and applies it; returns the plan.

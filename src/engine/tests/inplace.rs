@@ -97,3 +97,42 @@ fn inbox_files_coord_cannot_edit_are_quarantined_or_taken_on_first_sight() {
     assert!(s.text("invalid/full.yaml.errors").contains("KiB limit"));
     assert_eq!(s.coord("first").state, "assigned");
 }
+
+#[test]
+fn a_join_of_large_outputs_runs_with_references() {
+    let mut s = sim_with(&["alice", "bob", "carol"]);
+    s.drop_task(
+        "a",
+        "title: a\nagent: alice\nnext_agent: [alice, bob]\njoin_agent: carol\n",
+    );
+    s.tick(at(0));
+    s.report("a", json!({"status": "success", "output": {"n": 1}}));
+    s.tick(at(10));
+    let big = "z".repeat(40 * 1024);
+    for child in ["a.alice", "a.bob"] {
+        s.report(child, json!({"status": "success", "output": {"text": big}}));
+    }
+    let p = s.tick(at(20));
+    assert!(
+        summaries(&p).contains(&"assign a.join to carol".to_string()),
+        "{:?}",
+        summaries(&p)
+    );
+    let input = s.coord("a.join").input.expect("resolved input");
+    let results = &input["results"];
+    let referenced: Vec<_> = ["a.alice", "a.bob"]
+        .iter()
+        .filter(|c| results[**c].get("ref").is_some())
+        .collect();
+    assert_eq!(
+        referenced.len(),
+        1,
+        "one output fits, the other is referenced"
+    );
+    let r = &results[*referenced[0]]["ref"];
+    assert_eq!(r["pointer"], json!("/result/output"));
+    assert!(
+        r["path"].as_str().is_some_and(|p| p.starts_with("work/")),
+        "{r}"
+    );
+}

@@ -6,4 +6,5 @@ mod harness;
 mod inplace;
 mod numbers;
 mod props;
+mod silent;
 mod unit;
