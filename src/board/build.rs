@@ -161,11 +161,15 @@ impl Board {
 
 /// Returns whether a work-relative path belongs to the layout, which is all coord ever
 /// commits of people's changes: task files in their folders, `.errors` files, agent
-/// profiles, `.gitkeep` files and `work/.gitignore`. Anything else is stray (or ignored).
+/// profiles, `.gitkeep` and `README.md` files and `work/.gitignore` (what the `.gitignore`
+/// `coord init` writes lets git see). Anything else is stray (or ignored).
 pub fn is_layout(rel: &str) -> bool {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
     match classify(rel) {
         Kind::Task(..) | Kind::Profile(_) | Kind::Errors => true,
-        Kind::Ignored => rel == ".gitignore" || rel.rsplit('/').next() == Some(".gitkeep"),
+        Kind::Ignored => {
+            rel == ".gitignore" || name == ".gitkeep" || name.eq_ignore_ascii_case("README.md")
+        }
         Kind::Stray(_) => false,
     }
 }

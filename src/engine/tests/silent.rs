@@ -134,9 +134,7 @@ impl Run {
             Act::Cancel { pick } => self.command(*pick, |b, i, id| {
                 crate::engine::commands::cancel(b, i, id, "not needed")
             }),
-            Act::Approve { pick } => {
-                self.command(*pick, |b, i, id| crate::engine::commands::approve(b, i, id))
-            }
+            Act::Approve { pick } => self.command(*pick, crate::engine::commands::approve),
             Act::Break { pick } => {
                 if let Some(path) = self.pick(*pick, |d| d != "inbox") {
                     self.sim.files.insert(path, b"title: [broken\n".to_vec());
@@ -170,9 +168,7 @@ impl Run {
             }
         }
         let path = format!("inbox/{id}.yaml");
-        if !self.sim.files.contains_key(&path) {
-            self.sim.files.insert(path, y.into_bytes());
-        }
+        self.sim.files.entry(path).or_insert_with(|| y.into_bytes());
         self.dropped.push(id);
     }
 
