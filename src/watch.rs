@@ -6,10 +6,11 @@
 //! Events are only a hint: a batch that touches a relevant path wakes the loop, and the tick
 //! rescans `work/` and reconciles, whatever the event kinds said. Reads (`Access` events, which
 //! the tick's own reading causes), `.git`, editor temp files and coord's own temp files are
-//! ignored. Two kinds of event say more: a writer closing a file it wrote and a file renamed
-//! in mark that file complete as of then (the settle rule then reads it at once, SPEC 3.12);
-//! and when a tick leaves a file unread because it is still being written, the loop ticks
-//! again as soon as it settles. coord's own writes cannot loop: a batch is skipped when HEAD is where the last
+//! ignored. Two kinds of event say more: a writer closing a file it wrote marks it complete as
+//! of then, and a rename passes that on to the new name (a temp file written, closed and
+//! renamed in), so the settle rule reads such files at once (SPEC 3.12); and when a tick
+//! leaves a file unread because it is still being written, the loop ticks again as soon as
+//! it settles. coord's own writes cannot loop: a batch is skipped when HEAD is where the last
 //! tick that changed nothing left it and `work/` has no uncommitted change, and a tick is
 //! idempotent, so after a tick that made commits at most one more (empty) tick follows.
 //! A signal lets the current tick finish; then `run` returns.
@@ -242,11 +243,17 @@ fn relevant(
             let mut any = false;
             for e in &events {
                 let complete = marks_complete(&e.kind);
-                if complete {
-                    if let Some(p) = e.paths.last().filter(|p| !ignored(p)) {
+                match (&e.kind, &e.paths[..]) {
+                    (EventKind::Access(_), [.., p]) if complete && !ignored(p) => {
                         let at = SystemTime::now().checked_sub(e.time.elapsed());
                         seen.insert(p.clone(), at.unwrap_or_else(SystemTime::now));
                     }
+                    (EventKind::Modify(_), [from, to]) if complete => {
+                        if let Some(at) = seen.remove(from) {
+                            seen.insert(to.clone(), at);
+                        }
+                    }
+                    _ => {}
                 }
                 any |= (complete || !matches!(e.kind, EventKind::Access(_)))
                     && e.paths.iter().any(|p| !ignored(p));
@@ -262,13 +269,15 @@ fn relevant(
     }
 }
 
-/// Returns whether an event shows its (last) path complete: closed by a writer, or the
-/// target of a rename.
+/// Returns whether an event can show a path complete: a writer closing it (stamped when the
+/// event came in; opening it again to write moves its mtime past that), or a rename, which
+/// passes on to the new name what was known of the old (a temp file closed, then renamed in).
+/// A file renamed in long after it was written is complete by its ctime anyway.
 fn marks_complete(kind: &EventKind) -> bool {
     matches!(
         kind,
         EventKind::Access(AccessKind::Close(AccessMode::Write))
-            | EventKind::Modify(ModifyKind::Name(RenameMode::To | RenameMode::Both))
+            | EventKind::Modify(ModifyKind::Name(RenameMode::Both))
     )
 }
 

@@ -205,3 +205,22 @@ fn watch_takes_a_file_written_in_chunks_only_when_its_writer_is_done() {
     let (code, _) = w.stop();
     assert_eq!(code, Some(0));
 }
+
+#[test]
+fn watch_takes_a_file_renamed_in_at_once_whatever_the_settle_time() {
+    let r = repo();
+    let mut config = r.read("coord.yaml");
+    config.push_str("\nsettle: 1h\n");
+    r.write("coord.yaml", &config);
+    let w = Watching::start(&r, &["--interval", "1h"]);
+    r.write_now("work/inbox/.quick.yaml.part", "title: Quick\n");
+    std::fs::rename(
+        r.abs("work/inbox/.quick.yaml.part"),
+        r.abs("work/inbox/quick.yaml"),
+    )
+    .expect("rename in");
+    let took = wait_for_commit(&r, &w, "assign quick to alice");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let (code, _) = w.stop();
+    assert_eq!(code, Some(0));
+}
