@@ -6,7 +6,7 @@
 
 use super::harness::Sim;
 use crate::cli::board_view;
-use crate::engine::{AcceptAll, Inputs};
+use crate::engine::{AcceptAll, Inputs, NoHistory};
 use jiff::SignedDuration;
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -229,6 +229,7 @@ impl Run {
             config: &self.sim.config,
             now: self.sim.now,
             verifier: &AcceptAll,
+            attempts: &NoHistory,
         };
         let plan = crate::engine::plan(&board, &inputs);
         let view = board_view::view(&board, &inputs, &BTreeMap::new());
