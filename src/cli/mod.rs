@@ -21,6 +21,7 @@ mod init;
 mod keygen;
 mod log;
 mod new;
+mod prime;
 mod report;
 mod show;
 mod status;
@@ -119,6 +120,8 @@ enum Command {
     Sync(sync::Args),
     /// Build a sample repo and run a pipeline and a fan-out to the end with simulated agents
     Demo(demo::Args),
+    /// Print instructions for an agent working in this repo, or install them in AGENTS.md
+    Prime(prime::Args),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish)
     Completions(generate::CompletionsArgs),
     /// Print the man page coord(1) in roff
@@ -319,6 +322,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Doctor(a) => doctor::run(&ctx, a),
         Command::Sync(a) => sync::run(&ctx, a),
         Command::Demo(a) => demo::run(&ctx, a),
+        Command::Prime(a) => prime::run(&ctx, a),
         Command::Completions(a) => generate::completions(a),
         Command::Man => generate::man(),
     }
