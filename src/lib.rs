@@ -19,6 +19,7 @@ pub mod git;
 pub mod lock;
 pub mod model;
 pub mod redact;
+pub mod run;
 pub mod schema;
 pub mod sign;
 pub mod store;

@@ -23,6 +23,7 @@ mod log;
 mod new;
 mod prime;
 mod report;
+mod run;
 mod show;
 mod status;
 mod sync;
@@ -120,6 +121,8 @@ enum Command {
     Sync(sync::Args),
     /// Build a sample repo and run a pipeline and a fan-out to the end with simulated agents
     Demo(demo::Args),
+    /// Run a command once per task of an agent: task JSON on stdin, heartbeats, timeout, report
+    Run(run::Args),
     /// Print instructions for an agent working in this repo, or install them in AGENTS.md
     Prime(prime::Args),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish)
@@ -322,6 +325,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Doctor(a) => doctor::run(&ctx, a),
         Command::Sync(a) => sync::run(&ctx, a),
         Command::Demo(a) => demo::run(&ctx, a),
+        Command::Run(a) => run::run(&ctx, a),
         Command::Prime(a) => prime::run(&ctx, a),
         Command::Completions(a) => generate::completions(a),
         Command::Man => generate::man(),

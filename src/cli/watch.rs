@@ -20,7 +20,7 @@ pub struct Args {
 }
 
 /// How long one tick waits for an agent command to release the lock before trying later.
-const TICK_WAIT: Duration = Duration::from_secs(2);
+pub(crate) const TICK_WAIT: Duration = Duration::from_secs(2);
 
 /// Runs `coord watch`.
 pub fn run(ctx: &Ctx, args: Args) -> Result<()> {

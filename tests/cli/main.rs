@@ -2,6 +2,7 @@
 //! One test binary, one module per area, so the suite links once.
 
 mod agents_prime;
+mod agents_run;
 mod clones;
 mod crash;
 mod engine;

@@ -1,0 +1,536 @@
+//! `coord run <agent> -- CMD…`: the agent harness. It ticks, takes the agent's tasks (its
+//! folder for a push agent, `claim` for a pull agent), runs CMD once per task through
+//! [`crate::run`], heartbeats while it runs, and reports the outcome with the same library
+//! calls as `coord heartbeat`, `coord complete` and `coord fail` (see [`super::report`]).
+//! SIGINT/SIGTERM stop the taking of work; running commands get a grace period.
+
+use super::Ctx;
+use crate::board::Board;
+use crate::engine::commands::{self, CommandError};
+use crate::lock::LockError;
+use crate::model::{AgentName, AssignMode, Duration, State, TaskId};
+use crate::run::{output_of, Finished, Job, Running, EXIT_FATAL};
+use anyhow::{Context, Result};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Arguments of `coord run`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The agent to work as
+    agent: AgentName,
+    /// Run up to N tasks at once (the agent's max_active also applies)
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    parallel: u32,
+    /// Run what there is to do now, then exit
+    #[arg(long)]
+    once: bool,
+    /// Look for work this often (a finished task looks again at once)
+    #[arg(long, default_value = "1s")]
+    interval: Duration,
+    /// On SIGINT/SIGTERM, let running commands finish this long before killing them
+    #[arg(long, default_value = "30s")]
+    grace: Duration,
+    /// Run the command in this directory (default: the repository root)
+    #[arg(long, value_name = "DIR")]
+    workdir: Option<PathBuf>,
+    /// The command and its arguments, after `--`
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<OsString>,
+}
+
+/// One task taken, as the command gets it.
+#[derive(Debug, Clone)]
+struct Taken {
+    id: TaskId,
+    attempt: u32,
+    timeout: std::time::Duration,
+    lease_left: std::time::Duration,
+    file: PathBuf,
+    json: Value,
+}
+
+/// How one task ended, for the line printed about it.
+struct Ended {
+    id: TaskId,
+    attempt: u32,
+    line: String,
+}
+
+enum Msg {
+    Ended(Ended),
+    Stop,
+}
+
+/// Runs `coord run`.
+pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+    if args.parallel == 0 || args.parallel > 256 {
+        return Err(crate::error::UsageError("--parallel must be 1 to 256".into()).into());
+    }
+    if args.interval.as_secs() < 1 {
+        return Err(crate::error::UsageError("--interval must be at least 1s".into()).into());
+    }
+    let store = ctx.store()?;
+    let (board, _) = store.load()?;
+    commands::known_agent(&board, &args.agent)?;
+    let pull = board
+        .agents
+        .get(&args.agent)
+        .is_some_and(|a| a.profile.assign == AssignMode::Pull);
+    let _serving = if pull {
+        None
+    } else {
+        Some(serve_lock(store.repo.git_dir(), &args.agent)?)
+    };
+    let workdir = match &args.workdir {
+        Some(d) => ctx.dir.join(d),
+        None => store.root().to_path_buf(),
+    };
+    ctx.status(&format!(
+        "coord run: serving {} agent {} in {} ({} at once); SIGINT/SIGTERM stop it",
+        if pull { "pull" } else { "push" },
+        args.agent,
+        workdir.display(),
+        args.parallel
+    ));
+    Harness {
+        ctx,
+        args: &args,
+        pull,
+        workdir,
+        stop_now: Arc::new(AtomicBool::new(false)),
+    }
+    .serve()
+}
+
+/// Takes the per-agent lock that lets one `coord run` serve a push agent in this clone: two
+/// would both see the agent's folder and run its tasks twice. Pull agents need none (each
+/// runner runs only what its own `claim` granted).
+fn serve_lock(git_dir: &std::path::Path, agent: &AgentName) -> Result<std::fs::File> {
+    let dir = git_dir.join("coord");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join(format!("run-{agent}.lock"));
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(LockError::Held { path, pid: None })
+            .with_context(|| {
+                format!(
+                    "another 'coord run {agent}' serves this push agent in this clone; \
+                     stop it, or set 'assign: pull' in work/agents/{agent}.yaml to run several"
+                )
+            }),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(e).with_context(|| format!("cannot lock {}", path.display()))
+        }
+    }
+}
+
+struct Harness<'a> {
+    ctx: &'a Ctx,
+    args: &'a Args,
+    pull: bool,
+    workdir: PathBuf,
+    /// Set when the grace period is over: workers kill their commands.
+    stop_now: Arc<AtomicBool>,
+}
+
+impl Harness<'_> {
+    /// The loop: tick, take work, start it, wait for an end or the interval; on a signal, drain.
+    fn serve(&self) -> Result<()> {
+        let (tx, rx) = channel();
+        let signals = stop_on_signals(tx.clone())?;
+        let interval = std::time::Duration::from_secs(self.args.interval.as_secs() as u64);
+        let mut running: BTreeSet<TaskId> = BTreeSet::new();
+        let mut stopping = false;
+        while !stopping {
+            let ctx = self.ctx.refreshed();
+            tick(&ctx)?;
+            let free = (self.args.parallel as usize).saturating_sub(running.len());
+            let taken = self.take(&ctx, free, &running)?;
+            if self.args.once && taken.is_empty() && running.is_empty() {
+                break;
+            }
+            for t in taken {
+                running.insert(t.id.clone());
+                self.start(t, tx.clone());
+            }
+            let mut wait = interval;
+            loop {
+                match rx.recv_timeout(wait) {
+                    Ok(Msg::Ended(e)) => self.ended(&mut running, e),
+                    Ok(Msg::Stop) => stopping = true,
+                    Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
+                }
+                wait = std::time::Duration::ZERO;
+            }
+        }
+        self.drain(&rx, &mut running);
+        signals.close();
+        if self.args.once {
+            // What the last commands reported moves on now, not at someone's next tick.
+            tick(&self.ctx.refreshed())?;
+        }
+        Ok(())
+    }
+
+    /// Waits for running commands up to the grace period, then has them killed.
+    fn drain(&self, rx: &std::sync::mpsc::Receiver<Msg>, running: &mut BTreeSet<TaskId>) {
+        if running.is_empty() {
+            return;
+        }
+        self.ctx.status(&format!(
+            "coord run: stopping; waiting up to {} for {} running task(s)",
+            self.args.grace,
+            running.len()
+        ));
+        let grace = std::time::Duration::from_secs(self.args.grace.as_secs() as u64);
+        let until = Instant::now() + grace;
+        while !running.is_empty() {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                self.stop_now.store(true, Ordering::SeqCst);
+            }
+            match rx.recv_timeout(left.max(std::time::Duration::from_millis(50))) {
+                Ok(Msg::Ended(e)) => self.ended(running, e),
+                Ok(Msg::Stop) | Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+    }
+
+    fn ended(&self, running: &mut BTreeSet<TaskId>, e: Ended) {
+        running.remove(&e.id);
+        out!("{} attempt {}: {}", e.id, e.attempt, e.line);
+    }
+
+    /// Returns the tasks to start now: the agent's assigned tasks without a result (push), or
+    /// what `claim` grants (pull), at most `free`.
+    fn take(&self, ctx: &Ctx, free: usize, running: &BTreeSet<TaskId>) -> Result<Vec<Taken>> {
+        if free == 0 {
+            return Ok(Vec::new());
+        }
+        let store = ctx.store()?;
+        let (board, _) = store.load()?;
+        if !self.pull {
+            let mut found = waiting_in_folder(&board, &self.args.agent, ctx, &store);
+            found.retain(|t| !running.contains(&t.id));
+            found.truncate(free);
+            return Ok(found);
+        }
+        let mut taken = Vec::new();
+        while taken.len() < free {
+            match claim(ctx, &self.args.agent) {
+                Ok(t) => taken.push(t),
+                Err(e) if nothing_or_busy(&e) => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(taken)
+    }
+
+    /// Starts a worker thread for one task.
+    fn start(&self, t: Taken, tx: Sender<Msg>) {
+        let job = Job {
+            argv: self.args.command.clone(),
+            stdin: serde_json::to_vec(&t.json).unwrap_or_default(),
+            env: vec![
+                ("COORD_TASK_ID".into(), t.id.to_string()),
+                ("COORD_AGENT".into(), self.args.agent.to_string()),
+                ("COORD_ATTEMPT".into(), t.attempt.to_string()),
+                ("COORD_TASK_FILE".into(), t.file.display().to_string()),
+            ],
+            cwd: self.workdir.clone(),
+        };
+        let worker = Worker {
+            ctx: self.ctx.clone(),
+            agent: self.args.agent.clone(),
+            stop_now: self.stop_now.clone(),
+        };
+        std::thread::spawn(move || {
+            let line = worker.work(&t, &job);
+            let _ = tx.send(Msg::Ended(Ended {
+                id: t.id,
+                attempt: t.attempt,
+                line,
+            }));
+        });
+    }
+}
+
+/// Returns whether an error means "nothing to claim now" or "another command holds the lock".
+fn nothing_or_busy(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<CommandError>(),
+            Some(CommandError::NothingToClaim { .. })
+        ) || matches!(c.downcast_ref::<LockError>(), Some(LockError::Held { .. }))
+    })
+}
+
+/// One tick, as `coord tick` makes it; skipped when another coordinator holds the lock.
+fn tick(ctx: &Ctx) -> Result<()> {
+    match ctx.locked(super::watch::TICK_WAIT) {
+        Ok((store, _lock)) => super::tick::tick_once(ctx, &store).map(|_| ()),
+        Err(e) if nothing_or_busy(&e) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Claims one task for a pull agent, as `coord claim` does, and returns it as taken.
+fn claim(ctx: &Ctx, agent: &AgentName) -> Result<Taken> {
+    let (store, _lock) = ctx.session(super::AGENT_WAIT)?;
+    let (board, _) = store.load()?;
+    let (plan, id) = commands::claim(&board, &ctx.inputs(&store), agent)?;
+    ctx.apply(&store, &plan)?;
+    let (board, _) = store.load()?;
+    waiting_in_folder(&board, agent, ctx, &store)
+        .into_iter()
+        .find(|t| t.id == id)
+        .with_context(|| format!("claimed {id}, but it is not in the folder of {agent} now"))
+}
+
+/// Returns the agent's assigned, readable tasks that have no result yet, in id order.
+fn waiting_in_folder(
+    board: &Board,
+    agent: &AgentName,
+    ctx: &Ctx,
+    store: &crate::store::Store,
+) -> Vec<Taken> {
+    board
+        .tasks
+        .iter()
+        .filter(|f| f.folder.state == State::Assigned && f.folder.agent.as_ref() == Some(agent))
+        .filter_map(|f| {
+            let task = f.read.as_ref().ok()?;
+            if task.result.is_some() {
+                return None;
+            }
+            let timeout = task.spec.timeout.unwrap_or(store.config.defaults.timeout);
+            let lease_left = task
+                .coord
+                .lease_expires_at
+                .as_deref()
+                .and_then(|s| s.parse::<jiff::Timestamp>().ok())
+                .map(|t| t.duration_since(ctx.now).as_secs().max(0) as u64)
+                .unwrap_or(0);
+            let input = task.coord.input.clone().or_else(|| task.spec.input.clone());
+            let previous = input.as_ref().and_then(|i| i.get("previous")).cloned();
+            Some(Taken {
+                id: f.id.clone(),
+                attempt: task.coord.attempt,
+                timeout: std::time::Duration::from_secs(timeout.as_secs().max(1) as u64),
+                lease_left: std::time::Duration::from_secs(lease_left),
+                file: store.abs(&f.path),
+                json: json!({
+                    "id": f.id, "agent": agent, "attempt": task.coord.attempt,
+                    "title": task.spec.title, "description": task.spec.description,
+                    "input": input, "previous": previous,
+                    "timeout": timeout.to_string(), "lease_expires_at": task.coord.lease_expires_at,
+                    "file": f.path,
+                }),
+            })
+        })
+        .collect()
+}
+
+/// Sends `Stop` on SIGINT or SIGTERM; the handlers stay, so a second signal does not kill the
+/// harness while it drains.
+fn stop_on_signals(tx: Sender<Msg>) -> Result<signal_hook::iterator::Handle> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .context("cannot install the SIGINT/SIGTERM handlers")?;
+    let handle = signals.handle();
+    std::thread::spawn(move || {
+        for _ in signals.forever() {
+            let _ = tx.send(Msg::Stop);
+        }
+    });
+    Ok(handle)
+}
+
+/// Runs one task's command and reports its outcome.
+struct Worker {
+    ctx: Ctx,
+    agent: AgentName,
+    stop_now: Arc<AtomicBool>,
+}
+
+/// Why a command did not end by itself.
+enum Cut {
+    Timeout,
+    Stopped,
+    Lost(String),
+}
+
+impl Worker {
+    /// Runs the command for `t`, heartbeating, and reports; returns the line to print.
+    fn work(&self, t: &Taken, job: &Job) -> String {
+        let started = Instant::now();
+        let mut running = match Running::start(job) {
+            Ok(r) => r,
+            Err(e) => {
+                let msg = format!("cannot start {:?}: {e}", job.argv[0]);
+                return self.report_failure(t, &msg, true, started);
+            }
+        };
+        let cut = self.watch(t, &mut running, started);
+        if cut.is_some() {
+            running.kill();
+        }
+        let finished = match running.finish() {
+            Ok(f) => f,
+            Err(e) => {
+                return self.report_failure(t, &format!("lost the command: {e}"), true, started)
+            }
+        };
+        match cut {
+            Some(Cut::Timeout) => {
+                let msg = format!("timeout: killed after {}s", t.timeout.as_secs());
+                self.report_failure(t, &msg, true, started)
+            }
+            Some(Cut::Stopped) => {
+                let msg = "coord run was stopped before the command ended";
+                self.report_failure(t, msg, true, started)
+            }
+            Some(Cut::Lost(why)) => format!("dropped: {why}"),
+            None => self.report_end(t, finished, started),
+        }
+    }
+
+    /// Waits for the command, heartbeating when a third of the lease is used; returns why it
+    /// was cut short, if it was.
+    fn watch(&self, t: &Taken, running: &mut Running, started: Instant) -> Option<Cut> {
+        let deadline = started + t.timeout;
+        let mut lease_end = started + t.lease_left;
+        let beat_before = t.timeout * 2 / 3;
+        loop {
+            match running.poll() {
+                Ok(Some(_)) | Err(_) => return None,
+                Ok(None) => {}
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Some(Cut::Timeout);
+            }
+            if self.stop_now.load(Ordering::SeqCst) {
+                return Some(Cut::Stopped);
+            }
+            if lease_end.saturating_duration_since(now) < beat_before {
+                match self.heartbeat(t) {
+                    Ok(()) => lease_end = now + t.timeout,
+                    Err(e) if nothing_or_busy(&e) => {}
+                    Err(e) => return Some(Cut::Lost(format!("{e:#}"))),
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+    }
+
+    /// Reports a command's end: success with its output on exit 0, else a failure.
+    fn report_end(&self, t: &Taken, f: Finished, started: Instant) -> String {
+        if f.status.success() {
+            if f.stdout_cut {
+                let msg = format!(
+                    "the command printed more than {} bytes",
+                    crate::run::MAX_OUTPUT
+                );
+                return self.report_failure(t, &msg, true, started);
+            }
+            let mut result = json!({"status": "success"});
+            if let Some(output) = output_of(&f.stdout) {
+                result["output"] = output;
+            }
+            return self.report(t, result, "done", started);
+        }
+        let code = f.status.code();
+        let what = code.map_or("killed by a signal".to_string(), |c| format!("exit {c}"));
+        let msg = match f.stderr_tail.as_str() {
+            "" => what,
+            tail => format!("{what}: {tail}"),
+        };
+        self.report_failure(t, &msg, code != Some(EXIT_FATAL), started)
+    }
+
+    fn report_failure(&self, t: &Taken, msg: &str, retryable: bool, started: Instant) -> String {
+        let result = json!({
+            "status": "failure",
+            "error": {"message": msg, "retryable": retryable},
+        });
+        let word = if retryable {
+            "failed"
+        } else {
+            "failed (fatal)"
+        };
+        self.report(t, result, &format!("{word}: {}", first_line(msg)), started)
+    }
+
+    /// Writes the result for the attempt this worker was given, as `coord complete`/`fail` do.
+    fn report(&self, t: &Taken, result: Value, word: &str, started: Instant) -> String {
+        let secs = started.elapsed().as_secs_f64();
+        match self.write_result(t, result) {
+            Ok(()) => format!("{word} ({secs:.1}s)"),
+            Err(e) => format!("{word} ({secs:.1}s), but not recorded: {e:#}"),
+        }
+    }
+
+    fn write_result(&self, t: &Taken, result: Value) -> Result<()> {
+        let ctx = self.ctx.refreshed();
+        let (store, _lock) = ctx.session(super::AGENT_WAIT)?;
+        let (board, _) = store.load()?;
+        fenced(&board, &t.id, &self.agent, t.attempt)?;
+        let report = commands::Report {
+            result,
+            signer: None,
+        };
+        let plan = commands::report(&board, &ctx.inputs(&store), &t.id, report)?;
+        ctx.apply(&store, &plan)?;
+        Ok(())
+    }
+
+    fn heartbeat(&self, t: &Taken) -> Result<()> {
+        let ctx = self.ctx.refreshed();
+        let (store, _lock) = ctx.session(super::AGENT_WAIT)?;
+        let (board, _) = store.load()?;
+        fenced(&board, &t.id, &self.agent, t.attempt)?;
+        let plan = commands::heartbeat(&board, &ctx.inputs(&store), &t.id)?;
+        ctx.apply(&store, &plan)?;
+        Ok(())
+    }
+}
+
+/// Refuses when the task is no longer this agent's attempt (its lease was taken back and the
+/// task given out again, or it moved on).
+fn fenced(board: &Board, id: &TaskId, agent: &AgentName, attempt: u32) -> Result<()> {
+    let current = board
+        .find(id)
+        .into_iter()
+        .filter(|f| f.folder.state == State::Assigned)
+        .find_map(|f| {
+            f.read
+                .as_ref()
+                .ok()
+                .map(|t| (f.folder.agent.clone(), t.coord.attempt))
+        });
+    match current {
+        Some((Some(a), n)) if &a == agent && n == attempt => Ok(()),
+        _ => anyhow::bail!(
+            "stale_result: attempt {attempt} of {agent} is no longer the task's current attempt"
+        ),
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
