@@ -17,7 +17,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// Arguments of `coord run`.
@@ -40,6 +40,8 @@ pub struct Args {
     /// Run the command in this directory (default: the repository root)
     #[arg(long, value_name = "DIR")]
     workdir: Option<PathBuf>,
+    #[command(flatten)]
+    sync: super::synced::SyncArg,
     /// The command and its arguments, after `--`
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -86,7 +88,15 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     let _serving = if pull {
         None
     } else {
-        Some(serve_lock(store.repo.git_dir(), &args.agent)?)
+        Some(run_lock(
+            store.repo.git_dir(),
+            &format!("run-{}", args.agent),
+            &format!(
+                "another 'coord run {0}' serves this push agent in this clone; stop it, or set \
+                 'assign: pull' in work/agents/{0}.yaml to run several",
+                args.agent
+            ),
+        )?)
     };
     let workdir = match &args.workdir {
         Some(d) => ctx.dir.join(d),
@@ -99,23 +109,36 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         workdir.display(),
         args.parallel
     ));
+    let remote = super::synced::remote(ctx, args.sync.sync.clone())?.map(Remote::new);
+    let _syncing = match &remote {
+        Some(_) => Some(run_lock(
+            store.repo.git_dir(),
+            "run-sync",
+            "another 'coord run --sync' runs in this clone; one at a time per clone \
+             (use --parallel, or another clone)",
+        )?),
+        None => None,
+    };
     Harness {
         ctx,
         args: &args,
         pull,
         workdir,
+        remote,
         stop_now: Arc::new(AtomicBool::new(false)),
     }
     .serve()
 }
 
-/// Takes the per-agent lock that lets one `coord run` serve a push agent in this clone: two
-/// would both see the agent's folder and run its tasks twice. Pull agents need none (each
-/// runner runs only what its own `claim` granted).
-fn serve_lock(git_dir: &std::path::Path, agent: &AgentName) -> Result<std::fs::File> {
+/// Takes `.git/coord/<name>.lock` for as long as the harness runs, or fails with `busy`. One
+/// `coord run` serves a push agent in a clone (two would both see its folder and run its tasks
+/// twice; pull agents need none, each runner runs only what its own `claim` granted), and one
+/// runs with `--sync` (sync steps of one clone must not overlap: a rejected push undoes the
+/// branch to where that step began).
+fn run_lock(git_dir: &std::path::Path, name: &str, busy: &str) -> Result<std::fs::File> {
     let dir = git_dir.join("coord");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let path = dir.join(format!("run-{agent}.lock"));
+    let path = dir.join(format!("{name}.lock"));
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -124,16 +147,35 @@ fn serve_lock(git_dir: &std::path::Path, agent: &AgentName) -> Result<std::fs::F
         .with_context(|| format!("cannot open {}", path.display()))?;
     match file.try_lock() {
         Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(LockError::Held { path, pid: None })
-            .with_context(|| {
-                format!(
-                    "another 'coord run {agent}' serves this push agent in this clone; \
-                     stop it, or set 'assign: pull' in work/agents/{agent}.yaml to run several"
-                )
-            }),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            Err(LockError::Held { path, pid: None }).context(busy.to_string())
+        }
         Err(std::fs::TryLockError::Error(e)) => {
             Err(e).with_context(|| format!("cannot lock {}", path.display()))
         }
+    }
+}
+
+/// The remote of `--sync`, and the gate that keeps this harness's sync steps (ticks, claims,
+/// results, heartbeats from several threads) one at a time.
+#[derive(Clone)]
+struct Remote {
+    name: String,
+    gate: Arc<Mutex<()>>,
+}
+
+impl Remote {
+    fn new(name: String) -> Remote {
+        Remote {
+            name,
+            gate: Arc::new(Mutex::new(())),
+        }
+    }
+
+    /// Runs `f` with the remote's name while no other sync step of this harness runs.
+    fn one_at_a_time<T>(&self, f: impl FnOnce(String) -> T) -> T {
+        let _turn = self.gate.lock().unwrap_or_else(|e| e.into_inner());
+        f(self.name.clone())
     }
 }
 
@@ -142,6 +184,8 @@ struct Harness<'a> {
     args: &'a Args,
     pull: bool,
     workdir: PathBuf,
+    /// The remote claims and results are pushed to (`--sync`), if any.
+    remote: Option<Remote>,
     /// Set when the grace period is over: workers kill their commands.
     stop_now: Arc<AtomicBool>,
 }
@@ -156,7 +200,7 @@ impl Harness<'_> {
         let mut stopping = false;
         while !stopping {
             let ctx = self.ctx.refreshed();
-            tick(&ctx)?;
+            self.tick(&ctx);
             let free = (self.args.parallel as usize).saturating_sub(running.len());
             let taken = self.take(&ctx, free, &running)?;
             if self.args.once && taken.is_empty() && running.is_empty() {
@@ -180,7 +224,7 @@ impl Harness<'_> {
         signals.close();
         if self.args.once {
             // What the last commands reported moves on now, not at someone's next tick.
-            tick(&self.ctx.refreshed())?;
+            self.tick(&self.ctx.refreshed());
         }
         Ok(())
     }
@@ -210,6 +254,27 @@ impl Harness<'_> {
         }
     }
 
+    /// One tick, as `coord tick` (or with `--sync`, `coord sync`) makes it; skipped when another
+    /// coordinator holds the lock. An error is printed and the harness goes on.
+    fn tick(&self, ctx: &Ctx) {
+        let mut step =
+            |store: &crate::store::Store| super::tick::tick_once(ctx, store).map_err(Into::into);
+        let ticked = match &self.remote {
+            Some(remote) => {
+                remote.one_at_a_time(|name| super::synced::run(ctx, name, &mut step).map(drop))
+            }
+            None => ctx
+                .locked(super::watch::TICK_WAIT)
+                .and_then(|(store, _lock)| super::tick::tick_once(ctx, &store).map(drop)),
+        };
+        match ticked {
+            Err(e) if !nothing_or_busy(&e) => self.ctx.status(&format!(
+                "coord run: tick failed: {e:#}; trying again later"
+            )),
+            _ => {}
+        }
+    }
+
     fn ended(&self, running: &mut BTreeSet<TaskId>, e: Ended) {
         running.remove(&e.id);
         out!("{} attempt {}: {}", e.id, e.attempt, e.line);
@@ -231,7 +296,7 @@ impl Harness<'_> {
         }
         let mut taken = Vec::new();
         while taken.len() < free {
-            match claim(ctx, &self.args.agent) {
+            match claim(ctx, &self.args.agent, self.remote.clone()) {
                 Ok(t) => taken.push(t),
                 Err(e) if nothing_or_busy(&e) => break,
                 Err(e) => return Err(e),
@@ -256,6 +321,7 @@ impl Harness<'_> {
         let worker = Worker {
             ctx: self.ctx.clone(),
             agent: self.args.agent.clone(),
+            remote: self.remote.clone(),
             stop_now: self.stop_now.clone(),
         };
         std::thread::spawn(move || {
@@ -279,21 +345,19 @@ fn nothing_or_busy(e: &anyhow::Error) -> bool {
     })
 }
 
-/// One tick, as `coord tick` makes it; skipped when another coordinator holds the lock.
-fn tick(ctx: &Ctx) -> Result<()> {
-    match ctx.locked(super::watch::TICK_WAIT) {
-        Ok((store, _lock)) => super::tick::tick_once(ctx, &store).map(|_| ()),
-        Err(e) if nothing_or_busy(&e) => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
 /// Claims one task for a pull agent, as `coord claim` does, and returns it as taken.
-fn claim(ctx: &Ctx, agent: &AgentName) -> Result<Taken> {
-    let (store, _lock) = ctx.session(super::AGENT_WAIT)?;
-    let (board, _) = store.load()?;
-    let (plan, id) = commands::claim(&board, &ctx.inputs(&store), agent)?;
-    ctx.apply(&store, &plan)?;
+fn claim(ctx: &Ctx, agent: &AgentName, remote: Option<Remote>) -> Result<Taken> {
+    let id = match remote {
+        Some(remote) => remote.one_at_a_time(|name| super::synced::claim(ctx, name, agent))?,
+        None => {
+            let (store, _lock) = ctx.session(super::AGENT_WAIT)?;
+            let (board, _) = store.load()?;
+            let (plan, id) = commands::claim(&board, &ctx.inputs(&store), agent)?;
+            ctx.apply(&store, &plan)?;
+            id
+        }
+    };
+    let store = ctx.store()?;
     let (board, _) = store.load()?;
     waiting_in_folder(&board, agent, ctx, &store)
         .into_iter()
@@ -364,6 +428,7 @@ fn stop_on_signals(tx: Sender<Msg>) -> Result<signal_hook::iterator::Handle> {
 struct Worker {
     ctx: Ctx,
     agent: AgentName,
+    remote: Option<Remote>,
     stop_now: Arc<AtomicBool>,
 }
 
@@ -486,33 +551,37 @@ impl Worker {
     }
 
     fn write_result(&self, t: &Taken, result: Value) -> Result<()> {
-        let ctx = self.ctx.refreshed();
-        let (store, _lock) = ctx.session(super::AGENT_WAIT)?;
-        let (board, _) = store.load()?;
-        fenced(&board, &t.id, &self.agent, t.attempt)?;
-        let report = commands::Report {
-            result,
-            signer: None,
-        };
-        let plan = commands::report(&board, &ctx.inputs(&store), &t.id, report)?;
-        ctx.apply(&store, &plan)?;
-        Ok(())
+        self.act(&|b, i| {
+            fenced(b, &t.id, &self.agent, t.attempt)?;
+            let report = commands::Report {
+                result: result.clone(),
+                signer: None,
+            };
+            commands::report(b, i, &t.id, report)
+        })
     }
 
     fn heartbeat(&self, t: &Taken) -> Result<()> {
+        self.act(&|b, i| {
+            fenced(b, &t.id, &self.agent, t.attempt)?;
+            commands::heartbeat(b, i, &t.id)
+        })
+    }
+
+    /// Plans and applies a single-task command as the CLI does: here, or on the remote's tip
+    /// and pushed with `--sync`.
+    fn act(&self, planner: &super::Planner<'_>) -> Result<()> {
         let ctx = self.ctx.refreshed();
-        let (store, _lock) = ctx.session(super::AGENT_WAIT)?;
-        let (board, _) = store.load()?;
-        fenced(&board, &t.id, &self.agent, t.attempt)?;
-        let plan = commands::heartbeat(&board, &ctx.inputs(&store), &t.id)?;
-        ctx.apply(&store, &plan)?;
-        Ok(())
+        match &self.remote {
+            Some(remote) => remote.one_at_a_time(|name| super::synced::act(&ctx, name, planner)),
+            None => ctx.act(planner),
+        }
     }
 }
 
 /// Refuses when the task is no longer this agent's attempt (its lease was taken back and the
 /// task given out again, or it moved on).
-fn fenced(board: &Board, id: &TaskId, agent: &AgentName, attempt: u32) -> Result<()> {
+fn fenced(board: &Board, id: &TaskId, agent: &AgentName, attempt: u32) -> Result<(), CommandError> {
     let current = board
         .find(id)
         .into_iter()
@@ -525,9 +594,11 @@ fn fenced(board: &Board, id: &TaskId, agent: &AgentName, attempt: u32) -> Result
         });
     match current {
         Some((Some(a), n)) if &a == agent && n == attempt => Ok(()),
-        _ => anyhow::bail!(
-            "stale_result: attempt {attempt} of {agent} is no longer the task's current attempt"
-        ),
+        _ => Err(CommandError::WrongState {
+            id: id.clone(),
+            state: "no longer at this attempt".to_string(),
+            hint: format!("stale_result: attempt {attempt} of {agent} is not the current one"),
+        }),
     }
 }
 

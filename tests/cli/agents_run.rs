@@ -353,3 +353,57 @@ fn a_fatal_exit_code_is_not_retried_and_a_second_push_runner_is_refused() {
     );
     assert_eq!(state(&r, "bad"), "failed");
 }
+
+/// Fails about one run in two today: both clones' `claim --sync` report a landed push for the
+/// same task (seen with ticks, claims and completes of both clones interleaving through the
+/// remote), so the task runs twice and only the fenced report of one is recorded. Reported
+/// to the lead; the runner's own steps are serialized per process (see `Remote`).
+#[test]
+#[ignore = "cross-clone claims: one task granted to two clones under concurrent sync steps"]
+fn runners_in_two_clones_with_sync_run_each_task_once() {
+    let net = crate::sync::Net::new(&[]);
+    net.seed
+        .ok(&["agents", "add", "p", "--pull", "--max-active", "100"]);
+    net.seed.git(&["push", "-q", "origin", "main"]);
+    let ids = net.person_adds("s", 6);
+    let (a, b) = (net.clone(), net.clone());
+    let log = tempfile::tempdir().expect("tmp");
+    let cmd: Vec<String> = [
+        "sh".to_string(),
+        "-c".to_string(),
+        format!(
+            "echo $COORD_TASK_ID >> {}/ran; echo ok",
+            log.path().display()
+        ),
+    ]
+    .to_vec();
+    let both: Vec<Child> = [&a, &b]
+        .iter()
+        .map(|r| {
+            runner(
+                r,
+                &args(&["p", "--once", "--sync", "--parallel", "2"], &cmd),
+            )
+            .spawn()
+            .expect("spawn")
+        })
+        .collect();
+    let mut said = String::new();
+    for child in both {
+        let out = child.wait_with_output().expect("wait");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        said += &format!("{}{err}\n", String::from_utf8_lossy(&out.stdout));
+    }
+    let ran = std::fs::read_to_string(log.path().join("ran")).expect("ran");
+    let mut seen: Vec<&str> = ran.lines().collect();
+    seen.sort();
+    assert_eq!(
+        seen, ids,
+        "each task ran exactly once across the clones:\n{said}"
+    );
+    let check = net.clone();
+    for id in &ids {
+        assert_eq!(state(&check, id), "done", "{id} on the remote");
+    }
+}
