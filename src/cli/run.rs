@@ -6,10 +6,12 @@
 
 use super::Ctx;
 use crate::board::Board;
-use crate::engine::commands::{self, CommandError};
+use crate::engine::commands::{self, CommandError, Fence, Outcome};
 use crate::lock::LockError;
 use crate::model::{AgentName, AssignMode, Duration, State, TaskId};
 use crate::run::{output_of, Finished, Job, Running, EXIT_FATAL};
+use crate::store::Store;
+use crate::sync::TickError;
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -352,11 +354,12 @@ fn claim(ctx: &Ctx, agent: &AgentName, remote: Option<Remote>) -> Result<Taken> 
         None => {
             let (store, _lock) = ctx.session(super::AGENT_WAIT)?;
             let (board, _) = store.load()?;
-            let (plan, id) = commands::claim(&board, &ctx.inputs(&store), agent)?;
-            ctx.apply(&store, &plan)?;
-            id
+            let claim = commands::claim(&board, &ctx.inputs(&store), agent)?;
+            ctx.apply(&store, &claim.plan)?;
+            claim.receipt
         }
-    };
+    }
+    .id;
     let store = ctx.store()?;
     let (board, _) = store.load()?;
     waiting_in_folder(&board, agent, ctx, &store)
@@ -550,55 +553,75 @@ impl Worker {
         }
     }
 
+    /// Writes the result as `coord complete`/`fail --agent --attempt` do: a report for an
+    /// attempt that is no longer current is kept in history as `stale_result` and refused.
     fn write_result(&self, t: &Taken, result: Value) -> Result<()> {
-        self.act(&|b, i| {
-            fenced(b, &t.id, &self.agent, t.attempt)?;
+        let ctx = self.ctx.refreshed();
+        let mut outcome = None;
+        let mut step = |store: &Store| -> Result<usize, TickError> {
+            let (board, _) = store.load()?;
             let report = commands::Report {
                 result: result.clone(),
                 signer: None,
+                fence: self.fence(t),
+                replace: false,
             };
-            commands::report(b, i, &t.id, report)
-        })
+            let reported = commands::report(&board, &ctx.inputs(store), &t.id, report)?;
+            let n = ctx.apply(store, &reported.plan)?;
+            outcome = Some(reported.outcome);
+            Ok(n)
+        };
+        self.step(&ctx, &mut step)?;
+        match outcome {
+            Some(Outcome::Stale(refused)) => Err(refused.into()),
+            _ => Ok(()),
+        }
     }
 
+    /// Extends the lease as `coord heartbeat --agent --attempt` does.
     fn heartbeat(&self, t: &Taken) -> Result<()> {
-        self.act(&|b, i| {
-            fenced(b, &t.id, &self.agent, t.attempt)?;
-            commands::heartbeat(b, i, &t.id)
-        })
+        let ctx = self.ctx.refreshed();
+        let fence = self.fence(t);
+        let mut step = |store: &Store| -> Result<usize, TickError> {
+            let (board, _) = store.load()?;
+            let plan = commands::heartbeat(&board, &ctx.inputs(store), &t.id, &fence)?;
+            Ok(ctx.apply(store, &plan)?)
+        };
+        self.step(&ctx, &mut step)
     }
 
-    /// Plans and applies a single-task command as the CLI does: here, or on the remote's tip
-    /// and pushed with `--sync`.
-    fn act(&self, planner: &super::Planner<'_>) -> Result<()> {
-        let ctx = self.ctx.refreshed();
+    fn fence(&self, t: &Taken) -> Fence {
+        Fence {
+            agent: Some(self.agent.clone()),
+            attempt: Some(t.attempt),
+        }
+    }
+
+    /// Runs a step under the lock, as the CLI's agent commands do: here, or on the remote's
+    /// tip and pushed with `--sync`.
+    fn step(
+        &self,
+        ctx: &Ctx,
+        step: &mut dyn FnMut(&Store) -> Result<usize, TickError>,
+    ) -> Result<()> {
         match &self.remote {
-            Some(remote) => remote.one_at_a_time(|name| super::synced::act(&ctx, name, planner)),
-            None => ctx.act(planner),
+            Some(remote) => {
+                remote.one_at_a_time(|name| super::synced::run(ctx, name, step).map(drop))
+            }
+            None => {
+                let (store, _lock) = ctx.session(super::AGENT_WAIT)?;
+                step(&store).map(drop).map_err(step_error)
+            }
         }
     }
 }
 
-/// Refuses when the task is no longer this agent's attempt (its lease was taken back and the
-/// task given out again, or it moved on).
-fn fenced(board: &Board, id: &TaskId, agent: &AgentName, attempt: u32) -> Result<(), CommandError> {
-    let current = board
-        .find(id)
-        .into_iter()
-        .filter(|f| f.folder.state == State::Assigned)
-        .find_map(|f| {
-            f.read
-                .as_ref()
-                .ok()
-                .map(|t| (f.folder.agent.clone(), t.coord.attempt))
-        });
-    match current {
-        Some((Some(a), n)) if &a == agent && n == attempt => Ok(()),
-        _ => Err(CommandError::WrongState {
-            id: id.clone(),
-            state: "no longer at this attempt".to_string(),
-            hint: format!("stale_result: attempt {attempt} of {agent} is not the current one"),
-        }),
+/// Returns a step's error with its type kept where it is one of the CLI's (so that a lock held
+/// or a refused report is recognised).
+fn step_error(e: TickError) -> anyhow::Error {
+    match e.downcast::<CommandError>() {
+        Ok(c) => (*c).into(),
+        Err(e) => anyhow::anyhow!(e),
     }
 }
 
