@@ -246,7 +246,10 @@ fn a_zombie_command_cannot_overwrite_the_next_attempts_result() {
     assert_eq!(t["task"]["result"]["output"]["by"], "second", "{t}");
     assert_eq!(t["task"]["result"]["attempt"], 2, "{t}");
     let history = t["task"]["coord"]["history"].to_string();
-    assert!(history.contains("stale_result") && history.contains("zombie"), "{history}");
+    assert!(
+        history.contains("stale_result") && history.contains("zombie"),
+        "{history}"
+    );
 }
 
 #[test]
