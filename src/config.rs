@@ -1,21 +1,27 @@
 //! `coord.yaml`, the optional repo configuration (SPEC 6), with its defaults. Reads one file.
 
 use crate::model::{AgentName, Duration, Priority};
-use crate::yaml::{parse_bytes, Limits};
+use crate::schema::{Schema, Violation};
+use crate::yaml::{parse_bytes, Doc, Limits, Pos};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 /// Why coord.yaml could not be used.
 #[derive(Debug, thiserror::Error)]
-#[error("{}: {message}", path.display())]
+#[error("{}{}: {message}", path.display(), pos.map_or(String::new(), |p| format!(":{}:{}", p.line, p.col)))]
 pub struct ConfigError {
     /// The config file.
     pub path: PathBuf,
+    /// Where in the file, when known.
+    pub pos: Option<Pos>,
     /// What is wrong and how to fix it.
     pub message: String,
     /// Whether a value is out of range (a usage error, exit 2) rather than unusable.
     pub out_of_range: bool,
 }
+
+/// The schema of coord.yaml, used to say where and what is wrong when the file does not read.
+pub const CONFIG_SCHEMA: &str = include_str!("../schemas/config.schema.json");
 
 /// Defaults for task fields.
 #[derive(Debug, Clone, Deserialize)]
@@ -206,6 +212,7 @@ impl Config {
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let err = |message: String| ConfigError {
             path: path.to_path_buf(),
+            pos: None,
             message,
             out_of_range: false,
         };
@@ -214,7 +221,13 @@ impl Config {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
             Err(e) => return Err(err(format!("cannot read: {e}"))),
         };
-        let doc = parse_bytes(&bytes, &Limits::default()).map_err(|e| err(e.to_string()))?;
+        let at = |pos: Pos, message: String| ConfigError {
+            path: path.to_path_buf(),
+            pos: Some(pos),
+            message,
+            out_of_range: false,
+        };
+        let doc = parse_bytes(&bytes, &Limits::default()).map_err(|e| at(e.pos, e.message))?;
         if doc.value.is_null() {
             return Ok(Config::default());
         }
@@ -224,10 +237,27 @@ impl Config {
                 ..err(message)
             });
         }
-        let config: Config = serde_json::from_value(doc.value)
-            .map_err(|e| err(format!("{e}; the keys are listed in docs/files.md")))?;
+        let config: Config = serde_json::from_value(doc.value.clone()).map_err(|e| {
+            match Config::violations(&doc).into_iter().next() {
+                Some(v) => at(
+                    v.pos,
+                    format!("{}; the keys are listed in docs/files.md", v.message),
+                ),
+                None => err(format!("{e}; the keys are listed in docs/files.md")),
+            }
+        })?;
         config.check().map_err(err)?;
         Ok(config)
+    }
+
+    /// Returns every way `doc` breaks the coord.yaml schema, each at its line and column. Used
+    /// to place an error once the file failed to read (the schema itself may lag behind a new
+    /// key: a file that reads is never refused by it).
+    pub fn violations(doc: &Doc) -> Vec<Violation> {
+        match Schema::deferred(CONFIG_SCHEMA, Path::new("schemas/config.schema.json")) {
+            Ok(schema) => schema.validate(doc),
+            Err(_) => Vec::new(),
+        }
     }
 
     fn check(&self) -> Result<(), String> {
@@ -255,6 +285,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_schema_compiles_and_accepts_the_example_config() {
+        let schema = Schema::compile(CONFIG_SCHEMA, Path::new("config.schema.json"));
+        assert!(schema.is_ok(), "{:?}", schema.err());
+        let doc =
+            crate::yaml::parse(crate::cli::init::EXAMPLE_CONFIG, &Limits::default()).expect("yaml");
+        assert_eq!(Config::violations(&doc), vec![]);
+    }
+
+    #[test]
     fn missing_file_gives_defaults() {
         let c = Config::load(Path::new("/nonexistent/coord.yaml")).expect("defaults");
         assert_eq!(c.work_dir, "work");
@@ -278,6 +317,17 @@ mod tests {
         assert!(Config::load(&p).is_err());
         std::fs::write(&p, "max_handof: 3\n").expect("write");
         let e = Config::load(&p).expect_err("typo");
-        assert!(e.to_string().contains("max_handof"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("coord.yaml:1:1: unknown key 'max_handof'"),
+            "{e}"
+        );
+        std::fs::write(&p, "defaults:\n  timeout: 5 minutes\n").expect("write");
+        let e = Config::load(&p).expect_err("bad duration");
+        assert!(
+            e.to_string().contains("coord.yaml:2:12: defaults.timeout:"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("30m"), "{e}");
     }
 }

@@ -233,7 +233,7 @@ fn read_profile(
                 ..AgentProfile::default()
             },
             file: None,
-            error: Some(Violation::at(v.pos, format!("{}: {}", path, v.message))),
+            error: Some(Violation::at(v.pos, v.render(&path))),
         },
     }
 }

@@ -1,7 +1,7 @@
 //! The board as people and scripts read it: counts, agents, ready tasks and why they wait,
 //! blocked tasks and what they wait for, overdue and invalid tasks. Shared by status and demo.
 
-use crate::board::Board;
+use crate::board::{AgentEntry, Board};
 use crate::engine::{self, Inputs, Note};
 use crate::model::State;
 use jiff::Timestamp;
@@ -45,12 +45,15 @@ pub fn view(
     })
 }
 
-/// Returns the board's problems and the files the planner could not act on, with the fix.
+/// Returns every file coord leaves alone until a person acts: stray files and symlinks, task
+/// files outside the inbox that do not read (the first reason, at its line), and files the
+/// planner could not act on, with the fix.
 fn problems(board: &Board, notes: &[Note]) -> Vec<Value> {
     let from_notes = notes.iter().filter_map(|n| match n {
         Note::Unreadable { path, errors } => {
-            let first = errors.first().cloned().unwrap_or_default();
-            Some(json!({"path": path, "message": format!("does not read: {first}")}))
+            let first = errors.first().map_or("", String::as_str);
+            let (at, why) = split_rendered(path, first);
+            Some(json!({"path": at, "message": format!("{why}; it stays where it is until the file is fixed")}))
         }
         Note::Skipped { path, message } => Some(json!({"path": path, "message": message})),
         _ => None,
@@ -61,6 +64,21 @@ fn problems(board: &Board, notes: &[Note]) -> Vec<Value> {
         .map(|p| json!({"path": p.path, "message": p.message}))
         .chain(from_notes)
         .collect()
+}
+
+/// Splits `path:line:col: message` into `path:line:col` and the message.
+fn split_rendered(path: &str, line: &str) -> (String, String) {
+    let rest = line.strip_prefix(path).unwrap_or(line);
+    let mut parts = rest.splitn(3, ": ");
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(pos), Some(a), Some(b)) if pos.starts_with(':') => {
+            (format!("{path}{pos}"), format!("{a}: {b}"))
+        }
+        (Some(pos), Some(a), None) if pos.starts_with(':') => {
+            (format!("{path}{pos}"), a.to_string())
+        }
+        _ => (path.to_string(), rest.trim_start_matches(": ").to_string()),
+    }
 }
 
 /// Returns each agent's load, limit and circuit; `probe_due` when an open circuit's time is
@@ -80,9 +98,25 @@ fn agents(board: &Board, now: Timestamp) -> Vec<Value> {
                 "circuit": a.profile.coord.circuit.as_str(),
                 "open_until": a.profile.coord.open_until,
                 "probe_due": engine::retry::gate(&a.profile.coord, &engine::Clock::new(now)) == engine::retry::Gate::Probe,
+                "disabled_because": disabled_because(a),
             })
         })
         .collect()
+}
+
+/// Returns why an agent gets no new work because of its profile: the profile does not read
+/// (with where and why), or it says `enabled: false`.
+fn disabled_because(a: &AgentEntry) -> Value {
+    match (&a.error, &a.file) {
+        (Some(e), _) => json!(format!(
+            "its profile does not read: {}; fix the file",
+            e.message
+        )),
+        (None, Some(f)) if !a.profile.enabled => {
+            json!(format!("{} says enabled: false", f.path))
+        }
+        _ => Value::Null,
+    }
 }
 
 fn oldest_ready(board: &Board) -> Value {
@@ -180,8 +214,12 @@ pub fn print(v: &Value) {
                 Some(t) if a["circuit"] == json!("open") => format!("open until {t}"),
                 _ => a["circuit"].as_str().unwrap_or_default().to_string(),
             };
+            let why = a["disabled_because"]
+                .as_str()
+                .map(|w| format!(" ({})", crate::redact::one_line(w)))
+                .unwrap_or_default();
             out!(
-                "  {:<20} {}/{}  {state}  circuit {circuit}",
+                "  {:<20} {}/{}  {state}  circuit {circuit}{why}",
                 s(&a["name"]),
                 a["active"],
                 a["limit"]

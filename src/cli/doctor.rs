@@ -48,19 +48,26 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
 
 fn findings(store: &Store, board: &Board) -> Result<Vec<String>> {
     let mut out = Vec::new();
-    if let Some(state) = store.repo.unfinished()? {
+    let unfinished = store.repo.unfinished()?;
+    if let Some(state) = &unfinished {
         out.push(format!(
             "{}: {state}; coord writes nothing until then",
             store.root().display()
         ));
     }
+    // Offer `--fix` only where it can act: not while git is in the middle of something.
+    let fix = if unfinished.is_some() {
+        " once the git operation above is finished"
+    } else {
+        ", or run 'coord doctor --fix'"
+    };
     duplicates(board, &mut out);
     for p in &board.problems {
         out.push(format!("{}: {}", p.path, p.message));
     }
     let known: HashSet<&TaskId> = board.tasks.iter().map(|t| &t.id).collect();
     for t in &board.tasks {
-        task_findings(board, t, &known, &mut out);
+        task_findings(board, t, &known, fix, &mut out);
     }
     for a in board.agents.values() {
         if let Some(e) = &a.error {
@@ -70,12 +77,16 @@ fn findings(store: &Store, board: &Board) -> Result<Vec<String>> {
             ));
         }
     }
-    let changed = store
+    // Files reported as problems (symlinks, stray files) are never recorded: no fix to offer.
+    let changed: Vec<String> = store
         .repo
-        .changed_paths(&format!("{}/", store.work_dir()))?;
+        .changed_paths(&format!("{}/", store.work_dir()))?
+        .into_iter()
+        .filter(|c| !board.problems.iter().any(|p| &p.path == c))
+        .collect();
     if !changed.is_empty() {
         out.push(format!(
-            "{} uncommitted change(s) under {}/ (e.g. {}); the next tick records them, or run 'coord doctor --fix'",
+            "{} uncommitted change(s) under {}/ (e.g. {}); the next tick records them{fix}",
             changed.len(),
             store.work_dir(),
             changed[0]
@@ -90,7 +101,13 @@ fn findings(store: &Store, board: &Board) -> Result<Vec<String>> {
     Ok(out)
 }
 
-fn task_findings(board: &Board, t: &TaskFile, known: &HashSet<&TaskId>, out: &mut Vec<String>) {
+fn task_findings(
+    board: &Board,
+    t: &TaskFile,
+    known: &HashSet<&TaskId>,
+    fix: &str,
+    out: &mut Vec<String>,
+) {
     if matches!(t.folder.state, State::Inbox | State::Invalid) {
         return;
     }
@@ -101,7 +118,9 @@ fn task_findings(board: &Board, t: &TaskFile, known: &HashSet<&TaskId>, out: &mu
                 .first()
                 .map(|v| v.render(&t.path))
                 .unwrap_or_default();
-            out.push(format!("{first} (this file is left alone until fixed)"));
+            out.push(format!(
+                "{first} (the file is left where it is until a person fixes it)"
+            ));
             return;
         }
     };
@@ -112,8 +131,14 @@ fn task_findings(board: &Board, t: &TaskFile, known: &HashSet<&TaskId>, out: &mu
     let agent_ok = t.folder.state != State::Assigned || d.coord.assigned_to == t.folder.agent;
     if recorded != t.folder.state.as_str() || !agent_ok {
         out.push(format!(
-            "{}: sits in {} but its coord block says {}; the next tick adopts the folder (or 'coord doctor --fix')",
-            t.path, t.folder, if recorded.is_empty() { "nothing" } else { recorded }
+            "{}: sits in {} but its coord block says {}; the next tick adopts the folder{fix}",
+            t.path,
+            t.folder,
+            if recorded.is_empty() {
+                "nothing"
+            } else {
+                recorded
+            }
         ));
     }
     if t.folder.state.is_final() {

@@ -17,7 +17,7 @@ mod demo;
 mod doctor;
 mod gate;
 mod generate;
-mod init;
+pub(crate) mod init;
 mod keygen;
 mod log;
 mod new;

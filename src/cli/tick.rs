@@ -23,14 +23,27 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         let (board, _) = store.load()?;
         let plan = engine::plan(&board, &ctx.inputs(&store));
         print_plan(ctx, &plan);
+        if !ctx.json {
+            for line in attention(&board, &plan.notes) {
+                out!("needs a person: {}", crate::redact::error_line(&line));
+            }
+        }
         return Ok(());
     }
     let (store, _lock) = ctx.locked(Duration::from_secs(0))?;
-    let n = tick_once(ctx, &store)?;
+    let pass = tick_pass(ctx, &store)?;
     let skipped = store.skipped_count();
     if ctx.json {
-        super::print_json(&json!({ "transitions": n, "skipped": skipped }));
-    } else if n == 0 && skipped == 0 {
+        super::print_json(
+            &json!({ "transitions": pass.commits, "skipped": skipped, "attention": pass.attention }),
+        );
+    } else if let Some(first) = pass.attention.first() {
+        ctx.status(&format!(
+            "coord: {} file(s) need a person, e.g. {}; 'coord status' lists them",
+            pass.attention.len(),
+            crate::redact::error_line(first)
+        ));
+    } else if pass.commits == 0 && skipped == 0 {
         ctx.status("coord: nothing to do");
     }
     if skipped > 0 {
@@ -59,7 +72,8 @@ const MAX_ROUNDS: usize = 8;
 ///
 /// The pass starts with a walk of `work/` (names and stat data): when the quiet mark shows
 /// that a tick which planned nothing saw this same state, and nothing that plan waited for is
-/// due, it stops there. A pass that plans nothing leaves that mark for the next one.
+/// due, it stops there. A pass that plans nothing and leaves no file for a person leaves that
+/// mark for the next one.
 ///
 /// A task file whose move or rewrite fails (immutable, unreadable, another mount, a full
 /// disk) is left where it was and the pass plans again without it, so one such file never
@@ -69,10 +83,13 @@ pub fn tick_once(ctx: &Ctx, store: &crate::store::Store) -> Result<usize> {
 }
 
 /// What one pass did.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Pass {
     /// The commits it made.
     pub commits: usize,
+    /// Files the pass left alone because a person must act (refused symlinks, stray files,
+    /// files that do not read, duplicate ids), one line each.
+    pub attention: Vec<String>,
     /// The earliest instant (system clock) a file still being written settles, when one is.
     pub settles_at: Option<jiff::Timestamp>,
 }
@@ -88,6 +105,7 @@ pub fn tick_pass(ctx: &Ctx, store: &crate::store::Store) -> Result<Pass> {
         }
         return Ok(Pass {
             commits: 0,
+            attention: Vec::new(),
             settles_at: None,
         });
     }
@@ -108,7 +126,9 @@ pub fn tick_pass(ctx: &Ctx, store: &crate::store::Store) -> Result<Pass> {
         (board, _) = store.load()?;
     };
     store.save_skipped()?;
-    let clean = store.skipped_count() == 0;
+    let attention = attention(&board, &plan.notes);
+    // A pass that leaves files for a person is not quiet: the next one says so again.
+    let clean = store.skipped_count() == 0 && attention.is_empty();
     if n == 0 && plan.is_empty() && board.settling.is_empty() && clean {
         store.set_quiet_mark(ctx.now, plan.deadline);
     }
@@ -119,8 +139,22 @@ pub fn tick_pass(ctx: &Ctx, store: &crate::store::Store) -> Result<Pass> {
     }
     Ok(Pass {
         commits: n,
+        attention,
         settles_at: board.settling.iter().map(|s| s.until).min(),
     })
+}
+
+/// Returns one line per file a person must act on.
+fn attention(board: &Board, notes: &[Note]) -> Vec<String> {
+    let files = board
+        .problems
+        .iter()
+        .map(|p| format!("{}: {}", p.path, p.message));
+    let noted = notes
+        .iter()
+        .filter(|n| matches!(n, Note::Unreadable { .. } | Note::Duplicate { .. }))
+        .map(describe);
+    files.chain(noted).collect()
 }
 
 /// Loads `work/` and records people's uncommitted changes (skipping the status scan when the

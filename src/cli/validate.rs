@@ -1,11 +1,12 @@
-//! `coord validate`: checks task files and prints every problem as `path:line:column: message`;
-//! exit 1 when any file is invalid. Unknown agents are warnings here (they may be added later).
+//! `coord validate`: checks task files, agent profiles and coord.yaml, each against its own
+//! schema, and prints every problem as `path:line:column: message`; exit 1 when any file is
+//! invalid. Unknown agents are warnings here (they may be added later).
 
 use super::{Ctx, Found};
 use crate::board::Board;
 use crate::check::{self, Context as CheckContext, Severity};
 use crate::model::{AgentName, State, TaskId};
-use crate::schema::Schema;
+use crate::schema::{Schema, Violation};
 use crate::yaml::Limits;
 use anyhow::Result;
 use std::collections::HashMap;
@@ -75,6 +76,11 @@ fn check_path(
         Ok(b) => b,
         Err(e) => return errors.push(format!("{shown}:1:1: {e}")),
     };
+    match kind_of(&full, board) {
+        FileKind::Config => return errors.extend(check_config(&full, &shown)),
+        FileKind::Profile => return errors.extend(check_profile(&bytes, &shown)),
+        FileKind::Task => {}
+    }
     match check::read_task(&stem, &bytes, schema, &Limits::default()) {
         Err(vs) => errors.extend(vs.iter().map(|v| v.render(&shown))),
         Ok(task) => {
@@ -88,6 +94,49 @@ fn check_path(
                 );
             }
         }
+    }
+}
+
+/// What a file given to `coord validate` is, by where it sits.
+enum FileKind {
+    Config,
+    Profile,
+    Task,
+}
+
+fn kind_of(full: &Path, board: Option<&Board>) -> FileKind {
+    if full.file_name().is_some_and(|n| n == "coord.yaml") {
+        return FileKind::Config;
+    }
+    let agents_dir = board.map_or("work/agents".to_string(), |b| {
+        format!("{}/agents", b.work_dir)
+    });
+    let parent = full
+        .parent()
+        .map(|p| p.to_string_lossy().replace('\\', "/"));
+    if parent.is_some_and(|p| p.ends_with(&format!("/{agents_dir}"))) {
+        return FileKind::Profile;
+    }
+    FileKind::Task
+}
+
+/// Returns coord.yaml's problem, at its line and column, named as the user gave the path.
+fn check_config(full: &Path, shown: &str) -> Option<String> {
+    let e = crate::config::Config::load(full).err()?;
+    let pos = e.pos.unwrap_or(crate::yaml::Pos { line: 1, col: 1 });
+    Some(format!("{shown}:{}:{}: {}", pos.line, pos.col, e.message))
+}
+
+/// Returns every problem of an agent profile, checked against the profile schema.
+fn check_profile(bytes: &[u8], shown: &str) -> Vec<String> {
+    match crate::yaml::parse_bytes(bytes, &Limits::default()) {
+        Err(e) => vec![Violation::at(e.pos, e.message).render(shown)],
+        Ok(doc) if doc.value.is_null() => Vec::new(),
+        Ok(doc) => Schema::builtin_agent()
+            .validate(&doc)
+            .iter()
+            .map(|v| v.render(shown))
+            .collect(),
     }
 }
 
@@ -137,6 +186,14 @@ fn check_board(board: &Board, errors: &mut Vec<String>, warnings: &mut Vec<Strin
     for p in &board.problems {
         warnings.push(format!("{}: {}", p.path, p.message));
     }
+    // A profile's error is already `path:line:column: message`.
+    errors.extend(
+        board
+            .agents
+            .values()
+            .filter_map(|a| a.error.as_ref())
+            .map(|e| e.message.clone()),
+    );
     errors.sort();
 }
 

@@ -137,6 +137,16 @@ pub fn quarantine(w: &mut World<'_>, id: &TaskId, path: &str, hash: u64, lines: 
     let invalid = Folder::of(State::Invalid);
     let name = free_name(w, path.rsplit('/').next().unwrap_or(path));
     let to = w.board.path_in(&invalid, &name);
+    // The lines name the file where it will be from now on, so a person can open it.
+    let lines: Vec<String> = lines
+        .into_iter()
+        .map(
+            |l| match l.strip_prefix(path).filter(|rest| rest.starts_with(':')) {
+                Some(rest) => format!("{to}{rest}"),
+                None => l,
+            },
+        )
+        .collect();
     let first = lines.first().cloned().unwrap_or_default();
     let mut text = lines.join("\n");
     text.push('\n');

@@ -203,13 +203,13 @@ fn a_settled_invalid_file_is_quarantined_at_once_and_others_proceed() {
     );
     let errors = r.read("work/invalid/bad.yaml.errors");
     assert!(
-        errors.starts_with("work/inbox/bad.yaml:2:1: YAML syntax"),
+        errors.starts_with("work/invalid/bad.yaml:2:1: YAML syntax"),
         "{errors}"
     );
     assert_eq!(r.git_status(), "");
     let status = r.ok(&["status"]);
     assert!(
-        status.contains("invalid:\n  bad: work/inbox/bad.yaml:2:1: YAML syntax"),
+        status.contains("invalid:\n  bad: work/invalid/bad.yaml:2:1: YAML syntax"),
         "{status}"
     );
 }

@@ -466,7 +466,10 @@ fn json_and_quiet_flags() {
         "coord: nothing to do\n"
     );
     let json: serde_json::Value = serde_json::from_str(&r.ok(&["--json", "tick"])).expect("json");
-    assert_eq!(json, serde_json::json!({"transitions": 0, "skipped": 0}));
+    assert_eq!(
+        json,
+        serde_json::json!({"transitions": 0, "skipped": 0, "attention": []})
+    );
     let json: serde_json::Value =
         serde_json::from_str(&r.ok(&["--json", "new", "Two", "--id", "t2"])).expect("json");
     assert_eq!(

@@ -153,3 +153,158 @@ fn messages_point_to_the_docs_users_have_not_to_the_spec() {
     assert!(err.contains("docs/files.md"), "{err}");
     assert!(!err.contains("SPEC"), "{err}");
 }
+
+#[test]
+fn errors_name_the_file_where_it_is_now() {
+    let r = TestRepo::with_agents(&["alice"]);
+    r.task("bad", "title: x\npriority: urgent\n");
+    r.ok(&["tick"]);
+    r.ok(&["tick"]);
+    let errors = r.read("work/invalid/bad.yaml.errors");
+    assert!(
+        errors.starts_with("work/invalid/bad.yaml:2:11: priority:"),
+        "{errors}"
+    );
+    let board = r.ok(&["status"]);
+    assert!(
+        board.contains("bad: work/invalid/bad.yaml:2:11: priority:"),
+        "{board}"
+    );
+}
+
+/// A board with one of each thing a person must act on, committed so only the tick's view
+/// matters.
+fn troubled_board() -> TestRepo {
+    let r = TestRepo::with_agents(&["alice", "bob"]);
+    r.write("work/ready/broken.yaml", "title: [x\n");
+    r.write("work/agents/bob.yaml", "max_active: lots\n");
+    r.write("work/agents/carol.yaml", "enabled: false\n");
+    r.git(&["add", "-A"]);
+    r.git(&["commit", "-qm", "a person's edits"]);
+    r.write("work/inbox/fresh.yaml", "title: [y\n");
+    let outside = r.abs("outside.yaml");
+    std::fs::write(&outside, "title: x\n").expect("write");
+    std::os::unix::fs::symlink(&outside, r.abs("work/inbox/link.yaml")).expect("symlink");
+    r
+}
+
+#[test]
+fn status_shows_every_file_that_waits_for_a_person_and_why_agents_are_disabled() {
+    let r = troubled_board();
+    let board = r.ok(&["status"]);
+    for want in [
+        "work/ready/broken.yaml:2:1: YAML syntax",
+        "work/inbox/link.yaml: symlink refused",
+        "bob                  0/1  disabled  circuit closed (its profile does not read: work/agents/bob.yaml:1:13: max_active",
+        "carol                0/1  disabled  circuit closed (work/agents/carol.yaml says enabled: false)",
+    ] {
+        assert!(board.contains(want), "want {want:?} in\n{board}");
+    }
+    let json: serde_json::Value = serde_json::from_str(&r.ok(&["--json", "status"])).expect("json");
+    let paths: Vec<&str> = json["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .filter_map(|p| p["path"].as_str())
+        .collect();
+    assert!(paths.contains(&"work/ready/broken.yaml:2:1"), "{json}");
+    assert!(paths.contains(&"work/inbox/link.yaml"), "{json}");
+}
+
+#[test]
+fn tick_does_not_say_nothing_to_do_while_files_wait_for_a_person() {
+    let r = troubled_board();
+    for _ in 0..2 {
+        let (_, err) = r.code(&["tick"], 0);
+        assert!(!err.contains("nothing to do"), "{err}");
+        assert!(err.contains("need a person"), "{err}");
+        assert!(err.contains("'coord status'"), "{err}");
+    }
+}
+
+#[test]
+fn doctor_offers_fix_only_where_it_can_act_and_the_fix_acts() {
+    let r = TestRepo::with_agents(&["alice"]);
+    r.ok(&["new", "One", "--id", "one", "--agent", "alice"]);
+    r.ok(&["tick"]);
+    let branch = r.git(&["branch", "--show-current"]);
+    r.git(&["checkout", "-qb", "other"]);
+    let path = "work/assigned/alice/one.yaml";
+    r.write(
+        path,
+        &r.read(path).replace("title: One", "title: One from other"),
+    );
+    r.git(&["commit", "-qam", "other"]);
+    r.git(&["checkout", "-q", branch.trim()]);
+    r.write(
+        path,
+        &r.read(path).replace("title: One", "title: One from main"),
+    );
+    r.git(&["commit", "-qam", "main"]);
+    let conflicted = std::process::Command::new("git")
+        .current_dir(r.path())
+        .args(["merge", "-q", "other"])
+        .envs(crate::harness::git_env())
+        .output()
+        .expect("git merge");
+    assert!(!conflicted.status.success(), "the merge conflicts");
+    let (out, _) = r.code(&["doctor"], 1);
+    assert!(out.contains("merge is in progress"), "{out}");
+    assert!(out.contains("conflict"), "{out}");
+    assert!(
+        !out.contains("--fix"),
+        "no fix is offered that cannot act:\n{out}"
+    );
+
+    let r = TestRepo::with_agents(&["alice"]);
+    r.task("dropped", "title: dropped by hand\n");
+    let outside = r.abs("outside.yaml");
+    std::fs::write(&outside, "title: x\n").expect("write");
+    std::os::unix::fs::symlink(&outside, r.abs("work/inbox/link.yaml")).expect("symlink");
+    let (out, _) = r.code(&["doctor"], 1);
+    assert!(
+        out.contains("1 uncommitted change(s)"),
+        "the symlink is not offered:\n{out}"
+    );
+    assert!(out.contains("doctor --fix"), "{out}");
+    r.code(&["doctor", "--fix"], 1);
+    let (out, _) = r.code(&["doctor"], 1);
+    assert!(
+        !out.contains("uncommitted"),
+        "--fix recorded the change:\n{out}"
+    );
+    assert!(out.contains("symlink refused"), "{out}");
+}
+
+#[test]
+fn validate_checks_profiles_and_coord_yaml_against_their_own_rules() {
+    let r = TestRepo::with_agents(&["alice"]);
+    r.write(
+        "work/agents/alice.yaml",
+        "capabilities: [x]\nmax_active: 2\n",
+    );
+    r.ok(&["validate", "work/agents/alice.yaml"]);
+    r.write("work/agents/bob.yaml", "max_active: lots\n");
+    let (out, _) = r.code(&["validate", "work/agents/bob.yaml"], 1);
+    assert!(
+        out.starts_with("work/agents/bob.yaml:1:13: max_active:"),
+        "{out}"
+    );
+    assert!(!out.contains("title"), "a profile is not a task:\n{out}");
+    let (out, _) = r.code(&["validate"], 1);
+    assert!(
+        out.contains("work/agents/bob.yaml:1:13: max_active:"),
+        "{out}"
+    );
+    r.write("work/agents/bob.yaml", "max_active: 2\n");
+    r.ok(&["validate", "coord.yaml"]);
+    r.write("coord.yaml", "defaults:\n  timeout: 5 minutes\n");
+    let (out, _) = r.code(&["validate", "coord.yaml"], 1);
+    assert!(
+        out.starts_with("coord.yaml:2:12: defaults.timeout:"),
+        "{out}"
+    );
+    assert!(out.contains("30m"), "{out}");
+    let (_, err) = r.code(&["validate"], 1);
+    assert!(err.contains("coord.yaml:2:12: defaults.timeout:"), "{err}");
+}

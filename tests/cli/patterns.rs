@@ -277,7 +277,7 @@ fn cycles_among_inbox_files_are_rejected_with_the_cycle_spelled_out() {
     }
     let status = r.ok(&["status"]);
     assert!(
-        status.contains("a: work/inbox/a.yaml:2:14: dependency cycle: a -> b -> a"),
+        status.contains("a: work/invalid/a.yaml:2:14: dependency cycle: a -> b -> a"),
         "{status}"
     );
 }

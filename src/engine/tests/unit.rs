@@ -73,7 +73,7 @@ fn explicit_agent_that_does_not_exist_is_rejected_at_intake() {
     );
     assert_eq!(
         s.text("invalid/a.yaml.errors"),
-        "work/inbox/a.yaml:2:8: unknown agent 'zed'; add it with 'coord agents add zed'\n"
+        "work/invalid/a.yaml:2:8: unknown agent 'zed'; add it with 'coord agents add zed'\n"
     );
 }
 
