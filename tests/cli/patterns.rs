@@ -271,7 +271,7 @@ fn cycles_among_inbox_files_are_rejected_with_the_cycle_spelled_out() {
         let errors = r.read(&format!("work/invalid/{id}.yaml.errors"));
         assert_eq!(
             errors,
-            format!("work/inbox/{id}.yaml:2:14: dependency cycle: {cycle}\n"),
+            format!("work/invalid/{id}.yaml:2:14: dependency cycle: {cycle}\n"),
             "{id}"
         );
     }
@@ -299,11 +299,11 @@ fn a_cycle_made_by_editing_a_blocked_task_is_rejected_at_the_next_tick() {
     tick_at(&mut r, MIN);
     assert_eq!(
         r.read("work/invalid/h.yaml.errors"),
-        "work/blocked/h.yaml:2:17: dependency cycle: h -> k -> h\n"
+        "work/invalid/h.yaml:2:17: dependency cycle: h -> k -> h\n"
     );
     assert_eq!(
         r.read("work/invalid/k.yaml.errors"),
-        "work/blocked/k.yaml:2:14: dependency cycle: k -> h -> k\n"
+        "work/invalid/k.yaml:2:14: dependency cycle: k -> h -> k\n"
     );
     assert!(
         r.read("work/invalid/h.yaml").contains("depends_on: [g, k]"),

@@ -262,7 +262,7 @@ fn settled_invalid_inbox_file_goes_to_invalid_with_errors_at_once() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 2, "{text}");
     for (line, (l, c)) in lines.iter().zip([(2, 11), (3, 13)]) {
-        let prefix = format!("work/inbox/a.yaml:{l}:{c}: ");
+        let prefix = format!("work/invalid/a.yaml:{l}:{c}: ");
         assert!(
             line.starts_with(&prefix),
             "{line:?} should start with {prefix:?}"
