@@ -294,6 +294,17 @@ mod tests {
     }
 
     #[test]
+    fn a_file_with_every_key_reads_and_passes_the_schema() {
+        let text = "work_dir: work\ndefaults: {timeout: 5m, max_attempts: 2, priority: high}\nbackoff: {base: 1m, max: 1h}\ncircuit_breaker: {failure_threshold: 3, open_for: 10m}\nmax_handoffs: 4\narchive_after: 7d\nrequire_signed_results: false\ncommit: {author: \"a <a@b>\"}\nrules: [{when: {agent: a, output_contains: x, label: y}, then: b}]\nsettle: 2s\nsync: {remote: origin}\n";
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("coord.yaml");
+        std::fs::write(&p, text).expect("write");
+        assert!(Config::load(&p).is_ok(), "{:?}", Config::load(&p).err());
+        let doc = crate::yaml::parse(text, &Limits::default()).expect("yaml");
+        assert_eq!(Config::violations(&doc), vec![]);
+    }
+
+    #[test]
     fn missing_file_gives_defaults() {
         let c = Config::load(Path::new("/nonexistent/coord.yaml")).expect("defaults");
         assert_eq!(c.work_dir, "work");
