@@ -103,7 +103,7 @@ fn a_task_with_a_timeout_past_the_limit_is_quarantined_with_the_reason() {
     assert_eq!(s.path_of("big"), "invalid/big.yaml");
     let errors = s.text("invalid/big.yaml.errors");
     assert!(
-        errors.contains("work/inbox/big.yaml:2:10: timeout: \"3000000d\" is out of range"),
+        errors.contains("work/invalid/big.yaml:2:10: timeout: \"3000000d\" is out of range"),
         "{errors}"
     );
     assert_eq!(
