@@ -53,7 +53,7 @@ fn problems(board: &Board, notes: &[Note]) -> Vec<Value> {
         Note::Unreadable { path, errors } => {
             let first = errors.first().map_or("", String::as_str);
             let (at, why) = split_rendered(path, first);
-            Some(json!({"path": at, "message": format!("{why}; it stays where it is until the file is fixed")}))
+            Some(json!({"path": path, "at": at, "message": format!("{why}; it stays where it is until the file is fixed")}))
         }
         Note::Skipped { path, message } => Some(json!({"path": path, "message": message})),
         _ => None,
@@ -265,7 +265,12 @@ pub fn print(v: &Value) {
         |f| format!("{}: until {}", s(&f["path"]), s(&f["until"])),
     );
     section(v, "problems", "problems", |p| {
-        format!("{}: {}", s(&p["path"]), s(&p["message"]))
+        let at = if p["at"].is_string() {
+            &p["at"]
+        } else {
+            &p["path"]
+        };
+        format!("{}: {}", s(at), s(&p["message"]))
     });
 }
 
