@@ -1,6 +1,7 @@
 //! The kill -9 sweep (SPEC 3, 3.11; issue 12): tick, sync, claim, complete, archive, new,
-//! approve, cancel and retry are each killed with SIGKILL after a random delay, agents write
-//! results into their tasks while nothing runs, and a recovery tick follows. After every
+//! approve, cancel and retry are each killed with SIGKILL after a random delay, people drop
+//! tasks and agents write results into their tasks while nothing runs, and a recovery tick
+//! follows. After every
 //! recovery: every id exists once, every result an agent wrote is in its task (accepted, or in
 //! `coord.history`), `git status` is clean and `git fsck` passes. A short run is part of the
 //! default suite; `COORD_LONG=1` runs a long one. Each run prints its seed and its figures.
@@ -113,6 +114,13 @@ fn agent_writes(r: &TestRepo, path: &str, token: &str) -> bool {
     std::fs::write(&tmp, with).expect("write");
     std::fs::rename(&tmp, r.abs(path)).expect("rename");
     true
+}
+
+/// A person drops a task for `agent` into the inbox, by temp file and rename.
+fn person_drops(r: &TestRepo, id: &str, agent: &str) {
+    let tmp = r.abs(&format!("work/inbox/.{id}.tmp"));
+    std::fs::write(&tmp, format!("# dropped\ntitle: {id}\nagent: {agent}\n")).expect("write");
+    std::fs::rename(&tmp, r.abs(&format!("work/inbox/{id}.yaml"))).expect("rename");
 }
 
 /// What one sweep found.
@@ -233,6 +241,10 @@ fn sweep(kills: usize, budget: Duration) -> Figures {
         child.wait().expect("reap");
         fig.kills += 1;
         fig.journals += usize::from(r.exists(".git/coord/journal.json"));
+        if rng.below(2) == 0 {
+            let agent = if rng.below(2) == 0 { "a1" } else { "a2" };
+            person_drops(&r, &format!("p{round}"), agent);
+        }
         for id in ids_in(&places(r.path()), "assigned") {
             if rng.below(2) == 0 {
                 let path = r.where_is(&id);
