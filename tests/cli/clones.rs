@@ -284,3 +284,26 @@ fn status_says_which_local_assignments_are_not_on_the_remote_yet() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("not on origin/main"), "{err}");
 }
+
+#[test]
+fn a_result_with_sync_for_a_task_cancelled_on_the_remote_is_kept_as_stale() {
+    let net = Net::new(&["alice"]);
+    let (agent, person) = (net.clone(), net.clone());
+    net.person_adds("t", 1);
+    agent.ok(&["sync"]);
+    person.ok(&["sync"]);
+    person.ok(&["cancel", "t-0", "--reason", "not needed"]);
+    person.ok(&["sync"]);
+    agent.write("out.yaml", "answer: 42\n");
+    let (_, err) = agent.code(&["complete", "t-0", "--output", "out.yaml", "--sync"], 1);
+    assert!(
+        err.contains("stale_result") && err.contains("cancelled"),
+        "{err}"
+    );
+    let (at, text) = on_remote(&net, "t-0");
+    assert_eq!(at, "work/cancelled/t-0.yaml");
+    assert!(
+        text.contains("event: stale_result") && text.contains("answer: 42"),
+        "{text}"
+    );
+}
