@@ -33,7 +33,9 @@ pub fn run(
         remote,
         branch: None,
         max_retries: RETRIES,
-        wait: std::time::Duration::from_secs(super::AGENT_WAIT.as_secs().max(0) as u64),
+        wait: ctx.wait.unwrap_or(std::time::Duration::from_secs(
+            super::AGENT_WAIT.as_secs().max(0).unsigned_abs(),
+        )),
         now: ctx.now,
         redo_on_reject: true,
     };
