@@ -3,7 +3,7 @@
 
 use super::synced::{self, SyncArg};
 use super::{Ctx, AGENT_WAIT};
-use crate::engine::commands::{self, Fence, Outcome, Report};
+use crate::engine::commands::{self, CommandError, Fence, Outcome, Report};
 use crate::engine::Signer;
 use crate::model::{AgentName, TaskId};
 use crate::store::Store;
@@ -170,7 +170,9 @@ struct How {
 
 fn write_result(ctx: &Ctx, id: &TaskId, result: Value, how: How) -> Result<()> {
     let signer: Option<&dyn Signer> = if how.sign { Some(ctx.keys()) } else { None };
+    let remote = synced::remote(ctx, how.sync.sync)?;
     let mut outcome = None;
+    let mut moved_on = None;
     let mut step = |store: &Store| -> Result<usize, TickError> {
         let (board, _) = store.load()?;
         let report = Report {
@@ -179,7 +181,17 @@ fn write_result(ctx: &Ctx, id: &TaskId, result: Value, how: How) -> Result<()> {
             fence: how.fence.clone(),
             replace: how.replace,
         };
-        let reported = commands::report(&board, &ctx.inputs(store), id, report)?;
+        let reported = match commands::report(&board, &ctx.inputs(store), id, report) {
+            // On the remote the task moved on: keep the result in its history, never lose it.
+            Err(CommandError::WrongState { state, .. })
+                if remote.is_some() && state != "assigned" =>
+            {
+                let plan = commands::set_aside(&board, &ctx.inputs(store), id, result.clone())?;
+                moved_on = Some(state);
+                return Ok(ctx.apply(store, &plan)?);
+            }
+            other => other?,
+        };
         let quiet = Ctx {
             quiet: ctx.quiet || matches!(reported.outcome, Outcome::Stale(_)),
             ..ctx.clone()
@@ -188,12 +200,18 @@ fn write_result(ctx: &Ctx, id: &TaskId, result: Value, how: How) -> Result<()> {
         outcome = Some(reported.outcome);
         Ok(n)
     };
-    match synced::remote(ctx, how.sync.sync)? {
+    match remote.clone() {
         Some(remote) => drop(synced::run(ctx, remote, &mut step)?),
         None => {
             let (store, _lock) = ctx.session(AGENT_WAIT)?;
             step(&store).map_err(|e| anyhow::anyhow!(e))?;
         }
+    }
+    if let Some(state) = moved_on {
+        return Err(super::Found(format!(
+            "task '{id}' is {state} on the remote; the result was not accepted and is kept in its coord.history as stale_result"
+        ))
+        .into());
     }
     match outcome {
         Some(Outcome::Stale(refused)) => Err(refused.into()),
