@@ -72,6 +72,8 @@ impl From<GitError> for Stop {
 /// What one commit became.
 enum Step {
     Redone(Option<Oid>),
+    /// Redone without the parts named, which the remote made moot.
+    Partly(Option<Oid>, Vec<String>),
     Dropped(String),
     Stale(Stale),
 }
@@ -106,6 +108,13 @@ pub fn replay(
                 out.redone += 1;
             }
             Step::Redone(None) => {}
+            Step::Partly(new, lines) => {
+                if let Some(new) = new {
+                    tip = new;
+                    out.redone += 1;
+                }
+                out.dropped.extend(lines);
+            }
             Step::Dropped(line) => out.dropped.push(line),
             Step::Stale(s) => out.stale.push(s),
         }
@@ -236,11 +245,23 @@ impl Replayer<'_> {
         ))
     }
 
-    /// Applies a person's edit path by path, following files coord moved meanwhile.
+    /// Applies a person's edit path by path, following files coord moved meanwhile. A file
+    /// the edit adds whose task the remote already has elsewhere (a hand move of a task that
+    /// moved on upstream) is left out and reported: a task id lives in one place.
     fn edit(&self, changes: &[PathChange]) -> Result<Step, Stop> {
         let mut edits = Vec::new();
+        let mut moot = Vec::new();
         for c in changes {
             let now = self.repo.blob_at(self.tip, &c.path)?;
+            if c.old.is_none() && now.is_none() {
+                if let Some(at) = self.elsewhere(&c.path)? {
+                    moot.push(format!(
+                        "dropped: {} ({}: the task is at {at} on the remote)",
+                        self.commit.info.summary, c.path
+                    ));
+                    continue;
+                }
+            }
             if now == c.old {
                 edits.push((c.path.clone(), c.new));
                 continue;
@@ -264,7 +285,28 @@ impl Replayer<'_> {
                 None => return Err(self.conflict(&c.path, Some(at))),
             }
         }
-        Ok(Step::Redone(self.commit_with(&edits)?))
+        let tip = self.commit_with(&edits)?;
+        Ok(if moot.is_empty() {
+            Step::Redone(tip)
+        } else {
+            Step::Partly(tip, moot)
+        })
+    }
+
+    /// Returns where the remote tip has the task file named like `path` at another path under
+    /// the work folder (agent profiles aside), if it has one.
+    fn elsewhere(&self, path: &str) -> Result<Option<String>, GitError> {
+        let profiles = format!("{}/agents/", self.work_dir);
+        let name = path.rsplit('/').next().filter(|n| is_task_file(n));
+        let Some(name) = name.filter(|_| !path.starts_with(&profiles)) else {
+            return Ok(None);
+        };
+        let found = self
+            .repo
+            .find_named(self.tip, self.work_dir, &[name.to_string()])?;
+        Ok(found
+            .into_iter()
+            .find(|at| at != path && !at.starts_with(&profiles)))
     }
 
     /// Returns where the remote tip has the file: at the same path, or (a task file coord
@@ -293,6 +335,12 @@ impl Replayer<'_> {
             remote_path,
         })
     }
+}
+
+/// Returns whether a file name is a task's (`.yaml` / `.yml`; `.gitkeep`, `.errors` and the
+/// like can stand in many folders).
+fn is_task_file(name: &str) -> bool {
+    name.ends_with(".yaml") || name.ends_with(".yml")
 }
 
 /// Returns whether `now` is the task in the state `before` was in: same `coord.state`,

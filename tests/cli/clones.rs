@@ -307,3 +307,43 @@ fn a_result_with_sync_for_a_task_cancelled_on_the_remote_is_kept_as_stale() {
         "{text}"
     );
 }
+
+/// A person's hand move of a ready task, recorded in their clone while another clone claimed
+/// and finished the task on the remote, must not bring the task back in a second place: the
+/// remote keeps one copy of every id (the Jepsen checker found `assigned/p1` and `done` at a
+/// tip after a killed run's half-undone work tree was recorded and replayed).
+#[test]
+fn a_hand_move_of_a_task_that_moved_on_upstream_never_makes_a_second_copy() {
+    let net = pull_net(&["p1", "p2"]);
+    let (person, agent) = (net.clone(), net.clone());
+    net.person_adds("t", 1);
+    person.ok(&["sync"]);
+    agent.ok(&["sync"]);
+    assert_eq!(person.where_is("t-0"), "work/ready/t-0.yaml");
+    agent.ok(&["claim", "--agent", "p2", "--sync"]);
+    agent.ok(&[
+        "complete",
+        "t-0",
+        "--agent",
+        "p2",
+        "--attempt",
+        "1",
+        "--sync",
+    ]);
+    agent.ok(&["sync"]);
+    assert_eq!(on_remote(&net, "t-0").0, "work/done/t-0.yaml");
+    std::fs::create_dir_all(person.abs("work/assigned/p1")).expect("mkdir");
+    std::fs::rename(
+        person.abs("work/ready/t-0.yaml"),
+        person.abs("work/assigned/p1/t-0.yaml"),
+    )
+    .expect("hand move");
+    let (out, err) = person.code(&["sync"], 0);
+    let view = crate::sync::look_at_remote(&net);
+    assert_eq!(
+        view.places.get("t-0").map(Vec::as_slice),
+        Some(&["work/done".to_string()][..]),
+        "{out}{err}"
+    );
+    assert!(err.contains("t-0"), "the dropped move is reported: {err}");
+}
