@@ -62,12 +62,12 @@ pub fn report(err: &anyhow::Error) {
         .chain()
         .map(|c| crate::redact::error_line(&c.to_string()));
     if let Some(first) = lines.next() {
-        eprintln!("error: {first}");
+        crate::cli::write_err(format_args!("error: {first}"));
     }
     let mut last = String::new();
     for line in lines {
         if line != last {
-            eprintln!("caused by: {line}");
+            crate::cli::write_err(format_args!("caused by: {line}"));
         }
         last = line;
     }

@@ -9,6 +9,13 @@ macro_rules! out {
     };
 }
 
+/// Prints a line on stderr; a closed or broken stderr loses the line instead of panicking.
+macro_rules! err {
+    ($($arg:tt)*) => {
+        $crate::cli::write_err(format_args!($($arg)*))
+    };
+}
+
 mod agents;
 mod archive;
 mod board_markdown;
@@ -156,7 +163,7 @@ impl Ctx {
     /// Prints a status line on stderr unless quiet.
     pub fn status(&self, line: &str) {
         if !self.quiet {
-            eprintln!("{line}");
+            err!("{line}");
         }
     }
 
@@ -351,4 +358,11 @@ pub fn write_out(args: std::fmt::Arguments<'_>) {
             std::process::exit(0);
         }
     }
+}
+
+/// Writes one line on stderr, ignoring a failed write: status and error lines are worth
+/// nothing to a reader that closed stderr, and printing must never panic.
+pub fn write_err(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{args}");
 }

@@ -37,7 +37,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         }
     }
     for w in &warnings {
-        eprintln!("warning: {}", crate::redact::error_line(w));
+        err!("warning: {}", crate::redact::error_line(w));
     }
     for e in &errors {
         out!("{}", crate::redact::error_line(e));

@@ -35,7 +35,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         ..Options::default()
     };
     let mut tick = |why: Why, seen: &SeenComplete| tick(ctx, why, seen).map_err(Into::into);
-    let mut say = |line: &str| eprintln!("{line}");
+    let mut say = |line: &str| err!("{line}");
     let ticks = watch::run(&store.repo, &work, &opts, &mut tick, &mut say)
         .context("coord watch stopped")?;
     ctx.status(&format!("coord: stopped after {ticks} ticks"));

@@ -309,3 +309,28 @@ fn validate_checks_profiles_and_coord_yaml_against_their_own_rules() {
     let (_, err) = r.code(&["validate"], 1);
     assert!(err.contains("coord.yaml:2:12: defaults.timeout:"), "{err}");
 }
+
+/// A reader that closed stderr (a runner that stopped reading a command's stderr) gets the
+/// exit code, never a panic: error and status lines are dropped when they cannot be written.
+#[test]
+fn a_closed_stderr_never_makes_coord_panic() {
+    let r = TestRepo::with_agents(&["alice"]);
+    r.ok(&["new", "A task", "--agent", "alice", "--id", "a"]);
+    let closed = |args: &[&str]| {
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        r.spawn_cmd(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(writer)
+            .status()
+            .expect("coord")
+            .code()
+    };
+    assert_eq!(closed(&["log", "nosuch"]), Some(1), "an error line");
+    assert_eq!(closed(&["tick"]), Some(0), "status lines");
+    assert_eq!(
+        closed(&["claim", "--agent", "nosuch"]),
+        Some(1),
+        "an error line"
+    );
+}
