@@ -65,16 +65,8 @@ pub struct CompleteArgs {
     /// Hand off to this agent (repeat for a fan-out); overrides the task's next_agent
     #[arg(long = "next-agent", value_name = "AGENT")]
     next_agent: Vec<AgentName>,
-    /// Sign the result with the agent's key (COORD_KEY_<AGENT> or the key file)
-    #[arg(long)]
-    sign: bool,
     #[command(flatten)]
-    sync: SyncArg,
-    /// Overwrite a result that is already waiting (the old one is kept in coord.history)
-    #[arg(long)]
-    replace: bool,
-    #[command(flatten)]
-    fence: FenceArgs,
+    how: How,
 }
 
 /// Arguments of `coord fail`.
@@ -88,16 +80,8 @@ pub struct FailArgs {
     /// Do not retry: the task goes to failed/ at the next tick
     #[arg(long)]
     fatal: bool,
-    /// Sign the result with the agent's key (COORD_KEY_<AGENT> or the key file)
-    #[arg(long)]
-    sign: bool,
     #[command(flatten)]
-    sync: SyncArg,
-    /// Overwrite a result that is already waiting (the old one is kept in coord.history)
-    #[arg(long)]
-    replace: bool,
-    #[command(flatten)]
-    fence: FenceArgs,
+    how: How,
 }
 
 /// Runs `coord claim`.
@@ -136,13 +120,7 @@ pub fn complete(ctx: &Ctx, args: CompleteArgs) -> Result<()> {
         [one] => result["next_agent"] = json!(one),
         many => result["next_agent"] = json!(many),
     }
-    let how = How {
-        sign: args.sign,
-        replace: args.replace,
-        fence: args.fence.fence(),
-        sync: args.sync,
-    };
-    write_result(ctx, &args.id, result, how)
+    write_result(ctx, &args.id, result, args.how)
 }
 
 /// Runs `coord fail`.
@@ -151,26 +129,29 @@ pub fn fail(ctx: &Ctx, args: FailArgs) -> Result<()> {
         "status": "failure",
         "error": {"message": args.error, "retryable": !args.fatal},
     });
-    let how = How {
-        sign: args.sign,
-        replace: args.replace,
-        fence: args.fence.fence(),
-        sync: args.sync,
-    };
-    write_result(ctx, &args.id, result, how)
+    write_result(ctx, &args.id, result, args.how)
 }
 
-/// How a result is written: signed, replacing one that waits, fenced, pushed.
-struct How {
+/// How `complete` and `fail` write their result: signed, replacing one that waits, fenced,
+/// pushed.
+#[derive(Debug, clap::Args)]
+pub struct How {
+    /// Sign the result with the agent's key (COORD_KEY_<AGENT> or the key file)
+    #[arg(long)]
     sign: bool,
-    replace: bool,
-    fence: Fence,
+    #[command(flatten)]
     sync: SyncArg,
+    /// Overwrite a result that is already waiting (the old one is kept in coord.history)
+    #[arg(long)]
+    replace: bool,
+    #[command(flatten)]
+    fence: FenceArgs,
 }
 
 fn write_result(ctx: &Ctx, id: &TaskId, result: Value, how: How) -> Result<()> {
     let signer: Option<&dyn Signer> = if how.sign { Some(ctx.keys()) } else { None };
     let remote = synced::remote(ctx, how.sync.sync)?;
+    let fence = how.fence.fence();
     let mut outcome = None;
     let mut moved_on = None;
     let mut step = |store: &Store| -> Result<usize, TickError> {
@@ -178,7 +159,7 @@ fn write_result(ctx: &Ctx, id: &TaskId, result: Value, how: How) -> Result<()> {
         let report = Report {
             result: result.clone(),
             signer,
-            fence: how.fence.clone(),
+            fence: fence.clone(),
             replace: how.replace,
         };
         let reported = match commands::report(&board, &ctx.inputs(store), id, report) {
@@ -215,7 +196,7 @@ fn write_result(ctx: &Ctx, id: &TaskId, result: Value, how: How) -> Result<()> {
     }
     match outcome {
         Some(Outcome::Stale(refused)) => Err(refused.into()),
-        Some(Outcome::Stamped { agent, attempt }) if !how.fence.is_named() => {
+        Some(Outcome::Stamped { agent, attempt }) if !fence.is_named() => {
             let who = agent.map_or(String::new(), |a| format!(" of {a}"));
             ctx.status(&format!(
                 "coord: stamped the result for attempt {attempt}{who}"
