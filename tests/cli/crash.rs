@@ -1,50 +1,12 @@
 //! Crash safety (SPEC 3, 3.11): a tick over a 1,500-task inbox killed with SIGKILL at random
 //! points, then ticked to the end, leaves every task in exactly one place, fully committed.
 
-use crate::harness::TestRepo;
-use std::collections::BTreeMap;
+use crate::harness::{task_places, Rng, TestRepo};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 const TASKS: usize = 1_500;
 const KILLS: usize = 10;
-
-/// A small xorshift generator; the seed is printed so a failing run can be repeated.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
-/// Returns every task file under work/ by id (file stem), skipping `.errors` and `.gitkeep`.
-fn places(root: &Path) -> BTreeMap<String, Vec<String>> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<String>>) {
-        for e in std::fs::read_dir(dir).expect("read_dir").flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else if p.extension().is_some_and(|x| x == "yaml")
-                && !p.starts_with(root.join("work/agents"))
-            {
-                let id = p.file_stem().expect("stem").to_string_lossy().into_owned();
-                let rel = p
-                    .strip_prefix(root)
-                    .expect("inside")
-                    .to_string_lossy()
-                    .into_owned();
-                out.entry(id).or_default().push(rel);
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, &root.join("work"), &mut out);
-    out
-}
 
 /// Returns the branch tip as git stores it (a loose ref in a fresh repo).
 fn branch_tip(root: &Path) -> String {
@@ -130,7 +92,7 @@ fn a_tick_killed_at_random_points_recovers_to_a_consistent_committed_state() {
             break;
         }
     }
-    let found = places(r.path());
+    let found = task_places(r.path());
     assert_eq!(found.len(), TASKS, "no task lost, none invented");
     for (id, paths) in &found {
         assert_eq!(paths.len(), 1, "{id} in {paths:?}");

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use assert_cmd::Command;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -280,4 +281,47 @@ fn env(c: &mut Command, now: &str) {
         c.env(k, v);
     }
     c.env("COORD_NOW", now);
+}
+
+/// A small xorshift generator for the randomized tests; they print the seed so that a failing
+/// run can be repeated.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// Returns a number below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+
+    /// Returns one of `items`, None when there is none.
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
+        (!items.is_empty()).then(|| &items[self.below(items.len() as u64) as usize])
+    }
+}
+
+/// Returns every task file under `root`'s work/ by id (file stem), with its paths relative to
+/// `root`: `.yaml` files outside `work/agents/`.
+pub fn task_places(root: &Path) -> BTreeMap<String, Vec<String>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<String>>) {
+        for e in std::fs::read_dir(dir).expect("read_dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else if p.extension().is_some_and(|x| x == "yaml")
+                && !p.starts_with(root.join("work/agents"))
+            {
+                let id = p.file_stem().expect("stem").to_string_lossy().into_owned();
+                let rel = p.strip_prefix(root).expect("inside");
+                out.entry(id)
+                    .or_default()
+                    .push(rel.to_string_lossy().into_owned());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, &root.join("work"), &mut out);
+    out
 }

@@ -4,25 +4,13 @@
 //! history. Short by default (4 syncing clones for 20 s); `COORD_LONG=1` runs 8 syncing clones
 //! for 3 minutes.
 
-use crate::harness::{git_env, git_in, TestRepo, T0};
+use crate::harness::{git_env, git_in, Rng, TestRepo, T0};
 use crate::sync::{task_yaml, Net};
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// A small xorshift generator: the run's randomness, seeded from the clock and printed.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
-}
 
 /// What every worker records.
 #[derive(Default)]

@@ -6,49 +6,9 @@
 //! `coord.history`), `git status` is clean and `git fsck` passes. A short run is part of the
 //! default suite; `COORD_LONG=1` runs a long one. Each run prints its seed and its figures.
 
-use crate::harness::{git_in, TestRepo};
+use crate::harness::{git_in, task_places, Rng, TestRepo};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::{Duration, Instant};
-
-/// A small xorshift generator; the seed is printed so a failing run can be repeated.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
-        (!items.is_empty()).then(|| &items[self.below(items.len() as u64) as usize])
-    }
-}
-
-/// Returns every task file under work/ by id (file stem), outside `agents/`.
-fn places(root: &Path) -> BTreeMap<String, Vec<String>> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<String>>) {
-        for e in std::fs::read_dir(dir).expect("read_dir").flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else if p.extension().is_some_and(|x| x == "yaml")
-                && !p.starts_with(root.join("work/agents"))
-            {
-                let id = p.file_stem().expect("stem").to_string_lossy().into_owned();
-                let rel = p.strip_prefix(root).expect("inside");
-                out.entry(id)
-                    .or_default()
-                    .push(rel.to_string_lossy().into_owned());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, &root.join("work"), &mut out);
-    out
-}
 
 /// The ids in one state folder (`assigned` covers every agent's folder).
 fn ids_in(found: &BTreeMap<String, Vec<String>>, state: &str) -> Vec<String> {
@@ -137,7 +97,7 @@ struct Figures {
 /// reported once: the caller stops tracking it).
 fn violations(r: &TestRepo, tokens: &BTreeMap<String, String>) -> Vec<String> {
     let mut out = Vec::new();
-    let found = places(r.path());
+    let found = task_places(r.path());
     for (id, paths) in &found {
         if paths.len() != 1 {
             out.push(format!("{id} is in {paths:?}"));
@@ -231,7 +191,7 @@ fn sweep(kills: usize, budget: Duration) -> Figures {
         if started.elapsed() > budget {
             break;
         }
-        let found = places(r.path());
+        let found = task_places(r.path());
         let args = command(&mut rng, &found, round);
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut child = r.spawn(&argv);
@@ -245,7 +205,7 @@ fn sweep(kills: usize, budget: Duration) -> Figures {
             let agent = if rng.below(2) == 0 { "a1" } else { "a2" };
             person_drops(&r, &format!("p{round}"), agent);
         }
-        for id in ids_in(&places(r.path()), "assigned") {
+        for id in ids_in(&task_places(r.path()), "assigned") {
             if rng.below(2) == 0 {
                 let path = r.where_is(&id);
                 let token = format!("r{round}x{id}");
