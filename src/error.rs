@@ -56,15 +56,17 @@ pub fn exit_code(err: &anyhow::Error) -> Exit {
     Exit::Problem
 }
 
-/// Prints an error and its causes on stderr, one line each, with secrets redacted.
+/// Prints an error and its causes on stderr, one line each, with secrets redacted; a cause
+/// that says what the line before it said is not repeated.
 pub fn report(err: &anyhow::Error) {
     let mut lines = err
         .chain()
         .map(|c| crate::redact::error_line(&c.to_string()));
+    let mut last = String::new();
     if let Some(first) = lines.next() {
         crate::cli::write_err(format_args!("error: {first}"));
+        last = first;
     }
-    let mut last = String::new();
     for line in lines {
         if line != last {
             crate::cli::write_err(format_args!("caused by: {line}"));

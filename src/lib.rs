@@ -18,6 +18,7 @@ pub mod fuzz;
 pub mod git;
 pub mod lock;
 pub mod model;
+pub mod ops;
 pub mod redact;
 pub mod run;
 pub mod schema;

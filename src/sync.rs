@@ -22,7 +22,7 @@ use crate::engine::{AcceptAll, Inputs};
 use crate::git::{GitError, Identity, LocalCommit, Oid, Repo};
 use crate::lock::{self, LockError};
 use crate::model::TaskId;
-use crate::store::{Store, StoreError, TICK_TRAILER};
+use crate::store::{Origin, Store, StoreError, TICK_TRAILER};
 use jiff::Timestamp;
 use replay::Stop;
 use std::path::Path;
@@ -340,7 +340,7 @@ pub fn run(
             }
             integrate(&store, opts, &branch, remote_tip, &mut report, say)?;
             if opts.redo_on_reject {
-                for line in store.record_external_changes(opts.now, None)? {
+                for line in store.record_external_changes(opts.now, None)?.lines {
                     say(&format!("coord: {line}"));
                 }
             }
@@ -463,7 +463,7 @@ fn set_aside(
         };
         match commands::set_aside(&board, &inputs, &id, s.result) {
             Ok(plan) => {
-                store.apply_plan(&plan.transitions, now, &mut |_, _| {})?;
+                store.apply_plan(&plan.transitions, now, Origin::Command, &mut |_, _| {})?;
                 store.finish()?;
                 say(&format!(
                     "coord: the result for {id} arrived after it moved on: kept in its coord.history as stale_result"

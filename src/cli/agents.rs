@@ -99,7 +99,8 @@ fn list(ctx: &Ctx) -> Result<()> {
 }
 
 fn add(ctx: &Ctx, name: &AgentName, caps: &[String], max_active: u32, pull: bool) -> Result<()> {
-    let (store, _lock) = ctx.session(AGENT_WAIT)?;
+    let (coord, _lock) = ctx.session(AGENT_WAIT)?;
+    let store = coord.store();
     let path = format!("{}/agents/{name}.yaml", store.work_dir());
     if store.abs(&path).symlink_metadata().is_ok() {
         bail!("{path} already exists; edit it instead");
@@ -117,6 +118,6 @@ fn add(ctx: &Ctx, name: &AgentName, caps: &[String], max_active: u32, pull: bool
         ops: vec![Op::Write { path, text }],
         guard: Vec::new(),
     };
-    ctx.apply(&store, &Plan::one(t))?;
+    ctx.apply(store, &Plan::one(t))?;
     Ok(())
 }

@@ -20,12 +20,13 @@ pub struct Args {
 
 /// Runs `coord archive`.
 pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
-    let (store, _lock) = ctx.session(AGENT_WAIT)?;
+    let (coord, _lock) = ctx.session(AGENT_WAIT)?;
+    let store = coord.store();
     let (board, _) = store.load()?;
     let age = args.older_than.map_or(store.config.archive_after, |d| {
         Duration::from_secs(d.ceil_secs())
     });
-    let plan = archive::plan(&board, &ctx.inputs(&store), age);
+    let plan = archive::plan(&board, &ctx.inputs(store), age);
     for note in &plan.notes {
         if let Note::Skipped { path, message } = note {
             ctx.status(&format!("coord: {path}: {message}"));
@@ -37,7 +38,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         }
         0
     } else {
-        ctx.apply(&store, &plan)?
+        ctx.apply(store, &plan)?
     };
     if ctx.json {
         super::print_json(&json!({ "archived": n, "planned": plan.transitions.len() }));

@@ -2,11 +2,11 @@
 //! three with a join, and a task that depends on both; drives it to the end with simulated
 //! agents inside this process (one of them fails once, to show a retry); prints board and log.
 
-use super::{board_view, init, log, status, tick::tick_once, Ctx};
+use super::{board_view, init, log, status, Ctx};
 use crate::engine::commands::{self, Report};
 use crate::engine::{Op, Plan, Transition};
 use crate::model::{AgentName, State, TaskId};
-use crate::store::Store;
+use crate::store::{Origin, Store};
 use anyhow::{bail, Context, Result};
 use jiff::SignedDuration;
 use serde_json::{json, Value};
@@ -70,13 +70,13 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         ..ctx.clone()
     };
     init::run(&demo, init::Args { agents: vec![] })?;
-    let store = Store::open(&dir)?;
-    seed(&demo, &store)?;
-    let rounds = drive(&mut demo, &store)?;
+    seed(&demo)?;
+    let rounds = drive(&mut demo)?;
     out!(
         "coord demo: {} finished in {rounds} rounds of simulated time\n",
         dir.display()
     );
+    let store = Store::open(&dir)?;
     let (board, _) = store.load()?;
     let reasons = status::invalid_reasons(&store, &board);
     board_view::print(&board_view::view(&board, &demo.inputs(&store), &reasons));
@@ -86,8 +86,9 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     Ok(())
 }
 
-fn seed(ctx: &Ctx, store: &Store) -> Result<()> {
-    let wd = store.work_dir();
+fn seed(ctx: &Ctx) -> Result<()> {
+    let (coord, _lock) = ctx.session(super::AGENT_WAIT)?;
+    let wd = coord.store().work_dir();
     let mut ops: Vec<Op> = AGENTS
         .iter()
         .map(|(n, p)| Op::Write {
@@ -107,15 +108,17 @@ fn seed(ctx: &Ctx, store: &Store) -> Result<()> {
         ops,
         guard: vec![],
     };
-    ctx.apply(store, &Plan::one(t))?;
+    coord.apply(&Plan::one(t), Origin::Command)?;
     Ok(())
 }
 
 /// Ticks and answers as the agents until no task is left open; returns the rounds used.
-fn drive(ctx: &mut Ctx, store: &Store) -> Result<usize> {
+fn drive(ctx: &mut Ctx) -> Result<usize> {
     for round in 1..=40 {
-        tick_once(ctx, store)?;
-        let (board, _) = store.load()?;
+        let coord = ctx.coord()?;
+        coord.tick()?;
+        let _lock = coord.session(std::time::Duration::ZERO)?;
+        let (board, _) = coord.store().load()?;
         let open = board.tasks.iter().any(|t| !t.folder.state.is_final());
         if !open {
             return Ok(round);
@@ -133,9 +136,9 @@ fn drive(ctx: &mut Ctx, store: &Store) -> Result<usize> {
                 continue;
             };
             let result = answer(agent, &t.id, doc.coord.attempt, &doc.coord.input);
-            let reported = commands::report(&board, &ctx.inputs(store), &t.id, Report::new(result))
+            let reported = commands::report(&board, &coord.inputs(), &t.id, Report::new(result))
                 .context("the simulated agent could not report")?;
-            ctx.apply(store, &reported.plan)?;
+            coord.apply(&reported.plan, Origin::Command)?;
         }
         ctx.now += SignedDuration::from_mins(5);
     }

@@ -21,9 +21,10 @@ pub struct Args {
 /// Runs `coord doctor`.
 pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     if args.fix {
-        let (store, _lock) = ctx.session(Duration::from_secs(0))?;
+        let (coord, _lock) = ctx.session(Duration::from_secs(0))?;
+        let store = coord.store();
         let (board, _) = store.load()?;
-        ctx.apply(&store, &engine::adoption_plan(&board, &ctx.inputs(&store)))?;
+        ctx.apply(store, &engine::adoption_plan(&board, &ctx.inputs(store)))?;
     }
     let store = ctx.store()?;
     let (board, _) = store.load()?;

@@ -58,12 +58,13 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     std::fs::create_dir_all(&ctx.dir)
         .with_context(|| format!("cannot create {}", ctx.dir.display()))?;
     Repo::open_or_init(&ctx.dir)?;
-    let (store, _lock) = ctx.session(crate::model::Duration::from_secs(0))?;
+    let (coord, _lock) = ctx.session(crate::model::Duration::from_secs(0))?;
+    let store = coord.store();
     let existed = store.abs(store.work_dir()).is_dir();
     if existed {
-        ctx.status(&found(&store)?);
+        ctx.status(&found(store)?);
     }
-    let ops = missing_files(&store, &args.agents);
+    let ops = missing_files(store, &args.agents);
     if ops.is_empty() {
         ctx.status("coord: already initialized; nothing to do");
         return Ok(());
@@ -77,7 +78,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         guard: Vec::new(),
     };
     let added = ops_paths(&t.ops);
-    ctx.apply(&store, &crate::engine::Plan::one(t))?;
+    ctx.apply(store, &crate::engine::Plan::one(t))?;
     if existed {
         ctx.status(&format!(
             "coord: adopted {}/; added {added}",

@@ -40,12 +40,13 @@ mod validate;
 pub mod wait;
 mod watch;
 
-use crate::engine::{AcceptAll, Inputs, Plan};
+use crate::engine::{Inputs, Plan, Transition};
 use crate::error::UsageError;
-use crate::lock::{self, CoordLock};
+use crate::lock::CoordLock;
 use crate::model::Duration;
+use crate::ops::{self, Coord, Event};
 use crate::sign::KeyRing;
-use crate::store::{Applied, Store};
+use crate::store::{Applied, Origin, Store};
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use jiff::Timestamp;
@@ -179,56 +180,58 @@ impl Ctx {
         ctx
     }
 
-    /// Opens the store of the repo around `dir`.
+    /// Opens the store of the repo around `dir`, for commands that only read.
     pub fn store(&self) -> Result<Store> {
         Ok(Store::open(&self.dir)?)
     }
 
-    /// Opens the store, takes the coordinator lock, finishes anything a killed run left and
+    /// Opens the repo around `dir` for operations at this context's clock, printing their
+    /// progress on stderr.
+    pub fn coord(&self) -> Result<Coord> {
+        let opts = ops::Options {
+            now: Some(self.now),
+            wait: self.wait,
+        };
+        Ok(Coord::open(&self.dir, opts)?.with_sink(self.sink()))
+    }
+
+    /// Returns the sink that prints an operation's events as status lines on stderr: nothing
+    /// with `--quiet`, no line per commit with `--json`, details only with `--verbose`.
+    pub fn sink(&self) -> ops::Sink {
+        let (quiet, json, verbose) = (self.quiet, self.json, self.verbose > 0);
+        Box::new(move |event| {
+            if quiet {
+                return;
+            }
+            match event {
+                Event::Recovered(line) => err!("coord: {line}"),
+                Event::Status(line) => err!("{line}"),
+                Event::Detail(line) if verbose => err!("{line}"),
+                Event::Detail(_) => {}
+                Event::Applied(t, applied) => applied_line(t, applied, json),
+            }
+        })
+    }
+
+    /// Opens the repo, takes the coordinator lock, finishes anything a killed run left and
     /// records people's uncommitted changes under `work/`.
-    pub fn session(&self, wait: Duration) -> Result<(Store, CoordLock)> {
-        let (store, guard) = self.locked(wait)?;
-        self.report_lines(store.record_external_changes(self.now, None)?);
-        Ok((store, guard))
+    pub fn session(&self, wait: Duration) -> Result<(Coord, CoordLock)> {
+        let coord = self.coord()?;
+        let guard = coord.session(std_duration(wait))?;
+        Ok((coord, guard))
     }
 
-    /// Opens the store, takes the coordinator lock and finishes anything a killed run left;
-    /// for the tick, which records people's changes itself, right after reading `work/`.
-    /// Refuses, before writing anything, when git is in the middle of an operation or HEAD is
-    /// detached.
-    pub fn locked(&self, wait: Duration) -> Result<(Store, CoordLock)> {
-        let store = self.store()?;
-        store.repo.refuse_unfinished()?;
-        let default = std::time::Duration::from_secs(wait.as_secs().max(0).unsigned_abs());
-        let guard = lock::acquire(store.repo.git_dir(), self.wait.unwrap_or(default))?;
-        if guard.previous_killed() {
-            self.report_lines(store.remove_temp_objects()?);
-        }
-        store.repo.refuse_unfinished()?;
-        self.report_lines(store.finish_interrupted(self.now)?);
-        Ok((store, guard))
-    }
-
-    fn report_lines(&self, lines: Vec<String>) {
-        for line in lines {
-            self.status(&format!("coord: {line}"));
-        }
+    /// Opens the repo, takes the coordinator lock and finishes anything a killed run left.
+    pub fn locked(&self, wait: Duration) -> Result<(Coord, CoordLock)> {
+        let coord = self.coord()?;
+        let guard = coord.lock(std_duration(wait))?;
+        Ok((coord, guard))
     }
 
     /// Returns the planner inputs for a store: with `require_signed_results`, a verifier
     /// holding the agents' keys (loaded here, before planning).
     pub fn inputs<'a>(&'a self, store: &'a Store) -> Inputs<'a> {
-        let verifier: &dyn crate::engine::Verifier = if store.config.require_signed_results {
-            self.keys()
-        } else {
-            &AcceptAll
-        };
-        Inputs {
-            config: &store.config,
-            now: self.now,
-            verifier,
-            attempts: store,
-        }
+        ops::inputs_for(store, self.now, self.keys())
     }
 
     /// Returns the agents' keys from the environment and the key folder.
@@ -238,50 +241,45 @@ impl Ctx {
 
     /// Runs a single-task command: session, load, plan, apply.
     pub fn act(&self, planner: &Planner<'_>) -> Result<()> {
-        let (store, _lock) = self.session(AGENT_WAIT)?;
-        let (board, _) = store.load()?;
-        let plan = planner(&board, &self.inputs(&store))?;
-        self.apply(&store, &plan)?;
-        match store.first_skipped() {
-            Some((path, why)) => Err(anyhow::anyhow!(
-                "{path} could not be changed ({why}); nothing was committed for it"
-            )),
-            None => Ok(()),
-        }
+        self.coord()?.act(planner)?;
+        Ok(())
     }
 
-    /// Applies a plan's transitions, committing each; prints one line per commit.
+    /// Applies a plan's transitions on `store` (whose lock is held), committing each; prints
+    /// one line per commit.
     pub fn apply(&self, store: &Store, plan: &Plan) -> Result<usize> {
-        let mut n = 0;
-        store.apply_plan(
-            &plan.transitions,
+        Ok(ops::apply(
+            store,
+            &self.sink(),
+            plan,
             self.now,
-            &mut |t, applied| match applied {
-                Applied::Committed => {
-                    n += 1;
-                    if !self.json {
-                        self.status(&format!("coord: {}", crate::redact::one_line(&t.summary)));
-                    }
-                }
-                Applied::LeftAsFound(why) => {
-                    n += 1;
-                    self.status(&format!(
-                        "coord: {}, but {why}; the next tick looks at it again",
-                        crate::redact::one_line(&t.summary)
-                    ));
-                }
-                Applied::Failed(why) => self.status(&format!(
-                    "coord: {why}; the other tasks go on, 'coord status' lists it"
-                )),
-                Applied::Skipped => self.status(&format!(
-                    "coord: skipped '{}': the file changed meanwhile; the next tick retries",
-                    t.subject
-                )),
-            },
-        )?;
-        store.finish()?;
-        Ok(n)
+            Origin::Command,
+        )?)
     }
+}
+
+/// Prints what happened to one applied transition.
+fn applied_line(t: &Transition, applied: &Applied, json: bool) {
+    let summary = crate::redact::one_line(&t.summary);
+    match applied {
+        Applied::Committed if json => {}
+        Applied::Committed => err!("coord: {summary}"),
+        Applied::LeftAsFound(why) => {
+            err!("coord: {summary}, but {why}; the next tick looks at it again")
+        }
+        Applied::Failed(why) => {
+            err!("coord: {why}; the other tasks go on, 'coord status' lists it")
+        }
+        Applied::Skipped => err!(
+            "coord: skipped '{}': the file changed meanwhile; the next tick retries",
+            t.subject
+        ),
+    }
+}
+
+/// Returns a lock wait as the standard library's duration.
+fn std_duration(wait: Duration) -> std::time::Duration {
+    std::time::Duration::from_secs(wait.as_secs().max(0).unsigned_abs())
 }
 
 /// A single-task command's planner.

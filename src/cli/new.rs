@@ -56,7 +56,8 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     if args.title.trim().is_empty() {
         return Err(UsageError("the title is empty; give the task a title".into()).into());
     }
-    let (store, _lock) = ctx.session(AGENT_WAIT)?;
+    let (coord, _lock) = ctx.session(AGENT_WAIT)?;
+    let store = coord.store();
     let (board, _) = store.load()?;
     if let Some(key) = &args.idempotency_key {
         if let Some(existing) = board.tasks.iter().find(|t| {
@@ -77,7 +78,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     check_names(&board, &args)?;
     let path = format!("{}/inbox/{id}.yaml", store.work_dir());
     let text = task_text(&args)?;
-    check_text(&store, &board, &id, &text)?;
+    check_text(store, &board, &id, &text)?;
     let t = Transition {
         subject: id.to_string(),
         from: "new".into(),
@@ -93,7 +94,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         quiet: true,
         ..ctx.clone()
     };
-    quiet.apply(&store, &Plan::one(t))?;
+    quiet.apply(store, &Plan::one(t))?;
     print(ctx, &id, &path, true)
 }
 

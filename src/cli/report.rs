@@ -89,10 +89,11 @@ pub fn claim(ctx: &Ctx, args: ClaimArgs) -> Result<()> {
     let r = match synced::remote(ctx, args.sync.sync)? {
         Some(remote) => synced::claim(ctx, remote, &args.agent)?,
         None => {
-            let (store, _lock) = ctx.session(AGENT_WAIT)?;
+            let (coord, _lock) = ctx.session(AGENT_WAIT)?;
+            let store = coord.store();
             let (board, _) = store.load()?;
-            let claim = commands::claim(&board, &ctx.inputs(&store), &args.agent)?;
-            ctx.apply(&store, &claim.plan)?;
+            let claim = commands::claim(&board, &ctx.inputs(store), &args.agent)?;
+            ctx.apply(store, &claim.plan)?;
             claim.receipt
         }
     };
@@ -184,8 +185,9 @@ fn write_result(ctx: &Ctx, id: &TaskId, result: Value, how: How) -> Result<()> {
     match remote.clone() {
         Some(remote) => drop(synced::run(ctx, remote, &mut step)?),
         None => {
-            let (store, _lock) = ctx.session(AGENT_WAIT)?;
-            step(&store).map_err(|e| anyhow::anyhow!(e))?;
+            let (coord, _lock) = ctx.session(AGENT_WAIT)?;
+            let store = coord.store();
+            step(store).map_err(|e| anyhow::anyhow!(e))?;
         }
     }
     if let Some(state) = moved_on {

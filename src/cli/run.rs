@@ -259,15 +259,19 @@ impl Harness<'_> {
     /// One tick, as `coord tick` (or with `--sync`, `coord sync`) makes it; skipped when another
     /// coordinator holds the lock. An error is printed and the harness goes on.
     fn tick(&self, ctx: &Ctx) {
-        let mut step =
-            |store: &crate::store::Store| super::tick::tick_once(ctx, store).map_err(Into::into);
         let ticked = match &self.remote {
-            Some(remote) => {
+            Some(remote) => ctx.coord().and_then(|coord| {
+                let mut step = |store: &crate::store::Store| -> Result<usize, TickError> {
+                    Ok(coord.tick_on(store)?.commits)
+                };
                 remote.one_at_a_time(|name| super::synced::run(ctx, name, &mut step).map(drop))
+            }),
+            None => Ctx {
+                wait: ctx.wait.or(Some(super::watch::TICK_WAIT)),
+                ..ctx.clone()
             }
-            None => ctx
-                .locked(super::watch::TICK_WAIT)
-                .and_then(|(store, _lock)| super::tick::tick_once(ctx, &store).map(drop)),
+            .coord()
+            .and_then(|coord| Ok(coord.tick().map(drop)?)),
         };
         match ticked {
             Err(e) if !nothing_or_busy(&e) => self.ctx.status(&format!(
@@ -352,10 +356,11 @@ fn claim(ctx: &Ctx, agent: &AgentName, remote: Option<Remote>) -> Result<Taken> 
     let id = match remote {
         Some(remote) => remote.one_at_a_time(|name| super::synced::claim(ctx, name, agent))?,
         None => {
-            let (store, _lock) = ctx.session(super::AGENT_WAIT)?;
+            let (coord, _lock) = ctx.session(super::AGENT_WAIT)?;
+            let store = coord.store();
             let (board, _) = store.load()?;
-            let claim = commands::claim(&board, &ctx.inputs(&store), agent)?;
-            ctx.apply(&store, &claim.plan)?;
+            let claim = commands::claim(&board, &ctx.inputs(store), agent)?;
+            ctx.apply(store, &claim.plan)?;
             claim.receipt
         }
     }
@@ -609,8 +614,9 @@ impl Worker {
                 remote.one_at_a_time(|name| super::synced::run(ctx, name, step).map(drop))
             }
             None => {
-                let (store, _lock) = ctx.session(super::AGENT_WAIT)?;
-                step(&store).map(drop).map_err(step_error)
+                let (coord, _lock) = ctx.session(super::AGENT_WAIT)?;
+                let store = coord.store();
+                step(store).map(drop).map_err(step_error)
             }
         }
     }

@@ -2,7 +2,7 @@
 //! The steps live in [`crate::sync`]; this file turns flags into options and prints the outcome.
 
 use super::Ctx;
-use crate::sync::{self, Options, SyncError};
+use crate::sync::Options;
 use anyhow::Result;
 use serde_json::json;
 
@@ -30,15 +30,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         now: ctx.now,
         redo_on_reject: false,
     };
-    let mut tick =
-        |store: &crate::store::Store| super::tick::tick_once(ctx, store).map_err(Into::into);
-    let mut say = |line: &str| ctx.status(line);
-    let report = match sync::run(&ctx.dir, &opts, &mut tick, &mut say) {
-        Ok(r) => r,
-        // The lock error itself, so that the exit code is 3 (error::exit_code looks for it).
-        Err(SyncError::Lock(e)) => return Err(e.into()),
-        Err(e) => return Err(e.into()),
-    };
+    let report = ctx.coord()?.sync(&opts)?;
     if ctx.json {
         super::print_json(&json!({
             "pushes": report.pushes,

@@ -4,7 +4,7 @@
 
 use super::Ctx;
 use crate::lock::LockError;
-use crate::model::Duration;
+use crate::ops;
 use crate::watch::{self, Options, SeenComplete, Ticked, Why};
 use anyhow::{Context, Result};
 
@@ -20,7 +20,7 @@ pub struct Args {
 }
 
 /// How long one tick waits for an agent command to release the lock before trying later.
-pub(crate) const TICK_WAIT: Duration = Duration::from_secs(2);
+pub(crate) const TICK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Runs `coord watch`.
 pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
@@ -45,17 +45,13 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
 /// One tick with a fresh clock: lock (briefly), recover, tick; files seen complete are read
 /// without waiting for them to settle.
 fn tick(ctx: &Ctx, why: Why, seen: &SeenComplete) -> Result<Ticked> {
-    let ctx = ctx.refreshed();
-    let (store, _lock) = match ctx.locked(TICK_WAIT) {
-        Ok(s) => s,
-        Err(e) if matches!(e.downcast_ref::<LockError>(), Some(LockError::Held { .. })) => {
-            ctx.status(&format!("coord: {e}; trying again shortly"));
-            return Ok(Ticked::Busy);
-        }
-        Err(e) => return Err(e),
+    let ctx = Ctx {
+        wait: ctx.wait.or(Some(TICK_WAIT)),
+        ..ctx.refreshed()
     };
-    let root = store.root().to_path_buf();
-    store.set_seen_complete(
+    let coord = ctx.coord()?;
+    let root = coord.store().root().to_path_buf();
+    coord.store().set_seen_complete(
         seen.iter()
             .filter_map(|(p, at)| {
                 let rel = p.strip_prefix(&root).ok()?.to_str()?.to_string();
@@ -63,7 +59,14 @@ fn tick(ctx: &Ctx, why: Why, seen: &SeenComplete) -> Result<Ticked> {
             })
             .collect(),
     );
-    let pass = super::tick::tick_pass(&ctx, &store)?;
+    let pass = match coord.tick() {
+        Ok(pass) => pass,
+        Err(e @ ops::Error::Lock(LockError::Held { .. })) => {
+            ctx.status(&format!("coord: {e}; trying again shortly"));
+            return Ok(Ticked::Busy);
+        }
+        Err(e) => return Err(e.into()),
+    };
     let n = pass.commits;
     if ctx.verbose > 0 {
         ctx.status(&format!("coord: tick ({why:?}): {n} commits"));

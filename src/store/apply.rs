@@ -37,6 +37,34 @@ pub enum Applied {
     Skipped,
 }
 
+/// Who a plan's commits come from: the tick's own plan is marked with
+/// [`TICK_TRAILER`](super::TICK_TRAILER), so that `coord sync` may drop those commits and tick
+/// again on a newer base; everything else (commands, recovery, recorded external changes)
+/// carries someone's input and is replayed instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// The tick derived it from committed files alone.
+    Tick,
+    /// A command, recovery, or anything else carrying someone's input.
+    Command,
+}
+
+/// What a recording of people's uncommitted changes under `work/` did.
+#[derive(Debug, Default)]
+pub struct Recorded {
+    /// One line per commit made (`record external changes (N paths)`).
+    pub lines: Vec<String>,
+    /// How the recording knew `work/` was clean, when it was (the quiet mark is made from it).
+    pub(super) clean: Option<Clean>,
+}
+
+impl Recorded {
+    /// Returns whether the recording trusted the clean mark and skipped the status scan.
+    pub fn scan_skipped(&self) -> bool {
+        matches!(self.clean, Some(Clean::Marked(_)))
+    }
+}
+
 /// What puts back one file operation of a transition that failed midway.
 enum Undo {
     /// Move the file back from `to` to `from` (if it moved).
@@ -69,9 +97,10 @@ impl Store {
         &self,
         plan: &[Transition],
         now: Timestamp,
+        origin: Origin,
         each: &mut dyn FnMut(&Transition, Applied),
     ) -> Result<(), StoreError> {
-        let applied = self.apply_journaled(plan, now, each);
+        let applied = self.apply_journaled(plan, now, origin, each);
         let index = self.finish();
         applied.and(index)
     }
@@ -80,6 +109,7 @@ impl Store {
         &self,
         plan: &[Transition],
         now: Timestamp,
+        origin: Origin,
         each: &mut dyn FnMut(&Transition, Applied),
     ) -> Result<(), StoreError> {
         if plan.is_empty() {
@@ -92,7 +122,7 @@ impl Store {
         write_private(&journal, &text, false).map_err(io_err(&journal))?;
         for (i, t) in plan.iter().enumerate() {
             if self.guard_holds(t) {
-                let applied = self.apply_one(t, now)?;
+                let applied = self.apply_one(t, now, origin)?;
                 let failed = matches!(applied, Applied::Failed(_));
                 each(t, applied);
                 if failed {
@@ -113,11 +143,16 @@ impl Store {
     /// it was and the next plan starts from there. A transition that follows from an earlier
     /// one (it has no guard: a handoff child, a profile update) is not skipped, nor is one
     /// whose undo fails: their error ends the pass and the journal lets the next run finish it.
-    fn apply_one(&self, t: &Transition, now: Timestamp) -> Result<Applied, StoreError> {
+    fn apply_one(
+        &self,
+        t: &Transition,
+        now: Timestamp,
+        origin: Origin,
+    ) -> Result<Applied, StoreError> {
         let mut log = Vec::new();
         match self.run_ops(t, &mut log) {
             Ok(applied) => {
-                self.commit(t, now)?;
+                self.commit(t, now, origin)?;
                 Ok(applied)
             }
             Err(StoreError::Io { path, source }) => {
@@ -260,11 +295,11 @@ impl Store {
         fsutil::rename_noreplace_in(root, from, to).map_err(io_err(&self.abs(to)))
     }
 
-    fn commit(&self, t: &Transition, now: Timestamp) -> Result<(), StoreError> {
+    fn commit(&self, t: &Transition, now: Timestamp, origin: Origin) -> Result<(), StoreError> {
         let paths = t.paths();
         inject::point("git commit").map_err(io_err(&self.abs(&t.subject)))?;
         let mut message = t.message();
-        if self.tick_commits.get() {
+        if origin == Origin::Tick {
             message.push_str(super::TICK_TRAILER);
             message.push('\n');
         }
@@ -291,7 +326,7 @@ impl Store {
     /// uncommitted changes under `work/`. Returns the summaries of the commits it made.
     pub fn recover(&self, now: Timestamp) -> Result<Vec<String>, StoreError> {
         let mut done = self.finish_interrupted(now)?;
-        done.extend(self.record_external_changes(now, None)?);
+        done.extend(self.record_external_changes(now, None)?.lines);
         Ok(done)
     }
 
@@ -362,12 +397,12 @@ impl Store {
                     };
                     let mut failed = false;
                     if self.resumable(first) {
-                        let applied = self.apply_one(first, now)?;
+                        let applied = self.apply_one(first, now, Origin::Command)?;
                         failed = matches!(applied, Applied::Failed(_));
                         report(first, applied);
                     }
                     if !failed {
-                        self.apply_plan(rest, now, &mut report)?;
+                        self.apply_plan(rest, now, Origin::Command, &mut report)?;
                     }
                 }
                 self.clear_journal()?;
@@ -379,33 +414,39 @@ impl Store {
     }
 
     /// Commits what people changed under `work/` as `coord: record external changes` and
-    /// brings the index in line. Returns the summary of the commit, if one was made. With the
-    /// `listing` of a load made just before, the status scan is skipped when the clean mark
-    /// shows that nothing it depends on changed since a scan found nothing.
+    /// brings the index in line. Returns the summary of the commit, if one was made, and how
+    /// it knew `work/` was clean otherwise. With the `listing` of a load made just before, the
+    /// status scan is skipped when the clean mark shows that nothing it depends on changed
+    /// since a scan found nothing.
     pub fn record_external_changes(
         &self,
         now: Timestamp,
         listing: Option<&Listing>,
-    ) -> Result<Vec<String>, StoreError> {
-        let made = self.record_external(now, listing);
+    ) -> Result<Recorded, StoreError> {
+        let mut clean = None;
+        let made = self.record_external(now, listing, &mut clean);
         let index = self.finish();
         let made = made.and_then(|m| index.map(|()| m))?;
-        Ok(made
-            .map(|n| format!("record external changes ({n} paths)"))
-            .into_iter()
-            .collect())
+        Ok(Recorded {
+            lines: made
+                .map(|n| format!("record external changes ({n} paths)"))
+                .into_iter()
+                .collect(),
+            clean,
+        })
     }
 
-    /// Commits uncommitted changes under `work/` as `coord: record external changes`.
+    /// Commits uncommitted changes under `work/` as `coord: record external changes`; sets
+    /// `clean` when it found `work/` clean.
     fn record_external(
         &self,
         now: Timestamp,
         listing: Option<&Listing>,
+        clean: &mut Option<Clean>,
     ) -> Result<Option<usize>, StoreError> {
         let state = listing.and_then(|l| self.clean_state(l));
-        let trusted = state.is_some_and(|s| self.clean_mark_is(s));
-        self.clean.set(state.filter(|_| trusted).map(Clean::Marked));
-        if trusted {
+        if let Some(state) = state.filter(|s| self.clean_mark_is(*s)) {
+            *clean = Some(Clean::Marked(state));
             return Ok(None);
         }
         let prefix = format!("{}/", self.work_dir());
@@ -430,7 +471,7 @@ impl Store {
         if changed.is_empty() {
             if let Some(state) = state.filter(|_| !scan.ignored && !settling) {
                 self.set_clean_mark(state);
-                self.clean.set(Some(Clean::Scanned(state)));
+                *clean = Some(Clean::Scanned(state));
             }
             return Ok(None);
         }

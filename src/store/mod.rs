@@ -4,7 +4,7 @@
 
 mod apply;
 mod attempts;
-pub use apply::Applied;
+pub use apply::{Applied, Origin, Recorded};
 pub use load::Loaded;
 mod cache;
 mod clean;
@@ -23,7 +23,7 @@ pub use walk::Walk;
 use crate::config::{Config, ConfigError};
 use crate::git::{GitError, Identity, Repo};
 use crate::schema::{Schema, SchemaError};
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 /// Why the store could not do its work.
@@ -87,9 +87,6 @@ pub struct Store {
     touched: RefCell<Vec<String>>,
     /// Task files this run left where they were after a file operation on them failed.
     skipped: RefCell<std::collections::BTreeMap<String, String>>,
-    tick_commits: Cell<bool>,
-    /// How the last recording of external changes knew `work/` was clean, if it was.
-    clean: Cell<Option<Clean>>,
     /// Files `coord watch` saw closed by their writer or renamed in, and when.
     seen_complete: RefCell<std::collections::HashMap<String, std::time::SystemTime>>,
     /// The attempt high-water marks read so far.
@@ -99,7 +96,7 @@ pub struct Store {
 /// How a recording of external changes knew `work/` was clean, with its clean-mark state
 /// (the quiet mark is made from it).
 #[derive(Debug, Clone, Copy)]
-enum Clean {
+pub(crate) enum Clean {
     /// The clean mark vouched for it: the status scan was skipped.
     Marked(u64),
     /// The status scan found it clean.
@@ -144,8 +141,6 @@ impl Store {
             setup_keys,
             touched: RefCell::new(Vec::new()),
             skipped: RefCell::default(),
-            tick_commits: Cell::new(false),
-            clean: Cell::new(None),
             seen_complete: RefCell::default(),
             marks: RefCell::new(None),
         })
@@ -174,19 +169,6 @@ impl Store {
     /// Reads a repo-relative file within `max` bytes, never following a symlink.
     pub fn read_file(&self, rel: &str, max: usize) -> Result<Vec<u8>, StoreError> {
         fsutil::read_limited(self.root(), rel, max).map_err(io_err(&self.abs(rel)))
-    }
-
-    /// Marks the commits `apply` makes from now on with [`TICK_TRAILER`] (or stops marking).
-    /// Only the tick's own plan is marked; commands, recovery and recorded external changes
-    /// never are, so `coord sync` replays them instead of dropping them.
-    pub fn mark_tick_commits(&self, on: bool) {
-        self.tick_commits.set(on);
-    }
-
-    /// Returns whether the last recording of external changes trusted the clean mark and
-    /// skipped the status scan.
-    pub fn scan_skipped(&self) -> bool {
-        matches!(self.clean.get(), Some(Clean::Marked(_)))
     }
 
     /// Returns the task schema in force (the repo's copy or the built-in one).

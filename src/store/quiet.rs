@@ -17,7 +17,7 @@
 
 use super::cache::checksum;
 use super::walk::Walk;
-use super::Store;
+use super::{Recorded, Store};
 use jiff::Timestamp;
 
 /// The mark file, relative to the git directory.
@@ -45,11 +45,16 @@ impl Store {
     }
 
     /// Records that a tick planned nothing at `planned_at` for the board it loaded, until
-    /// `deadline` (the plan's). Does nothing unless the status scan of that load found `work/`
-    /// clean (or the clean mark vouched for it). A failure only means the next tick plans
-    /// again.
-    pub fn set_quiet_mark(&self, planned_at: Timestamp, deadline: Option<Timestamp>) {
-        let Some(state) = self.clean.get().and_then(|c| self.quiet_state(c.state())) else {
+    /// `deadline` (the plan's). Does nothing unless the recording of that load (`recorded`)
+    /// found `work/` clean (or the clean mark vouched for it). A failure only means the next
+    /// tick plans again.
+    pub fn set_quiet_mark(
+        &self,
+        recorded: &Recorded,
+        planned_at: Timestamp,
+        deadline: Option<Timestamp>,
+    ) {
+        let Some(state) = recorded.clean.and_then(|c| self.quiet_state(c.state())) else {
             return;
         };
         let mark = Mark {

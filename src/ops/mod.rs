@@ -1,0 +1,244 @@
+//! The operations every front end calls (the CLI, `watch`, `sync`, and the coming server, MCP
+//! server and agent runner): [`Coord`] opens a repository (discovery, coord.yaml, schemas)
+//! at one instant, takes the coordinator lock and finishes what a killed run left, and offers
+//! each operation with a typed outcome. The steps below it (store loads a board, the engine
+//! plans, the store applies, git records) are called here in the order they need, so no front
+//! end has to know it. Progress is reported as [`Event`]s to the sink the front end gave;
+//! nothing here prints. Does I/O through the store and the lock.
+
+#[cfg(test)]
+mod tests;
+mod tick;
+
+pub use tick::{describe, Planned, Ticked};
+
+use crate::engine::commands::CommandError;
+use crate::engine::{AcceptAll, Inputs, Plan, Transition};
+use crate::git::GitError;
+use crate::lock::{self, CoordLock, LockError};
+use crate::sign::KeyRing;
+use crate::store::{Applied, Origin, Store, StoreError};
+use crate::sync::{self, SyncError};
+use jiff::Timestamp;
+use std::cell::OnceCell;
+use std::path::Path;
+use std::time::Duration;
+
+/// Why an operation failed. Each variant shows its cause's message and keeps the cause as its
+/// source, so a front end can tell the kinds apart by walking the chain.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The store could not read, write or recover.
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    /// A git failure (or git is in the middle of an operation).
+    #[error("{0}")]
+    Git(#[from] GitError),
+    /// The coordinator lock could not be taken.
+    #[error("{0}")]
+    Lock(#[from] LockError),
+    /// A single-task command was refused (no such task, wrong state, nothing to claim, ...).
+    #[error("{0}")]
+    Command(#[from] CommandError),
+    /// A sync with the remote failed.
+    #[error("{0}")]
+    Sync(#[source] SyncError),
+    /// A file a command was to change could not be changed; nothing was committed for it.
+    #[error("{path} could not be changed ({why}); nothing was committed for it")]
+    Unchanged {
+        /// The task file, repo-relative.
+        path: String,
+        /// Why.
+        why: String,
+    },
+}
+
+impl From<SyncError> for Error {
+    /// Keeps a lock error a lock error, so that it is told apart (exit 3).
+    fn from(e: SyncError) -> Error {
+        match e {
+            SyncError::Lock(e) => Error::Lock(e),
+            e => Error::Sync(e),
+        }
+    }
+}
+
+/// How a repository is opened for operations.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The instant the operations act at; None reads the system clock when opening.
+    pub now: Option<Timestamp>,
+    /// How long a writing operation waits for another coordinator's lock; None for each
+    /// operation's default (0 s for the tick and sync, 10 s for agent and person commands).
+    pub wait: Option<Duration>,
+}
+
+/// Something an operation did on its way, for a front end to show as it happens.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// Recovery, or the recording of people's changes, did something (one line).
+    Recovered(&'a str),
+    /// A transition was applied, with what happened to it.
+    Applied(&'a Transition, &'a Applied),
+    /// A status line from a step that words its own lines (sync), to show as it is.
+    Status(&'a str),
+    /// A detail worth showing only to whom asked for more (`--verbose`).
+    Detail(&'a str),
+}
+
+/// Where a [`Coord`] reports [`Event`]s.
+pub type Sink = Box<dyn Fn(&Event<'_>)>;
+
+/// The default wait for the lock of agent and person commands (claim, complete, ...).
+pub const AGENT_WAIT: Duration = Duration::from_secs(10);
+
+/// A coord repository opened at one instant: every operation a front end offers.
+pub struct Coord {
+    store: Store,
+    now: Timestamp,
+    wait: Option<Duration>,
+    keys: OnceCell<KeyRing>,
+    sink: Sink,
+}
+
+impl Coord {
+    /// Opens the repository around `dir` (its coord.yaml and schema) at `opts.now`, or at the
+    /// system clock's time.
+    pub fn open(dir: &Path, opts: Options) -> Result<Coord, Error> {
+        let store = Store::open(dir)?;
+        let now = opts.now.unwrap_or_else(Timestamp::now);
+        Ok(Coord {
+            store,
+            now,
+            wait: opts.wait,
+            keys: OnceCell::new(),
+            sink: Box::new(|_| {}),
+        })
+    }
+
+    /// Returns this repository reporting its events to `sink`.
+    pub fn with_sink(mut self, sink: Sink) -> Coord {
+        self.sink = sink;
+        self
+    }
+
+    /// Returns the store under the operations.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Returns the instant the operations act at.
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    /// Returns the agents' keys from the environment and the key folder, loaded on first use.
+    pub fn keys(&self) -> &KeyRing {
+        self.keys.get_or_init(KeyRing::from_env)
+    }
+
+    /// Returns the planner inputs: with `require_signed_results`, a verifier holding the
+    /// agents' keys.
+    pub fn inputs(&self) -> Inputs<'_> {
+        inputs_for(&self.store, self.now, self.keys())
+    }
+
+    fn emit(&self, event: Event<'_>) {
+        (self.sink)(&event);
+    }
+
+    fn emit_lines(&self, lines: &[String]) {
+        for line in lines {
+            self.emit(Event::Recovered(line));
+        }
+    }
+
+    /// Takes the coordinator lock (waiting `Options::wait`, else `default`) and finishes
+    /// anything a killed run left. Refuses, before writing anything, when git is in the middle
+    /// of an operation or HEAD is detached. The lock is held until the returned guard drops.
+    pub fn lock(&self, default: Duration) -> Result<CoordLock, Error> {
+        let store = &self.store;
+        store.repo.refuse_unfinished()?;
+        let guard = lock::acquire(store.repo.git_dir(), self.wait.unwrap_or(default))?;
+        if guard.previous_killed() {
+            self.emit_lines(&store.remove_temp_objects()?);
+        }
+        store.repo.refuse_unfinished()?;
+        self.emit_lines(&store.finish_interrupted(self.now)?);
+        Ok(guard)
+    }
+
+    /// Takes the lock as [`Coord::lock`] does and records people's uncommitted changes under
+    /// `work/`: what a single-task command starts with.
+    pub fn session(&self, default: Duration) -> Result<CoordLock, Error> {
+        let guard = self.lock(default)?;
+        let recorded = self.store.record_external_changes(self.now, None)?;
+        self.emit_lines(&recorded.lines);
+        Ok(guard)
+    }
+
+    /// Applies a plan's transitions (the caller holds the lock), committing each; reports each
+    /// as an [`Event::Applied`]. Returns the number of commits.
+    pub fn apply(&self, plan: &Plan, origin: Origin) -> Result<usize, Error> {
+        apply(&self.store, &self.sink, plan, self.now, origin)
+    }
+
+    /// Runs a single-task command: session, load, plan with `planner`, apply. A file the plan
+    /// was to change that could not be changed is an error.
+    pub fn act(
+        &self,
+        planner: &dyn Fn(&crate::board::Board, &Inputs<'_>) -> Result<Plan, CommandError>,
+    ) -> Result<usize, Error> {
+        let _lock = self.session(AGENT_WAIT)?;
+        let (board, _) = self.store.load()?;
+        let plan = planner(&board, &self.inputs())?;
+        let n = self.apply(&plan, Origin::Command)?;
+        match self.store.first_skipped() {
+            Some((path, why)) => Err(Error::Unchanged { path, why }),
+            None => Ok(n),
+        }
+    }
+
+    /// Runs `coord sync`: fetch, bring the branch onto the remote, tick (this library's tick),
+    /// push; retry on a rejected push.
+    pub fn sync(&self, opts: &sync::Options) -> Result<sync::Report, Error> {
+        let mut tick =
+            |store: &Store| -> Result<usize, sync::TickError> { Ok(self.tick_on(store)?.commits) };
+        let mut say = |line: &str| self.emit(Event::Status(line));
+        Ok(sync::run(self.store.root(), opts, &mut tick, &mut say)?)
+    }
+}
+
+/// Returns the planner inputs for `store` at `now`.
+pub(crate) fn inputs_for<'a>(store: &'a Store, now: Timestamp, keys: &'a KeyRing) -> Inputs<'a> {
+    let verifier: &dyn crate::engine::Verifier = if store.config.require_signed_results {
+        keys
+    } else {
+        &AcceptAll
+    };
+    Inputs {
+        config: &store.config,
+        now,
+        verifier,
+        attempts: store,
+    }
+}
+
+/// Applies a plan's transitions on `store`, reporting each to `sink`; returns the commits.
+pub(crate) fn apply(
+    store: &Store,
+    sink: &Sink,
+    plan: &Plan,
+    now: Timestamp,
+    origin: Origin,
+) -> Result<usize, Error> {
+    let mut n = 0;
+    store.apply_plan(&plan.transitions, now, origin, &mut |t, applied| {
+        if matches!(applied, Applied::Committed | Applied::LeftAsFound(_)) {
+            n += 1;
+        }
+        sink(&Event::Applied(t, &applied));
+    })?;
+    store.finish()?;
+    Ok(n)
+}

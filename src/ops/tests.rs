@@ -1,0 +1,79 @@
+//! Tests of the operations through the library alone (no command line but `init`): what a
+//! tick commits, how its commits are marked, and the quiet mark it leaves. Does I/O in
+//! temporary repositories.
+
+use super::{Coord, Options};
+use crate::cli::{self, Cli};
+use crate::engine::commands;
+use clap::Parser;
+use jiff::Timestamp;
+use std::path::Path;
+
+const NOW: &str = "2026-11-22T10:00:00Z";
+
+fn init(dir: &Path) {
+    let d = dir.to_str().expect("utf8");
+    let argv = ["coord", "-C", d, "-q", "--now", NOW, "init"];
+    cli::run(Cli::try_parse_from(argv).expect("arguments")).expect("init");
+    let config = std::fs::read_to_string(dir.join("coord.yaml")).expect("config");
+    std::fs::write(dir.join("coord.yaml"), config + "\nsettle: 0s\n").expect("config");
+    std::fs::write(
+        dir.join("work/agents/alice.yaml"),
+        "capabilities: [code]\nmax_active: 1\n",
+    )
+    .expect("agent");
+}
+
+fn open(dir: &Path) -> Coord {
+    let opts = Options {
+        now: Some(NOW.parse::<Timestamp>().expect("time")),
+        wait: None,
+    };
+    Coord::open(dir, opts).expect("open")
+}
+
+/// Returns the trailers of the newest commit whose summary starts with `prefix`.
+fn trailers(coord: &Coord, prefix: &str) -> Vec<(String, String)> {
+    let log = coord.store().repo.log(None).expect("log");
+    let c = log
+        .into_iter()
+        .find(|c| c.summary.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no commit '{prefix}'"));
+    c.trailers
+}
+
+#[test]
+fn tick_commits_are_marked_as_the_ticks_and_command_commits_are_not() {
+    let t = tempfile::tempdir().expect("tempdir");
+    init(t.path());
+    for id in ["a", "b"] {
+        let task = "title: T\ncapabilities: [code]\n";
+        std::fs::write(t.path().join(format!("work/inbox/{id}.yaml")), task).expect("task");
+    }
+    let coord = open(t.path());
+    let ticked = coord.tick().expect("tick");
+    assert!(ticked.commits > 0, "{ticked:?}");
+    let tick = ("Coord-Origin".to_string(), "tick".to_string());
+    assert!(trailers(&coord, "coord: assign a").contains(&tick));
+    assert!(!trailers(&coord, "coord: record external").contains(&tick));
+    let id = "b".parse().expect("id");
+    coord
+        .act(&|b, i| commands::cancel(b, i, &id, "not needed"))
+        .expect("cancel");
+    assert!(!trailers(&coord, "coord: cancel b").contains(&tick));
+}
+
+#[test]
+fn a_tick_that_plans_nothing_leaves_the_quiet_mark_for_the_next_one() {
+    let t = tempfile::tempdir().expect("tempdir");
+    init(t.path());
+    let first = open(t.path()).tick().expect("tick");
+    assert!(!first.quiet);
+    // Stat data younger than the settle margin (50 ms) is not trusted for a mark.
+    std::thread::sleep(std::time::Duration::from_millis(120));
+    // The first pass recorded the profile; the second finds nothing and leaves the mark.
+    let second = open(t.path()).tick().expect("tick");
+    assert_eq!((second.quiet, second.commits), (false, 0), "{second:?}");
+    let third = open(t.path()).tick().expect("tick");
+    assert!(third.quiet, "{third:?}");
+}

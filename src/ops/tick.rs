@@ -1,0 +1,209 @@
+//! The tick: one reconciliation pass under the lock (walk, quiet check, load, record people's
+//! changes, plan, apply, plan again without files that could not be moved), and the dry run
+//! that only plans. Reports what a person must look at as lines.
+
+use super::{apply, inputs_for, Coord, Error, Event, Sink};
+use crate::board::Board;
+use crate::engine::{self, Note, Plan};
+use crate::sign::KeyRing;
+use crate::store::{Loaded, Origin, Recorded, Store, Walk};
+use jiff::Timestamp;
+use std::time::Duration;
+
+/// How many times one pass plans again after a task file could not be moved or rewritten
+/// (each time without the files skipped so far); what is left waits for the next tick.
+const MAX_ROUNDS: usize = 8;
+
+/// What one tick did.
+#[derive(Debug, Clone, Default)]
+pub struct Ticked {
+    /// The commits it made.
+    pub commits: usize,
+    /// Files the pass left alone because a person must act (refused symlinks, stray files,
+    /// files that do not read, duplicate ids), one line each, secrets redacted.
+    pub attention: Vec<String>,
+    /// Task files left where they were after a file operation on them failed (the other
+    /// tasks moved); `status` lists them.
+    pub skipped: usize,
+    /// Whether the pass stopped after the walk: a tick that planned nothing saw this same
+    /// state and nothing it waited for is due.
+    pub quiet: bool,
+    /// The earliest instant (system clock) a file still being written settles, when one is.
+    pub settles_at: Option<Timestamp>,
+}
+
+/// What a dry run found: the board and the plan a tick would carry out now.
+#[derive(Debug)]
+pub struct Planned {
+    /// The board as loaded.
+    pub board: Board,
+    /// The plan.
+    pub plan: Plan,
+    /// Files a person must act on, one line each, secrets redacted.
+    pub attention: Vec<String>,
+}
+
+impl Coord {
+    /// Runs one tick: takes the lock (by default without waiting), finishes what a killed run
+    /// left, and runs one pass.
+    ///
+    /// People's uncommitted changes under `work/` are recorded (as external changes) right
+    /// after the load and before anything is applied, so each tick commit holds only what the
+    /// tick derived from committed files, and is marked so (`Coord-Origin: tick`): `coord
+    /// sync` may drop such commits and tick again without losing anyone's bytes. A file that
+    /// changes after the load fails its transition's guard and waits for the next tick.
+    ///
+    /// The pass starts with a walk of `work/` (names and stat data): when the quiet mark shows
+    /// that a tick which planned nothing saw this same state, and nothing that plan waited for
+    /// is due, it stops there. A pass that plans nothing and leaves no file for a person leaves
+    /// that mark for the next one. No mark is left while a file settles: the settle rule runs
+    /// on the system clock, which the mark's deadline (on coord's clock) cannot stand for.
+    ///
+    /// A task file whose move or rewrite fails (immutable, unreadable, another mount, a full
+    /// disk) is left where it was and the pass plans again without it, so one such file never
+    /// stops the other tasks; the files skipped are recorded for `status` and `doctor`.
+    pub fn tick(&self) -> Result<Ticked, Error> {
+        let _lock = self.lock(Duration::ZERO)?;
+        pass(&self.store, &self.sink, self.now, self.keys())
+    }
+
+    /// Runs one pass on `store`: this repository as a step of a sync opened it, with the lock
+    /// held and a killed run's work finished (a sync step's tick).
+    pub fn tick_on(&self, store: &Store) -> Result<Ticked, Error> {
+        pass(store, &self.sink, self.now, self.keys())
+    }
+
+    /// Plans a tick without the lock and changes nothing (`coord tick --dry-run`).
+    pub fn plan(&self) -> Result<Planned, Error> {
+        let (board, _) = self.store.load()?;
+        let plan = engine::plan(&board, &self.inputs());
+        let attention = attention(&board, &plan.notes);
+        Ok(Planned {
+            board,
+            plan,
+            attention,
+        })
+    }
+}
+
+/// Runs one pass on `store`, whose lock the caller holds and whose killed run is finished.
+fn pass(store: &Store, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Result<Ticked, Error> {
+    let walked = store.walk_work()?;
+    if store.is_quiet(&walked, now) {
+        sink(&Event::Detail("coord: nothing changed since a tick found nothing to do, and nothing it waits for is due; planning skipped ('coord status' shows what waits)"));
+        return Ok(Ticked {
+            quiet: true,
+            ..Ticked::default()
+        });
+    }
+    let (mut board, recorded) = load_recorded(store, sink, now, walked)?;
+    let inputs = inputs_for(store, now, keys);
+    let mut commits = 0;
+    let mut rounds = 0;
+    let plan = loop {
+        let plan = engine::plan(&board, &inputs);
+        let skipped = store.skipped_count();
+        commits += apply(store, sink, &plan, now, Origin::Tick)?;
+        rounds += 1;
+        if store.skipped_count() == skipped || rounds == MAX_ROUNDS {
+            break plan;
+        }
+        (board, _) = store.load()?;
+    };
+    store.save_skipped()?;
+    let attention = attention(&board, &plan.notes);
+    // A pass that leaves files for a person is not quiet: the next one says so again.
+    let skipped = store.skipped_count();
+    let clean = skipped == 0 && attention.is_empty();
+    if commits == 0 && plan.is_empty() && board.settling.is_empty() && clean {
+        store.set_quiet_mark(&recorded, now, plan.deadline);
+    }
+    for note in &plan.notes {
+        sink(&Event::Detail(&format!("note: {}", describe(note))));
+    }
+    Ok(Ticked {
+        commits,
+        attention,
+        skipped,
+        quiet: false,
+        settles_at: board.settling.iter().map(|s| s.until).min(),
+    })
+}
+
+/// Loads `work/` and records people's uncommitted changes (skipping the status scan when the
+/// load shows nothing changed since a scan found `work/` clean); when something was recorded,
+/// the load may have missed it (a file dropped meanwhile), so it loads again, until a load and
+/// the recording after it agree (at most a few rounds; a busy inbox is caught next tick).
+/// Returns the board and the last recording (the quiet mark is made from it).
+fn load_recorded(
+    store: &Store,
+    sink: &Sink,
+    now: Timestamp,
+    walked: Walk,
+) -> Result<(Board, Recorded), Error> {
+    let (mut board, mut loaded): (Board, Loaded) = store.load_walked(walked)?;
+    let mut recorded = Recorded::default();
+    for _ in 0..3 {
+        recorded = store.record_external_changes(now, Some(&loaded.listing))?;
+        if recorded.scan_skipped() {
+            sink(&Event::Detail(
+                "coord: work/ is as a status scan last found it clean; scan skipped",
+            ));
+        }
+        if recorded.lines.is_empty() {
+            break;
+        }
+        for line in &recorded.lines {
+            sink(&Event::Recovered(line));
+        }
+        (board, loaded) = store.load()?;
+    }
+    Ok((board, recorded))
+}
+
+/// Returns one line per file a person must act on.
+fn attention(board: &Board, notes: &[Note]) -> Vec<String> {
+    let files = board
+        .problems
+        .iter()
+        .map(|p| crate::redact::error_line(&format!("{}: {}", p.path, p.message)));
+    let noted = notes
+        .iter()
+        .filter(|n| matches!(n, Note::Unreadable { .. } | Note::Duplicate { .. }))
+        .map(describe);
+    files.chain(noted).collect()
+}
+
+/// Returns a note as one line for people, secrets redacted.
+pub fn describe(note: &Note) -> String {
+    crate::redact::error_line(&describe_raw(note))
+}
+
+fn describe_raw(note: &Note) -> String {
+    match note {
+        Note::Waiting { id, reason } | Note::Held { id, reason } => {
+            format!("{id} waits: {reason}")
+        }
+        Note::Blocked { id, open } => {
+            let open: Vec<&str> = open.iter().map(|i| i.as_str()).collect();
+            format!("{id} is blocked on {}", open.join(", "))
+        }
+        Note::Duplicate { id, paths } => {
+            format!(
+                "{id} exists in {} places ({}); run 'coord doctor'",
+                paths.len(),
+                paths.join(", ")
+            )
+        }
+        Note::Unreadable { path, errors } => {
+            format!(
+                "{path} does not read: {}",
+                errors.first().cloned().unwrap_or_default()
+            )
+        }
+        Note::Settling { path, until } => {
+            format!("{path} is still being written; it is read once unchanged until {until}")
+        }
+        Note::Skipped { path, message } => format!("{path} left alone: {message}"),
+    }
+}
