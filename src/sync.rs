@@ -352,7 +352,13 @@ pub fn run(
             return Ok(report);
         };
         report.pushes += 1;
-        match push(store.root(), &opts.remote, &branch, head)? {
+        let pushed = push(store.root(), &opts.remote, &branch, head);
+        if opts.redo_on_reject && !matches!(pushed, Ok(Pushed::Accepted)) {
+            // The step did not land: it must not stay here looking done (an agent would work
+            // on a claim it does not hold); the next attempt or run redoes it.
+            undo(&store, opts, before)?;
+        }
+        match pushed? {
             Pushed::Accepted => return Ok(report),
             Pushed::Refused(reason) => {
                 return Err(SyncError::Refused {
@@ -366,9 +372,6 @@ pub fn run(
                 say(&format!(
                     "coord: push rejected ({reason}); fetching and trying again"
                 ));
-                if opts.redo_on_reject {
-                    undo(&store, opts, before)?;
-                }
             }
             Pushed::Stale(reason) => {
                 return Err(SyncError::Rejected {

@@ -117,6 +117,7 @@ fn add(ctx: &Ctx, name: &AgentName, caps: &[String], max_active: u32, pull: bool
         summary: format!("add agent {name}"),
         ops: vec![Op::Write { path, text }],
         guard: Vec::new(),
+        op: None,
     };
     ctx.apply(store, &Plan::one(t))?;
     Ok(())

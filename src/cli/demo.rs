@@ -107,6 +107,7 @@ fn seed(ctx: &Ctx) -> Result<()> {
         summary: "demo: six agents and three tasks".into(),
         ops,
         guard: vec![],
+        op: None,
     };
     coord.apply(&Plan::one(t), Origin::Command)?;
     Ok(())

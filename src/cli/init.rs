@@ -76,6 +76,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         summary: "init: work layout, schema, config and workflow".to_string(),
         ops,
         guard: Vec::new(),
+        op: None,
     };
     let added = ops_paths(&t.ops);
     ctx.apply(store, &crate::engine::Plan::one(t))?;

@@ -89,6 +89,12 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
             text,
         }],
         guard: Vec::new(),
+        op: Some(crate::engine::Operation {
+            kind: crate::engine::OpKind::New,
+            id: None,
+            by: None,
+            pre: None,
+        }),
     };
     let quiet = Ctx {
         quiet: true,

@@ -56,6 +56,8 @@ struct Taken {
     attempt: u32,
     timeout: std::time::Duration,
     lease_left: std::time::Duration,
+    /// The task file, repo-relative.
+    path: String,
     file: PathBuf,
     json: Value,
 }
@@ -297,6 +299,9 @@ impl Harness<'_> {
         if !self.pull {
             let mut found = waiting_in_folder(&board, &self.args.agent, ctx, &store);
             found.retain(|t| !running.contains(&t.id));
+            if let Some(remote) = &self.remote {
+                found = landed(&store, &remote.name, found)?;
+            }
             found.truncate(free);
             return Ok(found);
         }
@@ -373,6 +378,33 @@ fn claim(ctx: &Ctx, agent: &AgentName, remote: Option<Remote>) -> Result<Taken> 
         .with_context(|| format!("claimed {id}, but it is not in the folder of {agent} now"))
 }
 
+/// Keeps the tasks whose attempt is on the remote (as of the last fetch or accepted push):
+/// with `--sync` a push agent runs only what the remote gave it, never an assignment that is
+/// tentative in this clone.
+fn landed(store: &Store, remote: &str, found: Vec<Taken>) -> Result<Vec<Taken>> {
+    let branch = store.repo.head()?.branch.unwrap_or_default();
+    let Some(tip) = store
+        .repo
+        .ref_target(&format!("refs/remotes/{remote}/{branch}"))?
+    else {
+        return Ok(Vec::new());
+    };
+    let mut kept = Vec::new();
+    for t in found {
+        let Some(blob) = store.repo.blob_at(tip, &t.path)? else {
+            continue;
+        };
+        let text = store.repo.blob_bytes(blob)?;
+        let attempt = crate::yaml::parse_bytes(&text, &crate::yaml::Limits::default())
+            .ok()
+            .and_then(|d| d.value.pointer("/coord/attempt").and_then(Value::as_u64));
+        if attempt == Some(u64::from(t.attempt)) {
+            kept.push(t);
+        }
+    }
+    Ok(kept)
+}
+
 /// Returns the agent's assigned, readable tasks that have no result yet, in id order.
 fn waiting_in_folder(
     board: &Board,
@@ -404,6 +436,7 @@ fn waiting_in_folder(
                 attempt: task.coord.attempt,
                 timeout: std::time::Duration::from_secs(timeout.as_secs().max(1) as u64),
                 lease_left: std::time::Duration::from_secs(lease_left),
+                path: f.path.clone(),
                 file: store.abs(&f.path),
                 json: json!({
                     "id": f.id, "agent": agent, "attempt": task.coord.attempt,

@@ -55,6 +55,7 @@ fn move_to_archive(board: &Board, e: &Entry, at: Timestamp) -> Transition {
             to,
         }],
         guard: vec![(e.path.clone(), e.hash)],
+        op: None,
     }
 }
 

@@ -4,6 +4,7 @@
 
 use super::assign::{assign, backoff_wait, pick, queue};
 use super::complete::finish_success;
+use super::operation::{stamp, OpKind};
 use super::world::{fmt_time, Entry, ResultEdit, World};
 use super::{deps, Inputs, Op, Plan, Signer, Transition};
 use crate::board::Board;
@@ -175,7 +176,7 @@ pub fn claim(board: &Board, inputs: &Inputs<'_>, agent: &AgentName) -> Result<Cl
                     lease_expires_at: e.task.coord.lease_expires_at.clone(),
                     path: e.path.clone(),
                 });
-                let plan = done(w)?;
+                let plan = stamp(done(w)?, board, OpKind::Claim, Some(agent));
                 return receipt
                     .filter(|r| r.path.contains("/assigned/"))
                     .map(|receipt| Claim { plan, receipt })
@@ -216,7 +217,7 @@ pub fn approve(board: &Board, inputs: &Inputs<'_>, id: &TaskId) -> Result<Plan, 
         w.transit(id, Folder::of(State::Blocked), c, ResultEdit::Keep, summary);
         deps::run(&mut w);
     }
-    done(w)
+    Ok(stamp(done(w)?, board, OpKind::Approve, None))
 }
 
 /// Rejects a task in review: it goes to failed/ with the reason.
@@ -238,7 +239,7 @@ pub fn reject(
         ErrorInfo::new("rejected", reason, false),
         "reject",
     );
-    done(w)
+    Ok(stamp(done(w)?, board, OpKind::Reject, None))
 }
 
 /// Cancels a task that is not final; blocked dependents fail.
@@ -271,7 +272,7 @@ pub fn cancel(
         ErrorInfo::new("cancelled", reason, false),
         "cancel",
     );
-    done(w)
+    Ok(stamp(done(w)?, board, OpKind::Cancel, None))
 }
 
 /// Ends a task by a person's command and fails the blocked tasks that depended on it.
@@ -293,7 +294,7 @@ pub fn retry(board: &Board, inputs: &Inputs<'_>, id: &TaskId) -> Result<Plan, Co
     let mut w = world(board, inputs, id)?;
     let state = state_of(&w, id)?;
     match state {
-        State::Invalid => Ok(retry_invalid(board, id)),
+        State::Invalid => Ok(stamp(retry_invalid(board, id), board, OpKind::Retry, None)),
         State::Failed | State::Cancelled => {
             let Some(e) = w.entries.get(id) else {
                 return Err(CommandError::Unreadable(id.clone()));
@@ -302,7 +303,7 @@ pub fn retry(board: &Board, inputs: &Inputs<'_>, id: &TaskId) -> Result<Plan, Co
             c.state = State::Inbox.as_str().to_string();
             let summary = format!("retry {id}: back to inbox");
             w.transit(id, Folder::of(State::Inbox), c, ResultEdit::Keep, summary);
-            done(w)
+            Ok(stamp(done(w)?, board, OpKind::Retry, None))
         }
         s => Err(wrong(
             id,
@@ -335,6 +336,7 @@ fn retry_invalid(board: &Board, id: &TaskId) -> Plan {
             summary: format!("retry {id}: back to inbox"),
             ops,
             guard: vec![(f.path.clone(), f.hash)],
+            op: None,
         });
     }
     plan
@@ -436,7 +438,8 @@ pub fn heartbeat(
         ResultEdit::Keep,
         format!("heartbeat {id}: lease until {until}"),
     );
-    done(w)
+    let by = fence.agent.as_ref();
+    Ok(stamp(done(w)?, board, OpKind::Heartbeat, by))
 }
 
 /// What an agent reports with `coord complete` or `coord fail`.
@@ -504,7 +507,14 @@ pub fn report(
     let mut w = world(board, inputs, id)?;
     let e = fenced_entry(&w, id)?;
     if let Some(why) = report.fence.mismatch(&e) {
-        return Ok(refuse_stale(w, &e, &report, why));
+        let mut stale = refuse_stale(w, &e, &report, why);
+        stale.plan = stamp(
+            stale.plan,
+            board,
+            OpKind::SetAside,
+            report.fence.agent.as_ref(),
+        );
+        return Ok(stale);
     }
     let e = assigned_entry(&w, id)?;
     let mut c = e.task.coord.clone();
@@ -530,6 +540,11 @@ pub fn report(
         result["signature"] = json!(sig);
     }
     let status = result["status"].as_str().unwrap_or("success").to_string();
+    let kind = if status == "failure" {
+        OpKind::Fail
+    } else {
+        OpKind::Complete
+    };
     let who = e
         .folder
         .agent
@@ -542,7 +557,7 @@ pub fn report(
     let summary = format!("{who} reports {status} for {id}");
     w.transit(id, e.folder.clone(), c, ResultEdit::Set(result), summary);
     Ok(Reported {
-        plan: done(w)?,
+        plan: stamp(done(w)?, board, kind, report.fence.agent.as_ref()),
         outcome,
     })
 }
@@ -593,5 +608,5 @@ pub fn set_aside(
     let folder = e.folder.clone();
     let summary = format!("set aside a result for {id} that arrived after it moved on");
     w.transit(id, folder, c, ResultEdit::Keep, summary);
-    done(w)
+    Ok(stamp(done(w)?, board, OpKind::SetAside, None))
 }

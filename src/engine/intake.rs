@@ -170,6 +170,7 @@ pub fn quarantine(w: &mut World<'_>, id: &TaskId, path: &str, hash: u64, lines: 
             },
         ],
         guard: vec![(path.to_string(), hash)],
+        op: None,
     });
 }
 

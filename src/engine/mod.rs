@@ -12,6 +12,7 @@ mod complete;
 mod deps;
 mod handoff;
 mod intake;
+pub mod operation;
 pub mod retry;
 mod waits;
 mod world;
@@ -23,6 +24,7 @@ use jiff::Timestamp;
 use std::fmt;
 
 pub use clock::Clock;
+pub use operation::{OpKind, Operation};
 pub use world::{AcceptAll, AttemptFloor, NoHistory, Rejection, Signer, Verifier};
 
 /// One file-system step of a transition. Paths are repo-relative.
@@ -96,6 +98,10 @@ pub struct Transition {
     /// the applier skips the transition when one changed meanwhile.
     #[serde(default)]
     pub guard: Vec<(String, u64)>,
+    /// The command this transition carries out and what it acted on (commit trailers that
+    /// `coord sync` redoes it by); None for what the tick derives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op: Option<Operation>,
 }
 
 impl Transition {
@@ -106,8 +112,13 @@ impl Transition {
         } else {
             "Coord-Task"
         };
+        let op = self
+            .op
+            .as_ref()
+            .map(Operation::trailers)
+            .unwrap_or_default();
         format!(
-            "coord: {}\n\n{key}: {}\nCoord-From: {}\nCoord-To: {}\n",
+            "coord: {}\n\n{key}: {}\nCoord-From: {}\nCoord-To: {}\n{op}",
             crate::redact::one_line(&self.summary),
             self.subject,
             self.from,

@@ -354,6 +354,7 @@ impl<'a> World<'a> {
                 summary,
                 ops,
                 guard,
+                op: None,
             });
         }
         Ok(true)
@@ -407,6 +408,7 @@ impl<'a> World<'a> {
             summary: format!("fail {id}: too_large (the file cannot take coord's entry)"),
             ops,
             guard: vec![(entry.path.clone(), entry.hash)],
+            op: None,
         });
         if let Some(e) = self.entries.get_mut(id) {
             e.path = new_path;
@@ -467,6 +469,7 @@ impl<'a> World<'a> {
             summary,
             ops: vec![Op::Write { path, text }],
             guard: Vec::new(),
+            op: None,
         });
     }
 
@@ -616,5 +619,6 @@ fn profile_update(board: &Board, name: &AgentName, coord: &AgentCoord) -> Option
         ),
         ops: vec![op],
         guard: Vec::new(),
+        op: None,
     })
 }

@@ -115,6 +115,7 @@ impl Store {
         if plan.is_empty() {
             return Ok(());
         }
+        let plan = &with_op_id(plan);
         let journal = self.private_dir().join(JOURNAL);
         let cursor = self.private_dir().join(CURSOR);
         let text = serde_json::to_vec(plan).unwrap_or_default();
@@ -479,6 +480,14 @@ impl Store {
         for p in &changed {
             message.push_str(&format!("  {}\n", crate::redact::one_line(p)));
         }
+        let edit = crate::engine::Operation {
+            kind: crate::engine::OpKind::Edit,
+            id: Some(op_id()),
+            by: None,
+            pre: None,
+        };
+        message.push('\n');
+        message.push_str(&edit.trailers());
         inject::point("git commit").map_err(io_err(self.repo.git_dir()))?;
         let made = self
             .repo
@@ -521,4 +530,27 @@ fn times_ns(m: &std::fs::Metadata) -> (i128, i128) {
     use std::os::unix::fs::MetadataExt;
     let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
     (ns(m.mtime(), m.mtime_nsec()), ns(m.ctime(), m.ctime_nsec()))
+}
+
+/// Returns the plan with one fresh random id on every named operation (`Coord-Op-Id`): two
+/// clones doing the same thing at the same second still make different commits, so a push
+/// lands only the commits of the run that made them.
+fn with_op_id(plan: &[Transition]) -> Vec<Transition> {
+    let id = op_id();
+    let mut plan = plan.to_vec();
+    for op in plan.iter_mut().filter_map(|t| t.op.as_mut()) {
+        op.id.get_or_insert_with(|| id.clone());
+    }
+    plan
+}
+
+/// Returns 16 random hex digits (the time and process id when the system has no randomness).
+fn op_id() -> String {
+    let n = getrandom::u64().unwrap_or_else(|_| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        nanos ^ (u64::from(std::process::id()) << 40)
+    });
+    format!("{n:016x}")
 }

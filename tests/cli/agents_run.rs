@@ -359,12 +359,10 @@ fn a_fatal_exit_code_is_not_retried_and_a_second_push_runner_is_refused() {
     assert_eq!(state(&r, "bad"), "failed");
 }
 
-/// Fails about one run in two today: both clones' `claim --sync` report a landed push for the
-/// same task (seen with ticks, claims and completes of both clones interleaving through the
-/// remote), so the task runs twice and only the fenced report of one is recorded. Reported
-/// to the lead; the runner's own steps are serialized per process (see `Remote`).
+/// Two runners of one pull agent in two clones, with `--sync`: each task runs once. Their
+/// claims of one task at the same second used to be the same commit, so the second push found
+/// "its" claim on the remote and both ran it; each claim is its own commit now (`Coord-Op-Id`).
 #[test]
-#[ignore = "cross-clone claims: one task granted to two clones under concurrent sync steps"]
 fn runners_in_two_clones_with_sync_run_each_task_once() {
     let net = crate::sync::Net::new(&[]);
     net.seed
@@ -411,4 +409,36 @@ fn runners_in_two_clones_with_sync_run_each_task_once() {
     for id in &ids {
         assert_eq!(state(&check, id), "done", "{id} on the remote");
     }
+}
+
+/// With `--sync`, a push agent's runner runs only assignments that landed on the remote: when
+/// the remote refuses the tick's push, the task assigned in this clone is not run (before, the
+/// refused assignment stayed in the agent's folder here and ran).
+#[test]
+fn a_push_agent_with_sync_never_runs_an_assignment_the_remote_refused() {
+    let net = crate::sync::Net::new(&["q"]);
+    net.person_adds("h", 1);
+    let hook = net.remote.path().join("hooks/pre-receive");
+    std::fs::write(&hook, "#!/bin/sh\necho no pushes today >&2\nexit 1\n").expect("hook");
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let c = net.clone();
+    let log = tempfile::tempdir().expect("tmp");
+    let cmd: Vec<String> = [
+        "sh".to_string(),
+        "-c".to_string(),
+        format!("echo $COORD_TASK_ID >> {}/ran", log.path().display()),
+    ]
+    .to_vec();
+    let (_, out, err) = run_to_end(&c, &args(&["q", "--once", "--sync"], &cmd));
+    assert!(err.contains("refused the push"), "{err}");
+    assert!(
+        !log.path().join("ran").exists(),
+        "ran a refused assignment:\n{out}{err}"
+    );
+    assert_eq!(
+        state(&c, "h-0"),
+        "inbox",
+        "the refused tick was undone here"
+    );
 }

@@ -229,6 +229,29 @@ fn claims_with_sync_never_give_one_task_to_two_clones() {
     }
 }
 
+/// Two runners of one pull agent in two clones make byte-identical claim commits (same parent,
+/// file, time and message); the push of the second then found "its" commit on the remote and
+/// reported the claim won, so both ran the task. Each claim is its own commit now.
+#[test]
+fn claims_with_sync_by_one_agent_in_two_clones_never_both_win() {
+    let net = pull_net(&["p"]);
+    let clones = [net.clone(), net.clone()];
+    let ticker = net.clone();
+    for round in 0..12 {
+        net.person_adds(&format!("r{round}"), 1);
+        ticker.ok(&["sync"]);
+        let outs = claim_all(&[(&clones[0], "p"), (&clones[1], "p")]);
+        let won: Vec<_> = outs.iter().filter(|(code, _)| *code == Some(0)).collect();
+        assert_eq!(
+            won.len(),
+            1,
+            "round {round}: one task, two winners: {outs:?}"
+        );
+        let (at, _) = on_remote(&net, &won[0].1);
+        assert!(at.starts_with("work/assigned/p/"), "{at}");
+    }
+}
+
 #[test]
 fn a_claim_with_sync_sees_the_remote_first_and_exits_4_when_it_lost() {
     let net = pull_net(&["p1", "p2"]);

@@ -396,6 +396,7 @@ fn move_helper_refuses_to_replace_a_file() {
             to: "work/done/a.yaml".into(),
         }],
         guard: vec![],
+        op: None,
     });
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.apply(&plan)));
     assert!(
