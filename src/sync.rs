@@ -44,6 +44,8 @@ pub struct Options {
     /// engine, instead of replaying it. `coord sync` leaves its commits (tick commits are
     /// dropped and redone anyway).
     pub redo_on_reject: bool,
+    /// Conflicting edits of people to leave out of the replay (`--drop-edit`).
+    pub drop_edits: Vec<replay::DropEdit>,
     /// The clock for recorded changes.
     pub now: Timestamp,
 }
@@ -147,7 +149,7 @@ fn conflict_message(remote: &str, branch: &str, c: &replay::Conflict) -> String 
         _ => String::new(),
     };
     format!(
-        "cannot apply {:?} ({commit}) onto {remote}/{branch}: it and {remote} changed the same lines of {path}{moved}; nothing was changed here. To resolve: save your version (git show {commit}:{path} > my-edit.yaml), move onto the remote (git reset --keep {remote}/{branch}), make your edit again in {there}, then run coord sync",
+        "cannot apply {:?} ({commit}) onto {remote}/{branch}: it and {remote} changed the same lines of {path}{moved}; nothing was changed here. To resolve, keeping your other commits: save your version ('git show {commit}:{path} > my-edit.yaml'), sync without that edit ('coord sync --drop-edit {commit}:{path}'), make your edit again in {there} (your version is in my-edit.yaml), then run 'coord sync'",
         c.summary
     )
 }
@@ -419,7 +421,13 @@ fn integrate(
             keep,
             dropped,
         } => {
-            let replay = match replay::replay(&store.repo, store.work_dir(), onto, &keep) {
+            let replay = match replay::replay(
+                &store.repo,
+                store.work_dir(),
+                onto,
+                &keep,
+                &opts.drop_edits,
+            ) {
                 Ok(r) => r,
                 Err(Stop::Git(e)) => return Err(e.into()),
                 Err(Stop::Conflict(c)) => {

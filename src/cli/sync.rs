@@ -18,6 +18,10 @@ pub struct Args {
     /// How many times to fetch, tick and push again after a rejected push
     #[arg(long, default_value_t = 30)]
     max_retries: u32,
+    /// Leave out a person's edit that conflicts with the remote (COMMIT:PATH, as a conflict
+    /// message prints it); the remote's version of that file stays. Repeatable
+    #[arg(long, value_name = "COMMIT:PATH")]
+    drop_edit: Vec<crate::sync::replay::DropEdit>,
 }
 
 /// Runs `coord sync`.
@@ -29,6 +33,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         wait: ctx.wait.unwrap_or_default(),
         now: ctx.now,
         redo_on_reject: false,
+        drop_edits: args.drop_edit,
     };
     let report = ctx.coord()?.sync(&opts)?;
     if ctx.json {

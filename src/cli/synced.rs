@@ -38,6 +38,7 @@ pub fn run(
         )),
         now: ctx.now,
         redo_on_reject: true,
+        drop_edits: Vec::new(),
     };
     let mut say = |line: &str| ctx.status(line);
     match sync::run(&ctx.dir, &opts, step, &mut say) {

@@ -78,12 +78,44 @@ enum Step {
     Stale(Stale),
 }
 
-/// Replays `commits` (local coord commits, oldest first) onto `onto`.
+/// A person's edit to leave out of the replay when it conflicts (`coord sync --drop-edit
+/// COMMIT:PATH`, the way out of a conflict that keeps every other local commit).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DropEdit {
+    /// The commit, in hex (a prefix of at least 7 digits).
+    pub commit: String,
+    /// The path it changed.
+    pub path: String,
+}
+
+impl std::str::FromStr for DropEdit {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<DropEdit, String> {
+        match s.split_once(':') {
+            Some((c, p))
+                if c.len() >= 7 && c.chars().all(|x| x.is_ascii_hexdigit()) && !p.is_empty() =>
+            {
+                Ok(DropEdit {
+                    commit: c.to_ascii_lowercase(),
+                    path: p.to_string(),
+                })
+            }
+            _ => Err(format!(
+                "{s:?} is not COMMIT:PATH (as coord sync printed it)"
+            )),
+        }
+    }
+}
+
+/// Replays `commits` (local coord commits, oldest first) onto `onto`, leaving out the
+/// conflicting edits named in `drop`.
 pub fn replay(
     repo: &Repo,
     work_dir: &str,
     onto: Oid,
     commits: &[LocalCommit],
+    drop: &[DropEdit],
 ) -> Result<Replay, Stop> {
     let mut out = Replay {
         tip: Some(onto),
@@ -101,6 +133,7 @@ pub fn replay(
             tip,
             oid,
             commit: c,
+            drop,
         };
         match r.step()? {
             Step::Redone(Some(new)) => {
@@ -129,6 +162,7 @@ struct Replayer<'a> {
     tip: Oid,
     oid: Oid,
     commit: &'a LocalCommit,
+    drop: &'a [DropEdit],
 }
 
 impl Replayer<'_> {
@@ -270,10 +304,12 @@ impl Replayer<'_> {
                 continue;
             }
             let (Some(old), Some(new)) = (c.old, c.new) else {
-                return Err(self.conflict(&c.path, now.map(|_| c.path.clone())));
+                moot.push(self.conflict_unless_dropped(&c.path, now.map(|_| c.path.clone()))?);
+                continue;
             };
             let Some((at, theirs)) = self.moved_copy(&c.path, now)? else {
-                return Err(self.conflict(&c.path, None));
+                moot.push(self.conflict_unless_dropped(&c.path, None)?);
+                continue;
             };
             let (base, ours, theirs) = (
                 self.repo.blob_bytes(old)?,
@@ -282,7 +318,7 @@ impl Replayer<'_> {
             );
             match merge_person(self.repo, &base, &ours, &theirs)? {
                 Some(text) => edits.push((at, Some(self.repo.write_blob(&text)?))),
-                None => return Err(self.conflict(&c.path, Some(at))),
+                None => moot.push(self.conflict_unless_dropped(&c.path, Some(at))?),
             }
         }
         let tip = self.commit_with(&edits)?;
@@ -327,6 +363,27 @@ impl Replayer<'_> {
         Ok(self.repo.blob_at(self.tip, at)?.map(|b| (at.clone(), b)))
     }
 
+    /// Stops with a conflict at `path`, unless the person asked to drop this edit: then the
+    /// remote's version stays and the line to report is returned.
+    fn conflict_unless_dropped(
+        &self,
+        path: &str,
+        remote_path: Option<String>,
+    ) -> Result<String, Stop> {
+        let dropped = self
+            .drop
+            .iter()
+            .any(|d| d.path == path && self.commit.info.oid.starts_with(&d.commit));
+        if !dropped {
+            return Err(self.conflict(path, remote_path));
+        }
+        Ok(format!(
+            "dropped as asked: the edit of {path} in {:?} ({}); the remote's version stays",
+            self.commit.info.summary,
+            short(&self.commit.info.oid)
+        ))
+    }
+
     fn conflict(&self, path: &str, remote_path: Option<String>) -> Stop {
         Stop::Conflict(Conflict {
             commit: self.commit.info.oid.clone(),
@@ -335,6 +392,10 @@ impl Replayer<'_> {
             remote_path,
         })
     }
+}
+
+fn short(oid: &str) -> String {
+    oid.chars().take(10).collect()
 }
 
 /// Returns whether a file name is a task's (`.yaml` / `.yml`; `.gitkeep`, `.errors` and the

@@ -336,6 +336,90 @@ fn a_replayed_change_that_conflicts_stops_sync_and_keeps_the_local_branch() {
         .contains("record external changes"));
 }
 
+/// Returns the commands a message quotes ('…'), in order.
+fn quoted_commands(message: &str) -> Vec<String> {
+    message
+        .split('\'')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// Two people edit the same lines of one task in two clones; the one who syncs second also
+/// has an unpushed `coord new`. Following the printed advice word for word resolves it: the
+/// unrelated commit reaches the remote and no task is duplicated (the advice used to be
+/// `git reset --keep origin/main`, which dropped that commit).
+#[test]
+fn following_the_conflict_advice_keeps_the_other_unpushed_commits() {
+    let net = Net::new(&["alice"]);
+    let (a, b) = (net.clone(), net.clone());
+    net.person_adds("t", 1);
+    a.ok(&["sync"]);
+    b.ok(&["sync"]);
+    let path = "work/assigned/alice/t-0.yaml";
+    b.write(
+        path,
+        &b.read(path)
+            .replace("title: Task t-0", "title: Task t-0 (b)"),
+    );
+    b.ok(&["sync"]);
+    let unrelated = a.ok(&["new", "Unrelated work", "--id", "unrelated"]);
+    assert_eq!(unrelated.trim(), "unrelated");
+    a.write(
+        path,
+        &a.read(path)
+            .replace("title: Task t-0", "title: Task t-0 (a)"),
+    );
+    let (_, err) = a.code(&["sync"], 1);
+    let steps = quoted_commands(&err);
+    assert_eq!(steps.len(), 3, "three commands to follow: {err}");
+    assert!(
+        steps[0].starts_with("git show ") && steps[0].ends_with("> my-edit.yaml"),
+        "{err}"
+    );
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&steps[0])
+        .current_dir(a.path())
+        .envs(crate::harness::git_env())
+        .output()
+        .expect("sh");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let saved = a.read("my-edit.yaml");
+    assert!(saved.contains("title: Task t-0 (a)"), "{saved}");
+    let second: Vec<&str> = steps[1].split_whitespace().collect();
+    assert_eq!(second[..2], ["coord", "sync"], "{err}");
+    a.ok(&second[1..]);
+    // "make your edit again in <path>": the person keeps both titles.
+    assert!(
+        err.contains(&format!("make your edit again in {path}")),
+        "{err}"
+    );
+    a.write(
+        path,
+        &a.read(path)
+            .replace("title: Task t-0 (b)", "title: Task t-0 (a, b)"),
+    );
+    assert_eq!(steps[2], "coord sync", "{err}");
+    a.ok(&["sync"]);
+    let check = net.clone();
+    assert_eq!(
+        check.find("unrelated").len(),
+        1,
+        "the unpushed coord new survived"
+    );
+    assert_eq!(check.find("t-0"), [path]);
+    assert!(check.read(path).contains("title: Task t-0 (a, b)"));
+    let view = look_at_remote(&net);
+    let ids = ["t-0".to_string(), "unrelated".to_string()];
+    assert_exactly_once(&view, &ids, &["work/assigned/alice"]);
+}
+
 #[test]
 fn sync_refuses_a_detached_head_and_another_branch() {
     let net = Net::new(&["alice"]);
