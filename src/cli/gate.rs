@@ -1,8 +1,7 @@
 //! A person's commands on one task: `approve` / `reject` (authority gate), `cancel` and
-//! `retry`. Each plans its transitions in the engine and commits them.
+//! `retry`; each calls its operation ([`crate::ops::Coord`]).
 
 use super::Ctx;
-use crate::engine::commands;
 use crate::model::TaskId;
 use anyhow::Result;
 
@@ -35,20 +34,24 @@ pub struct CancelArgs {
 
 /// Runs `coord approve`.
 pub fn approve(ctx: &Ctx, a: IdArgs) -> Result<()> {
-    ctx.act(&|b, i| commands::approve(b, i, &a.id))
+    ctx.coord()?.approve(&a.id)?;
+    Ok(())
 }
 
 /// Runs `coord reject`.
 pub fn reject(ctx: &Ctx, a: RejectArgs) -> Result<()> {
-    ctx.act(&|b, i| commands::reject(b, i, &a.id, &a.reason))
+    ctx.coord()?.reject(&a.id, &a.reason)?;
+    Ok(())
 }
 
 /// Runs `coord cancel`.
 pub fn cancel(ctx: &Ctx, a: CancelArgs) -> Result<()> {
-    ctx.act(&|b, i| commands::cancel(b, i, &a.id, &a.reason))
+    ctx.coord()?.cancel(&a.id, &a.reason)?;
+    Ok(())
 }
 
 /// Runs `coord retry`.
 pub fn retry(ctx: &Ctx, a: IdArgs) -> Result<()> {
-    ctx.act(&|b, i| commands::retry(b, i, &a.id))
+    ctx.coord()?.retry(&a.id)?;
+    Ok(())
 }

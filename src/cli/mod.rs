@@ -239,12 +239,6 @@ impl Ctx {
         self.keys.get_or_init(KeyRing::from_env)
     }
 
-    /// Runs a single-task command: session, load, plan, apply.
-    pub fn act(&self, planner: &Planner<'_>) -> Result<()> {
-        self.coord()?.act(planner)?;
-        Ok(())
-    }
-
     /// Applies a plan's transitions on `store` (whose lock is held), committing each; prints
     /// one line per commit.
     pub fn apply(&self, store: &Store, plan: &Plan) -> Result<usize> {
@@ -281,10 +275,6 @@ fn applied_line(t: &Transition, applied: &Applied, json: bool) {
 fn std_duration(wait: Duration) -> std::time::Duration {
     std::time::Duration::from_secs(wait.as_secs().max(0).unsigned_abs())
 }
-
-/// A single-task command's planner.
-pub type Planner<'p> = dyn Fn(&crate::board::Board, &Inputs<'_>) -> Result<Plan, crate::engine::commands::CommandError>
-    + 'p;
 
 /// The default wait for the lock of agent and person commands (claim, complete, ...).
 pub const AGENT_WAIT: Duration = Duration::from_secs(10);

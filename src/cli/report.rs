@@ -1,16 +1,14 @@
 //! The agent's commands: `claim` (pull model), `complete` and `fail` (write a `result:` stamped
 //! with the attempt, for fencing) and `heartbeat` (extend the lease). Each commits its change.
 
-use super::synced::{self, SyncArg};
-use super::{Ctx, AGENT_WAIT};
-use crate::engine::commands::{self, CommandError, Fence, Outcome, Report};
-use crate::engine::Signer;
+use super::synced::SyncArg;
+use super::Ctx;
+use crate::engine::commands::{CommandError, Fence};
 use crate::model::{AgentName, TaskId};
-use crate::store::Store;
-use crate::sync::TickError;
+use crate::ops::{self, Claimed, Reported, Verdict};
 use crate::yaml::{parse_bytes, Limits};
 use anyhow::{Context, Result};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::io::Read;
 use std::path::PathBuf;
 
@@ -86,15 +84,10 @@ pub struct FailArgs {
 
 /// Runs `coord claim`.
 pub fn claim(ctx: &Ctx, args: ClaimArgs) -> Result<()> {
-    let r = match synced::remote(ctx, args.sync.sync)? {
-        Some(remote) => synced::claim(ctx, remote, &args.agent)?,
-        None => {
-            let (coord, _lock) = ctx.session(AGENT_WAIT)?;
-            let store = coord.store();
-            let (board, _) = store.load()?;
-            let claim = commands::claim(&board, &ctx.inputs(store), &args.agent)?;
-            ctx.apply(store, &claim.plan)?;
-            claim.receipt
+    let r = match ctx.coord()?.claim(&args.agent, args.sync.sync.as_deref())? {
+        Claimed::Granted(r) => r,
+        Claimed::Nothing { agent, why } => {
+            return Err(CommandError::NothingToClaim { agent, why }.into())
         }
     };
     if ctx.json {
@@ -112,25 +105,24 @@ pub fn claim(ctx: &Ctx, args: ClaimArgs) -> Result<()> {
 
 /// Runs `coord complete`.
 pub fn complete(ctx: &Ctx, args: CompleteArgs) -> Result<()> {
-    let mut result = json!({"status": "success"});
-    if let Some(src) = &args.output {
-        result["output"] = read_output(ctx, src)?;
-    }
-    match args.next_agent.as_slice() {
-        [] => {}
-        [one] => result["next_agent"] = json!(one),
-        many => result["next_agent"] = json!(many),
-    }
-    write_result(ctx, &args.id, result, args.how)
+    let output = match &args.output {
+        Some(src) => Some(read_output(ctx, src)?),
+        None => None,
+    };
+    let verdict = Verdict::Success {
+        output,
+        next_agents: args.next_agent,
+    };
+    write_result(ctx, &args.id, &verdict, args.how)
 }
 
 /// Runs `coord fail`.
 pub fn fail(ctx: &Ctx, args: FailArgs) -> Result<()> {
-    let result = json!({
-        "status": "failure",
-        "error": {"message": args.error, "retryable": !args.fatal},
-    });
-    write_result(ctx, &args.id, result, args.how)
+    let verdict = Verdict::Failure {
+        message: args.error,
+        retryable: !args.fatal,
+    };
+    write_result(ctx, &args.id, &verdict, args.how)
 }
 
 /// How `complete` and `fail` write their result: signed, replacing one that waits, fenced,
@@ -149,70 +141,38 @@ pub struct How {
     fence: FenceArgs,
 }
 
-fn write_result(ctx: &Ctx, id: &TaskId, result: Value, how: How) -> Result<()> {
-    let signer: Option<&dyn Signer> = if how.sign { Some(ctx.keys()) } else { None };
-    let remote = synced::remote(ctx, how.sync.sync)?;
+fn write_result(ctx: &Ctx, id: &TaskId, verdict: &Verdict, how: How) -> Result<()> {
     let fence = how.fence.fence();
-    let mut outcome = None;
-    let mut moved_on = None;
-    let mut step = |store: &Store| -> Result<usize, TickError> {
-        let (board, _) = store.load()?;
-        let report = Report {
-            result: result.clone(),
-            signer,
-            fence: fence.clone(),
-            replace: how.replace,
-        };
-        let reported = match commands::report(&board, &ctx.inputs(store), id, report) {
-            // On the remote the task moved on: keep the result in its history, never lose it.
-            Err(CommandError::WrongState { state, .. })
-                if remote.is_some() && state != "assigned" =>
-            {
-                let plan = commands::set_aside(&board, &ctx.inputs(store), id, result.clone())?;
-                moved_on = Some(state);
-                return Ok(ctx.apply(store, &plan)?);
-            }
-            other => other?,
-        };
-        let quiet = Ctx {
-            quiet: ctx.quiet || matches!(reported.outcome, Outcome::Stale(_)),
-            ..ctx.clone()
-        };
-        let n = quiet.apply(store, &reported.plan)?;
-        outcome = Some(reported.outcome);
-        Ok(n)
+    let written = ops::How {
+        fence: fence.clone(),
+        sign: how.sign,
+        replace: how.replace,
     };
-    match remote.clone() {
-        Some(remote) => drop(synced::run(ctx, remote, &mut step)?),
-        None => {
-            let (coord, _lock) = ctx.session(AGENT_WAIT)?;
-            let store = coord.store();
-            step(store).map_err(|e| anyhow::anyhow!(e))?;
-        }
-    }
-    if let Some(state) = moved_on {
-        return Err(super::Found(format!(
+    match ctx
+        .coord()?
+        .report(id, verdict, &written, how.sync.sync.as_deref())?
+    {
+        Reported::MovedOn { state } => Err(super::Found(format!(
             "task '{id}' is {state} on the remote; the result was not accepted and is kept in its coord.history as stale_result"
         ))
-        .into());
-    }
-    match outcome {
-        Some(Outcome::Stale(refused)) => Err(refused.into()),
-        Some(Outcome::Stamped { agent, attempt }) if !fence.is_named() => {
+        .into()),
+        Reported::Stale(refused) => Err(refused.into()),
+        Reported::Written { agent, attempt } if !fence.is_named() => {
             let who = agent.map_or(String::new(), |a| format!(" of {a}"));
             ctx.status(&format!(
                 "coord: stamped the result for attempt {attempt}{who}"
             ));
             Ok(())
         }
-        _ => Ok(()),
+        Reported::Written { .. } => Ok(()),
     }
 }
 
 /// Runs `coord heartbeat`.
 pub fn heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<()> {
-    let fence = args.fence.fence();
-    ctx.act(&|b, i| commands::heartbeat(b, i, &args.id, &fence))
+    ctx.coord()?
+        .heartbeat(&args.id, &args.fence.fence(), None)?;
+    Ok(())
 }
 
 /// Reads an output document from a file (relative to `-C`) or stdin: YAML (so JSON too),

@@ -6,12 +6,12 @@
 
 use super::Ctx;
 use crate::board::Board;
-use crate::engine::commands::{self, CommandError, Fence, Outcome};
+use crate::engine::commands::{self, CommandError, Fence};
 use crate::lock::LockError;
 use crate::model::{AgentName, AssignMode, Duration, State, TaskId};
+use crate::ops::{self, Claimed, Reported, Verdict};
 use crate::run::{output_of, Finished, Job, Running, EXIT_FATAL};
 use crate::store::Store;
-use crate::sync::TickError;
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -263,10 +263,7 @@ impl Harness<'_> {
     fn tick(&self, ctx: &Ctx) {
         let ticked = match &self.remote {
             Some(remote) => ctx.coord().and_then(|coord| {
-                let mut step = |store: &crate::store::Store| -> Result<usize, TickError> {
-                    Ok(coord.tick_on(store)?.commits)
-                };
-                remote.one_at_a_time(|name| super::synced::run(ctx, name, &mut step).map(drop))
+                remote.one_at_a_time(|name| Ok(coord.tick_remote(&name).map(drop)?))
             }),
             None => Ctx {
                 wait: ctx.wait.or(Some(super::watch::TICK_WAIT)),
@@ -358,15 +355,15 @@ fn nothing_or_busy(e: &anyhow::Error) -> bool {
 
 /// Claims one task for a pull agent, as `coord claim` does, and returns it as taken.
 fn claim(ctx: &Ctx, agent: &AgentName, remote: Option<Remote>) -> Result<Taken> {
-    let id = match remote {
-        Some(remote) => remote.one_at_a_time(|name| super::synced::claim(ctx, name, agent))?,
-        None => {
-            let (coord, _lock) = ctx.session(super::AGENT_WAIT)?;
-            let store = coord.store();
-            let (board, _) = store.load()?;
-            let claim = commands::claim(&board, &ctx.inputs(store), agent)?;
-            ctx.apply(store, &claim.plan)?;
-            claim.receipt
+    let coord = ctx.coord()?;
+    let claimed = match remote {
+        Some(remote) => remote.one_at_a_time(|name| coord.claim(agent, Some(&name)))?,
+        None => coord.claim(agent, None)?,
+    };
+    let id = match claimed {
+        Claimed::Granted(receipt) => receipt,
+        Claimed::Nothing { agent, why } => {
+            return Err(CommandError::NothingToClaim { agent, why }.into())
         }
     }
     .id;
@@ -554,11 +551,11 @@ impl Worker {
                 );
                 return self.report_failure(t, &msg, true, started);
             }
-            let mut result = json!({"status": "success"});
-            if let Some(output) = output_of(&f.stdout) {
-                result["output"] = output;
-            }
-            return self.report(t, result, "done", started);
+            let verdict = Verdict::Success {
+                output: output_of(&f.stdout),
+                next_agents: Vec::new(),
+            };
+            return self.report(t, verdict, "done", started);
         }
         let code = f.status.code();
         let what = code.map_or("killed by a signal".to_string(), |c| format!("exit {c}"));
@@ -570,22 +567,22 @@ impl Worker {
     }
 
     fn report_failure(&self, t: &Taken, msg: &str, retryable: bool, started: Instant) -> String {
-        let result = json!({
-            "status": "failure",
-            "error": {"message": msg, "retryable": retryable},
-        });
+        let verdict = Verdict::Failure {
+            message: msg.to_string(),
+            retryable,
+        };
         let word = if retryable {
             "failed"
         } else {
             "failed (fatal)"
         };
-        self.report(t, result, &format!("{word}: {}", first_line(msg)), started)
+        self.report(t, verdict, &format!("{word}: {}", first_line(msg)), started)
     }
 
     /// Writes the result for the attempt this worker was given, as `coord complete`/`fail` do.
-    fn report(&self, t: &Taken, result: Value, word: &str, started: Instant) -> String {
+    fn report(&self, t: &Taken, verdict: Verdict, word: &str, started: Instant) -> String {
         let secs = started.elapsed().as_secs_f64();
-        match self.write_result(t, result) {
+        match self.write_result(t, &verdict) {
             Ok(()) => format!("{word} ({secs:.1}s)"),
             Err(e) => format!("{word} ({secs:.1}s), but not recorded: {e:#}"),
         }
@@ -593,39 +590,27 @@ impl Worker {
 
     /// Writes the result as `coord complete`/`fail --agent --attempt` do: a report for an
     /// attempt that is no longer current is kept in history as `stale_result` and refused.
-    fn write_result(&self, t: &Taken, result: Value) -> Result<()> {
-        let ctx = self.ctx.refreshed();
-        let mut outcome = None;
-        let mut step = |store: &Store| -> Result<usize, TickError> {
-            let (board, _) = store.load()?;
-            let report = commands::Report {
-                result: result.clone(),
-                signer: None,
-                fence: self.fence(t),
-                replace: false,
-            };
-            let reported = commands::report(&board, &ctx.inputs(store), &t.id, report)?;
-            let n = ctx.apply(store, &reported.plan)?;
-            outcome = Some(reported.outcome);
-            Ok(n)
+    fn write_result(&self, t: &Taken, verdict: &Verdict) -> Result<()> {
+        let how = ops::How {
+            fence: self.fence(t),
+            ..ops::How::default()
         };
-        self.step(&ctx, &mut step)?;
-        match outcome {
-            Some(Outcome::Stale(refused)) => Err(refused.into()),
-            _ => Ok(()),
+        let reported =
+            self.on_remote(|coord, remote| coord.report(&t.id, verdict, &how, remote))?;
+        match reported {
+            Reported::Stale(refused) => Err(refused.into()),
+            Reported::MovedOn { state } => Err(anyhow::anyhow!(
+                "task '{}' is {state} on the remote; the result is kept in its coord.history as stale_result",
+                t.id
+            )),
+            Reported::Written { .. } => Ok(()),
         }
     }
 
     /// Extends the lease as `coord heartbeat --agent --attempt` does.
     fn heartbeat(&self, t: &Taken) -> Result<()> {
-        let ctx = self.ctx.refreshed();
         let fence = self.fence(t);
-        let mut step = |store: &Store| -> Result<usize, TickError> {
-            let (board, _) = store.load()?;
-            let plan = commands::heartbeat(&board, &ctx.inputs(store), &t.id, &fence)?;
-            Ok(ctx.apply(store, &plan)?)
-        };
-        self.step(&ctx, &mut step)
+        self.on_remote(|coord, remote| coord.heartbeat(&t.id, &fence, remote))
     }
 
     fn fence(&self, t: &Taken) -> Fence {
@@ -635,32 +620,17 @@ impl Worker {
         }
     }
 
-    /// Runs a step under the lock, as the CLI's agent commands do: here, or on the remote's
-    /// tip and pushed with `--sync`.
-    fn step(
+    /// Runs an operation with a fresh clock, as the CLI's agent commands do: here, or on the
+    /// remote's tip and pushed with `--sync`.
+    fn on_remote<T>(
         &self,
-        ctx: &Ctx,
-        step: &mut dyn FnMut(&Store) -> Result<usize, TickError>,
-    ) -> Result<()> {
-        match &self.remote {
-            Some(remote) => {
-                remote.one_at_a_time(|name| super::synced::run(ctx, name, step).map(drop))
-            }
-            None => {
-                let (coord, _lock) = ctx.session(super::AGENT_WAIT)?;
-                let store = coord.store();
-                step(store).map(drop).map_err(step_error)
-            }
-        }
-    }
-}
-
-/// Returns a step's error with its type kept where it is one of the CLI's (so that a lock held
-/// or a refused report is recognised).
-fn step_error(e: TickError) -> anyhow::Error {
-    match e.downcast::<CommandError>() {
-        Ok(c) => (*c).into(),
-        Err(e) => anyhow::anyhow!(e),
+        op: impl FnOnce(&ops::Coord, Option<&str>) -> Result<T, ops::Error>,
+    ) -> Result<T> {
+        let coord = self.ctx.refreshed().coord()?;
+        Ok(match &self.remote {
+            Some(remote) => remote.one_at_a_time(|name| op(&coord, Some(&name)))?,
+            None => op(&coord, None)?,
+        })
     }
 }
 

@@ -6,10 +6,14 @@
 //! end has to know it. Progress is reported as [`Event`]s to the sink the front end gave;
 //! nothing here prints. Does I/O through the store and the lock.
 
+mod agent;
+mod person;
+mod remote;
 #[cfg(test)]
 mod tests;
 mod tick;
 
+pub use agent::{Claimed, How, Reported, Verdict};
 pub use tick::{describe, Planned, Ticked};
 
 use crate::engine::commands::CommandError;
@@ -140,7 +144,12 @@ impl Coord {
     /// Returns the planner inputs: with `require_signed_results`, a verifier holding the
     /// agents' keys.
     pub fn inputs(&self) -> Inputs<'_> {
-        inputs_for(&self.store, self.now, self.keys())
+        self.inputs_on(&self.store)
+    }
+
+    /// Returns the planner inputs for another opening of this repository (a sync step's).
+    fn inputs_on<'a>(&'a self, store: &'a Store) -> Inputs<'a> {
+        inputs_for(store, self.now, self.keys())
     }
 
     fn emit(&self, event: Event<'_>) {

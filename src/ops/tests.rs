@@ -2,9 +2,9 @@
 //! tick commits, how its commits are marked, and the quiet mark it leaves. Does I/O in
 //! temporary repositories.
 
-use super::{Coord, Options};
+use super::{Claimed, Coord, How, Options, Reported, Verdict};
 use crate::cli::{self, Cli};
-use crate::engine::commands;
+use crate::engine::commands::{self, Fence};
 use clap::Parser;
 use jiff::Timestamp;
 use std::path::Path;
@@ -76,4 +76,52 @@ fn a_tick_that_plans_nothing_leaves_the_quiet_mark_for_the_next_one() {
     assert_eq!((second.quiet, second.commits), (false, 0), "{second:?}");
     let third = open(t.path()).tick().expect("tick");
     assert!(third.quiet, "{third:?}");
+}
+
+#[test]
+fn nothing_to_claim_and_a_stale_report_are_outcomes_not_errors() {
+    let t = tempfile::tempdir().expect("tempdir");
+    init(t.path());
+    let profile = "capabilities: [code]\nmax_active: 1\nassign: pull\n";
+    std::fs::write(t.path().join("work/agents/alice.yaml"), profile).expect("agent");
+    let coord = open(t.path());
+    let alice = "alice".parse().expect("agent");
+    coord.tick().expect("tick");
+    let nothing = coord.claim(&alice, None).expect("claim");
+    assert!(matches!(nothing, Claimed::Nothing { .. }), "{nothing:?}");
+    std::fs::write(
+        t.path().join("work/inbox/a.yaml"),
+        "title: T\ncapabilities: [code]\n",
+    )
+    .expect("task");
+    coord.tick().expect("tick");
+    let Claimed::Granted(receipt) = coord.claim(&alice, None).expect("claim") else {
+        panic!("nothing granted");
+    };
+    let late = How {
+        fence: Fence {
+            agent: Some(alice.clone()),
+            attempt: Some(receipt.attempt + 1),
+        },
+        ..How::default()
+    };
+    let done = Verdict::Success {
+        output: None,
+        next_agents: Vec::new(),
+    };
+    let reported = coord
+        .report(&receipt.id, &done, &late, None)
+        .expect("report");
+    assert!(matches!(reported, Reported::Stale(_)), "{reported:?}");
+    let on_time = How {
+        fence: Fence {
+            attempt: Some(receipt.attempt),
+            ..late.fence
+        },
+        ..How::default()
+    };
+    let reported = coord
+        .report(&receipt.id, &done, &on_time, None)
+        .expect("report");
+    assert!(matches!(reported, Reported::Written { .. }), "{reported:?}");
 }

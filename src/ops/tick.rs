@@ -73,6 +73,18 @@ impl Coord {
         pass(store, &self.sink, self.now, self.keys())
     }
 
+    /// Runs one tick on the tip of `remote` and pushes it, as a step of an agent command
+    /// does (`coord run --sync`): redone on the newer tip after a rejected push.
+    pub fn tick_remote(&self, remote: &str) -> Result<Ticked, Error> {
+        let mut ticked = Ticked::default();
+        let mut step = |store: &Store| -> Result<usize, Error> {
+            ticked = self.tick_on(store)?;
+            Ok(ticked.commits)
+        };
+        self.run_step(Some(remote), &mut step)?;
+        Ok(ticked)
+    }
+
     /// Plans a tick without the lock and changes nothing (`coord tick --dry-run`).
     pub fn plan(&self) -> Result<Planned, Error> {
         let (board, _) = self.store.load()?;

@@ -1,0 +1,199 @@
+//! The agent's operations: `claim` (pull model), `complete` / `fail` (a result stamped with the
+//! attempt, for fencing) and `heartbeat` (extend the lease); each here or against a remote.
+//! Outcomes that are not failures — nothing to claim, a stale report kept in history — are
+//! values.
+
+use super::{apply, Coord, Error, Sink};
+use crate::engine::commands::{self, CommandError, Fence, Outcome, Receipt, Report};
+use crate::engine::Signer;
+use crate::model::{AgentName, TaskId};
+use crate::store::{Origin, Store};
+use serde_json::{json, Value};
+
+/// What a claim found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claimed {
+    /// A task was assigned to the agent (and pushed, with a remote).
+    Granted(Receipt),
+    /// No ready task may go to the agent now.
+    Nothing {
+        /// The agent.
+        agent: AgentName,
+        /// Why, when one reason stands out (WIP limit, open circuit, disabled), with a leading
+        /// `: `; else empty.
+        why: String,
+    },
+}
+
+/// The result an agent reports.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// The work is done (`coord complete`).
+    Success {
+        /// The output document, if any.
+        output: Option<Value>,
+        /// Agents to hand off to, overriding the task's `next_agent` (several: a fan-out).
+        next_agents: Vec<AgentName>,
+    },
+    /// The work failed (`coord fail`).
+    Failure {
+        /// What went wrong.
+        message: String,
+        /// Whether the task may be tried again.
+        retryable: bool,
+    },
+}
+
+impl Verdict {
+    /// Returns the `result:` fields this verdict writes.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Verdict::Success {
+                output,
+                next_agents,
+            } => {
+                let mut result = json!({"status": "success"});
+                if let Some(output) = output {
+                    result["output"] = output.clone();
+                }
+                match next_agents.as_slice() {
+                    [] => {}
+                    [one] => result["next_agent"] = json!(one),
+                    many => result["next_agent"] = json!(many),
+                }
+                result
+            }
+            Verdict::Failure { message, retryable } => json!({
+                "status": "failure",
+                "error": {"message": message, "retryable": retryable},
+            }),
+        }
+    }
+}
+
+/// How a result is written.
+#[derive(Debug, Clone, Default)]
+pub struct How {
+    /// The agent and attempt the reporter worked on (empty for a person at a terminal).
+    pub fence: Fence,
+    /// Sign the result with the agent's key.
+    pub sign: bool,
+    /// Overwrite a result already waiting (the old one is kept in `coord.history`).
+    pub replace: bool,
+}
+
+/// What became of a reported result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reported {
+    /// The result was written, stamped with this attempt of this agent.
+    Written {
+        /// The agent whose folder the task is in.
+        agent: Option<AgentName>,
+        /// The attempt.
+        attempt: u32,
+    },
+    /// The reporter named another agent or attempt than the current one: the result was kept
+    /// in `coord.history` as a `stale_result`, and this says which attempt is current.
+    Stale(CommandError),
+    /// On the remote the task had moved on (to `state`): the result was kept in its
+    /// `coord.history` as a `stale_result`.
+    MovedOn {
+        /// The task's state on the remote.
+        state: String,
+    },
+}
+
+impl Coord {
+    /// Takes the best ready task for `agent` (pull model), here or on the tip of `remote` (see
+    /// [`Coord::remote`]); after a lost race on the remote, the next best.
+    pub fn claim(&self, agent: &AgentName, remote: Option<&str>) -> Result<Claimed, Error> {
+        let mut granted = None;
+        let mut step = |store: &Store| -> Result<usize, Error> {
+            let (board, _) = store.load()?;
+            let claim = commands::claim(&board, &self.inputs_on(store), agent)?;
+            let n = apply(store, &self.sink, &claim.plan, self.now, Origin::Command)?;
+            granted = Some(claim.receipt);
+            Ok(n)
+        };
+        match self.run_step(self.remote(remote), &mut step) {
+            Err(Error::Command(CommandError::NothingToClaim { agent, why })) => {
+                Ok(Claimed::Nothing { agent, why })
+            }
+            Err(e) => Err(e),
+            Ok(()) => Ok(Claimed::Granted(granted.ok_or_else(|| {
+                CommandError::Unsafe("the claim made no commit; run coord claim again".into())
+            })?)),
+        }
+    }
+
+    /// Writes an agent's result into an assigned task, here or on the tip of `remote` (see
+    /// [`Coord::remote`]). A report for an attempt that is not the current one is kept in
+    /// the task's history and returned as [`Reported::Stale`].
+    pub fn report(
+        &self,
+        id: &TaskId,
+        verdict: &Verdict,
+        how: &How,
+        remote: Option<&str>,
+    ) -> Result<Reported, Error> {
+        let remote = self.remote(remote);
+        let result = verdict.to_value();
+        let signer: Option<&dyn Signer> = how.sign.then(|| self.keys() as &dyn Signer);
+        let mut reported = None;
+        let mut step = |store: &Store| -> Result<usize, Error> {
+            let (board, _) = store.load()?;
+            let inputs = self.inputs_on(store);
+            let report = Report {
+                result: result.clone(),
+                signer,
+                fence: how.fence.clone(),
+                replace: how.replace,
+            };
+            let done = match commands::report(&board, &inputs, id, report) {
+                // On the remote the task moved on: keep the result in its history.
+                Err(CommandError::WrongState { state, .. })
+                    if remote.is_some() && state != "assigned" =>
+                {
+                    let plan = commands::set_aside(&board, &inputs, id, result.clone())?;
+                    reported = Some(Reported::MovedOn { state });
+                    return apply(store, &self.sink, &plan, self.now, Origin::Command);
+                }
+                other => other?,
+            };
+            // A stale report's commit is the history entry; the refusal says the rest.
+            let silent: Sink = Box::new(|_| {});
+            let sink = match done.outcome {
+                Outcome::Stale(_) => &silent,
+                Outcome::Stamped { .. } => &self.sink,
+            };
+            let n = apply(store, sink, &done.plan, self.now, Origin::Command)?;
+            reported = Some(match done.outcome {
+                Outcome::Stamped { agent, attempt } => Reported::Written { agent, attempt },
+                Outcome::Stale(refused) => Reported::Stale(refused),
+            });
+            Ok(n)
+        };
+        self.run_step(remote, &mut step)?;
+        reported.ok_or_else(|| {
+            Error::Command(CommandError::Unsafe(
+                "the report made no commit; run the command again".into(),
+            ))
+        })
+    }
+
+    /// Extends the lease of an assigned task, here or on the tip of `remote` (see
+    /// [`Coord::remote`]).
+    pub fn heartbeat(&self, id: &TaskId, fence: &Fence, remote: Option<&str>) -> Result<(), Error> {
+        let Some(remote) = self.remote(remote) else {
+            return self
+                .act(&|b, i| commands::heartbeat(b, i, id, fence))
+                .map(drop);
+        };
+        let mut step = |store: &Store| -> Result<usize, Error> {
+            let (board, _) = store.load()?;
+            let plan = commands::heartbeat(&board, &self.inputs_on(store), id, fence)?;
+            apply(store, &self.sink, &plan, self.now, Origin::Command)
+        };
+        self.run_step(Some(remote), &mut step)
+    }
+}

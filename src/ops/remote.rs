@@ -1,0 +1,51 @@
+//! Running a step of an agent command under the lock: here, or against a remote (`--sync
+//! [REMOTE]` or `sync.remote` in coord.yaml) — fetch, act on the remote's tip, push, and
+//! succeed only once the push landed; a rejected push undoes the step and redoes it on the
+//! newer tip. The fetch, replay and push live in [`crate::sync`].
+
+use super::{Coord, Error, Event, AGENT_WAIT};
+use crate::store::Store;
+use crate::sync::{self, SyncError, TickError};
+
+/// How many times a step is redone after a rejected push before giving up.
+const RETRIES: u32 = 30;
+
+/// A step: acts on the store it is given (the lock held) and returns its commits.
+pub(crate) type Step<'s> = dyn FnMut(&Store) -> Result<usize, Error> + 's;
+
+impl Coord {
+    /// Returns the remote an agent command syncs with: `flag` when given, else `sync.remote`
+    /// of coord.yaml; None to act here only.
+    pub fn remote<'a>(&'a self, flag: Option<&'a str>) -> Option<&'a str> {
+        flag.or(self.store.config.sync.remote.as_deref())
+    }
+
+    /// Runs `step` under the lock after recording people's changes: on this repository, or on
+    /// the tip of `remote` and pushed there (redone after each rejected push). The step's own
+    /// error comes back as it was.
+    pub(crate) fn run_step(&self, remote: Option<&str>, step: &mut Step<'_>) -> Result<(), Error> {
+        let Some(remote) = remote else {
+            let _lock = self.session(AGENT_WAIT)?;
+            return step(&self.store).map(drop);
+        };
+        let opts = sync::Options {
+            remote: remote.to_string(),
+            branch: None,
+            max_retries: RETRIES,
+            wait: self.wait.unwrap_or(AGENT_WAIT),
+            now: self.now,
+            redo_on_reject: true,
+            drop_edits: Vec::new(),
+        };
+        let mut boxed = |store: &Store| step(store).map_err(|e| Box::new(e) as TickError);
+        let mut say = |line: &str| self.emit(Event::Status(line));
+        match sync::run(self.store.root(), &opts, &mut boxed, &mut say) {
+            Ok(_) => Ok(()),
+            Err(SyncError::Tick(e)) => Err(match e.downcast::<Error>() {
+                Ok(e) => *e,
+                Err(e) => Error::Sync(SyncError::Tick(e)),
+            }),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
