@@ -51,10 +51,12 @@ pub enum GitError {
         source: git2::Error,
     },
     /// A lock file of git's stayed held by another git process for the whole wait.
-    #[error("{} is held by another git process (a commit, gc or fetch?); coord waited {waited:.1}s and committed nothing further; run it again when that git is done, or delete the file if no git is running", lock.display())]
+    #[error("{} is {holder}; coord waited {waited:.1}s and committed nothing further; {}", lock.display(), locks::fix(holder))]
     Locked {
         /// The lock file.
         lock: PathBuf,
+        /// Who holds it, as far as can be found.
+        holder: crate::lock::Holder,
         /// How long coord waited, in seconds.
         waited: f64,
         /// What libgit2 reported.
@@ -292,7 +294,9 @@ impl Repo {
     /// Removes lock files a killed coord left behind, so the next run is not stuck: the
     /// branch's `.lock` at once when it holds one of coord's own commits (nobody else writes
     /// those), and any `.lock` of the branch or the index that outlives `grace` (git holds
-    /// them for milliseconds). The caller holds the coordinator lock. Returns what it removed.
+    /// them for milliseconds) unless a process on this machine has it open (a long git
+    /// command, whose lock the commit then waits for and names). The caller holds the
+    /// coordinator lock. Returns what it removed.
     pub fn remove_stale_locks(&self, grace: std::time::Duration) -> Result<Vec<PathBuf>, GitError> {
         let mut locks = vec![self.git_dir().join("index.lock")];
         if let Some(branch) = self.head()?.branch {
@@ -300,7 +304,8 @@ impl Repo {
         }
         let mut removed = Vec::new();
         for lock in locks {
-            if self.lock_holds_our_commit(&lock) || outlives(&lock, grace) {
+            let stale = || outlives(&lock, grace) && !crate::lock::Holder::of(&lock).is_known();
+            if self.lock_holds_our_commit(&lock) || stale() {
                 remove_lock(&lock)?;
                 removed.push(lock);
             }

@@ -4,6 +4,9 @@
 //! This module does I/O: it creates, locks and writes that file. The kernel releases the lock
 //! when the holder exits, however it exits, so a crashed coordinator never blocks the next one.
 
+pub mod holder;
+
+pub use holder::Holder;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -12,16 +15,20 @@ use std::time::{Duration, Instant};
 /// How long to sleep between attempts while waiting for the lock.
 const RETRY_EVERY: Duration = Duration::from_millis(50);
 
+/// How long a wait goes on before it is reported: shorter waits (an agent command between two
+/// ticks of `coord watch`) are routine.
+const SAY_AFTER: Duration = Duration::from_secs(1);
+
 /// Errors from taking the coordinator lock.
 #[derive(thiserror::Error, Debug)]
 pub enum LockError {
     /// Another coordinator held the lock for the whole wait.
-    #[error("another coordinator{} holds {}; wait for it or pass --wait 30s", holder(*pid), path.display())]
+    #[error("{} is {holder}: another coordinator is running; wait for it or pass --wait 30s", path.display())]
     Held {
         /// The lock file.
         path: PathBuf,
-        /// The holder's pid as it wrote it, when readable.
-        pid: Option<u32>,
+        /// Who holds it, as far as can be found.
+        holder: Holder,
     },
     /// The lock file could not be opened, locked or written.
     #[error("cannot lock {}", path.display())]
@@ -34,8 +41,13 @@ pub enum LockError {
     },
 }
 
-fn holder(pid: Option<u32>) -> String {
-    pid.map(|pid| format!(" (pid {pid})")).unwrap_or_default()
+impl LockError {
+    /// Returns `Held` for the lock file at `path`, naming its holder: the pid written in the
+    /// file (when that process runs) and the processes that have the file open.
+    pub fn held(path: PathBuf) -> LockError {
+        let holder = Holder::with_pid(&path, read_pid(&path));
+        LockError::Held { path, holder }
+    }
 }
 
 /// The held coordinator lock; dropping it releases the lock.
@@ -68,9 +80,19 @@ impl Drop for CoordLock {
 }
 
 /// Takes the exclusive lock on `<git_dir>/coord.lock` and writes our pid into it, retrying every
-/// 50 ms while another coordinator holds it. Returns `Held` (with the holder's pid, when it can
-/// be read) once `wait` has passed; a zero `wait` tries once.
+/// 50 ms while another coordinator holds it. Returns `Held` (naming the holder) once `wait`
+/// has passed; a zero `wait` tries once.
 pub fn acquire(git_dir: &Path, wait: Duration) -> Result<CoordLock, LockError> {
+    acquire_saying(git_dir, wait, &mut |_| {})
+}
+
+/// Takes the lock as [`acquire`] does, and when the wait goes on for a second, passes `say`
+/// one line naming the lock, its holder and how long it waits in all.
+pub fn acquire_saying(
+    git_dir: &Path,
+    wait: Duration,
+    say: &mut dyn FnMut(&str),
+) -> Result<CoordLock, LockError> {
     let path = git_dir.join("coord.lock");
     let io_err = |source| LockError::Io {
         path: path.clone(),
@@ -84,15 +106,25 @@ pub fn acquire(git_dir: &Path, wait: Duration) -> Result<CoordLock, LockError> {
         .truncate(false)
         .open(&path)
         .map_err(io_err)?;
-    let deadline = Instant::now() + wait;
+    let start = Instant::now();
+    let deadline = start + wait;
+    let mut said = false;
     loop {
         match file.try_lock() {
             Ok(()) => break,
             Err(TryLockError::WouldBlock) => {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
-                    let pid = read_pid(&path);
-                    return Err(LockError::Held { path, pid });
+                    return Err(LockError::held(path));
+                }
+                if !said && start.elapsed() >= SAY_AFTER {
+                    said = true;
+                    let holder = Holder::with_pid(&path, read_pid(&path));
+                    say(&format!(
+                        "waiting for {} (up to {} in all): {holder}",
+                        path.display(),
+                        holder::short(wait),
+                    ));
                 }
                 std::thread::sleep(left.min(RETRY_EVERY));
             }
@@ -130,18 +162,22 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let first = acquire(dir.path(), Duration::ZERO).unwrap();
         let err = acquire(dir.path(), Duration::ZERO).unwrap_err();
-        let LockError::Held { path, pid } = &err else {
+        let LockError::Held { path, holder } = &err else {
             panic!("expected Held, got {err:?}");
         };
         assert_eq!(path, first.path());
-        assert_eq!(*pid, Some(std::process::id()));
+        assert_eq!(holder.processes[0].pid, std::process::id());
+        assert!(holder.age.is_some());
         let message = err.to_string();
         assert!(
-            message.contains(&format!("(pid {})", std::process::id())),
+            message.contains(&format!(
+                "coord.lock is held by pid {} (",
+                std::process::id()
+            )),
             "{message}"
         );
         assert!(
-            message.contains("coord.lock; wait for it or pass --wait"),
+            message.contains("another coordinator is running; wait for it or pass --wait"),
             "{message}"
         );
     }
@@ -171,13 +207,24 @@ mod tests {
     }
 
     #[test]
-    fn wait_gives_up_after_the_deadline() {
+    fn wait_gives_up_after_the_deadline_having_said_who_it_waits_for() {
         let dir = tempfile::tempdir().unwrap();
         let _held = acquire(dir.path(), Duration::ZERO).unwrap();
         let start = Instant::now();
-        let err = acquire(dir.path(), Duration::from_millis(120)).unwrap_err();
+        let mut said = Vec::new();
+        let err = acquire_saying(dir.path(), Duration::from_millis(1300), &mut |l| {
+            said.push(l.to_string())
+        })
+        .unwrap_err();
+        assert_eq!(said.len(), 1, "{said:?}");
+        let me = format!(
+            "coord.lock (up to 1s in all): held by pid {}",
+            std::process::id()
+        );
+        assert!(said[0].starts_with("waiting for "), "{said:?}");
+        assert!(said[0].contains(&me), "{said:?}");
         assert!(matches!(err, LockError::Held { .. }), "{err:?}");
-        assert!(start.elapsed() >= Duration::from_millis(120));
+        assert!(start.elapsed() >= Duration::from_millis(1300));
     }
 
     #[test]

@@ -152,7 +152,7 @@ fn run_lock(git_dir: &std::path::Path, name: &str, busy: &str) -> Result<std::fs
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => {
-            Err(LockError::Held { path, pid: None }).context(busy.to_string())
+            Err(LockError::held(path)).context(busy.to_string())
         }
         Err(std::fs::TryLockError::Error(e)) => {
             Err(e).with_context(|| format!("cannot lock {}", path.display()))

@@ -597,7 +597,11 @@ fn a_branch_lock_held_throughout_is_named_and_no_move_is_reported() {
     assert!(start.elapsed() >= locks::LOCK_WAIT, "{:?}", start.elapsed());
     assert!(matches!(err, GitError::Locked { .. }), "{err:?}");
     let message = err.to_string();
-    assert!(message.contains("refs/heads/main.lock"), "{message}");
+    assert!(message.contains("refs/heads/main.lock is held by an unknown process (no process on this machine has it open) for "), "{message}");
+    assert!(
+        message.contains("remove the file and run coord again"),
+        "{message}"
+    );
     assert!(!message.contains("moved"), "{message}");
     assert_eq!(rev(d, "main"), before);
 }

@@ -168,7 +168,8 @@ impl Coord {
     pub fn lock(&self, default: Duration) -> Result<CoordLock, Error> {
         let store = &self.store;
         store.repo.refuse_unfinished()?;
-        let guard = lock::acquire(store.repo.git_dir(), self.wait.unwrap_or(default))?;
+        let say = &mut |line: &str| self.emit(Event::Status(&format!("coord: {line}")));
+        let guard = lock::acquire_saying(store.repo.git_dir(), self.wait.unwrap_or(default), say)?;
         if guard.previous_killed() {
             self.emit_lines(&store.remove_temp_objects()?);
         }

@@ -128,3 +128,92 @@ fn a_killed_runs_temporary_object_files_are_removed_by_recovery() {
     assert!(!r.exists(".git/objects/tmp_object_git2_XyZ"));
     r.git(&["fsck", "--strict"]);
 }
+
+/// A process that holds `lock` open (its stdout) until it is dropped, as a long git command
+/// holds git's lock files.
+struct Holding(std::process::Child);
+
+impl Holding {
+    /// Starts `sleep 60` with `lock` created as its stdout and dated `age` back.
+    fn start(lock: &Path, age: std::time::Duration) -> Holding {
+        let file = std::fs::File::create(lock).expect("create the lock");
+        let past = std::time::SystemTime::now() - age;
+        file.set_modified(past).expect("date the lock");
+        let child = Command::new("sleep")
+            .arg("60")
+            .stdout(file)
+            .spawn()
+            .expect("start sleep");
+        Holding(child)
+    }
+}
+
+impl Drop for Holding {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_git_lock_held_by_a_running_process_is_named_with_its_pid_command_and_age() {
+    let r = TestRepo::with_agents(&["alice"]);
+    r.task("t", "title: t\nagent: alice\n");
+    let before = r.git(&["rev-parse", "HEAD"]);
+    let lock = r.abs(".git/refs/heads/main.lock");
+    let holder = Holding::start(&lock, std::time::Duration::from_secs(40));
+    let (_, err) = r.code(&["tick"], 1);
+    let named = format!(
+        "refs/heads/main.lock is held by pid {} (sleep 60) for 4",
+        holder.0.id()
+    );
+    assert!(err.contains(&named), "{err}");
+    assert!(
+        err.contains("run coord again when that process is done"),
+        "{err}"
+    );
+    assert!(!err.contains("moved"), "{err}");
+    assert!(
+        lock.exists(),
+        "recovery must not remove a lock a process holds"
+    );
+    assert_eq!(r.git(&["rev-parse", "HEAD"]), before);
+    drop(holder);
+    // Nobody holds it now: the next run takes it for a killed run's and goes on.
+    let (_, err) = r.code(&["tick"], 0);
+    assert!(err.contains("removed the stale lock"), "{err}");
+    assert_eq!(r.where_is("t"), "work/assigned/alice/t.yaml");
+}
+
+#[test]
+fn the_coordinator_lock_held_by_a_running_process_is_named_while_waiting_and_at_the_end() {
+    let r = TestRepo::new();
+    r.task("t", "title: t\n");
+    let lock = r.abs(".git/coord.lock");
+    // -o: the lock stays with flock itself, not with the sleep it runs.
+    let Ok(child) = Command::new("flock")
+        .arg("-o")
+        .arg(&lock)
+        .args(["sleep", "60"])
+        .spawn()
+    else {
+        eprintln!("skipped: flock(1) is not installed");
+        return;
+    };
+    let holder = Holding(child);
+    let start = std::time::Instant::now();
+    while r.run(&["tick", "-q"]).status.code() != Some(3) {
+        assert!(start.elapsed().as_secs() < 10, "flock never took the lock");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let named = format!("coord.lock is held by pid {} (flock ", holder.0.id());
+    let (_, err) = r.code(&["tick", "--wait", "1500ms"], 3);
+    let waiting = err.lines().next().unwrap_or_default();
+    assert!(waiting.starts_with("coord: waiting for "), "{err}");
+    assert!(waiting.contains("(up to 1s in all): held by pid"), "{err}");
+    assert!(err.contains(&named), "{err}");
+    assert!(err.contains("sleep 60"), "{err}");
+    assert!(err.contains("wait for it or pass --wait"), "{err}");
+    drop(holder);
+    r.ok(&["tick"]);
+}

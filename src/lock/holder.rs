@@ -1,0 +1,232 @@
+//! Who holds a lock file, for the messages of a wait that gives up: the processes on this
+//! machine that have the file open (found on Linux by reading `/proc/<pid>/fd`; other systems
+//! and other users' processes stay unknown), with their command lines, and how long the file
+//! has existed unchanged (its mtime).
+//!
+//! This module does I/O: it reads the lock's metadata and, on Linux, `/proc`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// Longest command line shown for a holder, in characters.
+const MAX_COMMAND: usize = 80;
+
+/// Most holders named in one message.
+const MAX_SHOWN: usize = 3;
+
+/// A process that holds a lock file open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Process {
+    /// Its process id.
+    pub pid: u32,
+    /// Its command line, arguments separated by spaces; empty when unreadable.
+    pub command: String,
+}
+
+/// What is known of who holds a lock file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Holder {
+    /// The processes on this machine that have the file open (not this one).
+    pub processes: Vec<Process>,
+    /// How long ago the file was last written (taken, for git's and coord's locks).
+    pub age: Option<Duration>,
+}
+
+impl Holder {
+    /// Returns what can be found of the holder of `lock`: the processes that have it open and
+    /// its age. A lock that no longer exists has no age.
+    pub fn of(lock: &Path) -> Holder {
+        let age = std::fs::metadata(lock)
+            .and_then(|m| m.modified())
+            .ok()
+            .map(|t| SystemTime::now().duration_since(t).unwrap_or_default());
+        Holder {
+            processes: open_by(lock),
+            age,
+        }
+    }
+
+    /// Returns the holder of a lock file that stays in place (coord's own), with `pid` (as the
+    /// holder wrote it into the file, taking the lock) named first, also when `/proc` does not show it (another user's process, or no `/proc`),
+    /// unless `/proc` shows that no such process runs.
+    pub fn with_pid(lock: &Path, pid: Option<u32>) -> Holder {
+        let mut holder = Holder::of(lock);
+        if pid.is_none() {
+            // A lock file that stays in place (coord's) gets its mtime from the pid written
+            // into it; without one, the mtime says nothing about the holder.
+            holder.age = None;
+        }
+        if let Some(pid) = pid.filter(|&p| may_run(p)) {
+            holder.processes.retain(|p| p.pid != pid);
+            let command = command_of(pid);
+            holder.processes.insert(0, Process { pid, command });
+        }
+        holder
+    }
+
+    /// Returns whether a process on this machine is known to hold the file open.
+    pub fn is_known(&self) -> bool {
+        !self.processes.is_empty()
+    }
+}
+
+impl fmt::Display for Holder {
+    /// Writes `held by pid 4242 (git gc --auto) for 12s`, or `held by an unknown process (no
+    /// process on this machine has it open) for 12s`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.processes.is_empty() {
+            f.write_str("held by an unknown process (no process on this machine has it open)")?;
+        } else {
+            let shown: Vec<String> = self
+                .processes
+                .iter()
+                .take(MAX_SHOWN)
+                .map(|p| match p.command.as_str() {
+                    "" => format!("pid {}", p.pid),
+                    c => format!("pid {} ({c})", p.pid),
+                })
+                .collect();
+            write!(f, "held by {}", shown.join(", "))?;
+            let more = self.processes.len().saturating_sub(MAX_SHOWN);
+            if more > 0 {
+                write!(f, " and {more} more")?;
+            }
+        }
+        match self.age {
+            Some(age) => write!(f, " for {}", short(age)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Returns `850ms`, `12s`, `3m 5s` or `2h 1m`.
+pub fn short(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0 => format!("{}ms", d.as_millis()),
+        1..60 => format!("{s}s"),
+        60..3600 => format!("{}m {}s", s / 60, s % 60),
+        _ => format!("{}h {}m", s / 3600, s % 3600 / 60),
+    }
+}
+
+/// Returns the processes other than this one that have `lock` open, by pid; none where
+/// `/proc` cannot be read.
+fn open_by(lock: &Path) -> Vec<Process> {
+    let Ok(target) = lock.canonicalize() else {
+        return Vec::new();
+    };
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let me = std::process::id();
+    let mut found: Vec<Process> = procs
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != me && has_open(pid, &target))
+        .map(|pid| Process {
+            pid,
+            command: command_of(pid),
+        })
+        .collect();
+    found.sort_by_key(|p| p.pid);
+    found
+}
+
+/// Returns whether process `pid` has a descriptor open on `target` (other users' processes
+/// cannot be read and count as not).
+fn has_open(pid: u32, target: &Path) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten()
+        .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|p| p == target))
+}
+
+/// Returns whether process `pid` may be running: false only when `/proc` is there and does not
+/// list it.
+fn may_run(pid: u32) -> bool {
+    !Path::new("/proc/self").exists() || Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Returns the command line of `pid` with its arguments joined by spaces and cut to
+/// [`MAX_COMMAND`] characters; empty when it cannot be read.
+fn command_of(pid: u32) -> String {
+    let raw = std::fs::read(PathBuf::from(format!("/proc/{pid}/cmdline"))).unwrap_or_default();
+    let words: Vec<String> = raw
+        .split(|&b| b == 0)
+        .filter(|w| !w.is_empty())
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect();
+    let line = words.join(" ");
+    if line.chars().count() <= MAX_COMMAND {
+        return line;
+    }
+    let cut: String = line.chars().take(MAX_COMMAND).collect();
+    format!("{cut}…")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_short_and_readable() {
+        assert_eq!(short(Duration::from_millis(850)), "850ms");
+        assert_eq!(short(Duration::from_secs(12)), "12s");
+        assert_eq!(short(Duration::from_secs(185)), "3m 5s");
+        assert_eq!(short(Duration::from_secs(7260)), "2h 1m");
+    }
+
+    #[test]
+    fn an_unknown_holder_says_so_with_the_age() {
+        let h = Holder {
+            processes: Vec::new(),
+            age: Some(Duration::from_secs(12)),
+        };
+        assert_eq!(
+            h.to_string(),
+            "held by an unknown process (no process on this machine has it open) for 12s"
+        );
+    }
+
+    #[test]
+    fn holders_are_named_by_pid_and_command() {
+        let p = |pid, c: &str| Process {
+            pid,
+            command: c.to_string(),
+        };
+        let h = Holder {
+            processes: vec![p(1, "git gc"), p(2, ""), p(3, "a"), p(4, "b")],
+            age: None,
+        };
+        assert_eq!(
+            h.to_string(),
+            "held by pid 1 (git gc), pid 2, pid 3 (a) and 1 more"
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_child_holding_the_file_open_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join("index.lock");
+        let file = std::fs::File::create(&lock).unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .stdout(file)
+            .spawn()
+            .unwrap();
+        let holder = Holder::of(&lock);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let found = &holder.processes;
+        assert_eq!(found.len(), 1, "{holder:?}");
+        assert_eq!(found[0].pid, child.id());
+        assert_eq!(found[0].command, "sleep 30");
+        assert!(holder.age.is_some());
+        assert!(!Holder::of(&lock).is_known(), "the child is gone");
+    }
+}
