@@ -272,6 +272,40 @@ fn with_positions(task: &TaskDoc) -> std::borrow::Cow<'_, TaskDoc> {
         .map_or(std::borrow::Cow::Borrowed(task), std::borrow::Cow::Owned)
 }
 
+/// Returns a finding for each agent that the task's written `result.next_agent` names and that
+/// does not exist: the tick does not accept such a result (`bad_result`), so no task is handed
+/// to an agent nobody runs.
+pub fn unknown_result_agents(task: &TaskDoc, ctx: &dyn Context) -> Vec<Violation> {
+    let Some(next) = task.result.as_ref().and_then(|r| r.next_agent.as_ref()) else {
+        return Vec::new();
+    };
+    let many = matches!(next, crate::model::NextAgent::Many(_));
+    let unknown: Vec<(usize, AgentName)> = next
+        .agents()
+        .into_iter()
+        .enumerate()
+        .filter(|(_, a)| !ctx.agent_exists(a))
+        .collect();
+    if unknown.is_empty() {
+        return Vec::new();
+    }
+    let task = &*with_positions(task);
+    unknown
+        .into_iter()
+        .map(|(i, a)| {
+            let ptr = if many {
+                format!("/result/next_agent/{i}")
+            } else {
+                "/result/next_agent".to_string()
+            };
+            Violation::at(
+                task.doc.pos_of(&ptr, false),
+                format!("result.next_agent names unknown agent '{a}'; add it with 'coord agents add {a}' or name an agent that exists"),
+            )
+        })
+        .collect()
+}
+
 fn agents(task: &TaskDoc, ctx: &dyn Context, out: &mut Vec<(Severity, Violation)>) {
     let spec = &task.spec;
     let mut named: Vec<(String, AgentName)> = Vec::new();

@@ -28,6 +28,10 @@ pub fn run(w: &mut World<'_>) {
             fail_attempt(w, &e, bad_result(&e.path, why), true);
             continue;
         }
+        if let Some(unknown) = unknown_next_agent(w, &e) {
+            fail_attempt(w, &e, unknown, true);
+            continue;
+        }
         match &e.task.result {
             Some(r) if !answers_current(r, &e) => stale(w, &e),
             Some(r) => {
@@ -69,6 +73,22 @@ pub fn bad_result(path: &str, why: &str) -> ErrorInfo {
         "{path}:{why}; a result is 'status: success' with 'output:', or 'status: failure' with 'error:'"
     );
     ErrorInfo::new("bad_result", message, true)
+}
+
+/// Returns the `bad_result` error of a current result whose `next_agent` names an agent that
+/// does not exist, naming the first such agent and the fix.
+fn unknown_next_agent(w: &World<'_>, e: &Entry) -> Option<ErrorInfo> {
+    let current = e
+        .task
+        .result
+        .as_ref()
+        .is_some_and(|r| answers_current(r, e));
+    if !current {
+        return None;
+    }
+    let found = crate::check::unknown_result_agents(&e.task, &super::intake::Ctx(w));
+    let first = found.first()?;
+    Some(ErrorInfo::new("bad_result", first.render(&e.path), true))
 }
 
 /// Returns whether a result answers the task's current attempt: the attempt and agent it was

@@ -124,6 +124,57 @@ fn a_malformed_result_fails_the_attempt_with_bad_result() {
 }
 
 #[test]
+fn a_hand_written_result_handing_off_to_an_unknown_agent_is_a_bad_result() {
+    let r = TestRepo::new();
+    r.ok(&["-q", "agents", "add", "alice", "--max-active", "5"]);
+    r.ok(&["-q", "agents", "add", "bob"]);
+    r.task("a", "title: a\nagent: alice\n");
+    r.task("b", "title: b\nagent: alice\n");
+    r.ok(&["tick"]);
+    let a = "work/assigned/alice/a.yaml";
+    append(
+        &r,
+        a,
+        "result:\n  status: success\n  output: {n: 1}\n  next_agent: [bob, ghost]\n",
+    );
+    settle(&r, a);
+    let b = "work/assigned/alice/b.yaml";
+    append(
+        &r,
+        b,
+        "result:\n  status: success\n  output: {n: 2}\n  next_agent: bob\n",
+    );
+    settle(&r, b);
+    let (_, err) = r.code(&["tick"], 0);
+    assert!(err.contains("retry a after bad_result"), "{err}");
+    let at = r.where_is("a");
+    assert_eq!(at, "work/ready/a.yaml", "retried");
+    let text = r.read(&at);
+    assert!(text.contains("code: bad_result"), "{text}");
+    let said: Vec<&str> = text.lines().filter(|l| l.contains("'ghost'")).collect();
+    assert_eq!(said.len(), 1, "{text}");
+    let named = format!("{a}:13:21: result.next_agent names unknown agent 'ghost'");
+    assert!(said[0].contains(&named), "{text}");
+    assert!(
+        said[0].contains("add it with 'coord agents add ghost'"),
+        "{text}"
+    );
+    assert!(
+        text.contains("- ghost"),
+        "the result is kept in history: {text}"
+    );
+    let log = r.git(&["log", "--format=%s"]);
+    assert!(!log.contains("a.ghost") && !log.contains("a.bob"), "{log}");
+    assert_eq!(
+        r.where_is("b"),
+        "work/done/b.yaml",
+        "the other task goes on"
+    );
+    assert_eq!(r.where_is("b.bob"), "work/assigned/bob/b.bob.yaml");
+    assert_eq!(r.git_status(), "");
+}
+
+#[test]
 fn a_result_appended_after_the_coord_block_completes_the_task() {
     let r = repo();
     r.task("a", "title: a\nagent: alice\n");
