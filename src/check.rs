@@ -94,6 +94,16 @@ pub fn read_task(
     })
 }
 
+/// What a result coord can accept looks like: the fix named after a `bad_result`.
+const RESULT_HINT: &str =
+    "a result is 'status: success' with 'output:', or 'status: failure' with 'error:'";
+
+/// Returns the line that reports a `result:` coord cannot accept: `path:line:col: why` (`why`
+/// as [`TaskDoc::bad_result`] holds it) and what a good result looks like.
+pub fn bad_result_line(path: &str, why: &str) -> String {
+    format!("{path}:{why}; {RESULT_HINT}")
+}
+
 /// Returns the document's `result:` when it reads, or why it does not.
 fn read_result(doc: &Doc) -> (Option<TaskResult>, Option<String>) {
     match doc.value.get("result") {

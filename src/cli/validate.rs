@@ -1,6 +1,7 @@
 //! `coord validate`: checks task files, agent profiles and coord.yaml, each against its own
 //! schema, and prints every problem as `path:line:column: message`; exit 1 when any file is
-//! invalid. Unknown agents are warnings here (they may be added later).
+//! invalid. A written `result:` the tick would not accept is an error too. Unknown agents
+//! (also those a result's `next_agent` names) are warnings here (they may be added later).
 
 use super::{Ctx, Found};
 use crate::board::Board;
@@ -84,6 +85,7 @@ fn check_path(
     match check::read_task(&stem, &bytes, schema, &Limits::default()) {
         Err(vs) => errors.extend(vs.iter().map(|v| v.render(&shown))),
         Ok(task) => {
+            errors.extend(bad_result(&task, &shown));
             if let (Some(board), Ok(id)) = (board, TaskId::new(&stem)) {
                 let ctx = BoardCtx::new(board);
                 split(
@@ -92,6 +94,8 @@ fn check_path(
                     errors,
                     warnings,
                 );
+                let unknown = check::unknown_result_agents(&task, &ctx);
+                warnings.extend(unknown.iter().map(|v| v.render(&shown)));
             }
         }
     }
@@ -174,12 +178,17 @@ fn check_board(board: &Board, errors: &mut Vec<String>, warnings: &mut Vec<Strin
         }
         match &f.read {
             Err(vs) => errors.extend(vs.iter().map(|v| v.render(&f.path))),
-            Ok(task) if !f.folder.state.is_final() => split(
-                check::check_in_context(&f.id, task, &ctx),
-                &f.path,
-                errors,
-                warnings,
-            ),
+            Ok(task) if !f.folder.state.is_final() => {
+                errors.extend(bad_result(task, &f.path));
+                let unknown = check::unknown_result_agents(task, &ctx);
+                warnings.extend(unknown.iter().map(|v| v.render(&f.path)));
+                split(
+                    check::check_in_context(&f.id, task, &ctx),
+                    &f.path,
+                    errors,
+                    warnings,
+                );
+            }
             Ok(_) => {}
         }
     }
@@ -195,6 +204,12 @@ fn check_board(board: &Board, errors: &mut Vec<String>, warnings: &mut Vec<Strin
             .map(|e| e.message.clone()),
     );
     errors.sort();
+}
+
+/// Returns the line for a `result:` the tick would not accept (`bad_result`), if any.
+fn bad_result(task: &check::TaskDoc, path: &str) -> Option<String> {
+    let why = task.bad_result.as_deref()?;
+    Some(check::bad_result_line(path, why))
 }
 
 fn split(

@@ -69,10 +69,7 @@ pub fn run(w: &mut World<'_>) {
 
 /// Returns the error of an attempt whose `result:` coord cannot accept.
 pub fn bad_result(path: &str, why: &str) -> ErrorInfo {
-    let message = format!(
-        "{path}:{why}; a result is 'status: success' with 'output:', or 'status: failure' with 'error:'"
-    );
-    ErrorInfo::new("bad_result", message, true)
+    ErrorInfo::new("bad_result", crate::check::bad_result_line(path, why), true)
 }
 
 /// Returns the `bad_result` error of a current result whose `next_agent` names an agent that

@@ -310,6 +310,46 @@ fn validate_checks_profiles_and_coord_yaml_against_their_own_rules() {
     assert!(err.contains("coord.yaml:2:12: defaults.timeout:"), "{err}");
 }
 
+#[test]
+fn validate_reports_a_malformed_result_with_the_file_and_the_fix() {
+    let r = TestRepo::new();
+    r.ok(&["-q", "agents", "add", "alice", "--max-active", "2"]);
+    r.task("a", "title: a\nagent: alice\n");
+    r.task("b", "title: b\nagent: alice\n");
+    r.ok(&["tick"]);
+    r.ok(&["validate"]);
+    let a = "work/assigned/alice/a.yaml";
+    let mut text = r.read(a);
+    text.push_str("result:\n  status: weird\n");
+    r.write(a, &text);
+    let b = "work/assigned/alice/b.yaml";
+    let mut text = r.read(b);
+    text.push_str("result:\n  status: success\n  next_agent: ghost\n");
+    r.write(b, &text);
+    for args in [&["validate"][..], &["validate", a]] {
+        let (out, err) = r.code(args, 1);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {out}");
+        assert!(lines[0].starts_with(&format!("{a}:")), "{args:?}: {out}");
+        assert!(lines[0].contains("status"), "{args:?}: {out}");
+        assert!(
+            lines[0].contains("a result is 'status: success' with 'output:'"),
+            "{args:?}: {out}"
+        );
+        if args.len() == 1 {
+            let warned = format!("{b}:");
+            let warning = err.lines().find(|l| l.contains(&warned));
+            let warning = warning.unwrap_or_else(|| panic!("{err}"));
+            assert!(
+                warning.contains("result.next_agent names unknown agent 'ghost'"),
+                "{err}"
+            );
+        }
+    }
+    let (_, err) = r.code(&["validate", b], 0);
+    assert!(err.contains("'coord agents add ghost'"), "{err}");
+}
+
 /// A reader that closed stderr (a runner that stopped reading a command's stderr) gets the
 /// exit code, never a panic: error and status lines are dropped when they cannot be written.
 #[test]
