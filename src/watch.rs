@@ -45,12 +45,18 @@ pub struct Options {
 }
 
 impl Default for Options {
-    /// Returns a 60 s interval, native events, 150 ms debounce, 500 ms polls.
+    /// Returns a 60 s interval, native events, a 20 ms debounce, 500 ms polls.
+    ///
+    /// The debouncer holds each event until it is `debounce` old (merging repeats of one kind
+    /// on one path meanwhile), so the debounce is a floor under every drop-to-commit latency.
+    /// It need not wait out a writer: the settle rule keeps a file that is still being written
+    /// unread, whenever the tick runs. 20 ms still pairs the halves of a rename and merges an
+    /// editor's save into one batch.
     fn default() -> Options {
         Options {
             interval: Duration::from_secs(60),
             poll: false,
-            debounce: Duration::from_millis(150),
+            debounce: Duration::from_millis(20),
             poll_every: Duration::from_millis(500),
         }
     }
