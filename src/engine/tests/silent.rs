@@ -73,7 +73,7 @@ fn act() -> impl Strategy<Value = Act> {
         });
     prop_oneof![
         4 => drop,
-        4 => (any::<usize>(), 0..7usize).prop_map(|(pick, kind)| Act::Result { pick, kind }),
+        4 => (any::<usize>(), 0..RESULTS.len()).prop_map(|(pick, kind)| Act::Result { pick, kind }),
         1 => (any::<usize>(), 0..3usize).prop_map(|(pick, agent)| Act::HandMove { pick, agent }),
         1 => any::<usize>().prop_map(|pick| Act::Cancel { pick }),
         1 => any::<usize>().prop_map(|pick| Act::Approve { pick }),
@@ -292,8 +292,9 @@ const DROPS: [&str; 9] = [
     "title: ID\nmax_attempts: 0\n",
 ];
 
-/// Results agents append: good, failing, malformed, stale, or in a file coord cannot edit.
-const RESULTS: [&str; 7] = [
+/// Results agents append: good, failing, malformed, stale, handing off to an agent that does
+/// not exist, or in a file coord cannot edit.
+const RESULTS: [&str; 8] = [
     "result:\n  status: success\n  output: {n: 1}\n",
     "result:\n  status: failure\n  error: {message: no}\n",
     "result:\n  status: weird\n",
@@ -301,6 +302,7 @@ const RESULTS: [&str; 7] = [
     "result:\n  status: success\n  attempt: 99\n",
     "result:\n  status: success\n...\n",
     "result:\n  status: [half\n",
+    "result:\n  status: success\n  next_agent: [bob, ghost]\n",
 ];
 
 fn nth(items: &[String], pick: usize) -> Option<String> {
