@@ -5,7 +5,7 @@ use crate::engine::commands::CommandError;
 use crate::model::TaskId;
 use crate::redact::one_line;
 use anyhow::Result;
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// Arguments of `coord log`.
 #[derive(Debug, clap::Args)]
@@ -29,40 +29,7 @@ impl Args {
 
 /// Runs `coord log`.
 pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
-    let store = ctx.store()?;
-    let limit = args.limit.unwrap_or(usize::MAX);
-    let entries: Vec<_> = store
-        .repo
-        .log(None)?
-        .into_iter()
-        .filter_map(|c| {
-            let get = |k: &str| {
-                c.trailers
-                    .iter()
-                    .find(|(key, _)| key == k)
-                    .map(|(_, v)| v.clone())
-            };
-            let subject = get("Coord-Task").or_else(|| get("Coord-Agent"))?;
-            if args.id.as_ref().is_some_and(|id| id.as_str() != subject) {
-                return None;
-            }
-            Some(json!({
-                "commit": c.oid,
-                "time": c.time.to_string(),
-                "task": subject,
-                "from": get("Coord-From"),
-                "to": get("Coord-To"),
-                "summary": one_line(c.summary.strip_prefix("coord: ").unwrap_or(&c.summary)),
-            }))
-        })
-        .take(limit)
-        .collect();
-    if let Some(id) = args.id.as_ref().filter(|_| entries.is_empty()) {
-        let (board, _) = store.load()?;
-        if board.find(id).is_empty() {
-            return Err(CommandError::NotFound(id.clone()).into());
-        }
-    }
+    let entries = entries(ctx, args.id.as_ref(), args.limit)?;
     if ctx.json {
         super::print_json(&json!(entries));
         return Ok(());
@@ -77,4 +44,44 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Returns the transitions (of task `id`, when given), newest first, at most `limit`, as
+/// `coord log --json` prints them.
+pub fn entries(ctx: &Ctx, id: Option<&TaskId>, limit: Option<usize>) -> Result<Vec<Value>> {
+    let store = ctx.store()?;
+    let limit = limit.unwrap_or(usize::MAX);
+    let entries: Vec<_> = store
+        .repo
+        .log(None)?
+        .into_iter()
+        .filter_map(|c| {
+            let get = |k: &str| {
+                c.trailers
+                    .iter()
+                    .find(|(key, _)| key == k)
+                    .map(|(_, v)| v.clone())
+            };
+            let subject = get("Coord-Task").or_else(|| get("Coord-Agent"))?;
+            if id.is_some_and(|id| id.as_str() != subject) {
+                return None;
+            }
+            Some(json!({
+                "commit": c.oid,
+                "time": c.time.to_string(),
+                "task": subject,
+                "from": get("Coord-From"),
+                "to": get("Coord-To"),
+                "summary": one_line(c.summary.strip_prefix("coord: ").unwrap_or(&c.summary)),
+            }))
+        })
+        .take(limit)
+        .collect();
+    if let Some(id) = id.filter(|_| entries.is_empty()) {
+        let (board, _) = store.load()?;
+        if board.find(id).is_empty() {
+            return Err(CommandError::NotFound(id.clone()).into());
+        }
+    }
+    Ok(entries)
 }

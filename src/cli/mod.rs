@@ -27,6 +27,7 @@ mod generate;
 pub(crate) mod init;
 mod keygen;
 mod log;
+mod mcp;
 mod new;
 mod prime;
 mod report;
@@ -133,6 +134,8 @@ enum Command {
     Run(run::Args),
     /// Print instructions for an agent working in this repo, or install them in AGENTS.md
     Prime(prime::Args),
+    /// Serve this repo to an MCP client over stdio: board, new tasks and the agent loop
+    Mcp(mcp::Args),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish)
     Completions(generate::CompletionsArgs),
     /// Print the man page coord(1) in roff
@@ -161,6 +164,21 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// Returns a quiet context for `dir` at `now` (RFC 3339) or at the system clock, waiting
+    /// `wait` for the lock when given.
+    pub fn new(dir: PathBuf, now: Option<&str>, wait: Option<std::time::Duration>) -> Result<Ctx> {
+        Ok(Ctx {
+            dir,
+            json: false,
+            quiet: true,
+            verbose: 0,
+            now: crate::clock::now(now).map_err(UsageError)?,
+            keys: OnceCell::new(),
+            now_fixed: now.is_some(),
+            wait,
+        })
+    }
+
     /// Prints a status line on stderr unless quiet.
     pub fn status(&self, line: &str) {
         if !self.quiet {
@@ -281,21 +299,19 @@ pub const AGENT_WAIT: Duration = Duration::from_secs(10);
 
 /// Parses the command line and runs it.
 pub fn run(cli: Cli) -> Result<()> {
-    let now = crate::clock::now(cli.now.as_deref()).map_err(UsageError)?;
-    let now_fixed = cli.now.is_some();
     let dir = match cli.dir {
         Some(d) => d,
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
     let ctx = Ctx {
-        dir,
         json: cli.json,
         quiet: cli.quiet,
         verbose: cli.verbose,
-        now,
-        keys: OnceCell::new(),
-        now_fixed,
-        wait: cli.wait.map(wait::FlagDuration::get),
+        ..Ctx::new(
+            dir,
+            cli.now.as_deref(),
+            cli.wait.map(wait::FlagDuration::get),
+        )?
     };
     match cli.command {
         Command::Init(a) => init::run(&ctx, a),
@@ -322,6 +338,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Demo(a) => demo::run(&ctx, a),
         Command::Run(a) => run::run(&ctx, a),
         Command::Prime(a) => prime::run(&ctx, a),
+        Command::Mcp(a) => mcp::run(&ctx, a),
         Command::Completions(a) => generate::completions(a),
         Command::Man => generate::man(),
     }

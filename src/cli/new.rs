@@ -44,28 +44,89 @@ pub struct Args {
     idempotency_key: Option<String>,
 }
 
+/// A task to create, as `coord new` and the MCP tool `new` describe it.
+#[derive(Debug, Clone, Default)]
+pub struct NewTask {
+    /// The title.
+    pub title: String,
+    /// The explicit assignee.
+    pub agent: Option<AgentName>,
+    /// Capabilities the agent must have.
+    pub capabilities: Vec<String>,
+    /// The priority.
+    pub priority: Option<Priority>,
+    /// Ids that must be done first.
+    pub depends_on: Vec<TaskId>,
+    /// Agents to hand off to after success.
+    pub next_agent: Vec<AgentName>,
+    /// The agent's input.
+    pub input: Map<String, Value>,
+    /// The id to use instead of a generated one.
+    pub id: Option<String>,
+    /// A key that makes a second creation return the first task.
+    pub idempotency_key: Option<String>,
+}
+
+/// The task `coord new` made or found.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Created {
+    /// Its id.
+    pub id: TaskId,
+    /// Its file, relative to the repo root.
+    pub path: String,
+    /// False when the idempotency key named a task that already existed.
+    pub created: bool,
+}
+
 /// Runs `coord new`.
 pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
-    let fixed_id = match &args.id {
+    let task = NewTask {
+        title: args.title,
+        agent: args.agent,
+        capabilities: args.capabilities,
+        priority: args.priority,
+        depends_on: args.depends_on,
+        next_agent: args.next_agent,
+        input: parse_input(&args.input)?,
+        id: args.id,
+        idempotency_key: args.idempotency_key,
+    };
+    let made = create(ctx, &task)?;
+    if ctx.json {
+        super::print_json(&json!(made));
+    } else {
+        out!("{}", made.id);
+    }
+    Ok(())
+}
+
+/// Writes `task` into the inbox and commits it; with an idempotency key already used, returns
+/// that task instead.
+pub fn create(ctx: &Ctx, task: &NewTask) -> Result<Created> {
+    let fixed_id = match &task.id {
         Some(s) => Some(
             TaskId::new(s)
                 .map_err(|e| UsageError(format!("--id {s:?} {e}; nothing was written")))?,
         ),
         None => None,
     };
-    if args.title.trim().is_empty() {
+    if task.title.trim().is_empty() {
         return Err(UsageError("the title is empty; give the task a title".into()).into());
     }
     let (coord, _lock) = ctx.session(AGENT_WAIT)?;
     let store = coord.store();
     let (board, _) = store.load()?;
-    if let Some(key) = &args.idempotency_key {
+    if let Some(key) = &task.idempotency_key {
         if let Some(existing) = board.tasks.iter().find(|t| {
             t.read
                 .as_ref()
                 .is_ok_and(|d| d.summary().idempotency_key.as_deref() == Some(key))
         }) {
-            return print(ctx, &existing.id, &existing.path, false);
+            return Ok(Created {
+                id: existing.id.clone(),
+                path: existing.path.clone(),
+                created: false,
+            });
         }
     }
     let id = match fixed_id {
@@ -73,17 +134,17 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
             bail!("a task with id '{id}' already exists; pick another --id")
         }
         Some(id) => id,
-        None => fresh_id(&args.title, |id| !board.find(id).is_empty())?,
+        None => fresh_id(&task.title, |id| !board.find(id).is_empty())?,
     };
-    check_names(&board, &args)?;
+    check_names(&board, task)?;
     let path = format!("{}/inbox/{id}.yaml", store.work_dir());
-    let text = task_text(&args)?;
+    let text = task_text(task);
     check_text(store, &board, &id, &text)?;
     let t = Transition {
         subject: id.to_string(),
         from: "new".into(),
         to: "inbox".into(),
-        summary: format!("new task {id}: {}", args.title),
+        summary: format!("new task {id}: {}", task.title),
         ops: vec![Op::Write {
             path: path.clone(),
             text,
@@ -101,20 +162,15 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         ..ctx.clone()
     };
     quiet.apply(store, &Plan::one(t))?;
-    print(ctx, &id, &path, true)
-}
-
-fn print(ctx: &Ctx, id: &TaskId, path: &str, created: bool) -> Result<()> {
-    if ctx.json {
-        super::print_json(&json!({"id": id, "path": path, "created": created}));
-    } else {
-        out!("{id}");
-    }
-    Ok(())
+    Ok(Created {
+        id,
+        path,
+        created: true,
+    })
 }
 
 /// Refuses agents and dependencies that do not exist: the tick would reject the task.
-fn check_names(board: &Board, args: &Args) -> Result<()> {
+fn check_names(board: &Board, args: &NewTask) -> Result<()> {
     for a in args.agent.iter().chain(&args.next_agent) {
         known_agent(board, a)?;
     }
@@ -143,7 +199,7 @@ fn check_text(store: &Store, board: &Board, id: &TaskId, text: &str) -> Result<(
     Ok(())
 }
 
-fn task_text(args: &Args) -> Result<String> {
+fn task_text(args: &NewTask) -> String {
     let mut fields: Vec<(&str, Value)> = vec![("title", json!(args.title))];
     if let Some(a) = &args.agent {
         fields.push(("agent", json!(a)));
@@ -163,12 +219,12 @@ fn task_text(args: &Args) -> Result<String> {
         many => fields.push(("next_agent", json!(many))),
     }
     if !args.input.is_empty() {
-        fields.push(("input", Value::Object(parse_input(&args.input)?)));
+        fields.push(("input", Value::Object(args.input.clone())));
     }
     if let Some(k) = &args.idempotency_key {
         fields.push(("idempotency_key", json!(k)));
     }
-    Ok(fields.iter().map(|(k, v)| emit_block(k, v, 0)).collect())
+    fields.iter().map(|(k, v)| emit_block(k, v, 0)).collect()
 }
 
 fn parse_input(pairs: &[String]) -> Result<Map<String, Value>> {

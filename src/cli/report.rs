@@ -142,16 +142,25 @@ pub struct How {
 }
 
 fn write_result(ctx: &Ctx, id: &TaskId, verdict: &Verdict, how: How) -> Result<()> {
-    let fence = how.fence.fence();
     let written = ops::How {
-        fence: fence.clone(),
+        fence: how.fence.fence(),
         sign: how.sign,
         replace: how.replace,
     };
-    match ctx
-        .coord()?
-        .report(id, verdict, &written, how.sync.sync.as_deref())?
-    {
+    report(ctx, id, verdict, &written, how.sync.sync.as_deref())
+}
+
+/// Reports `verdict` for task `id` as `coord complete`/`fail` do (here, or through `remote`):
+/// a refused report (a stale attempt, a task that moved on upstream) is an error.
+pub fn report(
+    ctx: &Ctx,
+    id: &TaskId,
+    verdict: &Verdict,
+    written: &ops::How,
+    remote: Option<&str>,
+) -> Result<()> {
+    let fence = &written.fence;
+    match ctx.coord()?.report(id, verdict, written, remote)? {
         Reported::MovedOn { state } => Err(super::Found(format!(
             "task '{id}' is {state} on the remote; the result was not accepted and is kept in its coord.history as stale_result"
         ))

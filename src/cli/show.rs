@@ -15,29 +15,7 @@ pub struct Args {
 
 /// Runs `coord show`.
 pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
-    let store = ctx.store()?;
-    let (board, _) = store.load()?;
-    let files = board.find(&args.id);
-    if files.is_empty() {
-        bail!(
-            "no task '{}' under {}/; 'coord status' lists the tasks",
-            args.id,
-            store.work_dir()
-        );
-    }
-    let copies: Vec<Value> = files
-        .iter()
-        .map(|f| match &f.read {
-            Ok(d) => json!({
-                "id": f.id, "state": f.folder.state.as_str(), "agent": f.folder.agent, "path": f.path,
-                "task": redact_value(&d.doc.value),
-            }),
-            Err(errors) => json!({
-                "id": f.id, "state": f.folder.state.as_str(), "path": f.path,
-                "errors": errors.iter().map(|v| v.render(&f.path)).collect::<Vec<_>>(),
-            }),
-        })
-        .collect();
+    let copies = copies(ctx, &args.id)?;
     if ctx.json {
         super::print_json(&if copies.len() == 1 {
             copies[0].clone()
@@ -56,6 +34,34 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         print_copy(c);
     }
     Ok(())
+}
+
+/// Returns every file of task `id` (one, unless the id is duplicated) as `coord show --json`
+/// prints it: state, agent, path and the task with secrets redacted, or why it does not read.
+pub fn copies(ctx: &Ctx, id: &TaskId) -> Result<Vec<Value>> {
+    let store = ctx.store()?;
+    let (board, _) = store.load()?;
+    let files = board.find(id);
+    if files.is_empty() {
+        bail!(
+            "no task '{}' under {}/; 'coord status' lists the tasks",
+            id,
+            store.work_dir()
+        );
+    }
+    Ok(files
+        .iter()
+        .map(|f| match &f.read {
+            Ok(d) => json!({
+                "id": f.id, "state": f.folder.state.as_str(), "agent": f.folder.agent, "path": f.path,
+                "task": redact_value(&d.doc.value),
+            }),
+            Err(errors) => json!({
+                "id": f.id, "state": f.folder.state.as_str(), "path": f.path,
+                "errors": errors.iter().map(|v| v.render(&f.path)).collect::<Vec<_>>(),
+            }),
+        })
+        .collect())
 }
 
 fn print_copy(c: &Value) {

@@ -1,0 +1,556 @@
+//! `coord mcp`: this repo served to an MCP client (an LLM agent's host) over stdio, on the
+//! official Rust SDK `rmcp`. Tools for the board (status, list, show, log), for creating tasks
+//! (new) and for the agent loop (claim, heartbeat, complete, fail); resources for the board and
+//! for one task. Each tool calls the function its CLI command calls, so errors are the CLI's:
+//! a tool error carries the message, a code (`stale`, `locked`, `not_found`, ...) and the exit
+//! code the CLI would give. "Nothing to claim" is an answer, not an error. stdout carries the
+//! protocol only; status lines go to stderr.
+
+use super::{log, new, report, show, status, Ctx};
+use crate::engine::commands::{CommandError, Fence};
+use crate::error::{exit_code, UsageError};
+use crate::lock::LockError;
+use crate::model::{AgentName, Priority, State, TaskId};
+use crate::ops::{self, Claimed, Verdict};
+use anyhow::{Context, Result};
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolResult, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::ServiceExt;
+use rmcp::{schemars, tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::path::PathBuf;
+
+/// Arguments of `coord mcp`.
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+/// Runs `coord mcp`: serves until the client closes stdin.
+pub fn run(ctx: &Ctx, _args: Args) -> Result<()> {
+    ctx.store()?;
+    let server = Server {
+        dir: ctx.dir.clone(),
+        now: ctx.now_fixed.then(|| ctx.now.to_string()),
+        wait: ctx.wait,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the MCP server's runtime")?;
+    runtime.block_on(async {
+        let service = server
+            .serve(rmcp::transport::stdio())
+            .await
+            .context("the MCP client did not initialize")?;
+        service.waiting().await.context("the MCP session failed")?;
+        Ok(())
+    })
+}
+
+/// The MCP server: the repo's folder and the global flags; a fresh context per call, so the
+/// clock is read at each call (unless `--now` fixed it).
+#[derive(Clone)]
+struct Server {
+    dir: PathBuf,
+    now: Option<String>,
+    wait: Option<std::time::Duration>,
+}
+
+/// What a tool answers: structured content on success, a tool error otherwise.
+type Answer = Result<CallToolResult, ErrorData>;
+
+/// Arguments of `status`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct StatusParams {
+    /// Only this agent's tasks and profile.
+    #[schemars(with = "Option<String>")]
+    agent: Option<AgentName>,
+}
+
+/// A task's state (the folder its file is in).
+#[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum StateParam {
+    Inbox,
+    Blocked,
+    Ready,
+    Review,
+    Assigned,
+    Done,
+    Failed,
+    Cancelled,
+    Invalid,
+    Archived,
+}
+
+/// Arguments of `list`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ListParams {
+    /// Only tasks in this state.
+    state: Option<StateParam>,
+    /// Only tasks of this agent (in its folder, or naming it in `agent:`).
+    #[schemars(with = "Option<String>")]
+    agent: Option<AgentName>,
+}
+
+/// Arguments of `show`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ShowParams {
+    /// The task's id.
+    #[schemars(with = "String")]
+    id: TaskId,
+}
+
+/// Arguments of `log`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LogParams {
+    /// Only this task's transitions.
+    #[schemars(with = "Option<String>")]
+    id: Option<TaskId>,
+    /// At most this many transitions, newest first (default 50).
+    #[schemars(range(min = 1))]
+    limit: Option<usize>,
+}
+
+/// A task's priority.
+#[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum PriorityParam {
+    Low,
+    Normal,
+    High,
+    Critical,
+}
+
+/// Arguments of `new`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NewParams {
+    /// The task's title.
+    title: String,
+    /// The agent to give it to (else the best agent with the capabilities).
+    #[schemars(with = "Option<String>")]
+    agent: Option<AgentName>,
+    /// Capabilities the agent must have.
+    #[serde(default)]
+    capabilities: Vec<String>,
+    /// The priority (default normal).
+    priority: Option<PriorityParam>,
+    /// Ids of tasks that must be done first.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    depends_on: Vec<TaskId>,
+    /// Agents to hand off to after success (several: a fan-out).
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    next_agent: Vec<AgentName>,
+    /// The agent's input.
+    #[serde(default)]
+    input: Map<String, Value>,
+    /// An id to use instead of a generated one.
+    id: Option<String>,
+    /// A second `new` with the same key creates nothing and answers the first task.
+    idempotency_key: Option<String>,
+}
+
+/// Arguments of `claim`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ClaimParams {
+    /// The (pull) agent taking work.
+    #[schemars(with = "String")]
+    agent: AgentName,
+}
+
+/// The task and attempt an agent reports for, as `claim` granted them.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct HeartbeatParams {
+    /// The task's id.
+    #[schemars(with = "String")]
+    id: TaskId,
+    /// The agent working on it.
+    #[schemars(with = "String")]
+    agent: AgentName,
+    /// The attempt worked on.
+    attempt: u32,
+}
+
+/// Arguments of `complete`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CompleteParams {
+    /// The task's id.
+    #[schemars(with = "String")]
+    id: TaskId,
+    /// The agent that worked on it.
+    #[schemars(with = "String")]
+    agent: AgentName,
+    /// The attempt worked on.
+    attempt: u32,
+    /// The output: any JSON value (the next step gets it as input.previous).
+    output: Option<Value>,
+    /// Hand off to these agents instead of the task's next_agent.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    next_agent: Vec<AgentName>,
+}
+
+/// Arguments of `fail`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct FailParams {
+    /// The task's id.
+    #[schemars(with = "String")]
+    id: TaskId,
+    /// The agent that worked on it.
+    #[schemars(with = "String")]
+    agent: AgentName,
+    /// The attempt worked on.
+    attempt: u32,
+    /// What went wrong.
+    error: String,
+    /// Another attempt cannot help: do not retry.
+    #[serde(default)]
+    fatal: bool,
+}
+
+#[tool_router]
+impl Server {
+    #[tool(
+        description = "The board: counts per state, agents with their tasks and leases, \
+                          what waits and why (as `coord status --json`)"
+    )]
+    fn status(&self, Parameters(p): Parameters<StatusParams>) -> Answer {
+        self.answer(|ctx| Ok(status::board(&ctx, p.agent.as_ref())?.0))
+    }
+
+    #[tool(
+        description = "Tasks, one object each (id, state, agent, title, priority, \
+                          attempt, lease_expires_at, path), filtered by state and agent"
+    )]
+    fn list(&self, Parameters(p): Parameters<ListParams>) -> Answer {
+        let state = p.state.and_then(|s| State::parse(&name_of(s)));
+        self.answer(|ctx| Ok(json!({"tasks": status::tasks(&ctx, state, p.agent.as_ref())?})))
+    }
+
+    #[tool(
+        description = "One task: state, folder, fields, result, coord block and history \
+                          (as `coord show --json`)"
+    )]
+    fn show(&self, Parameters(p): Parameters<ShowParams>) -> Answer {
+        self.answer(|ctx| one_or_copies(show::copies(&ctx, &p.id)?))
+    }
+
+    #[tool(description = "Transitions from git history, newest first (as `coord log --json`)")]
+    fn log(&self, Parameters(p): Parameters<LogParams>) -> Answer {
+        let limit = Some(p.limit.unwrap_or(50));
+        self.answer(|ctx| Ok(json!({"entries": log::entries(&ctx, p.id.as_ref(), limit)?})))
+    }
+
+    #[tool(
+        name = "new",
+        description = "Create a task in the inbox and commit it (as `coord new`); answers \
+                       its id and path"
+    )]
+    fn create(&self, Parameters(p): Parameters<NewParams>) -> Answer {
+        let task = new::NewTask {
+            title: p.title,
+            agent: p.agent,
+            capabilities: p.capabilities,
+            priority: p.priority.map(priority),
+            depends_on: p.depends_on,
+            next_agent: p.next_agent,
+            input: p.input,
+            id: p.id,
+            idempotency_key: p.idempotency_key,
+        };
+        self.answer(|ctx| Ok(json!(new::create(&ctx, &task)?)))
+    }
+
+    #[tool(
+        description = "Take the best ready task for a pull agent (as `coord claim`). \
+                          Answers {claimed: true, id, agent, attempt, lease_expires_at, path}, \
+                          or {claimed: false, reason} when there is nothing to claim. Report \
+                          with the agent and attempt given here."
+    )]
+    fn claim(&self, Parameters(p): Parameters<ClaimParams>) -> Answer {
+        self.answer(|ctx| match ctx.coord()?.claim(&p.agent, None)? {
+            Claimed::Granted(receipt) => {
+                let mut v = json!(receipt);
+                v["claimed"] = json!(true);
+                Ok(v)
+            }
+            Claimed::Nothing { agent, why } => {
+                let reason = CommandError::NothingToClaim { agent, why }.to_string();
+                Ok(json!({"claimed": false, "reason": reason}))
+            }
+        })
+    }
+
+    #[tool(
+        description = "Extend the lease of a task you work on (as `coord heartbeat`); \
+                          refused with code 'stale' when the attempt is no longer yours \
+                          (stop working on it)"
+    )]
+    fn heartbeat(&self, Parameters(p): Parameters<HeartbeatParams>) -> Answer {
+        let fence = fence(p.agent, p.attempt);
+        self.answer(|ctx| {
+            ctx.coord()?.heartbeat(&p.id, &fence, None)?;
+            let task = show::copies(&ctx, &p.id)?;
+            let lease = task
+                .first()
+                .map(|t| t["task"]["coord"]["lease_expires_at"].clone());
+            Ok(json!({"id": p.id, "lease_expires_at": lease}))
+        })
+    }
+
+    #[tool(
+        description = "Report success with an output (as `coord complete`); refused with \
+                          code 'stale' when the attempt is no longer current (the result is \
+                          kept in the task's history as stale_result)"
+    )]
+    fn complete(&self, Parameters(p): Parameters<CompleteParams>) -> Answer {
+        let verdict = Verdict::Success {
+            output: p.output,
+            next_agents: p.next_agent,
+        };
+        self.report(p.id, fence(p.agent, p.attempt), verdict)
+    }
+
+    #[tool(
+        description = "Report failure (as `coord fail`): retried unless fatal; refused \
+                          with code 'stale' when the attempt is no longer current"
+    )]
+    fn fail(&self, Parameters(p): Parameters<FailParams>) -> Answer {
+        let verdict = Verdict::Failure {
+            message: p.error,
+            retryable: !p.fatal,
+        };
+        self.report(p.id, fence(p.agent, p.attempt), verdict)
+    }
+}
+
+impl Server {
+    /// Returns a context for one call, at the time of the call.
+    fn ctx(&self) -> Result<Ctx> {
+        Ctx::new(self.dir.clone(), self.now.as_deref(), self.wait)
+    }
+
+    /// Runs `f` with a fresh context; its value is the tool's structured answer, its error a
+    /// tool error.
+    fn answer(&self, f: impl FnOnce(Ctx) -> Result<Value>) -> Answer {
+        Ok(match self.ctx().and_then(f) {
+            Ok(v) => CallToolResult::structured(v),
+            Err(e) => CallToolResult::structured_error(tool_error(&e)),
+        })
+    }
+
+    /// Writes a result as `coord complete`/`fail --agent --attempt` do.
+    fn report(&self, id: TaskId, fence: Fence, verdict: Verdict) -> Answer {
+        let attempt = fence.attempt;
+        let how = ops::How {
+            fence,
+            ..ops::How::default()
+        };
+        self.answer(|ctx| {
+            report::report(&ctx, &id, &verdict, &how, None)?;
+            Ok(json!({"id": id, "attempt": attempt, "recorded": true}))
+        })
+    }
+
+    /// Returns the board or one task as a resource's text.
+    fn resource(&self, uri: &str) -> Result<Option<Value>> {
+        let ctx = self.ctx()?;
+        if uri == BOARD_URI {
+            return Ok(Some(status::board(&ctx, None)?.0));
+        }
+        let Some(id) = uri.strip_prefix(TASK_URI_PREFIX) else {
+            return Ok(None);
+        };
+        let Ok(id) = TaskId::new(id) else {
+            return Ok(None);
+        };
+        Ok(Some(one_or_copies(show::copies(&ctx, &id)?)?))
+    }
+}
+
+const BOARD_URI: &str = "coord://board";
+const TASK_URI_PREFIX: &str = "coord://task/";
+
+#[tool_handler]
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(rmcp::model::Implementation::new("coord", super::VERSION))
+        .with_instructions(
+            "coord coordinates tasks (YAML files in a git repo) between agents and people. \
+             Read the board with status/list/show/log; add work with new. As an agent: claim \
+             (pull agents), heartbeat while you work, then complete or fail naming the agent \
+             and attempt claim gave you. A 'stale' error means the task moved on: drop your \
+             work on it.",
+        )
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let board = Resource::new(BOARD_URI, "board")
+            .with_description("The board, as coord status --json prints it")
+            .with_mime_type("application/json");
+        Ok(ListResourcesResult::with_all_items(vec![board]))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let task = ResourceTemplate::new(format!("{TASK_URI_PREFIX}{{id}}"), "task")
+            .with_description("One task, as coord show --json prints it")
+            .with_mime_type("application/json");
+        Ok(ListResourceTemplatesResult::with_all_items(vec![task]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri;
+        match self.resource(&uri) {
+            Ok(Some(v)) => {
+                let text = serde_json::to_string_pretty(&v).unwrap_or_default();
+                let contents = ResourceContents::text(text, uri).with_mime_type("application/json");
+                Ok(ReadResourceResult::new(vec![contents]).into())
+            }
+            Ok(None) => Err(ErrorData::resource_not_found(
+                format!("no resource {uri}; try {BOARD_URI} or {TASK_URI_PREFIX}<id>"),
+                None,
+            )),
+            Err(e) => Err(ErrorData::internal_error(
+                crate::redact::error_line(&format!("{e:#}")),
+                Some(tool_error(&e)),
+            )),
+        }
+    }
+}
+
+/// Returns a tool error as the CLI would report it: the message, its causes, a code naming
+/// the kind, and the CLI's exit code.
+fn tool_error(e: &anyhow::Error) -> Value {
+    let mut lines: Vec<String> = e
+        .chain()
+        .map(|c| crate::redact::error_line(&c.to_string()))
+        .collect();
+    lines.dedup();
+    let message = if lines.is_empty() {
+        String::new()
+    } else {
+        lines.remove(0)
+    };
+    json!({"error": {
+        "code": code(e),
+        "message": message,
+        "caused_by": lines,
+        "exit_code": exit_code(e) as i32,
+    }})
+}
+
+/// Returns the kind of an error, for a client to act on without reading the message.
+fn code(e: &anyhow::Error) -> &'static str {
+    for c in e.chain() {
+        if let Some(c) = c.downcast_ref::<CommandError>() {
+            return match c {
+                CommandError::NotFound(_) => "not_found",
+                CommandError::Duplicate(_) => "duplicate",
+                CommandError::WrongState { .. } => "wrong_state",
+                CommandError::UnknownAgent { .. } => "unknown_agent",
+                CommandError::Unreadable(_) => "unreadable",
+                CommandError::NothingToClaim { .. } => "nothing_to_claim",
+                CommandError::Sign(_) => "sign",
+                CommandError::Unsafe(_) => "unsafe",
+                CommandError::Stale(_) => "stale",
+                CommandError::ResultPending(_) => "result_pending",
+            };
+        }
+        if matches!(c.downcast_ref::<LockError>(), Some(LockError::Held { .. })) {
+            return "locked";
+        }
+        if c.is::<UsageError>() {
+            return "usage";
+        }
+    }
+    "problem"
+}
+
+/// Returns one copy of a task as it is, several (a duplicated id) as `{copies: [...]}`.
+fn one_or_copies(mut copies: Vec<Value>) -> Result<Value> {
+    Ok(match copies.len() {
+        1 => copies.remove(0),
+        _ => json!({"copies": copies}),
+    })
+}
+
+fn fence(agent: AgentName, attempt: u32) -> Fence {
+    Fence {
+        agent: Some(agent),
+        attempt: Some(attempt),
+    }
+}
+
+fn name_of(s: StateParam) -> String {
+    serde_json::to_value(s)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn priority(p: PriorityParam) -> Priority {
+    match p {
+        PriorityParam::Low => Priority::Low,
+        PriorityParam::Normal => Priority::Normal,
+        PriorityParam::High => Priority::High,
+        PriorityParam::Critical => Priority::Critical,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_state_has_a_parameter_of_the_same_name() {
+        let params = [
+            StateParam::Inbox,
+            StateParam::Blocked,
+            StateParam::Ready,
+            StateParam::Review,
+            StateParam::Assigned,
+            StateParam::Done,
+            StateParam::Failed,
+            StateParam::Cancelled,
+            StateParam::Invalid,
+            StateParam::Archived,
+        ];
+        let names: Vec<String> = params.into_iter().map(name_of).collect();
+        let states: Vec<&str> = State::ALL.iter().map(|s| s.as_str()).collect();
+        assert_eq!(names, states);
+    }
+}

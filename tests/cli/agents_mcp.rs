@@ -1,0 +1,252 @@
+//! `coord mcp`: the real binary as an MCP server over stdio, driven by the official SDK's
+//! client (rmcp with `transport-child-process`), as an LLM agent's host would drive it.
+
+use crate::harness::TestRepo;
+use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{json, Value};
+
+type Client = RunningService<RoleClient, ()>;
+
+/// Runs `f` against `coord mcp` started in `r` (with its fixed clock).
+fn with_server<F: std::future::Future<Output = ()>>(r: &TestRepo, f: impl FnOnce(Client) -> F) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let mut cmd = tokio::process::Command::from(r.spawn_cmd(&["mcp"]));
+        cmd.stderr(std::process::Stdio::null());
+        let transport = TokioChildProcess::new(cmd).expect("spawn coord mcp");
+        let client = ().serve(transport).await.expect("initialize");
+        f(client).await;
+    });
+}
+
+/// Calls a tool; returns whether it answered a tool error, and its structured answer.
+async fn call(client: &Client, tool: &'static str, args: Value) -> (bool, Value) {
+    let Value::Object(args) = args else {
+        panic!("arguments are an object")
+    };
+    let result = client
+        .call_tool(CallToolRequestParams::new(tool).with_arguments(args))
+        .await
+        .expect("tools/call answered");
+    let value = result
+        .structured_content
+        .clone()
+        .expect("structured answer");
+    (result.is_error == Some(true), value)
+}
+
+/// Calls a tool that must succeed and returns its answer.
+async fn ok(client: &Client, tool: &'static str, args: Value) -> Value {
+    let (failed, v) = call(client, tool, args).await;
+    assert!(!failed, "{tool} failed: {v}");
+    v
+}
+
+async fn read(client: &Client, uri: &str) -> Value {
+    let read = client
+        .read_resource(ReadResourceRequestParams::new(uri))
+        .await
+        .expect("resources/read");
+    match &read.contents[0] {
+        ResourceContents::TextResourceContents { text, .. } => {
+            serde_json::from_str(text).expect("json")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+fn pull_repo() -> TestRepo {
+    let r = TestRepo::new();
+    r.ok(&["agents", "add", "p", "--pull"]);
+    r
+}
+
+#[test]
+fn mcp_initializes_lists_tools_and_runs_new_claim_heartbeat_complete() {
+    let repo = pull_repo();
+    let r = &repo;
+    with_server(r, |client| async move {
+        let info = client.peer_info().expect("server info");
+        assert_eq!(
+            info.server_info.as_ref().map(|i| i.name.as_str()),
+            Some("coord")
+        );
+        assert!(info.capabilities.tools.is_some() && info.capabilities.resources.is_some());
+        let tools = client.list_all_tools().await.expect("tools/list");
+        let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "claim",
+                "complete",
+                "fail",
+                "heartbeat",
+                "list",
+                "log",
+                "new",
+                "show",
+                "status"
+            ]
+        );
+        let complete = tools
+            .iter()
+            .find(|t| t.name == "complete")
+            .expect("complete");
+        let schema = json!(complete.input_schema);
+        assert_eq!(
+            schema["required"],
+            json!(["id", "agent", "attempt"]),
+            "{schema}"
+        );
+        assert_eq!(schema["additionalProperties"], false, "{schema}");
+
+        let made = ok(
+            &client,
+            "new",
+            json!({"title": "Write the spec", "input": {"topic": "api"}, "id": "spec"}),
+        )
+        .await;
+        assert_eq!(
+            made,
+            json!({"id": "spec", "path": "work/inbox/spec.yaml", "created": true})
+        );
+        r.ok(&["tick"]);
+        let listed = ok(&client, "list", json!({"state": "ready"})).await;
+        assert_eq!(listed["tasks"][0]["id"], "spec", "{listed}");
+
+        let claimed = ok(&client, "claim", json!({"agent": "p"})).await;
+        assert_eq!(claimed["claimed"], true, "{claimed}");
+        assert_eq!(claimed["id"], "spec");
+        assert_eq!(claimed["attempt"], 1);
+        let beat = ok(
+            &client,
+            "heartbeat",
+            json!({"id": "spec", "agent": "p", "attempt": 1}),
+        )
+        .await;
+        assert!(beat["lease_expires_at"].is_string(), "{beat}");
+        let done = ok(
+            &client,
+            "complete",
+            json!({"id": "spec", "agent": "p", "attempt": 1, "output": {"pages": 3}}),
+        )
+        .await;
+        assert_eq!(done["recorded"], true, "{done}");
+
+        let none = ok(&client, "claim", json!({"agent": "p"})).await;
+        assert_eq!(
+            none["claimed"], false,
+            "nothing to claim is an answer: {none}"
+        );
+        assert!(none["reason"]
+            .as_str()
+            .is_some_and(|s| s.contains("nothing to claim")));
+
+        let task = read(&client, "coord://task/spec").await;
+        assert_eq!(task["task"]["result"]["output"]["pages"], 3, "{task}");
+        assert_eq!(task["task"]["result"]["attempt"], 1, "{task}");
+        let shown = ok(&client, "show", json!({"id": "spec"})).await;
+        assert_eq!(shown, task, "the tool and the resource show the same task");
+        let board = read(&client, "coord://board").await;
+        assert_eq!(board, ok(&client, "status", json!({})).await);
+        let log = ok(&client, "log", json!({"id": "spec"})).await;
+        assert!(
+            log["entries"].as_array().is_some_and(|e| e.len() >= 3),
+            "{log}"
+        );
+        client.cancel().await.expect("close");
+    });
+    let shown: Value = serde_json::from_str(&r.ok(&["show", "spec", "--json"])).expect("json");
+    assert_eq!(shown["task"]["result"]["output"]["pages"], 3, "{shown}");
+    assert_eq!(r.git_status(), "", "every change committed");
+}
+
+#[test]
+fn mcp_refuses_a_stale_attempt_and_a_lost_claim_with_the_clis_error() {
+    let repo = pull_repo();
+    let r = &repo;
+    r.task("z", "title: Z\n");
+    r.ok(&["tick"]);
+    with_server(r, |client| async move {
+        let claimed = ok(&client, "claim", json!({"agent": "p"})).await;
+        assert_eq!(claimed["attempt"], 1);
+        let (failed, stale) = call(
+            &client,
+            "complete",
+            json!({"id": "z", "agent": "p", "attempt": 2, "output": {"by": "zombie"}}),
+        )
+        .await;
+        assert!(failed, "{stale}");
+        assert_eq!(stale["error"]["code"], "stale", "{stale}");
+        assert_eq!(stale["error"]["exit_code"], 1, "{stale}");
+        let message = stale["error"]["message"]
+            .as_str()
+            .expect("message")
+            .to_string();
+        assert!(
+            message.contains("is attempt 1 of p, not attempt 2 of p"),
+            "{message}"
+        );
+        let (_, cli) = r.code(&["complete", "z", "--agent", "p", "--attempt", "2"], 1);
+        assert_eq!(
+            cli.lines().next(),
+            Some(format!("error: {message}").as_str())
+        );
+
+        let (failed, lost) = call(
+            &client,
+            "heartbeat",
+            json!({"id": "z", "agent": "q", "attempt": 1}),
+        )
+        .await;
+        assert!(failed, "{lost}");
+        assert_eq!(lost["error"]["code"], "stale", "{lost}");
+        let (failed, missing) = call(&client, "show", json!({"id": "nosuch"})).await;
+        assert!(
+            failed
+                && missing["error"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("no task 'nosuch'")),
+            "{missing}"
+        );
+        let bad = client
+            .call_tool(
+                CallToolRequestParams::new("claim").with_arguments(
+                    json!({"agent": "../x"})
+                        .as_object()
+                        .cloned()
+                        .expect("object"),
+                ),
+            )
+            .await;
+        // The SDK answers arguments that do not deserialize as a tool error naming them.
+        let bad = format!("{bad:?}");
+        assert!(
+            bad.contains("is_error: Some(true)") && bad.contains("../x"),
+            "{bad}"
+        );
+
+        let done = ok(
+            &client,
+            "complete",
+            json!({"id": "z", "agent": "p", "attempt": 1}),
+        )
+        .await;
+        assert_eq!(done["recorded"], true);
+        client.cancel().await.expect("close");
+    });
+    let shown: Value = serde_json::from_str(&r.ok(&["show", "z", "--json"])).expect("json");
+    assert_eq!(shown["task"]["result"]["attempt"], 1, "{shown}");
+    let history = shown["task"]["coord"]["history"].to_string();
+    assert!(
+        history.contains("stale_result") && history.contains("zombie"),
+        "{history}"
+    );
+}
