@@ -1,16 +1,15 @@
 //! `coord demo [DIR]`: builds a sample repo with six agents, a three-step pipeline, a fan-out of
-//! three with a join, and a task that depends on both; drives it to the end with simulated
-//! agents inside this process (one of them fails once, to show a retry); prints board and log.
+//! three with a join, and a task that depends on both, plus two small agent scripts; drives it
+//! to the end with one `coord run <agent> --once -- sh <script>` per agent and round (the
+//! reviewer fails its first attempt, to show a retry); prints what each run did, the board and
+//! the log. Needs only a POSIX `sh`.
 
 use super::{board_view, init, log, status, Ctx};
-use crate::engine::commands::{self, Report};
 use crate::engine::{Op, Plan, Transition};
-use crate::model::{AgentName, State, TaskId};
 use crate::store::{Origin, Store};
 use anyhow::{bail, Context, Result};
-use jiff::SignedDuration;
-use serde_json::{json, Value};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 /// Arguments of `coord demo`.
 #[derive(Debug, clap::Args)]
@@ -19,13 +18,48 @@ pub struct Args {
     dir: Option<PathBuf>,
 }
 
-const AGENTS: &[(&str, &str)] = &[
-    ("researcher", "capabilities: [research]\nmax_active: 1\n"),
-    ("writer", "capabilities: [writing]\nmax_active: 2\n"),
-    ("editor", "capabilities: [editing]\nmax_active: 1\n"),
-    ("legal", "capabilities: [review]\nmax_active: 1\n"),
-    ("security", "capabilities: [review]\nmax_active: 1\n"),
-    ("pm", "capabilities: [planning]\nmax_active: 1\n"),
+/// The echo agent: answers who did which task, in YAML.
+const ECHO: &str = "bin/echo-agent.sh";
+/// The reviewer: fails its first attempt, approves the next.
+const REVIEWER: &str = "bin/reviewer-agent.sh";
+
+const SCRIPTS: &[(&str, &str)] = &[
+    (ECHO, include_str!("../../templates/demo/echo-agent.sh")),
+    (
+        REVIEWER,
+        include_str!("../../templates/demo/reviewer-agent.sh"),
+    ),
+];
+
+/// coord.yaml of the demo: retries after a second, and the writer's draft of the research goes
+/// on to the editor (the third step of the pipeline).
+const CONFIG: &str = "\
+# The demo's coord.yaml: a failed attempt is retried after a second (default 1m).
+backoff: {base: 1s, max: 1s}
+rules:
+  - when: {agent: writer, output_contains: market-research}
+    then: editor
+";
+
+/// At most this many rounds of runs.
+const ROUNDS: usize = 30;
+
+/// The agents, their profiles, and the script `coord run` drives for each.
+const AGENTS: &[(&str, &str, &str)] = &[
+    (
+        "researcher",
+        "capabilities: [research]\nmax_active: 1\n",
+        ECHO,
+    ),
+    ("writer", "capabilities: [writing]\nmax_active: 2\n", ECHO),
+    ("editor", "capabilities: [editing]\nmax_active: 1\n", ECHO),
+    ("legal", "capabilities: [review]\nmax_active: 1\n", ECHO),
+    (
+        "security",
+        "capabilities: [review]\nmax_active: 1\n",
+        REVIEWER,
+    ),
+    ("pm", "capabilities: [planning]\nmax_active: 1\n", ECHO),
 ];
 
 const TASKS: &[(&str, &str)] = &[
@@ -63,7 +97,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
             dir.display()
         );
     }
-    let mut demo = Ctx {
+    let demo = Ctx {
         dir: dir.clone(),
         quiet: true,
         json: false,
@@ -71,18 +105,25 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     };
     init::run(&demo, init::Args { agents: vec![] })?;
     seed(&demo)?;
-    let rounds = drive(&mut demo)?;
+    out!("coord demo: {}", dir.display());
+    let started = std::time::Instant::now();
+    let rounds = drive(&dir)?;
     out!(
-        "coord demo: {} finished in {rounds} rounds of simulated time\n",
-        dir.display()
+        "\ncoord demo: finished in {rounds} rounds of 'coord run --once' ({:.1}s)\n",
+        started.elapsed().as_secs_f64()
     );
     let store = Store::open(&dir)?;
     let (board, _) = store.load()?;
     let reasons = status::invalid_reasons(&store, &board);
+    let demo = demo.refreshed();
     board_view::print(&board_view::view(&board, &demo.inputs(&store), &reasons));
     out!("\nlog (newest first):");
     log::run(&demo, log::Args::all())?;
     out!("\nlook around: cd {} && git log --stat", dir.display());
+    out!(
+        "run an agent yourself: coord -C {} run writer -- sh {ECHO}",
+        dir.display()
+    );
     Ok(())
 }
 
@@ -91,7 +132,7 @@ fn seed(ctx: &Ctx) -> Result<()> {
     let wd = coord.store().work_dir();
     let mut ops: Vec<Op> = AGENTS
         .iter()
-        .map(|(n, p)| Op::Write {
+        .map(|(n, p, _)| Op::Write {
             path: format!("{wd}/agents/{n}.yaml"),
             text: p.to_string(),
         })
@@ -100,11 +141,19 @@ fn seed(ctx: &Ctx) -> Result<()> {
         path: format!("{wd}/inbox/{id}.yaml"),
         text: t.to_string(),
     }));
+    ops.extend(SCRIPTS.iter().map(|(path, text)| Op::Write {
+        path: path.to_string(),
+        text: text.to_string(),
+    }));
+    ops.push(Op::Write {
+        path: "coord.yaml".into(),
+        text: CONFIG.into(),
+    });
     let t = Transition {
         subject: "demo".into(),
         from: "new".into(),
         to: "inbox".into(),
-        summary: "demo: six agents and three tasks".into(),
+        summary: "demo: six agents, three tasks, two agent scripts".into(),
         ops,
         guard: vec![],
         op: None,
@@ -113,58 +162,48 @@ fn seed(ctx: &Ctx) -> Result<()> {
     Ok(())
 }
 
-/// Ticks and answers as the agents until no task is left open; returns the rounds used.
-fn drive(ctx: &mut Ctx) -> Result<usize> {
-    for round in 1..=40 {
-        let coord = ctx.coord()?;
-        coord.tick()?;
-        let _lock = coord.session(std::time::Duration::ZERO)?;
-        let (board, _) = coord.store().load()?;
-        let open = board.tasks.iter().any(|t| !t.folder.state.is_final());
-        if !open {
+/// Runs `coord run <agent> --once` for each agent in turn until no task is left open, waiting
+/// a second when a round did nothing (a retry waits out its backoff); returns the rounds used.
+fn drive(dir: &Path) -> Result<usize> {
+    let exe = std::env::current_exe().context("cannot find the coord program to run agents")?;
+    for round in 1..=ROUNDS {
+        let mut did = false;
+        for (agent, _, script) in AGENTS {
+            for line in run_once(&exe, dir, agent, script)? {
+                out!("  {agent:<10} {line}");
+                did = true;
+            }
+        }
+        let (board, _) = Store::open(dir)?.load()?;
+        if board.tasks.iter().all(|t| t.folder.state.is_final()) {
             return Ok(round);
         }
-        for t in board
-            .tasks
-            .iter()
-            .filter(|t| t.folder.state == State::Assigned)
-        {
-            let Ok(doc) = &t.read else { continue };
-            if doc.result.is_some() {
-                continue;
-            }
-            let Some(agent) = &t.folder.agent else {
-                continue;
-            };
-            let result = answer(agent, &t.id, doc.coord.attempt, &doc.coord.input);
-            let reported = commands::report(&board, &coord.inputs(), &t.id, Report::new(result))
-                .context("the simulated agent could not report")?;
-            coord.apply(&reported.plan, Origin::Command)?;
+        if !did {
+            std::thread::sleep(std::time::Duration::from_secs(1));
         }
-        ctx.now += SignedDuration::from_mins(5);
     }
-    bail!("the demo did not finish in 40 rounds; 'coord status' in the demo folder shows why")
+    bail!("the demo did not finish in {ROUNDS} rounds; 'coord status' in the demo folder shows why")
 }
 
-/// Returns what a simulated agent answers.
-fn answer(agent: &AgentName, id: &TaskId, attempt: u32, input: &Option<Value>) -> Value {
-    let from_research = id.as_str().starts_with("market-research");
-    match agent.as_str() {
-        "researcher" => {
-            json!({"status": "success", "output": {"summary": "three competitors, none git-native", "competitors": ["queue-x", "tracker-y", "script-z"]}})
-        }
-        "security" if attempt == 1 => {
-            json!({"status": "failure", "error": {"message": "scanner timed out", "retryable": true}})
-        }
-        "writer" if from_research => {
-            json!({"status": "success", "output": {"draft": "coord keeps agents and people in one git repo"}, "next_agent": "editor"})
-        }
-        "writer" => {
-            json!({"status": "success", "output": {"text": format!("written from {}", input.as_ref().map_or("nothing".to_string(), |i| i.to_string()))}})
-        }
-        "pm" => {
-            json!({"status": "success", "output": {"decision": "ship it", "seen": input.clone().unwrap_or(Value::Null)}})
-        }
-        other => json!({"status": "success", "output": {"verdict": "approved", "by": other}}),
+/// Runs `coord run <agent> --once -- sh <script>` in `dir` on the real clock; returns its
+/// lines (one per task it ran).
+fn run_once(exe: &Path, dir: &Path, agent: &str, script: &str) -> Result<Vec<String>> {
+    let out = Command::new(exe)
+        .arg("-C")
+        .arg(dir)
+        .args(["--quiet", "run", agent, "--once", "--", "sh", script])
+        .env_remove("COORD_NOW")
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot start {}", exe.display()))?;
+    if !out.status.success() {
+        bail!(
+            "'coord run {agent} --once' failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
     }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect())
 }

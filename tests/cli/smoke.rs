@@ -37,6 +37,27 @@ fn demo_runs_to_the_end() {
     let out = r.ok(&["demo", dir.to_str().expect("utf8")]);
     assert!(out.contains("tasks: done 9"), "{out}");
     assert!(out.contains("retry launch-plan.security"), "{out}");
+    // Driven by `coord run` around the shipped scripts: the reviewer fails once, then passes.
+    assert!(
+        out.contains(
+            "security   launch-plan.security attempt 1: failed: exit 1: scanner timed out"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("security   launch-plan.security attempt 2: done"),
+        "{out}"
+    );
+    assert!(
+        out.contains("editor     market-research.writer.editor attempt 1: done"),
+        "{out}"
+    );
+    let announce = std::fs::read_to_string(dir.join("work/done/announce.yaml")).expect("done");
+    assert!(
+        announce.contains("writer did: Announce the launch"),
+        "{announce}"
+    );
+    assert!(dir.join("bin/reviewer-agent.sh").is_file());
     let status = std::process::Command::new("git")
         .current_dir(&dir)
         .args(["status", "--porcelain"])
