@@ -32,6 +32,7 @@ mod new;
 mod prime;
 mod report;
 mod run;
+mod run_output;
 mod show;
 mod status;
 mod sync;

@@ -4,17 +4,17 @@
 //! calls as `coord heartbeat`, `coord complete` and `coord fail` (see [`super::report`]).
 //! SIGINT/SIGTERM stop the taking of work; running commands get a grace period.
 
+use super::run_output::{Kind, Output, Running, Told};
 use super::Ctx;
 use crate::board::Board;
 use crate::engine::commands::{self, CommandError, Fence};
 use crate::lock::LockError;
 use crate::model::{AgentName, AssignMode, Duration, State, TaskId};
 use crate::ops::{self, Claimed, Reported, Verdict};
-use crate::run::{output_of, Finished, Job, Running, EXIT_FATAL};
+use crate::run::{output_of, Finished, Job, Running as Process, EXIT_FATAL};
 use crate::store::Store;
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
-use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -62,11 +62,11 @@ struct Taken {
     json: Value,
 }
 
-/// How one task ended, for the line printed about it.
+/// How one task ended.
 struct Ended {
     id: TaskId,
     attempt: u32,
-    line: String,
+    told: Told,
 }
 
 enum Msg {
@@ -123,6 +123,13 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         )?),
         None => None,
     };
+    let output = Output::new(args.agent.clone(), ctx.json, ctx.quiet);
+    // On a terminal the live line and one line per task tell what happens; commit lines
+    // would break the live line.
+    let ctx = &Ctx {
+        quiet: ctx.quiet || output.is_live(),
+        ..ctx.clone()
+    };
     Harness {
         ctx,
         args: &args,
@@ -130,6 +137,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         workdir,
         remote,
         stop_now: Arc::new(AtomicBool::new(false)),
+        output,
     }
     .serve()
 }
@@ -192,7 +200,12 @@ struct Harness<'a> {
     remote: Option<Remote>,
     /// Set when the grace period is over: workers kill their commands.
     stop_now: Arc<AtomicBool>,
+    /// Where task events are told.
+    output: Output,
 }
+
+/// How often the live line is redrawn on a terminal.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Harness<'_> {
     /// The loop: tick, take work, start it, wait for an end or the interval; on a signal, drain.
@@ -200,7 +213,7 @@ impl Harness<'_> {
         let (tx, rx) = channel();
         let signals = stop_on_signals(tx.clone())?;
         let interval = std::time::Duration::from_secs(self.args.interval.as_secs() as u64);
-        let mut running: BTreeSet<TaskId> = BTreeSet::new();
+        let mut running = Running::new();
         let mut stopping = false;
         while !stopping {
             let ctx = self.ctx.refreshed();
@@ -211,19 +224,25 @@ impl Harness<'_> {
                 break;
             }
             for t in taken {
-                running.insert(t.id.clone());
+                running.insert(t.id.clone(), (t.attempt, Instant::now()));
+                self.output.started(&t.id, t.attempt);
                 self.start(t, tx.clone());
             }
-            let mut wait = interval;
+            // Until the interval is over, or at once after a message (drained first).
+            let mut until = Instant::now() + interval;
             loop {
-                match rx.recv_timeout(wait) {
+                self.output.progress(&running);
+                let left = until.saturating_duration_since(Instant::now());
+                match rx.recv_timeout(left.min(PROGRESS_EVERY)) {
                     Ok(Msg::Ended(e)) => self.ended(&mut running, e),
                     Ok(Msg::Stop) => stopping = true,
+                    Err(RecvTimeoutError::Timeout) if Instant::now() < until => continue,
                     Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
                 }
-                wait = std::time::Duration::ZERO;
+                until = Instant::now();
             }
         }
+        self.output.clear();
         self.drain(&rx, &mut running);
         signals.close();
         if self.args.once {
@@ -234,11 +253,11 @@ impl Harness<'_> {
     }
 
     /// Waits for running commands up to the grace period, then has them killed.
-    fn drain(&self, rx: &std::sync::mpsc::Receiver<Msg>, running: &mut BTreeSet<TaskId>) {
+    fn drain(&self, rx: &std::sync::mpsc::Receiver<Msg>, running: &mut Running) {
         if running.is_empty() {
             return;
         }
-        self.ctx.status(&format!(
+        self.output.say(&format!(
             "coord run: stopping; waiting up to {} for {} running task(s)",
             self.args.grace,
             running.len()
@@ -273,21 +292,21 @@ impl Harness<'_> {
             .and_then(|coord| Ok(coord.tick().map(drop)?)),
         };
         match ticked {
-            Err(e) if !nothing_or_busy(&e) => self.ctx.status(&format!(
+            Err(e) if !nothing_or_busy(&e) => self.output.say(&format!(
                 "coord run: tick failed: {e:#}; trying again later"
             )),
             _ => {}
         }
     }
 
-    fn ended(&self, running: &mut BTreeSet<TaskId>, e: Ended) {
+    fn ended(&self, running: &mut Running, e: Ended) {
         running.remove(&e.id);
-        out!("{} attempt {}: {}", e.id, e.attempt, e.line);
+        self.output.ended(&e.id, e.attempt, &e.told);
     }
 
     /// Returns the tasks to start now: the agent's assigned tasks without a result (push), or
     /// what `claim` grants (pull), at most `free`.
-    fn take(&self, ctx: &Ctx, free: usize, running: &BTreeSet<TaskId>) -> Result<Vec<Taken>> {
+    fn take(&self, ctx: &Ctx, free: usize, running: &Running) -> Result<Vec<Taken>> {
         if free == 0 {
             return Ok(Vec::new());
         }
@@ -295,7 +314,7 @@ impl Harness<'_> {
         let (board, _) = store.load()?;
         if !self.pull {
             let mut found = waiting_in_folder(&board, &self.args.agent, ctx, &store);
-            found.retain(|t| !running.contains(&t.id));
+            found.retain(|t| !running.contains_key(&t.id));
             if let Some(remote) = &self.remote {
                 found = landed(&store, &remote.name, found)?;
             }
@@ -333,11 +352,11 @@ impl Harness<'_> {
             stop_now: self.stop_now.clone(),
         };
         std::thread::spawn(move || {
-            let line = worker.work(&t, &job);
+            let told = worker.work(&t, &job);
             let _ = tx.send(Msg::Ended(Ended {
                 id: t.id,
                 attempt: t.attempt,
-                line,
+                told,
             }));
         });
     }
@@ -478,10 +497,10 @@ enum Cut {
 }
 
 impl Worker {
-    /// Runs the command for `t`, heartbeating, and reports; returns the line to print.
-    fn work(&self, t: &Taken, job: &Job) -> String {
+    /// Runs the command for `t`, heartbeating, and reports; returns how it ended.
+    fn work(&self, t: &Taken, job: &Job) -> Told {
         let started = Instant::now();
-        let mut running = match Running::start(job) {
+        let mut running = match Process::start(job) {
             Ok(r) => r,
             Err(e) => {
                 let msg = format!("cannot start {:?}: {e}", job.argv[0]);
@@ -507,14 +526,19 @@ impl Worker {
                 let msg = "coord run was stopped before the command ended";
                 self.report_failure(t, msg, true, started)
             }
-            Some(Cut::Lost(why)) => format!("dropped: {why}"),
+            Some(Cut::Lost(why)) => Told {
+                kind: Kind::Dropped,
+                message: Some(why),
+                secs: started.elapsed().as_secs_f64(),
+                not_recorded: None,
+            },
             None => self.report_end(t, finished, started),
         }
     }
 
     /// Waits for the command, heartbeating when a third of the lease is used; returns why it
     /// was cut short, if it was.
-    fn watch(&self, t: &Taken, running: &mut Running, started: Instant) -> Option<Cut> {
+    fn watch(&self, t: &Taken, running: &mut Process, started: Instant) -> Option<Cut> {
         let deadline = started + t.timeout;
         let mut lease_end = started + t.lease_left;
         let beat_before = t.timeout * 2 / 3;
@@ -542,7 +566,7 @@ impl Worker {
     }
 
     /// Reports a command's end: success with its output on exit 0, else a failure.
-    fn report_end(&self, t: &Taken, f: Finished, started: Instant) -> String {
+    fn report_end(&self, t: &Taken, f: Finished, started: Instant) -> Told {
         if f.status.success() {
             if f.stdout_cut {
                 let msg = format!(
@@ -555,7 +579,7 @@ impl Worker {
                 output: output_of(&f.stdout),
                 next_agents: Vec::new(),
             };
-            return self.report(t, verdict, "done", started);
+            return self.report(t, verdict, Kind::Done, None, started);
         }
         let code = f.status.code();
         let what = code.map_or("killed by a signal".to_string(), |c| format!("exit {c}"));
@@ -566,25 +590,34 @@ impl Worker {
         self.report_failure(t, &msg, code != Some(EXIT_FATAL), started)
     }
 
-    fn report_failure(&self, t: &Taken, msg: &str, retryable: bool, started: Instant) -> String {
+    fn report_failure(&self, t: &Taken, msg: &str, retryable: bool, started: Instant) -> Told {
         let verdict = Verdict::Failure {
             message: msg.to_string(),
             retryable,
         };
-        let word = if retryable {
-            "failed"
-        } else {
-            "failed (fatal)"
-        };
-        self.report(t, verdict, &format!("{word}: {}", first_line(msg)), started)
+        let kind = if retryable { Kind::Failed } else { Kind::Fatal };
+        self.report(t, verdict, kind, Some(msg.to_string()), started)
     }
 
     /// Writes the result for the attempt this worker was given, as `coord complete`/`fail` do.
-    fn report(&self, t: &Taken, verdict: Verdict, word: &str, started: Instant) -> String {
+    fn report(
+        &self,
+        t: &Taken,
+        verdict: Verdict,
+        kind: Kind,
+        message: Option<String>,
+        started: Instant,
+    ) -> Told {
         let secs = started.elapsed().as_secs_f64();
-        match self.write_result(t, &verdict) {
-            Ok(()) => format!("{word} ({secs:.1}s)"),
-            Err(e) => format!("{word} ({secs:.1}s), but not recorded: {e:#}"),
+        let not_recorded = self
+            .write_result(t, &verdict)
+            .err()
+            .map(|e| format!("{e:#}"));
+        Told {
+            kind,
+            message,
+            secs,
+            not_recorded,
         }
     }
 
@@ -632,8 +665,4 @@ impl Worker {
             None => op(&coord, None)?,
         })
     }
-}
-
-fn first_line(s: &str) -> &str {
-    s.lines().next().unwrap_or("")
 }

@@ -442,3 +442,60 @@ fn a_push_agent_with_sync_never_runs_an_assignment_the_remote_refused() {
         "the refused tick was undone here"
     );
 }
+
+#[test]
+fn run_json_prints_one_object_per_task_event_and_nothing_else() {
+    let r = repo(&[("a", "max_active: 2\n")]);
+    r.task("good", "title: Good\nagent: a\n");
+    r.task("bad", "title: Bad\nagent: a\n");
+    let cmd = [
+        "sh",
+        "-c",
+        "if [ $COORD_TASK_ID = bad ]; then echo broken >&2; exit 100; fi; echo 'n: 1'",
+    ]
+    .map(String::from);
+    let out = runner(
+        &r,
+        &args(&["--json", "a", "--once", "--parallel", "2"], &cmd),
+    )
+    .output()
+    .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let events: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .collect();
+    let of = |id: &str| -> Vec<&Value> { events.iter().filter(|e| e["id"] == id).collect() };
+    let good = of("good");
+    assert_eq!(good.len(), 2, "{stdout}");
+    assert_eq!(good[0]["event"], "started");
+    assert_eq!(good[0]["agent"], "a");
+    assert_eq!(good[0]["attempt"], 1);
+    assert_eq!(good[1]["event"], "done");
+    assert_eq!(good[1]["recorded"], true);
+    assert!(good[1]["seconds"].is_number(), "{stdout}");
+    let bad = of("bad");
+    assert_eq!(bad.len(), 2, "{stdout}");
+    assert_eq!(bad[1]["event"], "fatal");
+    assert_eq!(bad[1]["message"], "exit 100: broken");
+    assert_eq!(events.len(), 4, "only task events on stdout: {stdout}");
+}
+
+#[test]
+fn run_off_a_terminal_prints_plain_lines_only() {
+    let r = repo(&[("a", "")]);
+    r.task("t", "title: T\nagent: a\n");
+    let (code, out, err) = run_to_end(&r, &["a", "--once", "--", "sh", "-c", "sleep 1.2"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("t attempt 1: done (1."), "{out}");
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(
+        !out.contains('\x1b') && !err.contains('\x1b') && !err.contains('\r'),
+        "no live line off a terminal: {err:?}"
+    );
+}
