@@ -55,8 +55,8 @@ pub enum GitError {
     Locked {
         /// The lock file.
         lock: PathBuf,
-        /// Who holds it, as far as can be found.
-        holder: crate::lock::Holder,
+        /// Who holds it, as far as can be found (boxed: errors stay small).
+        holder: Box<crate::lock::Holder>,
         /// How long coord waited, in seconds.
         waited: f64,
         /// What libgit2 reported.

@@ -27,8 +27,8 @@ pub enum LockError {
     Held {
         /// The lock file.
         path: PathBuf,
-        /// Who holds it, as far as can be found.
-        holder: Holder,
+        /// Who holds it, as far as can be found (boxed: errors stay small).
+        holder: Box<Holder>,
     },
     /// The lock file could not be opened, locked or written.
     #[error("cannot lock {}", path.display())]
@@ -45,7 +45,7 @@ impl LockError {
     /// Returns `Held` for the lock file at `path`, naming its holder: the pid written in the
     /// file (when that process runs) and the processes that have the file open.
     pub fn held(path: PathBuf) -> LockError {
-        let holder = Holder::with_pid(&path, read_pid(&path));
+        let holder = Box::new(Holder::with_pid(&path, read_pid(&path)));
         LockError::Held { path, holder }
     }
 }

@@ -27,7 +27,7 @@ pub(super) fn retry_locked<T>(
                 if start.elapsed() >= wait {
                     return Err(GitError::Locked {
                         lock: lock.to_path_buf(),
-                        holder: Holder::of(lock),
+                        holder: Box::new(Holder::of(lock)),
                         waited: start.elapsed().as_secs_f64(),
                         source: e,
                     });
@@ -49,8 +49,10 @@ fn jitter() -> Duration {
 /// or, when none on this machine has it open, remove the file if no git command is running
 /// (git keeps some locks while closed, e.g. `index.lock` during `git commit`'s editor).
 pub(super) fn fix(holder: &Holder) -> &'static str {
-    if holder.is_known() {
+    if !holder.processes.is_empty() {
         "run coord again when that process is done"
+    } else if holder.is_known() {
+        "run coord again when that git is done (a commit may be waiting for its editor)"
     } else {
         "if no git command is running (a commit waiting for its editor counts), remove the file and run coord again"
     }

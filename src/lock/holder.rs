@@ -29,6 +29,10 @@ pub struct Process {
 pub struct Holder {
     /// The processes on this machine that have the file open (not this one).
     pub processes: Vec<Process>,
+    /// When none has it open: the `git` processes working in the repository the lock belongs
+    /// to (git closes some locks while it still works: `git commit` keeps `index.lock`
+    /// closed while its editor runs).
+    pub git_here: Vec<Process>,
     /// How long ago the file was last written (taken, for git's and coord's locks).
     pub age: Option<Duration>,
 }
@@ -41,8 +45,14 @@ impl Holder {
             .and_then(|m| m.modified())
             .ok()
             .map(|t| SystemTime::now().duration_since(t).unwrap_or_default());
+        let processes = open_by(lock);
+        let git_here = match (&processes[..], repo_root_of(lock)) {
+            ([], Some(root)) => git_working_in(&root),
+            _ => Vec::new(),
+        };
         Holder {
-            processes: open_by(lock),
+            processes,
+            git_here,
             age,
         }
     }
@@ -52,6 +62,8 @@ impl Holder {
     /// unless `/proc` shows that no such process runs.
     pub fn with_pid(lock: &Path, pid: Option<u32>) -> Holder {
         let mut holder = Holder::of(lock);
+        // An OS lock is held only by who has the file open.
+        holder.git_here.clear();
         if pid.is_none() {
             // A lock file that stays in place (coord's) gets its mtime from the pid written
             // into it; without one, the mtime says nothing about the holder.
@@ -65,9 +77,10 @@ impl Holder {
         holder
     }
 
-    /// Returns whether a process on this machine is known to hold the file open.
+    /// Returns whether a process on this machine is known to hold the file, open or (a git
+    /// working in its repository) closed.
     pub fn is_known(&self) -> bool {
-        !self.processes.is_empty()
+        !self.processes.is_empty() || !self.git_here.is_empty()
     }
 }
 
@@ -75,29 +88,72 @@ impl fmt::Display for Holder {
     /// Writes `held by pid 4242 (git gc --auto) for 12s`, or `held by an unknown process (no
     /// process on this machine has it open) for 12s`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.processes.is_empty() {
-            f.write_str("held by an unknown process (no process on this machine has it open)")?;
-        } else {
-            let shown: Vec<String> = self
-                .processes
-                .iter()
-                .take(MAX_SHOWN)
-                .map(|p| match p.command.as_str() {
-                    "" => format!("pid {}", p.pid),
-                    c => format!("pid {} ({c})", p.pid),
-                })
-                .collect();
-            write!(f, "held by {}", shown.join(", "))?;
-            let more = self.processes.len().saturating_sub(MAX_SHOWN);
-            if more > 0 {
-                write!(f, " and {more} more")?;
+        match (&self.processes[..], &self.git_here[..]) {
+            ([], []) => {
+                f.write_str("held by an unknown process (no process on this machine has it open)")?
             }
+            ([], git) => write!(
+                f,
+                "held, closed, by a git working in this repository: {}",
+                named(git)
+            )?,
+            (open, _) => write!(f, "held by {}", named(open))?,
         }
         match self.age {
             Some(age) => write!(f, " for {}", short(age)),
             None => Ok(()),
         }
     }
+}
+
+/// Returns `pid 1 (git gc), pid 2 and 3 more`.
+fn named(processes: &[Process]) -> String {
+    let shown: Vec<String> = processes
+        .iter()
+        .take(MAX_SHOWN)
+        .map(|p| match p.command.as_str() {
+            "" => format!("pid {}", p.pid),
+            c => format!("pid {} ({c})", p.pid),
+        })
+        .collect();
+    let more = processes.len().saturating_sub(MAX_SHOWN);
+    match more {
+        0 => shown.join(", "),
+        n => format!("{} and {n} more", shown.join(", ")),
+    }
+}
+
+/// Returns the work tree of the repository whose `.git` folder holds `lock`.
+fn repo_root_of(lock: &Path) -> Option<PathBuf> {
+    let git = lock
+        .ancestors()
+        .find(|a| a.file_name() == Some(".git".as_ref()))?;
+    git.parent()?.canonicalize().ok()
+}
+
+/// Returns the `git` processes (other than this one) whose working folder is `root` or
+/// under it; none where `/proc` cannot be read.
+fn git_working_in(root: &Path) -> Vec<Process> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let is_git = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == "git")
+    };
+    let works_here = |pid: u32| {
+        std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(root))
+    };
+    let mut found: Vec<Process> = procs
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != std::process::id() && is_git(pid) && works_here(pid))
+        .map(|pid| Process {
+            pid,
+            command: command_of(pid),
+        })
+        .collect();
+    found.sort_by_key(|p| p.pid);
+    found
 }
 
 /// Returns `850ms`, `12s`, `3m 5s` or `2h 1m`.
@@ -184,6 +240,7 @@ mod tests {
     fn an_unknown_holder_says_so_with_the_age() {
         let h = Holder {
             processes: Vec::new(),
+            git_here: Vec::new(),
             age: Some(Duration::from_secs(12)),
         };
         assert_eq!(
@@ -200,11 +257,20 @@ mod tests {
         };
         let h = Holder {
             processes: vec![p(1, "git gc"), p(2, ""), p(3, "a"), p(4, "b")],
+            git_here: vec![p(5, "git commit")],
             age: None,
         };
         assert_eq!(
             h.to_string(),
             "held by pid 1 (git gc), pid 2, pid 3 (a) and 1 more"
+        );
+        let closed = Holder {
+            processes: Vec::new(),
+            ..h
+        };
+        assert_eq!(
+            closed.to_string(),
+            "held, closed, by a git working in this repository: pid 5 (git commit)"
         );
     }
 
@@ -228,5 +294,35 @@ mod tests {
         assert_eq!(found[0].command, "sleep 30");
         assert!(holder.age.is_some());
         assert!(!Holder::of(&lock).is_known(), "the child is gone");
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+#[allow(clippy::unwrap_used)]
+mod git_tests {
+    use super::*;
+
+    #[test]
+    fn a_git_working_in_the_repository_is_found_when_none_has_the_lock_open() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        let lock = dir.path().join(".git/index.lock");
+        std::fs::write(&lock, "").unwrap();
+        assert!(!Holder::of(&lock).is_known());
+        // `git hash-object --stdin` waits for its input: a git at work in the folder.
+        let mut git = std::process::Command::new("git")
+            .args(["hash-object", "--stdin"])
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let holder = Holder::of(&lock);
+        drop(git.stdin.take());
+        git.wait().unwrap();
+        assert!(holder.processes.is_empty(), "{holder:?}");
+        assert_eq!(holder.git_here.len(), 1, "{holder:?}");
+        assert_eq!(holder.git_here[0].pid, git.id());
+        assert_eq!(holder.git_here[0].command, "git hash-object --stdin");
     }
 }

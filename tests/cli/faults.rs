@@ -217,3 +217,50 @@ fn the_coordinator_lock_held_by_a_running_process_is_named_while_waiting_and_at_
     drop(holder);
     r.ok(&["tick"]);
 }
+
+#[test]
+fn an_index_lock_of_a_git_commit_waiting_for_its_editor_is_kept_and_named() {
+    use std::os::unix::process::CommandExt;
+    let r = TestRepo::with_agents(&["alice"]);
+    r.task("t", "title: t\nagent: alice\n");
+    r.write("notes.txt", "notes\n");
+    r.git(&["add", "notes.txt"]);
+    r.git(&["commit", "-qm", "notes"]);
+    r.write("notes.txt", "a person's change\n");
+    // `git commit -a` keeps index.lock, closed, while its editor runs; this editor ignores
+    // its argument and waits.
+    let mut commit = Command::new("git");
+    commit.current_dir(r.path()).args(["commit", "-qa"]);
+    for (k, v) in crate::harness::git_env() {
+        commit.env(k, v);
+    }
+    let git = commit
+        .env("GIT_EDITOR", "sleep 60 #")
+        .process_group(0)
+        .spawn()
+        .expect("git commit");
+    let group = format!("-{}", git.id());
+    let editor = Holding(git);
+    let lock = r.abs(".git/index.lock");
+    let start = std::time::Instant::now();
+    while !lock.exists() {
+        assert!(start.elapsed().as_secs() < 10, "git commit took no lock");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let (_, err) = r.code(&["tick"], 1);
+    let named = format!(
+        "index.lock is held, closed, by a git working in this repository: pid {} (git commit -qa)",
+        editor.0.id()
+    );
+    assert!(err.contains(&named), "{err}");
+    assert!(err.contains("waiting for its editor"), "{err}");
+    assert!(
+        lock.exists(),
+        "recovery must not remove the lock of a running git"
+    );
+    let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
+    drop(editor);
+    let _ = std::fs::remove_file(&lock);
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("t"), "work/assigned/alice/t.yaml");
+}
