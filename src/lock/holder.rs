@@ -274,6 +274,19 @@ mod tests {
         );
     }
 
+    /// Returns `Holder::of(lock)` once `settled` holds of it, or after two seconds: a child
+    /// is spawned before the kernel has written its new command line into `/proc`.
+    pub(super) fn once_exec_done(lock: &Path, settled: impl Fn(&Holder) -> bool) -> Holder {
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        loop {
+            let holder = Holder::of(lock);
+            if settled(&holder) || std::time::Instant::now() > deadline {
+                return holder;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn a_child_holding_the_file_open_is_found() {
@@ -285,7 +298,7 @@ mod tests {
             .stdout(file)
             .spawn()
             .unwrap();
-        let holder = Holder::of(&lock);
+        let holder = once_exec_done(&lock, |h| h.processes.iter().all(|p| !p.command.is_empty()));
         child.kill().unwrap();
         child.wait().unwrap();
         let found = &holder.processes;
@@ -317,7 +330,9 @@ mod git_tests {
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let holder = Holder::of(&lock);
+        let holder = super::tests::once_exec_done(&lock, |h| {
+            h.git_here.iter().all(|p| !p.command.is_empty()) && !h.git_here.is_empty()
+        });
         drop(git.stdin.take());
         git.wait().unwrap();
         assert!(holder.processes.is_empty(), "{holder:?}");
