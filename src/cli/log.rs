@@ -72,6 +72,7 @@ pub fn entries(ctx: &Ctx, id: Option<&TaskId>, limit: Option<usize>) -> Result<V
                 "task": subject,
                 "from": get("Coord-From"),
                 "to": get("Coord-To"),
+                "op": get("Coord-Op"),
                 "summary": one_line(c.summary.strip_prefix("coord: ").unwrap_or(&c.summary)),
             }))
         })

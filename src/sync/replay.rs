@@ -14,6 +14,8 @@
 //!   the moved file: three-way on the person's part, `coord:` and `result:` from the remote.
 //!   Only when two edits change the same lines does the replay stop with a [`Conflict`].
 
+use crate::engine::operation::Pre;
+use crate::engine::{OpKind, Operation};
 use crate::git::{GitError, LocalCommit, Oid, PathChange, Repo};
 use crate::yaml::{parse_bytes, remove_block, set_block, Limits};
 use serde_json::Value;
@@ -201,6 +203,8 @@ impl Replayer<'_> {
     }
 
     /// Redoes an operation on one task when the task is still as it found it; else drops it.
+    /// The precondition is the commit's `Coord-Pre-*` trailers, or (a commit written before
+    /// operations were named) the `coord:` block of the file it started from.
     fn operation(&self, id: &str, changes: &[PathChange]) -> Result<Step, Stop> {
         let names = [format!("{id}.yaml"), format!("{id}.yml")];
         let named = |p: &str| {
@@ -219,9 +223,14 @@ impl Replayer<'_> {
             None => None,
         };
         let after = self.text(dst.new)?;
-        let holds = now.as_deref().is_some_and(|n| same_attempt(&before, n));
+        let holds = now
+            .as_deref()
+            .is_some_and(|n| match self.op().and_then(|o| o.pre) {
+                Some(pre) => pre_holds(&pre, n),
+                None => same_attempt(&before, n),
+            });
         let redone = match (holds, now) {
-            (true, Some(now)) => with_blocks(&now, &after),
+            (true, Some(now)) => redo(&before, &now, &after),
             _ => None,
         };
         let Some(text) = redone else {
@@ -242,6 +251,11 @@ impl Replayer<'_> {
         Ok(Step::Redone(self.commit_with(&edits)?))
     }
 
+    /// Returns the operation the commit's trailers name, if they name one.
+    fn op(&self) -> Option<Operation> {
+        Operation::from_trailers(&self.commit.info.trailers)
+    }
+
     fn text(&self, blob: Option<Oid>) -> Result<Vec<u8>, GitError> {
         match blob {
             Some(b) => self.repo.blob_bytes(b),
@@ -249,30 +263,40 @@ impl Replayer<'_> {
         }
     }
 
-    /// The task moved on upstream: a result is handed back as stale, anything else dropped.
+    /// The task moved on upstream: a result (or a result set aside as stale) is handed back
+    /// to be kept in the task's history, anything else dropped.
     fn moved_on(&self, id: &str, after: &[u8]) -> Step {
-        let result = parse_bytes(after, &Limits::default())
-            .ok()
-            .and_then(|d| d.value.get("result").cloned());
-        let reports = self.trailer("Coord-From") == Some("assigned")
-            && self.trailer("Coord-To") == Some("assigned");
+        let doc = parse_bytes(after, &Limits::default()).ok();
+        let kind = self.op().map(|o| o.kind);
+        let result = match kind {
+            Some(OpKind::SetAside) => doc.and_then(|d| last_stale_result(&d.value)),
+            Some(k) if k.reports() => doc.and_then(|d| d.value.get("result").cloned()),
+            Some(_) => None,
+            None if self.trailer("Coord-From") == Some("assigned")
+                && self.trailer("Coord-To") == Some("assigned") =>
+            {
+                doc.and_then(|d| d.value.get("result").cloned())
+            }
+            None => None,
+        };
         match result {
-            Some(result) if reports => Step::Stale(Stale {
+            Some(result) => Step::Stale(Stale {
                 id: id.to_string(),
                 result,
             }),
-            _ => self.dropped(id, "the task changed on the remote meanwhile"),
+            None => self.dropped(id, "the task changed on the remote meanwhile"),
         }
     }
 
     fn dropped(&self, id: &str, why: &str) -> Step {
-        let what = if self.trailer("Coord-From") == Some("ready")
-            && self.trailer("Coord-To") == Some("assigned")
-        {
-            "lost claim"
-        } else {
-            "dropped"
+        let claim = match self.op() {
+            Some(op) => op.kind == OpKind::Claim,
+            None => {
+                self.trailer("Coord-From") == Some("ready")
+                    && self.trailer("Coord-To") == Some("assigned")
+            }
         };
+        let what = if claim { "lost claim" } else { "dropped" };
         Step::Dropped(format!(
             "{what}: {} ({id}: {why})",
             self.commit.info.summary
@@ -420,6 +444,57 @@ fn same_attempt(before: &[u8], now: &[u8]) -> bool {
     matches!((coord(before), coord(now)), (Some(a), Some(b)) if a == b)
 }
 
+/// Returns whether the task file `now` is in the state a precondition names: the same
+/// `coord.state`, `coord.assigned_to` and `coord.attempt`.
+fn pre_holds(pre: &Pre, now: &[u8]) -> bool {
+    let Ok(doc) = parse_bytes(now, &Limits::default()) else {
+        return false;
+    };
+    let c = doc.value.get("coord").cloned().unwrap_or(Value::Null);
+    let agent = pre.agent.as_ref().map(|a| Value::from(a.as_str()));
+    c.get("state").and_then(Value::as_str) == Some(pre.state.as_str())
+        && c.get("assigned_to").cloned() == agent
+        && c.get("attempt").and_then(Value::as_u64) == Some(u64::from(pre.attempt))
+}
+
+/// Returns the result of the last `stale_result` entry of a task's `coord.history`.
+fn last_stale_result(task: &Value) -> Option<Value> {
+    task.pointer("/coord/history")?
+        .as_array()?
+        .iter()
+        .rev()
+        .find(|e| e.get("event").and_then(Value::as_str) == Some("stale_result"))?
+        .get("result")
+        .cloned()
+}
+
+/// Redoes an operation (`before` → `after`) on the remote's copy `now` of the task: `now`
+/// with the operation's `coord:` and `result:` blocks, where `coord.history` is the remote's
+/// with the entries the operation added after it (the history is append-only: an entry the
+/// remote added meanwhile, such as a zombie's `stale_result`, is kept). None when a file does
+/// not read as a block mapping.
+fn redo(before: &[u8], now: &[u8], after: &[u8]) -> Option<Vec<u8>> {
+    let history = |b: &[u8]| -> Option<Vec<Value>> {
+        let doc = parse_bytes(b, &Limits::default()).ok()?;
+        Some(match doc.value.pointer("/coord/history") {
+            Some(Value::Array(h)) => h.clone(),
+            _ => Vec::new(),
+        })
+    };
+    let (old, theirs, ours) = (history(before)?, history(now)?, history(after)?);
+    if theirs.len() <= old.len() || !ours.starts_with(&old) {
+        return with_blocks(now, after);
+    }
+    let mut merged = theirs;
+    merged.extend(ours.into_iter().skip(old.len()));
+    let mut doc = parse_bytes(after, &Limits::default()).ok()?.value;
+    doc.pointer_mut("/coord")?
+        .as_object_mut()?
+        .insert("history".to_string(), Value::Array(merged));
+    let text = serde_json::to_string(&doc).ok()?;
+    with_blocks(now, text.as_bytes())
+}
+
 /// Returns `text` with its `coord:` and `result:` blocks replaced by those of `from` (removed
 /// where `from` has none); None when a file does not read as a block mapping.
 fn with_blocks(text: &[u8], from: &[u8]) -> Option<Vec<u8>> {
@@ -475,6 +550,61 @@ mod tests {
         );
         let stripped = with_blocks(coord, b"{}\n").unwrap();
         assert_eq!(stripped, b"title: old\n");
+    }
+
+    #[test]
+    fn a_redo_keeps_history_entries_the_remote_added_meanwhile() {
+        let before =
+            b"title: t\ncoord:\n  state: assigned\n  attempt: 1\n  history:\n  - {event: a}\n";
+        let now = b"title: t (edited)\ncoord:\n  state: assigned\n  attempt: 1\n  history:\n  - {event: a}\n  - {event: remote}\n";
+        let after = b"title: t\ncoord:\n  state: assigned\n  attempt: 1\n  history:\n  - {event: a}\n  - {event: local}\nresult:\n  status: success\n";
+        let text = String::from_utf8(redo(before, now, after).unwrap()).unwrap();
+        let doc = parse_bytes(text.as_bytes(), &Limits::default())
+            .unwrap()
+            .value;
+        let events: Vec<_> = doc["coord"]["history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["event"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(events, ["a", "remote", "local"]);
+        assert_eq!(doc["title"], "t (edited)");
+        assert_eq!(doc["result"]["status"], "success");
+        let plain = b"title: t\ncoord:\n  state: ready\n  attempt: 0\n";
+        let claimed = b"title: t\ncoord:\n  state: assigned\n  attempt: 1\n";
+        assert_eq!(redo(plain, plain, claimed), with_blocks(plain, claimed));
+    }
+
+    #[test]
+    fn a_precondition_is_state_agent_and_attempt() {
+        let pre = Pre {
+            state: "assigned".into(),
+            agent: Some("p1".parse().unwrap()),
+            attempt: 1,
+        };
+        assert!(pre_holds(
+            &pre,
+            b"coord:\n  state: assigned\n  assigned_to: p1\n  attempt: 1\n"
+        ));
+        assert!(!pre_holds(
+            &pre,
+            b"coord:\n  state: assigned\n  assigned_to: p2\n  attempt: 1\n"
+        ));
+        assert!(!pre_holds(
+            &pre,
+            b"coord:\n  state: assigned\n  assigned_to: p1\n  attempt: 2\n"
+        ));
+        assert!(!pre_holds(
+            &pre,
+            b"coord:\n  state: done\n  assigned_to: p1\n  attempt: 1\n"
+        ));
+        let ready = Pre {
+            state: "ready".into(),
+            agent: None,
+            attempt: 0,
+        };
+        assert!(pre_holds(&ready, b"coord:\n  state: ready\n  attempt: 0\n"));
     }
 
     #[test]

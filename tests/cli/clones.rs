@@ -370,3 +370,321 @@ fn a_hand_move_of_a_task_that_moved_on_upstream_never_makes_a_second_copy() {
     );
     assert!(err.contains("t-0"), "the dropped move is reported: {err}");
 }
+
+/// What the remote moves meanwhile in [`race`]: a person's title edit of the task (the
+/// operation's precondition still holds) or a command (it no longer does).
+enum Meanwhile<'a> {
+    EditTitle,
+    Run(&'a [&'a str]),
+    /// A command that is refused (exit 1) but still writes, such as a zombie's report.
+    RunFailing(&'a [&'a str]),
+}
+
+/// Clone `b` prepares task `t` (a pull agent's task, or one that waits for review); clone `a`
+/// does `local` without pushing while `b` moves the remote; then `a` syncs. Returns a's sync
+/// stderr and where and what `t` is on the remote.
+fn race(
+    extra: &str,
+    prepare: &[&[&str]],
+    local: &[&str],
+    meanwhile: Meanwhile,
+) -> (String, String, String) {
+    let net = pull_net(&["p1", "p2"]);
+    net.seed.task("t", &format!("title: Task t\n{extra}"));
+    net.seed.git(&["add", "work/inbox"]);
+    net.seed.git(&["commit", "-q", "-m", "add t"]);
+    net.seed.git(&["push", "-q", "origin", "main"]);
+    let (a, b) = (net.clone(), net.clone());
+    b.ok(&["sync"]);
+    for cmd in prepare {
+        b.ok(cmd);
+        b.ok(&["sync"]);
+    }
+    a.ok(&["sync"]);
+    match a.run(local).status.code() {
+        Some(0) => {}
+        // A zombie's report is refused but set aside in history: that is the local change.
+        _ => assert!(local.contains(&"--attempt"), "{local:?} failed"),
+    }
+    match meanwhile {
+        Meanwhile::EditTitle => {
+            let path = b.where_is("t");
+            b.write(
+                &path,
+                &b.read(&path).replace("title: Task t", "title: Task t (b)"),
+            );
+        }
+        Meanwhile::Run(cmd) => {
+            b.ok(cmd);
+        }
+        Meanwhile::RunFailing(cmd) => {
+            b.code(cmd, 1);
+        }
+    }
+    b.ok(&["sync"]);
+    let (_, err) = a.code(&["sync"], 0);
+    let (at, text) = on_remote(&net, "t");
+    assert_eq!(
+        a.find("t"),
+        std::slice::from_ref(&at),
+        "a is on the remote's tip: {err}"
+    );
+    (err, at, text)
+}
+
+/// [`race`] on a pull agent's task.
+fn race_with(
+    prepare: &[&[&str]],
+    local: &[&str],
+    meanwhile: Meanwhile,
+) -> (String, String, String) {
+    race("", prepare, local, meanwhile)
+}
+
+/// Commands: one command's arguments.
+type Cmd<'a> = &'a [&'a str];
+/// (operation, extra task lines, commands before, the local command, where the task ends).
+type Redone<'a> = (&'a str, &'a str, &'a [Cmd<'a>], Cmd<'a>, &'a str);
+/// (operation, extra task lines, commands before, the local command, the remote's command
+/// meanwhile, where the task ends, what a's sync says or the file keeps).
+type Lost<'a> = (
+    &'a str,
+    &'a str,
+    &'a [Cmd<'a>],
+    Cmd<'a>,
+    Cmd<'a>,
+    &'a str,
+    &'a str,
+);
+
+const CLAIMED: &[&[&str]] = &[&["claim", "--agent", "p1"]];
+const CANCELLED: &[&[&str]] = &[
+    &["claim", "--agent", "p1"],
+    &["cancel", "t", "--reason", "x"],
+];
+const REVIEW: &str = "authority: ask_me_first\n";
+const T1: &str = "2026-11-22T10:05:00Z";
+
+/// Each operation replayed onto a remote that moved: where its precondition (the task's state,
+/// agent and attempt, read from the commit's trailers) still holds it is redone on the moved
+/// file (the remote's title edit stays); where it does not, it is dropped and reported, and a
+/// result is kept in the task's history as `stale_result`.
+#[test]
+fn each_operation_is_redone_when_its_precondition_holds_on_the_moved_remote() {
+    let edited = |text: &str| text.contains("title: Task t (b)");
+    let cases: [Redone; 8] = [
+        (
+            "claim",
+            "",
+            &[],
+            &["claim", "--agent", "p1"],
+            "work/assigned/p1/",
+        ),
+        ("complete", "", CLAIMED, &["complete", "t"], "work/done/"),
+        (
+            "fail",
+            "",
+            CLAIMED,
+            &["fail", "t", "--error", "boom", "--fatal"],
+            "work/failed/",
+        ),
+        (
+            "heartbeat",
+            "",
+            CLAIMED,
+            &["--now", T1, "heartbeat", "t"],
+            "work/assigned/p1/",
+        ),
+        (
+            "cancel",
+            "",
+            CLAIMED,
+            &["cancel", "t", "--reason", "no"],
+            "work/cancelled/",
+        ),
+        ("retry", "", CANCELLED, &["retry", "t"], "work/ready/"),
+        ("approve", REVIEW, &[], &["approve", "t"], "work/ready/"),
+        (
+            "reject",
+            REVIEW,
+            &[],
+            &["reject", "t", "--reason", "no"],
+            "work/failed/",
+        ),
+    ];
+    for (kind, extra, prepare, local, place) in cases {
+        let (err, at, text) = race(extra, prepare, local, Meanwhile::EditTitle);
+        assert!(at.starts_with(place), "{kind}: t is at {at}: {err}");
+        assert!(edited(&text), "{kind}: the remote's edit stays:\n{text}");
+        assert!(
+            !err.contains("coord: dropped") && !err.contains("lost claim"),
+            "{kind}: {err}"
+        );
+        if kind == "heartbeat" {
+            assert!(
+                text.contains("lease_expires_at: 2026-11-22T10:35:00Z"),
+                "{text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn each_operation_whose_precondition_fails_on_the_moved_remote_is_dropped_and_reported() {
+    let cancel: &[&str] = &["cancel", "t", "--reason", "meanwhile"];
+    let cases: [Lost; 8] = [
+        (
+            "claim",
+            "",
+            &[],
+            &["claim", "--agent", "p1"],
+            &["claim", "--agent", "p2"],
+            "work/assigned/p2/",
+            "lost claim",
+        ),
+        (
+            "complete",
+            "",
+            CLAIMED,
+            &["complete", "t"],
+            cancel,
+            "work/cancelled/",
+            "stale_result",
+        ),
+        (
+            "fail",
+            "",
+            CLAIMED,
+            &["fail", "t", "--error", "boom"],
+            cancel,
+            "work/cancelled/",
+            "stale_result",
+        ),
+        (
+            "heartbeat",
+            "",
+            CLAIMED,
+            &["--now", T1, "heartbeat", "t"],
+            cancel,
+            "work/cancelled/",
+            "dropped",
+        ),
+        (
+            "cancel",
+            "",
+            CLAIMED,
+            &["cancel", "t", "--reason", "no"],
+            &["complete", "t"],
+            "work/done/",
+            "dropped",
+        ),
+        (
+            "retry",
+            "",
+            CANCELLED,
+            &["retry", "t"],
+            &["retry", "t"],
+            "work/ready/",
+            "dropped",
+        ),
+        (
+            "approve",
+            REVIEW,
+            &[],
+            &["approve", "t"],
+            &["reject", "t", "--reason", "no"],
+            "work/failed/",
+            "dropped",
+        ),
+        (
+            "reject",
+            REVIEW,
+            &[],
+            &["reject", "t", "--reason", "no"],
+            &["approve", "t"],
+            "work/ready/",
+            "dropped",
+        ),
+    ];
+    for (kind, extra, prepare, local, meanwhile, place, said) in cases {
+        let (err, at, text) = race(extra, prepare, local, Meanwhile::Run(meanwhile));
+        assert!(at.starts_with(place), "{kind}: t is at {at}: {err}");
+        assert!(err.contains(said), "{kind}: {err}");
+        if said == "stale_result" {
+            assert!(
+                text.contains("event: stale_result"),
+                "{kind}: kept:\n{text}"
+            );
+        }
+    }
+}
+
+/// A zombie's result set aside on the remote (a `stale_result` entry in the task's history)
+/// while this clone's agent completed the same attempt: the completion is redone and the
+/// remote's history entry stays (the replay used to paste the local `coord:` block over it).
+#[test]
+fn a_redone_result_keeps_the_history_the_remote_added_meanwhile() {
+    let zombie: &[&str] = &["complete", "t", "--agent", "p2", "--attempt", "1"];
+    let net_out = race(
+        "",
+        CLAIMED,
+        &["complete", "t"],
+        Meanwhile::RunFailing(zombie),
+    );
+    let (err, at, text) = net_out;
+    assert!(at.starts_with("work/done/"), "{at}: {err}");
+    assert!(
+        text.contains("event: stale_result") && text.contains("agent: p2"),
+        "{text}"
+    );
+}
+
+/// A zombie's result set aside in this clone, for a task the remote cancelled meanwhile, is
+/// still kept in the task's history (the replay used to drop it with the set-aside commit).
+#[test]
+fn a_result_set_aside_here_for_a_task_that_moved_on_is_still_kept() {
+    let zombie: &[&str] = &["complete", "t", "--agent", "p2", "--attempt", "1"];
+    let cancel: &[&str] = &["cancel", "t", "--reason", "meanwhile"];
+    let (err, at, text) = race_with(CLAIMED, zombie, Meanwhile::Run(cancel));
+    assert!(at.starts_with("work/cancelled/"), "{at}: {err}");
+    assert!(
+        text.contains("event: stale_result") && text.contains("agent: p2"),
+        "{text}"
+    );
+}
+
+/// A claim committed before operations were named in trailers (no `Coord-Op`, `Coord-Pre-*`)
+/// is still replayed by its meaning, inferred from `Coord-From`/`Coord-To` and the file it
+/// started from; `coord log` reads both kinds of commits.
+#[test]
+fn a_claim_written_before_operations_were_named_is_still_replayed_by_meaning() {
+    let net = pull_net(&["p1", "p2"]);
+    net.person_adds("t", 1);
+    let (a, b) = (net.clone(), net.clone());
+    a.ok(&["sync"]);
+    b.ok(&["sync"]);
+    a.ok(&["claim", "--agent", "p1"]);
+    let message = a.git(&["log", "-1", "--format=%B"]);
+    assert!(message.contains("Coord-Op: claim\n") && message.contains("Coord-Pre-State: ready\n"));
+    let old: String = message
+        .lines()
+        .filter(|l| {
+            !l.starts_with("Coord-Op") && !l.starts_with("Coord-Pre") && !l.starts_with("Coord-By")
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    a.git(&["commit", "--amend", "-q", "-m", &old]);
+    let log: serde_json::Value =
+        serde_json::from_str(&a.ok(&["log", "t-0", "--json"])).expect("json");
+    assert_eq!(log[0]["to"], "assigned");
+    assert_eq!(log[0]["op"], serde_json::Value::Null, "{log}");
+    b.ok(&["claim", "--agent", "p2"]);
+    b.ok(&["sync"]);
+    let log: serde_json::Value =
+        serde_json::from_str(&b.ok(&["log", "t-0", "--json"])).expect("json");
+    assert_eq!(log[0]["op"], "claim", "{log}");
+    let (_, err) = a.code(&["sync"], 0);
+    assert!(err.contains("lost claim"), "{err}");
+    let (at, _) = on_remote(&net, "t-0");
+    assert_eq!(at, "work/assigned/p2/t-0.yaml");
+}
