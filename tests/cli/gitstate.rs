@@ -105,3 +105,52 @@ fn a_cherry_pick_in_progress_is_refused() {
     assert!(!picked.status.success(), "the cherry-pick must conflict");
     refused_everywhere(&r, "cherry-pick");
 }
+
+/// Runs git in the repo and returns whether it succeeded (for commands expected to stop).
+fn git_stops(r: &TestRepo, args: &[&str]) -> bool {
+    let out = std::process::Command::new("git")
+        .current_dir(r.path())
+        .args(args)
+        .envs(crate::harness::git_env())
+        .output()
+        .expect("git");
+    !out.status.success()
+}
+
+#[test]
+fn a_revert_in_progress_is_refused() {
+    let r = diverged();
+    r.write("notes.txt", "main, edited again\n");
+    r.git(&["commit", "-q", "-am", "more notes"]);
+    assert!(
+        git_stops(&r, &["revert", "--no-edit", "HEAD~1"]),
+        "the revert must conflict"
+    );
+    refused_everywhere(&r, "revert");
+    r.git(&["revert", "--abort"]);
+    r.ok(&["tick"]);
+}
+
+#[test]
+fn a_bisect_in_progress_is_refused() {
+    let r = diverged();
+    r.git(&["bisect", "start", "HEAD", "HEAD~2"]);
+    // bisect checks out a commit (detached); the bisect is named first.
+    refused_everywhere(&r, "bisect");
+    r.git(&["bisect", "reset"]);
+    r.ok(&["tick"]);
+}
+
+/// Unmerged entries with no operation in progress: a `git stash pop` that conflicted.
+#[test]
+fn unmerged_entries_after_a_conflicted_stash_pop_are_refused() {
+    let r = diverged();
+    r.write("notes.txt", "stashed\n");
+    r.git(&["stash", "-q"]);
+    r.write("notes.txt", "committed meanwhile\n");
+    r.git(&["commit", "-q", "-am", "meanwhile"]);
+    assert!(git_stops(&r, &["stash", "pop", "-q"]), "the pop must conflict");
+    refused_everywhere(&r, "unmerged entries");
+    r.git(&["reset", "-q", "--merge"]);
+    r.ok(&["tick"]);
+}

@@ -1,5 +1,5 @@
 //! A Jepsen-style run: a bare remote on a RAM disk, clones syncing in loops, pull agents on
-//! their own clones doing claim → work → complete → sync, a person pushing new tasks and edits
+//! their own clones (two of them running as the same agent) doing claim → work → complete → sync, a person pushing new tasks and edits
 //! with plain git, and random kill -9 of some runs; then a checker over the remote's whole
 //! history. Short by default (4 syncing clones for 20 s); `COORD_LONG=1` runs 8 syncing clones
 //! for 3 minutes.
@@ -25,6 +25,9 @@ struct Log {
     /// Tasks whose `complete --sync` reported success.
     completed: BTreeSet<String>,
     claims: usize,
+    /// How many `claim --sync` runs exited 0 with each id: every grant is a new attempt,
+    /// and no lease runs out here (the clock is fixed), so each id is granted once at most.
+    granted: BTreeMap<String, usize>,
     pushes_by_person: usize,
     failures: Vec<String>,
 }
@@ -110,7 +113,11 @@ fn agent_round(repo: &TestRepo, agent: &str, rng: &mut Rng, log: &Mutex<Log>) {
         }
     }
     let id = String::from_utf8_lossy(&o.stdout).trim().to_string();
-    log.lock().expect("log").claims += 1;
+    {
+        let mut log = log.lock().expect("log");
+        log.claims += 1;
+        *log.granted.entry(id.clone()).or_default() += 1;
+    }
     std::thread::sleep(Duration::from_millis(rng.below(200)));
     let out = run(repo, &["complete", &id, "--sync"], None).expect("not killed");
     log.lock().expect("log").claim_races += stderr(&out).matches("push rejected").count();
@@ -212,10 +219,12 @@ fn clones_agents_and_people_with_kill_9_keep_every_task_exactly_once() {
             std::thread::sleep(Duration::from_millis(rng.below(300)));
         }));
     }
-    let agents: Vec<Arc<TestRepo>> = (0..2).map(|_| Arc::new(Net::clone(&net))).collect();
+    // Two clones work as p1 (two runners of one pull agent), one as p2.
+    let names = ["p1", "p2", "p1"];
+    let agents: Vec<Arc<TestRepo>> = names.iter().map(|_| Arc::new(Net::clone(&net))).collect();
     for (n, clone) in agents.iter().enumerate() {
         let (clone, log) = (Arc::clone(clone), Arc::clone(&log));
-        let name = format!("p{}", n + 1);
+        let name = names[n].to_string();
         workers.push(spawn_loop(&stop, seed + 10 + n as u64, move |_, rng| {
             agent_round(&clone, &name, rng, &log);
         }));
@@ -258,6 +267,8 @@ fn clones_agents_and_people_with_kill_9_keep_every_task_exactly_once() {
         times.last().copied().unwrap_or(0.0)
     );
     assert!(log.failures.is_empty(), "{:#?}", log.failures);
+    let twice: Vec<_> = log.granted.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "tasks granted to two claims: {twice:?}");
     assert!(
         log.claims > 0 && !log.completed.is_empty(),
         "the agents worked"
