@@ -149,7 +149,10 @@ fn unmerged_entries_after_a_conflicted_stash_pop_are_refused() {
     r.git(&["stash", "-q"]);
     r.write("notes.txt", "committed meanwhile\n");
     r.git(&["commit", "-q", "-am", "meanwhile"]);
-    assert!(git_stops(&r, &["stash", "pop", "-q"]), "the pop must conflict");
+    assert!(
+        git_stops(&r, &["stash", "pop", "-q"]),
+        "the pop must conflict"
+    );
     refused_everywhere(&r, "unmerged entries");
     r.git(&["reset", "-q", "--merge"]);
     r.ok(&["tick"]);
