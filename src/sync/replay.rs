@@ -174,7 +174,12 @@ impl Replayer<'_> {
             let edits: Vec<_> = changes.iter().map(|c| (c.path.clone(), c.new)).collect();
             return Ok(Step::Redone(self.commit_with(&edits)?));
         }
-        match self.trailer("Coord-Task") {
+        // A new file and a person's edit are merged path by path; an operation on a task is
+        // redone by its precondition.
+        let files = self
+            .op()
+            .is_some_and(|op| matches!(op.kind, OpKind::New | OpKind::Edit));
+        match self.trailer("Coord-Task").filter(|_| !files) {
             Some(id) => self.operation(id, &changes),
             None => self.edit(&changes),
         }
@@ -189,10 +194,25 @@ impl Replayer<'_> {
             .map(|(_, v)| v.as_str())
     }
 
+    /// Returns whether every path still holds the bytes the commit started from, and no task
+    /// file it adds is elsewhere on the tip (another clone's task of that id, or the task
+    /// moved on): carrying such a commit over would put one id in two places.
     fn applies_as_is(&self, changes: &[PathChange]) -> Result<bool, GitError> {
         for c in changes {
             if self.repo.blob_at(self.tip, &c.path)? != c.old {
                 return Ok(false);
+            }
+        }
+        let removed: Vec<&str> = changes
+            .iter()
+            .filter(|c| c.new.is_none())
+            .map(|c| c.path.as_str())
+            .collect();
+        for c in changes.iter().filter(|c| c.old.is_none()) {
+            if let Some(at) = self.elsewhere(&c.path)? {
+                if !removed.contains(&at.as_str()) {
+                    return Ok(false);
+                }
             }
         }
         Ok(true)

@@ -688,3 +688,22 @@ fn a_claim_written_before_operations_were_named_is_still_replayed_by_meaning() {
     let (at, _) = on_remote(&net, "t-0");
     assert_eq!(at, "work/assigned/p2/t-0.yaml");
 }
+
+/// `coord new x` here while another clone made its own task `x` that moved on: the local file
+/// is left out with a line saying where the remote has `x` (a task id lives in one place).
+#[test]
+fn a_new_task_whose_id_the_remote_took_meanwhile_is_left_out_and_said_where() {
+    let net = pull_net(&["p1"]);
+    let (a, b) = (net.clone(), net.clone());
+    a.ok(&["new", "Mine", "--id", "x"]);
+    b.ok(&["new", "Theirs", "--id", "x"]);
+    b.ok(&["sync"]);
+    let (_, err) = a.code(&["sync"], 0);
+    assert!(
+        err.contains("coord: dropped") && err.contains("the task is at work/ready/x.yaml"),
+        "{err}"
+    );
+    let (at, text) = on_remote(&net, "x");
+    assert_eq!(at, "work/ready/x.yaml");
+    assert!(text.contains("Theirs"), "{text}");
+}
