@@ -22,9 +22,11 @@ pub mod ops;
 pub mod redact;
 pub mod run;
 pub mod schema;
+pub mod serve;
 pub mod sign;
 pub mod store;
 pub mod sync;
+pub mod view;
 pub mod watch;
 pub mod yaml;
 

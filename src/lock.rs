@@ -140,6 +140,21 @@ pub fn acquire_saying(
     })
 }
 
+/// Returns whether a coordinator is writing in the repository of `git_dir` right now, without
+/// taking the lock (readers such as `coord serve` wait for a consistent `work/` this way and
+/// never delay a writer): the holder's pid is in the lock file, written within `fresh` (a
+/// killed holder's pid stays behind until the next coordinator).
+pub fn busy(git_dir: &Path, fresh: Duration) -> bool {
+    let path = git_dir.join("coord.lock");
+    std::fs::metadata(&path).is_ok_and(|m| {
+        m.len() > 0
+            && m.modified()
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age < fresh)
+    })
+}
+
 fn write_pid(mut file: &File) -> io::Result<()> {
     file.set_len(0)?;
     write!(file, "{}", std::process::id())?;
@@ -180,6 +195,17 @@ mod tests {
             message.contains("another coordinator is running; wait for it or pass --wait"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn busy_while_held_and_not_after() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!busy(dir.path(), Duration::from_secs(10)));
+        let held = acquire(dir.path(), Duration::ZERO).unwrap();
+        assert!(busy(dir.path(), Duration::from_secs(10)));
+        assert!(!busy(dir.path(), Duration::ZERO));
+        drop(held);
+        assert!(!busy(dir.path(), Duration::from_secs(10)));
     }
 
     #[test]

@@ -49,23 +49,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
 fn list(ctx: &Ctx) -> Result<()> {
     let store = ctx.store()?;
     let (board, _) = store.load()?;
-    let rows: Vec<_> = board
-        .agents
-        .values()
-        .map(|a| {
-            let active = board.load_of(&a.name);
-            json!({
-                "name": a.name,
-                "capabilities": a.profile.capabilities,
-                "active": active,
-                "max_active": a.profile.max_active,
-                "enabled": a.profile.enabled,
-                "assign": a.profile.assign,
-                "circuit": a.profile.coord.circuit.as_str(),
-                "error": a.error.as_ref().map(|e| e.message.clone()),
-            })
-        })
-        .collect();
+    let rows = crate::view::agents(&board);
     if ctx.json {
         super::print_json(&json!(rows));
         return Ok(());

@@ -4,7 +4,7 @@
 //! reviewer fails its first attempt, to show a retry); prints what each run did, the board and
 //! the log. Needs only a POSIX `sh`.
 
-use super::{board_view, init, log, status, Ctx};
+use super::{board_view, init, log, Ctx};
 use crate::engine::{Op, Plan, Transition};
 use crate::store::{Origin, Store};
 use anyhow::{bail, Context, Result};
@@ -114,7 +114,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     );
     let store = Store::open(&dir)?;
     let (board, _) = store.load()?;
-    let reasons = status::invalid_reasons(&store, &board);
+    let reasons = crate::view::invalid_reasons(&store, &board);
     let demo = demo.refreshed();
     board_view::print(&board_view::view(&board, &demo.inputs(&store), &reasons));
     out!("\nlog (newest first):");

@@ -1,9 +1,7 @@
 //! `coord log [<id>]`: transitions read back from commit trailers, newest first.
 
 use super::Ctx;
-use crate::engine::commands::CommandError;
 use crate::model::TaskId;
-use crate::redact::one_line;
 use anyhow::Result;
 use serde_json::{json, Value};
 
@@ -50,39 +48,5 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
 /// `coord log --json` prints them.
 pub fn entries(ctx: &Ctx, id: Option<&TaskId>, limit: Option<usize>) -> Result<Vec<Value>> {
     let store = ctx.store()?;
-    let limit = limit.unwrap_or(usize::MAX);
-    let entries: Vec<_> = store
-        .repo
-        .log(None)?
-        .into_iter()
-        .filter_map(|c| {
-            let get = |k: &str| {
-                c.trailers
-                    .iter()
-                    .find(|(key, _)| key == k)
-                    .map(|(_, v)| v.clone())
-            };
-            let subject = get("Coord-Task").or_else(|| get("Coord-Agent"))?;
-            if id.is_some_and(|id| id.as_str() != subject) {
-                return None;
-            }
-            Some(json!({
-                "commit": c.oid,
-                "time": c.time.to_string(),
-                "task": subject,
-                "from": get("Coord-From"),
-                "to": get("Coord-To"),
-                "op": get("Coord-Op"),
-                "summary": one_line(c.summary.strip_prefix("coord: ").unwrap_or(&c.summary)),
-            }))
-        })
-        .take(limit)
-        .collect();
-    if let Some(id) = id.filter(|_| entries.is_empty()) {
-        let (board, _) = store.load()?;
-        if board.find(id).is_empty() {
-            return Err(CommandError::NotFound(id.clone()).into());
-        }
-    }
-    Ok(entries)
+    crate::view::log(&store, id, limit.unwrap_or(usize::MAX)).map_err(|e| anyhow::anyhow!(e))
 }

@@ -28,11 +28,12 @@ pub(crate) mod init;
 mod keygen;
 mod log;
 mod mcp;
-mod new;
+pub(crate) mod new;
 mod prime;
 mod report;
 mod run;
 mod run_output;
+mod serve;
 mod show;
 mod status;
 mod sync;
@@ -133,6 +134,8 @@ enum Command {
     Demo(demo::Args),
     /// Run a command once per task of an agent: task JSON on stdin, heartbeats, timeout, report
     Run(run::Args),
+    /// Serve the REST API under /v1, the live board at / and /metrics over HTTP
+    Serve(serve::Args),
     /// Print instructions for an agent working in this repo, or install them in AGENTS.md
     Prime(prime::Args),
     /// Serve this repo to an MCP client over stdio: board, new tasks and the agent loop
@@ -338,6 +341,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Sync(a) => sync::run(&ctx, a),
         Command::Demo(a) => demo::run(&ctx, a),
         Command::Run(a) => run::run(&ctx, a),
+        Command::Serve(a) => serve::run(&ctx, a),
         Command::Prime(a) => prime::run(&ctx, a),
         Command::Mcp(a) => mcp::run(&ctx, a),
         Command::Completions(a) => generate::completions(a),

@@ -44,8 +44,9 @@ pub struct Args {
     idempotency_key: Option<String>,
 }
 
-/// A task to create, as `coord new` and the MCP tool `new` describe it.
-#[derive(Debug, Clone, Default)]
+/// A task to create, as `coord new`, the MCP tool `new` and `POST /v1/tasks` describe it.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct NewTask {
     /// The title.
     pub title: String,
@@ -76,7 +77,15 @@ pub struct Created {
     pub path: String,
     /// False when the idempotency key named a task that already existed.
     pub created: bool,
+    /// Whether that task has the fields asked for (true when created).
+    #[serde(skip)]
+    pub same: bool,
 }
+
+/// A task `create` refuses to write because of what was asked (exit 1, HTTP 400).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
 
 /// Runs `coord new`.
 pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
@@ -122,16 +131,23 @@ pub fn create(ctx: &Ctx, task: &NewTask) -> Result<Created> {
                 .as_ref()
                 .is_ok_and(|d| d.summary().idempotency_key.as_deref() == Some(key))
         }) {
+            let fields = task_fields(task);
+            let same = existing
+                .read
+                .as_ref()
+                .is_ok_and(|d| fields.iter().all(|(k, v)| d.doc.value.get(*k) == Some(v)));
             return Ok(Created {
                 id: existing.id.clone(),
                 path: existing.path.clone(),
                 created: false,
+                same,
             });
         }
     }
     let id = match fixed_id {
         Some(id) if !board.find(&id).is_empty() => {
-            bail!("a task with id '{id}' already exists; pick another --id")
+            let taken = format!("a task with id '{id}' already exists; pick another --id");
+            return Err(Refused(taken).into());
         }
         Some(id) => id,
         None => fresh_id(&task.title, |id| !board.find(id).is_empty())?,
@@ -166,6 +182,7 @@ pub fn create(ctx: &Ctx, task: &NewTask) -> Result<Created> {
         id,
         path,
         created: true,
+        same: true,
     })
 }
 
@@ -175,9 +192,10 @@ fn check_names(board: &Board, args: &NewTask) -> Result<()> {
         known_agent(board, a)?;
     }
     if let Some(dep) = args.depends_on.iter().find(|d| board.find(d).is_empty()) {
-        bail!(
+        return Err(Refused(format!(
             "--depends-on '{dep}': no task has this id; nothing was written ('coord status' lists the tasks)"
-        );
+        ))
+        .into());
     }
     Ok(())
 }
@@ -191,15 +209,24 @@ fn check_text(store: &Store, board: &Board, id: &TaskId, text: &str) -> Result<(
         })?;
     let found = crate::check::check_in_context(id, &task, &BoardCtx::new(board));
     if let Some((_, v)) = found.first() {
-        bail!(
+        return Err(Refused(format!(
             "the task would be rejected: {}; nothing was written",
             v.message
-        );
+        ))
+        .into());
     }
     Ok(())
 }
 
 fn task_text(args: &NewTask) -> String {
+    task_fields(args)
+        .iter()
+        .map(|(k, v)| emit_block(k, v, 0))
+        .collect()
+}
+
+/// Returns the fields the task file gets, in order.
+fn task_fields(args: &NewTask) -> Vec<(&'static str, Value)> {
     let mut fields: Vec<(&str, Value)> = vec![("title", json!(args.title))];
     if let Some(a) = &args.agent {
         fields.push(("agent", json!(a)));
@@ -224,7 +251,7 @@ fn task_text(args: &NewTask) -> String {
     if let Some(k) = &args.idempotency_key {
         fields.push(("idempotency_key", json!(k)));
     }
-    fields.iter().map(|(k, v)| emit_block(k, v, 0)).collect()
+    fields
 }
 
 fn parse_input(pairs: &[String]) -> Result<Map<String, Value>> {

@@ -2,8 +2,8 @@
 
 use super::Ctx;
 use crate::model::TaskId;
-use crate::redact::{one_line, redact_value};
-use anyhow::{bail, Result};
+use crate::redact::one_line;
+use anyhow::Result;
 use serde_json::{json, Value};
 
 /// Arguments of `coord show`.
@@ -41,27 +41,13 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
 pub fn copies(ctx: &Ctx, id: &TaskId) -> Result<Vec<Value>> {
     let store = ctx.store()?;
     let (board, _) = store.load()?;
-    let files = board.find(id);
-    if files.is_empty() {
-        bail!(
+    crate::view::task_copies(&board, id).map_err(|_| {
+        anyhow::anyhow!(
             "no task '{}' under {}/; 'coord status' lists the tasks",
             id,
             store.work_dir()
-        );
-    }
-    Ok(files
-        .iter()
-        .map(|f| match &f.read {
-            Ok(d) => json!({
-                "id": f.id, "state": f.folder.state.as_str(), "agent": f.folder.agent, "path": f.path,
-                "task": redact_value(&d.doc.value),
-            }),
-            Err(errors) => json!({
-                "id": f.id, "state": f.folder.state.as_str(), "path": f.path,
-                "errors": errors.iter().map(|v| v.render(&f.path)).collect::<Vec<_>>(),
-            }),
-        })
-        .collect())
+        )
+    })
 }
 
 fn print_copy(c: &Value) {

@@ -2,9 +2,7 @@
 
 use super::{board_markdown, board_view, Ctx};
 use crate::model::{AgentName, State};
-use crate::store::Store;
 use anyhow::Result;
-use std::collections::BTreeMap;
 
 /// Arguments of `coord status`.
 #[derive(Debug, clap::Args)]
@@ -57,31 +55,10 @@ pub fn board(ctx: &Ctx, agent: Option<&AgentName>) -> Result<(serde_json::Value,
         });
         board.agents.retain(|n, _| n == a);
     }
-    let reasons = invalid_reasons(&store, &board);
+    let reasons = crate::view::invalid_reasons(&store, &board);
     let v = board_view::view(&board, &ctx.inputs(&store), &reasons);
     let tentative = super::synced::tentative(&store, &board)?;
     Ok((crate::redact::redact_value(&v), tentative))
-}
-
-/// Returns the first line of each invalid task's `.errors` file, by id.
-pub fn invalid_reasons(store: &Store, board: &crate::board::Board) -> BTreeMap<String, String> {
-    board
-        .tasks
-        .iter()
-        .filter(|t| t.folder.state == State::Invalid)
-        .map(|t| {
-            let errors = store
-                .read_file(&format!("{}.errors", t.path), 64 * 1024)
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .unwrap_or_default();
-            let first = errors
-                .lines()
-                .next()
-                .unwrap_or("no .errors file")
-                .to_string();
-            (t.id.to_string(), crate::redact::one_line(&first))
-        })
-        .collect()
 }
 
 /// Returns one line of facts per task (id, state, agent, title, priority, attempt, lease end,

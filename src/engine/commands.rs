@@ -160,28 +160,14 @@ pub struct Claim {
 /// Takes the best ready task `agent` may have (pull model).
 pub fn claim(board: &Board, inputs: &Inputs<'_>, agent: &AgentName) -> Result<Claim, CommandError> {
     known_agent(board, agent)?;
-    let mut w = World::new(board, inputs);
+    let w = World::new(board, inputs);
     let mut why = Vec::new();
     for id in queue(&w) {
         if backoff_wait(&w, &id).is_some() {
             continue;
         }
         match pick(&w, &id, Some(agent)) {
-            Ok(a) => {
-                assign(&mut w, &id, &a);
-                let receipt = w.entries.get(&id).map(|e| Receipt {
-                    id: id.clone(),
-                    agent: a.clone(),
-                    attempt: e.task.coord.attempt,
-                    lease_expires_at: e.task.coord.lease_expires_at.clone(),
-                    path: e.path.clone(),
-                });
-                let plan = stamp(done(w)?, board, OpKind::Claim, Some(agent));
-                return receipt
-                    .filter(|r| r.path.contains("/assigned/"))
-                    .map(|receipt| Claim { plan, receipt })
-                    .ok_or(CommandError::Unreadable(id));
-            }
+            Ok(a) => return take(w, board, id, &a),
             Err(r) if r.contains("limit") || r.contains("circuit") || r.contains("disabled") => {
                 why.push(r)
             }
@@ -193,6 +179,54 @@ pub fn claim(board: &Board, inputs: &Inputs<'_>, agent: &AgentName) -> Result<Cl
         agent: agent.clone(),
         why: why.first().map(|r| format!(": {r}")).unwrap_or_default(),
     })
+}
+
+/// Takes task `id` for `agent` (pull model, one named task): refused with `WrongState` unless
+/// the task is ready, and with `NothingToClaim` when the agent may not have it now (limit,
+/// circuit, capabilities, backoff).
+pub fn claim_task(
+    board: &Board,
+    inputs: &Inputs<'_>,
+    id: &TaskId,
+    agent: &AgentName,
+) -> Result<Claim, CommandError> {
+    known_agent(board, agent)?;
+    let w = world(board, inputs, id)?;
+    let state = state_of(&w, id)?;
+    if state != State::Ready {
+        return Err(wrong(id, state, "only ready tasks can be claimed"));
+    }
+    let refuse = |why: String| CommandError::NothingToClaim {
+        agent: agent.clone(),
+        why: format!(": {why}"),
+    };
+    if let Some(why) = backoff_wait(&w, id) {
+        return Err(refuse(format!("task '{id}' is {why}")));
+    }
+    let a = pick(&w, id, Some(agent)).map_err(refuse)?;
+    take(w, board, id.clone(), &a)
+}
+
+/// Assigns `id` to `agent` and returns the plan with its receipt.
+fn take(
+    mut w: World<'_>,
+    board: &Board,
+    id: TaskId,
+    agent: &AgentName,
+) -> Result<Claim, CommandError> {
+    assign(&mut w, &id, agent);
+    let receipt = w.entries.get(&id).map(|e| Receipt {
+        id: id.clone(),
+        agent: agent.clone(),
+        attempt: e.task.coord.attempt,
+        lease_expires_at: e.task.coord.lease_expires_at.clone(),
+        path: e.path.clone(),
+    });
+    let plan = stamp(done(w)?, board, OpKind::Claim, Some(agent));
+    receipt
+        .filter(|r| r.path.contains("/assigned/"))
+        .map(|receipt| Claim { plan, receipt })
+        .ok_or(CommandError::Unreadable(id))
 }
 
 /// Approves a task in review: before start (ask_me_first) or its result (do_it_and_show_me).

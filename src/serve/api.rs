@@ -1,0 +1,568 @@
+//! The REST API under `/v1`: reads answer from the hub's snapshot (the JSON of `coord show`,
+//! `status`, `agents`, `log`); writes run the same operations as the command line (`new`, the
+//! engine's single-task commands through the shared session, which takes the coordinator
+//! lock), then refresh the snapshot so the next read sees them.
+
+use super::hub::Snapshot;
+use super::problem::Problem;
+use super::App;
+use crate::board::TaskFile;
+use crate::cli::new::NewTask;
+use crate::cli::Ctx;
+use crate::engine::commands::{self, Fence};
+use crate::model::{AgentName, Priority, State, TaskId};
+use crate::ops::{self, Coord, How, Reported, Verdict};
+use axum::body::Bytes;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State as With};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The largest page of a list.
+const MAX_LIMIT: usize = 1000;
+/// The page size when none is asked for.
+const DEFAULT_LIMIT: usize = 100;
+
+/// Returns the `/v1` routes and `/healthz`.
+pub fn routes() -> Router<Arc<App>> {
+    Router::new()
+        .route("/v1/tasks", get(list).post(create))
+        .route("/v1/tasks/{id}", get(one))
+        .route("/v1/tasks/{id}/log", get(task_log))
+        .route("/v1/tasks/{id}/{action}", post(act))
+        .route("/v1/board", get(board))
+        .route("/v1/agents", get(agents))
+        .route("/v1/openapi.json", get(openapi))
+        .route("/healthz", get(health))
+}
+
+type Answer = Result<Response, Problem>;
+type Params = Result<Query<BTreeMap<String, String>>, QueryRejection>;
+
+/// Runs blocking repository work off the async threads.
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, Problem> + Send + 'static,
+) -> Result<T, Problem> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        Problem::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the request failed: {e}"),
+        )
+    })?
+}
+
+/// Returns the query's parameters, refusing any not in `known`.
+pub fn params(q: Params, known: &[&str]) -> Result<BTreeMap<String, String>, Problem> {
+    let Query(q) = q.map_err(|e| Problem::bad(format!("bad query: {e}")))?;
+    if let Some(k) = q.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(Problem::bad(format!(
+            "unknown query parameter '{k}' (known: {})",
+            known.join(", ")
+        )));
+    }
+    Ok(q)
+}
+
+/// Returns the task id of the path.
+pub fn task_id(p: Result<Path<String>, PathRejection>) -> Result<TaskId, Problem> {
+    let Path(id) = p.map_err(|e| Problem::bad(format!("bad path: {e}")))?;
+    TaskId::new(&id).map_err(|e| Problem::bad(format!("task id {id:?} {e}")))
+}
+
+fn limit(q: &BTreeMap<String, String>) -> Result<usize, Problem> {
+    match q.get("limit") {
+        None => Ok(DEFAULT_LIMIT),
+        Some(s) => s
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_LIMIT).contains(n))
+            .ok_or_else(|| {
+                Problem::bad(format!("limit {s:?} is not a number from 1 to {MAX_LIMIT}"))
+            }),
+    }
+}
+
+/// The filters of `GET /v1/tasks`.
+struct Filter {
+    state: Option<State>,
+    agent: Option<AgentName>,
+    capability: Option<String>,
+    priority: Option<Priority>,
+}
+
+impl Filter {
+    fn parse(q: &BTreeMap<String, String>) -> Result<Filter, Problem> {
+        let state = match q.get("state") {
+            Some(s) => Some(State::parse(s).ok_or_else(|| {
+                let all: Vec<&str> = State::ALL.iter().map(|s| s.as_str()).collect();
+                Problem::bad(format!("state {s:?} is not one of {}", all.join(", ")))
+            })?),
+            None => None,
+        };
+        let agent = match q.get("agent") {
+            Some(a) => {
+                Some(AgentName::new(a).map_err(|e| Problem::bad(format!("agent {a:?} {e}")))?)
+            }
+            None => None,
+        };
+        let priority = match q.get("priority") {
+            Some(p) => Some(serde_json::from_value(json!(p)).map_err(|_| {
+                Problem::bad(format!(
+                    "priority {p:?} is not low, normal, high or critical"
+                ))
+            })?),
+            None => None,
+        };
+        Ok(Filter {
+            state,
+            agent,
+            capability: q.get("capability").cloned(),
+            priority,
+        })
+    }
+
+    fn keeps(&self, t: &TaskFile, default: Priority) -> bool {
+        let spec = t.read.as_ref().ok().map(|d| &d.spec);
+        self.state.is_none_or(|s| t.folder.state == s)
+            && self.agent.as_ref().is_none_or(|a| {
+                t.folder.agent.as_ref() == Some(a)
+                    || spec.is_some_and(|s| s.agent.as_ref() == Some(a))
+            })
+            && self
+                .capability
+                .as_ref()
+                .is_none_or(|c| spec.is_some_and(|s| s.capabilities.contains(c)))
+            && self
+                .priority
+                .is_none_or(|p| spec.is_some_and(|s| s.priority.unwrap_or(default) == p))
+    }
+}
+
+/// Encodes a position in a list as an opaque cursor.
+fn cursor_of(parts: &[&str]) -> String {
+    parts
+        .join("\n")
+        .bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Decodes a cursor into its parts.
+fn parts_of(cursor: &str) -> Result<Vec<String>, Problem> {
+    let bad = || Problem::bad(format!("cursor {cursor:?} is not one this server gave"));
+    if !cursor.len().is_multiple_of(2) || cursor.len() > 4096 {
+        return Err(bad());
+    }
+    let bytes: Option<Vec<u8>> = (0..cursor.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(cursor.get(i..i + 2)?, 16).ok())
+        .collect();
+    let text = String::from_utf8(bytes.ok_or_else(bad)?).map_err(|_| bad())?;
+    Ok(text.split('\n').map(str::to_string).collect())
+}
+
+/// `GET /v1/tasks`: tasks in id order, filtered, one page at a time.
+async fn list(With(app): With<Arc<App>>, q: Params) -> Answer {
+    let q = params(
+        q,
+        &[
+            "state",
+            "agent",
+            "capability",
+            "priority",
+            "limit",
+            "cursor",
+        ],
+    )?;
+    let filter = Filter::parse(&q)?;
+    let limit = limit(&q)?;
+    let after = match q.get("cursor") {
+        Some(c) => match parts_of(c)?.as_slice() {
+            [id, path] => Some((id.clone(), path.clone())),
+            _ => {
+                return Err(Problem::bad(format!(
+                    "cursor {c:?} is not one this server gave"
+                )))
+            }
+        },
+        None => None,
+    };
+    let snap = app.hub.snapshot();
+    Ok(Json(page(&snap, &filter, after, limit)).into_response())
+}
+
+fn page(snap: &Snapshot, filter: &Filter, after: Option<(String, String)>, limit: usize) -> Value {
+    let mut tasks: Vec<&TaskFile> = snap
+        .board
+        .tasks
+        .iter()
+        .filter(|t| filter.keeps(t, snap.default_priority))
+        .filter(|t| {
+            after
+                .as_ref()
+                .is_none_or(|(id, path)| (t.id.as_str(), t.path.as_str()) > (id, path))
+        })
+        .collect();
+    tasks.sort_by(|a, b| (a.id.as_str(), &a.path).cmp(&(b.id.as_str(), &b.path)));
+    let more = tasks.len() > limit;
+    tasks.truncate(limit);
+    let next = tasks
+        .last()
+        .filter(|_| more)
+        .map(|t| cursor_of(&[t.id.as_str(), &t.path]));
+    json!({
+        "items": tasks.iter().map(|t| crate::view::task_copy(t)).collect::<Vec<_>>(),
+        "next_cursor": next,
+    })
+}
+
+/// A JSON answer.
+struct Json(Value);
+
+impl IntoResponse for Json {
+    fn into_response(self) -> Response {
+        let body = serde_json::to_string_pretty(&self.0).unwrap_or_default();
+        ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+    }
+}
+
+/// Answers with `body` under an ETag, or 304 when the client has that version.
+fn tagged(headers: &HeaderMap, body: &Value, weak: bool) -> Response {
+    let text = serde_json::to_string_pretty(body).unwrap_or_default();
+    let hash = Sha256::digest(text.as_bytes());
+    let hex: String = hash.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    let etag = if weak {
+        format!("W/\"{hex}\"")
+    } else {
+        format!("\"{hex}\"")
+    };
+    let etag_value = HeaderValue::from_str(&etag).unwrap_or(HeaderValue::from_static("\"\""));
+    let matches = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(',')
+                .map(str::trim)
+                .any(|t| t == "*" || t.trim_start_matches("W/") == etag.trim_start_matches("W/"))
+        });
+    if matches {
+        return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag_value)]).into_response();
+    }
+    (
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (header::ETAG, etag_value),
+        ],
+        text,
+    )
+        .into_response()
+}
+
+/// `GET /v1/tasks/{id}`: the task as `coord show --json` prints it, with a strong ETag.
+async fn one(
+    With(app): With<Arc<App>>,
+    p: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+) -> Answer {
+    let id = task_id(p)?;
+    let body = task_body(&app.hub.snapshot(), &id)?;
+    Ok(tagged(&headers, &body, false))
+}
+
+/// Returns a task's copy, or all of them when the id is duplicated.
+fn task_body(snap: &Snapshot, id: &TaskId) -> Result<Value, Problem> {
+    let mut copies =
+        crate::view::task_copies(&snap.board, id).map_err(|e| Problem::of_command(&e))?;
+    Ok(if copies.len() == 1 {
+        copies.remove(0)
+    } else {
+        json!(copies)
+    })
+}
+
+/// `GET /v1/tasks/{id}/log`: the task's transitions from commit trailers, newest first.
+async fn task_log(
+    With(app): With<Arc<App>>,
+    p: Result<Path<String>, PathRejection>,
+    q: Params,
+    headers: HeaderMap,
+) -> Answer {
+    let id = task_id(p)?;
+    let q = params(q, &["limit", "cursor"])?;
+    let limit = limit(&q)?;
+    let after = match q.get("cursor") {
+        Some(c) => Some(parts_of(c)?.concat()),
+        None => None,
+    };
+    let ctx = app.hub.ctx();
+    let entries = blocking(move || {
+        let store = ctx.store().map_err(|e| Problem::of_anyhow(&e))?;
+        crate::view::log(&store, Some(&id), usize::MAX).map_err(|e| Problem::of(e.as_ref()))
+    })
+    .await?;
+    let start = match &after {
+        Some(oid) => entries
+            .iter()
+            .position(|e| e["commit"] == oid.as_str())
+            .map(|i| i + 1)
+            .ok_or_else(|| Problem::bad("the cursor names no commit of this task's log"))?,
+        None => 0,
+    };
+    let items: Vec<Value> = entries.iter().skip(start).take(limit).cloned().collect();
+    let next = (start + items.len() < entries.len())
+        .then(|| {
+            items
+                .last()
+                .and_then(|e| e["commit"].as_str())
+                .map(|c| cursor_of(&[c]))
+        })
+        .flatten();
+    Ok(tagged(
+        &headers,
+        &json!({"items": items, "next_cursor": next}),
+        true,
+    ))
+}
+
+/// `POST /v1/tasks`: creates a task like `coord new`; an `Idempotency-Key` used before with
+/// the same fields answers as the first time, with other fields 409.
+async fn create(With(app): With<Arc<App>>, headers: HeaderMap, body: Bytes) -> Answer {
+    let mut task: NewTask = parse_body(&body)?;
+    if let Some(key) = headers.get("idempotency-key") {
+        let key = key
+            .to_str()
+            .ok()
+            .filter(|k| !k.is_empty() && k.len() <= 255)
+            .ok_or_else(|| Problem::bad("Idempotency-Key must be 1 to 255 visible characters"))?;
+        if task.idempotency_key.as_deref().is_some_and(|k| k != key) {
+            return Err(Problem::bad(
+                "the body's idempotency_key differs from the Idempotency-Key header",
+            ));
+        }
+        task.idempotency_key = Some(key.to_string());
+    }
+    let ctx = app.hub.ctx();
+    let made =
+        blocking(move || crate::cli::new::create(&ctx, &task).map_err(|e| Problem::of_anyhow(&e)))
+            .await?;
+    if !made.same {
+        return Err(Problem::conflict(format!(
+            "Idempotency-Key was used before for task '{}' with other fields; use a new key",
+            made.id
+        )));
+    }
+    refresh(&app).await;
+    let location = HeaderValue::from_str(&format!("/v1/tasks/{}", made.id))
+        .unwrap_or(HeaderValue::from_static("/v1/tasks"));
+    let mut r = (StatusCode::CREATED, Json(json!({"id": made.id}))).into_response();
+    r.headers_mut().insert(header::LOCATION, location);
+    if !made.created {
+        r.headers_mut()
+            .insert("idempotent-replayed", HeaderValue::from_static("true"));
+    }
+    Ok(r)
+}
+
+/// Parses a JSON body; an empty body is `{}`.
+pub fn parse_body<T: for<'de> Deserialize<'de>>(body: &Bytes) -> Result<T, Problem> {
+    let bytes: &[u8] = if body.iter().all(u8::is_ascii_whitespace) {
+        b"{}"
+    } else {
+        body
+    };
+    serde_json::from_slice(bytes).map_err(|e| Problem::bad(format!("bad JSON body: {e}")))
+}
+
+/// Reads the repository again after a write, so the next read sees it.
+async fn refresh(app: &Arc<App>) {
+    let hub = Arc::clone(&app.hub);
+    let _ = tokio::task::spawn_blocking(move || hub.refresh()).await;
+}
+
+/// The body of each action.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ActBody {
+    #[serde(default)]
+    agent: Option<AgentName>,
+    #[serde(default)]
+    attempt: Option<u32>,
+    #[serde(default)]
+    output: Option<Value>,
+    #[serde(default)]
+    next_agent: Vec<AgentName>,
+    #[serde(default)]
+    replace: bool,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    fatal: bool,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+impl ActBody {
+    fn fence(&self) -> Fence {
+        Fence {
+            agent: self.agent.clone(),
+            attempt: self.attempt,
+        }
+    }
+}
+
+/// `POST /v1/tasks/{id}/{action}`: claim, complete, fail, heartbeat, approve, reject,
+/// cancel, retry; 409 when the task is not in a state for it, or the attempt is stale.
+async fn act(
+    With(app): With<Arc<App>>,
+    p: Result<Path<(String, String)>, PathRejection>,
+    body: Bytes,
+) -> Answer {
+    let Path((id, action)) = p.map_err(|e| Problem::bad(format!("bad path: {e}")))?;
+    let id = TaskId::new(&id).map_err(|e| Problem::bad(format!("task id {id:?} {e}")))?;
+    const ACTIONS: [&str; 8] = [
+        "claim",
+        "complete",
+        "fail",
+        "heartbeat",
+        "approve",
+        "reject",
+        "cancel",
+        "retry",
+    ];
+    if !ACTIONS.contains(&action.as_str()) {
+        return Err(Problem::not_found(format!(
+            "no action '{action}' (known: {})",
+            ACTIONS.join(", ")
+        )));
+    }
+    let b: ActBody = parse_body(&body)?;
+    let ctx = app.hub.ctx();
+    let task = id.clone();
+    let receipt = blocking(move || run_action(&ctx, &task, &action, b)).await?;
+    refresh(&app).await;
+    let body = match receipt {
+        Some(r) => r,
+        None => task_body(&app.hub.snapshot(), &id)?,
+    };
+    Ok(Json(body).into_response())
+}
+
+/// Runs one action through the library's operations; returns the claim's receipt.
+fn run_action(ctx: &Ctx, id: &TaskId, action: &str, b: ActBody) -> Result<Option<Value>, Problem> {
+    let need = |v: Option<String>, what: &str| {
+        v.ok_or_else(|| Problem::bad(format!("{action} needs \"{what}\" in the body")))
+    };
+    let coord = ctx.coord().map_err(|e| Problem::of_anyhow(&e))?;
+    let fail = |e: ops::Error| Problem::of(&e);
+    let how = How {
+        fence: b.fence(),
+        sign: false,
+        replace: b.replace,
+    };
+    match action {
+        "claim" => {
+            let agent = b
+                .agent
+                .clone()
+                .ok_or_else(|| Problem::bad("claim needs \"agent\" in the body"))?;
+            let receipt = std::cell::RefCell::new(None);
+            coord
+                .act(&|board, i| {
+                    let c = commands::claim_task(board, i, id, &agent)?;
+                    *receipt.borrow_mut() = Some(c.receipt);
+                    Ok(c.plan)
+                })
+                .map_err(fail)?;
+            Ok(Some(
+                serde_json::to_value(receipt.into_inner()).unwrap_or(Value::Null),
+            ))
+        }
+        "complete" => {
+            let verdict = Verdict::Success {
+                output: b.output,
+                next_agents: b.next_agent,
+            };
+            report(&coord, id, &verdict, &how)
+        }
+        "fail" => {
+            let verdict = Verdict::Failure {
+                message: need(b.error, "error")?,
+                retryable: !b.fatal,
+            };
+            report(&coord, id, &verdict, &how)
+        }
+        "heartbeat" => coord
+            .heartbeat(id, &how.fence, None)
+            .map_err(fail)
+            .map(|()| None),
+        "approve" => coord.approve(id).map_err(fail).map(|_| None),
+        "reject" => {
+            let reason = need(b.reason, "reason")?;
+            coord.reject(id, &reason).map_err(fail).map(|_| None)
+        }
+        "cancel" => {
+            let reason = b.reason.unwrap_or_default();
+            coord.cancel(id, &reason).map_err(fail).map(|_| None)
+        }
+        _ => coord.retry(id).map_err(fail).map(|_| None),
+    }
+}
+
+/// Writes a result as `coord complete` / `coord fail` do; a stale report is kept in the
+/// task's history and answered with 409.
+fn report(
+    coord: &Coord,
+    id: &TaskId,
+    verdict: &Verdict,
+    how: &How,
+) -> Result<Option<Value>, Problem> {
+    match coord.report(id, verdict, how, None) {
+        Ok(Reported::Stale(e)) => Err(Problem::conflict(e.to_string())),
+        Ok(Reported::MovedOn { state }) => Err(Problem::conflict(format!(
+            "task '{id}' is {state}; the result was kept in its coord.history as stale_result"
+        ))),
+        Ok(Reported::Written { .. }) => Ok(None),
+        Err(e) => Err(Problem::of(&e)),
+    }
+}
+
+/// `GET /v1/board`: the status view (`coord status --json`).
+async fn board(With(app): With<Arc<App>>) -> Answer {
+    Ok(Json(app.hub.snapshot().view.clone()).into_response())
+}
+
+/// `GET /v1/agents`: the agents (`coord agents --json`).
+async fn agents(With(app): With<Arc<App>>) -> Answer {
+    Ok(Json(json!(crate::view::agents(&app.hub.snapshot().board))).into_response())
+}
+
+/// `GET /v1/openapi.json`: this API described.
+async fn openapi() -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        include_str!("assets/openapi.json"),
+    )
+        .into_response()
+}
+
+/// `GET /healthz`: the server runs and has read the repository.
+async fn health(With(app): With<Arc<App>>) -> Answer {
+    let snap = app.hub.snapshot();
+    Ok(Json(json!({
+        "status": "ok",
+        "head": snap.head,
+        "generation": snap.generation,
+        "tasks": snap.board.tasks.len(),
+    }))
+    .into_response())
+}

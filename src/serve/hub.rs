@@ -1,0 +1,279 @@
+//! The server's picture of the repository: the latest snapshot (board, status view, HEAD),
+//! reloaded when HEAD moves or a file under `work/` changes, whoever changed it (a `coord tick`
+//! in a shell, a `git pull`, a person's edit, a request to this server), and the transitions
+//! between two snapshots, published to every `/v1/events` subscriber: one event per commit
+//! coord made (read from its trailers), one per state change no commit explains (a file moved
+//! by hand), then one `board` event. Reads the repository; writes nothing.
+
+use super::metrics::Counters;
+use crate::board::Board;
+use crate::cli::Ctx;
+use crate::model::{Priority, State, TaskId};
+use crate::store::Store;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+use tokio::sync::broadcast;
+
+/// Any error of opening or reading the repository.
+pub type HubError = Box<dyn std::error::Error + Send + Sync>;
+
+/// How often the watcher looks at HEAD and the change flag.
+const POLL: Duration = Duration::from_millis(100);
+/// How often the snapshot is rebuilt even without a change (ages, overdue tasks, leases).
+const REFRESH_EVERY: Duration = Duration::from_secs(10);
+/// How long a writer may hold the lock before the snapshot is read anyway (a killed holder).
+const WRITER_FRESH: Duration = Duration::from_secs(10);
+/// How many commits one reload reads back at most to find the transitions since the last.
+const MAX_COMMITS: usize = 2000;
+
+/// One reading of the repository.
+pub struct Snapshot {
+    /// Counts reloads that changed something; starts at 1.
+    pub generation: u64,
+    /// The commit HEAD pointed at.
+    pub head: Option<String>,
+    /// Every task and agent.
+    pub board: Board,
+    /// The status view (`coord status --json`), secrets redacted.
+    pub view: Value,
+    /// The priority of tasks that name none.
+    pub default_priority: Priority,
+    /// How long reading took.
+    pub took: Duration,
+}
+
+impl Snapshot {
+    /// Returns each task's state by id (the first copy of a duplicated id).
+    fn states(&self) -> BTreeMap<&TaskId, State> {
+        let mut m = BTreeMap::new();
+        for t in &self.board.tasks {
+            m.entry(&t.id).or_insert(t.folder.state);
+        }
+        m
+    }
+}
+
+/// Something that happened, as `/v1/events` sends it.
+#[derive(Debug, Clone)]
+pub struct Event {
+    /// Increases by one per event.
+    pub id: u64,
+    /// `transition` or `board`.
+    pub kind: &'static str,
+    /// The event's JSON.
+    pub data: Value,
+}
+
+/// The shared state of the server: the snapshot, the event channel and the counters.
+pub struct Hub {
+    ctx: Mutex<Ctx>,
+    current: RwLock<Arc<Snapshot>>,
+    reloading: Mutex<()>,
+    events: broadcast::Sender<Arc<Event>>,
+    next_event: AtomicU64,
+    dirty: AtomicBool,
+    /// Transitions seen since the server started.
+    pub counters: Mutex<Counters>,
+}
+
+impl Hub {
+    /// Reads the repository around `ctx.dir` for the first time.
+    pub fn open(ctx: Ctx) -> Result<Arc<Hub>, HubError> {
+        let first = load(&ctx, 1)?;
+        let (events, _) = broadcast::channel(1024);
+        Ok(Arc::new(Hub {
+            ctx: Mutex::new(ctx),
+            current: RwLock::new(Arc::new(first)),
+            reloading: Mutex::new(()),
+            events,
+            next_event: AtomicU64::new(1),
+            dirty: AtomicBool::new(false),
+            counters: Mutex::new(Counters::default()),
+        }))
+    }
+
+    /// Returns the latest snapshot.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Returns the command context for one request, its clock read now.
+    pub fn ctx(&self) -> Ctx {
+        self.ctx
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .refreshed()
+    }
+
+    /// Returns a receiver of every event published from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
+        self.events.subscribe()
+    }
+
+    /// Returns how many clients listen to events.
+    pub fn listeners(&self) -> usize {
+        self.events.receiver_count()
+    }
+
+    /// Reads the repository again and publishes what changed since the last snapshot.
+    pub fn refresh(&self) -> Result<(), HubError> {
+        let _one_at_a_time = self.reloading.lock().unwrap_or_else(|e| e.into_inner());
+        self.dirty.store(false, Ordering::SeqCst);
+        let old = self.snapshot();
+        let ctx = self.ctx();
+        let mut new = load(&ctx, old.generation)?;
+        let mut events = commit_transitions(&ctx.dir, &old, &new)?;
+        let explained: HashSet<String> = events
+            .iter()
+            .filter_map(|e| e["task"].as_str().map(str::to_string))
+            .collect();
+        events.extend(moved_by_hand(&old, &new, &explained));
+        let changed = !events.is_empty() || new.view != old.view || new.head != old.head;
+        if !changed {
+            return Ok(());
+        }
+        new.generation = old.generation + 1;
+        let (generation, head) = (new.generation, new.head.clone());
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(new);
+        for data in events {
+            self.counters
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .count(&data);
+            self.publish("transition", data);
+        }
+        self.publish("board", json!({"generation": generation, "head": head}));
+        Ok(())
+    }
+
+    fn publish(&self, kind: &'static str, data: Value) {
+        let id = self.next_event.fetch_add(1, Ordering::SeqCst);
+        // No subscriber is not an error: the event is simply not wanted.
+        let _ = self.events.send(Arc::new(Event { id, kind, data }));
+    }
+
+    /// Starts the thread that reloads on change: it polls HEAD every 100 ms and is woken by
+    /// changes under `work/` (notify), and rebuilds every 10 s regardless.
+    pub fn watch(self: &Arc<Hub>) -> Result<(), HubError> {
+        let snap = self.snapshot();
+        let dir = self.ctx().dir;
+        let store = Store::open(&dir)?;
+        let work = store.abs(&snap.board.work_dir);
+        let hub = Arc::clone(self);
+        let watcher = start_notify(&work, Arc::clone(self))?;
+        std::thread::Builder::new()
+            .name("coord-serve-watch".into())
+            .spawn(move || {
+                let _keep = watcher;
+                hub.poll_loop(&store);
+            })?;
+        Ok(())
+    }
+
+    fn poll_loop(&self, store: &Store) {
+        let mut last = Instant::now();
+        loop {
+            std::thread::sleep(POLL);
+            if crate::lock::busy(store.repo.git_dir(), WRITER_FRESH) {
+                continue;
+            }
+            let head = store
+                .repo
+                .head()
+                .ok()
+                .and_then(|h| h.oid)
+                .map(|o| o.to_string());
+            let moved = head != self.snapshot().head;
+            let due = last.elapsed() >= REFRESH_EVERY;
+            if moved || due || self.dirty.load(Ordering::SeqCst) {
+                last = Instant::now();
+                if let Err(e) = self.refresh() {
+                    crate::cli::write_err(format_args!(
+                        "coord serve: cannot read the repository: {}",
+                        crate::redact::error_line(&e.to_string())
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// Reads the board and the status view.
+fn load(ctx: &Ctx, generation: u64) -> Result<Snapshot, HubError> {
+    let started = Instant::now();
+    let store = Store::open(&ctx.dir)?;
+    let head = store.repo.head()?.oid.map(|o| o.to_string());
+    let (board, _) = store.load()?;
+    let reasons = crate::view::invalid_reasons(&store, &board);
+    let view = crate::cli::board_view::view(&board, &ctx.inputs(&store), &reasons);
+    Ok(Snapshot {
+        generation,
+        head,
+        board,
+        view: crate::redact::redact_value(&view),
+        default_priority: store.config.defaults.priority,
+        took: started.elapsed(),
+    })
+}
+
+/// Returns the transitions of the commits between the two snapshots' HEADs, oldest first.
+fn commit_transitions(dir: &Path, old: &Snapshot, new: &Snapshot) -> Result<Vec<Value>, HubError> {
+    if new.head == old.head || new.head.is_none() {
+        return Ok(Vec::new());
+    }
+    let repo = crate::git::Repo::discover(dir)?;
+    let mut found: Vec<Value> = repo
+        .log(Some(MAX_COMMITS))?
+        .iter()
+        .take_while(|c| Some(&c.oid) != old.head.as_ref())
+        .filter_map(crate::view::transition)
+        .collect();
+    found.reverse();
+    Ok(found)
+}
+
+/// Returns a transition for each task whose state changed without a commit saying so.
+fn moved_by_hand(old: &Snapshot, new: &Snapshot, explained: &HashSet<String>) -> Vec<Value> {
+    let before = old.states();
+    let after = new.states();
+    let ids: std::collections::BTreeSet<&&TaskId> = before.keys().chain(after.keys()).collect();
+    ids.into_iter()
+        .filter(|id| !explained.contains(id.as_str()))
+        .filter_map(|id| {
+            let (from, to) = (before.get(*id), after.get(*id));
+            (from != to).then(|| {
+                json!({
+                    "commit": null,
+                    "task": id.as_str(),
+                    "from": from.map_or("none", |s| s.as_str()),
+                    "to": to.map_or("none", |s| s.as_str()),
+                    "summary": "changed in the work tree (not committed)",
+                })
+            })
+        })
+        .collect()
+}
+
+/// Marks the hub dirty on every change under `work/` that is not a read, git's or an
+/// editor's temp file.
+fn start_notify(work: &Path, hub: Arc<Hub>) -> Result<notify::RecommendedWatcher, HubError> {
+    use notify::Watcher;
+    let mut w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        if let Ok(ev) = res {
+            let relevant = !matches!(ev.kind, notify::EventKind::Access(_))
+                && ev.paths.iter().any(|p| !crate::watch::ignored(p));
+            if relevant {
+                hub.dirty.store(true, Ordering::SeqCst);
+            }
+        }
+    })?;
+    w.watch(work, notify::RecursiveMode::Recursive)?;
+    Ok(w)
+}

@@ -1,0 +1,130 @@
+//! `/metrics` in the Prometheus text format: tasks and the oldest task's age per state (from
+//! the snapshot), and counters of the transitions this server has seen since it started
+//! (retries, dead letters, lease expiries). Pure.
+
+use super::hub::Snapshot;
+use crate::model::State;
+use jiff::Timestamp;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// Transitions seen since the server started.
+#[derive(Debug, Default)]
+pub struct Counters {
+    by_edge: BTreeMap<(String, String), u64>,
+    retries: u64,
+    dead_letters: u64,
+    lease_expiries: u64,
+}
+
+impl Counters {
+    /// Counts one transition event.
+    pub fn count(&mut self, t: &Value) {
+        let s = |k: &str| t[k].as_str().unwrap_or("none").to_string();
+        let (from, to, summary) = (s("from"), s("to"), s("summary"));
+        if from == "assigned" && to == "ready" && summary.starts_with("retry ") {
+            self.retries += 1;
+            if summary.contains(" after timeout") {
+                self.lease_expiries += 1;
+            }
+        }
+        if from == "assigned" && to == "failed" {
+            self.dead_letters += 1;
+            if summary.contains(": timeout ") {
+                self.lease_expiries += 1;
+            }
+        }
+        *self.by_edge.entry((from, to)).or_default() += 1;
+    }
+}
+
+/// Renders the metrics.
+pub fn render(snap: &Snapshot, counters: &Counters, listeners: usize, now: Timestamp) -> String {
+    let mut out = String::new();
+    let mut counts: BTreeMap<State, u64> = State::ALL.iter().map(|s| (*s, 0)).collect();
+    let mut oldest: BTreeMap<State, Timestamp> = BTreeMap::new();
+    for t in &snap.board.tasks {
+        *counts.entry(t.folder.state).or_default() += 1;
+        let created = t.read.as_ref().ok().and_then(|d| {
+            d.coord
+                .created_at
+                .as_deref()
+                .and_then(|c| c.parse::<Timestamp>().ok())
+        });
+        if let Some(c) = created {
+            let e = oldest.entry(t.folder.state).or_insert(c);
+            *e = (*e).min(c);
+        }
+    }
+    head(&mut out, "coord_tasks", "gauge", "Tasks per state.");
+    for (s, n) in &counts {
+        let _ = writeln!(out, "coord_tasks{{state=\"{s}\"}} {n}");
+    }
+    let help = "Age of the oldest task in each state, from its created_at.";
+    head(&mut out, "coord_task_oldest_age_seconds", "gauge", help);
+    for (s, t) in &oldest {
+        let age = now.duration_since(*t).as_secs_f64().max(0.0);
+        let _ = writeln!(
+            out,
+            "coord_task_oldest_age_seconds{{state=\"{s}\"}} {age:.0}"
+        );
+    }
+    let help = "Transitions seen since the server started.";
+    head(&mut out, "coord_transitions_total", "counter", help);
+    for ((from, to), n) in &counters.by_edge {
+        let _ = writeln!(
+            out,
+            "coord_transitions_total{{from=\"{}\",to=\"{}\"}} {n}",
+            label(from),
+            label(to)
+        );
+    }
+    let simple = [
+        (
+            "coord_retries_total",
+            "Attempts sent back to ready for another try.",
+            counters.retries,
+        ),
+        (
+            "coord_dead_letters_total",
+            "Tasks that failed for good after an attempt.",
+            counters.dead_letters,
+        ),
+        (
+            "coord_lease_expiries_total",
+            "Attempts whose lease ran out without a result.",
+            counters.lease_expiries,
+        ),
+    ];
+    for (name, help, n) in simple {
+        head(&mut out, name, "counter", help);
+        let _ = writeln!(out, "{name} {n}");
+    }
+    let help = "Seconds the last read of the repository took.";
+    head(&mut out, "coord_snapshot_read_seconds", "gauge", help);
+    let _ = writeln!(
+        out,
+        "coord_snapshot_read_seconds {:.6}",
+        snap.took.as_secs_f64()
+    );
+    head(
+        &mut out,
+        "coord_event_listeners",
+        "gauge",
+        "Clients listening to /v1/events.",
+    );
+    let _ = writeln!(out, "coord_event_listeners {listeners}");
+    out
+}
+
+fn head(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+/// Escapes a label value.
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}

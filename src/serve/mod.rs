@@ -1,0 +1,140 @@
+//! `coord serve`: one process answering HTTP on one address: the REST API under `/v1`
+//! ([`api`]), server-sent events and Prometheus metrics ([`events`]), the live board at `/`
+//! ([`html`]), all behind the same checks ([`guard`]). Handlers read the hub's snapshot
+//! ([`hub`]) and write through the same operations as the command line. axum on a small tokio
+//! runtime; the page's script and style are embedded in the binary.
+
+pub mod api;
+pub mod events;
+pub mod guard;
+pub mod html;
+pub mod hub;
+pub mod metrics;
+pub mod problem;
+
+use crate::cli::Ctx;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::get;
+use axum::Router;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The largest request body accepted (a task, a result).
+pub const BODY_LIMIT: usize = 1024 * 1024;
+
+/// How long a write waits for another coordinator's lock before answering 503.
+pub const WRITE_WAIT: Duration = Duration::from_secs(2);
+
+/// How `coord serve` runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The address to listen on.
+    pub listen: SocketAddr,
+    /// The token every request must carry (`COORD_SERVE_TOKEN`).
+    pub token: Option<String>,
+}
+
+/// Why the server could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A non-loopback address without a token.
+    #[error("listening on {0} (not loopback) needs a token: set COORD_SERVE_TOKEN")]
+    NeedsToken(SocketAddr),
+    /// The address could not be bound or served.
+    #[error("cannot serve on {addr}: {source}")]
+    Io {
+        /// The address.
+        addr: SocketAddr,
+        /// What the OS reported.
+        source: std::io::Error,
+    },
+    /// The repository could not be read.
+    #[error("{0}")]
+    Repo(#[from] hub::HubError),
+}
+
+/// What every handler gets.
+pub struct App {
+    /// The snapshot, events and counters.
+    pub hub: Arc<hub::Hub>,
+    /// The token, when one is set.
+    pub token: Option<String>,
+}
+
+/// Returns the whole router.
+pub fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .merge(api::routes())
+        .merge(html::routes())
+        .route("/v1/events", get(events::events))
+        .route("/metrics", get(events::metrics))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&app),
+            guard::check,
+        ))
+        .with_state(app)
+}
+
+async fn not_found(uri: axum::http::Uri) -> problem::Problem {
+    problem::Problem::not_found(format!("nothing at {}", uri.path()))
+}
+
+/// Serves until SIGINT or SIGTERM; prints the address it listens on (`http://…`) on stdout
+/// once it accepts connections.
+pub fn run(ctx: &Ctx, opts: Options) -> Result<(), ServeError> {
+    if !opts.listen.ip().is_loopback() && opts.token.is_none() {
+        return Err(ServeError::NeedsToken(opts.listen));
+    }
+    let mut ctx = ctx.clone();
+    ctx.wait.get_or_insert(WRITE_WAIT);
+    let hub = hub::Hub::open(ctx)?;
+    hub.watch()?;
+    let app = Arc::new(App {
+        hub,
+        token: opts.token,
+    });
+    let io = |source| ServeError::Io {
+        addr: opts.listen,
+        source,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(io)?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(opts.listen)
+            .await
+            .map_err(io)?;
+        let addr = listener.local_addr().map_err(io)?;
+        crate::cli::write_out(format_args!("http://{addr}"));
+        crate::cli::write_err(format_args!(
+            "coord: serving the board on http://{addr}/ and the API under /v1; Ctrl-C stops"
+        ));
+        // Not a graceful shutdown: event streams never end by themselves, and every write is
+        // committed before its answer, so nothing is lost by stopping at once.
+        tokio::select! {
+            served = axum::serve(listener, router(app)) => served.map_err(io),
+            () = stopped() => Ok(()),
+        }
+    })
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn stopped() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}

@@ -1,0 +1,116 @@
+//! Errors as HTTP answers: an `application/problem+json` body (RFC 9457) with the status, a
+//! title and the one-line message the command line would print; 503 with `Retry-After` while
+//! another coordinator holds the lock. Every library error maps to one status here.
+
+use crate::engine::commands::CommandError;
+use crate::error::UsageError;
+use crate::lock::LockError;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// An error answer.
+#[derive(Debug)]
+pub struct Problem {
+    /// The status.
+    pub status: StatusCode,
+    /// What went wrong, in one line.
+    pub detail: String,
+    /// Seconds after which a retry may succeed (503).
+    pub retry_after: Option<u64>,
+}
+
+impl Problem {
+    /// Returns a problem with this status and detail.
+    pub fn new(status: StatusCode, detail: impl Into<String>) -> Problem {
+        Problem {
+            status,
+            detail: crate::redact::error_line(&detail.into()),
+            retry_after: None,
+        }
+    }
+
+    /// Returns a 400 Bad Request.
+    pub fn bad(detail: impl Into<String>) -> Problem {
+        Problem::new(StatusCode::BAD_REQUEST, detail)
+    }
+
+    /// Returns a 409 Conflict.
+    pub fn conflict(detail: impl Into<String>) -> Problem {
+        Problem::new(StatusCode::CONFLICT, detail)
+    }
+
+    /// Returns a 404 Not Found.
+    pub fn not_found(detail: impl Into<String>) -> Problem {
+        Problem::new(StatusCode::NOT_FOUND, detail)
+    }
+
+    /// Returns the status for a single-task command's refusal.
+    pub fn of_command(e: &CommandError) -> Problem {
+        let status = match e {
+            CommandError::NotFound(_) => StatusCode::NOT_FOUND,
+            CommandError::UnknownAgent { .. } | CommandError::Sign(_) => StatusCode::BAD_REQUEST,
+            _ => StatusCode::CONFLICT,
+        };
+        Problem::new(status, e.to_string())
+    }
+
+    /// Returns the answer for an error of an operation: the first cause that has a status of
+    /// its own decides, else 500 with the message.
+    pub fn of(e: &(dyn std::error::Error + 'static)) -> Problem {
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+        while let Some(c) = cause {
+            if let Some(p) = Problem::of_one(c) {
+                return p;
+            }
+            cause = c.source();
+        }
+        Problem::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+    }
+
+    fn of_one(c: &(dyn std::error::Error + 'static)) -> Option<Problem> {
+        if let Some(LockError::Held { .. }) = c.downcast_ref::<LockError>() {
+            let mut p = Problem::new(StatusCode::SERVICE_UNAVAILABLE, c.to_string());
+            p.retry_after = Some(1);
+            return Some(p);
+        }
+        if let Some(e) = c.downcast_ref::<CommandError>() {
+            return Some(Problem::of_command(e));
+        }
+        if c.downcast_ref::<UsageError>().is_some()
+            || c.downcast_ref::<crate::cli::new::Refused>().is_some()
+        {
+            return Some(Problem::bad(c.to_string()));
+        }
+        c.downcast_ref::<crate::cli::Found>()
+            .map(|f| Problem::conflict(f.0.clone()))
+    }
+
+    /// Returns the answer for an `anyhow` error of a command.
+    pub fn of_anyhow(e: &anyhow::Error) -> Problem {
+        e.chain()
+            .find_map(Problem::of_one)
+            .unwrap_or_else(|| Problem::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+    }
+}
+
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        let body = json!({
+            "type": "about:blank",
+            "title": self.status.canonical_reason().unwrap_or("Error"),
+            "status": self.status.as_u16(),
+            "detail": self.detail,
+        });
+        let mut r = (self.status, body.to_string()).into_response();
+        let h = r.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        if let Some(s) = self.retry_after {
+            h.insert(header::RETRY_AFTER, HeaderValue::from(s));
+        }
+        r
+    }
+}

@@ -1,0 +1,414 @@
+//! `coord serve` end to end: the real binary on an ephemeral port, asked over plain HTTP.
+
+use crate::harness::TestRepo;
+use crate::http::{request, Server};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+fn ready_task(r: &TestRepo, id: &str) {
+    r.ok(&["new", "Write the docs", "--id", id]);
+    r.ok(&["tick"]);
+}
+
+#[test]
+fn serve_reads_tasks_with_etags_board_agents_health_and_openapi() {
+    let r = TestRepo::with_agents(&["writer"]);
+    r.ok(&["agents", "add", "puller", "--pull"]);
+    r.ok(&[
+        "new",
+        "Write the docs",
+        "--id",
+        "docs",
+        "--priority",
+        "high",
+    ]);
+    let s = Server::start(&r);
+
+    let one = s.get("/v1/tasks/docs");
+    assert_eq!(one.status, 200, "{}", one.body);
+    assert_eq!(one.json()["task"]["title"], "Write the docs");
+    assert_eq!(one.json(), json_of(&r.ok(&["--json", "show", "docs"])));
+    let etag = one.header("etag").expect("etag").to_string();
+    assert!(etag.starts_with('"'), "strong ETag: {etag}");
+    let again = s.req("GET", "/v1/tasks/docs", &[("If-None-Match", &etag)], "");
+    assert_eq!(again.status, 304);
+    assert_eq!(again.body, "");
+    let other = s.req("GET", "/v1/tasks/docs", &[("If-None-Match", "\"x\"")], "");
+    assert_eq!(other.status, 200);
+
+    let log = s.get("/v1/tasks/docs/log");
+    assert_eq!(log.status, 200, "{}", log.body);
+    assert!(log.header("etag").expect("etag").starts_with("W/"));
+    assert_eq!(log.json()["items"][0]["to"], "inbox");
+    let tag = log.header("etag").expect("etag").to_string();
+    assert_eq!(
+        s.req("GET", "/v1/tasks/docs/log", &[("If-None-Match", &tag)], "")
+            .status,
+        304
+    );
+
+    let board = s.get("/v1/board");
+    assert_eq!(board.json()["counts"]["inbox"], 1);
+    let agents = s.get("/v1/agents").json();
+    assert_eq!(agents, json_of(&r.ok(&["--json", "agents"])));
+    assert_eq!(s.get("/healthz").json()["status"], "ok");
+
+    let api = s.get("/v1/openapi.json").json();
+    for p in [
+        "/v1/tasks",
+        "/v1/tasks/{id}",
+        "/v1/tasks/{id}/log",
+        "/v1/tasks/{id}/claim",
+        "/v1/tasks/{id}/complete",
+        "/v1/tasks/{id}/fail",
+        "/v1/tasks/{id}/heartbeat",
+        "/v1/tasks/{id}/approve",
+        "/v1/tasks/{id}/reject",
+        "/v1/tasks/{id}/cancel",
+        "/v1/tasks/{id}/retry",
+        "/v1/board",
+        "/v1/agents",
+        "/v1/events",
+        "/metrics",
+        "/healthz",
+    ] {
+        assert!(api["paths"].get(p).is_some(), "openapi.json lacks {p}");
+    }
+    let metrics = s.get("/metrics");
+    assert!(
+        metrics.body.contains("coord_tasks{state=\"inbox\"} 1"),
+        "{}",
+        metrics.body
+    );
+    assert!(metrics
+        .body
+        .contains("# TYPE coord_transitions_total counter"));
+}
+
+fn json_of(s: &str) -> Value {
+    serde_json::from_str(s).expect("json")
+}
+
+#[test]
+fn serve_creates_tasks_once_per_idempotency_key() {
+    let r = TestRepo::with_agents(&["writer"]);
+    let s = Server::start(&r);
+    let body = r#"{"title": "Ship it", "priority": "high", "input": {"n": 1}}"#;
+    let key = [("Idempotency-Key", "ticket-1")];
+    let first = s.req("POST", "/v1/tasks", &key, body);
+    assert_eq!(first.status, 201, "{}", first.body);
+    let id = first.json()["id"].as_str().expect("id").to_string();
+    assert_eq!(
+        first.header("location"),
+        Some(format!("/v1/tasks/{id}").as_str())
+    );
+    let second = s.req("POST", "/v1/tasks", &key, body);
+    assert_eq!((second.status, second.json()), (201, first.json()));
+    assert_eq!(second.header("idempotent-replayed"), Some("true"));
+    assert_eq!(r.find(&id).len(), 1);
+    let changed = s.req(
+        "POST",
+        "/v1/tasks",
+        &key,
+        r#"{"title": "Ship something else"}"#,
+    );
+    assert_eq!(changed.status, 409, "{}", changed.body);
+    assert_eq!(
+        changed.header("content-type"),
+        Some("application/problem+json")
+    );
+    let all = s.get("/v1/tasks").json();
+    assert_eq!(all["items"].as_array().map(Vec::len), Some(1));
+    let plain = s.post("/v1/tasks", r#"{"title": "Another"}"#);
+    assert_eq!(plain.status, 201);
+    assert_eq!(
+        s.get(&format!(
+            "/v1/tasks/{}",
+            plain.json()["id"].as_str().expect("id")
+        ))
+        .status,
+        200
+    );
+}
+
+#[test]
+fn serve_answers_bad_input_with_400_problems() {
+    let r = TestRepo::with_agents(&["writer"]);
+    ready_task(&r, "docs");
+    let s = Server::start(&r);
+    let bad = [
+        ("GET", "/v1/tasks?state=bogus", ""),
+        ("GET", "/v1/tasks?limit=0", ""),
+        ("GET", "/v1/tasks?limit=abc", ""),
+        ("GET", "/v1/tasks?cursor=zz", ""),
+        ("GET", "/v1/tasks?priority=urgent", ""),
+        ("GET", "/v1/tasks?colour=red", ""),
+        ("GET", "/v1/tasks/..%2Fetc", ""),
+        ("POST", "/v1/tasks", "{not json"),
+        ("POST", "/v1/tasks", r#"{"title": ""}"#),
+        ("POST", "/v1/tasks", r#"{"title": "x", "color": "red"}"#),
+        (
+            "POST",
+            "/v1/tasks",
+            r#"{"title": "x", "depends_on": ["nowhere"]}"#,
+        ),
+        ("POST", "/v1/tasks", r#"{"title": "x", "agent": "nobody"}"#),
+        ("POST", "/v1/tasks/docs/claim", "{}"),
+        ("POST", "/v1/tasks/docs/claim", r#"{"agent": 7}"#),
+        ("POST", "/v1/tasks/docs/reject", "{}"),
+    ];
+    for (method, path, body) in bad {
+        let a = s.req(method, path, &[], body);
+        assert_eq!(a.status, 400, "{method} {path} {body}: {}", a.body);
+        assert_eq!(a.json()["status"], 400);
+        assert!(!a.json()["detail"].as_str().unwrap_or("").is_empty());
+    }
+    let big = format!(r#"{{"title": "{}"}}"#, "x".repeat(2 * 1024 * 1024));
+    assert_eq!(s.post("/v1/tasks", &big).status, 413);
+    assert_eq!(s.get("/v1/tasks/nope").status, 404);
+    assert_eq!(s.post("/v1/tasks/docs/explode", "{}").status, 404);
+}
+
+#[test]
+fn serve_runs_the_agent_and_person_actions_with_409_on_conflicts() {
+    let r = TestRepo::with_agents(&["writer"]);
+    r.ok(&["agents", "add", "puller", "--pull"]);
+    r.ok(&["new", "Write the docs", "--id", "docs", "--agent", "puller"]);
+    r.ok(&["tick"]);
+    let s = Server::start(&r);
+    let claim = s.post("/v1/tasks/docs/claim", r#"{"agent": "puller"}"#);
+    assert_eq!(claim.status, 200, "{}", claim.body);
+    assert_eq!(claim.json()["attempt"], 1);
+    assert_eq!(r.where_is("docs"), "work/assigned/puller/docs.yaml");
+    let hb = s.post(
+        "/v1/tasks/docs/heartbeat",
+        r#"{"agent": "puller", "attempt": 1}"#,
+    );
+    assert_eq!(hb.status, 200, "{}", hb.body);
+    let stale = s.post(
+        "/v1/tasks/docs/complete",
+        r#"{"agent": "puller", "attempt": 7}"#,
+    );
+    assert_eq!(stale.status, 409, "{}", stale.body);
+    assert!(stale.json()["detail"]
+        .as_str()
+        .unwrap_or("")
+        .contains("attempt 7"));
+    let done = s.post(
+        "/v1/tasks/docs/complete",
+        r#"{"agent": "puller", "attempt": 1, "output": {"pages": 3}}"#,
+    );
+    assert_eq!(done.status, 200, "{}", done.body);
+    assert_eq!(done.json()["task"]["result"]["output"]["pages"], 3);
+    assert_eq!(s.post("/v1/tasks/docs/approve", "").status, 409);
+    r.ok(&["tick"]);
+    assert_eq!(s.post("/v1/tasks/docs/cancel", "{}").status, 409);
+    r.ok(&["new", "Second", "--id", "second"]);
+    r.ok(&["tick"]);
+    let cancel = s.post("/v1/tasks/second/cancel", r#"{"reason": "not needed"}"#);
+    assert_eq!(cancel.status, 200, "{}", cancel.body);
+    assert_eq!(cancel.json()["state"], "cancelled");
+    let retry = s.post("/v1/tasks/second/retry", "");
+    assert_eq!(
+        (retry.status, retry.json()["state"].clone()),
+        (200, json!("inbox"))
+    );
+}
+
+#[test]
+fn serve_two_concurrent_claims_give_one_200_and_one_409() {
+    let r = TestRepo::with_agents(&[]);
+    r.ok(&["agents", "add", "a1", "--pull"]);
+    r.ok(&["agents", "add", "a2", "--pull"]);
+    ready_task(&r, "docs");
+    let s = Server::start(&r);
+    let addr = s.addr.clone();
+    let claims: Vec<_> = ["a1", "a2"]
+        .into_iter()
+        .map(|agent| {
+            let addr = addr.clone();
+            std::thread::spawn(move || {
+                let body = format!(r#"{{"agent": "{agent}"}}"#);
+                request(&addr, "POST", "/v1/tasks/docs/claim", &[], body.as_bytes())
+            })
+        })
+        .collect();
+    let mut codes: Vec<u16> = claims
+        .into_iter()
+        .map(|t| t.join().expect("thread").status)
+        .collect();
+    codes.sort();
+    assert_eq!(codes, vec![200, 409]);
+    assert_eq!(r.find("docs").len(), 1);
+    assert!(r.where_is("docs").starts_with("work/assigned/a"));
+}
+
+#[test]
+fn serve_pages_through_1000_tasks() {
+    let r = TestRepo::empty_in_memory();
+    r.ok(&["init"]);
+    for i in 0..1000 {
+        r.write_now(
+            &format!("work/inbox/t{i:04}.yaml"),
+            &format!("title: Task {i}\n"),
+        );
+    }
+    r.git(&["add", "-A"]);
+    r.git(&["commit", "-qm", "a thousand tasks"]);
+    let s = Server::start(&r);
+    let mut ids = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let page = s
+            .get(&format!("/v1/tasks?state=inbox&limit=128{cursor}"))
+            .json();
+        for t in page["items"].as_array().expect("items") {
+            ids.push(t["id"].as_str().expect("id").to_string());
+        }
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = format!("&cursor={c}"),
+            None => break,
+        }
+    }
+    let expected: Vec<String> = (0..1000).map(|i| format!("t{i:04}")).collect();
+    assert_eq!(ids, expected);
+    assert_eq!(s.get("/v1/tasks?state=ready").json()["items"], json!([]));
+}
+
+#[test]
+fn serve_events_deliver_a_transition_made_by_the_cli() {
+    let r = TestRepo::with_agents(&["writer"]);
+    let s = Server::start(&r);
+    let mut events = s.events();
+    r.ok(&["new", "Write the docs", "--id", "docs"]);
+    r.ok(&["tick"]);
+    let seen = events.until(Duration::from_secs(5), |t| {
+        t.contains(r#""task":"docs","from":"inbox","to":"ready""#)
+            && t.contains(r#""from":"ready","to":"assigned""#)
+            && t.contains("event: board")
+    });
+    assert!(seen, "events so far:\n{}", events.seen);
+    std::fs::rename(
+        r.abs("work/assigned/writer/docs.yaml"),
+        r.abs("work/review/docs.yaml"),
+    )
+    .expect("move by hand");
+    let by_hand = events.until(Duration::from_secs(5), |t| {
+        t.contains(r#""task":"docs","from":"assigned","to":"review""#)
+    });
+    assert!(by_hand, "events so far:\n{}", events.seen);
+    let metrics = s.get("/metrics").body;
+    assert!(
+        metrics.contains(r#"coord_transitions_total{from="inbox",to="ready"} 1"#),
+        "{metrics}"
+    );
+}
+
+#[test]
+fn serve_answers_503_with_retry_after_while_the_lock_is_held() {
+    let r = TestRepo::with_agents(&["writer"]);
+    let s = Server::start(&r);
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(r.abs(".git/coord.lock"))
+        .expect("open lock");
+    lock.try_lock().expect("take the lock");
+    let a = s.post("/v1/tasks", r#"{"title": "Blocked by the lock"}"#);
+    assert_eq!(a.status, 503, "{}", a.body);
+    assert!(a.header("retry-after").is_some());
+    drop(lock);
+    assert_eq!(s.post("/v1/tasks", r#"{"title": "Now"}"#).status, 201);
+}
+
+#[test]
+fn serve_guards_tokens_origins_and_hosts() {
+    let r = TestRepo::with_agents(&["writer"]);
+    let out = r.run(&["serve", "--listen", "0.0.0.0:0"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("COORD_SERVE_TOKEN"));
+
+    let s = Server::start(&r);
+    let page = s.get("/");
+    assert_eq!(page.status, 200);
+    let csp = page.header("content-security-policy").expect("csp");
+    assert!(csp.contains("default-src 'none'") && csp.contains("script-src 'self'"));
+    let evil = [("Origin", "http://evil.example")];
+    assert_eq!(
+        s.req("POST", "/v1/tasks", &evil, r#"{"title": "x"}"#)
+            .status,
+        403
+    );
+    assert_eq!(
+        s.req("GET", "/v1/board", &[("Host", "evil.example")], "")
+            .status,
+        403
+    );
+    let same = format!("http://{}", s.addr);
+    let ok = s.req(
+        "POST",
+        "/v1/tasks",
+        &[("Origin", &same)],
+        r#"{"title": "x"}"#,
+    );
+    assert_eq!(ok.status, 201, "{}", ok.body);
+    drop(s);
+
+    let env = [("COORD_SERVE_TOKEN", "s3cret")];
+    let t = Server::start_with(&r, &["--listen", "127.0.0.1:0"], &env);
+    assert_eq!(t.get("/v1/board").status, 401);
+    let wrong = [("Authorization", "Bearer nope")];
+    assert_eq!(t.req("GET", "/v1/board", &wrong, "").status, 401);
+    let right = [("Authorization", "Bearer s3cret")];
+    assert_eq!(t.req("GET", "/v1/board", &right, "").status, 200);
+    let opened = t.get("/?token=s3cret");
+    assert!(opened
+        .header("set-cookie")
+        .is_some_and(|c| c.contains("HttpOnly")));
+    assert_eq!(
+        t.req("GET", "/board", &[("Cookie", "coord_token=s3cret")], "")
+            .status,
+        200
+    );
+}
+
+#[test]
+fn serve_board_shows_columns_lanes_and_task_detail() {
+    let r = TestRepo::with_agents(&["writer"]);
+    r.ok(&[
+        "new",
+        "Write <the> docs",
+        "--id",
+        "docs",
+        "--agent",
+        "writer",
+    ]);
+    r.ok(&["new", "Later", "--id", "later", "--depends-on", "docs"]);
+    r.ok(&["tick"]);
+    let s = Server::start(&r);
+    let page = s.get("/").body;
+    assert!(
+        page.contains(r#"<div class="column" data-state="assigned">"#),
+        "{page}"
+    );
+    assert!(
+        page.contains("Write &lt;the&gt; docs"),
+        "titles are escaped"
+    );
+    assert!(page.contains(r#"data-agent="writer""#) && page.contains("1/1"));
+    assert!(
+        page.contains("waits for docs"),
+        "blocked reason shown: {page}"
+    );
+    assert!(page.contains(r#"<script src="/assets/board.js" defer>"#));
+    let js = s.get("/assets/board.js");
+    assert!(js.body.contains("EventSource"));
+    let detail = s.get("/tasks/docs").body;
+    assert!(
+        detail.contains("assigned") && detail.contains("history"),
+        "{detail}"
+    );
+    assert_eq!(s.get("/column/blocked").status, 200);
+    assert_eq!(s.get("/column/nowhere").status, 404);
+}
