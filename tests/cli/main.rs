@@ -4,6 +4,8 @@
 mod agents_mcp;
 mod agents_prime;
 mod agents_run;
+mod board_browser;
+mod cdp;
 mod clones;
 mod crash;
 mod engine;
