@@ -102,10 +102,20 @@ impl Repo {
         Repo::with_limit(1_000)
     }
 
-    fn with_limit(max_active: usize) -> Repo {
+    /// A repo with as many agents `bot`, `bot1`, `bot2`, … (at most 1,000 tasks each) as
+    /// `capacity` tasks need.
+    fn with_limit(capacity: usize) -> Repo {
         let r = Repo::empty();
         r.coord(&["init"]);
-        r.coord(&["agents", "add", "bot", "--max-active", &max_active.to_string()]);
+        for i in 0..capacity.div_ceil(1_000) {
+            let name = if i == 0 {
+                "bot".to_string()
+            } else {
+                format!("bot{i}")
+            };
+            let max = capacity.clamp(1, 1_000).to_string();
+            r.coord(&["agents", "add", &name, "--max-active", &max]);
+        }
         r
     }
 
@@ -343,7 +353,10 @@ fn noop(n: usize, reps: usize) {
     }
     let git = times[3].0;
     println!("ratio tick / git status: {:.2}", times[0].0 / git);
-    println!("ratio tick that plans / git status: {:.2}", times[1].0 / git);
+    println!(
+        "ratio tick that plans / git status: {:.2}",
+        times[1].0 / git
+    );
     println!("ratio status / git status: {:.2}\n", times[2].0 / git);
 }
 
@@ -371,8 +384,7 @@ fn single_task(n: usize, reps: usize) {
         }),
         ("file + git add + git commit:", &|| {
             let rel = format!("work/inbox/new-{:06}.yaml", round.get());
-            std::fs::write(shell.path().join(&rel), inbox_text("new", round.get()))
-                .expect("write");
+            std::fs::write(shell.path().join(&rel), inbox_text("new", round.get())).expect("write");
             shell.git(&["add", &rel]);
             shell.git(&["commit", "-q", "-m", "new task"]);
         }),
@@ -434,13 +446,23 @@ fn lifecycle(n: usize) {
     repo.commit_all();
     let before = repo.git_size();
     let (first, made_first) = timed_tick(&repo);
-    let assigned = repo.path().join("work/assigned/bot");
-    for e in std::fs::read_dir(&assigned).expect("assigned").flatten() {
-        // As an agent should: a temp file renamed over the task, so it is complete at once.
-        let text = std::fs::read_to_string(e.path()).expect("read");
-        let temp = repo.path().join("result.tmp");
-        std::fs::write(&temp, format!("{text}{RESULT}")).expect("write");
-        std::fs::rename(&temp, e.path()).expect("rename");
+    for agent in std::fs::read_dir(repo.path().join("work/assigned")).expect("assigned") {
+        let agent = agent.expect("agent folder");
+        if !agent.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let name = agent.file_name().to_string_lossy().into_owned();
+        let result = RESULT.replace("agent: bot", &format!("agent: {name}"));
+        for e in std::fs::read_dir(agent.path())
+            .expect("agent folder")
+            .flatten()
+        {
+            // As an agent should: a temp file renamed over the task, so it is complete at once.
+            let text = std::fs::read_to_string(e.path()).expect("read");
+            let temp = repo.path().join("result.tmp");
+            std::fs::write(&temp, format!("{text}{result}")).expect("write");
+            std::fs::rename(&temp, e.path()).expect("rename");
+        }
     }
     let (second, made_second) = timed_tick(&repo);
     let done = count_files(&repo.path().join("work/done"));
@@ -524,7 +546,10 @@ fn burst(n: usize) {
     println!(
         "tick: {:.1} s, peak RSS {}, {} commits, {transitions} transitions",
         elapsed / 1000.0,
-        rss.map_or("?".to_string(), |kb| format!("{:.0} MB", kb as f64 / 1024.0)),
+        rss.map_or("?".to_string(), |kb| format!(
+            "{:.0} MB",
+            kb as f64 / 1024.0
+        )),
         repo.commits() - commits
     );
     println!(
@@ -590,7 +615,10 @@ fn others(n: usize) {
         let t = median_ms(5, || {
             br(&["ready"]);
         });
-        println!("br ready: {t:.1} ms; ratio coord status / br ready: {:.2}", status / t);
+        println!(
+            "br ready: {t:.1} ms; ratio coord status / br ready: {:.2}",
+            status / t
+        );
     } else {
         println!("br: not on PATH (cargo install beads_rust)");
     }

@@ -16,6 +16,7 @@ mod commit;
 mod edit;
 mod history;
 mod locks;
+mod pack;
 mod rewrite;
 mod state;
 
@@ -23,6 +24,8 @@ pub use attempts::Granted;
 use commit::check_path;
 pub use edit::PathChange;
 pub use git2::Oid;
+pub use history::{recorded, Recorded};
+pub use pack::PACK_LOOSE_FROM;
 pub use rewrite::LocalCommit;
 pub use state::Unfinished;
 

@@ -37,25 +37,26 @@ pub fn task_copy(f: &TaskFile) -> Value {
     }
 }
 
-/// Returns the transition a commit records (from its `Coord-*` trailers) as `coord log
-/// --json` prints it, or None for a commit coord did not make.
-pub fn transition(c: &CommitInfo) -> Option<Value> {
-    let get = |k: &str| {
-        c.trailers
-            .iter()
-            .find(|(key, _)| key == k)
-            .map(|(_, v)| v.clone())
-    };
-    let subject = get("Coord-Task").or_else(|| get("Coord-Agent"))?;
-    Some(json!({
-        "commit": c.oid,
-        "time": c.time.to_string(),
-        "task": subject,
-        "from": get("Coord-From"),
-        "to": get("Coord-To"),
-        "op": get("Coord-Op"),
-        "summary": one_line(c.summary.strip_prefix("coord: ").unwrap_or(&c.summary)),
-    }))
+/// Returns the transitions a commit records (from its `Coord-*` trailers), newest first, as
+/// `coord log --json` prints each: one for a command's commit, several for a commit of a large
+/// tick pass, none for a commit coord did not make.
+pub fn transitions(c: &CommitInfo) -> Vec<Value> {
+    let summary = one_line(c.summary.strip_prefix("coord: ").unwrap_or(&c.summary));
+    c.transitions()
+        .into_iter()
+        .rev()
+        .map(|t| {
+            json!({
+                "commit": c.oid,
+                "time": c.time.to_string(),
+                "task": t.subject,
+                "from": t.from,
+                "to": t.to,
+                "op": t.op,
+                "summary": t.summary.map_or_else(|| summary.clone(), |s| one_line(&s)),
+            })
+        })
+        .collect()
 }
 
 /// Returns the transitions in the history of HEAD, newest first, of task `id` when given, at
@@ -69,7 +70,7 @@ pub fn log(
         .repo
         .log(None)?
         .iter()
-        .filter_map(transition)
+        .flat_map(transitions)
         .filter(|e| id.is_none_or(|id| e["task"] == id.as_str()))
         .take(limit)
         .collect();

@@ -107,11 +107,7 @@ pub struct Transition {
 impl Transition {
     /// Returns the commit message: summary line and trailers.
     pub fn message(&self) -> String {
-        let key = if self.from == "agent" {
-            "Coord-Agent"
-        } else {
-            "Coord-Task"
-        };
+        let key = self.subject_key();
         let op = self
             .op
             .as_ref()
@@ -126,6 +122,16 @@ impl Transition {
         )
     }
 
+    /// Returns the trailer key naming the subject: `Coord-Agent` for profiles, else
+    /// `Coord-Task`.
+    fn subject_key(&self) -> &'static str {
+        if self.from == "agent" {
+            "Coord-Agent"
+        } else {
+            "Coord-Task"
+        }
+    }
+
     /// Returns every path the transition touches, deduplicated, in order.
     pub fn paths(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
@@ -136,6 +142,41 @@ impl Transition {
         }
         out
     }
+}
+
+/// Returns the message of one commit that records several transitions: a summary line
+/// counting them by kind, then, per transition and in order, the trailers its own commit would
+/// have (with the operation's, if any) and `Coord-Summary` (its summary line), so every transition stays in history.
+pub fn group_message(group: &[&Transition]) -> String {
+    let mut kinds: Vec<((&str, &str), usize)> = Vec::new();
+    for t in group {
+        let kind = (t.from.as_str(), t.to.as_str());
+        match kinds.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((kind, 1)),
+        }
+    }
+    let counted: Vec<String> = kinds
+        .iter()
+        .map(|((from, to), n)| crate::redact::one_line(&format!("{n} {from} -> {to}")))
+        .collect();
+    let mut message = format!(
+        "coord: {} transitions ({})\n\n",
+        group.len(),
+        counted.join(", ")
+    );
+    for t in group {
+        let op = t.op.as_ref().map(Operation::trailers).unwrap_or_default();
+        message.push_str(&format!(
+            "{}: {}\nCoord-From: {}\nCoord-To: {}\n{op}Coord-Summary: {}\n",
+            t.subject_key(),
+            t.subject,
+            t.from,
+            t.to,
+            crate::redact::one_line(&t.summary)
+        ));
+    }
+    message
 }
 
 impl fmt::Display for Transition {

@@ -43,7 +43,7 @@ impl Repo {
             let commit = oid
                 .and_then(|oid| self.repo.find_commit(oid))
                 .map_err(ctx(format!("cannot read history from {head}")))?;
-            if let Some(id) = assigned_task(&commit) {
+            for id in assigned_tasks(&commit) {
                 files.extend(self.assigned_file(&commit, assigned, &id).map(|b| (id, b)));
             }
         }
@@ -75,13 +75,15 @@ impl Repo {
     }
 }
 
-/// Returns the task a commit assigned, when its trailers say it moved one to `assigned`.
-fn assigned_task(commit: &git2::Commit<'_>) -> Option<String> {
+/// Returns the tasks a commit assigned: those its trailers say it moved to `assigned`.
+fn assigned_tasks(commit: &git2::Commit<'_>) -> Vec<String> {
     let message = String::from_utf8_lossy(commit.message_bytes());
-    let trailers = git2::message_trailers_strs(&message).ok()?;
-    let to_assigned = trailers
-        .iter()
-        .any(|(k, v)| k == "Coord-To" && v == "assigned");
-    let task = trailers.iter().find(|(k, _)| *k == "Coord-Task")?.1;
-    to_assigned.then(|| task.to_string())
+    let Ok(trailers) = git2::message_trailers_strs(&message) else {
+        return Vec::new();
+    };
+    super::recorded(trailers.iter())
+        .into_iter()
+        .filter(|t| !t.agent && t.to.as_deref() == Some("assigned"))
+        .map(|t| t.subject)
+        .collect()
 }

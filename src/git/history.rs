@@ -84,6 +84,59 @@ impl Repo {
     }
 }
 
+/// One transition as a commit's trailers record it (a commit of a large tick pass records
+/// several, each starting at its `Coord-Task` or `Coord-Agent` trailer).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Recorded {
+    /// The task id, or the agent name for a profile update.
+    pub subject: String,
+    /// Whether the subject is an agent (`Coord-Agent`).
+    pub agent: bool,
+    /// `Coord-From`.
+    pub from: Option<String>,
+    /// `Coord-To`.
+    pub to: Option<String>,
+    /// `Coord-Op`: the command the transition carries out, if one did.
+    pub op: Option<String>,
+    /// `Coord-Summary`: the transition's summary line, in a commit that records several.
+    pub summary: Option<String>,
+}
+
+/// Returns the transitions a commit's trailers record, in order.
+pub fn recorded<'a>(trailers: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<Recorded> {
+    let mut out: Vec<Recorded> = Vec::new();
+    for (key, value) in trailers {
+        let agent = key == "Coord-Agent";
+        if agent || key == "Coord-Task" {
+            out.push(Recorded {
+                subject: value.to_string(),
+                agent,
+                ..Recorded::default()
+            });
+            continue;
+        }
+        let Some(last) = out.last_mut() else {
+            continue;
+        };
+        let slot = match key {
+            "Coord-From" => &mut last.from,
+            "Coord-To" => &mut last.to,
+            "Coord-Op" => &mut last.op,
+            "Coord-Summary" => &mut last.summary,
+            _ => continue,
+        };
+        *slot = Some(value.to_string());
+    }
+    out
+}
+
+impl CommitInfo {
+    /// Returns the transitions this commit records, in order.
+    pub fn transitions(&self) -> Vec<Recorded> {
+        recorded(self.trailers.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    }
+}
+
 pub(super) fn commit_info(commit: &git2::Commit<'_>) -> CommitInfo {
     let message = String::from_utf8_lossy(commit.message_bytes());
     let trailers = git2::message_trailers_strs(&message)

@@ -620,3 +620,39 @@ fn an_index_lock_held_for_a_moment_is_waited_for() {
     holder.join().unwrap();
     assert_eq!(status(d), Vec::<String>::new());
 }
+
+fn loose_count(dir: &Path) -> usize {
+    let out = git(dir, &["count-objects", "-v"]);
+    out.lines()
+        .find_map(|l| l.strip_prefix("count: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn packing_moves_loose_objects_into_one_pack_and_keeps_every_object() {
+    let (dir, repo) = new_repo();
+    for i in 0..40 {
+        let path = format!("work/inbox/t-{i}.yaml");
+        write(dir.path(), &path, &format!("title: task {i}\n"));
+        commit(&repo, &[path.as_str()], &format!("add {i}"));
+    }
+    let before = loose_count(dir.path());
+    assert!(before >= 120, "{before} loose objects");
+    assert_eq!(repo.pack_loose_objects(usize::MAX).unwrap(), 0);
+    assert_eq!(loose_count(dir.path()), before);
+    assert_eq!(repo.pack_loose_objects(0).unwrap(), before);
+    assert_eq!(loose_count(dir.path()), 0);
+    git(dir.path(), &["fsck", "--strict", "--no-dangling"]);
+    assert_eq!(
+        git(dir.path(), &["rev-list", "--count", "HEAD"]).trim(),
+        "40"
+    );
+    assert_eq!(
+        repo.read_head_file("work/inbox/t-7.yaml").unwrap().unwrap(),
+        b"title: task 7\n"
+    );
+    write(dir.path(), "work/inbox/t-7.yaml", "title: changed\n");
+    assert!(commit(&repo, &["work/inbox/t-7.yaml"], "change").is_some());
+    assert!(status(dir.path()).is_empty());
+}

@@ -233,7 +233,7 @@ fn commit_transitions(dir: &Path, old: &Snapshot, new: &Snapshot) -> Result<Vec<
         .log(Some(MAX_COMMITS))?
         .iter()
         .take_while(|c| Some(&c.oid) != old.head.as_ref())
-        .filter_map(crate::view::transition)
+        .flat_map(crate::view::transitions)
         .collect();
     found.reverse();
     Ok(found)

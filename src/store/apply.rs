@@ -65,6 +65,31 @@ impl Recorded {
     }
 }
 
+/// Whether a plan is being finished after a killed run: then every transition left in the
+/// journal may be half done (a group's commit comes after all its file operations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resume {
+    No,
+    Yes,
+}
+
+/// Plans of the tick longer than this commit their transitions in groups.
+const GROUP_FROM: usize = 64;
+/// The number of commits a grouped plan is cut into, at most.
+const GROUPS: usize = 32;
+
+/// Returns how many transitions go into one commit: one each for commands and small plans
+/// (the usual per-transition history); a large tick plan is cut into at most [`GROUPS`]
+/// commits of at least [`GROUP_FROM`] transitions, because each commit writes new tree
+/// objects for the folders it touches, whose size grows with the folder.
+fn group_size(len: usize, origin: Origin) -> usize {
+    if origin == Origin::Command || len <= GROUP_FROM {
+        1
+    } else {
+        len.div_ceil(GROUPS).max(GROUP_FROM)
+    }
+}
+
 /// What puts back one file operation of a transition that failed midway.
 enum Undo {
     /// Move the file back from `to` to `from` (if it moved).
@@ -112,6 +137,19 @@ impl Store {
         origin: Origin,
         each: &mut dyn FnMut(&Transition, Applied),
     ) -> Result<(), StoreError> {
+        self.apply_groups(plan, now, origin, Resume::No, each)
+    }
+
+    /// Journals `plan`, then applies it group by group (`group_size`), one commit per group,
+    /// advancing the cursor after each.
+    fn apply_groups(
+        &self,
+        plan: &[Transition],
+        now: Timestamp,
+        origin: Origin,
+        resume: Resume,
+        each: &mut dyn FnMut(&Transition, Applied),
+    ) -> Result<(), StoreError> {
         if plan.is_empty() {
             return Ok(());
         }
@@ -121,41 +159,73 @@ impl Store {
         let text = serde_json::to_vec(plan).unwrap_or_default();
         write_private(&cursor, b"0", false).map_err(io_err(&cursor))?;
         write_private(&journal, &text, false).map_err(io_err(&journal))?;
-        for (i, t) in plan.iter().enumerate() {
-            if self.guard_holds(t) {
-                let applied = self.apply_one(t, now, origin)?;
-                let failed = matches!(applied, Applied::Failed(_));
-                each(t, applied);
-                if failed {
-                    break;
-                }
-            } else {
-                each(t, Applied::Skipped);
+        let mut next = 0;
+        for group in plan.chunks(group_size(plan.len(), origin)) {
+            let failed = self.apply_group(group, now, origin, resume, each)?;
+            if failed {
+                break;
             }
-            let next = (i + 1).to_string();
-            write_private(&cursor, next.as_bytes(), false).map_err(io_err(&cursor))?;
+            next += group.len();
+            write_private(&cursor, next.to_string().as_bytes(), false).map_err(io_err(&cursor))?;
         }
         self.clear_journal()
     }
 
-    /// Carries out one transition and commits it. When a file operation fails (the file is
-    /// immutable or unreadable, its folder is on another mount, the disk is full), what it did
-    /// is undone and it is skipped, noted for the rest of the run: the task's file stays where
-    /// it was and the next plan starts from there. A transition that follows from an earlier
-    /// one (it has no guard: a handoff child, a profile update) is not skipped, nor is one
-    /// whose undo fails: their error ends the pass and the journal lets the next run finish it.
-    fn apply_one(
+    /// Carries out the file operations of a group of transitions in order and commits what
+    /// was done in one commit (a group of one makes the transition's own commit), then calls
+    /// `each` with every outcome. A transition whose guard no longer holds is skipped (when
+    /// resuming, one that had started is finished). Returns whether a failed file operation
+    /// ended the group: the rest of the plan may rely on it, so the pass stops there.
+    fn apply_group(
         &self,
-        t: &Transition,
+        group: &[Transition],
         now: Timestamp,
         origin: Origin,
-    ) -> Result<Applied, StoreError> {
+        resume: Resume,
+        each: &mut dyn FnMut(&Transition, Applied),
+    ) -> Result<bool, StoreError> {
+        let mut outcomes = Vec::with_capacity(group.len());
+        let mut failed = false;
+        for t in group {
+            let go = match resume {
+                Resume::No => self.guard_holds(t),
+                Resume::Yes => self.resumable(t),
+            };
+            let applied = if go {
+                self.run_or_undo(t)?
+            } else {
+                Applied::Skipped
+            };
+            failed = matches!(applied, Applied::Failed(_));
+            outcomes.push((t, applied));
+            if failed {
+                break;
+            }
+        }
+        let done: Vec<&Transition> = outcomes
+            .iter()
+            .filter(|(_, a)| matches!(a, Applied::Committed | Applied::LeftAsFound(_)))
+            .map(|(t, _)| *t)
+            .collect();
+        if !done.is_empty() {
+            self.commit(&done, now, origin)?;
+        }
+        for (t, applied) in outcomes {
+            each(t, applied);
+        }
+        Ok(failed)
+    }
+
+    /// Carries out one transition's file operations. When one fails (the file is immutable
+    /// or unreadable, its folder is on another mount, the disk is full), what it did is undone
+    /// and it is skipped, noted for the rest of the run: the task's file stays where it was
+    /// and the next plan starts from there. A transition that follows from an earlier one (it
+    /// has no guard: a handoff child, a profile update) is not skipped, nor is one whose undo
+    /// fails: their error ends the pass and the journal lets the next run finish it.
+    fn run_or_undo(&self, t: &Transition) -> Result<Applied, StoreError> {
         let mut log = Vec::new();
         match self.run_ops(t, &mut log) {
-            Ok(applied) => {
-                self.commit(t, now, origin)?;
-                Ok(applied)
-            }
+            Ok(applied) => Ok(applied),
             Err(StoreError::Io { path, source }) => {
                 let Some((file, _)) = t.guard.first() else {
                     return Err(StoreError::Io { path, source });
@@ -296,14 +366,26 @@ impl Store {
         fsutil::rename_noreplace_in(root, from, to).map_err(io_err(&self.abs(to)))
     }
 
-    fn commit(&self, t: &Transition, now: Timestamp, origin: Origin) -> Result<(), StoreError> {
-        let paths = t.paths();
-        inject::point("git commit").map_err(io_err(&self.abs(&t.subject)))?;
-        let mut message = t.message();
+    /// Commits the paths of `done` in one commit: the transition's own message for one, a
+    /// message recording each of them for several.
+    fn commit(
+        &self,
+        done: &[&Transition],
+        now: Timestamp,
+        origin: Origin,
+    ) -> Result<(), StoreError> {
+        let mut paths: Vec<String> = done.iter().flat_map(|t| t.paths()).collect();
+        inject::point("git commit").map_err(io_err(&self.abs(&done[0].subject)))?;
+        let mut message = match done {
+            [t] => t.message(),
+            _ => crate::engine::group_message(done),
+        };
         if origin == Origin::Tick {
             message.push_str(super::TICK_TRAILER);
             message.push('\n');
         }
+        paths.sort();
+        paths.dedup();
         self.repo
             .commit_paths(&paths, &message, &self.identity, now)?;
         self.touched.borrow_mut().extend(paths);
@@ -319,6 +401,9 @@ impl Store {
             inject::point("git index").map_err(io_err(self.repo.git_dir()))?;
             self.repo.update_index(&touched)?;
             touched.clear();
+            // As `git gc --auto` after a commit; a failure leaves the loose objects as they
+            // were, all readable, so it does not fail the command that committed.
+            let _ = self.repo.pack_loose_objects(crate::git::PACK_LOOSE_FROM);
         }
         Ok(())
     }
@@ -383,29 +468,22 @@ impl Store {
                     .and_then(|c| c.trim().parse::<usize>().ok())
                     .unwrap_or(0);
                 let plan = plan.get(done_before..).unwrap_or_default().to_vec();
-                if let Some((first, rest)) = plan.split_first() {
-                    let mut report = |t: &Transition, a: Applied| match a {
-                        Applied::Committed => {
-                            done.push(format!("finished interrupted: {}", t.summary));
-                        }
-                        Applied::LeftAsFound(why) => {
-                            done.push(format!("finished interrupted: {} ({why})", t.summary));
-                        }
-                        Applied::Failed(why) => {
-                            done.push(format!("interrupted {}: {why}", t.summary));
-                        }
-                        Applied::Skipped => {}
-                    };
-                    let mut failed = false;
-                    if self.resumable(first) {
-                        let applied = self.apply_one(first, now, Origin::Command)?;
-                        failed = matches!(applied, Applied::Failed(_));
-                        report(first, applied);
+                let mut report = |t: &Transition, a: Applied| match a {
+                    Applied::Committed => {
+                        done.push(format!("finished interrupted: {}", t.summary));
                     }
-                    if !failed {
-                        self.apply_plan(rest, now, Origin::Command, &mut report)?;
+                    Applied::LeftAsFound(why) => {
+                        done.push(format!("finished interrupted: {} ({why})", t.summary));
                     }
-                }
+                    Applied::Failed(why) => {
+                        done.push(format!("interrupted {}: {why}", t.summary));
+                    }
+                    Applied::Skipped => {}
+                };
+                let applied =
+                    self.apply_groups(&plan, now, Origin::Command, Resume::Yes, &mut report);
+                let index = self.finish();
+                applied.and(index)?;
                 self.clear_journal()?;
             }
             Err(e) if e.kind() == ErrorKind::NotFound => {}

@@ -23,6 +23,7 @@ mod numbers;
 mod patterns;
 mod perf_cache;
 mod resilience;
+mod scale;
 mod serve;
 mod ship;
 mod smoke;
