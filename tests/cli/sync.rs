@@ -122,18 +122,33 @@ pub fn look_at_remote(net: &Net) -> RemoteView {
         let id = name.trim_end_matches(".yaml").to_string();
         places.entry(id).or_default().push(folder.to_string());
     }
-    let log = check.git(&[
-        "log",
-        "--format=%(trailers:key=Coord-Task,valueonly,separator=)|%(trailers:key=Coord-From,valueonly,separator=)|%(trailers:key=Coord-To,valueonly,separator=)",
-    ]);
+    // A commit of a large tick pass records several transitions, each from its Coord-Task.
+    let log = check.git(&["log", "--format=%(trailers:only,unfold)%x00"]);
     // An agent's result is a commit from assigned to assigned; an assignment comes from
     // another state.
     let mut assignments = BTreeMap::new();
-    for line in log.lines() {
-        let parts: Vec<&str> = line.split('|').collect();
-        if let [task, from, "assigned"] = parts[..] {
-            if from != "assigned" {
-                *assignments.entry(task.to_string()).or_insert(0) += 1;
+    for commit in log.split('\0') {
+        let mut moves: Vec<(String, String, String)> = Vec::new();
+        for line in commit.lines() {
+            let Some((key, value)) = line.split_once(": ") else {
+                continue;
+            };
+            match key {
+                "Coord-Task" => moves.push((value.to_string(), String::new(), String::new())),
+                "Coord-From" => moves
+                    .last_mut()
+                    .into_iter()
+                    .for_each(|m| m.1 = value.into()),
+                "Coord-To" => moves
+                    .last_mut()
+                    .into_iter()
+                    .for_each(|m| m.2 = value.into()),
+                _ => {}
+            }
+        }
+        for (task, from, to) in moves {
+            if to == "assigned" && from != "assigned" {
+                *assignments.entry(task).or_insert(0) += 1;
             }
         }
     }
