@@ -241,6 +241,38 @@ mod tests {
     }
 
     #[test]
+    fn a_grouped_commit_keeps_each_transitions_operation() {
+        let t = |id: &str, op: Option<Operation>| Transition {
+            subject: id.into(),
+            from: "ready".into(),
+            to: "assigned".into(),
+            summary: format!("assign {id}"),
+            ops: Vec::new(),
+            guard: Vec::new(),
+            op,
+        };
+        let claim = Operation {
+            kind: OpKind::Claim,
+            id: Some("0a".into()),
+            by: Some("p1".parse().unwrap()),
+            pre: None,
+        };
+        let (a, b) = (t("a", Some(claim)), t("b", None));
+        let message = super::super::group_message(&[&a, &b]);
+        let read = crate::git::recorded(
+            pairs(&message)
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str())),
+        );
+        let ops: Vec<_> = read
+            .iter()
+            .map(|r| (r.subject.as_str(), r.op.as_deref()))
+            .collect();
+        assert_eq!(ops, [("a", Some("claim")), ("b", None)]);
+        assert!(message.contains("Coord-Task: a\nCoord-From: ready\nCoord-To: assigned\nCoord-Op: claim\nCoord-Op-Id: 0a\nCoord-By: p1\n"), "{message}");
+    }
+
+    #[test]
     fn every_kind_has_one_name() {
         for (k, n) in KINDS {
             assert_eq!(OpKind::parse(n), Some(k));
