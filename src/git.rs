@@ -53,6 +53,13 @@ pub enum GitError {
         #[source]
         source: git2::Error,
     },
+    /// The branch is no longer where coord's work started (someone committed in this clone
+    /// meanwhile), so coord did not move it: their commit stays.
+    #[error("{branch} moved while coord was working (a commit made in this clone meanwhile); coord left it where it is: run coord again")]
+    Moved {
+        /// The ref that moved (`refs/heads/main`).
+        branch: String,
+    },
     /// A lock file of git's stayed held by another git process for the whole wait.
     #[error("{} is {holder}; coord waited {waited:.1}s and committed nothing further; {}", lock.display(), locks::fix(holder))]
     Locked {

@@ -135,6 +135,17 @@ pub enum SyncError {
         /// git's reason.
         reason: String,
     },
+    /// A step whose push did not land could not be undone: the branch moved on from it (a
+    /// commit made in this clone meanwhile), which coord does not rewrite.
+    #[error("the step was not pushed to {remote}/{branch} ({why}), and {branch} moved on from it meanwhile (a commit made in this clone): coord left both there; the step is tentative until coord sync replays it or drops it")]
+    NotUndone {
+        /// The remote.
+        remote: String,
+        /// The branch.
+        branch: String,
+        /// Why the push did not land.
+        why: String,
+    },
     /// The tick failed.
     #[error("the tick failed")]
     Tick(#[source] TickError),
@@ -358,7 +369,7 @@ pub fn run(
         if opts.redo_on_reject && !matches!(pushed, Ok(Pushed::Accepted)) {
             // The step did not land: it must not stay here looking done (an agent would work
             // on a claim it does not hold); the next attempt or run redoes it.
-            undo(&store, opts, before)?;
+            undo(&store, opts, head, before).map_err(|e| not_undone(e, opts, &branch, &pushed))?;
         }
         match pushed? {
             Pushed::Accepted => return Ok(report),
@@ -387,13 +398,36 @@ pub fn run(
     }
 }
 
-/// Moves the branch back to `before`, undoing a step whose push was rejected.
-fn undo(store: &Store, opts: &Options, before: Option<Oid>) -> Result<(), SyncError> {
+/// Moves the branch back from the step's `head` to `before`, undoing a step whose push did
+/// not land; a branch that moved on from `head` meanwhile is left alone (`GitError::Moved`).
+fn undo(store: &Store, opts: &Options, head: Oid, before: Option<Oid>) -> Result<(), SyncError> {
     let _lock = lock::acquire(store.repo.git_dir(), opts.wait)?;
     if let Some(before) = before {
-        store.repo.switch_to(before)?;
+        store.repo.switch_to(Some(head), before)?;
     }
     Ok(())
+}
+
+/// Names a step that could not be undone because a person committed on top of it.
+fn not_undone(
+    e: SyncError,
+    opts: &Options,
+    branch: &str,
+    pushed: &Result<Pushed, SyncError>,
+) -> SyncError {
+    if !matches!(e, SyncError::Git(GitError::Moved { .. })) {
+        return e;
+    }
+    let why = match pushed {
+        Ok(Pushed::Stale(reason) | Pushed::Refused(reason)) => reason.clone(),
+        Ok(Pushed::Accepted) => "accepted".to_string(),
+        Err(e) => e.to_string(),
+    };
+    SyncError::NotUndone {
+        remote: opts.remote.clone(),
+        branch: branch.to_string(),
+        why,
+    }
 }
 
 /// Brings the local branch onto the remote tip (the caller holds the lock).
@@ -408,7 +442,7 @@ fn integrate(
     let head = store.repo.head()?.oid;
     match integration(&store.repo, head, remote_tip, &store.identity)? {
         Integration::Ahead => Ok(()),
-        Integration::FastForward(tip) => Ok(store.repo.switch_to(tip)?),
+        Integration::FastForward(tip) => Ok(store.repo.switch_to(head, tip)?),
         Integration::Refuse(c) => Err(SyncError::PersonsCommit {
             branch: branch.to_string(),
             remote: opts.remote.clone(),
@@ -438,7 +472,7 @@ fn integrate(
                     })
                 }
             };
-            store.repo.switch_to(replay.tip.unwrap_or(onto))?;
+            store.repo.switch_to(head, replay.tip.unwrap_or(onto))?;
             report.dropped += dropped;
             report.replayed += replay.redone;
             say(&format!(

@@ -2,6 +2,7 @@
 //! with `TreeUpdateBuilder`, the branch moved as a compare-and-swap, and the index entries of
 //! those paths brought in line. Does I/O (work tree, object database, index).
 
+use super::state::unmerged_in;
 use super::*;
 
 /// Checks that `path` is a plain repo-relative file path: `/`-separated, no empty, `.`, `..` or
@@ -92,6 +93,9 @@ impl Repo {
         author: &Identity,
         time: jiff::Timestamp,
     ) -> Result<Option<Oid>, GitError> {
+        // Checked at every commit, not only when the command started: a person may have started
+        // a merge or rebase meanwhile, and a commit now would land inside it.
+        self.refuse_operation()?;
         let baseline = match head.oid {
             Some(oid) => self.tree_of(oid)?,
             None => self.empty_tree()?,
@@ -285,6 +289,14 @@ impl Repo {
             .index()
             .and_then(|mut index| index.read(false).map(|()| index))
             .map_err(ctx(format!("cannot read {}", index_path.display())))?;
+        // A merge, rebase or stash pop may have started since the command checked: writing
+        // stage-0 entries next to its conflict entries would break it.
+        self.refuse_operation()?;
+        if index.has_conflicts() {
+            return Err(GitError::Unfinished(Unfinished::Unmerged(unmerged_in(
+                &index,
+            )?)));
+        }
         for op in ops {
             let (path, result) = match &op {
                 IndexOp::Add(entry) => (String::from_utf8_lossy(&entry.path), index.add(entry)),

@@ -78,9 +78,15 @@ impl Repo {
     /// `git reset --keep` does: files that differ between HEAD and `new` are updated, and
     /// nothing is written at all if one of them has uncommitted changes (that is an error naming
     /// the files). Other uncommitted changes stay as they are. The branch moves as a
-    /// compare-and-swap from the HEAD it started from.
-    pub fn switch_to(&self, new: Oid) -> Result<(), GitError> {
+    /// compare-and-swap from `from`, the commit the caller's work started from: when the branch
+    /// is elsewhere (a person committed meanwhile) nothing is written and the error is `Moved`.
+    pub fn switch_to(&self, from: Option<Oid>, new: Oid) -> Result<(), GitError> {
         let head = self.resolve_head()?;
+        if head.oid != from {
+            return Err(GitError::Moved {
+                branch: head.refname,
+            });
+        }
         let target = self
             .repo
             .find_commit(new)

@@ -64,9 +64,19 @@ impl Repo {
         }
     }
 
-    /// Returns the unfinished git operation that forbids coord to write, if any.
-    pub fn unfinished(&self) -> Result<Option<Unfinished>, GitError> {
-        let state = match self.repo.state() {
+    /// Returns `Unfinished` when a merge, rebase, cherry-pick, revert or bisect is in
+    /// progress: the cheap part of [`Repo::refuse_unfinished`] (a few file checks in `.git`),
+    /// made again before each commit.
+    pub(super) fn refuse_operation(&self) -> Result<(), GitError> {
+        match self.operation() {
+            Some(u) => Err(GitError::Unfinished(u)),
+            None => Ok(()),
+        }
+    }
+
+    /// Returns the git operation in progress, if any.
+    fn operation(&self) -> Option<Unfinished> {
+        match self.repo.state() {
             RepositoryState::Clean => None,
             RepositoryState::Merge => Some(Unfinished::Merge),
             RepositoryState::Revert | RepositoryState::RevertSequence => Some(Unfinished::Revert),
@@ -79,7 +89,12 @@ impl Repo {
             | RepositoryState::RebaseMerge
             | RepositoryState::ApplyMailbox
             | RepositoryState::ApplyMailboxOrRebase => Some(Unfinished::Rebase),
-        };
+        }
+    }
+
+    /// Returns the unfinished git operation that forbids coord to write, if any.
+    pub fn unfinished(&self) -> Result<Option<Unfinished>, GitError> {
+        let state = self.operation();
         if state.is_some() {
             return Ok(state);
         }
@@ -102,15 +117,20 @@ impl Repo {
         if !index.has_conflicts() {
             return Ok(Vec::new());
         }
-        let conflicts = index
-            .conflicts()
-            .map_err(ctx(format!("cannot read {}", path.display())))?;
-        let mut paths: Vec<String> = conflicts
-            .flatten()
-            .filter_map(|c| c.our.or(c.their).or(c.ancestor))
-            .map(|e| String::from_utf8_lossy(&e.path).into_owned())
-            .collect();
-        paths.truncate(5);
-        Ok(paths)
+        unmerged_in(&index)
     }
+}
+
+/// Returns the paths with unmerged entries in `index` (at most five).
+pub(super) fn unmerged_in(index: &git2::Index) -> Result<Vec<String>, GitError> {
+    let conflicts = index
+        .conflicts()
+        .map_err(ctx("cannot read the index's conflict entries"))?;
+    let mut paths: Vec<String> = conflicts
+        .flatten()
+        .filter_map(|c| c.our.or(c.their).or(c.ancestor))
+        .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+        .collect();
+    paths.truncate(5);
+    Ok(paths)
 }

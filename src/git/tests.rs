@@ -656,3 +656,125 @@ fn packing_moves_loose_objects_into_one_pack_and_keeps_every_object() {
     assert!(commit(&repo, &["work/inbox/t-7.yaml"], "change").is_some());
     assert!(status(dir.path()).is_empty());
 }
+
+/// A repo whose `work/a.yaml` was edited differently on `main` and on `side`, with a change of
+/// coord's (`work/b.yaml`) in the work tree waiting to be committed.
+fn diverged_with_pending_change() -> (TempDir, Repo) {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    write(d, "work/a.yaml", "title: base\n");
+    commit(&repo, &["work/a.yaml"], "base").unwrap();
+    git(d, &["switch", "-q", "-c", "side"]);
+    write(d, "work/a.yaml", "title: side\n");
+    git(d, &["commit", "-q", "-am", "side"]);
+    git(d, &["switch", "-q", "main"]);
+    write(d, "work/a.yaml", "title: main\n");
+    git(d, &["commit", "-q", "-am", "main"]);
+    write(d, "work/b.yaml", "title: coord's\n");
+    (dir, repo)
+}
+
+/// Runs git expecting it to stop on a conflict.
+fn git_conflicts(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "user")
+        .env("GIT_AUTHOR_EMAIL", "user@example.com")
+        .env("GIT_COMMITTER_NAME", "user")
+        .env("GIT_COMMITTER_EMAIL", "user@example.com")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "git {args:?} should have conflicted");
+}
+
+#[test]
+fn a_merge_started_while_coord_works_stops_its_next_commit_and_index_write() {
+    let (dir, repo) = diverged_with_pending_change();
+    let d = dir.path();
+    let head = rev(d, "HEAD");
+    git_conflicts(d, &["merge", "-q", "side"]);
+    let now = jiff::Timestamp::from_second(NOW).unwrap();
+    let paths = ["work/b.yaml".to_string()];
+    let result = repo.commit_paths(&paths, "coord: b", &Identity::default(), now);
+    assert!(
+        matches!(result, Err(GitError::Unfinished(Unfinished::Merge))),
+        "{result:?}"
+    );
+    assert_eq!(rev(d, "HEAD"), head);
+    let result = repo.update_index(&["work/a.yaml".to_string()]);
+    assert!(matches!(result, Err(GitError::Unfinished(_))), "{result:?}");
+    assert!(
+        !git(d, &["ls-files", "-u"]).is_empty(),
+        "the conflict stays"
+    );
+    git(d, &["merge", "--abort"]);
+    assert_eq!(rev(d, "HEAD"), head);
+}
+
+#[test]
+fn a_rebase_started_while_coord_works_stops_its_next_commit() {
+    let (dir, repo) = diverged_with_pending_change();
+    let d = dir.path();
+    let head = rev(d, "main");
+    git_conflicts(d, &["rebase", "-q", "side"]);
+    let now = jiff::Timestamp::from_second(NOW).unwrap();
+    let paths = ["work/b.yaml".to_string()];
+    let result = repo.commit_paths(&paths, "coord: b", &Identity::default(), now);
+    assert!(
+        matches!(result, Err(GitError::Unfinished(Unfinished::Rebase))),
+        "{result:?}"
+    );
+    git(d, &["rebase", "--abort"]);
+    assert_eq!(rev(d, "main"), head);
+    assert_eq!(repo.head().unwrap().branch.as_deref(), Some("main"));
+}
+
+#[test]
+fn a_stash_pop_conflict_while_coord_works_stops_its_index_write() {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    write(d, "work/a.yaml", "title: base\n");
+    commit(&repo, &["work/a.yaml"], "base").unwrap();
+    write(d, "work/a.yaml", "title: stashed\n");
+    git(d, &["stash", "-q"]);
+    write(d, "work/a.yaml", "title: committed\n");
+    git(d, &["commit", "-q", "-am", "committed"]);
+    git_conflicts(d, &["stash", "pop", "-q"]);
+    let result = repo.update_index(&["work/a.yaml".to_string()]);
+    assert!(
+        matches!(result, Err(GitError::Unfinished(Unfinished::Unmerged(_)))),
+        "{result:?}"
+    );
+    assert!(
+        !git(d, &["ls-files", "-u"]).is_empty(),
+        "the conflict stays"
+    );
+}
+
+#[test]
+fn switching_from_a_commit_the_branch_moved_on_from_writes_nothing() {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    write(d, "work/a.yaml", "1\n");
+    let first = commit(&repo, &["work/a.yaml"], "one").unwrap();
+    write(d, "work/a.yaml", "2\n");
+    let second = commit(&repo, &["work/a.yaml"], "two").unwrap();
+    write(d, "notes.txt", "mine\n");
+    git(d, &["add", "notes.txt"]);
+    git(d, &["commit", "-q", "-m", "a person's commit"]);
+    let theirs = rev(d, "main");
+    let result = repo.switch_to(Some(second), first);
+    assert!(matches!(result, Err(GitError::Moved { .. })), "{result:?}");
+    assert_eq!(rev(d, "main"), theirs);
+    assert_eq!(
+        std::fs::read_to_string(d.join("work/a.yaml")).unwrap(),
+        "2\n"
+    );
+    assert!(status(d).is_empty(), "{:?}", status(d));
+    repo.switch_to(Some(Oid::from_str(&theirs).unwrap()), first)
+        .unwrap();
+    assert_eq!(rev(d, "main"), first.to_string());
+}

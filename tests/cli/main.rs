@@ -14,6 +14,7 @@ mod fencing;
 mod foundation;
 mod gitstate;
 mod harness;
+mod hostile;
 mod http;
 mod inplace;
 mod jepsen;
