@@ -365,7 +365,15 @@ pub fn run(
             return Ok(report);
         };
         report.pushes += 1;
-        let pushed = push(store.root(), &opts.remote, &branch, head);
+        let mut pushed = push(store.root(), &opts.remote, &branch, head);
+        if opts.redo_on_reject
+            && matches!(pushed, Ok(Pushed::Stale(_)))
+            && landed_meanwhile(&store, opts, &branch, &tracking, head)
+        {
+            // Another push from this clone (a sync, a watch machine's cron) carried the step
+            // there first: it is on the remote, so it is done, not to be undone and redone.
+            pushed = Ok(Pushed::Accepted);
+        }
         if opts.redo_on_reject && !matches!(pushed, Ok(Pushed::Accepted)) {
             // The step did not land: it must not stay here looking done (an agent would work
             // on a claim it does not hold); the next attempt or run redoes it.
@@ -396,6 +404,24 @@ pub fn run(
             }
         }
     }
+}
+
+/// Returns whether `head` reached the remote after all (fetching again): a push rejected
+/// because another push of this clone already carried it. A failed fetch counts as no.
+fn landed_meanwhile(
+    store: &Store,
+    opts: &Options,
+    branch: &str,
+    tracking: &str,
+    head: Oid,
+) -> bool {
+    fetch(store.root(), &opts.remote, branch, tracking).is_ok()
+        && store
+            .repo
+            .ref_target(tracking)
+            .ok()
+            .flatten()
+            .is_some_and(|tip| store.repo.is_ancestor(head, tip).unwrap_or(false))
 }
 
 /// Moves the branch back from the step's `head` to `before`, undoing a step whose push did

@@ -157,3 +157,32 @@ fn unmerged_entries_after_a_conflicted_stash_pop_are_refused() {
     r.git(&["reset", "-q", "--merge"]);
     r.ok(&["tick"]);
 }
+
+#[test]
+fn a_task_file_in_conflict_during_a_merge_is_never_committed() {
+    let r = TestRepo::new();
+    r.task("a", "title: base\n");
+    r.git(&["add", "work"]);
+    r.git(&["commit", "-q", "-m", "a"]);
+    r.git(&["switch", "-q", "-c", "side"]);
+    r.task("a", "title: side\n");
+    r.git(&["commit", "-q", "-am", "side title"]);
+    r.git(&["switch", "-q", "main"]);
+    r.task("a", "title: main\n");
+    r.git(&["commit", "-q", "-am", "main title"]);
+    let merged = std::process::Command::new("git")
+        .current_dir(r.path())
+        .args(["merge", "-q", "side"])
+        .envs(crate::harness::git_env())
+        .output()
+        .expect("git merge");
+    assert!(!merged.status.success(), "the merge must conflict");
+    assert!(r.read("work/inbox/a.yaml").contains("<<<<<<<"));
+    refused_everywhere(&r, "merge");
+    let markers = r.git(&["log", "--format=%H", "-G^(<<<<<<<|>>>>>>>)", "main"]);
+    assert!(markers.is_empty(), "conflict markers committed: {markers}");
+    r.git(&["merge", "--abort"]);
+    assert_eq!(r.read("work/inbox/a.yaml"), "title: main\n");
+    r.ok(&["tick"]);
+    assert_eq!(r.find("a").len(), 1);
+}
