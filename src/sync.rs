@@ -589,11 +589,18 @@ fn plain_name(what: &'static str, name: &str) -> Result<(), SyncError> {
 /// yet leaves no ref (the first push creates it).
 fn fetch(root: &Path, remote: &str, branch: &str, tracking: &str) -> Result<(), SyncError> {
     let refspec = format!("+refs/heads/{branch}:{tracking}");
-    let out = git(
-        root,
-        "fetch",
-        &["fetch", "--quiet", "--no-tags", remote, &refspec],
-    )?;
+    let args = ["fetch", "--quiet", "--no-tags", remote, &refspec];
+    let mut out = git(root, "fetch", &args)?;
+    let mut tries = 1;
+    while !out.status.success()
+        && tries < FETCH_TRIES
+        && local_race(&String::from_utf8_lossy(&out.stderr))
+    {
+        // A person's git pull, fetch, push or gc in this clone got in the way.
+        std::thread::sleep(backoff(1, getrandom::u64().unwrap_or(0)));
+        out = git(root, "fetch", &args)?;
+        tries += 1;
+    }
     if out.status.success() {
         return Ok(());
     }
@@ -605,6 +612,19 @@ fn fetch(root: &Path, remote: &str, branch: &str, tracking: &str) -> Result<(), 
         action: "fetch",
         message: last_lines(&stderr),
     })
+}
+
+/// How many times a fetch that lost a race with another git of the clone is run in all.
+const FETCH_TRIES: u32 = 30;
+
+/// Returns whether git's stderr says the fetch lost a race with another git process of this
+/// clone: a local ref being updated (its lock file existed, or the ref moved between git
+/// reading and locking it), or an object folder a `git gc` removed while the fetch wrote
+/// into it.
+fn local_race(stderr: &str) -> bool {
+    stderr.contains("cannot lock ref")
+        || (stderr.contains("Unable to create") && stderr.contains(".lock"))
+        || stderr.contains("unable to create temporary file")
 }
 
 /// Pushes `head` to the remote branch, never forcing.
@@ -719,6 +739,25 @@ mod tests {
         let forced = "To /r.git\n+\tabc:refs/heads/main\tabc...def (forced update)\n";
         assert!(matches!(read_push(forced), Some(Pushed::Refused(_))));
         assert_eq!(read_push("To /r.git\nDone\n"), None);
+    }
+
+    #[test]
+    fn a_fetch_that_lost_a_race_with_another_git_of_the_clone_is_told_apart() {
+        assert!(local_race(
+            "error: cannot lock ref 'refs/remotes/origin/main': is at 7bf7 but expected 47cb"
+        ));
+        assert!(local_race(
+            "fatal: Unable to create '/r/.git/refs/remotes/origin/main.lock': File exists."
+        ));
+        assert!(!local_race(
+            "fatal: 'origin' does not appear to be a git repository"
+        ));
+        assert!(!local_race(
+            "fatal: couldn't find remote ref refs/heads/main"
+        ));
+        assert!(local_race(
+            "error: unable to create temporary file: No such file or directory"
+        ));
     }
 
     #[test]

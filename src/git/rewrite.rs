@@ -93,11 +93,16 @@ impl Repo {
             .map_err(ctx(format!("cannot read commit {new}")))?;
         // libgit2 compares against HEAD's tree (the baseline) when none is given: files that
         // still match HEAD are updated, changed ones stop the checkout before it writes.
-        let mut opts = CheckoutBuilder::new();
-        opts.safe();
-        self.repo
-            .checkout_tree(target.as_object(), Some(&mut opts))
-            .map_err(|e| {
+        // A person's git holding the index (status, commit, gc) makes libgit2 fail at the end,
+        // once the files are written: the checkout is tried again (the files already match
+        // the target, so it only writes the index), as git's other lock holders are waited for.
+        let lock = self.git_dir.join("index.lock");
+        super::locks::retry_locked(&lock, super::locks::LOCK_WAIT, || {
+            let mut opts = CheckoutBuilder::new();
+            opts.safe();
+            self.repo.checkout_tree(target.as_object(), Some(&mut opts))
+        })?
+        .map_err(|e| {
                 let what = if e.code() == ErrorCode::Conflict {
                     "files it changes have uncommitted changes here; commit or stash them, then run it again"
                 } else {

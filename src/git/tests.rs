@@ -778,3 +778,20 @@ fn switching_from_a_commit_the_branch_moved_on_from_writes_nothing() {
         .unwrap();
     assert_eq!(rev(d, "main"), first.to_string());
 }
+
+#[test]
+fn switching_while_a_persons_git_holds_the_index_waits_and_leaves_a_consistent_tree() {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    write(d, "work/a.yaml", "1\n");
+    let first = commit(&repo, &["work/a.yaml"], "one").unwrap();
+    write(d, "work/a.yaml", "2\n");
+    write(d, "work/b.yaml", "new\n");
+    let second = commit(&repo, &["work/a.yaml", "work/b.yaml"], "two").unwrap();
+    let holder = hold_for(d.join(".git/index.lock"), 400);
+    repo.switch_to(Some(second), first).unwrap();
+    holder.join().unwrap();
+    assert_eq!(rev(d, "main"), first.to_string());
+    assert_eq!(status(d), Vec::<String>::new());
+    assert!(!d.join("work/b.yaml").exists());
+}
