@@ -2,34 +2,31 @@
 //! SIGINT or SIGTERM.
 //!
 //! Events come from notify (inotify, FSEvents, ...; or polling with `--poll` for NFS, WSL and
-//! exhausted inotify limits) through notify-debouncer-full, which merges a burst into one batch.
-//! Events are only a hint: a batch that touches a relevant path wakes the loop, and the tick
-//! rescans `work/` and reconciles, whatever the event kinds said. Reads (`Access` events, which
-//! the tick's own reading causes), `.git`, editor temp files and coord's own temp files are
-//! ignored. Two kinds of event say more: a writer closing a file it wrote marks it complete as
-//! of then, and a rename passes that on to the new name (a temp file written, closed and
-//! renamed in), so the settle rule reads such files at once (SPEC 3.12); and when a tick
-//! leaves a file unread because it is still being written, the loop ticks again as soon as
-//! it settles. coord's own writes cannot loop: a batch is skipped when HEAD is where the last
+//! exhausted inotify limits), one at a time and in the order the kernel reported them. The
+//! loop debounces them itself: the first event worth a tick starts a short wait that gathers
+//! the rest of its burst, then the tick runs. Events are only a hint: the tick rescans `work/`
+//! and reconciles, whatever the event kinds said. Reads (`Access` events, which the tick's own
+//! reading causes), `.git`, editor temp files and coord's own temp files are ignored. One kind
+//! of event says more: a writer closing a file marks it complete (SPEC 3.12), so the settle
+//! rule reads it at once; [`closed`] keeps those marks by event order, never by the time an
+//! event came in, and confirms them with a barrier before a tick uses them. When a tick
+//! leaves a file unread because it is still being written, the loop ticks again as soon as it
+//! settles. coord's own writes cannot loop: a burst is skipped when HEAD is where the last
 //! tick that changed nothing left it and `work/` has no uncommitted change, and a tick is
 //! idempotent, so after a tick that made commits at most one more (empty) tick follows.
 //! A signal lets the current tick finish; then `run` returns.
 
+mod closed;
+
 use crate::git::{GitError, Oid, Repo};
 use crate::store::fsutil::TEMP_SUFFIX;
-use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
-use notify::{EventKind, PollWatcher, RecursiveMode};
-use notify_debouncer_full::{new_debouncer, new_debouncer_opt, DebounceEventResult, NoCache};
-use std::collections::HashMap;
-use std::path::{Component, Path, PathBuf};
-use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
-use std::time::{Duration, Instant, SystemTime};
-
-/// Files seen closed by their writer or renamed in (absolute paths), and when.
-pub type SeenComplete = HashMap<PathBuf, SystemTime>;
-
-/// How long a file stays marked complete: by then its mtime alone says it settled.
-const SEEN_FOR: Duration = Duration::from_secs(600);
+use closed::Closed;
+pub use closed::SeenComplete;
+use notify::event::{AccessKind, AccessMode, CreateKind};
+use notify::{Event, EventKind, PollWatcher, RecursiveMode};
+use std::path::{Component, Path};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
 
 /// How `coord watch` runs.
 #[derive(Clone, Debug)]
@@ -38,7 +35,7 @@ pub struct Options {
     pub interval: Duration,
     /// Poll the file system instead of using its change events.
     pub poll: bool,
-    /// How long a burst of events must be quiet before the tick.
+    /// How long after the first event of a burst the tick runs.
     pub debounce: Duration,
     /// How often `--poll` scans.
     pub poll_every: Duration,
@@ -47,11 +44,10 @@ pub struct Options {
 impl Default for Options {
     /// Returns a 60 s interval, native events, a 20 ms debounce, 500 ms polls.
     ///
-    /// The debouncer holds each event until it is `debounce` old (merging repeats of one kind
-    /// on one path meanwhile), so the debounce is a floor under every drop-to-commit latency.
-    /// It need not wait out a writer: the settle rule keeps a file that is still being written
-    /// unread, whenever the tick runs. 20 ms still pairs the halves of a rename and merges an
-    /// editor's save into one batch.
+    /// The debounce is a floor under every drop-to-commit latency. It need not wait out a
+    /// writer: the settle rule keeps a file that is still being written unread, whenever the
+    /// tick runs. 20 ms still gathers both halves of a rename and an editor's save into one
+    /// burst.
     fn default() -> Options {
         Options {
             interval: Duration::from_secs(60),
@@ -113,9 +109,108 @@ pub type TickError = Box<dyn std::error::Error + Send + Sync>;
 /// How long to wait before retrying a tick that failed or found the lock held.
 const BUSY_RETRY: Duration = Duration::from_secs(1);
 
+/// How long a tick waits for its barrier to come back before it runs without the marks it
+/// was to confirm (those files then settle by their mtime).
+const BARRIER_WAIT: Duration = Duration::from_secs(2);
+
 enum Msg {
-    Fs(DebounceEventResult),
+    Fs(notify::Result<Event>),
     Stop,
+}
+
+/// The loop's view of the events: what they asked for and what they showed closed.
+struct Events<'a> {
+    rx: Receiver<Msg>,
+    work: &'a Path,
+    say: &'a mut dyn FnMut(&str),
+    closed: Closed,
+    /// When the burst under way is to be ticked.
+    burst_at: Option<Instant>,
+    debounce: Duration,
+    stop: bool,
+    barriers: u64,
+}
+
+impl Events<'_> {
+    /// Waits for one message until `deadline` and takes it.
+    fn wait(&mut self, deadline: Instant) {
+        let timeout = deadline.saturating_duration_since(Instant::now());
+        match self.rx.recv_timeout(timeout) {
+            Ok(msg) => self.take(msg),
+            Err(RecvTimeoutError::Disconnected) => self.stop = true,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+    }
+
+    fn take(&mut self, msg: Msg) {
+        match msg {
+            Msg::Stop => self.stop = true,
+            Msg::Fs(Ok(e)) => {
+                self.closed.note(&e, &ignored);
+                if relevant(&e) && self.burst_at.is_none() {
+                    self.burst_at = Some(Instant::now() + self.debounce);
+                }
+            }
+            Msg::Fs(Err(e)) => {
+                (self.say)(&format!("coord: watch error: {e}"));
+                self.closed.forget_all();
+                self.burst_at.get_or_insert_with(Instant::now);
+            }
+        }
+    }
+
+    /// Returns the files confirmed closed by their writer and not written since, and whether
+    /// every mark could be confirmed. When a mark waits for confirmation, first makes a
+    /// barrier (a file of coord's own in `work/`) and takes events until its creation comes
+    /// back: every event before it is then in.
+    fn seen_complete(&mut self) -> (SeenComplete, bool) {
+        let confirmed = !self.closed.unconfirmed() || {
+            self.closed.snap();
+            self.barrier()
+        };
+        self.closed.expire();
+        (self.closed.complete(), confirmed)
+    }
+
+    /// Makes a barrier and waits up to [`BARRIER_WAIT`] for it; returns false when it did not
+    /// come back in time (the marks stay, for the next barrier). Marks that no barrier can
+    /// confirm (`work/` is not writable) are forgotten.
+    fn barrier(&mut self) -> bool {
+        self.barriers += 1;
+        let name = format!(
+            ".coord-watch.{}.{}{TEMP_SUFFIX}",
+            std::process::id(),
+            self.barriers
+        );
+        let path = self.work.join(name);
+        if std::fs::File::create(&path).is_err() {
+            self.closed.forget_all();
+            return true;
+        }
+        let deadline = Instant::now() + BARRIER_WAIT;
+        let mut back = false;
+        while !back && !self.stop && Instant::now() < deadline {
+            let timeout = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(timeout) {
+                Ok(Msg::Fs(Ok(e))) if is_creation_of(&e, &path) => back = true,
+                Ok(msg) => self.take(msg),
+                Err(RecvTimeoutError::Disconnected) => self.stop = true,
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        }
+        if back {
+            self.closed.confirm();
+        }
+        let _ = std::fs::remove_file(&path);
+        back
+    }
+}
+
+fn is_creation_of(e: &Event, path: &Path) -> bool {
+    matches!(
+        e.kind,
+        EventKind::Create(CreateKind::File | CreateKind::Any)
+    ) && e.paths == [path]
 }
 
 /// Watches `work` (the absolute work folder of the repository `repo`) and calls `tick` after
@@ -137,18 +232,46 @@ pub fn run(
         work.display(),
         opts.interval.as_secs()
     ));
+    let mut events = Events {
+        rx,
+        work,
+        say,
+        closed: Closed::default(),
+        burst_at: None,
+        debounce: opts.debounce,
+        stop: false,
+        barriers: 0,
+    };
+    let ticks = ticks(repo, work, opts, tick, &mut events);
+    signals.close();
+    drop(watcher);
+    Ok(ticks)
+}
+
+/// The loop of [`run`]: ticks when asked until a signal; returns the number of ticks.
+fn ticks(
+    repo: &Repo,
+    work: &Path,
+    opts: &Options,
+    tick: &mut dyn FnMut(Why, &SeenComplete) -> Result<Ticked, TickError>,
+    events: &mut Events<'_>,
+) -> usize {
     let prefix = work_prefix(repo, work);
     let mut settled: Option<Option<Oid>> = None;
     let mut ticks = 0;
     let mut next_interval = Instant::now() + opts.interval;
     let mut retry_at: Option<Instant> = None;
     let mut settle_at: Option<Instant> = None;
-    let mut seen = SeenComplete::new();
     let mut why = Some(Why::Start);
     loop {
         if let Some(w) = why.take() {
+            let (seen, confirmed) = events.seen_complete();
+            if events.stop {
+                break;
+            }
             ticks += 1;
-            retry_at = None;
+            // Marks a late barrier left unconfirmed are tried again soon.
+            retry_at = (!confirmed).then(|| Instant::now() + BUSY_RETRY);
             settle_at = None;
             match tick(w, &seen) {
                 Ok(Ticked::Done(0)) => settled = repo.head().ok().map(|h| h.oid),
@@ -159,35 +282,20 @@ pub fn run(
                 }
                 Ok(Ticked::Busy) => retry_at = Some(Instant::now() + BUSY_RETRY),
                 Err(e) => {
-                    say(&format!("coord: tick failed: {}", chain(&*e)));
+                    (events.say)(&format!("coord: tick failed: {}", chain(&*e)));
                     retry_at = Some(Instant::now() + BUSY_RETRY);
                 }
             }
             if w == Why::Interval {
                 next_interval = Instant::now() + opts.interval;
             }
-            let now = SystemTime::now();
-            seen.retain(|_, at| now.duration_since(*at).is_ok_and(|age| age < SEEN_FOR));
         }
-        let deadline = [retry_at, settle_at]
+        let deadline = [retry_at, settle_at, events.burst_at]
             .into_iter()
             .flatten()
             .fold(next_interval, Instant::min);
-        let timeout = deadline.saturating_duration_since(Instant::now());
-        let mut changed = false;
-        match rx.recv_timeout(timeout) {
-            Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => break,
-            Ok(Msg::Fs(batch)) => changed |= relevant(batch, say, &mut seen),
-            Err(RecvTimeoutError::Timeout) => {}
-        }
-        let mut stop = false;
-        for msg in rx.try_iter() {
-            match msg {
-                Msg::Stop => stop = true,
-                Msg::Fs(batch) => changed |= relevant(batch, say, &mut seen),
-            }
-        }
-        if stop {
+        events.wait(deadline);
+        if events.stop {
             break;
         }
         let now = Instant::now();
@@ -197,15 +305,14 @@ pub fn run(
             Some(Why::Retry)
         } else if settle_at.is_some_and(|r| now >= r) {
             Some(Why::Settled)
-        } else if changed && !is_settled(repo, &prefix, settled) {
-            Some(Why::Changed)
+        } else if events.burst_at.is_some_and(|b| now >= b) {
+            events.burst_at = None;
+            (!is_settled(repo, &prefix, settled)).then_some(Why::Changed)
         } else {
             None
         };
     }
-    signals.close();
-    watcher.stop();
-    Ok(ticks)
+    ticks
 }
 
 /// Returns whether HEAD is where the last empty tick left it and `work/` has no uncommitted
@@ -237,54 +344,14 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     crate::redact::one_line(&parts.join(": "))
 }
 
-/// Returns whether a batch holds an event worth a tick, and notes in `seen` the files it
-/// shows closed by their writer or renamed in; reports watcher errors.
-fn relevant(
-    batch: DebounceEventResult,
-    say: &mut dyn FnMut(&str),
-    seen: &mut SeenComplete,
-) -> bool {
-    match batch {
-        Ok(events) => {
-            let mut any = false;
-            for e in &events {
-                let complete = marks_complete(&e.kind);
-                match (&e.kind, &e.paths[..]) {
-                    (EventKind::Access(_), [.., p]) if complete && !ignored(p) => {
-                        let at = SystemTime::now().checked_sub(e.time.elapsed());
-                        seen.insert(p.clone(), at.unwrap_or_else(SystemTime::now));
-                    }
-                    (EventKind::Modify(_), [from, to]) if complete => {
-                        if let Some(at) = seen.remove(from) {
-                            seen.insert(to.clone(), at);
-                        }
-                    }
-                    _ => {}
-                }
-                any |= (complete || !matches!(e.kind, EventKind::Access(_)))
-                    && e.paths.iter().any(|p| !ignored(p));
-            }
-            any
-        }
-        Err(errors) => {
-            for e in errors {
-                say(&format!("coord: watch error: {e}"));
-            }
-            true
-        }
-    }
-}
-
-/// Returns whether an event can show a path complete: a writer closing it (stamped when the
-/// event came in; opening it again to write moves its mtime past that), or a rename, which
-/// passes on to the new name what was known of the old (a temp file closed, then renamed in).
-/// A file renamed in long after it was written is complete by its ctime anyway.
-fn marks_complete(kind: &EventKind) -> bool {
-    matches!(
-        kind,
+/// Returns whether an event is worth a tick: anything but a read (a writer closing a file
+/// counts) on a path that is not noise.
+fn relevant(e: &Event) -> bool {
+    let closed = matches!(
+        e.kind,
         EventKind::Access(AccessKind::Close(AccessMode::Write))
-            | EventKind::Modify(ModifyKind::Name(RenameMode::Both))
-    )
+    );
+    (closed || !matches!(e.kind, EventKind::Access(_))) && e.paths.iter().any(|p| !ignored(p))
 }
 
 /// Returns whether a changed path is noise: inside `.git`, an editor's temp or lock file
@@ -307,52 +374,27 @@ pub fn ignored(path: &Path) -> bool {
         || name.ends_with(TEMP_SUFFIX)
 }
 
-type NativeDebouncer = notify_debouncer_full::Debouncer<
-    notify::RecommendedWatcher,
-    notify_debouncer_full::RecommendedCache,
->;
-
-/// A running watcher of either kind.
-enum Watcher {
-    Native(NativeDebouncer),
-    Poll(notify_debouncer_full::Debouncer<PollWatcher, NoCache>),
-}
-
-impl Watcher {
-    /// Stops watching and waits for the debouncer's thread.
-    fn stop(self) {
-        match self {
-            Watcher::Native(d) => d.stop(),
-            Watcher::Poll(d) => d.stop(),
-        }
-    }
-}
-
-fn start_watcher(work: &Path, opts: &Options, tx: Sender<Msg>) -> Result<Watcher, WatchError> {
+/// Starts notify on `work`, recursively; its events go to `tx` one by one, in order.
+fn start_watcher(
+    work: &Path,
+    opts: &Options,
+    tx: Sender<Msg>,
+) -> Result<Box<dyn notify::Watcher>, WatchError> {
     let err = |source| WatchError::Notify {
         path: work.to_path_buf(),
         source,
     };
-    let handler = move |batch: DebounceEventResult| {
-        let _ = tx.send(Msg::Fs(batch));
+    let handler = move |e: notify::Result<Event>| {
+        let _ = tx.send(Msg::Fs(e));
     };
-    if opts.poll {
+    let mut watcher: Box<dyn notify::Watcher> = if opts.poll {
         let config = notify::Config::default().with_poll_interval(opts.poll_every);
-        let mut d = new_debouncer_opt::<_, PollWatcher, NoCache>(
-            opts.debounce,
-            None,
-            handler,
-            NoCache,
-            config,
-        )
-        .map_err(err)?;
-        d.watch(work, RecursiveMode::Recursive).map_err(err)?;
-        Ok(Watcher::Poll(d))
+        Box::new(PollWatcher::new(handler, config).map_err(err)?)
     } else {
-        let mut d = new_debouncer(opts.debounce, None, handler).map_err(err)?;
-        d.watch(work, RecursiveMode::Recursive).map_err(err)?;
-        Ok(Watcher::Native(d))
-    }
+        Box::new(notify::recommended_watcher(handler).map_err(err)?)
+    };
+    watcher.watch(work, RecursiveMode::Recursive).map_err(err)?;
+    Ok(watcher)
 }
 
 /// Sends `Stop` on the first SIGINT or SIGTERM. The handlers stay installed after that, so a

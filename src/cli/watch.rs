@@ -53,9 +53,9 @@ fn tick(ctx: &Ctx, why: Why, seen: &SeenComplete) -> Result<Ticked> {
     let root = coord.store().root().to_path_buf();
     coord.store().set_seen_complete(
         seen.iter()
-            .filter_map(|(p, at)| {
+            .filter_map(|(p, written)| {
                 let rel = p.strip_prefix(&root).ok()?.to_str()?.to_string();
-                Some((rel, *at))
+                Some((rel, *written))
             })
             .collect(),
     );

@@ -9,7 +9,7 @@ use super::clean::Listing;
 use super::edit::Edited;
 use super::fsutil::{self, write_private, TEMP_SUFFIX};
 use super::inject;
-use super::{io_err, Clean, Store, StoreError};
+use super::{io_err, Clean, Store, StoreError, Written};
 use crate::board::content_hash;
 use crate::engine::{Op, Transition};
 use jiff::Timestamp;
@@ -540,7 +540,8 @@ impl Store {
             .filter(|p| match self.abs(p).symlink_metadata() {
                 Ok(m) if m.file_type().is_symlink() => false,
                 Ok(m) => {
-                    let held = settle.until(p, times_ns(&m)).is_some() && !self.is_staged(p);
+                    let held = settle.until(p, Written::of(&m), ctime_ns(&m)).is_some()
+                        && !self.is_staged(p);
                     settling |= held;
                     !held
                 }
@@ -603,11 +604,10 @@ impl Store {
     }
 }
 
-/// Returns a file's mtime and ctime in nanoseconds since the epoch.
-fn times_ns(m: &std::fs::Metadata) -> (i128, i128) {
+/// Returns a file's ctime in nanoseconds since the epoch.
+fn ctime_ns(m: &std::fs::Metadata) -> i128 {
     use std::os::unix::fs::MetadataExt;
-    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
-    (ns(m.mtime(), m.mtime_nsec()), ns(m.ctime(), m.ctime_nsec()))
+    i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec())
 }
 
 /// Returns the plan with one fresh random id on every named operation (`Coord-Op-Id`): two

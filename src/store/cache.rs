@@ -14,6 +14,7 @@
 //! is one length-prefixed encoding with a checksum of its body: a missing, unreadable or
 //! corrupt cache only means a full read. Does file I/O under `.git/coord/` only.
 
+use super::settle::Written;
 use crate::board::{AgentEntry, TaskFile};
 use crate::check::Summary;
 use crate::model::AgentName;
@@ -64,9 +65,17 @@ impl StatKey {
         self.size
     }
 
-    /// Returns the mtime and the ctime, in nanoseconds since the epoch.
-    pub fn times_ns(&self) -> (i128, i128) {
-        (self.mtime_ns, self.ctime_ns)
+    /// Returns the ctime, in nanoseconds since the epoch.
+    pub fn ctime_ns(&self) -> i128 {
+        self.ctime_ns
+    }
+
+    /// Returns the mtime and size.
+    pub fn written(&self) -> Written {
+        Written {
+            mtime_ns: self.mtime_ns,
+            size: self.size,
+        }
     }
 
     /// Appends the key's fields to `out`, little-endian.

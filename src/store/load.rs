@@ -5,7 +5,7 @@
 
 use super::cache::{self, Hit, StatCache};
 use super::clean::Listing;
-use super::settle::Settle;
+use super::settle::{Settle, Written};
 use super::walk::{self, Walk};
 use super::{io_err, Store, StoreError};
 use crate::board::{content_hash, Board, Cached, Problem, RawFile, Settling, StandIn};
@@ -83,7 +83,7 @@ impl Store {
                 continue;
             }
             let path = format!("{}/{rel}", self.work_dir());
-            let until = key.and_then(|k| settle.until(&path, k.times_ns()));
+            let until = key.and_then(|k| settle.until(&path, k.written(), k.ctime_ns()));
             let raw = self.read_raw(rel, &limits);
             match until {
                 Some(until) if !self.committed_as_is(&path, &raw) => {
@@ -146,10 +146,7 @@ impl Store {
     }
 
     /// Returns the settle rule of a load made now.
-    pub(crate) fn settle_rule<'s>(
-        &self,
-        seen: &'s HashMap<String, std::time::SystemTime>,
-    ) -> Settle<'s> {
+    pub(crate) fn settle_rule<'s>(&self, seen: &'s HashMap<String, Written>) -> Settle<'s> {
         Settle {
             wait: self.config.settle_wait(),
             now: std::time::SystemTime::now(),
@@ -158,8 +155,9 @@ impl Store {
     }
 
     /// Tells the next loads which files `coord watch` saw closed by their writer or renamed
-    /// in, and when (repo-relative paths): those are complete unless written since.
-    pub fn set_seen_complete(&self, seen: HashMap<String, std::time::SystemTime>) {
+    /// in and not written since (repo-relative paths), with their mtime and size then: those
+    /// are complete while they still have them.
+    pub fn set_seen_complete(&self, seen: HashMap<String, Written>) {
         *self.seen_complete.borrow_mut() = seen;
     }
 

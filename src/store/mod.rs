@@ -16,6 +16,7 @@ pub mod inject;
 mod load;
 mod quiet;
 mod settle;
+pub use settle::Written;
 mod skipped;
 mod walk;
 pub use walk::Walk;
@@ -87,8 +88,8 @@ pub struct Store {
     touched: RefCell<Vec<String>>,
     /// Task files this run left where they were after a file operation on them failed.
     skipped: RefCell<std::collections::BTreeMap<String, String>>,
-    /// Files `coord watch` saw closed by their writer or renamed in, and when.
-    seen_complete: RefCell<std::collections::HashMap<String, std::time::SystemTime>>,
+    /// Files `coord watch` saw closed by their writer or renamed in and not written since.
+    seen_complete: RefCell<std::collections::HashMap<String, Written>>,
     /// The attempt high-water marks read so far.
     marks: attempts::MarksCell,
 }

@@ -2,11 +2,32 @@
 //! file is still being written while its mtime is less than `settle` ago on the system clock
 //! (never the `--now` clock: file times are real), unless it arrived by rename (a rename
 //! changes the ctime but not the mtime, so its ctime is later) or `coord watch` saw its writer
-//! close it, or rename it in, after its last write. Files committed as they are count as
-//! complete too; the loader asks that of the files this rule holds back. Pure.
+//! close it, or rename it in, after its last write, and it still has the size and mtime the
+//! watch noted then. Files committed as they are count as complete too; the loader asks that
+//! of the files this rule holds back. Pure.
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// What a file looked like: its mtime in nanoseconds since the epoch and its size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    /// The mtime, in nanoseconds since the epoch.
+    pub mtime_ns: i128,
+    /// The size in bytes.
+    pub size: u64,
+}
+
+impl Written {
+    /// Returns what `m` says of the file.
+    pub fn of(m: &std::fs::Metadata) -> Written {
+        use std::os::unix::fs::MetadataExt;
+        Written {
+            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+            size: m.size(),
+        }
+    }
+}
 
 /// When files are complete, for one load.
 #[derive(Debug, Clone)]
@@ -15,21 +36,22 @@ pub struct Settle<'a> {
     pub wait: Duration,
     /// The system clock at the load.
     pub now: SystemTime,
-    /// Repo-relative paths `coord watch` saw closed by their writer or renamed in, and when.
-    pub seen_complete: &'a HashMap<String, SystemTime>,
+    /// Repo-relative paths `coord watch` saw closed by their writer (or renamed in) and not
+    /// written since, with what they looked like then.
+    pub seen_complete: &'a HashMap<String, Written>,
 }
 
 impl Settle<'_> {
-    /// Returns when the file at `path` (repo-relative), with this mtime and ctime in
-    /// nanoseconds since the epoch, settles; None when it is complete now.
-    pub fn until(&self, path: &str, (mtime_ns, ctime_ns): (i128, i128)) -> Option<SystemTime> {
-        if self.wait.is_zero() || ctime_ns > mtime_ns {
+    /// Returns when the file at `path` (repo-relative), as `now` says it is written and with
+    /// this ctime in nanoseconds since the epoch, settles; None when it is complete now.
+    pub fn until(&self, path: &str, now: Written, ctime_ns: i128) -> Option<SystemTime> {
+        if self.wait.is_zero() || ctime_ns > now.mtime_ns {
             return None;
         }
-        let mtime = UNIX_EPOCH + Duration::from_nanos(u64::try_from(mtime_ns).ok()?);
-        if self.seen_complete.get(path).is_some_and(|&t| mtime <= t) {
+        if self.seen_complete.get(path) == Some(&now) {
             return None;
         }
+        let mtime = UNIX_EPOCH + Duration::from_nanos(u64::try_from(now.mtime_ns).ok()?);
         let until = mtime + self.wait;
         (until > self.now).then_some(until)
     }
@@ -47,38 +69,35 @@ mod tests {
 
     #[test]
     fn a_file_written_lately_waits_unless_renamed_closed_or_settle_is_zero() {
-        fn rule(seen: &HashMap<String, SystemTime>) -> Settle<'_> {
+        fn rule(seen: &HashMap<String, Written>) -> Settle<'_> {
             Settle {
                 wait: Duration::from_secs(2),
                 now: at(101),
                 seen_complete: seen,
             }
         }
+        let w = |secs: i128, size: u64| Written {
+            mtime_ns: secs * S,
+            size,
+        };
+        let a = "work/inbox/a.yaml";
         let mut seen = HashMap::new();
-        let written = (100 * S, 100 * S);
+        assert_eq!(rule(&seen).until(a, w(100, 10), 100 * S), Some(at(102)));
+        assert_eq!(rule(&seen).until(a, w(98, 10), 98 * S), None);
+        assert_eq!(rule(&seen).until(a, w(100, 10), 100 * S + 1), None);
+        seen.insert(a.to_string(), w(100, 10));
+        assert_eq!(rule(&seen).until(a, w(100, 10), 100 * S), None);
         assert_eq!(
-            rule(&seen).until("work/inbox/a.yaml", written),
-            Some(at(102))
+            rule(&seen).until(a, w(100, 12), 100 * S),
+            Some(at(102)),
+            "appended to since its writer closed it, in the same clock tick"
         );
-        assert_eq!(
-            rule(&seen).until("work/inbox/a.yaml", (98 * S, 98 * S)),
-            None
-        );
-        assert_eq!(
-            rule(&seen).until("work/inbox/a.yaml", (100 * S, 100 * S + 1)),
-            None
-        );
-        seen.insert("work/inbox/a.yaml".to_string(), at(100));
-        assert_eq!(rule(&seen).until("work/inbox/a.yaml", written), None);
-        seen.insert("work/inbox/a.yaml".to_string(), at(99));
-        assert_eq!(
-            rule(&seen).until("work/inbox/a.yaml", written),
-            Some(at(102))
-        );
+        seen.insert(a.to_string(), w(99, 10));
+        assert_eq!(rule(&seen).until(a, w(100, 10), 100 * S), Some(at(102)));
         let zero = Settle {
             wait: Duration::ZERO,
             ..rule(&seen)
         };
-        assert_eq!(zero.until("work/inbox/a.yaml", written), None);
+        assert_eq!(zero.until(a, w(100, 10), 100 * S), None);
     }
 }

@@ -236,6 +236,26 @@ fn watch_takes_a_file_written_in_chunks_only_when_its_writer_is_done() {
 }
 
 #[test]
+fn watch_takes_a_file_its_writer_closed_at_once_whatever_the_settle_time() {
+    let r = repo();
+    let mut config = r.read("coord.yaml");
+    config.push_str("\nsettle: 1h\n");
+    r.write("coord.yaml", &config);
+    let w = Watching::start(&r, &["--interval", "1h"]);
+    write_in_chunks(
+        &r.abs("work/inbox/closed.yaml"),
+        &["title: Closed\n", "description: written in place\n"],
+        &|_| {},
+    );
+    wait_for_commit(&r, &w, "assign closed to alice");
+    assert!(r
+        .read("work/assigned/alice/closed.yaml")
+        .contains("written in place"));
+    let (code, _) = w.stop();
+    assert_eq!(code, Some(0));
+}
+
+#[test]
 fn watch_takes_a_file_renamed_in_at_once_whatever_the_settle_time() {
     let r = repo();
     let mut config = r.read("coord.yaml");
