@@ -7,12 +7,13 @@
 
 use super::clean::Listing;
 use super::edit::Edited;
-use super::fsutil::{self, write_private, TEMP_SUFFIX};
+use super::fsutil::{self, write_private, Flush, TEMP_SUFFIX};
 use super::inject;
 use super::{io_err, Clean, Store, StoreError, Written};
 use crate::board::content_hash;
 use crate::engine::{Op, Transition};
 use jiff::Timestamp;
+use std::collections::BTreeSet;
 use std::fs;
 use std::io::ErrorKind;
 
@@ -184,24 +185,16 @@ impl Store {
         resume: Resume,
         each: &mut dyn FnMut(&Transition, Applied),
     ) -> Result<bool, StoreError> {
-        let mut outcomes = Vec::with_capacity(group.len());
-        let mut failed = false;
-        for t in group {
-            let go = match resume {
-                Resume::No => self.guard_holds(t),
-                Resume::Yes => self.resumable(t),
-            };
-            let applied = if go {
-                self.run_or_undo(t)?
-            } else {
-                Applied::Skipped
-            };
-            failed = matches!(applied, Applied::Failed(_));
-            outcomes.push((t, applied));
-            if failed {
-                break;
-            }
+        if group.len() > 1 {
+            *self.unsynced.borrow_mut() = Some(BTreeSet::new());
         }
+        let ran = self.run_group(group, resume);
+        let synced = self.sync_group();
+        let outcomes = ran?;
+        synced?;
+        let failed = outcomes
+            .last()
+            .is_some_and(|(_, a)| matches!(a, Applied::Failed(_)));
         let done: Vec<&Transition> = outcomes
             .iter()
             .filter(|(_, a)| matches!(a, Applied::Committed | Applied::LeftAsFound(_)))
@@ -214,6 +207,33 @@ impl Store {
             each(t, applied);
         }
         Ok(failed)
+    }
+
+    /// Carries out the file operations of a group's transitions in order, up to the first
+    /// that failed; returns each one's outcome.
+    fn run_group<'t>(
+        &self,
+        group: &'t [Transition],
+        resume: Resume,
+    ) -> Result<Vec<(&'t Transition, Applied)>, StoreError> {
+        let mut outcomes = Vec::with_capacity(group.len());
+        for t in group {
+            let go = match resume {
+                Resume::No => self.guard_holds(t),
+                Resume::Yes => self.resumable(t),
+            };
+            let applied = if go {
+                self.run_or_undo(t)?
+            } else {
+                Applied::Skipped
+            };
+            let failed = matches!(applied, Applied::Failed(_));
+            outcomes.push((t, applied));
+            if failed {
+                break;
+            }
+        }
+        Ok(outcomes)
     }
 
     /// Carries out one transition's file operations. When one fails (the file is immutable
@@ -249,8 +269,7 @@ impl Store {
         for step in log.into_iter().rev() {
             match step {
                 Undo::Move { from, to } if gone(&from) && !gone(&to) => {
-                    fsutil::rename_noreplace_in(root, &to, &from)
-                        .map_err(io_err(&self.abs(&from)))?;
+                    self.move_file(&to, &from)?;
                 }
                 Undo::Move { .. } => {}
                 Undo::Restore { path, bytes: None } => {
@@ -263,8 +282,7 @@ impl Store {
                     let same =
                         fsutil::read_limited(root, &path, bytes.len()).is_ok_and(|b| b == bytes);
                     if !same {
-                        fsutil::write_atomic_in(root, &path, &bytes)
-                            .map_err(io_err(&self.abs(&path)))?;
+                        self.write_file(&path, &bytes)?;
                     }
                 }
             }
@@ -343,8 +361,7 @@ impl Store {
                         .is_ok_and(|b| b == text.as_bytes());
                     if !same {
                         log.push(self.before(path)?);
-                        fsutil::write_atomic_in(self.root(), path, text.as_bytes())
-                            .map_err(io_err(&self.abs(path)))?;
+                        self.write_file(path, text.as_bytes())?;
                     }
                 }
                 Op::Remove { path } => {
@@ -356,14 +373,40 @@ impl Store {
         Ok(applied)
     }
 
-    /// Moves a file unless the move already happened (recovery).
+    /// Moves a file unless the move already happened (recovery): that is looked at only when
+    /// the rename failed, so a move costs one rename.
     fn do_move(&self, from: &str, to: &str) -> Result<(), StoreError> {
+        let Err(e) = self.move_file(from, to) else {
+            return Ok(());
+        };
         let root = self.root();
         let gone = |rel| fsutil::file_type(root, rel).is_ok_and(|t| t.is_none());
         if gone(from) && !gone(to) {
             return Ok(());
         }
-        fsutil::rename_noreplace_in(root, from, to).map_err(io_err(&self.abs(to)))
+        Err(e)
+    }
+
+    /// Writes a file atomically; in a group, its folder is synced with the group's.
+    pub(super) fn write_file(&self, path: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        let mut unsynced = self.unsynced.borrow_mut();
+        let flush = unsynced.as_mut().map_or(Flush::Now, Flush::Later);
+        fsutil::write_atomic_in(self.root(), path, bytes, flush).map_err(io_err(&self.abs(path)))
+    }
+
+    /// Moves a file without replacing one; in a group, its folders are synced with the group's.
+    fn move_file(&self, from: &str, to: &str) -> Result<(), StoreError> {
+        let mut unsynced = self.unsynced.borrow_mut();
+        let flush = unsynced.as_mut().map_or(Flush::Now, Flush::Later);
+        fsutil::rename_noreplace_in(self.root(), from, to, flush).map_err(io_err(&self.abs(to)))
+    }
+
+    /// Syncs the folders a group's writes and moves changed (once each), and ends the group.
+    fn sync_group(&self) -> Result<(), StoreError> {
+        let Some(folders) = self.unsynced.borrow_mut().take() else {
+            return Ok(());
+        };
+        fsutil::sync_folders(self.root(), &folders).map_err(io_err(self.root()))
     }
 
     /// Commits the paths of `done` in one commit: the transition's own message for one, a

@@ -34,8 +34,7 @@ impl Store {
             Ok(new) => new,
             Err(why) => return Ok(Edited::LeftAsFound(why)),
         };
-        fsutil::write_atomic_in(self.root(), path, new.as_bytes())
-            .map_err(io_err(&self.abs(path)))?;
+        self.write_file(path, new.as_bytes())?;
         Ok(Edited::Done)
     }
 }

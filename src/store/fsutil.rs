@@ -3,10 +3,13 @@
 //! not even one swapped in after the loader looked — and `..`, `.`, empty components and
 //! absolute paths are refused. Writes are atomic (temp file, fsync, rename, fsync of the
 //! folder); moves never replace an existing file. A power cut leaves the old or the new bytes.
+//! The folder fsyncs of writes and moves may be left to the caller ([`Flush::Later`]), who
+//! syncs each folder once for many of them ([`sync_folders`]).
 
 use super::inject;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
+use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
@@ -14,6 +17,47 @@ use std::path::Path;
 
 /// The suffix of coord's temporary files; the loader ignores and the recovery removes them.
 pub const TEMP_SUFFIX: &str = ".coord-tmp";
+
+/// When the folders a write or a move changed are flushed to disk.
+pub enum Flush<'a> {
+    /// Before the call returns.
+    Now,
+    /// By the caller, later ([`sync_folders`]): the folders (repo-relative) are added here.
+    /// Until then a power cut may leave each rename done or not, each file whole.
+    Later(&'a mut BTreeSet<String>),
+}
+
+impl Flush<'_> {
+    /// Syncs the folder `dir` (repo-relative `rel`) now, or notes it for later.
+    fn folder(&mut self, dir: &OwnedFd, rel: &str) -> io::Result<()> {
+        match self {
+            Flush::Now => rustix::fs::fsync(dir).map_err(io::Error::from),
+            Flush::Later(set) => {
+                let parent = rel.rsplit_once('/').map_or("", |(d, _)| d);
+                set.insert(parent.to_string());
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Flushes each folder (repo-relative, "" for the root) to disk; a folder gone meanwhile is
+/// fine.
+pub fn sync_folders(root: &Path, folders: &BTreeSet<String>) -> io::Result<()> {
+    for rel in folders {
+        let parts: Vec<&str> = if rel.is_empty() {
+            Vec::new()
+        } else {
+            components(rel)?
+        };
+        match open_dir(root, &parts, rel, false) {
+            Ok(dir) => rustix::fs::fsync(&dir)?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
 
 /// Returns the error for a path that is not a plain repo-relative path.
 fn bad_path(rel: &str) -> io::Error {
@@ -149,7 +193,8 @@ pub fn hash_file(root: &Path, rel: &str) -> io::Result<(u64, u64)> {
 }
 
 /// Writes `bytes` to `rel` atomically, creating parent folders; refuses to replace a symlink.
-pub fn write_atomic_in(root: &Path, rel: &str, bytes: &[u8]) -> io::Result<()> {
+/// The file is synced before it is renamed into place; its folder as `flush` says.
+pub fn write_atomic_in(root: &Path, rel: &str, bytes: &[u8], mut flush: Flush) -> io::Result<()> {
     let (dir, name) = open_parent(root, rel, true)?;
     if let Ok(st) = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
         if FileType::from_raw_mode(st.st_mode) == FileType::Symlink {
@@ -180,7 +225,7 @@ pub fn write_atomic_in(root: &Path, rel: &str, bytes: &[u8]) -> io::Result<()> {
         inject::point("rename")?;
         rustix::fs::renameat(&dir, tmp.as_str(), &dir, name)?;
         inject::point("fsync folder")?;
-        rustix::fs::fsync(&dir).map_err(io::Error::from)
+        flush.folder(&dir, rel)
     })();
     if result.is_err() {
         let _ = rustix::fs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
@@ -189,8 +234,9 @@ pub fn write_atomic_in(root: &Path, rel: &str, bytes: &[u8]) -> io::Result<()> {
 }
 
 /// Renames `from` to `to` (both repo-relative), failing with `AlreadyExists` instead of
-/// replacing; creates `to`'s folder; refuses to move a symlink; fsyncs both folders.
-pub fn rename_noreplace_in(root: &Path, from: &str, to: &str) -> io::Result<()> {
+/// replacing; creates `to`'s folder; refuses to move a symlink; syncs both folders as `flush`
+/// says.
+pub fn rename_noreplace_in(root: &Path, from: &str, to: &str, mut flush: Flush) -> io::Result<()> {
     let (from_dir, from_name) = open_parent(root, from, false)?;
     let st = rustix::fs::statat(&from_dir, from_name, AtFlags::SYMLINK_NOFOLLOW)?;
     if FileType::from_raw_mode(st.st_mode) == FileType::Symlink {
@@ -213,8 +259,8 @@ pub fn rename_noreplace_in(root: &Path, from: &str, to: &str) -> io::Result<()> 
         Err(e) => return Err(io::Error::from(e)),
     }
     inject::point("fsync folder")?;
-    rustix::fs::fsync(&to_dir)?;
-    rustix::fs::fsync(&from_dir).map_err(io::Error::from)
+    flush.folder(&to_dir, to)?;
+    flush.folder(&from_dir, from)
 }
 
 /// Removes the file `rel` (a symlink itself, never its target); absent is fine.
@@ -285,9 +331,9 @@ mod tests {
     fn noreplace_refuses_to_clobber() {
         let d = tempfile::tempdir().expect("tempdir");
         fs::write(d.path().join("a"), "a").expect("write");
-        rename_noreplace_in(d.path(), "a", "sub/b").expect("first rename");
+        rename_noreplace_in(d.path(), "a", "sub/b", Flush::Now).expect("first rename");
         fs::write(d.path().join("a"), "again").expect("write");
-        let err = rename_noreplace_in(d.path(), "a", "sub/b").expect_err("exists");
+        let err = rename_noreplace_in(d.path(), "a", "sub/b", Flush::Now).expect_err("exists");
         assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
         assert_eq!(
             fs::read_to_string(d.path().join("sub/b")).expect("read"),
@@ -298,8 +344,8 @@ mod tests {
     #[test]
     fn atomic_write_replaces_and_leaves_no_temp() {
         let d = tempfile::tempdir().expect("tempdir");
-        write_atomic_in(d.path(), "x/y.yaml", b"one").expect("write");
-        write_atomic_in(d.path(), "x/y.yaml", b"two").expect("write");
+        write_atomic_in(d.path(), "x/y.yaml", b"one", Flush::Now).expect("write");
+        write_atomic_in(d.path(), "x/y.yaml", b"two", Flush::Now).expect("write");
         assert_eq!(
             fs::read_to_string(d.path().join("x/y.yaml")).expect("read"),
             "two"
@@ -309,10 +355,27 @@ mod tests {
     }
 
     #[test]
+    fn later_flushes_collect_each_folder_once_for_one_sync() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let mut folders = BTreeSet::new();
+        write_atomic_in(d.path(), "a/x", b"1", Flush::Later(&mut folders)).expect("write");
+        write_atomic_in(d.path(), "a/y", b"2", Flush::Later(&mut folders)).expect("write");
+        rename_noreplace_in(d.path(), "a/x", "b/c/x", Flush::Later(&mut folders)).expect("move");
+        write_atomic_in(d.path(), "top", b"3", Flush::Later(&mut folders)).expect("write");
+        let expected: BTreeSet<String> = ["", "a", "b/c"].map(String::from).into();
+        assert_eq!(folders, expected);
+        assert_eq!(fs::read(d.path().join("b/c/x")).expect("read"), b"1");
+        folders.insert("gone/meanwhile".to_string());
+        sync_folders(d.path(), &folders).expect("sync");
+        folders.insert("../out".to_string());
+        assert!(sync_folders(d.path(), &folders).is_err());
+    }
+
+    #[test]
     fn dotdot_absolute_and_empty_parts_are_refused() {
         let d = tempfile::tempdir().expect("tempdir");
         for rel in ["../x", "a/../../x", "/etc/passwd", "a//b", "./a", ""] {
-            let err = write_atomic_in(d.path(), rel, b"x").expect_err(rel);
+            let err = write_atomic_in(d.path(), rel, b"x", Flush::Now).expect_err(rel);
             assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{rel}");
             assert!(read_limited(d.path(), rel, 10).is_err(), "{rel}");
         }
@@ -329,11 +392,11 @@ mod tests {
             let err = read_limited(d.path(), rel, 10).expect_err(rel);
             assert!(err.to_string().contains("symlink refused"), "{rel}: {err}");
         }
-        assert!(write_atomic_in(d.path(), "dir/new", b"x").is_err());
-        assert!(write_atomic_in(d.path(), "file", b"x").is_err());
-        assert!(rename_noreplace_in(d.path(), "file", "moved").is_err());
+        assert!(write_atomic_in(d.path(), "dir/new", b"x", Flush::Now).is_err());
+        assert!(write_atomic_in(d.path(), "file", b"x", Flush::Now).is_err());
+        assert!(rename_noreplace_in(d.path(), "file", "moved", Flush::Now).is_err());
         fs::write(d.path().join("real"), "r").expect("write");
-        assert!(rename_noreplace_in(d.path(), "real", "dir/real").is_err());
+        assert!(rename_noreplace_in(d.path(), "real", "dir/real", Flush::Now).is_err());
         assert!(!outside.path().join("new").exists());
         assert!(!outside.path().join("real").exists());
         assert_eq!(

@@ -86,6 +86,9 @@ pub struct Store {
     /// read; None when one was too recent to trust (the quiet mark needs it).
     setup_keys: Option<u64>,
     touched: RefCell<Vec<String>>,
+    /// While a group of transitions is applied: the folders its writes and moves changed,
+    /// synced once each before its commit instead of after every rename.
+    unsynced: RefCell<Option<std::collections::BTreeSet<String>>>,
     /// Task files this run left where they were after a file operation on them failed.
     skipped: RefCell<std::collections::BTreeMap<String, String>>,
     /// Files `coord watch` saw closed by their writer or renamed in and not written since.
@@ -141,6 +144,7 @@ impl Store {
             agent_schema: Schema::builtin_agent(),
             setup_keys,
             touched: RefCell::new(Vec::new()),
+            unsynced: RefCell::default(),
             skipped: RefCell::default(),
             seen_complete: RefCell::default(),
             marks: RefCell::new(None),
