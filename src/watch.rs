@@ -442,6 +442,45 @@ mod tests {
     }
 
     #[test]
+    fn a_burst_is_ticked_one_debounce_after_its_first_event() {
+        // The old 150 ms debounce held every drop that long; a few tens of ms gather a rename.
+        let debounce = Options::default().debounce;
+        assert!(debounce <= Duration::from_millis(50), "{debounce:?}");
+        let (tx, rx) = channel();
+        let work = Path::new("/r/work");
+        let mut said = |_: &str| {};
+        let mut events = Events {
+            rx,
+            work,
+            say: &mut said,
+            closed: Closed::default(),
+            burst_at: None,
+            debounce,
+            stop: false,
+            barriers: 0,
+        };
+        let event = |name: &str| {
+            Msg::Fs(Ok(Event::new(EventKind::Create(CreateKind::File))
+                .add_path(work.join("inbox").join(name))))
+        };
+        let before = Instant::now();
+        events.take(event("a.yaml"));
+        let after = Instant::now();
+        let at = events.burst_at.expect("a burst started");
+        assert!(before + debounce <= at && at <= after + debounce);
+        events.take(event("b.yaml"));
+        assert_eq!(
+            events.burst_at,
+            Some(at),
+            "the rest of the burst does not push it back"
+        );
+        events.burst_at = None;
+        events.take(event(".b.yaml.swp"));
+        assert_eq!(events.burst_at, None, "noise starts no burst");
+        drop(tx);
+    }
+
+    #[test]
     fn a_failed_tick_is_retried_without_waiting_for_a_change() {
         let dir = tempfile::tempdir().expect("tempdir");
         let repo = Repo::open_or_init(dir.path()).expect("repo");

@@ -1,9 +1,11 @@
 //! Big numbers end to end (issue 12 item 3): a task with an out-of-range duration is
 //! quarantined and the tick goes on; an out-of-range coord.yaml value, flag or clock is a
-//! usage error (exit 2) on one line naming it; the edges of the ranges work. Never a panic.
+//! usage error (exit 2) on one line naming it; the edges of the ranges work. Never a panic,
+//! for any duration and any clock (a property test through the binary).
 
 use crate::harness::TestRepo;
 use crate::steps::{config, state};
+use proptest::prelude::*;
 
 fn no_panic(err: &str) {
     assert!(
@@ -136,4 +138,101 @@ fn a_timeout_that_cannot_be_written_fails_the_task_as_too_large() {
         .read("work/agents/alice.yaml")
         .contains("consecutive_failures"));
     assert_eq!(r.git_status(), "");
+}
+
+/// The durations a generated case uses: small, at and past the 100-year edge, and any u64,
+/// in every unit some parser accepts (`ms` only flags take).
+fn any_duration() -> impl Strategy<Value = String> {
+    let n = prop_oneof![
+        0u64..1_000,
+        Just(36_500),
+        Just(36_501),
+        Just(3_153_600_000_000),
+        Just(u64::MAX),
+        any::<u64>(),
+    ];
+    let unit = prop::sample::select(vec!["ms", "s", "m", "h", "d"]);
+    (n, unit).prop_map(|(n, unit)| format!("{n}{unit}"))
+}
+
+/// Any instant jiff can print, in RFC 3339, with its edges and coord's range's edges.
+fn any_clock() -> impl Strategy<Value = String> {
+    let (min, max) = (
+        jiff::Timestamp::MIN.as_second(),
+        jiff::Timestamp::MAX.as_second(),
+    );
+    let secs = prop_oneof![
+        Just(min),
+        Just(max),
+        Just(0),
+        Just(-1),
+        Just(253_402_207_200),
+        min..=max,
+    ];
+    secs.prop_map(|s| {
+        jiff::Timestamp::from_second(s)
+            .expect("in jiff's range")
+            .to_string()
+    })
+}
+
+/// Runs `coord <args>` and fails the case on a panic (exit 101, a backtrace) or on a usage
+/// error that does not start with `error:`.
+fn never_panics(r: &TestRepo, args: &[&str]) -> Result<(), TestCaseError> {
+    let out = r.run(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    prop_assert_ne!(out.status.code(), Some(101), "{:?}: {}", args, err);
+    prop_assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "{:?}: {}",
+        args,
+        err
+    );
+    if out.status.code() == Some(2) {
+        prop_assert!(err.starts_with("error: "), "{:?}: {}", args, err);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 8,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// Issue 12 item 3: any duration string and any `--now` the parsers see never panics a
+    /// command (all but `watch`, which runs until stopped), whether the duration is in a task,
+    /// in coord.yaml or in a flag.
+    #[test]
+    fn any_duration_and_any_clock_never_panic_any_command(d in any_duration(), now in any_clock()) {
+        let r = TestRepo::with_agents(&["alice"]);
+        r.task("t", &format!("title: t\ntimeout: {d}\n"));
+        r.task("u", "title: u\n");
+        let commands: [&[&str]; 11] = [
+            &["tick"],
+            &["tick", "--dry-run"],
+            &["status"],
+            &["--json", "status"],
+            &["claim", "--agent", "alice"],
+            &["heartbeat", "u"],
+            &["complete", "u"],
+            &["show", "t"],
+            &["log", "t"],
+            &["doctor"],
+            &["archive", "--older-than", &d],
+        ];
+        for yaml in ["", &format!("defaults: {{timeout: {d}}}\nbackoff: {{base: {d}, max: {d}}}\ncircuit_breaker: {{open_for: {d}}}\narchive_after: {d}\nsettle: {d}\n")] {
+            if !yaml.is_empty() {
+                config(&r, yaml);
+            }
+            for args in commands {
+                // `=` keeps a clock before year 0 (`-000001-…`) from reading as a flag.
+                let (now, wait) = (format!("--now={now}"), format!("--wait={d}"));
+                let mut with = vec![now.as_str(), wait.as_str()];
+                with.extend_from_slice(args);
+                never_panics(&r, &with)?;
+            }
+        }
+    }
 }

