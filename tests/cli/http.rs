@@ -57,6 +57,17 @@ impl Server {
         request(&self.addr, method, path, headers, body.as_bytes())
     }
 
+    /// Sends SIGTERM and returns the exit code once the server has stopped.
+    pub fn stop(mut self) -> Option<i32> {
+        let pid = self.child.id().to_string();
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill");
+        assert!(sent.success());
+        self.child.wait().expect("wait for coord serve").code()
+    }
+
     /// Opens `/v1/events` and returns a reader of its events.
     pub fn events(&self) -> Events {
         let mut s = TcpStream::connect(&self.addr).expect("connect");
@@ -70,6 +81,7 @@ impl Server {
         .expect("send");
         let mut ev = Events {
             reader: BufReader::new(s),
+            partial: Vec::new(),
             seen: String::new(),
         };
         assert!(
@@ -191,7 +203,9 @@ fn dechunk(mut s: &str) -> String {
 /// An open event stream.
 pub struct Events {
     reader: BufReader<TcpStream>,
-    /// Everything read so far.
+    /// The start of a line whose end has not come yet (a read can time out mid-line).
+    partial: Vec<u8>,
+    /// Every whole line read so far.
     pub seen: String,
 }
 
@@ -204,13 +218,44 @@ impl Events {
             if done(&self.seen) {
                 return true;
             }
-            let mut line = String::new();
-            match self.reader.read_line(&mut line) {
+            // On a timeout the bytes read so far stay in `partial` for the next read.
+            match self.reader.read_until(b'\n', &mut self.partial) {
                 Ok(0) => return done(&self.seen),
-                Ok(_) => self.seen.push_str(&line),
-                Err(_) => {}
+                Ok(_) if self.partial.ends_with(b"\n") => {
+                    self.seen.push_str(&String::from_utf8_lossy(&self.partial));
+                    self.partial.clear();
+                }
+                Ok(_) | Err(_) => {}
             }
         }
         done(&self.seen)
     }
+}
+
+/// A line of the stream that arrives in two parts, the second after the reader's 200 ms
+/// timeout (a loaded machine), is still read whole.
+#[test]
+fn http_events_keep_a_line_split_by_a_read_timeout() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let writer = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().expect("accept");
+        s.write_all(b"event: transition\ndata: {\"task\":")
+            .expect("first part");
+        std::thread::sleep(Duration::from_millis(500));
+        s.write_all(b"\"docs\"}\n").expect("second part");
+    });
+    let s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let mut ev = Events {
+        reader: BufReader::new(s),
+        partial: Vec::new(),
+        seen: String::new(),
+    };
+    let whole = ev.until(Duration::from_secs(10), |t| {
+        t.contains("data: {\"task\":\"docs\"}\n")
+    });
+    writer.join().expect("writer");
+    assert!(whole, "read: {:?}", ev.seen);
 }
