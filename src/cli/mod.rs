@@ -41,7 +41,7 @@ mod synced;
 mod tick;
 mod validate;
 pub mod wait;
-mod watch;
+pub(crate) mod watch;
 
 use crate::engine::{Inputs, Plan, Transition};
 use crate::error::UsageError;

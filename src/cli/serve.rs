@@ -13,16 +13,34 @@ pub struct Args {
     /// The token every request must carry; required to listen on a non-loopback address
     #[arg(long, env = "COORD_SERVE_TOKEN", hide_env_values = true, hide = true)]
     token: Option<String>,
+    /// Also run the loop of `coord watch` in this process: tick on every change and interval
+    #[arg(long)]
+    tick: bool,
+    /// With --tick: time between periodic ticks, for leases and backoff (e.g. 60s, 5m)
+    #[arg(long, default_value = "60s", requires = "tick")]
+    interval: super::wait::FlagDuration,
+    /// With --tick: poll the file system instead of using change events (NFS, WSL)
+    #[arg(long, requires = "tick")]
+    poll: bool,
 }
 
 /// Runs `coord serve`.
 pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     let token = args.token.filter(|t| !t.is_empty());
+    if args.interval.get().as_secs() < 1 {
+        return Err(crate::error::UsageError("--interval must be at least 1s".to_string()).into());
+    }
+    let tick = args.tick.then(|| crate::watch::Options {
+        interval: args.interval.get(),
+        poll: args.poll,
+        ..crate::watch::Options::default()
+    });
     crate::serve::run(
         ctx,
         crate::serve::Options {
             listen: args.listen,
             token,
+            tick,
         },
     )?;
     Ok(())

@@ -43,8 +43,8 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
 }
 
 /// One tick with a fresh clock: lock (briefly), recover, tick; files seen complete are read
-/// without waiting for them to settle.
-fn tick(ctx: &Ctx, why: Why, seen: &SeenComplete) -> Result<Ticked> {
+/// without waiting for them to settle. `coord serve --tick` runs it too.
+pub(crate) fn tick(ctx: &Ctx, why: Why, seen: &SeenComplete) -> Result<Ticked> {
     let ctx = Ctx {
         wait: ctx.wait.or(Some(TICK_WAIT)),
         ..ctx.refreshed()

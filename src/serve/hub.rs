@@ -153,6 +153,15 @@ impl Hub {
         Ok(())
     }
 
+    /// Counts a tick this server ran and reloads at the next poll.
+    pub fn ticked(&self, took: Duration) {
+        self.counters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .ticked(took);
+        self.dirty.store(true, Ordering::SeqCst);
+    }
+
     fn publish(&self, kind: &'static str, data: Value) {
         let id = self.next_event.fetch_add(1, Ordering::SeqCst);
         // No subscriber is not an error: the event is simply not wanted.

@@ -1,6 +1,6 @@
 //! `/metrics` in the Prometheus text format: tasks and the oldest task's age per state (from
 //! the snapshot), and counters of the transitions this server has seen since it started
-//! (retries, dead letters, lease expiries). Pure.
+//! (retries, dead letters, lease expiries), and with `--tick` the ticks it ran. Pure.
 
 use super::hub::Snapshot;
 use crate::model::State;
@@ -16,6 +16,9 @@ pub struct Counters {
     retries: u64,
     dead_letters: u64,
     lease_expiries: u64,
+    ticks: u64,
+    tick_seconds: f64,
+    last_tick_seconds: f64,
 }
 
 impl Counters {
@@ -36,6 +39,13 @@ impl Counters {
             }
         }
         *self.by_edge.entry((from, to)).or_default() += 1;
+    }
+
+    /// Counts one tick this server ran (`coord serve --tick`) that took `took`.
+    pub fn ticked(&mut self, took: std::time::Duration) {
+        self.ticks += 1;
+        self.tick_seconds += took.as_secs_f64();
+        self.last_tick_seconds = took.as_secs_f64();
     }
 }
 
@@ -101,6 +111,7 @@ pub fn render(snap: &Snapshot, counters: &Counters, listeners: usize, now: Times
         head(&mut out, name, "counter", help);
         let _ = writeln!(out, "{name} {n}");
     }
+    ticks(&mut out, counters);
     let help = "Seconds the last read of the repository took.";
     head(&mut out, "coord_snapshot_read_seconds", "gauge", help);
     let _ = writeln!(
@@ -116,6 +127,38 @@ pub fn render(snap: &Snapshot, counters: &Counters, listeners: usize, now: Times
     );
     let _ = writeln!(out, "coord_event_listeners {listeners}");
     out
+}
+
+/// The ticks this server ran, when it runs them (`--tick`); other processes' ticks are not
+/// seen here.
+fn ticks(out: &mut String, c: &Counters) {
+    if c.ticks == 0 {
+        return;
+    }
+    let rows = [
+        (
+            "coord_ticks_total",
+            "counter",
+            "Ticks this server ran (--tick).",
+            c.ticks as f64,
+        ),
+        (
+            "coord_tick_seconds_total",
+            "counter",
+            "Seconds spent in those ticks.",
+            c.tick_seconds,
+        ),
+        (
+            "coord_tick_duration_seconds",
+            "gauge",
+            "Seconds the last tick took.",
+            c.last_tick_seconds,
+        ),
+    ];
+    for (name, kind, help, v) in rows {
+        head(out, name, kind, help);
+        let _ = writeln!(out, "{name} {v}");
+    }
 }
 
 fn head(out: &mut String, name: &str, kind: &str, help: &str) {

@@ -11,6 +11,7 @@ pub mod html;
 pub mod hub;
 pub mod metrics;
 pub mod problem;
+pub mod ticker;
 
 use crate::cli::Ctx;
 use axum::extract::DefaultBodyLimit;
@@ -33,6 +34,8 @@ pub struct Options {
     pub listen: SocketAddr,
     /// The token every request must carry (`COORD_SERVE_TOKEN`).
     pub token: Option<String>,
+    /// Run `coord watch`'s loop in the server too (`--tick`), with these options.
+    pub tick: Option<crate::watch::Options>,
 }
 
 /// Why the server could not start or stopped.
@@ -52,6 +55,9 @@ pub enum ServeError {
     /// The repository could not be read.
     #[error("{0}")]
     Repo(#[from] hub::HubError),
+    /// The tick loop (`--tick`) could not start.
+    #[error("coord serve --tick: {0}")]
+    Tick(#[from] crate::watch::WatchError),
 }
 
 /// What every handler gets.
@@ -83,7 +89,7 @@ async fn not_found(uri: axum::http::Uri) -> problem::Problem {
 }
 
 /// Serves until SIGINT or SIGTERM; prints the address it listens on (`http://…`) on stdout
-/// once it accepts connections.
+/// once it accepts connections (and, with `tick`, once its tick loop watches).
 pub fn run(ctx: &Ctx, opts: Options) -> Result<(), ServeError> {
     if !opts.listen.ip().is_loopback() && opts.token.is_none() {
         return Err(ServeError::NeedsToken(opts.listen));
@@ -92,10 +98,6 @@ pub fn run(ctx: &Ctx, opts: Options) -> Result<(), ServeError> {
     ctx.wait.get_or_insert(WRITE_WAIT);
     let hub = hub::Hub::open(ctx)?;
     hub.watch()?;
-    let app = Arc::new(App {
-        hub,
-        token: opts.token,
-    });
     let io = |source| ServeError::Io {
         addr: opts.listen,
         source,
@@ -105,22 +107,35 @@ pub fn run(ctx: &Ctx, opts: Options) -> Result<(), ServeError> {
         .enable_all()
         .build()
         .map_err(io)?;
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind(opts.listen))
+        .map_err(io)?;
+    let addr = listener.local_addr().map_err(io)?;
+    let ticking = match opts.tick {
+        Some(w) => Some(ticker::start(Arc::clone(&hub), w)?),
+        None => None,
+    };
+    let app = Arc::new(App {
+        hub,
+        token: opts.token,
+    });
+    crate::cli::write_out(format_args!("http://{addr}"));
+    crate::cli::write_err(format_args!(
+        "coord: serving the board on http://{addr}/ and the API under /v1; Ctrl-C stops"
+    ));
+    // Not a graceful shutdown: event streams never end by themselves, and every write is
+    // committed before its answer, so nothing is lost by stopping at once.
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(opts.listen)
-            .await
-            .map_err(io)?;
-        let addr = listener.local_addr().map_err(io)?;
-        crate::cli::write_out(format_args!("http://{addr}"));
-        crate::cli::write_err(format_args!(
-            "coord: serving the board on http://{addr}/ and the API under /v1; Ctrl-C stops"
-        ));
-        // Not a graceful shutdown: event streams never end by themselves, and every write is
-        // committed before its answer, so nothing is lost by stopping at once.
         tokio::select! {
             served = axum::serve(listener, router(app)) => served.map_err(io),
             () = stopped() => Ok(()),
         }
-    })
+    })?;
+    // The same signal stops the tick loop after the tick in progress.
+    if let Some(t) = ticking {
+        let _ = t.join();
+    }
+    Ok(())
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -412,3 +412,40 @@ fn serve_board_shows_columns_lanes_and_task_detail() {
     assert_eq!(s.get("/column/blocked").status, 200);
     assert_eq!(s.get("/column/nowhere").status, 404);
 }
+
+#[test]
+fn serve_tick_runs_the_watch_loop_in_the_server_and_stops_with_it() {
+    let r = TestRepo::with_agents(&["writer"]);
+    let s = Server::start_with(&r, &["--listen", "127.0.0.1:0", "--tick"], &[]);
+    let mut ev = s.events();
+    r.ok(&["new", "Write the docs", "--id", "docs", "--agent", "writer"]);
+    let assigned = |seen: &str| {
+        seen.lines()
+            .any(|l| l.contains(r#""task":"docs""#) && l.contains(r#""to":"assigned""#))
+    };
+    assert!(
+        ev.until(Duration::from_secs(30), assigned),
+        "no tick assigned docs: {}",
+        ev.seen
+    );
+    assert!(r.where_is("docs").starts_with("work/assigned/writer/"));
+    let metrics = s.get("/metrics").body;
+    assert!(
+        metrics.contains("\ncoord_ticks_total ")
+            && metrics.contains("\ncoord_tick_duration_seconds "),
+        "{metrics}"
+    );
+    assert_eq!(
+        s.stop(),
+        Some(0),
+        "SIGTERM stops the server and its tick loop"
+    );
+    assert_eq!(r.git_status(), "", "nothing left half done");
+}
+
+#[test]
+fn serve_refuses_tick_options_without_tick() {
+    let r = TestRepo::new();
+    let (_, err) = r.code(&["serve", "--interval", "5s"], 2);
+    assert!(err.contains("--tick"), "{err}");
+}
