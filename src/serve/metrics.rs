@@ -56,6 +56,11 @@ pub fn render(snap: &Snapshot, counters: &Counters, listeners: usize, now: Times
     let mut oldest: BTreeMap<State, Timestamp> = BTreeMap::new();
     for t in &snap.board.tasks {
         *counts.entry(t.folder.state).or_default() += 1;
+        // Finished tasks wait for nothing, and reading created_at parses the file (kept
+        // parsed in the snapshot): only open states get an age.
+        if t.folder.state.is_final() {
+            continue;
+        }
         let created = t.read.as_ref().ok().and_then(|d| {
             d.coord
                 .created_at
@@ -71,7 +76,7 @@ pub fn render(snap: &Snapshot, counters: &Counters, listeners: usize, now: Times
     for (s, n) in &counts {
         let _ = writeln!(out, "coord_tasks{{state=\"{s}\"}} {n}");
     }
-    let help = "Age of the oldest task in each state, from its created_at.";
+    let help = "Age of the oldest task in each open state, from its created_at.";
     head(&mut out, "coord_task_oldest_age_seconds", "gauge", help);
     for (s, t) in &oldest {
         let age = now.duration_since(*t).as_secs_f64().max(0.0);
