@@ -42,7 +42,12 @@ pub fn exit_code(err: &anyhow::Error) -> Exit {
         if let Some(CommandError::NothingToClaim { .. }) = cause.downcast_ref::<CommandError>() {
             return Exit::NothingToClaim;
         }
-        if cause.downcast_ref::<UsageError>().is_some() {
+        if cause.downcast_ref::<UsageError>().is_some()
+            || matches!(
+                cause.downcast_ref::<crate::ops::Error>(),
+                Some(crate::ops::Error::Usage(_))
+            )
+        {
             return Exit::Usage;
         }
         let config = match cause.downcast_ref::<StoreError>() {

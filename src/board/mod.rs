@@ -10,7 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 mod build;
+mod checks;
 pub use build::{content_hash, is_layout, Cached, RawFile, StandIn};
+pub use checks::Checks;
 use jiff::Timestamp;
 
 /// One task file.

@@ -6,7 +6,7 @@
 //! code the CLI would give. "Nothing to claim" is an answer, not an error. stdout carries the
 //! protocol only; status lines go to stderr.
 
-use super::{log, new, report, show, status, Ctx};
+use super::{log, report, show, status, Ctx};
 use crate::engine::commands::{CommandError, Fence};
 use crate::error::{exit_code, UsageError};
 use crate::lock::LockError;
@@ -263,18 +263,27 @@ impl Server {
                        its id and path"
     )]
     fn create(&self, Parameters(p): Parameters<NewParams>) -> Answer {
-        let task = new::NewTask {
-            title: p.title,
-            agent: p.agent,
-            capabilities: p.capabilities,
-            priority: p.priority.map(priority),
-            depends_on: p.depends_on,
-            next_agent: p.next_agent,
-            input: p.input,
-            id: p.id,
-            idempotency_key: p.idempotency_key,
-        };
-        self.answer(|ctx| Ok(json!(new::create(&ctx, &task)?)))
+        self.answer(|ctx| {
+            let id = match &p.id {
+                Some(s) => Some(
+                    TaskId::new(s)
+                        .map_err(|e| UsageError(format!("id {s:?} {e}; nothing was written")))?,
+                ),
+                None => None,
+            };
+            let task = ops::NewTask {
+                title: p.title.clone(),
+                agent: p.agent.clone(),
+                capabilities: p.capabilities.clone(),
+                priority: p.priority.map(priority),
+                depends_on: p.depends_on.clone(),
+                next_agents: p.next_agent.clone(),
+                input: p.input.clone(),
+                id,
+                idempotency_key: p.idempotency_key.clone(),
+            };
+            Ok(json!(ctx.coord()?.new_task(&task)?))
+        })
     }
 
     #[tool(

@@ -4,13 +4,12 @@
 //! (also those a result's `next_agent` names) are warnings here (they may be added later).
 
 use super::{Ctx, Found};
-use crate::board::Board;
-use crate::check::{self, Context as CheckContext, Severity};
-use crate::model::{AgentName, State, TaskId};
+use crate::board::{Board, Checks};
+use crate::check::{self, Severity};
+use crate::model::{State, TaskId};
 use crate::schema::{Schema, Violation};
 use crate::yaml::Limits;
 use anyhow::Result;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Arguments of `coord validate`.
@@ -87,7 +86,7 @@ fn check_path(
         Ok(task) => {
             errors.extend(bad_result(&task, &shown));
             if let (Some(board), Ok(id)) = (board, TaskId::new(&stem)) {
-                let ctx = BoardCtx::new(board);
+                let ctx = Checks::new(board);
                 split(
                     check::check_in_context(&id, &task, &ctx),
                     &shown,
@@ -161,7 +160,7 @@ fn read_checked(p: &Path) -> Result<Vec<u8>, String> {
 }
 
 fn check_board(board: &Board, errors: &mut Vec<String>, warnings: &mut Vec<String>) {
-    let ctx = BoardCtx::new(board);
+    let ctx = Checks::new(board);
     for (id, live) in board.live_by_id() {
         if live.len() > 1 {
             let paths: Vec<&str> = live.iter().map(|f| f.path.as_str()).collect();
@@ -223,40 +222,5 @@ fn split(
             Severity::UnknownAgent => warnings.push(v.render(path)),
             Severity::Error => errors.push(v.render(path)),
         }
-    }
-}
-
-/// The cross-task checks' view of a board.
-pub struct BoardCtx<'b> {
-    board: &'b Board,
-    deps: HashMap<&'b TaskId, Vec<TaskId>>,
-}
-
-impl<'b> BoardCtx<'b> {
-    /// Indexes a board for the checks.
-    pub fn new(board: &'b Board) -> Self {
-        let deps = board
-            .tasks
-            .iter()
-            .filter_map(|t| {
-                t.read
-                    .as_ref()
-                    .ok()
-                    .map(|d| (&t.id, d.spec.depends_on.clone()))
-            })
-            .collect();
-        BoardCtx { board, deps }
-    }
-}
-
-impl CheckContext for BoardCtx<'_> {
-    fn task_exists(&self, id: &TaskId) -> bool {
-        self.board.tasks.iter().any(|t| &t.id == id)
-    }
-    fn agent_exists(&self, agent: &AgentName) -> bool {
-        self.board.agents.contains_key(agent)
-    }
-    fn deps_of(&self, id: &TaskId) -> Option<Vec<TaskId>> {
-        self.deps.get(id).cloned()
     }
 }

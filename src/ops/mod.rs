@@ -7,6 +7,7 @@
 //! nothing here prints. Does I/O through the store and the lock.
 
 mod agent;
+mod new;
 mod person;
 mod remote;
 #[cfg(test)]
@@ -14,6 +15,7 @@ mod tests;
 mod tick;
 
 pub use agent::{Claimed, How, Reported, Verdict};
+pub use new::{Created, NewTask};
 pub use tick::{describe, Planned, Ticked};
 
 use crate::engine::commands::CommandError;
@@ -47,6 +49,12 @@ pub enum Error {
     /// A sync with the remote failed.
     #[error("{0}")]
     Sync(#[source] SyncError),
+    /// A value given to an operation is unusable (a usage error: exit 2).
+    #[error("{0}")]
+    Usage(String),
+    /// The operation refused to act (the message says why and what to do).
+    #[error("{0}")]
+    Refused(String),
     /// A file a command was to change could not be changed; nothing was committed for it.
     #[error("{path} could not be changed ({why}); nothing was committed for it")]
     Unchanged {

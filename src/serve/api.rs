@@ -7,7 +7,7 @@ use super::hub::Snapshot;
 use super::problem::Problem;
 use super::App;
 use crate::board::TaskFile;
-use crate::cli::new::NewTask;
+use crate::ops::NewTask;
 use crate::cli::Ctx;
 use crate::engine::commands::{self, Fence};
 use crate::model::{AgentName, Priority, State, TaskId};
@@ -352,9 +352,11 @@ async fn create(With(app): With<Arc<App>>, headers: HeaderMap, body: Bytes) -> A
         task.idempotency_key = Some(key.to_string());
     }
     let ctx = app.hub.ctx();
-    let made =
-        blocking(move || crate::cli::new::create(&ctx, &task).map_err(|e| Problem::of_anyhow(&e)))
-            .await?;
+    let made = blocking(move || {
+        let made = ctx.coord().and_then(|c| Ok(c.new_task(&task)?));
+        made.map_err(|e| Problem::of_anyhow(&e))
+    })
+    .await?;
     if !made.same {
         return Err(Problem::conflict(format!(
             "Idempotency-Key was used before for task '{}' with other fields; use a new key",

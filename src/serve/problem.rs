@@ -5,6 +5,7 @@
 use crate::engine::commands::CommandError;
 use crate::error::UsageError;
 use crate::lock::LockError;
+use crate::ops;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
@@ -77,9 +78,11 @@ impl Problem {
         if let Some(e) = c.downcast_ref::<CommandError>() {
             return Some(Problem::of_command(e));
         }
-        if c.downcast_ref::<UsageError>().is_some()
-            || c.downcast_ref::<crate::cli::new::Refused>().is_some()
-        {
+        let refused = matches!(
+            c.downcast_ref::<ops::Error>(),
+            Some(ops::Error::Usage(_) | ops::Error::Refused(_))
+        );
+        if refused || c.downcast_ref::<UsageError>().is_some() {
             return Some(Problem::bad(c.to_string()));
         }
         c.downcast_ref::<crate::cli::Found>()
