@@ -7,6 +7,7 @@
 //! nothing here prints. Does I/O through the store and the lock.
 
 mod agent;
+mod doctor;
 mod new;
 mod person;
 mod remote;
@@ -15,6 +16,7 @@ mod tests;
 mod tick;
 
 pub use agent::{Claimed, How, Reported, Verdict};
+pub use doctor::{Finding, FindingCode};
 pub use new::{Created, NewTask};
 pub use tick::{describe, Planned, Ticked};
 

@@ -2,7 +2,7 @@
 //! tick commits, how its commits are marked, and the quiet mark it leaves. Does I/O in
 //! temporary repositories.
 
-use super::{Claimed, Coord, How, Options, Reported, Verdict};
+use super::{Claimed, Coord, FindingCode, How, Options, Reported, Verdict};
 use crate::cli::{self, Cli};
 use crate::engine::commands::{self, Fence};
 use clap::Parser;
@@ -124,4 +124,38 @@ fn nothing_to_claim_and_a_stale_report_are_outcomes_not_errors() {
         .report(&receipt.id, &done, &on_time, None)
         .expect("report");
     assert!(matches!(reported, Reported::Written { .. }), "{reported:?}");
+}
+
+#[test]
+fn doctor_findings_carry_their_code_path_and_fix() {
+    let t = tempfile::tempdir().expect("tempdir");
+    init(t.path());
+    std::fs::write(t.path().join("work/inbox/a.yaml"), "title: T\nagent: bob\n").expect("task");
+    std::fs::write(t.path().join("work/inbox/b.yaml"), "title: T\n").expect("task");
+    let coord = open(t.path());
+    coord.tick().expect("tick");
+    let (board, _) = coord.store().load().expect("load");
+    let b = board
+        .tasks
+        .iter()
+        .find(|f| f.id.as_str() == "b")
+        .expect("b");
+    std::fs::rename(t.path().join(&b.path), t.path().join("work/done/b.yaml")).expect("hand move");
+    let found = open(t.path()).doctor().expect("doctor");
+    let moved = found
+        .iter()
+        .find(|f| f.code == FindingCode::HandMoved)
+        .unwrap_or_else(|| panic!("{found:?}"));
+    assert_eq!(moved.path.as_deref(), Some("work/done/b.yaml"));
+    assert_eq!(moved.fix.as_deref(), Some("coord doctor --fix"));
+    assert!(
+        found.iter().any(|f| f.code == FindingCode::Uncommitted),
+        "{found:?}"
+    );
+    open(t.path()).doctor_fix().expect("fix");
+    let after = open(t.path()).doctor().expect("doctor");
+    assert!(
+        !after.iter().any(|f| f.code == FindingCode::HandMoved),
+        "{after:?}"
+    );
 }

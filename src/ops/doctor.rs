@@ -1,0 +1,246 @@
+//! `doctor`: consistency checks of `work/` (SPEC 4), each finding typed with its code, the
+//! file it concerns and its fix; and the safe fix (`--fix`): committing stray changes and
+//! adopting hand moves. Reads the store and git; the fix commits.
+
+use super::{Coord, Error};
+use crate::board::{Board, TaskFile};
+use crate::engine;
+use crate::model::{State, TaskId};
+use crate::store::{Origin, Store};
+use std::collections::HashSet;
+use std::time::Duration;
+
+/// What kind of problem a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FindingCode {
+    /// Git is in the middle of an operation (merge, rebase, ...) or HEAD is detached.
+    GitUnfinished,
+    /// One id lives in several places.
+    Duplicate,
+    /// A file that does not belong under `work/` (a symlink, a stray file).
+    Stray,
+    /// A task file that does not read.
+    Unreadable,
+    /// A task whose folder and `coord:` block disagree (moved by hand).
+    HandMoved,
+    /// A task that depends on an id that does not exist.
+    UnknownDependency,
+    /// A task whose agent does not exist.
+    UnknownAgent,
+    /// An agent profile that does not read.
+    AgentUnreadable,
+    /// Uncommitted changes under `work/`.
+    Uncommitted,
+    /// A journaled transition of an interrupted run.
+    Journal,
+}
+
+/// One problem `doctor` found.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Finding {
+    /// What kind of problem.
+    pub code: FindingCode,
+    /// The file it concerns, repo-relative, when one does.
+    pub path: Option<String>,
+    /// The line for people (secrets redacted).
+    pub message: String,
+    /// What fixes it, when one thing does (a command).
+    pub fix: Option<String>,
+}
+
+impl Finding {
+    fn new(code: FindingCode, path: Option<&str>, message: String) -> Finding {
+        Finding {
+            code,
+            path: path.map(str::to_string),
+            message: crate::redact::error_line(&message),
+            fix: None,
+        }
+    }
+
+    fn fixed_by_doctor(mut self) -> Finding {
+        self.fix = Some("coord doctor --fix".into());
+        self
+    }
+}
+
+impl Coord {
+    /// Checks `work/` and returns every finding.
+    pub fn doctor(&self) -> Result<Vec<Finding>, Error> {
+        let (board, _) = self.store.load()?;
+        findings(&self.store, &board)
+    }
+
+    /// Commits stray changes under `work/` and adopts hand moves (the safe fixes); returns
+    /// the number of commits.
+    pub fn doctor_fix(&self) -> Result<usize, Error> {
+        let _lock = self.session(Duration::ZERO)?;
+        let (board, _) = self.store.load()?;
+        let plan = engine::adoption_plan(&board, &self.inputs());
+        self.apply(&plan, Origin::Command)
+    }
+}
+
+fn findings(store: &Store, board: &Board) -> Result<Vec<Finding>, Error> {
+    let mut out = Vec::new();
+    let unfinished = store.repo.unfinished()?;
+    if let Some(state) = &unfinished {
+        out.push(Finding::new(
+            FindingCode::GitUnfinished,
+            None,
+            format!(
+                "{}: {state}; coord writes nothing until then",
+                store.root().display()
+            ),
+        ));
+    }
+    // Offer `--fix` only where it can act: not while git is in the middle of something.
+    let fix = if unfinished.is_some() {
+        " once the git operation above is finished"
+    } else {
+        ", or run 'coord doctor --fix'"
+    };
+    duplicates(board, &mut out);
+    for p in &board.problems {
+        let line = format!("{}: {}", p.path, p.message);
+        out.push(Finding::new(FindingCode::Stray, Some(&p.path), line));
+    }
+    let known: HashSet<&TaskId> = board.tasks.iter().map(|t| &t.id).collect();
+    for t in &board.tasks {
+        task_findings(board, t, &known, fix, &mut out);
+    }
+    for a in board.agents.values() {
+        if let Some(e) = &a.error {
+            out.push(Finding::new(
+                FindingCode::AgentUnreadable,
+                None,
+                format!(
+                    "agent {}: profile does not read: {}; the agent gets no work until it is fixed",
+                    a.name, e.message
+                ),
+            ));
+        }
+    }
+    // Files reported as problems (symlinks, stray files) are never recorded: no fix to offer.
+    let changed: Vec<String> = store
+        .repo
+        .changed_paths(&format!("{}/", store.work_dir()))?
+        .into_iter()
+        .filter(|c| !board.problems.iter().any(|p| &p.path == c))
+        .collect();
+    if !changed.is_empty() {
+        let line = format!(
+            "{} uncommitted change(s) under {}/ (e.g. {}); the next tick records them{fix}",
+            changed.len(),
+            store.work_dir(),
+            changed[0]
+        );
+        out.push(Finding::new(FindingCode::Uncommitted, Some(&changed[0]), line).fixed_by_doctor());
+    }
+    if store.private_dir().join("journal.json").exists() {
+        out.push(Finding::new(
+            FindingCode::Journal,
+            None,
+            "an interrupted transition is journaled; the next coord command finishes it".into(),
+        ));
+    }
+    Ok(out)
+}
+
+fn task_findings(
+    board: &Board,
+    t: &TaskFile,
+    known: &HashSet<&TaskId>,
+    fix: &str,
+    out: &mut Vec<Finding>,
+) {
+    if matches!(t.folder.state, State::Inbox | State::Invalid) {
+        return;
+    }
+    let d = match &t.read {
+        Ok(d) => d,
+        Err(errors) => {
+            let first = errors
+                .first()
+                .map(|v| v.render(&t.path))
+                .unwrap_or_default();
+            let line = format!("{first} (the file is left where it is until a person fixes it)");
+            out.push(Finding::new(FindingCode::Unreadable, Some(&t.path), line));
+            return;
+        }
+    };
+    if t.folder.state == State::Archived {
+        return;
+    }
+    let recorded = d.coord.state.as_str();
+    let agent_ok = t.folder.state != State::Assigned || d.coord.assigned_to == t.folder.agent;
+    if recorded != t.folder.state.as_str() || !agent_ok {
+        let line = format!(
+            "{}: sits in {} but its coord block says {}; the next tick adopts the folder{fix}",
+            t.path,
+            t.folder,
+            if recorded.is_empty() {
+                "nothing"
+            } else {
+                recorded
+            }
+        );
+        out.push(Finding::new(FindingCode::HandMoved, Some(&t.path), line).fixed_by_doctor());
+    }
+    if t.folder.state.is_final() {
+        return;
+    }
+    for dep in d.spec.depends_on.iter().filter(|dep| !known.contains(dep)) {
+        let line = format!("{}: depends on '{dep}', which does not exist", t.path);
+        out.push(Finding::new(
+            FindingCode::UnknownDependency,
+            Some(&t.path),
+            line,
+        ));
+    }
+    if let Some(a) = d
+        .spec
+        .agent
+        .as_ref()
+        .filter(|a| !board.agents.contains_key(*a))
+    {
+        let line = format!(
+            "{}: agent '{a}' is unknown; add it with 'coord agents add {a}'",
+            t.path
+        );
+        let mut f = Finding::new(FindingCode::UnknownAgent, Some(&t.path), line);
+        f.fix = Some(format!("coord agents add {a}"));
+        out.push(f);
+    }
+}
+
+fn duplicates(board: &Board, out: &mut Vec<Finding>) {
+    for (id, live) in board.live_by_id() {
+        if live.len() < 2 {
+            continue;
+        }
+        let keep = live
+            .iter()
+            .find(|f| {
+                f.read
+                    .as_ref()
+                    .is_ok_and(|d| d.coord.state == f.folder.state.as_str())
+            })
+            .unwrap_or(&live[0]);
+        let others: Vec<&str> = live
+            .iter()
+            .filter(|f| f.path != keep.path)
+            .map(|f| f.path.as_str())
+            .collect();
+        let line = format!(
+            "duplicate id '{id}' in {} places: keep {} (its coord block agrees with its folder) and 'git rm' {}",
+            live.len(),
+            keep.path,
+            others.join(", ")
+        );
+        let mut f = Finding::new(FindingCode::Duplicate, Some(&keep.path), line);
+        f.fix = Some(format!("git rm {}", others.join(" ")));
+        out.push(f);
+    }
+}
