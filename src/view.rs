@@ -1,11 +1,9 @@
-//! What front ends show, as JSON: one task's copies, a task's transitions read back from
-//! commit trailers, the agents with their load, and why invalid tasks are invalid. The command
-//! line prints these (`show`, `log`, `agents`, `status`); `coord serve` answers with them.
-//! Reads the store and the repository; writes nothing.
+//! What front ends show, as JSON: one task's copies, the agents with their load, and why
+//! invalid tasks are invalid. The command line prints these (`show`, `agents`, `status`);
+//! `coord serve` answers with them. Reads the store; writes nothing.
 
 use crate::board::{Board, TaskFile};
 use crate::engine::commands::CommandError;
-use crate::git::CommitInfo;
 use crate::model::{State, TaskId};
 use crate::redact::{one_line, redact_value};
 use crate::store::Store;
@@ -35,52 +33,6 @@ pub fn task_copy(f: &TaskFile) -> Value {
             "errors": errors.iter().map(|v| v.render(&f.path)).collect::<Vec<_>>(),
         }),
     }
-}
-
-/// Returns the transitions a commit records (from its `Coord-*` trailers), newest first, as
-/// `coord log --json` prints each: one for a command's commit, several for a commit of a large
-/// tick pass, none for a commit coord did not make.
-pub fn transitions(c: &CommitInfo) -> Vec<Value> {
-    let summary = one_line(c.summary.strip_prefix("coord: ").unwrap_or(&c.summary));
-    c.transitions()
-        .into_iter()
-        .rev()
-        .map(|t| {
-            json!({
-                "commit": c.oid,
-                "time": c.time.to_string(),
-                "task": t.subject,
-                "from": t.from,
-                "to": t.to,
-                "op": t.op,
-                "summary": t.summary.map_or_else(|| summary.clone(), |s| one_line(&s)),
-            })
-        })
-        .collect()
-}
-
-/// Returns the transitions in the history of HEAD, newest first, of task `id` when given, at
-/// most `limit`. Errs with `NotFound` when `id` has no transition and no file.
-pub fn log(
-    store: &Store,
-    id: Option<&TaskId>,
-    limit: usize,
-) -> Result<Vec<Value>, Box<dyn std::error::Error + Send + Sync>> {
-    let entries: Vec<Value> = store
-        .repo
-        .log(None)?
-        .iter()
-        .flat_map(transitions)
-        .filter(|e| id.is_none_or(|id| e["task"] == id.as_str()))
-        .take(limit)
-        .collect();
-    if let Some(id) = id.filter(|_| entries.is_empty()) {
-        let (board, _) = store.load()?;
-        if board.find(id).is_empty() {
-            return Err(CommandError::NotFound(id.clone()).into());
-        }
-    }
-    Ok(entries)
 }
 
 /// Returns each agent with its capabilities, load, limit, assignment mode, circuit and the

@@ -1,9 +1,9 @@
-//! `coord log [<id>]`: transitions read back from commit trailers, newest first.
+//! `coord log [<id>]`: prints [`crate::ops::Coord::log`], newest first.
 
 use super::Ctx;
 use crate::model::TaskId;
 use anyhow::Result;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// Arguments of `coord log`.
 #[derive(Debug, clap::Args)]
@@ -27,7 +27,7 @@ impl Args {
 
 /// Runs `coord log`.
 pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
-    let entries = entries(ctx, args.id.as_ref(), args.limit)?;
+    let entries = ctx.coord()?.log(args.id.as_ref(), args.limit)?;
     if ctx.json {
         super::print_json(&json!(entries));
         return Ok(());
@@ -35,18 +35,11 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     for e in entries {
         out!(
             "{}  {:<9} -> {:<9} {}",
-            e["time"].as_str().unwrap_or_default(),
-            e["from"].as_str().unwrap_or("?"),
-            e["to"].as_str().unwrap_or("?"),
-            e["summary"].as_str().unwrap_or_default()
+            e.time,
+            e.from.as_deref().unwrap_or("?"),
+            e.to.as_deref().unwrap_or("?"),
+            e.summary
         );
     }
     Ok(())
-}
-
-/// Returns the transitions (of task `id`, when given), newest first, at most `limit`, as
-/// `coord log --json` prints them.
-pub fn entries(ctx: &Ctx, id: Option<&TaskId>, limit: Option<usize>) -> Result<Vec<Value>> {
-    let store = ctx.store()?;
-    crate::view::log(&store, id, limit.unwrap_or(usize::MAX)).map_err(|e| anyhow::anyhow!(e))
 }

@@ -6,7 +6,7 @@
 //! code the CLI would give. "Nothing to claim" is an answer, not an error. stdout carries the
 //! protocol only; status lines go to stderr.
 
-use super::{log, report, show, status, Ctx};
+use super::{report, show, status, Ctx};
 use crate::engine::commands::{CommandError, Fence};
 use crate::error::{exit_code, UsageError};
 use crate::lock::LockError;
@@ -254,7 +254,7 @@ impl Server {
     #[tool(description = "Transitions from git history, newest first (as `coord log --json`)")]
     fn log(&self, Parameters(p): Parameters<LogParams>) -> Answer {
         let limit = Some(p.limit.unwrap_or(50));
-        self.answer(|ctx| Ok(json!({"entries": log::entries(&ctx, p.id.as_ref(), limit)?})))
+        self.answer(|ctx| Ok(json!({"entries": ctx.coord()?.log(p.id.as_ref(), limit)?})))
     }
 
     #[tool(

@@ -8,6 +8,7 @@
 
 mod agent;
 mod doctor;
+mod log;
 mod new;
 mod person;
 mod remote;
@@ -17,6 +18,7 @@ mod tick;
 
 pub use agent::{Claimed, How, Reported, Verdict};
 pub use doctor::{Finding, FindingCode};
+pub use log::LogEntry;
 pub use new::{Created, NewTask};
 pub use tick::{describe, Planned, Ticked};
 

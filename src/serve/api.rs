@@ -305,11 +305,7 @@ async fn task_log(
         None => None,
     };
     let ctx = app.hub.ctx();
-    let entries = blocking(move || {
-        let store = ctx.store().map_err(|e| Problem::of_anyhow(&e))?;
-        crate::view::log(&store, Some(&id), usize::MAX).map_err(|e| Problem::of(e.as_ref()))
-    })
-    .await?;
+    let entries = blocking(move || log_of(&ctx, &id, None)).await?;
     let start = match &after {
         Some(oid) => entries
             .iter()
@@ -567,4 +563,12 @@ async fn health(With(app): With<Arc<App>>) -> Answer {
         "tasks": snap.board.tasks.len(),
     }))
     .into_response())
+}
+
+/// Returns task `id`'s transitions, newest first, at most `limit`, as `coord log --json`
+/// prints them.
+pub(crate) fn log_of(ctx: &Ctx, id: &TaskId, limit: Option<usize>) -> Result<Vec<Value>, Problem> {
+    let coord = ctx.coord().map_err(|e| Problem::of_anyhow(&e))?;
+    let entries = coord.log(Some(id), limit).map_err(|e| Problem::of(&e))?;
+    Ok(entries.iter().map(|e| json!(e)).collect())
 }

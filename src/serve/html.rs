@@ -373,11 +373,7 @@ async fn task(
     let copies = crate::view::task_copies(&snap.board, &id).map_err(|e| Problem::of_command(&e))?;
     let ctx = app.hub.ctx();
     let log_id = id.clone();
-    let log = blocking(move || {
-        let store = ctx.store().map_err(|e| Problem::of_anyhow(&e))?;
-        crate::view::log(&store, Some(&log_id), 200).map_err(|e| Problem::of(e.as_ref()))
-    })
-    .await?;
+    let log = blocking(move || super::api::log_of(&ctx, &log_id, Some(200))).await?;
     let notes = Notes::of(&snap.view);
     let mut main = String::from("<main class=\"page task\">");
     for c in &copies {

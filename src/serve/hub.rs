@@ -242,7 +242,8 @@ fn commit_transitions(dir: &Path, old: &Snapshot, new: &Snapshot) -> Result<Vec<
         .log(Some(MAX_COMMITS))?
         .iter()
         .take_while(|c| Some(&c.oid) != old.head.as_ref())
-        .flat_map(crate::view::transitions)
+        .flat_map(crate::ops::LogEntry::all)
+        .map(|e| json!(e))
         .collect();
     found.reverse();
     Ok(found)
