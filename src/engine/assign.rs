@@ -7,7 +7,8 @@ use super::world::{parse_time, ResultEdit, World};
 use super::Note;
 use crate::expr;
 use crate::model::{
-    AgentCoord, AgentName, AssignMode, Circuit, CoordBlock, ErrorInfo, Folder, State, TaskId,
+    AgentCoord, AgentName, AssignMode, Circuit, CoordBlock, ErrorCode, ErrorInfo, Folder, State,
+    TaskId,
 };
 use jiff::Timestamp;
 
@@ -182,7 +183,7 @@ pub fn start_attempt(
     let e = w
         .entries
         .get(id)
-        .ok_or_else(|| ErrorInfo::new("gone", "task vanished", true))?;
+        .ok_or_else(|| ErrorInfo::new(ErrorCode::Gone, "task vanished", true))?;
     let spec = &e.task.spec;
     let timeout = spec.timeout.unwrap_or(w.config.defaults.timeout);
     let floor = w.attempts.floor(id);
@@ -205,7 +206,7 @@ pub fn start_attempt(
                 locate: &|dep| w.locate(dep),
             };
             let resolved = expr::resolve(input, &outputs)
-                .map_err(|m| ErrorInfo::new("bad_expression", m, false))?;
+                .map_err(|m| ErrorInfo::new(ErrorCode::BadExpression, m, false))?;
             c.input = Some(resolved);
         }
     }

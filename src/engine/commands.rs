@@ -8,7 +8,7 @@ use super::operation::{stamp, OpKind};
 use super::world::{fmt_time, Entry, ResultEdit, World};
 use super::{deps, Inputs, Op, Plan, Signer, Transition};
 use crate::board::Board;
-use crate::model::{AgentName, ErrorInfo, Folder, NextAgent, State, TaskId};
+use crate::model::{AgentName, ErrorCode, ErrorInfo, Folder, NextAgent, State, TaskId};
 use serde_json::{json, Value};
 
 /// Why a command cannot act.
@@ -270,7 +270,7 @@ pub fn reject(
         &mut w,
         id,
         State::Failed,
-        ErrorInfo::new("rejected", reason, false),
+        ErrorInfo::new(ErrorCode::Rejected, reason, false),
         "reject",
     );
     Ok(stamp(done(w)?, board, OpKind::Reject, None))
@@ -303,7 +303,7 @@ pub fn cancel(
         &mut w,
         id,
         State::Cancelled,
-        ErrorInfo::new("cancelled", reason, false),
+        ErrorInfo::new(ErrorCode::Cancelled, reason, false),
         "cancel",
     );
     Ok(stamp(done(w)?, board, OpKind::Cancel, None))

@@ -8,7 +8,9 @@ use super::world::Rejection;
 use super::world::{parse_time, Entry, ResultEdit, World};
 use super::Note;
 use crate::board::StandIn;
-use crate::model::{Authority, ErrorInfo, Folder, ResultStatus, State, TaskId, TaskResult};
+use crate::model::{
+    Authority, ErrorCode, ErrorInfo, Folder, ResultStatus, State, TaskId, TaskResult,
+};
 use serde_json::json;
 
 /// Acts on every assigned task that has a result or an expired lease.
@@ -51,15 +53,24 @@ pub fn run(w: &mut World<'_>) {
                     (Ok(()), ResultStatus::Success) => succeed(w, &e),
                     (Ok(()), ResultStatus::Failure) => {
                         let mut err = r.error.clone().unwrap_or_else(|| {
-                            ErrorInfo::new("agent_failure", "the agent reported failure", true)
+                            ErrorInfo::new(
+                                ErrorCode::AgentFailure,
+                                "the agent reported failure",
+                                true,
+                            )
                         });
-                        err.code.get_or_insert_with(|| "agent_failure".to_string());
+                        err.code
+                            .get_or_insert_with(|| ErrorCode::AgentFailure.as_str().to_string());
                         fail_attempt(w, &e, err, true);
                     }
                 }
             }
             None if lease_expired(w, &e) => {
-                let err = ErrorInfo::new("timeout", "the lease expired without a result", true);
+                let err = ErrorInfo::new(
+                    ErrorCode::Timeout,
+                    "the lease expired without a result",
+                    true,
+                );
                 fail_attempt(w, &e, err, false);
             }
             None => {}
@@ -69,7 +80,11 @@ pub fn run(w: &mut World<'_>) {
 
 /// Returns the error of an attempt whose `result:` coord cannot accept.
 pub fn bad_result(path: &str, why: &str) -> ErrorInfo {
-    ErrorInfo::new("bad_result", crate::check::bad_result_line(path, why), true)
+    ErrorInfo::new(
+        ErrorCode::BadResult,
+        crate::check::bad_result_line(path, why),
+        true,
+    )
 }
 
 /// Returns the `bad_result` error of a current result whose `next_agent` names an agent that
@@ -85,7 +100,11 @@ fn unknown_next_agent(w: &World<'_>, e: &Entry) -> Option<ErrorInfo> {
     }
     let found = crate::check::unknown_result_agents(&e.task, &super::intake::Ctx(w));
     let first = found.first()?;
-    Some(ErrorInfo::new("bad_result", first.render(&e.path), true))
+    Some(ErrorInfo::new(
+        ErrorCode::BadResult,
+        first.render(&e.path),
+        true,
+    ))
 }
 
 /// Returns whether a result answers the task's current attempt: the attempt and agent it was
@@ -121,7 +140,7 @@ fn stale(w: &mut World<'_>, e: &Entry) {
 }
 
 fn bad_signature(w: &mut World<'_>, e: &Entry, why: String) {
-    let error = ErrorInfo::new("bad_signature", why, false);
+    let error = ErrorInfo::new(ErrorCode::BadSignature, why, false);
     let summary = format!("fail {}: bad result signature", e.id);
     w.end(&e.id, e.task.coord.clone(), State::Failed, error, summary);
 }
@@ -165,7 +184,7 @@ pub fn finish_success(w: &mut World<'_>, id: &TaskId) -> bool {
     let max = w.config.max_handoffs as usize;
     if !targets.is_empty() && c.chain.len() + 1 > max {
         let msg = format!("handoff chain longer than max_handoffs ({max})");
-        let error = ErrorInfo::new("handoff_limit", msg, false);
+        let error = ErrorInfo::new(ErrorCode::HandoffLimit, msg, false);
         let summary = format!("fail {id}: handoff limit of {max} reached");
         return w.end(id, c, State::Failed, error, summary);
     }

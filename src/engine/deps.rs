@@ -6,7 +6,7 @@ use super::intake::{quarantine, Ctx};
 use super::world::{ResultEdit, World};
 use super::Note;
 use crate::check;
-use crate::model::{ErrorInfo, Folder, State, TaskId};
+use crate::model::{ErrorCode, ErrorInfo, Folder, State, TaskId};
 
 /// Returns a task's state for dependency purposes: archived tasks count as what they were.
 pub fn effective_state(w: &World<'_>, id: &TaskId) -> Option<State> {
@@ -78,7 +78,7 @@ fn step(w: &mut World<'_>, id: &TaskId) -> bool {
     if let Some(dep) = failed {
         let how = effective_state(w, dep).map_or("failed", |s| s.as_str());
         let error = ErrorInfo::new(
-            "dependency_failed",
+            ErrorCode::DependencyFailed,
             format!("dependency {dep} {how}"),
             false,
         );

@@ -7,7 +7,8 @@ use crate::board::{Board, StandIn};
 use crate::check::{self, Task, TaskDoc};
 use crate::config::Config;
 use crate::model::{
-    AgentCoord, AgentName, AgentProfile, CoordBlock, ErrorInfo, Folder, State, TaskId, TaskResult,
+    AgentCoord, AgentName, AgentProfile, CoordBlock, ErrorCode, ErrorInfo, Folder, State, TaskId,
+    TaskResult,
 };
 use crate::yaml::{self, Limits};
 use jiff::Timestamp;
@@ -376,13 +377,17 @@ impl<'a> World<'a> {
         c.lease_expires_at = None;
         c.not_before = None;
         let message = format!("its coord: block cannot grow: the file would pass the limit of {limit} bytes; shorten the file, then 'coord retry' it");
-        c.error = Some(ErrorInfo::new("too_large", message, false));
+        c.error = Some(ErrorInfo::new(ErrorCode::TooLarge, message, false));
         let compact = CoordBlock {
             state: c.state.clone(),
             attempt: c.attempt,
             attempt_base: c.attempt_base,
             created_at: c.created_at.clone(),
-            error: Some(ErrorInfo::new("too_large", "file size limit", false)),
+            error: Some(ErrorInfo::new(
+                ErrorCode::TooLarge,
+                "file size limit",
+                false,
+            )),
             ..CoordBlock::default()
         };
         let text = [c, compact]

@@ -2,6 +2,7 @@
 //! task files (SPEC 2.1) and agent profiles (SPEC 2.2). Pure data, no I/O.
 
 mod agent;
+mod code;
 mod duration;
 mod ids;
 mod state;
@@ -9,6 +10,7 @@ mod task;
 pub mod translit;
 
 pub use agent::{AgentCoord, AgentProfile, AssignMode, Circuit};
+pub use code::ErrorCode;
 pub use duration::{Duration, DurationError};
 pub use ids::{AgentName, NameError, TaskId};
 pub use state::{Folder, State};

@@ -171,9 +171,9 @@ pub struct ErrorInfo {
 
 impl ErrorInfo {
     /// Returns an error with a code and a message.
-    pub fn new(code: &str, message: impl Into<String>, retryable: bool) -> ErrorInfo {
+    pub fn new(code: super::ErrorCode, message: impl Into<String>, retryable: bool) -> ErrorInfo {
         ErrorInfo {
-            code: Some(code.to_string()),
+            code: Some(code.as_str().to_string()),
             message: message.into(),
             retryable: Some(retryable),
         }

@@ -453,7 +453,7 @@ fn archive_shards_by_the_month_of_finished_at() {
 }
 
 #[test]
-fn docs_errors_lists_every_code_the_engine_writes() {
+fn docs_errors_lists_every_history_event_the_engine_writes() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let doc = std::fs::read_to_string(root.join("docs/errors.md")).expect("docs/errors.md");
     let mut written = Vec::new();
@@ -463,16 +463,15 @@ fn docs_errors_lists_every_code_the_engine_writes() {
         .filter(|e| e.path().is_file())
     {
         let src = std::fs::read_to_string(entry.path()).expect("source");
-        for marker in ["ErrorInfo::new(\"", "\"event\": \""] {
-            for part in src.split(marker).skip(1) {
-                let code = part.split('"').next().unwrap_or_default().to_string();
-                if code != "gone" && !written.contains(&code) {
-                    written.push(code);
-                }
+        for part in src.split("\"event\": \"").skip(1) {
+            let event = part.split('"').next().unwrap_or_default().to_string();
+            if !written.contains(&event) {
+                written.push(event);
             }
         }
     }
-    assert!(written.len() >= 9, "{written:?}");
+    // The error codes are checked against model::ErrorCode by a unit test.
+    assert!(!written.is_empty(), "{written:?}");
     for code in &written {
         assert!(
             doc.contains(&format!("`{code}`")),

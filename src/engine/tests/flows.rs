@@ -5,7 +5,7 @@ use super::harness::{agent, at, summaries, tid, Sim};
 use crate::engine::commands;
 use crate::engine::retry::backoff;
 use crate::engine::Note;
-use crate::model::ErrorInfo;
+use crate::model::{ErrorCode, ErrorInfo};
 use serde_json::json;
 
 fn sim_with(agents: &[&str]) -> Sim {
@@ -450,7 +450,7 @@ fn reject_sends_a_task_in_review_to_failed() {
     assert_eq!(s.path_of("a"), "failed/a.yaml");
     assert_eq!(
         error_of(&s, "a"),
-        ErrorInfo::new("rejected", "not now", false)
+        ErrorInfo::new(ErrorCode::Rejected, "not now", false)
     );
     let id = tid("b");
     let err = s
