@@ -6,6 +6,8 @@
 //! [`engine`] plans transitions from a snapshot; [`store`] applies them on disk and [`git`]
 //! records each as a commit; [`cli`] is the command line on top.
 
+#![deny(missing_docs)]
+
 pub mod board;
 pub mod check;
 pub mod cli;

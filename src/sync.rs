@@ -12,7 +12,7 @@
 //!
 //! Fetch and push run the `git` command (it honours the credentials people and CI configured);
 //! commits, replays and the branch move go through [`crate::git`] (libgit2). A killed sync
-//! leaves no git process behind ([`guard`]). See docs/sync.md.
+//! leaves no git process behind (`guard`). See docs/sync.md.
 
 mod guard;
 pub mod replay;
