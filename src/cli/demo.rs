@@ -116,7 +116,11 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     let (board, _) = store.load()?;
     let reasons = crate::view::invalid_reasons(&store, &board);
     let demo = demo.refreshed();
-    board_view::print(&board_view::view(&board, &demo.inputs(&store), &reasons));
+    board_view::print(&crate::view::board::view(
+        &board,
+        &demo.inputs(&store),
+        &reasons,
+    ));
     out!("\nlog (newest first):");
     log::run(&demo, log::Args::all())?;
     out!("\nlook around: cd {} && git log --stat", dir.display());

@@ -6,7 +6,7 @@
 //! code the CLI would give. "Nothing to claim" is an answer, not an error. stdout carries the
 //! protocol only; status lines go to stderr.
 
-use super::{report, show, status, Ctx};
+use super::{report, Ctx};
 use crate::engine::commands::{CommandError, Fence};
 use crate::error::{exit_code, UsageError};
 use crate::lock::LockError;
@@ -231,7 +231,7 @@ impl Server {
                           what waits and why (as `coord status --json`)"
     )]
     fn status(&self, Parameters(p): Parameters<StatusParams>) -> Answer {
-        self.answer(|ctx| Ok(status::board(&ctx, p.agent.as_ref())?.0))
+        self.answer(|ctx| Ok(ctx.coord()?.status(p.agent.as_ref())?.board))
     }
 
     #[tool(
@@ -240,7 +240,7 @@ impl Server {
     )]
     fn list(&self, Parameters(p): Parameters<ListParams>) -> Answer {
         let state = p.state.and_then(|s| State::parse(&name_of(s)));
-        self.answer(|ctx| Ok(json!({"tasks": status::tasks(&ctx, state, p.agent.as_ref())?})))
+        self.answer(|ctx| Ok(json!({"tasks": ctx.coord()?.tasks(state, p.agent.as_ref())?})))
     }
 
     #[tool(
@@ -248,7 +248,7 @@ impl Server {
                           (as `coord show --json`)"
     )]
     fn show(&self, Parameters(p): Parameters<ShowParams>) -> Answer {
-        self.answer(|ctx| one_or_copies(show::copies(&ctx, &p.id)?))
+        self.answer(|ctx| one_or_copies(ctx.coord()?.show(&p.id)?))
     }
 
     #[tool(description = "Transitions from git history, newest first (as `coord log --json`)")]
@@ -315,7 +315,7 @@ impl Server {
         let fence = fence(p.agent, p.attempt);
         self.answer(|ctx| {
             ctx.coord()?.heartbeat(&p.id, &fence, None)?;
-            let task = show::copies(&ctx, &p.id)?;
+            let task = ctx.coord()?.show(&p.id)?;
             let lease = task
                 .first()
                 .map(|t| t["task"]["coord"]["lease_expires_at"].clone());
@@ -381,7 +381,7 @@ impl Server {
     fn resource(&self, uri: &str) -> Result<Option<Value>> {
         let ctx = self.ctx()?;
         if uri == BOARD_URI {
-            return Ok(Some(status::board(&ctx, None)?.0));
+            return Ok(Some(ctx.coord()?.status(None)?.board));
         }
         let Some(id) = uri.strip_prefix(TASK_URI_PREFIX) else {
             return Ok(None);
@@ -389,7 +389,7 @@ impl Server {
         let Ok(id) = TaskId::new(id) else {
             return Ok(None);
         };
-        Ok(Some(one_or_copies(show::copies(&ctx, &id)?)?))
+        Ok(Some(one_or_copies(ctx.coord()?.show(&id)?)?))
     }
 }
 

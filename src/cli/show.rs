@@ -15,7 +15,7 @@ pub struct Args {
 
 /// Runs `coord show`.
 pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
-    let copies = copies(ctx, &args.id)?;
+    let copies = ctx.coord()?.show(&args.id)?;
     if ctx.json {
         super::print_json(&if copies.len() == 1 {
             copies[0].clone()
@@ -34,20 +34,6 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         print_copy(c);
     }
     Ok(())
-}
-
-/// Returns every file of task `id` (one, unless the id is duplicated) as `coord show --json`
-/// prints it: state, agent, path and the task with secrets redacted, or why it does not read.
-pub fn copies(ctx: &Ctx, id: &TaskId) -> Result<Vec<Value>> {
-    let store = ctx.store()?;
-    let (board, _) = store.load()?;
-    crate::view::task_copies(&board, id).map_err(|_| {
-        anyhow::anyhow!(
-            "no task '{}' under {}/; 'coord status' lists the tasks",
-            id,
-            store.work_dir()
-        )
-    })
 }
 
 fn print_copy(c: &Value) {

@@ -12,6 +12,7 @@ mod log;
 mod new;
 mod person;
 mod remote;
+mod status;
 #[cfg(test)]
 mod tests;
 mod tick;
@@ -20,6 +21,7 @@ pub use agent::{Claimed, How, Reported, Verdict};
 pub use doctor::{Finding, FindingCode};
 pub use log::LogEntry;
 pub use new::{Created, NewTask};
+pub use status::{Status, Tentative};
 pub use tick::{describe, Planned, Ticked};
 
 use crate::engine::commands::CommandError;

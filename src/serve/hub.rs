@@ -221,7 +221,7 @@ fn load(ctx: &Ctx, generation: u64) -> Result<Snapshot, HubError> {
     let head = store.repo.head()?.oid.map(|o| o.to_string());
     let (board, _) = store.load()?;
     let reasons = crate::view::invalid_reasons(&store, &board);
-    let view = crate::cli::board_view::view(&board, &ctx.inputs(&store), &reasons);
+    let view = crate::view::board::view(&board, &ctx.inputs(&store), &reasons);
     Ok(Snapshot {
         generation,
         head,

@@ -5,8 +5,8 @@
 //! what it waits for (waiting, held, blocked, settling, duplicates) or under `problems`.
 
 use super::harness::Sim;
-use crate::cli::board_view;
 use crate::engine::{AcceptAll, Inputs, NoHistory};
+use crate::view::board as board_view;
 use jiff::SignedDuration;
 use proptest::prelude::*;
 use serde_json::{json, Value};

@@ -1,6 +1,8 @@
-//! What front ends show, as JSON: one task's copies, the agents with their load, and why
-//! invalid tasks are invalid. The command line prints these (`show`, `agents`, `status`);
-//! `coord serve` answers with them. Reads the store; writes nothing.
+//! What front ends show, as JSON: the board ([`board`]), one task's copies, the agents with
+//! their load, and why invalid tasks are invalid. The command line prints these (`show`,
+//! `agents`, `status`); `coord serve` answers with them. Reads the store; writes nothing.
+
+pub mod board;
 
 use crate::board::{Board, TaskFile};
 use crate::engine::commands::CommandError;

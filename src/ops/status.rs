@@ -1,0 +1,123 @@
+//! The reading operations: `status` (the board view and the assignments not yet on the
+//! remote), `show` (one task's files) and `tasks` (one line per task, filtered). They take no
+//! lock and write nothing; they read the store and git.
+
+use super::{Coord, Error};
+use crate::board::Board;
+use crate::engine::commands::known_agent;
+use crate::model::{AgentName, State, TaskId};
+use crate::redact::redact_value;
+use crate::store::Store;
+use serde_json::{json, Value};
+
+/// The board as `coord status` shows it.
+#[derive(Debug, Clone)]
+pub struct Status {
+    /// The board view (`coord status --json`), secrets redacted.
+    pub board: Value,
+    /// The assignments here that the remote-tracking branch does not have yet; None without
+    /// a remote-tracking branch.
+    pub tentative: Option<Tentative>,
+}
+
+/// Assignments that are tentative until a push lands: another clone may have won them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tentative {
+    /// The remote-tracking branch compared with (`origin/main`).
+    pub tracking: String,
+    /// The assigned tasks it does not have in the same folder.
+    pub ids: Vec<TaskId>,
+}
+
+impl Coord {
+    /// Returns the board (only `agent`'s tasks and profile when given; an unknown agent is an
+    /// error) and the assignments not yet on the remote.
+    pub fn status(&self, agent: Option<&AgentName>) -> Result<Status, Error> {
+        let (mut board, _) = self.store.load()?;
+        if let Some(a) = agent {
+            known_agent(&board, a)?;
+            board.tasks.retain(|t| belongs_to(t, a));
+            board.agents.retain(|n, _| n == a);
+        }
+        let reasons = crate::view::invalid_reasons(&self.store, &board);
+        let view = crate::view::board::view(&board, &self.inputs(), &reasons);
+        Ok(Status {
+            board: redact_value(&view),
+            tentative: tentative(&self.store, &board)?,
+        })
+    }
+
+    /// Returns every file of task `id` (one, unless the id is duplicated) as `coord show
+    /// --json` prints each; an id no file has is an error.
+    pub fn show(&self, id: &TaskId) -> Result<Vec<Value>, Error> {
+        let (board, _) = self.store.load()?;
+        Ok(crate::view::task_copies(&board, id)?)
+    }
+
+    /// Returns one line of facts per task (id, state, agent, title, priority, attempt, lease
+    /// end, path), in the board's order; only tasks in `state`, and of `agent` (its folder or
+    /// its `agent:` field), when given. Redacted.
+    pub fn tasks(
+        &self,
+        state: Option<State>,
+        agent: Option<&AgentName>,
+    ) -> Result<Vec<Value>, Error> {
+        let (board, _) = self.store.load()?;
+        if let Some(a) = agent {
+            known_agent(&board, a)?;
+        }
+        Ok(board
+            .tasks
+            .iter()
+            .filter(|t| state.is_none_or(|s| t.folder.state == s))
+            .filter(|t| agent.is_none_or(|a| belongs_to(t, a)))
+            .map(task_line)
+            .collect())
+    }
+}
+
+/// Whether a task is `agent`'s: in its folder, or naming it in `agent:`.
+fn belongs_to(t: &crate::board::TaskFile, agent: &AgentName) -> bool {
+    t.folder.agent.as_ref() == Some(agent)
+        || t.read
+            .as_ref()
+            .is_ok_and(|d| d.spec.agent.as_ref() == Some(agent))
+}
+
+fn task_line(t: &crate::board::TaskFile) -> Value {
+    let doc = t.read.as_ref().ok();
+    redact_value(&json!({
+        "id": t.id,
+        "state": t.folder.state.as_str(),
+        "agent": t.folder.agent,
+        "title": doc.map(|d| &d.spec.title),
+        "priority": doc.and_then(|d| d.spec.priority),
+        "attempt": doc.map(|d| d.coord.attempt),
+        "lease_expires_at": doc.and_then(|d| d.coord.lease_expires_at.as_ref()),
+        "path": t.path,
+    }))
+}
+
+/// Returns the assignments in this clone's `work/` that the remote-tracking branch does not
+/// have in the same folder; None without a remote-tracking branch.
+fn tentative(store: &Store, board: &Board) -> Result<Option<Tentative>, Error> {
+    let remote = store.config.sync.remote.as_deref().unwrap_or("origin");
+    let Some(branch) = store.repo.head()?.branch else {
+        return Ok(None);
+    };
+    let tracking = format!("{remote}/{branch}");
+    let Some(tip) = store.repo.ref_target(&format!("refs/remotes/{tracking}"))? else {
+        return Ok(None);
+    };
+    let mut ids = Vec::new();
+    for t in board
+        .tasks
+        .iter()
+        .filter(|t| t.folder.state == State::Assigned)
+    {
+        if store.repo.blob_at(tip, &t.path)?.is_none() {
+            ids.push(t.id.clone());
+        }
+    }
+    Ok(Some(Tentative { tracking, ids }))
+}

@@ -1,0 +1,182 @@
+//! The board as people and scripts read it, built as JSON (`coord status --json`): counts,
+//! agents, ready tasks and why they wait, blocked tasks and what they wait for, overdue and
+//! invalid tasks. Pure: plans from a snapshot, reads nothing. `coord status`, `coord demo`
+//! and `coord serve` show it.
+
+use crate::board::{AgentEntry, Board};
+use crate::engine::{self, Inputs, Note};
+use crate::model::State;
+use jiff::Timestamp;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// Builds the board view as JSON (the `--json` output of `coord status`).
+pub fn view(
+    board: &Board,
+    inputs: &Inputs<'_>,
+    invalid_reasons: &BTreeMap<String, String>,
+) -> Value {
+    let plan = engine::plan(board, inputs);
+    let counts: BTreeMap<&str, usize> = State::ALL
+        .iter()
+        .map(|s| {
+            (
+                s.as_str(),
+                board.tasks.iter().filter(|t| t.folder.state == *s).count(),
+            )
+        })
+        .collect();
+    json!({
+        "counts": counts,
+        "agents": agents(board, inputs.now),
+        "oldest_ready": oldest_ready(board),
+        "waiting": waiting(&plan.notes),
+        "held": plan.notes.iter().filter_map(|n| match n {
+            Note::Held { id, reason } => Some(json!({"id": id, "reason": reason})),
+            _ => None,
+        }).collect::<Vec<_>>(),
+        "blocked": blocked(board, &plan.notes),
+        "overdue": overdue(board, inputs.now),
+        "invalid": invalid_reasons,
+        "duplicates": plan.notes.iter().filter_map(|n| match n {
+            Note::Duplicate { id, paths } => Some(json!({"id": id, "paths": paths})),
+            _ => None,
+        }).collect::<Vec<_>>(),
+        "problems": problems(board, &plan.notes),
+        "settling": board.settling.iter().map(|s| json!({"path": s.path, "id": s.id, "until": s.until.to_string()})).collect::<Vec<_>>(),
+    })
+}
+
+/// Returns every file coord leaves alone until a person acts: stray files and symlinks, task
+/// files outside the inbox that do not read (the first reason, at its line), and files the
+/// planner could not act on, with the fix.
+fn problems(board: &Board, notes: &[Note]) -> Vec<Value> {
+    let from_notes = notes.iter().filter_map(|n| match n {
+        Note::Unreadable { path, errors } => {
+            let first = errors.first().map_or("", String::as_str);
+            let (at, why) = split_rendered(path, first);
+            Some(json!({"path": path, "at": at, "message": format!("{why}; it stays where it is until the file is fixed")}))
+        }
+        Note::Skipped { path, message } => Some(json!({"path": path, "message": message})),
+        _ => None,
+    });
+    board
+        .problems
+        .iter()
+        .map(|p| json!({"path": p.path, "message": p.message}))
+        .chain(from_notes)
+        .collect()
+}
+
+/// Splits `path:line:col: message` into `path:line:col` and the message.
+fn split_rendered(path: &str, line: &str) -> (String, String) {
+    let rest = line.strip_prefix(path).unwrap_or(line);
+    let mut parts = rest.splitn(3, ": ");
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(pos), Some(a), Some(b)) if pos.starts_with(':') => {
+            (format!("{path}{pos}"), format!("{a}: {b}"))
+        }
+        (Some(pos), Some(a), None) if pos.starts_with(':') => {
+            (format!("{path}{pos}"), a.to_string())
+        }
+        _ => (path.to_string(), rest.trim_start_matches(": ").to_string()),
+    }
+}
+
+/// Returns each agent's load, limit and circuit; `probe_due` when an open circuit's time is
+/// up, so its next task is the single half-open probe.
+fn agents(board: &Board, now: Timestamp) -> Vec<Value> {
+    board
+        .agents
+        .values()
+        .map(|a| {
+            let active = board.load_of(&a.name);
+            json!({
+                "name": a.name,
+                "active": active,
+                "limit": a.profile.max_active,
+                "enabled": a.profile.enabled,
+                "assign": a.profile.assign,
+                "circuit": a.profile.coord.circuit.as_str(),
+                "open_until": a.profile.coord.open_until,
+                "probe_due": engine::retry::gate(&a.profile.coord, &engine::Clock::new(now)) == engine::retry::Gate::Probe,
+                "disabled_because": disabled_because(a),
+            })
+        })
+        .collect()
+}
+
+/// Returns why an agent gets no new work because of its profile: the profile does not read
+/// (with where and why), or it says `enabled: false`.
+fn disabled_because(a: &AgentEntry) -> Value {
+    match (&a.error, &a.file) {
+        (Some(e), _) => json!(format!(
+            "its profile does not read: {}; fix the file",
+            e.message
+        )),
+        (None, Some(f)) if !a.profile.enabled => {
+            json!(format!("{} says enabled: false", f.path))
+        }
+        _ => Value::Null,
+    }
+}
+
+fn oldest_ready(board: &Board) -> Value {
+    board
+        .tasks
+        .iter()
+        .filter(|t| t.folder.state == State::Ready)
+        .filter_map(|t| {
+            let d = t.read.as_ref().ok()?;
+            Some((d.coord.created_at.clone().unwrap_or_default(), t.id.clone()))
+        })
+        .min()
+        .map_or(Value::Null, |(at, id)| json!({"id": id, "since": at}))
+}
+
+fn waiting(notes: &[Note]) -> Vec<Value> {
+    notes
+        .iter()
+        .filter_map(|n| match n {
+            Note::Waiting { id, reason } => Some(json!({"id": id, "reason": reason})),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Returns each blocked task with its open dependencies and the state each is in
+/// (`missing` when no file has that id).
+fn blocked(board: &Board, notes: &[Note]) -> Vec<Value> {
+    notes
+        .iter()
+        .filter_map(|n| match n {
+            Note::Blocked { id, open } => {
+                let states: BTreeMap<String, &str> = open
+                    .iter()
+                    .map(|d| {
+                        let state = board
+                            .find(d)
+                            .first()
+                            .map_or("missing", |f| f.folder.state.as_str());
+                        (d.to_string(), state)
+                    })
+                    .collect();
+                Some(json!({"id": id, "waiting_for": open, "states": states}))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn overdue(board: &Board, now: Timestamp) -> Vec<Value> {
+    board
+        .tasks
+        .iter()
+        .filter(|t| !t.folder.state.is_final())
+        .filter_map(|t| {
+            let spec = &t.read.as_ref().ok()?.spec;
+            let (due, at) = (spec.due.clone()?, spec.due_at()?);
+            (at < now).then(|| json!({"id": t.id, "due": due, "state": t.folder.state.as_str()}))
+        })
+        .collect()
+}
