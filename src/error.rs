@@ -1,10 +1,13 @@
-//! How failures leave the program: the exit code of each kind of error (SPEC 4) and the
-//! rendering `error: …`, `caused by: …`, `hint: …` on stderr.
+//! How failures leave the program: a [`CliError`] carries the error with its causes, the exit
+//! code (SPEC 4), a code a script can act on, and hints. It is rendered as `error: …`,
+//! `caused by: …` and `hint: …` lines on stderr, or in `--json` mode as one JSON object on
+//! stderr; the MCP server answers a failed tool call with the same object.
 
 use crate::config::ConfigError;
 use crate::engine::commands::CommandError;
 use crate::lock::LockError;
 use crate::store::StoreError;
+use serde_json::{json, Value};
 use std::process::ExitCode;
 
 /// Exit codes of SPEC 4.
@@ -33,49 +36,158 @@ impl From<Exit> for ExitCode {
 #[error("{0}")]
 pub struct UsageError(pub String);
 
-/// Returns the exit code for an error.
-pub fn exit_code(err: &anyhow::Error) -> Exit {
-    for cause in err.chain() {
-        if let Some(LockError::Held { .. }) = cause.downcast_ref::<LockError>() {
-            return Exit::Locked;
-        }
-        if let Some(CommandError::NothingToClaim { .. }) = cause.downcast_ref::<CommandError>() {
-            return Exit::NothingToClaim;
-        }
-        if cause.downcast_ref::<UsageError>().is_some()
-            || matches!(
-                cause.downcast_ref::<crate::ops::Error>(),
-                Some(crate::ops::Error::Usage(_))
-            )
-        {
-            return Exit::Usage;
-        }
-        let config = match cause.downcast_ref::<StoreError>() {
-            Some(StoreError::Config(c)) => Some(c),
-            _ => cause.downcast_ref::<ConfigError>(),
-        };
-        if config.is_some_and(|c| c.out_of_range) {
-            return Exit::Usage;
-        }
-    }
-    Exit::Problem
+/// The version of the JSON objects coord prints (docs/json.md).
+pub const JSON_VERSION: u32 = 1;
+
+/// A failure as the command line reports it (jj's `CommandError`): the error and its causes,
+/// the exit code, a code naming the kind, and hints. Built from any error; the kind is read
+/// from the typed library error in its chain.
+#[derive(Debug)]
+pub struct CliError {
+    error: anyhow::Error,
+    exit: Exit,
+    code: &'static str,
+    hints: Vec<String>,
+    answered: bool,
 }
 
-/// Prints an error and its causes on stderr, one line each, with secrets redacted; a cause
-/// that says what the line before it said is not repeated.
-pub fn report(err: &anyhow::Error) {
-    let mut lines = err
-        .chain()
-        .map(|c| crate::redact::error_line(&c.to_string()));
-    let mut last = String::new();
-    if let Some(first) = lines.next() {
-        crate::cli::write_err(format_args!("error: {first}"));
-        last = first;
-    }
-    for line in lines {
-        if line != last {
-            crate::cli::write_err(format_args!("caused by: {line}"));
+impl<E: Into<anyhow::Error>> From<E> for CliError {
+    fn from(e: E) -> CliError {
+        let error = e.into();
+        let (exit, code) = classify(&error);
+        CliError {
+            error,
+            exit,
+            code,
+            hints: Vec::new(),
+            answered: false,
         }
-        last = line;
     }
+}
+
+impl CliError {
+    /// Returns an exit with `exit` for an outcome the command already printed as its answer
+    /// (nothing to claim): nothing more is printed.
+    pub fn answered(exit: Exit, why: impl Into<String>) -> CliError {
+        let mut e = CliError::from(anyhow::anyhow!(why.into()));
+        e.exit = exit;
+        e.answered = true;
+        e
+    }
+
+    /// Returns this error with one more `hint:` line.
+    pub fn hint(mut self, hint: impl Into<String>) -> CliError {
+        self.hints.push(hint.into());
+        self
+    }
+
+    /// Returns the exit code.
+    pub fn exit(&self) -> Exit {
+        self.exit
+    }
+
+    /// Returns the error itself, without its exit code and hints.
+    pub fn into_error(self) -> anyhow::Error {
+        self.error
+    }
+
+    /// Returns the message and each cause that says something the line before did not, with
+    /// secrets redacted.
+    fn lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .error
+            .chain()
+            .map(|c| crate::redact::error_line(&c.to_string()))
+            .collect();
+        lines.dedup();
+        lines
+    }
+
+    /// Returns the error as one JSON object: `{"version", "error": {"code", "message",
+    /// "caused_by", "hints", "exit_code"}}`.
+    pub fn to_json(&self) -> Value {
+        let mut lines = self.lines();
+        let message = if lines.is_empty() {
+            String::new()
+        } else {
+            lines.remove(0)
+        };
+        json!({
+            "version": JSON_VERSION,
+            "error": {
+                "code": self.code,
+                "message": message,
+                "caused_by": lines,
+                "hints": self.hints,
+                "exit_code": self.exit as i32,
+            }
+        })
+    }
+
+    /// Prints the error on stderr: as lines, or as one JSON object with `json`.
+    pub fn print(&self, json: bool) {
+        if self.answered {
+            return;
+        }
+        if json {
+            let text = serde_json::to_string(&self.to_json()).unwrap_or_default();
+            crate::cli::write_err(format_args!("{text}"));
+            return;
+        }
+        for (i, line) in self.lines().iter().enumerate() {
+            let label = if i == 0 { "error" } else { "caused by" };
+            crate::cli::write_err(format_args!("{label}: {line}"));
+        }
+        for hint in &self.hints {
+            crate::cli::write_err(format_args!("hint: {hint}"));
+        }
+    }
+}
+
+/// Returns the exit code and the code naming the kind of an error, from the first typed
+/// library error in its chain that decides them.
+fn classify(err: &anyhow::Error) -> (Exit, &'static str) {
+    err.chain()
+        .find_map(kind_of)
+        .unwrap_or((Exit::Problem, "problem"))
+}
+
+fn kind_of(c: &(dyn std::error::Error + 'static)) -> Option<(Exit, &'static str)> {
+    if let Some(e) = c.downcast_ref::<CommandError>() {
+        return Some(command_kind(e));
+    }
+    if let Some(LockError::Held { .. }) = c.downcast_ref::<LockError>() {
+        return Some((Exit::Locked, "locked"));
+    }
+    if c.is::<UsageError>()
+        || matches!(
+            c.downcast_ref::<crate::ops::Error>(),
+            Some(crate::ops::Error::Usage(_))
+        )
+    {
+        return Some((Exit::Usage, "usage"));
+    }
+    let config = match c.downcast_ref::<StoreError>() {
+        Some(StoreError::Config(c)) => Some(c),
+        _ => c.downcast_ref::<ConfigError>(),
+    };
+    config
+        .filter(|c| c.out_of_range)
+        .map(|_| (Exit::Usage, "usage"))
+}
+
+fn command_kind(e: &CommandError) -> (Exit, &'static str) {
+    let code = match e {
+        CommandError::NotFound(_) => "not_found",
+        CommandError::Duplicate(_) => "duplicate",
+        CommandError::WrongState { .. } => "wrong_state",
+        CommandError::UnknownAgent { .. } => "unknown_agent",
+        CommandError::Unreadable(_) => "unreadable",
+        CommandError::NothingToClaim { .. } => return (Exit::NothingToClaim, "nothing_to_claim"),
+        CommandError::Sign(_) => "sign",
+        CommandError::Unsafe(_) => "unsafe",
+        CommandError::Stale(_) => "stale",
+        CommandError::ResultPending(_) => "result_pending",
+    };
+    (Exit::Problem, code)
 }

@@ -8,8 +8,7 @@
 
 use super::{report, Ctx};
 use crate::engine::commands::{CommandError, Fence};
-use crate::error::{exit_code, UsageError};
-use crate::lock::LockError;
+use crate::error::UsageError;
 use crate::model::{AgentName, Priority, State, TaskId};
 use crate::ops::{self, Claimed, Verdict};
 use anyhow::{Context, Result};
@@ -360,7 +359,7 @@ impl Server {
     fn answer(&self, f: impl FnOnce(Ctx) -> Result<Value>) -> Answer {
         Ok(match self.ctx().and_then(f) {
             Ok(v) => CallToolResult::structured(v),
-            Err(e) => CallToolResult::structured_error(tool_error(&e)),
+            Err(e) => CallToolResult::structured_error(tool_error(e)),
         })
     }
 
@@ -455,58 +454,16 @@ impl ServerHandler for Server {
             )),
             Err(e) => Err(ErrorData::internal_error(
                 crate::redact::error_line(&format!("{e:#}")),
-                Some(tool_error(&e)),
+                Some(tool_error(e)),
             )),
         }
     }
 }
 
-/// Returns a tool error as the CLI would report it: the message, its causes, a code naming
-/// the kind, and the CLI's exit code.
-fn tool_error(e: &anyhow::Error) -> Value {
-    let mut lines: Vec<String> = e
-        .chain()
-        .map(|c| crate::redact::error_line(&c.to_string()))
-        .collect();
-    lines.dedup();
-    let message = if lines.is_empty() {
-        String::new()
-    } else {
-        lines.remove(0)
-    };
-    json!({"error": {
-        "code": code(e),
-        "message": message,
-        "caused_by": lines,
-        "exit_code": exit_code(e) as i32,
-    }})
-}
-
-/// Returns the kind of an error, for a client to act on without reading the message.
-fn code(e: &anyhow::Error) -> &'static str {
-    for c in e.chain() {
-        if let Some(c) = c.downcast_ref::<CommandError>() {
-            return match c {
-                CommandError::NotFound(_) => "not_found",
-                CommandError::Duplicate(_) => "duplicate",
-                CommandError::WrongState { .. } => "wrong_state",
-                CommandError::UnknownAgent { .. } => "unknown_agent",
-                CommandError::Unreadable(_) => "unreadable",
-                CommandError::NothingToClaim { .. } => "nothing_to_claim",
-                CommandError::Sign(_) => "sign",
-                CommandError::Unsafe(_) => "unsafe",
-                CommandError::Stale(_) => "stale",
-                CommandError::ResultPending(_) => "result_pending",
-            };
-        }
-        if matches!(c.downcast_ref::<LockError>(), Some(LockError::Held { .. })) {
-            return "locked";
-        }
-        if c.is::<UsageError>() {
-            return "usage";
-        }
-    }
-    "problem"
+/// Returns a tool error as the CLI reports it in `--json` mode: the message, its causes, a
+/// code naming the kind, hints and the CLI's exit code.
+fn tool_error(e: anyhow::Error) -> Value {
+    crate::error::CliError::from(e).to_json()
 }
 
 /// Returns one copy of a task as it is, several (a duplicated id) as `{copies: [...]}`.

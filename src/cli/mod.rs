@@ -44,7 +44,7 @@ pub mod wait;
 pub(crate) mod watch;
 
 use crate::engine::{Inputs, Plan, Transition};
-use crate::error::UsageError;
+use crate::error::{CliError, UsageError};
 use crate::lock::CoordLock;
 use crate::model::Duration;
 use crate::ops::{self, Coord, Event};
@@ -301,8 +301,15 @@ fn std_duration(wait: Duration) -> std::time::Duration {
 /// The default wait for the lock of agent and person commands (claim, complete, ...).
 pub const AGENT_WAIT: Duration = Duration::from_secs(10);
 
-/// Parses the command line and runs it.
-pub fn run(cli: Cli) -> Result<()> {
+impl Cli {
+    /// Whether `--json` was given: output, and errors, as JSON.
+    pub fn json(&self) -> bool {
+        self.json
+    }
+}
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> Result<(), CliError> {
     let dir = match cli.dir {
         Some(d) => d,
         None => std::env::current_dir().context("cannot read the current directory")?,
@@ -317,7 +324,8 @@ pub fn run(cli: Cli) -> Result<()> {
             cli.wait.map(wait::FlagDuration::get),
         )?
     };
-    match cli.command {
+    Ok(match cli.command {
+        Command::Claim(a) => return report::claim(&ctx, a),
         Command::Init(a) => init::run(&ctx, a),
         Command::New(a) => new::run(&ctx, a),
         Command::Validate(a) => validate::run(&ctx, a),
@@ -326,7 +334,6 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Status(a) => status::run(&ctx, a),
         Command::Show(a) => show::run(&ctx, a),
         Command::Log(a) => log::run(&ctx, a),
-        Command::Claim(a) => report::claim(&ctx, a),
         Command::Complete(a) => report::complete(&ctx, a),
         Command::Fail(a) => report::fail(&ctx, a),
         Command::Heartbeat(a) => report::heartbeat(&ctx, a),
@@ -346,7 +353,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Mcp(a) => mcp::run(&ctx, a),
         Command::Completions(a) => generate::completions(a),
         Command::Man => generate::man(),
-    }
+    }?)
 }
 
 /// Signals that a command ran and found a problem (exit 1) after printing it.

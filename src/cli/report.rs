@@ -4,6 +4,7 @@
 use super::synced::SyncArg;
 use super::Ctx;
 use crate::engine::commands::{CommandError, Fence};
+use crate::error::{CliError, Exit, JSON_VERSION};
 use crate::model::{AgentName, TaskId};
 use crate::ops::{self, Claimed, Reported, Verdict};
 use crate::yaml::{parse_bytes, Limits};
@@ -82,13 +83,11 @@ pub struct FailArgs {
     how: How,
 }
 
-/// Runs `coord claim`.
-pub fn claim(ctx: &Ctx, args: ClaimArgs) -> Result<()> {
+/// Runs `coord claim`; nothing to claim is an answer (exit 4), not an error.
+pub fn claim(ctx: &Ctx, args: ClaimArgs) -> Result<(), CliError> {
     let r = match ctx.coord()?.claim(&args.agent, args.sync.sync.as_deref())? {
         Claimed::Granted(r) => r,
-        Claimed::Nothing { agent, why } => {
-            return Err(CommandError::NothingToClaim { agent, why }.into())
-        }
+        Claimed::Nothing { agent, why } => return Err(nothing(ctx, agent, why)),
     };
     if ctx.json {
         super::print_json(&serde_json::to_value(&r)?);
@@ -101,6 +100,26 @@ pub fn claim(ctx: &Ctx, args: ClaimArgs) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Prints that there is nothing to claim (with `--json`, as an object on stdout) and returns
+/// the exit it gives.
+fn nothing(ctx: &Ctx, agent: AgentName, why: String) -> CliError {
+    let line = CommandError::NothingToClaim {
+        agent: agent.clone(),
+        why: why.clone(),
+    }
+    .to_string();
+    if ctx.json {
+        let why = why.trim_start_matches([':', ' ']);
+        let why = (!why.is_empty()).then_some(why);
+        super::print_json(&serde_json::json!({
+            "version": JSON_VERSION, "claimed": false, "agent": agent, "why": why,
+        }));
+    } else if !ctx.quiet {
+        err!("coord: {line}");
+    }
+    CliError::answered(Exit::NothingToClaim, line)
 }
 
 /// Runs `coord complete`.

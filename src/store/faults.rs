@@ -4,6 +4,7 @@
 
 use super::inject::{count, crash_on, fail_at, fail_on, failed};
 use crate::cli::{self, Cli};
+use crate::error::CliError;
 use clap::Parser;
 use std::collections::BTreeMap;
 use std::fs;
@@ -18,7 +19,7 @@ fn coord(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
     let argv = ["coord", "-C", d, "-q", "--now", NOW]
         .into_iter()
         .chain(args.iter().copied());
-    cli::run(Cli::try_parse_from(argv).expect("arguments"))?;
+    cli::run(Cli::try_parse_from(argv).expect("arguments")).map_err(CliError::into_error)?;
     if args.first() == Some(&"init") {
         let mut config = fs::read_to_string(dir.join("coord.yaml")).unwrap_or_default();
         config.push_str("\nsettle: 0s\n");

@@ -9,6 +9,7 @@ mod cdp;
 mod clones;
 mod crash;
 mod engine;
+mod errors;
 mod faults;
 mod fencing;
 mod foundation;
