@@ -1,7 +1,8 @@
 //! How failures leave the program: a [`CliError`] carries the error with its causes, the exit
-//! code (SPEC 4), a code a script can act on, and hints. It is rendered as `error: …`,
-//! `caused by: …` and `hint: …` lines on stderr, or in `--json` mode as one JSON object on
-//! stderr; the MCP server answers a failed tool call with the same object.
+//! code (SPEC 4) and a code a script can act on. It is rendered as `error: …` and
+//! `caused by: …` lines on stderr (the message names the fix: no separate hint lines), or in
+//! `--json` mode as one JSON object on stderr; the MCP server answers a failed tool call with
+//! the same object.
 
 use crate::config::ConfigError;
 use crate::engine::commands::CommandError;
@@ -40,14 +41,13 @@ pub struct UsageError(pub String);
 pub const JSON_VERSION: u32 = 1;
 
 /// A failure as the command line reports it (jj's `CommandError`): the error and its causes,
-/// the exit code, a code naming the kind, and hints. Built from any error; the kind is read
-/// from the typed library error in its chain.
+/// the exit code and a code naming the kind. Built from any error; the kind is read from the
+/// typed library error in its chain.
 #[derive(Debug)]
 pub struct CliError {
     error: anyhow::Error,
     exit: Exit,
     code: &'static str,
-    hints: Vec<String>,
     answered: bool,
 }
 
@@ -59,7 +59,6 @@ impl<E: Into<anyhow::Error>> From<E> for CliError {
             error,
             exit,
             code,
-            hints: Vec::new(),
             answered: false,
         }
     }
@@ -75,18 +74,12 @@ impl CliError {
         e
     }
 
-    /// Returns this error with one more `hint:` line.
-    pub fn hint(mut self, hint: impl Into<String>) -> CliError {
-        self.hints.push(hint.into());
-        self
-    }
-
     /// Returns the exit code.
     pub fn exit(&self) -> Exit {
         self.exit
     }
 
-    /// Returns the error itself, without its exit code and hints.
+    /// Returns the error itself, without its exit code.
     pub fn into_error(self) -> anyhow::Error {
         self.error
     }
@@ -104,7 +97,7 @@ impl CliError {
     }
 
     /// Returns the error as one JSON object: `{"version", "error": {"code", "message",
-    /// "caused_by", "hints", "exit_code"}}`.
+    /// "caused_by", "exit_code"}}`.
     pub fn to_json(&self) -> Value {
         let mut lines = self.lines();
         let message = if lines.is_empty() {
@@ -118,7 +111,6 @@ impl CliError {
                 "code": self.code,
                 "message": message,
                 "caused_by": lines,
-                "hints": self.hints,
                 "exit_code": self.exit as i32,
             }
         })
@@ -137,9 +129,6 @@ impl CliError {
         for (i, line) in self.lines().iter().enumerate() {
             let label = if i == 0 { "error" } else { "caused by" };
             crate::cli::write_err(format_args!("{label}: {line}"));
-        }
-        for hint in &self.hints {
-            crate::cli::write_err(format_args!("hint: {hint}"));
         }
     }
 }

@@ -32,17 +32,14 @@ pub mod view;
 pub mod watch;
 pub mod yaml;
 
-use clap::{CommandFactory, FromArgMatches};
+use clap::Parser;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
 /// Runs the command line `args` (program name first) and returns the exit code.
 pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
-    let parsed = cli::Cli::command()
-        .try_get_matches_from(args)
-        .and_then(|m| Ok((cli::Cli::from_arg_matches(&m)?, m)));
-    let (cli, matches) = match parsed {
-        Ok(parsed) => parsed,
+    let cli = match cli::Cli::try_parse_from(args) {
+        Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() {
                 error::Exit::Usage
@@ -57,12 +54,6 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     match cli::run(cli) {
         Ok(()) => error::Exit::Ok.into(),
         Err(e) => {
-            let e = match (e.exit(), matches.subcommand_name()) {
-                (error::Exit::Usage, Some(name)) => e.hint(format!(
-                    "'coord {name} --help' lists the flags and their values"
-                )),
-                _ => e,
-            };
             e.print(json);
             e.exit().into()
         }

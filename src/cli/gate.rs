@@ -1,9 +1,13 @@
 //! A person's commands on one task: `approve` / `reject` (authority gate), `cancel` and
-//! `retry`; each calls its operation ([`crate::ops::Coord`]).
+//! `retry`; each calls its operation ([`crate::ops::Coord`]) and, with `--json`, prints
+//! `{version, op, id, commits, state}`.
 
 use super::Ctx;
+use crate::error::JSON_VERSION;
 use crate::model::TaskId;
+use crate::ops::Coord;
 use anyhow::Result;
+use serde_json::json;
 
 /// Arguments naming one task.
 #[derive(Debug, clap::Args)]
@@ -34,24 +38,40 @@ pub struct CancelArgs {
 
 /// Runs `coord approve`.
 pub fn approve(ctx: &Ctx, a: IdArgs) -> Result<()> {
-    ctx.coord()?.approve(&a.id)?;
-    Ok(())
+    let coord = ctx.coord()?;
+    let commits = coord.approve(&a.id)?;
+    done(ctx, &coord, "approve", &a.id, commits)
 }
 
 /// Runs `coord reject`.
 pub fn reject(ctx: &Ctx, a: RejectArgs) -> Result<()> {
-    ctx.coord()?.reject(&a.id, &a.reason)?;
-    Ok(())
+    let coord = ctx.coord()?;
+    let commits = coord.reject(&a.id, &a.reason)?;
+    done(ctx, &coord, "reject", &a.id, commits)
 }
 
 /// Runs `coord cancel`.
 pub fn cancel(ctx: &Ctx, a: CancelArgs) -> Result<()> {
-    ctx.coord()?.cancel(&a.id, &a.reason)?;
-    Ok(())
+    let coord = ctx.coord()?;
+    let commits = coord.cancel(&a.id, &a.reason)?;
+    done(ctx, &coord, "cancel", &a.id, commits)
 }
 
 /// Runs `coord retry`.
 pub fn retry(ctx: &Ctx, a: IdArgs) -> Result<()> {
-    ctx.coord()?.retry(&a.id)?;
+    let coord = ctx.coord()?;
+    let commits = coord.retry(&a.id)?;
+    done(ctx, &coord, "retry", &a.id, commits)
+}
+
+/// With `--json`, prints what the command did: the operation, the task, the commits made and
+/// the state the task is in now.
+fn done(ctx: &Ctx, coord: &Coord, op: &str, id: &TaskId, commits: usize) -> Result<()> {
+    if ctx.json {
+        let state = super::state_of(coord, id)?;
+        super::print_json(&json!({
+            "version": JSON_VERSION, "op": op, "id": id, "commits": commits, "state": state,
+        }));
+    }
     Ok(())
 }

@@ -361,6 +361,14 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
 #[error("{0}")]
 pub struct Found(pub String);
 
+/// Returns the state task `id` is in now (its first copy's), for a command's `--json` answer.
+fn state_of(coord: &Coord, id: &crate::model::TaskId) -> Result<serde_json::Value> {
+    let copies = coord.show(id)?;
+    Ok(copies
+        .first()
+        .map_or(serde_json::Value::Null, |c| c["state"].clone()))
+}
+
 /// Prints a JSON value on stdout.
 pub fn print_json(v: &serde_json::Value) {
     out!("{}", serde_json::to_string_pretty(v).unwrap_or_default());

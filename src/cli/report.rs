@@ -166,18 +166,30 @@ fn write_result(ctx: &Ctx, id: &TaskId, verdict: &Verdict, how: How) -> Result<(
         sign: how.sign,
         replace: how.replace,
     };
-    report(ctx, id, verdict, &written, how.sync.sync.as_deref())
+    let attempt = report(ctx, id, verdict, &written, how.sync.sync.as_deref())?;
+    if ctx.json {
+        let op = match verdict {
+            Verdict::Success { .. } => "complete",
+            Verdict::Failure { .. } => "fail",
+        };
+        let state = super::state_of(&ctx.coord()?, id)?;
+        super::print_json(&serde_json::json!({
+            "version": JSON_VERSION, "op": op, "id": id, "state": state, "attempt": attempt,
+        }));
+    }
+    Ok(())
 }
 
 /// Reports `verdict` for task `id` as `coord complete`/`fail` do (here, or through `remote`):
-/// a refused report (a stale attempt, a task that moved on upstream) is an error.
+/// a refused report (a stale attempt, a task that moved on upstream) is an error. Returns the
+/// attempt the result is stamped with.
 pub fn report(
     ctx: &Ctx,
     id: &TaskId,
     verdict: &Verdict,
     written: &ops::How,
     remote: Option<&str>,
-) -> Result<()> {
+) -> Result<u32> {
     let fence = &written.fence;
     match ctx.coord()?.report(id, verdict, written, remote)? {
         Reported::MovedOn { state } => Err(super::Found(format!(
@@ -190,16 +202,26 @@ pub fn report(
             ctx.status(&format!(
                 "coord: stamped the result for attempt {attempt}{who}"
             ));
-            Ok(())
+            Ok(attempt)
         }
-        Reported::Written { .. } => Ok(()),
+        Reported::Written { attempt, .. } => Ok(attempt),
     }
 }
 
 /// Runs `coord heartbeat`.
+/// With `--json`, prints `{version, op, id, state, lease_expires_at}`.
 pub fn heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<()> {
-    ctx.coord()?
-        .heartbeat(&args.id, &args.fence.fence(), None)?;
+    let coord = ctx.coord()?;
+    coord.heartbeat(&args.id, &args.fence.fence(), None)?;
+    if ctx.json {
+        let copies = coord.show(&args.id)?;
+        let first = copies.first();
+        super::print_json(&serde_json::json!({
+            "version": JSON_VERSION, "op": "heartbeat", "id": args.id,
+            "state": first.map(|c| &c["state"]),
+            "lease_expires_at": first.map(|c| &c["task"]["coord"]["lease_expires_at"]),
+        }));
+    }
     Ok(())
 }
 

@@ -19,6 +19,7 @@ mod hostile;
 mod http;
 mod inplace;
 mod jepsen;
+mod json;
 mod kill;
 mod messages;
 mod numbers;

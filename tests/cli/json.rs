@@ -1,0 +1,64 @@
+//! The `--json` answers of the commands that act on one task (issue 17): one object each, with
+//! a version, on stdout and nothing else there; pinned field by field so that a change is
+//! deliberate.
+
+use crate::harness::TestRepo;
+use crate::steps::tick_at;
+use serde_json::{json, Value};
+
+/// Runs `coord --json ARGS`, asserts success, and returns stdout as one JSON value.
+fn answer(r: &TestRepo, args: &[&str]) -> Value {
+    let full: Vec<&str> = ["--json"].iter().chain(args).copied().collect();
+    let out = r.ok(&full);
+    serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("coord {args:?}: not one JSON value ({e}): {out:?}"))
+}
+
+#[test]
+fn person_commands_answer_one_json_object() {
+    let mut r = TestRepo::new();
+    r.task("t", "title: T\n");
+    tick_at(&mut r, 0);
+    assert_eq!(
+        answer(&r, &["cancel", "t", "--reason", "not needed"]),
+        json!({"version": 1, "op": "cancel", "id": "t", "commits": 1, "state": "cancelled"})
+    );
+    assert_eq!(
+        answer(&r, &["retry", "t"]),
+        json!({"version": 1, "op": "retry", "id": "t", "commits": 1, "state": "inbox"})
+    );
+}
+
+#[test]
+fn agent_commands_answer_one_json_object() {
+    let mut r = TestRepo::new();
+    r.ok(&["agents", "add", "p", "--pull", "--max-active", "2"]);
+    r.task("x", "title: X\n");
+    r.task("y", "title: Y\n");
+    tick_at(&mut r, 0);
+    let fence = ["--agent", "p", "--attempt", "1"];
+    let claimed = [
+        r.ok(&["claim", "--agent", "p"]),
+        r.ok(&["claim", "--agent", "p"]),
+    ];
+    assert_eq!(claimed.concat().len(), 4, "{claimed:?}");
+    for id in ["x", "y"] {
+        let beat = answer(&r, &[&["heartbeat", id][..], &fence].concat());
+        assert_eq!(beat["version"], 1, "{beat}");
+        assert_eq!(beat["op"], "heartbeat", "{beat}");
+        assert_eq!(beat["id"], id, "{beat}");
+        assert_eq!(beat["state"], "assigned", "{beat}");
+        assert!(beat["lease_expires_at"].is_string(), "{beat}");
+    }
+    assert_eq!(
+        answer(&r, &[&["complete", "x"][..], &fence].concat()),
+        json!({"version": 1, "op": "complete", "id": "x", "state": "assigned", "attempt": 1})
+    );
+    assert_eq!(
+        answer(
+            &r,
+            &[&["fail", "y", "--error", "boom"][..], &fence].concat()
+        ),
+        json!({"version": 1, "op": "fail", "id": "y", "state": "assigned", "attempt": 1})
+    );
+}
