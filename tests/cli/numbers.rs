@@ -177,7 +177,8 @@ fn any_clock() -> impl Strategy<Value = String> {
 }
 
 /// Runs `coord <args>` and fails the case on a panic (exit 101, a backtrace) or on a usage
-/// error that does not start with `error:`.
+/// error that does not start with `error:` (with `--json`: that is not one JSON error object
+/// with exit code 2, docs/json.md).
 fn never_panics(r: &TestRepo, args: &[&str]) -> Result<(), TestCaseError> {
     let out = r.run(args);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -189,7 +190,18 @@ fn never_panics(r: &TestRepo, args: &[&str]) -> Result<(), TestCaseError> {
         err
     );
     if out.status.code() == Some(2) {
-        prop_assert!(err.starts_with("error: "), "{:?}: {}", args, err);
+        if args.contains(&"--json") && err.starts_with('{') {
+            let json: serde_json::Value = serde_json::from_str(err.trim())
+                .map_err(|e| TestCaseError::fail(format!("{args:?}: {e}: {err}")))?;
+            prop_assert_eq!(
+                &json["error"]["exit_code"],
+                &serde_json::json!(2),
+                "{}",
+                err
+            );
+        } else {
+            prop_assert!(err.starts_with("error: "), "{:?}: {}", args, err);
+        }
     }
     Ok(())
 }
