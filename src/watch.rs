@@ -8,7 +8,7 @@
 //! and reconciles, whatever the event kinds said. Reads (`Access` events, which the tick's own
 //! reading causes), `.git`, editor temp files and coord's own temp files are ignored. One kind
 //! of event says more: a writer closing a file marks it complete (SPEC 3.12), so the settle
-//! rule reads it at once; [`closed`] keeps those marks by event order, never by the time an
+//! rule reads it at once; `closed` keeps those marks by event order, never by the time an
 //! event came in, and confirms them with a barrier before a tick uses them. When a tick
 //! leaves a file unread because it is still being written, the loop ticks again as soon as it
 //! settles. coord's own writes cannot loop: a burst is skipped when HEAD is where the last
