@@ -31,24 +31,12 @@ fn processes_about(needle: &str, dir: &Path) -> Vec<(u32, String)> {
 /// Makes the clone's fetches slow: its `origin` runs upload-pack through a script that says
 /// it started, then sleeps. Returns the marker file the script writes.
 fn slow_upload_pack(clone: &TestRepo, secs: u32) -> std::path::PathBuf {
-    let script = clone.abs(".git/slow-upload-pack");
     let marker = clone.abs(".git/slow-upload-pack.started");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\ntouch '{}'\nsleep {secs}\nexec git-upload-pack \"$@\"\n",
-            marker.display()
-        ),
-    )
-    .expect("write script");
-    let mut perms = std::fs::metadata(&script).expect("stat").permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(&script, perms).expect("chmod");
-    clone.git(&[
-        "config",
-        "remote.origin.uploadpack",
-        script.to_str().expect("utf8"),
-    ]);
+    let body = format!(
+        "touch '{}'\nsleep {secs}\nexec git-upload-pack \"$@\"\n",
+        marker.display()
+    );
+    clone.wrap_remote_program("uploadpack", "slow-upload-pack", &body);
     marker
 }
 

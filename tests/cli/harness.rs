@@ -78,6 +78,18 @@ impl TestRepo {
         self.dir.path().join(rel)
     }
 
+    /// Makes `origin`'s `program` (`receivepack` or `uploadpack`) run through a shell script
+    /// with `body` (which ends by exec'ing the real program), kept at `.git/<name>`.
+    pub fn wrap_remote_program(&self, program: &str, name: &str, body: &str) {
+        let script = self.abs(&format!(".git/{name}"));
+        std::fs::write(&script, format!("#!/bin/sh\n{body}")).expect("write script");
+        let mut perms = std::fs::metadata(&script).expect("stat").permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+        std::fs::set_permissions(&script, perms).expect("chmod");
+        let key = format!("remote.origin.{program}");
+        self.git(&["config", &key, script.to_str().expect("utf8")]);
+    }
+
     /// Sets the clock.
     pub fn at(&mut self, now: &str) -> &mut Self {
         self.now = now.to_string();

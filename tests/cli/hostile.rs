@@ -10,26 +10,14 @@ use std::time::{Duration, Instant};
 /// Holds the clone's first push at a gate: `origin`'s receive-pack runs through a script that
 /// writes `started`, then waits for `go` to exist; later pushes pass. Returns (started, go).
 fn gate_pushes(clone: &TestRepo) -> (PathBuf, PathBuf) {
-    let script = clone.abs(".git/gated-receive-pack");
     let started = clone.abs(".git/push.started");
     let go = clone.abs(".git/push.go");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\n[ -e '{0}' ] && exec git-receive-pack \"$@\"\ntouch '{0}'\nwhile [ ! -e '{1}' ]; do sleep 0.02; done\nexec git-receive-pack \"$@\"\n",
-            started.display(),
-            go.display()
-        ),
-    )
-    .expect("write script");
-    let mut perms = std::fs::metadata(&script).expect("stat").permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(&script, perms).expect("chmod");
-    clone.git(&[
-        "config",
-        "remote.origin.receivepack",
-        script.to_str().expect("utf8"),
-    ]);
+    let body = format!(
+        "[ -e '{0}' ] && exec git-receive-pack \"$@\"\ntouch '{0}'\nwhile [ ! -e '{1}' ]; do sleep 0.02; done\nexec git-receive-pack \"$@\"\n",
+        started.display(),
+        go.display()
+    );
+    clone.wrap_remote_program("receivepack", "gated-receive-pack", &body);
     (started, go)
 }
 
