@@ -67,6 +67,14 @@ impl Watching {
     }
 }
 
+impl Drop for Watching {
+    /// Kills a watch a failed test left running (after `stop` the child is reaped already).
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// Polls the repo until HEAD's log has a commit whose subject contains `text`; returns how long
 /// it took. Panics after a generous limit.
 fn wait_for_commit(r: &TestRepo, w: &Watching, text: &str) -> Duration {
