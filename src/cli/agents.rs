@@ -51,7 +51,7 @@ fn list(ctx: &Ctx) -> Result<()> {
     let (board, _) = store.load()?;
     let rows = crate::view::agents(&board);
     if ctx.json {
-        super::print_json(&json!(rows));
+        super::print_answer(json!({ "agents": rows }));
         return Ok(());
     }
     if rows.is_empty() {
@@ -99,10 +99,18 @@ fn add(ctx: &Ctx, name: &AgentName, caps: &[String], max_active: u32, pull: bool
         from: "agent".into(),
         to: "added".into(),
         summary: format!("add agent {name}"),
-        ops: vec![Op::Write { path, text }],
+        ops: vec![Op::Write {
+            path: path.clone(),
+            text,
+        }],
         guard: Vec::new(),
         op: None,
     };
-    ctx.apply(store, &Plan::one(t))?;
+    let commits = ctx.apply(store, &Plan::one(t))?;
+    if ctx.json {
+        super::print_answer(
+            json!({"op": "agents add", "agent": name, "path": path, "commits": commits}),
+        );
+    }
     Ok(())
 }

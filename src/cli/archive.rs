@@ -33,15 +33,27 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         }
     }
     let n = if args.dry_run {
-        for t in &plan.transitions {
-            out!("{}", crate::redact::one_line(&t.summary));
+        if !ctx.json {
+            for t in &plan.transitions {
+                out!("{}", crate::redact::one_line(&t.summary));
+            }
         }
         0
     } else {
         ctx.apply(store, &plan)?
     };
     if ctx.json {
-        super::print_json(&json!({ "archived": n, "planned": plan.transitions.len() }));
+        let ts: Vec<_> = plan
+            .transitions
+            .iter()
+            .map(super::transition_json)
+            .collect();
+        super::print_answer(json!({
+            "dry_run": args.dry_run,
+            "older_than": age.to_string(),
+            "commits": n,
+            "transitions": ts,
+        }));
     } else if plan.transitions.is_empty() {
         ctx.status(&format!(
             "coord: nothing finished {age} ago or earlier to archive"

@@ -8,6 +8,7 @@ use super::{board_view, init, log, Ctx};
 use crate::engine::{Op, Plan, Transition};
 use crate::store::{Origin, Store};
 use anyhow::{bail, Context, Result};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -105,22 +106,26 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     };
     init::run(&demo, init::Args { agents: vec![] })?;
     seed(&demo)?;
-    out!("coord demo: {}", dir.display());
+    if !ctx.json {
+        out!("coord demo: {}", dir.display());
+    }
     let started = std::time::Instant::now();
-    let rounds = drive(&dir)?;
-    out!(
-        "\ncoord demo: finished in {rounds} rounds of 'coord run --once' ({:.1}s)\n",
-        started.elapsed().as_secs_f64()
-    );
+    let rounds = drive(&dir, !ctx.json)?;
     let store = Store::open(&dir)?;
     let (board, _) = store.load()?;
     let reasons = crate::view::invalid_reasons(&store, &board);
     let demo = demo.refreshed();
-    board_view::print(&crate::view::board::view(
-        &board,
-        &demo.inputs(&store),
-        &reasons,
-    ));
+    let view = crate::view::board::view(&board, &demo.inputs(&store), &reasons);
+    if ctx.json {
+        let log = demo.coord()?.log(None, None)?;
+        super::print_answer(json!({"dir": dir, "rounds": rounds, "board": view, "log": log}));
+        return Ok(());
+    }
+    out!(
+        "\ncoord demo: finished in {rounds} rounds of 'coord run --once' ({:.1}s)\n",
+        started.elapsed().as_secs_f64()
+    );
+    board_view::print(&view);
     out!("\nlog (newest first):");
     log::run(&demo, log::Args::all())?;
     out!("\nlook around: cd {} && git log --stat", dir.display());
@@ -168,13 +173,16 @@ fn seed(ctx: &Ctx) -> Result<()> {
 
 /// Runs `coord run <agent> --once` for each agent in turn until no task is left open, waiting
 /// a second when a round did nothing (a retry waits out its backoff); returns the rounds used.
-fn drive(dir: &Path) -> Result<usize> {
+/// Prints each run's lines when `print`.
+fn drive(dir: &Path, print: bool) -> Result<usize> {
     let exe = std::env::current_exe().context("cannot find the coord program to run agents")?;
     for round in 1..=ROUNDS {
         let mut did = false;
         for (agent, _, script) in AGENTS {
             for line in run_once(&exe, dir, agent, script)? {
-                out!("  {agent:<10} {line}");
+                if print {
+                    out!("  {agent:<10} {line}");
+                }
                 did = true;
             }
         }

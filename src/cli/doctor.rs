@@ -18,17 +18,12 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     if args.fix {
         ctx.coord()?.doctor_fix()?;
     }
-    let findings: Vec<String> = ctx
-        .coord()?
-        .doctor()?
-        .into_iter()
-        .map(|f| f.message)
-        .collect();
+    let findings = ctx.coord()?.doctor()?;
     if ctx.json {
-        super::print_json(&json!(findings));
+        super::print_answer(json!({ "findings": findings }));
     } else {
         for f in &findings {
-            out!("{f}");
+            out!("{}", f.message);
         }
     }
     if findings.is_empty() {

@@ -67,6 +67,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     let ops = missing_files(store, &args.agents);
     if ops.is_empty() {
         ctx.status("coord: already initialized; nothing to do");
+        answer(ctx, store, existed, &[], 0);
         return Ok(());
     }
     let t = Transition {
@@ -79,11 +80,13 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         op: None,
     };
     let added = ops_paths(&t.ops);
-    ctx.apply(store, &crate::engine::Plan::one(t))?;
+    let commits = ctx.apply(store, &crate::engine::Plan::one(t))?;
+    answer(ctx, store, existed, &added, commits);
     if existed {
         ctx.status(&format!(
-            "coord: adopted {}/; added {added}",
-            store.work_dir()
+            "coord: adopted {}/; added {}",
+            store.work_dir(),
+            added.join(", ")
         ));
     } else {
         ctx.status(&format!("coord: initialized {}", store.root().display()));
@@ -117,15 +120,28 @@ fn found(store: &Store) -> Result<String> {
     ))
 }
 
-/// Returns the paths a list of write ops creates, comma-separated.
-fn ops_paths(ops: &[Op]) -> String {
+/// With `--json`, prints what init did: the repo, whether it adopted a work folder, the files
+/// it added and the commits it made.
+fn answer(ctx: &Ctx, store: &Store, adopted: bool, added: &[String], commits: usize) {
+    if ctx.json {
+        super::print_answer(serde_json::json!({
+            "root": store.root(),
+            "work_dir": store.work_dir(),
+            "adopted": adopted,
+            "added": added,
+            "commits": commits,
+        }));
+    }
+}
+
+/// Returns the paths a list of write ops creates.
+fn ops_paths(ops: &[Op]) -> Vec<String> {
     ops.iter()
         .filter_map(|op| match op {
-            Op::Write { path, .. } => Some(path.as_str()),
+            Op::Write { path, .. } => Some(path.clone()),
             _ => None,
         })
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect()
 }
 
 /// Returns a write op for every file of the layout that does not exist yet.

@@ -19,7 +19,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     let dir = sign::key_dir_from_env().ok_or(sign::KeyError::NoHome)?;
     let path = sign::keygen(&dir, &args.agent)?;
     if ctx.json {
-        super::print_json(&json!({"agent": args.agent, "path": path}));
+        super::print_answer(json!({"agent": args.agent, "path": path}));
     } else {
         out!("{}", path.display());
         ctx.status(&format!(

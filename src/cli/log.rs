@@ -29,7 +29,7 @@ impl Args {
 pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     let entries = ctx.coord()?.log(args.id.as_ref(), args.limit)?;
     if ctx.json {
-        super::print_json(&json!(entries));
+        super::print_answer(json!({ "entries": entries }));
         return Ok(());
     }
     for e in entries {

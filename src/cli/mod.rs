@@ -374,6 +374,22 @@ pub fn print_json(v: &serde_json::Value) {
     out!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
 }
 
+/// Prints a command's `--json` answer (docs/json.md): `"version"` first, then the fields of
+/// `fields` (an object).
+pub fn print_answer(fields: serde_json::Value) {
+    let mut answer = serde_json::Map::new();
+    answer.insert("version".into(), crate::error::JSON_VERSION.into());
+    if let serde_json::Value::Object(m) = fields {
+        answer.extend(m.into_iter().filter(|(k, _)| k != "version"));
+    }
+    print_json(&serde_json::Value::Object(answer));
+}
+
+/// Returns a transition as a `--json` answer lists it: the task, the states and the summary.
+fn transition_json(t: &Transition) -> serde_json::Value {
+    serde_json::to_value(ops::Moved::of(t)).unwrap_or_default()
+}
+
 /// Writes one line to stdout; exits 0 when the reader went away, like other Unix tools.
 pub fn write_out(args: std::fmt::Arguments<'_>) {
     use std::io::Write;

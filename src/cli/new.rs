@@ -61,7 +61,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     };
     let created = ctx.coord()?.new_task(&task)?;
     if ctx.json {
-        super::print_json(&serde_json::to_value(&created)?);
+        super::print_answer(serde_json::to_value(&created)?);
     } else {
         out!("{}", created.id);
     }

@@ -90,7 +90,12 @@ pub fn claim(ctx: &Ctx, args: ClaimArgs) -> Result<(), CliError> {
         Claimed::Nothing { agent, why } => return Err(nothing(ctx, agent, why)),
     };
     if ctx.json {
-        super::print_json(&serde_json::to_value(&r)?);
+        let mut receipt = serde_json::json!({ "claimed": true });
+        if let (Value::Object(m), Value::Object(fields)) = (&mut receipt, serde_json::to_value(&r)?)
+        {
+            m.extend(fields);
+        }
+        super::print_answer(receipt);
     } else {
         out!("{}", r.id);
         let lease = r.lease_expires_at.as_deref().unwrap_or("never");

@@ -17,11 +17,7 @@ pub struct Args {
 pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     let copies = ctx.coord()?.show(&args.id)?;
     if ctx.json {
-        super::print_json(&if copies.len() == 1 {
-            copies[0].clone()
-        } else {
-            json!(copies)
-        });
+        super::print_answer(answer(copies));
         return Ok(());
     }
     if copies.len() > 1 {
@@ -34,6 +30,17 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         print_copy(c);
     }
     Ok(())
+}
+
+/// Returns the `--json` answer: the first copy's fields, and the others under `other_copies`
+/// when the id is in several places.
+fn answer(mut copies: Vec<Value>) -> Value {
+    let others: Vec<Value> = copies.drain(1..).collect();
+    let mut first = copies.pop().unwrap_or_else(|| json!({}));
+    if !others.is_empty() {
+        first["other_copies"] = json!(others);
+    }
+    first
 }
 
 fn print_copy(c: &Value) {

@@ -22,7 +22,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     if args.markdown {
         out!("{}", board_markdown::render(&v).trim_end());
     } else if ctx.json {
-        super::print_json(&v);
+        super::print_answer(v);
     } else {
         board_view::print(&v);
     }

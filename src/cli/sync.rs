@@ -37,12 +37,13 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     };
     let report = ctx.coord()?.sync(&opts)?;
     if ctx.json {
-        super::print_json(&json!({
+        super::print_answer(json!({
             "pushes": report.pushes,
             "rejected": report.rejected,
             "commits": report.commits,
             "dropped": report.dropped,
             "replayed": report.replayed,
+            "lost": report.lost,
         }));
     } else if report.pushes == 0 {
         ctx.status(&format!(

@@ -1,5 +1,5 @@
 //! `coord tick`: one reconciliation pass ([`crate::ops::Coord::tick`]); `--dry-run` prints the
-//! plan.
+//! plan. With `--json` both answer the same object: the transitions made (or planned).
 
 use super::Ctx;
 use crate::engine;
@@ -20,7 +20,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     let coord = ctx.coord()?;
     if args.dry_run {
         let planned = coord.plan()?;
-        print_plan(ctx, &planned.plan);
+        print_plan(ctx, &planned.plan, &planned.attention);
         if !ctx.json {
             for line in &planned.attention {
                 out!("needs a person: {line}");
@@ -31,9 +31,14 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     let ticked = coord.tick()?;
     let skipped = ticked.skipped;
     if ctx.json {
-        super::print_json(
-            &json!({ "transitions": ticked.commits, "skipped": skipped, "attention": ticked.attention }),
-        );
+        super::print_answer(json!({
+            "dry_run": false,
+            "commits": ticked.commits,
+            "transitions": ticked.transitions,
+            "skipped": skipped,
+            "attention": ticked.attention,
+            "notes": [],
+        }));
     } else if let Some(first) = ticked.attention.first() {
         ctx.status(&format!(
             "coord: {} file(s) need a person, e.g. {first}; 'coord status' lists them",
@@ -51,15 +56,22 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     Ok(())
 }
 
-fn print_plan(ctx: &Ctx, plan: &engine::Plan) {
+fn print_plan(ctx: &Ctx, plan: &engine::Plan, attention: &[String]) {
     if ctx.json {
         let ts: Vec<_> = plan
             .transitions
             .iter()
-            .map(|t| json!({"subject": t.subject, "from": t.from, "to": t.to, "summary": crate::redact::one_line(&t.summary), "paths": t.paths()}))
+            .map(super::transition_json)
             .collect();
         let notes: Vec<String> = plan.notes.iter().map(describe).collect();
-        super::print_json(&json!({"transitions": ts, "notes": notes}));
+        super::print_answer(json!({
+            "dry_run": true,
+            "commits": 0,
+            "transitions": ts,
+            "skipped": 0,
+            "attention": attention,
+            "notes": notes,
+        }));
         return;
     }
     if plan.transitions.is_empty() {

@@ -1,6 +1,6 @@
 //! `coord validate`: checks task files, agent profiles and coord.yaml, each against its own
 //! schema, and prints every problem as `path:line:column: message`; exit 1 when any file is
-//! invalid. A written `result:` the tick would not accept is an error too. Unknown agents
+//! invalid (with `--json`, one object holding the same lines). A written `result:` the tick would not accept is an error too. Unknown agents
 //! (also those a result's `next_agent` names) are warnings here (they may be added later).
 
 use super::{Ctx, Found};
@@ -36,11 +36,23 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
             check_path(ctx, p, schema, board.as_ref(), &mut errors, &mut warnings);
         }
     }
-    for w in &warnings {
-        err!("warning: {}", crate::redact::error_line(w));
-    }
-    for e in &errors {
-        out!("{}", crate::redact::error_line(e));
+    let redact = |lines: &[String]| -> Vec<String> {
+        lines.iter().map(|l| crate::redact::error_line(l)).collect()
+    };
+    let (errors, warnings) = (redact(&errors), redact(&warnings));
+    if ctx.json {
+        super::print_answer(serde_json::json!({
+            "valid": errors.is_empty(),
+            "errors": errors,
+            "warnings": warnings,
+        }));
+    } else {
+        for w in &warnings {
+            err!("warning: {w}");
+        }
+        for e in &errors {
+            out!("{e}");
+        }
     }
     if errors.is_empty() {
         ctx.status("coord: all task files are valid");

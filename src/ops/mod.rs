@@ -22,7 +22,7 @@ pub use doctor::{Finding, FindingCode};
 pub use log::LogEntry;
 pub use new::{Created, NewTask};
 pub use status::{Status, Tentative};
-pub use tick::{describe, Planned, Ticked};
+pub use tick::{describe, Moved, Planned, Ticked};
 
 use crate::engine::commands::CommandError;
 use crate::engine::{AcceptAll, Inputs, Plan, Transition};
@@ -251,7 +251,7 @@ pub(crate) fn inputs_for<'a>(store: &'a Store, now: Timestamp, keys: &'a KeyRing
 /// Applies a plan's transitions on `store`, reporting each to `sink`; returns the commits.
 pub(crate) fn apply(
     store: &Store,
-    sink: &Sink,
+    sink: &dyn Fn(&Event<'_>),
     plan: &Plan,
     now: Timestamp,
     origin: Origin,

@@ -4,10 +4,11 @@
 
 use super::{apply, inputs_for, Coord, Error, Event, Sink};
 use crate::board::Board;
-use crate::engine::{self, Note, Plan};
+use crate::engine::{self, Note, Plan, Transition};
 use crate::sign::KeyRing;
-use crate::store::{Loaded, Origin, Recorded, Store, Walk};
+use crate::store::{Applied, Loaded, Origin, Recorded, Store, Walk};
 use jiff::Timestamp;
+use std::cell::RefCell;
 use std::time::Duration;
 
 /// How many times one pass plans again after a task file could not be moved or rewritten
@@ -19,6 +20,8 @@ const MAX_ROUNDS: usize = 8;
 pub struct Ticked {
     /// The commits it made.
     pub commits: usize,
+    /// The transitions it committed, in order.
+    pub transitions: Vec<Moved>,
     /// Files the pass left alone because a person must act (refused symlinks, stray files,
     /// files that do not read, duplicate ids), one line each, secrets redacted.
     pub attention: Vec<String>,
@@ -30,6 +33,31 @@ pub struct Ticked {
     pub quiet: bool,
     /// The earliest instant (system clock) a file still being written settles, when one is.
     pub settles_at: Option<Timestamp>,
+}
+
+/// A transition a tick committed, without its file operations.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Moved {
+    /// The task (or agent, for profile updates) it concerns.
+    pub task: String,
+    /// The state before (`new` for created files).
+    pub from: String,
+    /// The state after.
+    pub to: String,
+    /// The summary line, secrets redacted, on one line.
+    pub summary: String,
+}
+
+impl Moved {
+    /// Returns what `t` did.
+    pub fn of(t: &Transition) -> Moved {
+        Moved {
+            task: t.subject.clone(),
+            from: t.from.clone(),
+            to: t.to.clone(),
+            summary: crate::redact::one_line(&t.summary),
+        }
+    }
 }
 
 /// What a dry run found: the board and the plan a tick would carry out now.
@@ -110,12 +138,19 @@ fn pass(store: &Store, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Result<Ti
     }
     let (mut board, recorded) = load_recorded(store, sink, now, walked)?;
     let inputs = inputs_for(store, now, keys);
+    let committed = RefCell::new(Vec::new());
+    let collect = |event: &Event<'_>| {
+        if let Event::Applied(t, Applied::Committed | Applied::LeftAsFound(_)) = event {
+            committed.borrow_mut().push(Moved::of(t));
+        }
+        sink(event);
+    };
     let mut commits = 0;
     let mut rounds = 0;
     let plan = loop {
         let plan = engine::plan(&board, &inputs);
         let skipped = store.skipped_count();
-        commits += apply(store, sink, &plan, now, Origin::Tick)?;
+        commits += apply(store, &collect, &plan, now, Origin::Tick)?;
         rounds += 1;
         if store.skipped_count() == skipped || rounds == MAX_ROUNDS {
             break plan;
@@ -135,6 +170,7 @@ fn pass(store: &Store, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Result<Ti
     }
     Ok(Ticked {
         commits,
+        transitions: committed.into_inner(),
         attention,
         skipped,
         quiet: false,

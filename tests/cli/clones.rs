@@ -664,12 +664,14 @@ fn a_claim_written_before_operations_were_named_is_still_replayed_by_meaning() {
     a.git(&["commit", "--amend", "-q", "-m", &old]);
     let log: serde_json::Value =
         serde_json::from_str(&a.ok(&["log", "t-0", "--json"])).expect("json");
+    let log = &log["entries"];
     assert_eq!(log[0]["to"], "assigned");
     assert_eq!(log[0]["op"], serde_json::Value::Null, "{log}");
     b.ok(&["claim", "--agent", "p2"]);
     b.ok(&["sync"]);
     let log: serde_json::Value =
         serde_json::from_str(&b.ok(&["log", "t-0", "--json"])).expect("json");
+    let log = &log["entries"];
     assert_eq!(log[0]["op"], "claim", "{log}");
     let (_, err) = a.code(&["sync"], 0);
     assert!(err.contains("lost claim"), "{err}");

@@ -334,7 +334,7 @@ fn show_and_log() {
     assert!(t1.lines().all(|l| l.contains("t1")), "{t1}");
     let json: serde_json::Value =
         serde_json::from_str(&r.ok(&["--json", "log", "t1"])).expect("json");
-    let rows = json.as_array().expect("array");
+    let rows = json["entries"].as_array().expect("array");
     assert_eq!(rows.len(), 2);
     assert_eq!(
         (rows[0]["from"].as_str(), rows[0]["to"].as_str()),

@@ -124,6 +124,8 @@ fn claim_prints_the_attempt_and_a_json_receipt() {
     assert_eq!(
         receipt,
         json!({
+            "version": 1,
+            "claimed": true,
             "id": "y",
             "agent": "bob",
             "attempt": 1,

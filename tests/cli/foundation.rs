@@ -359,7 +359,9 @@ fn agents_add_and_list() {
         "{list}"
     );
     assert!(lines[1].contains("review"), "{list}");
-    let json: serde_json::Value = serde_json::from_str(&r.ok(&["--json", "agents"])).expect("json");
+    let answer: serde_json::Value =
+        serde_json::from_str(&r.ok(&["--json", "agents"])).expect("json");
+    let json = &answer["agents"];
     let names: Vec<&str> = json
         .as_array()
         .expect("array")
@@ -468,13 +470,14 @@ fn json_and_quiet_flags() {
     let json: serde_json::Value = serde_json::from_str(&r.ok(&["--json", "tick"])).expect("json");
     assert_eq!(
         json,
-        serde_json::json!({"transitions": 0, "skipped": 0, "attention": []})
+        serde_json::json!({"version": 1, "dry_run": false, "commits": 0, "transitions": [],
+            "skipped": 0, "attention": [], "notes": []})
     );
     let json: serde_json::Value =
         serde_json::from_str(&r.ok(&["--json", "new", "Two", "--id", "t2"])).expect("json");
     assert_eq!(
         json,
-        serde_json::json!({"id": "t2", "path": "work/inbox/t2.yaml", "created": true})
+        serde_json::json!({"version": 1, "id": "t2", "path": "work/inbox/t2.yaml", "created": true})
     );
 }
 

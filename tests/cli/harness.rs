@@ -1,5 +1,5 @@
 //! The test repo: a temp dir with a git repo, a fixed clock, no user or system git config,
-//! and helpers to write task files, run coord and git, and look at the result.
+//! coord run with a cleared environment and a HOME of its own, and helpers to write task files, run coord and git, and look at the result.
 
 #![allow(dead_code)]
 
@@ -14,6 +14,8 @@ pub const T0: &str = "2026-11-22T10:00:00Z";
 /// A temporary repository driven through the real binary.
 pub struct TestRepo {
     dir: tempfile::TempDir,
+    /// The HOME coord runs with: an empty folder of this repo's own, outside it.
+    home: tempfile::TempDir,
     /// The clock passed as COORD_NOW.
     pub now: String,
 }
@@ -23,6 +25,7 @@ impl TestRepo {
     pub fn empty() -> TestRepo {
         TestRepo {
             dir: tempfile::tempdir().expect("tempdir"),
+            home: tempfile::tempdir().expect("tempdir"),
             now: T0.to_string(),
         }
     }
@@ -32,6 +35,7 @@ impl TestRepo {
     pub fn empty_in(parent: &Path) -> TestRepo {
         TestRepo {
             dir: tempfile::tempdir_in(parent).expect("tempdir"),
+            home: tempfile::tempdir_in(parent).expect("tempdir"),
             now: T0.to_string(),
         }
     }
@@ -48,6 +52,7 @@ impl TestRepo {
         };
         TestRepo {
             dir,
+            home: tempfile::tempdir().expect("tempdir"),
             now: T0.to_string(),
         }
     }
@@ -71,6 +76,11 @@ impl TestRepo {
     /// Returns the repo root.
     pub fn path(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// Returns the HOME coord runs with.
+    pub fn home(&self) -> &Path {
+        self.home.path()
     }
 
     /// Returns an absolute path inside the repo.
@@ -100,6 +110,9 @@ impl TestRepo {
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::cargo_bin("coord").expect("binary");
         c.arg("-C").arg(self.path()).args(args);
+        c.env_clear()
+            .env("PATH", search_path())
+            .env("HOME", self.home());
         env(&mut c, &self.now);
         c
     }
@@ -117,6 +130,9 @@ impl TestRepo {
     pub fn spawn_cmd(&self, args: &[&str]) -> std::process::Command {
         let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("coord"));
         c.arg("-C").arg(self.path()).args(args);
+        c.env_clear()
+            .env("PATH", search_path())
+            .env("HOME", self.home());
         for (k, v) in git_env() {
             c.env(k, v);
         }
@@ -273,6 +289,11 @@ pub fn git_in(dir: &Path, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Returns the PATH coord runs with (it runs git and `sh`): the test's own.
+fn search_path() -> std::ffi::OsString {
+    std::env::var_os("PATH").unwrap_or_default()
 }
 
 /// The environment every coord and git process gets: no user config, fixed identity.

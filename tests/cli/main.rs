@@ -27,6 +27,7 @@ mod patterns;
 mod perf_cache;
 mod resilience;
 mod scale;
+mod schemas;
 mod serve;
 mod ship;
 mod smoke;

@@ -31,7 +31,8 @@ fn a_large_tick_commits_in_groups_and_log_shows_every_transition() {
         n + assigned
     );
     let log = r.ok(&["log", "--json"]);
-    let entries: Vec<serde_json::Value> = serde_json::from_str(&log).expect("json");
+    let answer: serde_json::Value = serde_json::from_str(&log).expect("json");
+    let entries = answer["entries"].as_array().expect("entries");
     let moves = |id: &str| -> Vec<(String, String)> {
         entries
             .iter()
