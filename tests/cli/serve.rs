@@ -52,7 +52,7 @@ fn serve_reads_tasks_with_etags_board_agents_health_and_openapi() {
     let board = s.get("/v1/board");
     assert_eq!(board.json()["counts"]["inbox"], 1);
     let agents = s.get("/v1/agents").json();
-    assert_eq!(agents, json_of(&r.ok(&["--json", "agents"])));
+    assert_eq!(agents, json_of(&r.ok(&["--json", "agents"]))["agents"]);
     assert_eq!(s.get("/healthz").json()["status"], "ok");
 
     let api = s.get("/v1/openapi.json").json();
