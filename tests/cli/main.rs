@@ -31,6 +31,7 @@ mod schemas;
 mod serve;
 mod ship;
 mod smoke;
+mod snapshots;
 mod steps;
 mod sync;
 mod trust;
