@@ -123,12 +123,12 @@ impl CliError {
         }
         if json {
             let text = serde_json::to_string(&self.to_json()).unwrap_or_default();
-            crate::cli::write_err(format_args!("{text}"));
+            crate::term::write_err(format_args!("{text}"));
             return;
         }
         for (i, line) in self.lines().iter().enumerate() {
             let label = if i == 0 { "error" } else { "caused by" };
-            crate::cli::write_err(format_args!("{label}: {line}"));
+            crate::term::write_err(format_args!("{label}: {line}"));
         }
     }
 }

@@ -28,6 +28,7 @@ pub mod serve;
 pub mod sign;
 pub mod store;
 pub mod sync;
+pub(crate) mod term;
 pub mod view;
 pub mod watch;
 pub mod yaml;

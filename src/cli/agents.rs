@@ -1,11 +1,10 @@
 //! `coord agents`: lists agents with their load and circuit; `coord agents add` creates a
-//! profile and commits it.
+//! profile and commits it. Both call [`crate::ops::Coord`] and print.
 
-use super::{Ctx, AGENT_WAIT};
-use crate::engine::{Op, Plan, Transition};
+use super::Ctx;
 use crate::model::AgentName;
-use crate::yaml::emit_block;
-use anyhow::{bail, Result};
+use crate::ops::NewAgent;
+use anyhow::Result;
 use serde_json::json;
 
 /// Arguments of `coord agents`.
@@ -42,14 +41,20 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
             capabilities,
             max_active,
             pull,
-        }) => add(ctx, &name, &capabilities, max_active, pull),
+        }) => add(
+            ctx,
+            NewAgent {
+                name,
+                capabilities,
+                max_active,
+                pull,
+            },
+        ),
     }
 }
 
 fn list(ctx: &Ctx) -> Result<()> {
-    let store = ctx.store()?;
-    let (board, _) = store.load()?;
-    let rows = crate::view::agents(&board);
+    let rows = ctx.coord()?.agents()?;
     if ctx.json {
         super::print_answer(json!({ "agents": rows }));
         return Ok(());
@@ -82,34 +87,11 @@ fn list(ctx: &Ctx) -> Result<()> {
     Ok(())
 }
 
-fn add(ctx: &Ctx, name: &AgentName, caps: &[String], max_active: u32, pull: bool) -> Result<()> {
-    let (coord, _lock) = ctx.session(AGENT_WAIT)?;
-    let store = coord.store();
-    let path = format!("{}/agents/{name}.yaml", store.work_dir());
-    if store.abs(&path).symlink_metadata().is_ok() {
-        bail!("{path} already exists; edit it instead");
-    }
-    let mut text = emit_block("capabilities", &json!(caps), 0);
-    text.push_str(&emit_block("max_active", &json!(max_active), 0));
-    if pull {
-        text.push_str("assign: pull\n");
-    }
-    let t = Transition {
-        subject: name.to_string(),
-        from: "agent".into(),
-        to: "added".into(),
-        summary: format!("add agent {name}"),
-        ops: vec![Op::Write {
-            path: path.clone(),
-            text,
-        }],
-        guard: Vec::new(),
-        op: None,
-    };
-    let commits = ctx.apply(store, &Plan::one(t))?;
+fn add(ctx: &Ctx, agent: NewAgent) -> Result<()> {
+    let added = ctx.coord()?.add_agent(&agent)?;
     if ctx.json {
         super::print_answer(
-            json!({"op": "agents add", "agent": name, "path": path, "commits": commits}),
+            json!({"op": "agents add", "agent": agent.name, "path": added.path, "commits": added.commits}),
         );
     }
     Ok(())

@@ -1,8 +1,7 @@
-//! `coord archive [--older-than 7d]`: moves old done and cancelled tasks to
-//! `archive/<YYYY-MM>/`, one commit each. The engine decides which (`engine::archive`).
+//! `coord archive [--older-than 7d] [--dry-run]`: calls [`crate::ops::Coord::archive`] and
+//! prints what moved (or would move).
 
-use super::{Ctx, AGENT_WAIT};
-use crate::engine::{archive, Note};
+use super::Ctx;
 use crate::model::Duration;
 use anyhow::Result;
 use serde_json::json;
@@ -20,43 +19,27 @@ pub struct Args {
 
 /// Runs `coord archive`.
 pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
-    let (coord, _lock) = ctx.session(AGENT_WAIT)?;
-    let store = coord.store();
-    let (board, _) = store.load()?;
-    let age = args.older_than.map_or(store.config.archive_after, |d| {
-        Duration::from_secs(d.ceil_secs())
-    });
-    let plan = archive::plan(&board, &ctx.inputs(store), age);
-    for note in &plan.notes {
-        if let Note::Skipped { path, message } = note {
-            ctx.status(&format!("coord: {path}: {message}"));
+    let age = args.older_than.map(|d| Duration::from_secs(d.ceil_secs()));
+    let done = ctx.coord()?.archive(age, args.dry_run)?;
+    for line in &done.left {
+        ctx.status(&format!("coord: {line}"));
+    }
+    if args.dry_run && !ctx.json {
+        for t in &done.planned {
+            out!("{}", t.summary);
         }
     }
-    let n = if args.dry_run {
-        if !ctx.json {
-            for t in &plan.transitions {
-                out!("{}", crate::redact::one_line(&t.summary));
-            }
-        }
-        0
-    } else {
-        ctx.apply(store, &plan)?
-    };
     if ctx.json {
-        let ts: Vec<_> = plan
-            .transitions
-            .iter()
-            .map(super::transition_json)
-            .collect();
         super::print_answer(json!({
             "dry_run": args.dry_run,
-            "older_than": age.to_string(),
-            "commits": n,
-            "transitions": ts,
+            "older_than": done.age.to_string(),
+            "commits": done.archived,
+            "transitions": done.planned,
         }));
-    } else if plan.transitions.is_empty() {
+    } else if done.planned.is_empty() {
         ctx.status(&format!(
-            "coord: nothing finished {age} ago or earlier to archive"
+            "coord: nothing finished {} ago or earlier to archive",
+            done.age
         ));
     }
     Ok(())

@@ -6,7 +6,7 @@
 //! code the CLI would give. "Nothing to claim" is an answer, not an error. stdout carries the
 //! protocol only; status lines go to stderr.
 
-use super::{report, Ctx};
+use super::Ctx;
 use crate::engine::commands::{CommandError, Fence};
 use crate::error::UsageError;
 use crate::model::{AgentName, Priority, State, TaskId};
@@ -371,7 +371,9 @@ impl Server {
             ..ops::How::default()
         };
         self.answer(|ctx| {
-            report::report(&ctx, &id, &verdict, &how, None)?;
+            ctx.coord()?
+                .report(&id, &verdict, &how, None)?
+                .accepted(&id)?;
             Ok(json!({"id": id, "attempt": attempt, "recorded": true}))
         })
     }

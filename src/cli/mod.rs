@@ -213,15 +213,31 @@ impl Ctx {
         let opts = ops::Options {
             now: Some(self.now),
             wait: self.wait,
+            ..ops::Options::default()
         };
         Ok(Coord::open(&self.dir, opts)?.with_sink(self.sink()))
+    }
+
+    /// Returns how a long-running command opens the repo for each call: at the clock given,
+    /// else at the system clock's time of the call; printing as [`Ctx::sink`] does.
+    pub fn opener(&self) -> ops::Opener {
+        let opts = ops::Options {
+            now: self.now_fixed.then_some(self.now),
+            wait: self.wait,
+            ..ops::Options::default()
+        };
+        ops::Opener::new(self.dir.clone(), opts, self.printer())
     }
 
     /// Returns the sink that prints an operation's events as status lines on stderr: nothing
     /// with `--quiet`, no line per commit with `--json`, details only with `--verbose`.
     pub fn sink(&self) -> ops::Sink {
+        Box::new(self.printer())
+    }
+
+    fn printer(&self) -> impl Fn(&Event<'_>) + Send + Sync + 'static {
         let (quiet, json, verbose) = (self.quiet, self.json, self.verbose > 0);
-        Box::new(move |event| {
+        move |event| {
             if quiet {
                 return;
             }
@@ -232,7 +248,7 @@ impl Ctx {
                 Event::Detail(_) => {}
                 Event::Applied(t, applied) => applied_line(t, applied, json),
             }
-        })
+        }
     }
 
     /// Opens the repo, takes the coordinator lock, finishes anything a killed run left and
@@ -390,20 +406,4 @@ fn transition_json(t: &Transition) -> serde_json::Value {
     serde_json::to_value(ops::Moved::of(t)).unwrap_or_default()
 }
 
-/// Writes one line to stdout; exits 0 when the reader went away, like other Unix tools.
-pub fn write_out(args: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    if let Err(e) = writeln!(stdout, "{args}") {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            std::process::exit(0);
-        }
-    }
-}
-
-/// Writes one line on stderr, ignoring a failed write: status and error lines are worth
-/// nothing to a reader that closed stderr, and printing must never panic.
-pub fn write_err(args: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "{args}");
-}
+pub use crate::term::{write_err, write_out};

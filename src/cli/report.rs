@@ -6,7 +6,7 @@ use super::Ctx;
 use crate::engine::commands::{CommandError, Fence};
 use crate::error::{CliError, Exit, JSON_VERSION};
 use crate::model::{AgentName, TaskId};
-use crate::ops::{self, Claimed, Reported, Verdict};
+use crate::ops::{self, Claimed, Verdict};
 use crate::yaml::{parse_bytes, Limits};
 use anyhow::{Context, Result};
 use serde_json::Value;
@@ -188,29 +188,22 @@ fn write_result(ctx: &Ctx, id: &TaskId, verdict: &Verdict, how: How) -> Result<(
 /// Reports `verdict` for task `id` as `coord complete`/`fail` do (here, or through `remote`):
 /// a refused report (a stale attempt, a task that moved on upstream) is an error. Returns the
 /// attempt the result is stamped with.
-pub fn report(
+fn report(
     ctx: &Ctx,
     id: &TaskId,
     verdict: &Verdict,
     written: &ops::How,
     remote: Option<&str>,
 ) -> Result<u32> {
-    let fence = &written.fence;
-    match ctx.coord()?.report(id, verdict, written, remote)? {
-        Reported::MovedOn { state } => Err(super::Found(format!(
-            "task '{id}' is {state} on the remote; the result was not accepted and is kept in its coord.history as stale_result"
-        ))
-        .into()),
-        Reported::Stale(refused) => Err(refused.into()),
-        Reported::Written { agent, attempt } if !fence.is_named() => {
-            let who = agent.map_or(String::new(), |a| format!(" of {a}"));
-            ctx.status(&format!(
-                "coord: stamped the result for attempt {attempt}{who}"
-            ));
-            Ok(attempt)
-        }
-        Reported::Written { attempt, .. } => Ok(attempt),
+    let reported = ctx.coord()?.report(id, verdict, written, remote)?;
+    let (agent, attempt) = reported.accepted(id)?;
+    if !written.fence.is_named() {
+        let who = agent.map_or(String::new(), |a| format!(" of {a}"));
+        ctx.status(&format!(
+            "coord: stamped the result for attempt {attempt}{who}"
+        ));
     }
+    Ok(attempt)
 }
 
 /// Runs `coord heartbeat`.

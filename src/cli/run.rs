@@ -285,7 +285,7 @@ impl Harness<'_> {
                 remote.one_at_a_time(|name| Ok(coord.tick_remote(&name).map(drop)?))
             }),
             None => Ctx {
-                wait: ctx.wait.or(Some(super::watch::TICK_WAIT)),
+                wait: ctx.wait.or(Some(crate::ops::TICK_WAIT)),
                 ..ctx.clone()
             }
             .coord()

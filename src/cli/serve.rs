@@ -36,7 +36,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         ..crate::watch::Options::default()
     });
     crate::serve::run(
-        ctx,
+        ctx.opener(),
         crate::serve::Options {
             listen: args.listen,
             token,

@@ -1,16 +1,10 @@
-//! `coord validate`: checks task files, agent profiles and coord.yaml, each against its own
-//! schema, and prints every problem as `path:line:column: message`; exit 1 when any file is
-//! invalid (with `--json`, one object holding the same lines). A written `result:` the tick would not accept is an error too. Unknown agents
-//! (also those a result's `next_agent` names) are warnings here (they may be added later).
+//! `coord validate`: calls [`crate::ops::validate`] and prints every problem as
+//! `path:line:column: message` (warnings on stderr); exit 1 when any file is invalid (with
+//! `--json`, one object holding the same lines).
 
 use super::{Ctx, Found};
-use crate::board::{Board, Checks};
-use crate::check::{self, Severity};
-use crate::model::{State, TaskId};
-use crate::schema::{Schema, Violation};
-use crate::yaml::Limits;
 use anyhow::Result;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Arguments of `coord validate`.
 #[derive(Debug, clap::Args)]
@@ -21,25 +15,11 @@ pub struct Args {
 
 /// Runs `coord validate`.
 pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
-    let store = ctx.store().ok();
-    let mut errors = Vec::new();
-    let mut warnings = Vec::new();
-    if args.paths.is_empty() {
-        let store = ctx.store()?;
-        let (board, _) = store.load_fresh()?;
-        check_board(&board, &mut errors, &mut warnings);
-    } else {
-        let builtin = Schema::builtin_task();
-        let schema = store.as_ref().map_or(&builtin, |s| s.task_schema());
-        let board = store.as_ref().and_then(|s| s.load().ok()).map(|(b, _)| b);
-        for p in &args.paths {
-            check_path(ctx, p, schema, board.as_ref(), &mut errors, &mut warnings);
-        }
-    }
+    let found = crate::ops::validate(&ctx.dir, &args.paths)?;
     let redact = |lines: &[String]| -> Vec<String> {
         lines.iter().map(|l| crate::redact::error_line(l)).collect()
     };
-    let (errors, warnings) = (redact(&errors), redact(&warnings));
+    let (errors, warnings) = (redact(&found.errors), redact(&found.warnings));
     if ctx.json {
         super::print_answer(serde_json::json!({
             "valid": errors.is_empty(),
@@ -63,176 +43,5 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
             errors.len()
         ))
         .into())
-    }
-}
-
-fn check_path(
-    ctx: &Ctx,
-    p: &Path,
-    schema: &Schema,
-    board: Option<&Board>,
-    errors: &mut Vec<String>,
-    warnings: &mut Vec<String>,
-) {
-    let shown = p.display().to_string();
-    let full = if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        ctx.dir.join(p)
-    };
-    let stem = p
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let bytes = match read_checked(&full) {
-        Ok(b) => b,
-        Err(e) => return errors.push(format!("{shown}:1:1: {e}")),
-    };
-    match kind_of(&full, board) {
-        FileKind::Config => return errors.extend(check_config(&full, &shown)),
-        FileKind::Profile => return errors.extend(check_profile(&bytes, &shown)),
-        FileKind::Task => {}
-    }
-    match check::read_task(&stem, &bytes, schema, &Limits::default()) {
-        Err(vs) => errors.extend(vs.iter().map(|v| v.render(&shown))),
-        Ok(task) => {
-            errors.extend(bad_result(&task, &shown));
-            if let (Some(board), Ok(id)) = (board, TaskId::new(&stem)) {
-                let ctx = Checks::new(board);
-                split(
-                    check::check_in_context(&id, &task, &ctx),
-                    &shown,
-                    errors,
-                    warnings,
-                );
-                let unknown = check::unknown_result_agents(&task, &ctx);
-                warnings.extend(unknown.iter().map(|v| v.render(&shown)));
-            }
-        }
-    }
-}
-
-/// What a file given to `coord validate` is, by where it sits.
-enum FileKind {
-    Config,
-    Profile,
-    Task,
-}
-
-fn kind_of(full: &Path, board: Option<&Board>) -> FileKind {
-    if full.file_name().is_some_and(|n| n == "coord.yaml") {
-        return FileKind::Config;
-    }
-    let agents_dir = board.map_or("work/agents".to_string(), |b| {
-        format!("{}/agents", b.work_dir)
-    });
-    let parent = full
-        .parent()
-        .map(|p| p.to_string_lossy().replace('\\', "/"));
-    if parent.is_some_and(|p| p.ends_with(&format!("/{agents_dir}"))) {
-        return FileKind::Profile;
-    }
-    FileKind::Task
-}
-
-/// Returns coord.yaml's problem, at its line and column, named as the user gave the path.
-fn check_config(full: &Path, shown: &str) -> Option<String> {
-    let e = crate::config::Config::load(full).err()?;
-    let pos = e.pos.unwrap_or(crate::yaml::Pos { line: 1, col: 1 });
-    Some(format!("{shown}:{}:{}: {}", pos.line, pos.col, e.message))
-}
-
-/// Returns every problem of an agent profile, checked against the profile schema.
-fn check_profile(bytes: &[u8], shown: &str) -> Vec<String> {
-    match crate::yaml::parse_bytes(bytes, &Limits::default()) {
-        Err(e) => vec![Violation::at(e.pos, e.message).render(shown)],
-        Ok(doc) if doc.value.is_null() => Vec::new(),
-        Ok(doc) => Schema::builtin_agent()
-            .validate(&doc)
-            .iter()
-            .map(|v| v.render(shown))
-            .collect(),
-    }
-}
-
-fn read_checked(p: &Path) -> Result<Vec<u8>, String> {
-    let meta = p
-        .symlink_metadata()
-        .map_err(|e| format!("cannot read: {e}"))?;
-    if meta.file_type().is_symlink() {
-        return Err("symlink refused; point at the file itself".into());
-    }
-    if meta.len() > Limits::default().max_bytes as u64 {
-        return Err(format!(
-            "file is larger than the {} byte limit",
-            Limits::default().max_bytes
-        ));
-    }
-    std::fs::read(p).map_err(|e| format!("cannot read: {e}"))
-}
-
-fn check_board(board: &Board, errors: &mut Vec<String>, warnings: &mut Vec<String>) {
-    let ctx = Checks::new(board);
-    for (id, live) in board.live_by_id() {
-        if live.len() > 1 {
-            let paths: Vec<&str> = live.iter().map(|f| f.path.as_str()).collect();
-            errors.push(format!(
-                "{}:1:1: duplicate id '{id}', also in {}",
-                paths[0],
-                paths[1..].join(", ")
-            ));
-        }
-    }
-    for f in &board.tasks {
-        if f.folder.state == State::Invalid {
-            continue;
-        }
-        match &f.read {
-            Err(vs) => errors.extend(vs.iter().map(|v| v.render(&f.path))),
-            Ok(task) if !f.folder.state.is_final() => {
-                errors.extend(bad_result(task, &f.path));
-                let unknown = check::unknown_result_agents(task, &ctx);
-                warnings.extend(unknown.iter().map(|v| v.render(&f.path)));
-                split(
-                    check::check_in_context(&f.id, task, &ctx),
-                    &f.path,
-                    errors,
-                    warnings,
-                );
-            }
-            Ok(_) => {}
-        }
-    }
-    for p in &board.problems {
-        warnings.push(format!("{}: {}", p.path, p.message));
-    }
-    // A profile's error is already `path:line:column: message`.
-    errors.extend(
-        board
-            .agents
-            .values()
-            .filter_map(|a| a.error.as_ref())
-            .map(|e| e.message.clone()),
-    );
-    errors.sort();
-}
-
-/// Returns the line for a `result:` the tick would not accept (`bad_result`), if any.
-fn bad_result(task: &check::TaskDoc, path: &str) -> Option<String> {
-    let why = task.bad_result.as_deref()?;
-    Some(check::bad_result_line(path, why))
-}
-
-fn split(
-    found: Vec<(Severity, crate::schema::Violation)>,
-    path: &str,
-    errors: &mut Vec<String>,
-    warnings: &mut Vec<String>,
-) {
-    for (sev, v) in found {
-        match sev {
-            Severity::UnknownAgent => warnings.push(v.render(path)),
-            Severity::Error => errors.push(v.render(path)),
-        }
     }
 }

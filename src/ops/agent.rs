@@ -103,6 +103,22 @@ pub enum Reported {
     },
 }
 
+impl Reported {
+    /// Returns the agent and attempt the result was written for, or the refusal a front end
+    /// reports for a result that was not accepted (kept in `coord.history` either way): a
+    /// stale attempt, or a task that moved on upstream.
+    pub fn accepted(self, id: &TaskId) -> Result<(Option<AgentName>, u32), Error> {
+        match self {
+            Reported::Written { agent, attempt } => Ok((agent, attempt)),
+            Reported::Stale(refused) => Err(Error::Command(refused)),
+            Reported::MovedOn { state } => Err(Error::MovedOn {
+                id: id.clone(),
+                state,
+            }),
+        }
+    }
+}
+
 impl Coord {
     /// Takes the best ready task for `agent` (pull model), here or on the tip of `remote` (see
     /// [`Coord::remote`]); after a lost race on the remote, the next best.

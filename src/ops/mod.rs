@@ -7,22 +7,29 @@
 //! nothing here prints. Does I/O through the store and the lock.
 
 mod agent;
+mod archive;
 mod doctor;
 mod log;
 mod new;
 mod person;
+mod prime;
+mod profiles;
 mod remote;
 mod status;
 #[cfg(test)]
 mod tests;
 mod tick;
+mod validate;
 
 pub use agent::{Claimed, How, Reported, Verdict};
+pub use archive::Archived;
 pub use doctor::{Finding, FindingCode};
 pub use log::LogEntry;
 pub use new::{Created, NewTask};
+pub use profiles::{AddedAgent, NewAgent};
 pub use status::{Status, Tentative};
-pub use tick::{describe, Moved, Planned, Ticked};
+pub use tick::{describe, Moved, Planned, Ticked, TICK_WAIT};
+pub use validate::{validate, Validation};
 
 use crate::engine::commands::CommandError;
 use crate::engine::{AcceptAll, Inputs, Plan, Transition};
@@ -31,9 +38,11 @@ use crate::lock::{self, CoordLock, LockError};
 use crate::sign::KeyRing;
 use crate::store::{Applied, Origin, Store, StoreError};
 use crate::sync::{self, SyncError};
+use crate::watch::SeenComplete;
 use jiff::Timestamp;
 use std::cell::OnceCell;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Why an operation failed. Each variant shows its cause's message and keeps the cause as its
@@ -61,6 +70,26 @@ pub enum Error {
     /// The operation refused to act (the message says why and what to do).
     #[error("{0}")]
     Refused(String),
+    /// On the remote the task had moved on: the result reported for it was not accepted and
+    /// is kept in its `coord.history` as a `stale_result`.
+    #[error("task '{id}' is {state} on the remote; the result was not accepted and is kept in its coord.history as stale_result")]
+    MovedOn {
+        /// The task.
+        id: crate::model::TaskId,
+        /// Its state on the remote.
+        state: String,
+    },
+    /// A file outside `work/` (AGENTS.md) could not be read or written.
+    #[error("cannot {what} {path}")]
+    Io {
+        /// `read` or `write`.
+        what: &'static str,
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// A file a command was to change could not be changed; nothing was committed for it.
     #[error("{path} could not be changed ({why}); nothing was committed for it")]
     Unchanged {
@@ -89,6 +118,62 @@ pub struct Options {
     /// How long a writing operation waits for another coordinator's lock; None for each
     /// operation's default (0 s for the tick and sync, 10 s for agent and person commands).
     pub wait: Option<Duration>,
+    /// Files a watcher saw closed by their writer (or renamed in) and not written since, with
+    /// their mtime and size then: loads read them without waiting for them to settle.
+    pub seen_complete: SeenComplete,
+}
+
+/// How a long-running front end (a watch loop, a server, an MCP server) opens the repository
+/// for each call: the folder, the options (a clock given once stays fixed, else each opening
+/// reads the system clock) and where events go. Cheap to clone and to share between threads.
+#[derive(Clone)]
+pub struct Opener {
+    /// The folder in the repository.
+    pub dir: PathBuf,
+    /// The options of each opening.
+    pub options: Options,
+    sink: Arc<dyn Fn(&Event<'_>) + Send + Sync>,
+}
+
+impl std::fmt::Debug for Opener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Opener")
+            .field("dir", &self.dir)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Opener {
+    /// Returns an opener of the repository around `dir` with `options`, reporting events to
+    /// `sink`.
+    pub fn new(
+        dir: PathBuf,
+        options: Options,
+        sink: impl Fn(&Event<'_>) + Send + Sync + 'static,
+    ) -> Opener {
+        Opener {
+            dir,
+            options,
+            sink: Arc::new(sink),
+        }
+    }
+
+    /// Opens the repository now (see [`Coord::open`]).
+    pub fn open(&self) -> Result<Coord, Error> {
+        self.open_with(self.options.clone())
+    }
+
+    /// Opens the repository now with other `options`, reporting to this opener's sink.
+    pub fn open_with(&self, options: Options) -> Result<Coord, Error> {
+        let sink = Arc::clone(&self.sink);
+        Ok(Coord::open(&self.dir, options)?.with_sink(Box::new(move |e| sink(e))))
+    }
+
+    /// Returns the instant an opening now would act at.
+    pub fn now(&self) -> Timestamp {
+        self.options.now.unwrap_or_else(Timestamp::now)
+    }
 }
 
 /// Something an operation did on its way, for a front end to show as it happens.
@@ -124,6 +209,15 @@ impl Coord {
     /// system clock's time.
     pub fn open(dir: &Path, opts: Options) -> Result<Coord, Error> {
         let store = Store::open(dir)?;
+        let store = match opts.seen_complete {
+            seen if seen.is_empty() => store,
+            seen => {
+                let root = store.root().to_path_buf();
+                let rel = |p: &Path| Some(p.strip_prefix(&root).ok()?.to_str()?.to_string());
+                let seen = seen.iter().filter_map(|(p, w)| Some((rel(p)?, *w)));
+                store.with_seen_complete(seen.collect())
+            }
+        };
         let now = opts.now.unwrap_or_else(Timestamp::now);
         Ok(Coord {
             store,

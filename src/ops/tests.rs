@@ -27,7 +27,7 @@ fn init(dir: &Path) {
 fn open(dir: &Path) -> Coord {
     let opts = Options {
         now: Some(NOW.parse::<Timestamp>().expect("time")),
-        wait: None,
+        ..Options::default()
     };
     Coord::open(dir, opts).expect("open")
 }

@@ -2,14 +2,20 @@
 //! changes, plan, apply, plan again without files that could not be moved), and the dry run
 //! that only plans. Reports what a person must look at as lines.
 
-use super::{apply, inputs_for, Coord, Error, Event, Sink};
+use super::{apply, inputs_for, Coord, Error, Event, Opener, Options, Sink};
 use crate::board::Board;
 use crate::engine::{self, Note, Plan, Transition};
+use crate::lock::LockError;
 use crate::sign::KeyRing;
 use crate::store::{Applied, Loaded, Origin, Recorded, Store, Walk};
+use crate::watch::{self, SeenComplete, Why};
 use jiff::Timestamp;
 use std::cell::RefCell;
 use std::time::Duration;
+
+/// How long a tick of a watch loop waits for an agent command to release the lock before
+/// trying again later (unless [`Options::wait`] says otherwise).
+pub const TICK_WAIT: Duration = Duration::from_secs(2);
 
 /// How many times one pass plans again after a task file could not be moved or rewritten
 /// (each time without the files skipped so far); what is left waits for the next tick.
@@ -111,6 +117,34 @@ impl Coord {
         };
         self.run_step(Some(remote), &mut step)?;
         Ok(ticked)
+    }
+
+    /// Runs one tick of a watch loop (`coord watch`, `coord serve --tick`): waits briefly for
+    /// the lock ([`TICK_WAIT`] unless [`Options::wait`]), so that agent commands run between
+    /// ticks; a lock still held then is [`watch::Ticked::Busy`] (said as a status line), not
+    /// an error. Says why it ran and what it made as a detail.
+    pub fn watch_tick(&self, why: Why) -> Result<watch::Ticked, Error> {
+        let _lock = match self.lock(TICK_WAIT) {
+            Ok(lock) => lock,
+            Err(e @ Error::Lock(LockError::Held { .. })) => {
+                self.emit(Event::Status(&format!("coord: {e}; trying again shortly")));
+                return Ok(watch::Ticked::Busy);
+            }
+            Err(e) => return Err(e),
+        };
+        let pass = pass(&self.store, &self.sink, self.now, self.keys())?;
+        let n = pass.commits;
+        self.emit(Event::Detail(&format!(
+            "coord: tick ({why:?}): {n} commits"
+        )));
+        Ok(match pass.settles_at {
+            Some(at) => {
+                let after = at.duration_since(Timestamp::now());
+                let after = Duration::try_from(after).unwrap_or_default();
+                watch::Ticked::Settling(n, after + Duration::from_millis(20))
+            }
+            None => watch::Ticked::Done(n),
+        })
     }
 
     /// Plans a tick without the lock and changes nothing (`coord tick --dry-run`).
@@ -253,5 +287,17 @@ fn describe_raw(note: &Note) -> String {
             format!("{path} is still being written; it is read once unchanged until {until}")
         }
         Note::Skipped { path, message } => format!("{path} left alone: {message}"),
+    }
+}
+
+impl Opener {
+    /// Opens the repository now, knowing the files a watcher saw complete, and runs one tick
+    /// of a watch loop ([`Coord::watch_tick`]).
+    pub fn watch_tick(&self, why: Why, seen: &SeenComplete) -> Result<watch::Ticked, Error> {
+        let options = Options {
+            seen_complete: seen.clone(),
+            ..self.options.clone()
+        };
+        self.open_with(options)?.watch_tick(why)
     }
 }

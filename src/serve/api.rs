@@ -7,10 +7,10 @@ use super::hub::Snapshot;
 use super::problem::Problem;
 use super::App;
 use crate::board::TaskFile;
-use crate::cli::Ctx;
 use crate::engine::commands::{self, Fence};
 use crate::model::{AgentName, Priority, State, TaskId};
 use crate::ops::NewTask;
+use crate::ops::Opener;
 use crate::ops::{self, Coord, How, Reported, Verdict};
 use axum::body::Bytes;
 use axum::extract::rejection::{PathRejection, QueryRejection};
@@ -304,8 +304,8 @@ async fn task_log(
         Some(c) => Some(parts_of(c)?.concat()),
         None => None,
     };
-    let ctx = app.hub.ctx();
-    let entries = blocking(move || log_of(&ctx, &id, None)).await?;
+    let opener = app.hub.opener();
+    let entries = blocking(move || log_of(&opener, &id, None)).await?;
     let start = match &after {
         Some(oid) => entries
             .iter()
@@ -347,10 +347,10 @@ async fn create(With(app): With<Arc<App>>, headers: HeaderMap, body: Bytes) -> A
         }
         task.idempotency_key = Some(key.to_string());
     }
-    let ctx = app.hub.ctx();
+    let opener = app.hub.opener();
     let made = blocking(move || {
-        let made = ctx.coord().and_then(|c| Ok(c.new_task(&task)?));
-        made.map_err(|e| Problem::of_anyhow(&e))
+        let made = opener.open().and_then(|c| c.new_task(&task));
+        made.map_err(|e| Problem::of(&e))
     })
     .await?;
     if !made.same {
@@ -444,9 +444,9 @@ async fn act(
         )));
     }
     let b: ActBody = parse_body(&body)?;
-    let ctx = app.hub.ctx();
+    let opener = app.hub.opener();
     let task = id.clone();
-    let receipt = blocking(move || run_action(&ctx, &task, &action, b)).await?;
+    let receipt = blocking(move || run_action(&opener, &task, &action, b)).await?;
     refresh(&app).await;
     let body = match receipt {
         Some(r) => r,
@@ -456,11 +456,16 @@ async fn act(
 }
 
 /// Runs one action through the library's operations; returns the claim's receipt.
-fn run_action(ctx: &Ctx, id: &TaskId, action: &str, b: ActBody) -> Result<Option<Value>, Problem> {
+fn run_action(
+    opener: &Opener,
+    id: &TaskId,
+    action: &str,
+    b: ActBody,
+) -> Result<Option<Value>, Problem> {
     let need = |v: Option<String>, what: &str| {
         v.ok_or_else(|| Problem::bad(format!("{action} needs \"{what}\" in the body")))
     };
-    let coord = ctx.coord().map_err(|e| Problem::of_anyhow(&e))?;
+    let coord = opener.open().map_err(|e| Problem::of(&e))?;
     let fail = |e: ops::Error| Problem::of(&e);
     let how = How {
         fence: b.fence(),
@@ -567,8 +572,12 @@ async fn health(With(app): With<Arc<App>>) -> Answer {
 
 /// Returns task `id`'s transitions, newest first, at most `limit`, as `coord log --json`
 /// prints them.
-pub(crate) fn log_of(ctx: &Ctx, id: &TaskId, limit: Option<usize>) -> Result<Vec<Value>, Problem> {
-    let coord = ctx.coord().map_err(|e| Problem::of_anyhow(&e))?;
+pub(crate) fn log_of(
+    opener: &Opener,
+    id: &TaskId,
+    limit: Option<usize>,
+) -> Result<Vec<Value>, Problem> {
+    let coord = opener.open().map_err(|e| Problem::of(&e))?;
     let entries = coord.log(Some(id), limit).map_err(|e| Problem::of(&e))?;
     Ok(entries.iter().map(|e| json!(e)).collect())
 }

@@ -46,7 +46,7 @@ fn sse(ev: &HubEvent) -> Event {
 /// `GET /metrics`.
 pub async fn metrics(With(app): With<Arc<App>>) -> Response {
     let snap = app.hub.snapshot();
-    let now = app.hub.ctx().now;
+    let now = app.hub.opener().now();
     let text = {
         let counters = app.hub.counters.lock().unwrap_or_else(|e| e.into_inner());
         super::metrics::render(&snap, &counters, app.hub.listeners(), now)

@@ -371,9 +371,9 @@ async fn task(
     let id = task_id(p)?;
     let snap = app.hub.snapshot();
     let copies = crate::view::task_copies(&snap.board, &id).map_err(|e| Problem::of_command(&e))?;
-    let ctx = app.hub.ctx();
+    let opener = app.hub.opener();
     let log_id = id.clone();
-    let log = blocking(move || super::api::log_of(&ctx, &log_id, Some(200))).await?;
+    let log = blocking(move || super::api::log_of(&opener, &log_id, Some(200))).await?;
     let notes = Notes::of(&snap.view);
     let mut main = String::from("<main class=\"page task\">");
     for c in &copies {

@@ -7,8 +7,8 @@
 
 use super::metrics::Counters;
 use crate::board::Board;
-use crate::cli::Ctx;
 use crate::model::{Priority, State, TaskId};
+use crate::ops::Opener;
 use crate::store::Store;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
@@ -70,7 +70,7 @@ pub struct Event {
 
 /// The shared state of the server: the snapshot, the event channel and the counters.
 pub struct Hub {
-    ctx: Mutex<Ctx>,
+    opener: Opener,
     current: RwLock<Arc<Snapshot>>,
     reloading: Mutex<()>,
     events: broadcast::Sender<Arc<Event>>,
@@ -81,12 +81,12 @@ pub struct Hub {
 }
 
 impl Hub {
-    /// Reads the repository around `ctx.dir` for the first time.
-    pub fn open(ctx: Ctx) -> Result<Arc<Hub>, HubError> {
-        let first = load(&ctx, 1)?;
+    /// Reads the repository around `opener.dir` for the first time.
+    pub fn open(opener: Opener) -> Result<Arc<Hub>, HubError> {
+        let first = load(&opener, 1)?;
         let (events, _) = broadcast::channel(1024);
         Ok(Arc::new(Hub {
-            ctx: Mutex::new(ctx),
+            opener,
             current: RwLock::new(Arc::new(first)),
             reloading: Mutex::new(()),
             events,
@@ -104,12 +104,10 @@ impl Hub {
             .clone()
     }
 
-    /// Returns the command context for one request, its clock read now.
-    pub fn ctx(&self) -> Ctx {
-        self.ctx
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .refreshed()
+    /// Returns how a request opens the repository (each opening reads the clock, unless it
+    /// was given).
+    pub fn opener(&self) -> Opener {
+        self.opener.clone()
     }
 
     /// Returns a receiver of every event published from now on.
@@ -127,9 +125,8 @@ impl Hub {
         let _one_at_a_time = self.reloading.lock().unwrap_or_else(|e| e.into_inner());
         self.dirty.store(false, Ordering::SeqCst);
         let old = self.snapshot();
-        let ctx = self.ctx();
-        let mut new = load(&ctx, old.generation)?;
-        let mut events = commit_transitions(&ctx.dir, &old, &new)?;
+        let mut new = load(&self.opener, old.generation)?;
+        let mut events = commit_transitions(&self.opener.dir, &old, &new)?;
         let explained: HashSet<String> = events
             .iter()
             .filter_map(|e| e["task"].as_str().map(str::to_string))
@@ -172,7 +169,7 @@ impl Hub {
     /// changes under `work/` (notify), and rebuilds every 10 s regardless.
     pub fn watch(self: &Arc<Hub>) -> Result<(), HubError> {
         let snap = self.snapshot();
-        let dir = self.ctx().dir;
+        let dir = self.opener.dir.clone();
         let store = Store::open(&dir)?;
         let work = store.abs(&snap.board.work_dir);
         let hub = Arc::clone(self);
@@ -204,7 +201,7 @@ impl Hub {
             if moved || due || self.dirty.load(Ordering::SeqCst) {
                 last = Instant::now();
                 if let Err(e) = self.refresh() {
-                    crate::cli::write_err(format_args!(
+                    crate::term::write_err(format_args!(
                         "coord serve: cannot read the repository: {}",
                         crate::redact::error_line(&e.to_string())
                     ));
@@ -215,13 +212,14 @@ impl Hub {
 }
 
 /// Reads the board and the status view.
-fn load(ctx: &Ctx, generation: u64) -> Result<Snapshot, HubError> {
+fn load(opener: &Opener, generation: u64) -> Result<Snapshot, HubError> {
     let started = Instant::now();
-    let store = Store::open(&ctx.dir)?;
+    let coord = opener.open()?;
+    let store = coord.store();
     let head = store.repo.head()?.oid.map(|o| o.to_string());
     let (board, _) = store.load()?;
-    let reasons = crate::view::invalid_reasons(&store, &board);
-    let view = crate::view::board::view(&board, &ctx.inputs(&store), &reasons);
+    let reasons = crate::view::invalid_reasons(store, &board);
+    let view = crate::view::board::view(&board, &coord.inputs(), &reasons);
     Ok(Snapshot {
         generation,
         head,

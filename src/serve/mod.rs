@@ -13,7 +13,7 @@ pub mod metrics;
 pub mod problem;
 pub mod ticker;
 
-use crate::cli::Ctx;
+use crate::ops::Opener;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 use axum::Router;
@@ -90,13 +90,12 @@ async fn not_found(uri: axum::http::Uri) -> problem::Problem {
 
 /// Serves until SIGINT or SIGTERM; prints the address it listens on (`http://…`) on stdout
 /// once it accepts connections (and, with `tick`, once its tick loop watches).
-pub fn run(ctx: &Ctx, opts: Options) -> Result<(), ServeError> {
+pub fn run(mut opener: Opener, opts: Options) -> Result<(), ServeError> {
     if !opts.listen.ip().is_loopback() && opts.token.is_none() {
         return Err(ServeError::NeedsToken(opts.listen));
     }
-    let mut ctx = ctx.clone();
-    ctx.wait.get_or_insert(WRITE_WAIT);
-    let hub = hub::Hub::open(ctx)?;
+    opener.options.wait.get_or_insert(WRITE_WAIT);
+    let hub = hub::Hub::open(opener)?;
     hub.watch()?;
     let io = |source| ServeError::Io {
         addr: opts.listen,
@@ -119,8 +118,8 @@ pub fn run(ctx: &Ctx, opts: Options) -> Result<(), ServeError> {
         hub,
         token: opts.token,
     });
-    crate::cli::write_out(format_args!("http://{addr}"));
-    crate::cli::write_err(format_args!(
+    crate::term::write_out(format_args!("http://{addr}"));
+    crate::term::write_err(format_args!(
         "coord: serving the board on http://{addr}/ and the API under /v1; Ctrl-C stops"
     ));
     // Not a graceful shutdown: event streams never end by themselves, and every write is

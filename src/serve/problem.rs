@@ -82,11 +82,7 @@ impl Problem {
             c.downcast_ref::<ops::Error>(),
             Some(ops::Error::Usage(_) | ops::Error::Refused(_))
         );
-        if refused || c.downcast_ref::<UsageError>().is_some() {
-            return Some(Problem::bad(c.to_string()));
-        }
-        c.downcast_ref::<crate::cli::Found>()
-            .map(|f| Problem::conflict(f.0.clone()))
+        (refused || c.downcast_ref::<UsageError>().is_some()).then(|| Problem::bad(c.to_string()))
     }
 
     /// Returns the answer for an `anyhow` error of a command.

@@ -31,8 +31,7 @@ pub fn start(hub: Arc<Hub>, opts: watch::Options) -> Result<JoinHandle<()>, Serv
 
 /// Runs the loop; says on `started` once it watches, or why it could not.
 fn run(hub: &Hub, opts: &watch::Options, started: Sender<Result<(), ServeError>>) {
-    let ctx = hub.ctx();
-    let store = match Store::open(&ctx.dir) {
+    let store = match Store::open(&hub.opener().dir) {
         Ok(s) => s,
         Err(e) => {
             let _ = started.send(Err(ServeError::Repo(e.into())));
@@ -43,7 +42,7 @@ fn run(hub: &Hub, opts: &watch::Options, started: Sender<Result<(), ServeError>>
     let mut waiting = Some(started);
     let mut tick = |why: Why, seen: &SeenComplete| {
         let began = Instant::now();
-        let done = crate::cli::watch::tick(&hub.ctx(), why, seen);
+        let done = hub.opener().watch_tick(why, seen);
         if let Ok(Ticked::Done(_) | Ticked::Settling(..)) = done {
             hub.ticked(began.elapsed());
         }
@@ -53,16 +52,16 @@ fn run(hub: &Hub, opts: &watch::Options, started: Sender<Result<(), ServeError>>
         if let Some(s) = waiting.take() {
             let _ = s.send(Ok(()));
         }
-        crate::cli::write_err(format_args!("{line}"));
+        crate::term::write_err(format_args!("{line}"));
     };
     let ran = watch::run(&store.repo, &work, opts, &mut tick, &mut say);
     match (ran, waiting) {
-        (Ok(ticks), _) => crate::cli::write_err(format_args!(
+        (Ok(ticks), _) => crate::term::write_err(format_args!(
             "coord serve: stopped ticking after {ticks} ticks"
         )),
         (Err(e), Some(s)) => {
             let _ = s.send(Err(ServeError::Tick(e)));
         }
-        (Err(e), None) => crate::cli::write_err(format_args!("coord serve --tick: {e}")),
+        (Err(e), None) => crate::term::write_err(format_args!("coord serve --tick: {e}")),
     }
 }

@@ -573,8 +573,7 @@ impl Store {
         }
         let prefix = format!("{}/", self.work_dir());
         let scan = self.repo.changes_under(&prefix)?;
-        let seen = self.seen_complete.borrow();
-        let settle = self.settle_rule(&seen);
+        let settle = self.settle_rule(&self.seen_complete);
         let mut settling = false;
         let changed: Vec<String> = scan
             .paths

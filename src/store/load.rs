@@ -67,8 +67,7 @@ impl Store {
     /// Reads the files of a walk (from `cache` when their key matches) into a board.
     fn build(&self, walked: Walk, mut cache: StatCache) -> Result<(Board, Loaded), StoreError> {
         let limits = Limits::default();
-        let seen = self.seen_complete.borrow();
-        let settle = self.settle_rule(&seen);
+        let settle = self.settle_rule(&self.seen_complete);
         let mut missed = HashMap::new();
         let mut settling = Vec::new();
         let mut files = Vec::with_capacity(walked.files.len());
@@ -154,11 +153,12 @@ impl Store {
         }
     }
 
-    /// Tells the next loads which files `coord watch` saw closed by their writer or renamed
-    /// in and not written since (repo-relative paths), with their mtime and size then: those
-    /// are complete while they still have them.
-    pub fn set_seen_complete(&self, seen: HashMap<String, Written>) {
-        *self.seen_complete.borrow_mut() = seen;
+    /// Returns this store knowing which files `coord watch` saw closed by their writer or
+    /// renamed in and not written since (repo-relative paths), with their mtime and size
+    /// then: its loads take those as complete while they still have them.
+    pub fn with_seen_complete(mut self, seen: HashMap<String, Written>) -> Store {
+        self.seen_complete = seen;
+        self
     }
 
     /// Returns whether a file holds exactly what HEAD or the index has at its path.

@@ -92,7 +92,7 @@ pub struct Store {
     /// Task files this run left where they were after a file operation on them failed.
     skipped: RefCell<std::collections::BTreeMap<String, String>>,
     /// Files `coord watch` saw closed by their writer or renamed in and not written since.
-    seen_complete: RefCell<std::collections::HashMap<String, Written>>,
+    seen_complete: std::collections::HashMap<String, Written>,
     /// The attempt high-water marks read so far.
     marks: attempts::MarksCell,
 }
@@ -146,7 +146,7 @@ impl Store {
             touched: RefCell::new(Vec::new()),
             unsynced: RefCell::default(),
             skipped: RefCell::default(),
-            seen_complete: RefCell::default(),
+            seen_complete: Default::default(),
             marks: RefCell::new(None),
         })
     }

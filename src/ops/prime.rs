@@ -1,0 +1,165 @@
+//! `prime`: the instructions an agent working in this repo needs (its name, how to take work,
+//! how to report, what not to touch), as text, or installed into a marked section of
+//! AGENTS.md at the repo root, replacing that section and nothing else.
+
+use super::{Coord, Error};
+use crate::model::AgentName;
+use std::path::Path;
+
+/// The line that opens coord's section of AGENTS.md.
+pub const BEGIN: &str =
+    "<!-- coord:prime:begin (written by 'coord prime --install'; edits inside are replaced) -->";
+/// The line that closes coord's section of AGENTS.md.
+pub const END: &str = "<!-- coord:prime:end -->";
+
+impl Coord {
+    /// Returns the instructions for `agent` (None: a placeholder the reader fills in).
+    pub fn prime(&self, agent: Option<&AgentName>) -> String {
+        let agent = agent.map_or("<you>", |a| a.as_str());
+        instructions(agent, self.store().work_dir())
+    }
+
+    /// Writes the instructions for `agent` into coord's section of AGENTS.md at the repo
+    /// root (replacing that section, or appending one); returns whether the file changed.
+    pub fn install_prime(&self, agent: Option<&AgentName>) -> Result<bool, Error> {
+        let path = self.store().root().join("AGENTS.md");
+        install(&path, &self.prime(agent))
+    }
+}
+
+/// Writes `text` between the markers of `path`: replaces the section when there is one,
+/// appends it otherwise (creating the file). Returns whether the file changed.
+fn install(path: &Path, text: &str) -> Result<bool, Error> {
+    let io = |what: &'static str| {
+        move |source| Error::Io {
+            what,
+            path: path.display().to_string(),
+            source,
+        }
+    };
+    let old = match std::fs::read_to_string(path) {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(io("read")(e)),
+    };
+    let new = with_section(&old, text).map_err(|why| {
+        Error::Refused(format!(
+            "{}: {why}; keep one '{BEGIN}' line followed by one '{END}' line, or remove both",
+            path.display()
+        ))
+    })?;
+    if new == old {
+        return Ok(false);
+    }
+    std::fs::write(path, new).map_err(io("write"))?;
+    Ok(true)
+}
+
+/// Returns `doc` with coord's section set to `text`; people's text around it is kept byte
+/// for byte.
+fn with_section(doc: &str, text: &str) -> Result<String, &'static str> {
+    let section = format!("{BEGIN}\n{}\n{END}\n", text.trim_end());
+    let begin = find_line(doc, BEGIN);
+    let end = find_line(doc, END);
+    match (begin, end) {
+        (None, None) => {
+            let mut out = doc.to_string();
+            if !out.is_empty() {
+                if !out.ends_with('\n') {
+                    out.push('\n');
+                }
+                out.push('\n');
+            }
+            out.push_str(&section);
+            Ok(out)
+        }
+        (Some(b), Some(e)) if b < e => {
+            let after = doc[e..].find('\n').map_or(doc.len(), |n| e + n + 1);
+            Ok(format!("{}{section}{}", &doc[..b], &doc[after..]))
+        }
+        (Some(_), Some(_)) => Err("the end marker comes before the begin marker"),
+        (Some(_), None) => Err("the begin marker has no end marker"),
+        (None, Some(_)) => Err("the end marker has no begin marker"),
+    }
+}
+
+/// Returns the byte offset of the line that starts with `marker`'s stem (the text before any
+/// parenthesis), so an older wording of the marker is still found.
+fn find_line(doc: &str, marker: &str) -> Option<usize> {
+    let stem = marker.split(" (").next().unwrap_or(marker);
+    let mut at = 0;
+    for line in doc.split_inclusive('\n') {
+        if line.trim_start().starts_with(stem) {
+            return Some(at);
+        }
+        at += line.len();
+    }
+    None
+}
+
+/// Returns the instructions for `agent` in a repo whose work folder is `work`.
+pub fn instructions(agent: &str, work: &str) -> String {
+    format!(
+        r#"## Working with coord (tasks in {work}/)
+
+Tasks here are YAML files managed by `coord`; a task's state is the folder it is in. You are
+agent `{agent}`: pass `--agent {agent}` (or set `COORD_AGENT={agent}`) on every agent command.
+
+Take work:
+- Tasks assigned to you are in `{work}/assigned/{agent}/`. Read one with `coord show <id>`
+  (`--json` for machines): `title`, `description`, and `coord.input` (the input with expressions
+  resolved; `input.previous` is the previous step's output).
+- A pull agent takes the best ready task with `coord claim --agent {agent}`: it prints the id
+  and the attempt; exit 4 means nothing to claim.
+- Or let coord drive you: `coord run {agent} -- <command>` runs the command once per task (task
+  JSON on stdin, COORD_TASK_ID / COORD_ATTEMPT in the environment) and reports for it.
+
+Report (always for the attempt you were given):
+- Done: `coord complete <id> --agent {agent} --attempt <n> --output result.yaml` (or
+  `--output -` to read YAML/JSON from stdin); `--next-agent <name>` hands off.
+- Failed: `coord fail <id> --agent {agent} --attempt <n> --error "what went wrong"`; add
+  `--fatal` when another attempt cannot help.
+- Long work: `coord heartbeat <id> --agent {agent} --attempt <n>` before the lease in
+  `coord.lease_expires_at` ends, or the task is taken back as timed out.
+- A refused report (exit 1, stale attempt) means the task moved on: drop your result.
+
+Do not touch:
+- The `coord:` block of any task file (coord owns it) and the `result:` block of tasks that are
+  not yours; never move task files between folders yourself.
+- Other agents' folders under `{work}/assigned/`, `{work}/agents/*.yaml`, and `coord.yaml`.
+- To add work, use `coord new "<title>" --agent <name>` rather than writing files by hand.
+
+See the board with `coord status`, a task's history with `coord log <id>`.
+"#
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn section_is_replaced_in_place_and_text_around_it_kept() {
+        let doc = "# Notes\n\nmine\n";
+        let once = with_section(doc, "v1").expect("ok");
+        assert!(once.starts_with("# Notes\n\nmine\n\n"));
+        let twice = with_section(&format!("{once}tail\n"), "v2").expect("ok");
+        assert_eq!(
+            twice,
+            format!("# Notes\n\nmine\n\n{BEGIN}\nv2\n{END}\ntail\n")
+        );
+    }
+
+    #[test]
+    fn unbalanced_markers_are_refused() {
+        assert!(with_section(&format!("{END}\n{BEGIN}\n"), "x").is_err());
+        assert!(with_section(&format!("a\n{BEGIN}\n"), "x").is_err());
+    }
+
+    #[test]
+    fn instructions_stay_short() {
+        let text = instructions("some-agent-name", "work");
+        // About four characters a token: well under 1,500 tokens.
+        assert!(text.len() < 4000, "{} bytes", text.len());
+    }
+}
