@@ -289,7 +289,7 @@ mod tests {
         let schema = Schema::compile(CONFIG_SCHEMA, Path::new("config.schema.json"));
         assert!(schema.is_ok(), "{:?}", schema.err());
         let doc =
-            crate::yaml::parse(crate::cli::init::EXAMPLE_CONFIG, &Limits::default()).expect("yaml");
+            crate::yaml::parse(crate::ops::init::EXAMPLE_CONFIG, &Limits::default()).expect("yaml");
         assert_eq!(Config::violations(&doc), vec![]);
     }
 

@@ -1,12 +1,12 @@
-//! `coord demo [DIR]`: builds a sample repo with six agents, a three-step pipeline, a fan-out of
-//! three with a join, and a task that depends on both, plus two small agent scripts; drives it
-//! to the end with one `coord run <agent> --once -- sh <script>` per agent and round (the
-//! reviewer fails its first attempt, to show a retry); prints what each run did, the board and
-//! the log. Needs only a POSIX `sh`.
+//! `coord demo [DIR]`: builds a sample repo ([`crate::ops::Coord::seed_demo`]: six agents, a
+//! three-step pipeline, a fan-out of three with a join, a task that depends on both, two small
+//! agent scripts); drives it to the end with one `coord run <agent> --once -- sh <script>` per
+//! agent and round (the reviewer fails its first attempt, to show a retry); prints what each
+//! run did, the board and the log. Needs only a POSIX `sh`.
 
-use super::{board_view, init, log, Ctx};
-use crate::engine::{Op, Plan, Transition};
-use crate::store::{Origin, Store};
+use super::{board_view, log, Ctx};
+use crate::ops::demo::{AGENTS, ECHO};
+use crate::store::Store;
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -19,64 +19,8 @@ pub struct Args {
     dir: Option<PathBuf>,
 }
 
-/// The echo agent: answers who did which task, in YAML.
-const ECHO: &str = "bin/echo-agent.sh";
-/// The reviewer: fails its first attempt, approves the next.
-const REVIEWER: &str = "bin/reviewer-agent.sh";
-
-const SCRIPTS: &[(&str, &str)] = &[
-    (ECHO, include_str!("../../templates/demo/echo-agent.sh")),
-    (
-        REVIEWER,
-        include_str!("../../templates/demo/reviewer-agent.sh"),
-    ),
-];
-
-/// coord.yaml of the demo: retries after a second, and the writer's draft of the research goes
-/// on to the editor (the third step of the pipeline).
-const CONFIG: &str = "\
-# The demo's coord.yaml: a failed attempt is retried after a second (default 1m).
-backoff: {base: 1s, max: 1s}
-rules:
-  - when: {agent: writer, output_contains: market-research}
-    then: editor
-";
-
 /// At most this many rounds of runs.
 const ROUNDS: usize = 30;
-
-/// The agents, their profiles, and the script `coord run` drives for each.
-const AGENTS: &[(&str, &str, &str)] = &[
-    (
-        "researcher",
-        "capabilities: [research]\nmax_active: 1\n",
-        ECHO,
-    ),
-    ("writer", "capabilities: [writing]\nmax_active: 2\n", ECHO),
-    ("editor", "capabilities: [editing]\nmax_active: 1\n", ECHO),
-    ("legal", "capabilities: [review]\nmax_active: 1\n", ECHO),
-    (
-        "security",
-        "capabilities: [review]\nmax_active: 1\n",
-        REVIEWER,
-    ),
-    ("pm", "capabilities: [planning]\nmax_active: 1\n", ECHO),
-];
-
-const TASKS: &[(&str, &str)] = &[
-    (
-        "market-research",
-        "# Step 1 of a pipeline: research -> writer -> editor.\ntitle: Research the market for coord\nagent: researcher\npriority: high\nnext_agent: writer\nlabels: [launch]\n",
-    ),
-    (
-        "launch-plan",
-        "# A fan-out to three reviewers, joined by the pm.\ntitle: Review the launch plan\nagent: pm\nnext_agent: [legal, security, writer]\njoin_agent: pm\n",
-    ),
-    (
-        "announce",
-        "title: Announce the launch\ncapabilities: [writing]\ndepends_on: [market-research, launch-plan]\ninput:\n  summary: ${tasks.market-research.result.output.summary ?? \"no research\"}\n",
-    ),
-];
 
 /// Runs `coord demo`.
 pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
@@ -104,25 +48,25 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         json: false,
         ..ctx.clone()
     };
-    init::run(&demo, init::Args { agents: vec![] })?;
-    seed(&demo)?;
+    crate::ops::init(&dir, &[], demo.options(), demo.sink())?;
+    demo.coord()?.seed_demo()?;
     if !ctx.json {
         out!("coord demo: {}", dir.display());
     }
     let started = std::time::Instant::now();
     let rounds = drive(&dir, !ctx.json)?;
-    let store = Store::open(&dir)?;
-    let (board, _) = store.load()?;
-    let reasons = crate::view::invalid_reasons(&store, &board);
     let demo = demo.refreshed();
-    let view = crate::view::board::view(&board, &demo.inputs(&store), &reasons);
+    let coord = demo.coord()?;
+    let view = coord.status(None)?.board;
     if ctx.json {
-        let log = demo.coord()?.log(None, None)?;
+        let log = coord.log(None, None)?;
         super::print_answer(json!({"dir": dir, "rounds": rounds, "board": view, "log": log}));
         return Ok(());
     }
     out!(
-        "\ncoord demo: finished in {rounds} rounds of 'coord run --once' ({:.1}s)\n",
+        "
+coord demo: finished in {rounds} rounds of 'coord run --once' ({:.1}s)
+",
         started.elapsed().as_secs_f64()
     );
     board_view::print(&view);
@@ -133,41 +77,6 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         "run an agent yourself: coord -C {} run writer -- sh {ECHO}",
         dir.display()
     );
-    Ok(())
-}
-
-fn seed(ctx: &Ctx) -> Result<()> {
-    let (coord, _lock) = ctx.session(super::AGENT_WAIT)?;
-    let wd = coord.store().work_dir();
-    let mut ops: Vec<Op> = AGENTS
-        .iter()
-        .map(|(n, p, _)| Op::Write {
-            path: format!("{wd}/agents/{n}.yaml"),
-            text: p.to_string(),
-        })
-        .collect();
-    ops.extend(TASKS.iter().map(|(id, t)| Op::Write {
-        path: format!("{wd}/inbox/{id}.yaml"),
-        text: t.to_string(),
-    }));
-    ops.extend(SCRIPTS.iter().map(|(path, text)| Op::Write {
-        path: path.to_string(),
-        text: text.to_string(),
-    }));
-    ops.push(Op::Write {
-        path: "coord.yaml".into(),
-        text: CONFIG.into(),
-    });
-    let t = Transition {
-        subject: "demo".into(),
-        from: "new".into(),
-        to: "inbox".into(),
-        summary: "demo: six agents, three tasks, two agent scripts".into(),
-        ops,
-        guard: vec![],
-        op: None,
-    };
-    coord.apply(&Plan::one(t), Origin::Command)?;
     Ok(())
 }
 

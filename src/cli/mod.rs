@@ -24,7 +24,7 @@ mod demo;
 mod doctor;
 mod gate;
 mod generate;
-pub(crate) mod init;
+mod init;
 mod keygen;
 mod log;
 mod mcp;
@@ -210,12 +210,21 @@ impl Ctx {
     /// Opens the repo around `dir` for operations at this context's clock, printing their
     /// progress on stderr.
     pub fn coord(&self) -> Result<Coord> {
-        let opts = ops::Options {
+        Ok(self.open()?)
+    }
+
+    /// Opens the repo as [`Ctx::coord`] does, keeping the library's error type.
+    pub fn open(&self) -> Result<Coord, ops::Error> {
+        Ok(Coord::open(&self.dir, self.options())?.with_sink(self.sink()))
+    }
+
+    /// Returns the options operations open the repo with: this context's clock and wait.
+    pub fn options(&self) -> ops::Options {
+        ops::Options {
             now: Some(self.now),
             wait: self.wait,
             ..ops::Options::default()
-        };
-        Ok(Coord::open(&self.dir, opts)?.with_sink(self.sink()))
+        }
     }
 
     /// Returns how a long-running command opens the repo for each call: at the clock given,

@@ -6,15 +6,12 @@
 
 use super::run_output::{Kind, Output, Running, Told};
 use super::Ctx;
-use crate::board::Board;
-use crate::engine::commands::{self, CommandError, Fence};
+use crate::engine::commands::Fence;
 use crate::lock::LockError;
-use crate::model::{AgentName, AssignMode, Duration, State, TaskId};
-use crate::ops::{self, Claimed, Reported, Verdict};
+use crate::model::{AgentName, AssignMode, Duration, TaskId};
+use crate::ops::{self, Verdict, Work};
 use crate::run::{output_of, Finished, Job, Running as Process, EXIT_FATAL};
-use crate::store::Store;
 use anyhow::{Context, Result};
-use serde_json::{json, Value};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -50,17 +47,7 @@ pub struct Args {
 }
 
 /// One task taken, as the command gets it.
-#[derive(Debug, Clone)]
-struct Taken {
-    id: TaskId,
-    attempt: u32,
-    timeout: std::time::Duration,
-    lease_left: std::time::Duration,
-    /// The task file, repo-relative.
-    path: String,
-    file: PathBuf,
-    json: Value,
-}
+type Taken = Work;
 
 /// How one task ended.
 struct Ended {
@@ -82,13 +69,9 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     if args.interval.as_secs() < 1 {
         return Err(crate::error::UsageError("--interval must be at least 1s".into()).into());
     }
-    let store = ctx.store()?;
-    let (board, _) = store.load()?;
-    commands::known_agent(&board, &args.agent)?;
-    let pull = board
-        .agents
-        .get(&args.agent)
-        .is_some_and(|a| a.profile.assign == AssignMode::Pull);
+    let coord = ctx.coord()?;
+    let store = coord.store();
+    let pull = coord.assign_mode(&args.agent)? == AssignMode::Pull;
     let _serving = if pull {
         None
     } else {
@@ -281,18 +264,18 @@ impl Harness<'_> {
     /// coordinator holds the lock. An error is printed and the harness goes on.
     fn tick(&self, ctx: &Ctx) {
         let ticked = match &self.remote {
-            Some(remote) => ctx.coord().and_then(|coord| {
-                remote.one_at_a_time(|name| Ok(coord.tick_remote(&name).map(drop)?))
-            }),
+            Some(remote) => ctx
+                .open()
+                .and_then(|coord| remote.one_at_a_time(|name| coord.tick_remote(&name).map(drop))),
             None => Ctx {
                 wait: ctx.wait.or(Some(crate::ops::TICK_WAIT)),
                 ..ctx.clone()
             }
-            .coord()
-            .and_then(|coord| Ok(coord.tick().map(drop)?)),
+            .open()
+            .and_then(|coord| coord.tick().map(drop)),
         };
         match ticked {
-            Err(e) if !nothing_or_busy(&e) => self.output.say(&format!(
+            Err(e) if !busy(&e) => self.output.say(&format!(
                 "coord run: tick failed: {e:#}; trying again later"
             )),
             _ => {}
@@ -310,23 +293,20 @@ impl Harness<'_> {
         if free == 0 {
             return Ok(Vec::new());
         }
-        let store = ctx.store()?;
-        let (board, _) = store.load()?;
         if !self.pull {
-            let mut found = waiting_in_folder(&board, &self.args.agent, ctx, &store);
+            let landed_on = self.remote.as_ref().map(|r| r.name.as_str());
+            let mut found = ctx.coord()?.work_of(&self.args.agent, landed_on)?;
             found.retain(|t| !running.contains_key(&t.id));
-            if let Some(remote) = &self.remote {
-                found = landed(&store, &remote.name, found)?;
-            }
             found.truncate(free);
             return Ok(found);
         }
         let mut taken = Vec::new();
         while taken.len() < free {
             match claim(ctx, &self.args.agent, self.remote.clone()) {
-                Ok(t) => taken.push(t),
-                Err(e) if nothing_or_busy(&e) => break,
-                Err(e) => return Err(e),
+                Ok(Some(t)) => taken.push(t),
+                Ok(None) => break,
+                Err(e) if busy(&e) => break,
+                Err(e) => return Err(e.into()),
             }
         }
         Ok(taken)
@@ -362,108 +342,23 @@ impl Harness<'_> {
     }
 }
 
-/// Returns whether an error means "nothing to claim now" or "another command holds the lock".
-fn nothing_or_busy(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        matches!(
-            c.downcast_ref::<CommandError>(),
-            Some(CommandError::NothingToClaim { .. })
-        ) || matches!(c.downcast_ref::<LockError>(), Some(LockError::Held { .. }))
-    })
+/// Returns whether an error means "another command holds the lock".
+fn busy(e: &ops::Error) -> bool {
+    matches!(e, ops::Error::Lock(LockError::Held { .. }))
 }
 
-/// Claims one task for a pull agent, as `coord claim` does, and returns it as taken.
-fn claim(ctx: &Ctx, agent: &AgentName, remote: Option<Remote>) -> Result<Taken> {
-    let coord = ctx.coord()?;
-    let claimed = match remote {
-        Some(remote) => remote.one_at_a_time(|name| coord.claim(agent, Some(&name)))?,
-        None => coord.claim(agent, None)?,
-    };
-    let id = match claimed {
-        Claimed::Granted(receipt) => receipt,
-        Claimed::Nothing { agent, why } => {
-            return Err(CommandError::NothingToClaim { agent, why }.into())
-        }
-    }
-    .id;
-    let store = ctx.store()?;
-    let (board, _) = store.load()?;
-    waiting_in_folder(&board, agent, ctx, &store)
-        .into_iter()
-        .find(|t| t.id == id)
-        .with_context(|| format!("claimed {id}, but it is not in the folder of {agent} now"))
-}
-
-/// Keeps the tasks whose attempt is on the remote (as of the last fetch or accepted push):
-/// with `--sync` a push agent runs only what the remote gave it, never an assignment that is
-/// tentative in this clone.
-fn landed(store: &Store, remote: &str, found: Vec<Taken>) -> Result<Vec<Taken>> {
-    let branch = store.repo.head()?.branch.unwrap_or_default();
-    let Some(tip) = store
-        .repo
-        .ref_target(&format!("refs/remotes/{remote}/{branch}"))?
-    else {
-        return Ok(Vec::new());
-    };
-    let mut kept = Vec::new();
-    for t in found {
-        let Some(blob) = store.repo.blob_at(tip, &t.path)? else {
-            continue;
-        };
-        let text = store.repo.blob_bytes(blob)?;
-        let attempt = crate::yaml::parse_bytes(&text, &crate::yaml::Limits::default())
-            .ok()
-            .and_then(|d| d.value.pointer("/coord/attempt").and_then(Value::as_u64));
-        if attempt == Some(u64::from(t.attempt)) {
-            kept.push(t);
-        }
-    }
-    Ok(kept)
-}
-
-/// Returns the agent's assigned, readable tasks that have no result yet, in id order.
-fn waiting_in_folder(
-    board: &Board,
-    agent: &AgentName,
+/// Claims one task for a pull agent, as `coord claim` does, and returns it as taken; None when
+/// there is nothing to claim.
+fn claim(
     ctx: &Ctx,
-    store: &crate::store::Store,
-) -> Vec<Taken> {
-    board
-        .tasks
-        .iter()
-        .filter(|f| f.folder.state == State::Assigned && f.folder.agent.as_ref() == Some(agent))
-        .filter_map(|f| {
-            let task = f.read.as_ref().ok()?;
-            if task.result.is_some() {
-                return None;
-            }
-            let timeout = task.spec.timeout.unwrap_or(store.config.defaults.timeout);
-            let lease_left = task
-                .coord
-                .lease_expires_at
-                .as_deref()
-                .and_then(|s| s.parse::<jiff::Timestamp>().ok())
-                .map(|t| t.duration_since(ctx.now).as_secs().max(0) as u64)
-                .unwrap_or(0);
-            let input = task.coord.input.clone().or_else(|| task.spec.input.clone());
-            let previous = input.as_ref().and_then(|i| i.get("previous")).cloned();
-            Some(Taken {
-                id: f.id.clone(),
-                attempt: task.coord.attempt,
-                timeout: std::time::Duration::from_secs(timeout.as_secs().max(1) as u64),
-                lease_left: std::time::Duration::from_secs(lease_left),
-                path: f.path.clone(),
-                file: store.abs(&f.path),
-                json: json!({
-                    "id": f.id, "agent": agent, "attempt": task.coord.attempt,
-                    "title": task.spec.title, "description": task.spec.description,
-                    "input": input, "previous": previous,
-                    "timeout": timeout.to_string(), "lease_expires_at": task.coord.lease_expires_at,
-                    "file": f.path,
-                }),
-            })
-        })
-        .collect()
+    agent: &AgentName,
+    remote: Option<Remote>,
+) -> Result<Option<Taken>, ops::Error> {
+    let coord = ctx.open()?;
+    match remote {
+        Some(remote) => remote.one_at_a_time(|name| coord.claim_work(agent, Some(&name))),
+        None => coord.claim_work(agent, None),
+    }
 }
 
 /// Sends `Stop` on SIGINT or SIGTERM; the handlers stay, so a second signal does not kill the
@@ -557,7 +452,7 @@ impl Worker {
             if lease_end.saturating_duration_since(now) < beat_before {
                 match self.heartbeat(t) {
                     Ok(()) => lease_end = now + t.timeout,
-                    Err(e) if nothing_or_busy(&e) => {}
+                    Err(e) if busy(&e) => {}
                     Err(e) => return Some(Cut::Lost(format!("{e:#}"))),
                 }
             }
@@ -628,20 +523,14 @@ impl Worker {
             fence: self.fence(t),
             ..ops::How::default()
         };
-        let reported =
-            self.on_remote(|coord, remote| coord.report(&t.id, verdict, &how, remote))?;
-        match reported {
-            Reported::Stale(refused) => Err(refused.into()),
-            Reported::MovedOn { state } => Err(anyhow::anyhow!(
-                "task '{}' is {state} on the remote; the result is kept in its coord.history as stale_result",
-                t.id
-            )),
-            Reported::Written { .. } => Ok(()),
-        }
+        self.on_remote(|coord, remote| {
+            coord.report(&t.id, verdict, &how, remote)?.accepted(&t.id)
+        })?;
+        Ok(())
     }
 
     /// Extends the lease as `coord heartbeat --agent --attempt` does.
-    fn heartbeat(&self, t: &Taken) -> Result<()> {
+    fn heartbeat(&self, t: &Taken) -> Result<(), ops::Error> {
         let fence = self.fence(t);
         self.on_remote(|coord, remote| coord.heartbeat(&t.id, &fence, remote))
     }
@@ -658,11 +547,11 @@ impl Worker {
     fn on_remote<T>(
         &self,
         op: impl FnOnce(&ops::Coord, Option<&str>) -> Result<T, ops::Error>,
-    ) -> Result<T> {
-        let coord = self.ctx.refreshed().coord()?;
-        Ok(match &self.remote {
-            Some(remote) => remote.one_at_a_time(|name| op(&coord, Some(&name)))?,
-            None => op(&coord, None)?,
-        })
+    ) -> Result<T, ops::Error> {
+        let coord = self.ctx.refreshed().open()?;
+        match &self.remote {
+            Some(remote) => remote.one_at_a_time(|name| op(&coord, Some(&name))),
+            None => op(&coord, None),
+        }
     }
 }

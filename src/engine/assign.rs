@@ -21,7 +21,10 @@ pub fn run(w: &mut World<'_>) {
         }
         match pick(w, &id, None) {
             Ok(agent) => assign(w, &id, &agent),
-            Err(reason) => w.note(Note::Waiting { id, reason }),
+            Err(why) => w.note(Note::Waiting {
+                id,
+                reason: why.to_string(),
+            }),
         }
     }
 }
@@ -57,16 +60,123 @@ pub fn backoff_wait(w: &World<'_>, id: &TaskId) -> Option<String> {
     (!w.clock.reached(t)).then(|| format!("backing off until {nb}"))
 }
 
+/// Why a ready task cannot go to an agent now. Shown as one line; a claim tells only the
+/// reasons that keep the claiming agent itself out ([`Unavailable::keeps_agent_out`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unavailable {
+    /// The task is not on the board any more.
+    Gone(TaskId),
+    /// The task names another agent.
+    ForOther {
+        /// The task.
+        id: TaskId,
+        /// The agent it names.
+        agent: AgentName,
+    },
+    /// The claiming agent lacks capabilities the task needs.
+    Lacks {
+        /// The agent.
+        agent: AgentName,
+        /// The capabilities the task needs.
+        needs: Vec<String>,
+    },
+    /// No agent exists at all.
+    NoAgents,
+    /// No agent has the capabilities the task needs.
+    NoneCapable(Vec<String>),
+    /// The agent has no profile.
+    Missing(AgentName),
+    /// The agent's profile is disabled.
+    Disabled(AgentName),
+    /// The agent takes work only with `claim`.
+    Pull(AgentName),
+    /// The agent's circuit is half-open with its probe task running.
+    HalfOpen(AgentName),
+    /// The agent's circuit is open.
+    Open {
+        /// The agent.
+        agent: AgentName,
+        /// Until when, as its profile says.
+        until: Option<String>,
+    },
+    /// The agent has as many tasks as its limit allows.
+    AtLimit {
+        /// The agent.
+        agent: AgentName,
+        /// Its tasks now.
+        load: usize,
+        /// Its limit.
+        limit: usize,
+    },
+    /// Every capable agent is unavailable, each for its reason.
+    Each(Vec<Unavailable>),
+}
+
+impl Unavailable {
+    /// Whether this keeps the agent itself out (its limit, its open circuit, its disabled
+    /// profile): what a claim that found nothing tells.
+    pub fn keeps_agent_out(&self) -> bool {
+        match self {
+            Unavailable::AtLimit { .. } | Unavailable::Open { .. } | Unavailable::Disabled(_) => {
+                true
+            }
+            Unavailable::Each(all) => all.iter().any(Unavailable::keeps_agent_out),
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unavailable::Gone(id) => write!(f, "task {id} is gone"),
+            Unavailable::ForOther { id, agent } => write!(f, "task {id} is for agent {agent}"),
+            Unavailable::Lacks { agent, needs } => {
+                write!(f, "agent {agent} lacks capabilities {needs:?}")
+            }
+            Unavailable::NoAgents => {
+                write!(f, "no agents exist; add one with 'coord agents add NAME'")
+            }
+            Unavailable::NoneCapable(needs) => write!(f, "no agent has capabilities {needs:?}"),
+            Unavailable::Missing(agent) => write!(f, "agent {agent} does not exist"),
+            Unavailable::Disabled(agent) => write!(f, "agent {agent} is disabled"),
+            Unavailable::Pull(agent) => write!(f, "agent {agent} takes work with 'coord claim'"),
+            Unavailable::HalfOpen(agent) => {
+                write!(f, "agent {agent} is half-open with a probe task running")
+            }
+            Unavailable::Open { agent, until } => write!(
+                f,
+                "circuit of agent {agent} is open until {}",
+                until.as_deref().unwrap_or("?")
+            ),
+            Unavailable::AtLimit { agent, load, limit } => {
+                write!(f, "agent {agent} is at its limit ({load}/{limit})")
+            }
+            Unavailable::Each(all) => {
+                let lines: Vec<String> = all.iter().map(ToString::to_string).collect();
+                write!(f, "{}", lines.join("; "))
+            }
+        }
+    }
+}
+
 /// Returns the agent that should take `id` now; with `only`, that agent or nobody (claim).
-pub fn pick(w: &World<'_>, id: &TaskId, only: Option<&AgentName>) -> Result<AgentName, String> {
+pub fn pick(
+    w: &World<'_>,
+    id: &TaskId,
+    only: Option<&AgentName>,
+) -> Result<AgentName, Unavailable> {
     let e = w
         .entries
         .get(id)
-        .ok_or_else(|| format!("task {id} is gone"))?;
+        .ok_or_else(|| Unavailable::Gone(id.clone()))?;
     let spec = &e.task.spec;
     if let Some(agent) = &spec.agent {
         if only.is_some_and(|o| o != agent) {
-            return Err(format!("task {id} is for agent {agent}"));
+            return Err(Unavailable::ForOther {
+                id: id.clone(),
+                agent: agent.clone(),
+            });
         }
         return available(w, agent, only.is_some()).map(|_| agent.clone());
     }
@@ -83,12 +193,14 @@ pub fn pick(w: &World<'_>, id: &TaskId, only: Option<&AgentName>) -> Result<Agen
         .map(|(n, _)| n)
         .collect();
     if capable.is_empty() {
+        let needs = spec.capabilities.clone();
         return Err(match only {
-            Some(o) => format!("agent {o} lacks capabilities {:?}", spec.capabilities),
-            None if spec.capabilities.is_empty() => {
-                "no agents exist; add one with 'coord agents add NAME'".to_string()
-            }
-            None => format!("no agent has capabilities {:?}", spec.capabilities),
+            Some(o) => Unavailable::Lacks {
+                agent: o.clone(),
+                needs,
+            },
+            None if needs.is_empty() => Unavailable::NoAgents,
+            None => Unavailable::NoneCapable(needs),
         });
     }
     let mut reasons = Vec::new();
@@ -100,35 +212,41 @@ pub fn pick(w: &World<'_>, id: &TaskId, only: Option<&AgentName>) -> Result<Agen
             Err(r) => reasons.push(r),
         }
     }
-    best.map(|(_, a)| a.clone())
-        .ok_or_else(|| reasons.join("; "))
+    best.map(|(_, a)| a.clone()).ok_or(match reasons.len() {
+        1 => reasons.remove(0),
+        _ => Unavailable::Each(reasons),
+    })
 }
 
 /// Returns the agent's load when it can take one more task now, else why not.
-fn available(w: &World<'_>, agent: &AgentName, claiming: bool) -> Result<usize, String> {
+fn available(w: &World<'_>, agent: &AgentName, claiming: bool) -> Result<usize, Unavailable> {
     let st = w
         .agents
         .get(agent)
-        .ok_or_else(|| format!("agent {agent} does not exist"))?;
+        .ok_or_else(|| Unavailable::Missing(agent.clone()))?;
     if !st.profile.enabled {
-        return Err(format!("agent {agent} is disabled"));
+        return Err(Unavailable::Disabled(agent.clone()));
     }
     if st.profile.assign == AssignMode::Pull && !claiming {
-        return Err(format!("agent {agent} takes work with 'coord claim'"));
+        return Err(Unavailable::Pull(agent.clone()));
     }
     if gate(&st.coord, &w.clock) == Gate::Shut {
         return Err(match st.coord.circuit {
-            Circuit::HalfOpen => format!("agent {agent} is half-open with a probe task running"),
-            _ => format!(
-                "circuit of agent {agent} is open until {}",
-                st.coord.open_until.as_deref().unwrap_or("?")
-            ),
+            Circuit::HalfOpen => Unavailable::HalfOpen(agent.clone()),
+            _ => Unavailable::Open {
+                agent: agent.clone(),
+                until: st.coord.open_until.clone(),
+            },
         });
     }
     let load = w.load_of(agent);
     let limit = st.profile.max_active as usize;
     if load >= limit {
-        return Err(format!("agent {agent} is at its limit ({load}/{limit})"));
+        return Err(Unavailable::AtLimit {
+            agent: agent.clone(),
+            load,
+            limit,
+        });
     }
     Ok(load)
 }

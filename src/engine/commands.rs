@@ -168,9 +168,7 @@ pub fn claim(board: &Board, inputs: &Inputs<'_>, agent: &AgentName) -> Result<Cl
         }
         match pick(&w, &id, Some(agent)) {
             Ok(a) => return take(w, board, id, &a),
-            Err(r) if r.contains("limit") || r.contains("circuit") || r.contains("disabled") => {
-                why.push(r)
-            }
+            Err(r) if r.keeps_agent_out() => why.push(r.to_string()),
             Err(_) => {}
         }
     }
@@ -203,7 +201,7 @@ pub fn claim_task(
     if let Some(why) = backoff_wait(&w, id) {
         return Err(refuse(format!("task '{id}' is {why}")));
     }
-    let a = pick(&w, id, Some(agent)).map_err(refuse)?;
+    let a = pick(&w, id, Some(agent)).map_err(|why| refuse(why.to_string()))?;
     take(w, board, id.clone(), &a)
 }
 

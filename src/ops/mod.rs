@@ -8,7 +8,9 @@
 
 mod agent;
 mod archive;
+pub(crate) mod demo;
 mod doctor;
+pub(crate) mod init;
 mod log;
 mod new;
 mod person;
@@ -20,16 +22,19 @@ mod status;
 mod tests;
 mod tick;
 mod validate;
+mod work;
 
 pub use agent::{Claimed, How, Reported, Verdict};
 pub use archive::Archived;
 pub use doctor::{Finding, FindingCode};
+pub use init::{init, Initialized};
 pub use log::LogEntry;
 pub use new::{Created, NewTask};
 pub use profiles::{AddedAgent, NewAgent};
 pub use status::{Status, Tentative};
 pub use tick::{describe, Moved, Planned, Ticked, TICK_WAIT};
 pub use validate::{validate, Validation};
+pub use work::Work;
 
 use crate::engine::commands::CommandError;
 use crate::engine::{AcceptAll, Inputs, Plan, Transition};

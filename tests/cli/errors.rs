@@ -52,3 +52,29 @@ fn nothing_to_claim_is_an_answer_exit_4_not_an_error() {
         "{answer}"
     );
 }
+
+/// Why nothing could be claimed is told from what kept the agent out (its limit, its circuit,
+/// its profile disabled), never from words in a name: a task reserved for an agent called
+/// `limit-bot` is not the claimer's limit.
+#[test]
+fn nothing_to_claim_names_no_reason_found_in_another_agents_name() {
+    let repo = TestRepo::new();
+    repo.ok(&["agents", "add", "p", "--pull"]);
+    repo.ok(&["agents", "add", "limit-bot", "--pull"]);
+    repo.ok(&["new", "reserved", "--id", "r", "--agent", "limit-bot"]);
+    repo.ok(&["tick"]);
+    let (_, err) = repo.code(&["claim", "--agent", "p"], 4);
+    assert!(err.contains("nothing to claim for agent p"), "{err}");
+    assert!(
+        !err.contains("limit-bot"),
+        "no reason of another agent's: {err}"
+    );
+
+    repo.ok(&["agents", "add", "q", "--pull", "--max-active", "1"]);
+    repo.ok(&["new", "one", "--id", "a", "--agent", "q"]);
+    repo.ok(&["new", "two", "--id", "b", "--agent", "q"]);
+    repo.ok(&["tick"]);
+    repo.ok(&["claim", "--agent", "q"]);
+    let (_, err) = repo.code(&["claim", "--agent", "q"], 4);
+    assert!(err.contains("at its limit (1/1)"), "the real reason: {err}");
+}

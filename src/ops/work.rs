@@ -1,0 +1,144 @@
+//! What an agent runner (`coord run`) takes: the agent's assigned tasks without a result, each
+//! as the command gets it (`Work`: the task JSON on stdin, its attempt, timeout and lease), and
+//! the task a claim granted; with a remote, only assignments the remote has.
+
+use super::{Claimed, Coord, Error};
+use crate::board::Board;
+use crate::engine::commands::known_agent;
+use crate::model::{AgentName, AssignMode, State, TaskId};
+use crate::store::Store;
+use jiff::Timestamp;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// One task an agent is to work on, as a runner hands it to its command.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Work {
+    /// The task.
+    pub id: TaskId,
+    /// The attempt granted (to name when reporting).
+    pub attempt: u32,
+    /// The task's timeout (at least a second).
+    pub timeout: Duration,
+    /// What is left of the lease now.
+    pub lease_left: Duration,
+    /// The task file, repo-relative.
+    pub path: String,
+    /// The task file, absolute.
+    pub file: PathBuf,
+    /// The task as the command reads it on stdin: id, agent, attempt, title, description,
+    /// input (resolved), previous, timeout, lease_expires_at, file.
+    pub json: Value,
+}
+
+impl Coord {
+    /// Returns how `agent` takes work (push or pull); an unknown agent is an error.
+    pub fn assign_mode(&self, agent: &AgentName) -> Result<AssignMode, Error> {
+        let (board, _) = self.store().load()?;
+        known_agent(&board, agent)?;
+        Ok(board
+            .agents
+            .get(agent)
+            .map_or(AssignMode::Push, |a| a.profile.assign))
+    }
+
+    /// Returns `agent`'s assigned, readable tasks that have no result yet, in id order; with
+    /// `landed_on` (a remote), only those whose attempt its remote-tracking branch has (as of
+    /// the last fetch or accepted push), never an assignment tentative in this clone.
+    pub fn work_of(&self, agent: &AgentName, landed_on: Option<&str>) -> Result<Vec<Work>, Error> {
+        let (board, _) = self.store().load()?;
+        let found = waiting_in_folder(&board, agent, self.now(), self.store());
+        match landed_on {
+            Some(remote) => landed(self.store(), remote, found),
+            None => Ok(found),
+        }
+    }
+
+    /// Claims one task for `agent` as [`Coord::claim`] does and returns it as work; None when
+    /// there is nothing to claim.
+    pub fn claim_work(
+        &self,
+        agent: &AgentName,
+        remote: Option<&str>,
+    ) -> Result<Option<Work>, Error> {
+        let id = match self.claim(agent, remote)? {
+            Claimed::Granted(receipt) => receipt.id,
+            Claimed::Nothing { .. } => return Ok(None),
+        };
+        let (board, _) = self.store().load()?;
+        let work = waiting_in_folder(&board, agent, self.now(), self.store())
+            .into_iter()
+            .find(|t| t.id == id);
+        work.map(Some).ok_or_else(|| {
+            Error::Refused(format!(
+                "claimed {id}, but it is not in the folder of {agent} now"
+            ))
+        })
+    }
+}
+
+/// Keeps the tasks whose attempt is on `remote`'s tracking branch.
+fn landed(store: &Store, remote: &str, found: Vec<Work>) -> Result<Vec<Work>, Error> {
+    let branch = store.repo.head()?.branch.unwrap_or_default();
+    let Some(tip) = store
+        .repo
+        .ref_target(&format!("refs/remotes/{remote}/{branch}"))?
+    else {
+        return Ok(Vec::new());
+    };
+    let mut kept = Vec::new();
+    for t in found {
+        let Some(blob) = store.repo.blob_at(tip, &t.path)? else {
+            continue;
+        };
+        let text = store.repo.blob_bytes(blob)?;
+        let attempt = crate::yaml::parse_bytes(&text, &crate::yaml::Limits::default())
+            .ok()
+            .and_then(|d| d.value.pointer("/coord/attempt").and_then(Value::as_u64));
+        if attempt == Some(u64::from(t.attempt)) {
+            kept.push(t);
+        }
+    }
+    Ok(kept)
+}
+
+/// Returns the agent's assigned, readable tasks that have no result yet, in id order.
+fn waiting_in_folder(board: &Board, agent: &AgentName, now: Timestamp, store: &Store) -> Vec<Work> {
+    board
+        .tasks
+        .iter()
+        .filter(|f| f.folder.state == State::Assigned && f.folder.agent.as_ref() == Some(agent))
+        .filter_map(|f| {
+            let task = f.read.as_ref().ok()?;
+            if task.result.is_some() {
+                return None;
+            }
+            let timeout = task.spec.timeout.unwrap_or(store.config.defaults.timeout);
+            let lease_left = task
+                .coord
+                .lease_expires_at
+                .as_deref()
+                .and_then(|s| s.parse::<Timestamp>().ok())
+                .map(|t| t.duration_since(now).as_secs().max(0) as u64)
+                .unwrap_or(0);
+            let input = task.coord.input.clone().or_else(|| task.spec.input.clone());
+            let previous = input.as_ref().and_then(|i| i.get("previous")).cloned();
+            Some(Work {
+                id: f.id.clone(),
+                attempt: task.coord.attempt,
+                timeout: Duration::from_secs(timeout.as_secs().max(1) as u64),
+                lease_left: Duration::from_secs(lease_left),
+                path: f.path.clone(),
+                file: store.abs(&f.path),
+                json: json!({
+                    "id": f.id, "agent": agent, "attempt": task.coord.attempt,
+                    "title": task.spec.title, "description": task.spec.description,
+                    "input": input, "previous": previous,
+                    "timeout": timeout.to_string(), "lease_expires_at": task.coord.lease_expires_at,
+                    "file": f.path,
+                }),
+            })
+        })
+        .collect()
+}
