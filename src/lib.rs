@@ -1,10 +1,41 @@
 //! coord: a git-native, file-driven coordinator for work shared between AI agents and people.
 //!
 //! Tasks are YAML files in a git repository; a task's state is the folder its file sits in.
-//! The library is layered so that deciding is pure and doing is thin:
-//! [`yaml`], [`schema`] and [`check`] read task files; [`board`] is a snapshot of `work/`;
-//! [`engine`] plans transitions from a snapshot; [`store`] applies them on disk and [`git`]
-//! records each as a commit; [`cli`] is the command line on top.
+//! The library is layered so that deciding is pure and doing is thin: the store reads `work/`
+//! into a board, the engine plans transitions from it, the store applies them and git records
+//! each as a commit. Every front end (the command line, `coord serve`, the MCP server, the
+//! agent runner, `watch`, `sync`) drives it through one type, [`ops::Coord`]: open a
+//! repository at one instant, call an operation, get a typed outcome or an [`ops::Error`].
+//!
+//! Embedding coord:
+//!
+//! ```
+//! use coord::ops::{self, Coord, NewAgent, NewTask, Options};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! ops::init(dir.path(), &[], Options::default(), Box::new(|_| {}))?;
+//! let coord = Coord::open(dir.path(), Options::default())?;
+//! coord.add_agent(&NewAgent {
+//!     name: coord::model::AgentName::new("alice")?,
+//!     capabilities: vec!["code".into()],
+//!     max_active: 1,
+//!     pull: false,
+//! })?;
+//! let task = NewTask {
+//!     title: "Write the README".into(),
+//!     capabilities: vec!["code".into()],
+//!     ..NewTask::default()
+//! };
+//! let created = coord.new_task(&task)?;
+//! let ticked = coord.tick()?;
+//! assert!(ticked.commits >= 1, "the tick moved the task on");
+//! let status = coord.status(None)?;
+//! assert_eq!(status.board["counts"]["assigned"], 1);
+//! let copies = coord.show(&created.id)?;
+//! assert_eq!(copies[0]["state"], "assigned");
+//! # Ok(())
+//! # }
+//! ```
 
 #![deny(missing_docs)]
 
