@@ -280,6 +280,7 @@ impl Server {
                 input: p.input.clone(),
                 id,
                 idempotency_key: p.idempotency_key.clone(),
+                ..ops::NewTask::default()
             };
             Ok(json!(ctx.coord()?.new_task(&task)?))
         })

@@ -3,7 +3,7 @@
 
 use super::Ctx;
 use crate::error::UsageError;
-use crate::model::{AgentName, Priority, TaskId};
+use crate::model::{AgentName, Authority, Duration, Priority, TaskId};
 use crate::ops::NewTask;
 use anyhow::Result;
 use serde_json::{Map, Value};
@@ -13,6 +13,9 @@ use serde_json::{Map, Value};
 pub struct Args {
     /// The task's title
     title: String,
+    /// Longer text for whoever does the task
+    #[arg(long)]
+    description: Option<String>,
     /// Explicit assignee
     #[arg(long)]
     agent: Option<AgentName>,
@@ -28,6 +31,24 @@ pub struct Args {
     /// Hand off to this agent after success (repeat for a fan-out)
     #[arg(long = "next-agent", value_name = "AGENT")]
     next_agent: Vec<AgentName>,
+    /// With --next-agent: a join task for this agent, depending on every handoff child
+    #[arg(long = "join-agent", value_name = "AGENT")]
+    join_agent: Option<AgentName>,
+    /// just_do_it (default), do_it_and_show_me or ask_me_first
+    #[arg(long)]
+    authority: Option<Authority>,
+    /// When the task should be done by (RFC 3339, e.g. 2026-12-01T17:00:00Z, or a date)
+    #[arg(long, value_name = "TIME")]
+    due: Option<String>,
+    /// The lease per attempt (e.g. 30m, 2h; default from coord.yaml)
+    #[arg(long, value_name = "DURATION")]
+    timeout: Option<Duration>,
+    /// Attempts before the task fails (1 to 100; default from coord.yaml)
+    #[arg(long = "max-attempts", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    max_attempts: Option<u32>,
+    /// A label (repeatable)
+    #[arg(long = "label", value_name = "LABEL")]
+    labels: Vec<String>,
     /// Input for the agent as key=value (repeatable; the value is read as JSON when it parses)
     #[arg(long = "input", value_name = "KEY=VALUE")]
     input: Vec<String>,
@@ -50,11 +71,18 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     };
     let task = NewTask {
         title: args.title,
+        description: args.description,
         agent: args.agent,
         capabilities: args.capabilities,
         priority: args.priority,
         depends_on: args.depends_on,
         next_agents: args.next_agent,
+        join_agent: args.join_agent,
+        authority: args.authority,
+        timeout: args.timeout,
+        max_attempts: args.max_attempts,
+        due: args.due,
+        labels: args.labels,
         input: parse_input(&args.input)?,
         id,
         idempotency_key: args.idempotency_key,

@@ -73,8 +73,25 @@ pub fn create_children(w: &mut World<'_>, e: &Entry, targets: &[AgentName]) {
         if w.all_ids.contains(&id) {
             continue;
         }
-        let input = json!({ "previous": previous(e) });
-        let text = child_text(w, e, agent, input, &[], State::Ready);
+        let by = e
+            .folder
+            .agent
+            .as_ref()
+            .or(e.task.coord.assigned_to.as_ref());
+        let step = Step {
+            agent,
+            title: step_title(&e.task.spec.title, &format!(": next step, by {agent}")),
+            description: format!(
+                "Handed off{} when task {} ({}) succeeded; its output is in input.previous.",
+                by.map(|a| format!(" by {a}")).unwrap_or_default(),
+                e.id,
+                e.task.spec.title.trim()
+            ),
+            input: json!({ "previous": previous(e) }),
+            depends_on: &[],
+            state: State::Ready,
+        };
+        let text = child_text(w, e, step);
         w.create(
             &id,
             Folder::of(State::Ready),
@@ -102,8 +119,24 @@ fn create_join(w: &mut World<'_>, e: &Entry, join: &AgentName, children: &[TaskI
             )
         })
         .collect();
-    let input = json!({ "results": results });
-    let text = child_text(w, e, join, input, children, State::Blocked);
+    let ids: Vec<&str> = children.iter().map(TaskId::as_str).collect();
+    let step = Step {
+        agent: join,
+        title: step_title(
+            &e.task.spec.title,
+            &format!(": join the results of {}, by {join}", ids.join(", ")),
+        ),
+        description: format!(
+            "Joins the fan-out of task {} ({}) once {} are done; their outputs are in input.results.",
+            e.id,
+            e.task.spec.title.trim(),
+            ids.join(", ")
+        ),
+        input: json!({ "results": results }),
+        depends_on: children,
+        state: State::Blocked,
+    };
+    let text = child_text(w, e, step);
     w.create(
         &id,
         Folder::of(State::Blocked),
@@ -130,17 +163,41 @@ fn previous(e: &Entry) -> Value {
     })
 }
 
-fn child_text(
-    w: &World<'_>,
-    parent: &Entry,
-    agent: &AgentName,
+/// One step a handoff creates: a child for the next agent, or the join task of a fan-out.
+struct Step<'a> {
+    agent: &'a AgentName,
+    /// The step's own title (the parent's, with what this step is).
+    title: String,
+    /// What the step is and where its input comes from.
+    description: String,
     input: Value,
-    depends_on: &[TaskId],
+    depends_on: &'a [TaskId],
     state: State,
-) -> String {
+}
+
+/// Returns the parent's title with `step` after it, within the schema's 500 characters (the
+/// parent's part is cut short when needed).
+fn step_title(parent: &str, step: &str) -> String {
+    const MAX: usize = 500;
+    let room = MAX.saturating_sub(step.chars().count());
+    let head: String = parent.trim().chars().take(room).collect();
+    let title = format!("{head}{step}");
+    title.chars().take(MAX).collect()
+}
+
+fn child_text(w: &World<'_>, parent: &Entry, step: Step<'_>) -> String {
+    let Step {
+        agent,
+        title,
+        description,
+        input,
+        depends_on,
+        state,
+    } = step;
     let spec = &parent.task.spec;
     let mut fields = Map::new();
-    fields.insert("title".into(), json!(spec.title));
+    fields.insert("title".into(), json!(title));
+    fields.insert("description".into(), json!(description));
     fields.insert("agent".into(), json!(agent));
     if let Some(p) = spec.priority {
         fields.insert("priority".into(), json!(p));
@@ -169,4 +226,21 @@ fn child_text(
     }
     text.push_str(&yaml::emit_block("coord", &coord.to_value(), 0));
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::step_title;
+
+    #[test]
+    fn a_step_title_stays_within_the_schemas_500_characters() {
+        assert_eq!(
+            step_title(" Draft ", ": next step, by b"),
+            "Draft: next step, by b"
+        );
+        let long = "é".repeat(500);
+        let title = step_title(&long, ": next step, by b");
+        assert_eq!(title.chars().count(), 500);
+        assert!(title.ends_with(": next step, by b"), "{title}");
+    }
 }

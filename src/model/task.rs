@@ -55,6 +55,15 @@ pub enum Authority {
     AskMeFirst,
 }
 
+impl std::str::FromStr for Authority {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        serde_json::from_value(Value::String(s.to_string())).map_err(|_| {
+            format!("unknown authority {s:?}: use just_do_it, do_it_and_show_me or ask_me_first")
+        })
+    }
+}
+
 /// One agent or several (fan-out).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(untagged)]

@@ -6,7 +6,7 @@ use super::{Coord, Error, AGENT_WAIT};
 use crate::board::{Board, Checks};
 use crate::engine::commands::known_agent;
 use crate::engine::{Op, OpKind, Operation, Plan, Transition};
-use crate::model::{AgentName, Priority, TaskId};
+use crate::model::{AgentName, Authority, Duration, Priority, TaskId};
 use crate::store::Origin;
 use crate::yaml::emit_block;
 use serde_json::{json, Map, Value};
@@ -18,6 +18,8 @@ use serde_json::{json, Map, Value};
 pub struct NewTask {
     /// The title (not empty).
     pub title: String,
+    /// Longer text for whoever does the task.
+    pub description: Option<String>,
     /// An explicit assignee.
     pub agent: Option<AgentName>,
     /// Capabilities the agent must have.
@@ -29,6 +31,18 @@ pub struct NewTask {
     /// Agents to hand off to after success (several: a fan-out).
     #[serde(rename = "next_agent")]
     pub next_agents: Vec<AgentName>,
+    /// With next agents: the agent of a join task that depends on all their children.
+    pub join_agent: Option<AgentName>,
+    /// Approval gating (`just_do_it` when not given).
+    pub authority: Option<Authority>,
+    /// The lease per attempt (coord.yaml's default when not given).
+    pub timeout: Option<Duration>,
+    /// Attempts before the task fails (coord.yaml's default when not given).
+    pub max_attempts: Option<u32>,
+    /// When the task should be done by (RFC 3339, or a date).
+    pub due: Option<String>,
+    /// Free-form labels.
+    pub labels: Vec<String>,
     /// Input for the agent.
     pub input: Map<String, Value>,
     /// The id to use instead of a generated one.
@@ -156,7 +170,17 @@ fn same_key(board: &Board, task: &NewTask) -> Option<Created> {
 
 /// Refuses agents and dependencies that do not exist: the tick would reject the task.
 fn check_names(board: &Board, task: &NewTask) -> Result<(), Error> {
-    for a in task.agent.iter().chain(&task.next_agents) {
+    if task.join_agent.is_some() && task.next_agents.is_empty() {
+        return Err(Error::Usage(
+            "a join agent joins a fan-out: give the agents to fan out to as next agents too".into(),
+        ));
+    }
+    for a in task
+        .agent
+        .iter()
+        .chain(&task.next_agents)
+        .chain(&task.join_agent)
+    {
         known_agent(board, a)?;
     }
     match task.depends_on.iter().find(|d| board.find(d).is_empty()) {
@@ -177,6 +201,9 @@ fn task_text(task: &NewTask) -> String {
 /// Returns the fields the task file gets, in order.
 fn task_fields(task: &NewTask) -> Vec<(&'static str, Value)> {
     let mut fields: Vec<(&str, Value)> = vec![("title", json!(task.title))];
+    if let Some(d) = &task.description {
+        fields.push(("description", json!(d)));
+    }
     if let Some(a) = &task.agent {
         fields.push(("agent", json!(a)));
     }
@@ -189,10 +216,28 @@ fn task_fields(task: &NewTask) -> Vec<(&'static str, Value)> {
     if !task.depends_on.is_empty() {
         fields.push(("depends_on", json!(task.depends_on)));
     }
-    match task.next_agents.as_slice() {
-        [] => {}
-        [one] => fields.push(("next_agent", json!(one))),
-        many => fields.push(("next_agent", json!(many))),
+    match (task.next_agents.as_slice(), &task.join_agent) {
+        ([], _) => {}
+        ([one], None) => fields.push(("next_agent", json!(one))),
+        (many, _) => fields.push(("next_agent", json!(many))),
+    }
+    if let Some(j) = &task.join_agent {
+        fields.push(("join_agent", json!(j)));
+    }
+    if let Some(a) = task.authority {
+        fields.push(("authority", json!(a)));
+    }
+    if let Some(t) = task.timeout {
+        fields.push(("timeout", json!(t.to_string())));
+    }
+    if let Some(n) = task.max_attempts {
+        fields.push(("max_attempts", json!(n)));
+    }
+    if let Some(d) = &task.due {
+        fields.push(("due", json!(d)));
+    }
+    if !task.labels.is_empty() {
+        fields.push(("labels", json!(task.labels)));
     }
     if !task.input.is_empty() {
         fields.push(("input", Value::Object(task.input.clone())));

@@ -22,6 +22,7 @@ mod jepsen;
 mod json;
 mod kill;
 mod messages;
+mod new_task;
 mod numbers;
 mod patterns;
 mod perf_cache;

@@ -49,7 +49,7 @@ fn success_completes_and_hands_off_to_a_deterministic_child() {
     );
     assert_eq!(s.path_of("a.bob"), "assigned/bob/a.bob.yaml");
     let child = s.task("a.bob");
-    assert_eq!(child.spec.title, "Draft");
+    assert_eq!(child.spec.title, "Draft: next step, by bob");
     assert_eq!(child.spec.agent, Some(agent("bob")));
     assert_eq!(child.spec.labels, ["api"]);
     assert_eq!(
