@@ -26,6 +26,7 @@ mod gate;
 mod generate;
 mod init;
 mod keygen;
+mod list;
 mod log;
 mod mcp;
 pub(crate) mod new;
@@ -102,6 +103,8 @@ enum Command {
     Status(status::Args),
     /// Show one task
     Show(show::Args),
+    /// List tasks as rows, filtered by state, agent, capability and priority
+    List(list::Args),
     /// Show transitions from git history, newest first
     Log(log::Args),
     /// Take the best ready task for an agent (pull model); exit 4 when none
@@ -358,6 +361,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Watch(a) => watch::run(&ctx, a),
         Command::Status(a) => status::run(&ctx, a),
         Command::Show(a) => show::run(&ctx, a),
+        Command::List(a) => list::run(&ctx, a),
         Command::Log(a) => log::run(&ctx, a),
         Command::Complete(a) => report::complete(&ctx, a),
         Command::Fail(a) => report::fail(&ctx, a),

@@ -31,7 +31,7 @@ pub use init::{init, Initialized};
 pub use log::LogEntry;
 pub use new::{Created, NewTask};
 pub use profiles::{AddedAgent, NewAgent};
-pub use status::{Status, Tentative};
+pub use status::{Status, TaskFilter, Tentative};
 pub use tick::{describe, Moved, Planned, Ticked, TICK_WAIT};
 pub use validate::{validate, Validation};
 pub use work::Work;

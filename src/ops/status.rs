@@ -1,11 +1,11 @@
 //! The reading operations: `status` (the board view and the assignments not yet on the
-//! remote), `show` (one task's files) and `tasks` (one line per task, filtered). They take no
+//! remote), `show` (one task's files) and `tasks`/`list` (one line per task, filtered). They take no
 //! lock and write nothing; they read the store and git.
 
 use super::{Coord, Error};
 use crate::board::Board;
 use crate::engine::commands::known_agent;
-use crate::model::{AgentName, State, TaskId};
+use crate::model::{AgentName, Priority, State, TaskId};
 use crate::redact::redact_value;
 use crate::store::Store;
 use serde_json::{json, Value};
@@ -62,17 +62,54 @@ impl Coord {
         state: Option<State>,
         agent: Option<&AgentName>,
     ) -> Result<Vec<Value>, Error> {
+        self.list(&TaskFilter {
+            state,
+            agent: agent.cloned(),
+            ..TaskFilter::default()
+        })
+    }
+
+    /// Returns one line of facts per task, as [`Coord::tasks`] does, for the tasks that pass
+    /// every filter given (`coord list`). An unknown agent is an error.
+    pub fn list(&self, filter: &TaskFilter) -> Result<Vec<Value>, Error> {
         let (board, _) = self.store.load()?;
-        if let Some(a) = agent {
+        if let Some(a) = &filter.agent {
             known_agent(&board, a)?;
         }
         Ok(board
             .tasks
             .iter()
-            .filter(|t| state.is_none_or(|s| t.folder.state == s))
-            .filter(|t| agent.is_none_or(|a| belongs_to(t, a)))
+            .filter(|t| filter.passes(t))
             .map(task_line)
             .collect())
+    }
+}
+
+/// Which tasks `coord list` shows: those that pass every filter given.
+#[derive(Debug, Clone, Default)]
+pub struct TaskFilter {
+    /// Only tasks in this state.
+    pub state: Option<State>,
+    /// Only this agent's tasks: in its folder, or naming it in `agent:`.
+    pub agent: Option<AgentName>,
+    /// Only tasks that ask for this capability.
+    pub capability: Option<String>,
+    /// Only tasks of this priority (a task that names none is `normal`).
+    pub priority: Option<Priority>,
+}
+
+impl TaskFilter {
+    fn passes(&self, t: &crate::board::TaskFile) -> bool {
+        let spec = t.read.as_ref().ok().map(|d| &d.spec);
+        self.state.is_none_or(|s| t.folder.state == s)
+            && self.agent.as_ref().is_none_or(|a| belongs_to(t, a))
+            && self
+                .capability
+                .as_ref()
+                .is_none_or(|c| spec.is_some_and(|s| s.capabilities.contains(c)))
+            && self
+                .priority
+                .is_none_or(|p| spec.is_some_and(|s| s.priority.unwrap_or(Priority::Normal) == p))
     }
 }
 

@@ -21,6 +21,7 @@ mod inplace;
 mod jepsen;
 mod json;
 mod kill;
+mod list;
 mod messages;
 mod new_task;
 mod numbers;
