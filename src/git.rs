@@ -157,6 +157,26 @@ impl std::fmt::Display for Identity {
     }
 }
 
+/// What one commit did to the files under a prefix (`Repo::touched`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Touched {
+    /// The author's name.
+    pub author: String,
+    /// The files added, changed or deleted, repo-relative, in path order.
+    pub files: Vec<(String, Touch)>,
+}
+
+/// How a commit touched a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Touch {
+    /// The file was created.
+    Added,
+    /// The file's content (or mode) changed.
+    Changed,
+    /// The file was removed.
+    Deleted,
+}
+
 /// One commit as `coord log` shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CommitInfo {

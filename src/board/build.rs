@@ -174,6 +174,14 @@ pub fn is_layout(rel: &str) -> bool {
     }
 }
 
+/// Returns the folder and id of the task file at a work-relative path, when it is one.
+pub fn task_at(rel: &str) -> Option<(Folder, TaskId)> {
+    match classify(rel) {
+        Kind::Task(folder, id) => Some((folder, id)),
+        _ => None,
+    }
+}
+
 fn agent(name: AgentName) -> AgentEntry {
     AgentEntry {
         name,

@@ -1,7 +1,10 @@
-//! `coord log [<id>]`: prints [`crate::ops::Coord::log`], newest first.
+//! `coord log [<id>]`: prints [`crate::ops::Coord::history`], newest first, in aligned columns
+//! (time, task, change, summary): coord's transitions, without those that change no state
+//! unless `--all`, and people's edits, additions and deletions of task files.
 
 use super::Ctx;
 use crate::model::TaskId;
+use crate::ops::LogEntry;
 use anyhow::Result;
 use serde_json::json;
 
@@ -13,6 +16,9 @@ pub struct Args {
     /// Show at most N transitions
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
+    /// Also show entries that change no state (results written, heartbeats)
+    #[arg(long)]
+    all: bool,
 }
 
 impl Args {
@@ -21,25 +27,41 @@ impl Args {
         Args {
             id: None,
             limit: None,
+            all: false,
         }
     }
 }
 
 /// Runs `coord log`.
 pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
-    let entries = ctx.coord()?.log(args.id.as_ref(), args.limit)?;
+    let entries = ctx
+        .coord()?
+        .history(args.id.as_ref(), args.limit, args.all)?;
     if ctx.json {
         super::print_answer(json!({ "entries": entries }));
         return Ok(());
     }
-    for e in entries {
-        out!(
-            "{}  {:<9} -> {:<9} {}",
-            e.time,
-            e.from.as_deref().unwrap_or("?"),
-            e.to.as_deref().unwrap_or("?"),
-            e.summary
-        );
+    let rows: Vec<[String; 4]> = entries.iter().map(row).collect();
+    let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
+    let (task, change) = (width(1), width(2));
+    for [time, id, what, summary] in &rows {
+        out!("{time}  {id:<task$}  {what:<change$}  {summary}");
     }
     Ok(())
+}
+
+/// Returns an entry's columns: time, task, what changed, summary (with who, for a person).
+fn row(e: &LogEntry) -> [String; 4] {
+    let state = |s: &Option<String>| s.clone().unwrap_or_else(|| "?".into());
+    let what = match (e.by.is_some(), e.op.as_deref()) {
+        (true, Some("add")) => format!("added in {}", state(&e.to)),
+        (true, Some("delete")) => format!("deleted from {}", state(&e.from)),
+        (true, _) => format!("edited in {}", state(&e.from)),
+        (false, _) => format!("{} -> {}", state(&e.from), state(&e.to)),
+    };
+    let summary = match &e.by {
+        Some(who) => format!("by {who}: {}", e.summary),
+        None => e.summary.clone(),
+    };
+    [e.time.to_string(), e.subject.clone(), what, summary]
 }

@@ -62,6 +62,47 @@ impl Repo {
         tail[12..].iter().any(|&b| b != 0).then_some(tail)
     }
 
+    /// Returns who made commit `oid` (the author's name) and the files under `prefix` it
+    /// added, changed or deleted, compared with its first parent (with nothing, for a root
+    /// commit), in path order.
+    pub fn touched(&self, oid: &str, prefix: &str) -> Result<Touched, GitError> {
+        let what = format!("cannot read the changes of commit {oid}");
+        let commit = git2::Oid::from_str(oid)
+            .and_then(|o| self.repo.find_commit(o))
+            .map_err(ctx(&what))?;
+        let tree = commit.tree().map_err(ctx(&what))?;
+        let parent = match commit.parent(0) {
+            Ok(p) => Some(p.tree().map_err(ctx(&what))?),
+            Err(_) => None,
+        };
+        let mut opts = git2::DiffOptions::new();
+        opts.pathspec(prefix.trim_end_matches('/'))
+            .disable_pathspec_match(true);
+        let diff = self
+            .repo
+            .diff_tree_to_tree(parent.as_ref(), Some(&tree), Some(&mut opts))
+            .map_err(ctx(&what))?;
+        let files = diff
+            .deltas()
+            .filter_map(|d| {
+                let kind = match d.status() {
+                    git2::Delta::Added => Touch::Added,
+                    git2::Delta::Deleted => Touch::Deleted,
+                    _ => Touch::Changed,
+                };
+                let file = if kind == Touch::Deleted {
+                    d.old_file()
+                } else {
+                    d.new_file()
+                };
+                let path = file.path().and_then(Path::to_str)?;
+                path.starts_with(prefix).then(|| (path.to_string(), kind))
+            })
+            .collect();
+        let author = String::from_utf8_lossy(commit.author().name_bytes()).into_owned();
+        Ok(Touched { author, files })
+    }
+
     /// Returns the commits reachable from HEAD, newest first, at most `limit` of them; empty on
     /// an unborn branch.
     pub fn log(&self, limit: Option<usize>) -> Result<Vec<CommitInfo>, GitError> {

@@ -3,7 +3,7 @@
 
 use super::{Coord, Error};
 use crate::engine::commands::CommandError;
-use crate::git::CommitInfo;
+use crate::git::{CommitInfo, Touch, Touched};
 use crate::model::TaskId;
 use crate::redact::one_line;
 use jiff::Timestamp;
@@ -27,6 +27,9 @@ pub struct LogEntry {
     pub op: Option<String>,
     /// The summary line without the `coord: ` prefix, on one line.
     pub summary: String,
+    /// Who, for a person's change (the commit's author); None for coord's transitions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 impl LogEntry {
@@ -46,8 +49,48 @@ impl LogEntry {
                 to: t.to,
                 op: t.op,
                 summary: t.summary.map_or_else(|| summary.clone(), |s| one_line(&s)),
+                by: None,
             })
             .collect()
+    }
+
+    /// Returns the task files a commit without coord's trailers (a person's commit, or coord's
+    /// recording of people's changes) added, edited or deleted under `work_dir`, newest first:
+    /// op `add` (from none to the folder's state), `edit` (from and to the folder's state) or
+    /// `delete` (from the folder's state to none); a file moved by hand is a delete and an add.
+    pub fn edits(c: &CommitInfo, touched: &Touched, work_dir: &str) -> Vec<LogEntry> {
+        let prefix = format!("{work_dir}/");
+        let summary = one_line(c.summary.strip_prefix("coord: ").unwrap_or(&c.summary));
+        touched
+            .files
+            .iter()
+            .rev()
+            .filter_map(|(path, how)| {
+                let (folder, id) = crate::board::task_at(path.strip_prefix(&prefix)?)?;
+                let state = Some(folder.state.as_str().to_string());
+                let (from, to, op) = match how {
+                    Touch::Added => (None, state, "add"),
+                    Touch::Changed => (state.clone(), state, "edit"),
+                    Touch::Deleted => (state, None, "delete"),
+                };
+                Some(LogEntry {
+                    commit: c.oid.clone(),
+                    time: c.time,
+                    subject: id.to_string(),
+                    from,
+                    to,
+                    op: Some(op.to_string()),
+                    summary: summary.clone(),
+                    by: Some(one_line(&touched.author)),
+                })
+            })
+            .collect()
+    }
+
+    /// Whether the entry records no change of state: a result written, a heartbeat (`assigned
+    /// -> assigned`). People's edits are not noise.
+    pub fn is_noise(&self) -> bool {
+        self.by.is_none() && self.from.is_some() && self.from == self.to
     }
 }
 
@@ -57,6 +100,43 @@ fn rfc3339<S: serde::Serializer>(t: &Timestamp, s: S) -> Result<S::Ok, S::Error>
 }
 
 impl Coord {
+    /// Returns at most `limit` entries of the history people read (`coord log`), newest
+    /// first, only task `id`'s when given: coord's transitions without the noise (`assigned
+    /// -> assigned`) unless `all`, and people's edits, additions and deletions of task files.
+    pub fn history(
+        &self,
+        id: Option<&TaskId>,
+        limit: Option<usize>,
+        all: bool,
+    ) -> Result<Vec<LogEntry>, Error> {
+        let repo = &self.store.repo;
+        let work_dir = self.store.work_dir();
+        let mut entries = Vec::new();
+        for c in repo.log(None)? {
+            let mut found = LogEntry::all(&c);
+            if found.is_empty() && !is_own(&c) {
+                found = LogEntry::edits(&c, &repo.touched(&c.oid, work_dir)?, work_dir);
+            }
+            entries.extend(
+                found
+                    .into_iter()
+                    .filter(|e| all || !e.is_noise())
+                    .filter(|e| id.is_none_or(|id| id.as_str() == e.subject)),
+            );
+            if limit.is_some_and(|n| entries.len() >= n) {
+                break;
+            }
+        }
+        entries.truncate(limit.unwrap_or(usize::MAX));
+        if let Some(id) = id.filter(|_| entries.is_empty()) {
+            let (board, _) = self.store.load()?;
+            if board.find(id).is_empty() {
+                return Err(CommandError::NotFound(id.clone()).into());
+            }
+        }
+        Ok(entries)
+    }
+
     /// Returns at most `limit` transitions, newest first; only task `id`'s when given (an id
     /// that has none and is on no file is an error).
     pub fn log(&self, id: Option<&TaskId>, limit: Option<usize>) -> Result<Vec<LogEntry>, Error> {
@@ -77,4 +157,11 @@ impl Coord {
         }
         Ok(entries)
     }
+}
+
+/// Whether a commit is one of coord's own that records no task file change of a person's
+/// (`init`, `agents add`): coord's commits say so in their summary, except the recording of
+/// people's changes.
+fn is_own(c: &CommitInfo) -> bool {
+    c.summary.starts_with("coord: ") && !c.summary.starts_with("coord: record external changes")
 }

@@ -330,12 +330,22 @@ fn show_and_log() {
     assert!(first[2].contains("accept t1 into ready"), "{log}");
     assert_eq!(r.ok(&["log", "--limit", "2"]).lines().count(), 2);
     let t1 = r.ok(&["log", "t1"]);
-    assert_eq!(t1.lines().count(), 2, "{t1}");
+    assert_eq!(t1.lines().count(), 3, "{t1}");
+    assert!(
+        t1.lines()
+            .nth(2)
+            .is_some_and(|l| l.contains("added in inbox")),
+        "{t1}"
+    );
     assert!(t1.lines().all(|l| l.contains("t1")), "{t1}");
     let json: serde_json::Value =
         serde_json::from_str(&r.ok(&["--json", "log", "t1"])).expect("json");
     let rows = json["entries"].as_array().expect("array");
-    assert_eq!(rows.len(), 2);
+    assert_eq!(rows.len(), 3);
+    assert_eq!(
+        rows[2]["op"], "add",
+        "the file a person dropped, recorded by the tick"
+    );
     assert_eq!(
         (rows[0]["from"].as_str(), rows[0]["to"].as_str()),
         (Some("ready"), Some("assigned"))

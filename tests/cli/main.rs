@@ -22,6 +22,7 @@ mod jepsen;
 mod json;
 mod kill;
 mod list;
+mod log;
 mod messages;
 mod new_task;
 mod numbers;

@@ -36,7 +36,7 @@ fn a_large_tick_commits_in_groups_and_log_shows_every_transition() {
     let moves = |id: &str| -> Vec<(String, String)> {
         entries
             .iter()
-            .filter(|e| e["task"] == id)
+            .filter(|e| e["task"] == id && e["by"].is_null())
             .map(|e| {
                 let s = |k: &str| e[k].as_str().unwrap_or_default().to_string();
                 (s("from"), s("to"))

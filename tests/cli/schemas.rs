@@ -101,7 +101,12 @@ fn every_json_answer_matches_its_schema() {
     ok(&r, "report", &[&["complete", "a"][..], &fence].concat(), 0);
     ok(&r, "status", &["status"], 0);
     ok(&r, "list", &["list"], 0);
-    ok(&r, "list", &["list", "--state", "assigned", "--priority", "normal"], 0);
+    ok(
+        &r,
+        "list",
+        &["list", "--state", "assigned", "--priority", "normal"],
+        0,
+    );
     ok(&r, "show", &["show", "a"], 0);
     ok(&r, "log", &["log"], 0);
     ok(&r, "doctor", &["doctor"], 0);

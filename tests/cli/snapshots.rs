@@ -64,7 +64,11 @@ const STEPS: &[Step<'static>] = &[
     ("tick", &["tick"], 0),
     ("status", &["status"], 0),
     ("list", &["list"], 0),
-    ("list_filtered", &["list", "--state", "assigned", "--agent", "q"], 0),
+    (
+        "list_filtered",
+        &["list", "--state", "assigned", "--agent", "q"],
+        0,
+    ),
     ("claim", &["claim", "--agent", "p"], 0),
     ("claim_nothing", &["claim", "--agent", "p"], 4),
     (
