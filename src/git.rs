@@ -22,6 +22,7 @@ mod state;
 
 pub use attempts::Granted;
 use commit::check_path;
+pub use commit::IndexHold;
 pub use edit::PathChange;
 pub use git2::Oid;
 pub use history::{recorded, Recorded};
@@ -85,6 +86,15 @@ pub enum GitError {
     /// Reading a file of the work tree failed.
     #[error("cannot read {}", path.display())]
     Io {
+        /// The file.
+        path: PathBuf,
+        /// What the OS reported.
+        #[source]
+        source: io::Error,
+    },
+    /// Writing or removing a file of coord's own under `.git/` failed.
+    #[error("cannot write {}; check that .git is writable and the disk has room", path.display())]
+    Write {
         /// The file.
         path: PathBuf,
         /// What the OS reported.

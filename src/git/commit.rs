@@ -59,6 +59,46 @@ impl Repo {
     /// those bytes (so `git status` is clean for it) and with empty stat data otherwise (so git
     /// re-reads it and shows the later edit as unstaged). A path HEAD lacks leaves the index.
     pub fn update_index(&self, paths: &[String]) -> Result<(), GitError> {
+        self.update_index_holding(paths, None)
+    }
+
+    /// Takes git's index lock (`.git/index.lock`) and keeps it until the returned hold is
+    /// given to [`Repo::update_index_holding`] or dropped: what `git commit` does between
+    /// moving the branch and writing the index. Held from before coord's first commit of a
+    /// pass to the index write after its last, no person's `git commit` or `git stash` can
+    /// run in between and record the index, still at the old commit, as a reversal of coord's
+    /// commits. A lock another git holds is waited for (a few seconds), then named.
+    pub fn hold_index(&self) -> Result<IndexHold, GitError> {
+        let path = self.git_dir.join("index.lock");
+        let created = super::locks::retry_locked(&path, super::locks::LOCK_WAIT, || {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(git2::Error::new(
+                    ErrorCode::Locked,
+                    git2::ErrorClass::Index,
+                    "the index is locked",
+                )),
+                other => Ok(other),
+            }
+        })?;
+        match created {
+            Ok(Ok(_)) => Ok(IndexHold { path, held: true }),
+            Ok(Err(source)) => Err(GitError::Write { path, source }),
+            Err(e) => Err(ctx(format!("cannot lock {}", path.display()))(e)),
+        }
+    }
+
+    /// [`Repo::update_index`], writing the index through `hold` when coord holds the index
+    /// lock already (then the lock is released by the write, as git does: the new index is
+    /// renamed from the lock file).
+    pub fn update_index_holding(
+        &self,
+        paths: &[String],
+        hold: Option<IndexHold>,
+    ) -> Result<(), GitError> {
         let tree = match self.resolve_head()?.oid {
             Some(oid) => self.tree_of(oid)?,
             None => self.empty_tree()?,
@@ -80,7 +120,10 @@ impl Repo {
                 (Some(head), _) => IndexOp::Add(unverified_entry(path, head.id(), head.filemode())),
             });
         }
-        self.write_index(ops)
+        match hold {
+            Some(hold) => self.write_index_held(ops, hold),
+            None => self.write_index(ops),
+        }
     }
 
     /// Commits `paths` on top of `head` as read earlier; the ref update fails with `Conflict` if
@@ -289,12 +332,64 @@ impl Repo {
             .index()
             .and_then(|mut index| index.read(false).map(|()| index))
             .map_err(ctx(format!("cannot read {}", index_path.display())))?;
-        // A merge, rebase or stash pop may have started since the command checked: writing
-        // stage-0 entries next to its conflict entries would break it.
+        self.apply_index_ops(&mut index, ops)?;
+        let lock = self.git_dir.join("index.lock");
+        super::locks::retry_locked(&lock, super::locks::LOCK_WAIT, || index.write())?
+            .map_err(ctx(format!("cannot write {}", index_path.display())))
+    }
+
+    /// [`Repo::write_index`] under coord's own hold of the index lock: libgit2 cannot write an
+    /// index whose lock is taken, so the index is copied under `.git/coord/`, changed and
+    /// written there, then renamed onto the lock file and from it onto the index.
+    fn write_index_held<'p>(
+        &self,
+        ops: impl IntoIterator<Item = IndexOp<'p>>,
+        mut hold: IndexHold,
+    ) -> Result<(), GitError> {
+        let index_path = self.git_dir.join("index");
+        let next = self.git_dir.join("coord/index.next");
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| GitError::Write { path, source }
+        };
+        std::fs::create_dir_all(self.git_dir.join("coord")).map_err(io(&next))?;
+        match std::fs::copy(&index_path, &next) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let _ = std::fs::remove_file(&next);
+            }
+            Err(source) => {
+                return Err(GitError::Io {
+                    path: index_path,
+                    source,
+                })
+            }
+        }
+        let mut index = git2::Index::open(&next)
+            .map_err(ctx(format!("cannot read {}", index_path.display())))?;
+        self.apply_index_ops(&mut index, ops)?;
+        index
+            .write()
+            .map_err(ctx(format!("cannot write {}", next.display())))?;
+        std::fs::rename(&next, &hold.path).map_err(io(&hold.path))?;
+        std::fs::rename(&hold.path, &index_path).map_err(io(&index_path))?;
+        hold.held = false;
+        Ok(())
+    }
+
+    /// Applies `ops` to `index`, after checking no merge, rebase or stash pop started since
+    /// the command checked: writing stage-0 entries next to its conflict entries would break
+    /// it.
+    fn apply_index_ops<'p>(
+        &self,
+        index: &mut git2::Index,
+        ops: impl IntoIterator<Item = IndexOp<'p>>,
+    ) -> Result<(), GitError> {
+        let index_path = self.git_dir.join("index");
         self.refuse_operation()?;
         if index.has_conflicts() {
             return Err(GitError::Unfinished(Unfinished::Unmerged(unmerged_in(
-                &index,
+                index,
             )?)));
         }
         for op in ops {
@@ -307,9 +402,23 @@ impl Repo {
                 index_path.display()
             )))?;
         }
-        let lock = self.git_dir.join("index.lock");
-        super::locks::retry_locked(&lock, super::locks::LOCK_WAIT, || index.write())?
-            .map_err(ctx(format!("cannot write {}", index_path.display())))
+        Ok(())
+    }
+}
+
+/// coord's hold of git's index lock (see [`Repo::hold_index`]); dropping it unused removes
+/// the lock file, leaving the index as it was.
+#[derive(Debug)]
+pub struct IndexHold {
+    path: PathBuf,
+    held: bool,
+}
+
+impl Drop for IndexHold {
+    fn drop(&mut self) {
+        if self.held {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 

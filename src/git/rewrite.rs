@@ -80,6 +80,10 @@ impl Repo {
     /// the files). Other uncommitted changes stay as they are. The branch moves as a
     /// compare-and-swap from `from`, the commit the caller's work started from: when the branch
     /// is elsewhere (a person committed meanwhile) nothing is written and the error is `Moved`.
+    ///
+    /// The switch is journaled first (`.git/coord/switch`): a run killed after the work tree
+    /// moved and before the branch did is finished by [`Repo::finish_switch`], so the next run
+    /// never takes the new files for a person's edit of the old commit.
     pub fn switch_to(&self, from: Option<Oid>, new: Oid) -> Result<(), GitError> {
         let head = self.resolve_head()?;
         if head.oid != from {
@@ -87,12 +91,68 @@ impl Repo {
                 branch: head.refname,
             });
         }
+        let switch = Switch {
+            refname: head.refname.clone(),
+            from,
+            to: new,
+        };
+        self.journal_switch(&switch)?;
+        self.checkout_to(&head.refname, new)?;
+        self.move_ref(&head, new, "coord sync: move onto the remote")?;
+        self.clear_switch_journal()
+    }
+
+    /// Finishes a switch a killed run left half done (see [`Repo::switch_to`]). Returns what
+    /// it did, for the report, or None when no switch was journaled. When the branch is still
+    /// where the switch started, the work tree and index are brought to the switch's target
+    /// (files that already match it are left alone) and the branch moved; when the branch is
+    /// at the target already, only the journal goes; when a person moved the branch meanwhile,
+    /// their commit stands and the journal goes.
+    pub fn finish_switch(&self) -> Result<Option<String>, GitError> {
+        let switch = match self.read_switch_journal()? {
+            None => return Ok(None),
+            Some(None) => {
+                self.clear_switch_journal()?;
+                return Ok(Some(format!(
+                    "removed {}: it named no switch",
+                    self.switch_journal().display()
+                )));
+            }
+            Some(Some(switch)) => switch,
+        };
+        let head = self.resolve_head()?;
+        let done = if head.refname != switch.refname || head.oid != switch.from {
+            let at_target = head.refname == switch.refname && head.oid == Some(switch.to);
+            if at_target {
+                None
+            } else {
+                Some(format!(
+                    "dropped an interrupted switch of {} to {}: the branch moved since",
+                    switch.refname, switch.to
+                ))
+            }
+        } else {
+            self.checkout_to(&head.refname, switch.to)?;
+            self.move_ref(&head, switch.to, "coord sync: move onto the remote")?;
+            Some(format!(
+                "finished an interrupted switch of {} to {}",
+                switch.refname, switch.to
+            ))
+        };
+        self.clear_switch_journal()?;
+        Ok(done)
+    }
+
+    /// Makes the work tree and index match `new`, leaving files changed since HEAD alone
+    /// unless `new` changes them too (then nothing is written and the error names them).
+    pub(super) fn checkout_to(&self, refname: &str, new: Oid) -> Result<(), GitError> {
         let target = self
             .repo
             .find_commit(new)
             .map_err(ctx(format!("cannot read commit {new}")))?;
         // libgit2 compares against HEAD's tree (the baseline) when none is given: files that
-        // still match HEAD are updated, changed ones stop the checkout before it writes.
+        // still match HEAD are updated, changed ones stop the checkout before it writes, and
+        // files that already match the target are left as they are.
         // A person's git holding the index (status, commit, gc) makes libgit2 fail at the end,
         // once the files are written: the checkout is tried again (the files already match
         // the target, so it only writes the index), as git's other lock holders are waited for.
@@ -103,13 +163,78 @@ impl Repo {
             self.repo.checkout_tree(target.as_object(), Some(&mut opts))
         })?
         .map_err(|e| {
-                let what = if e.code() == ErrorCode::Conflict {
-                    "files it changes have uncommitted changes here; commit or stash them, then run it again"
-                } else {
-                    "cannot update the work tree"
-                };
-                ctx(format!("cannot move {} to {new}: {what}", head.refname))(e)
-            })?;
-        self.move_ref(&head, new, "coord sync: move onto the remote")
+            let what = if e.code() == ErrorCode::Conflict {
+                "files it changes have uncommitted changes here; commit or stash them, then run it again"
+            } else {
+                "cannot update the work tree"
+            };
+            ctx(format!("cannot move {refname} to {new}: {what}"))(e)
+        })
+    }
+
+    /// Returns whether a killed run left a switch for [`Repo::finish_switch`] to finish.
+    pub fn switch_journaled(&self) -> bool {
+        self.switch_journal().exists()
+    }
+
+    fn switch_journal(&self) -> std::path::PathBuf {
+        self.git_dir.join(SWITCH_JOURNAL)
+    }
+
+    /// Records a switch before it writes anything, durably (the work tree it guards is).
+    pub(super) fn journal_switch(&self, switch: &Switch) -> Result<(), GitError> {
+        let path = self.switch_journal();
+        crate::store::fsutil::write_private(&path, switch.to_text().as_bytes(), true)
+            .map_err(|source| GitError::Write { path, source })
+    }
+
+    /// Returns the journaled switch: None when there is none, `Some(None)` when the file holds
+    /// something else (coord writes it atomically, so not a switch cut short).
+    fn read_switch_journal(&self) -> Result<Option<Option<Switch>>, GitError> {
+        let path = self.switch_journal();
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(Some(Switch::parse(&text))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(GitError::Io { path, source }),
+        }
+    }
+
+    fn clear_switch_journal(&self) -> Result<(), GitError> {
+        let path = self.switch_journal();
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(GitError::Write { path, source }),
+        }
+    }
+}
+
+/// Where a branch switch in progress is recorded, under the git directory.
+const SWITCH_JOURNAL: &str = "coord/switch";
+
+/// A branch switch: the branch, the commit it left and the commit it goes to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Switch {
+    pub(super) refname: String,
+    pub(super) from: Option<Oid>,
+    pub(super) to: Oid,
+}
+
+impl Switch {
+    /// Three lines: the ref, the commit it left (`none` on an unborn branch), the target.
+    fn to_text(&self) -> String {
+        let from = self.from.map_or("none".to_string(), |o| o.to_string());
+        format!("{}\n{from}\n{}\n", self.refname, self.to)
+    }
+
+    fn parse(text: &str) -> Option<Switch> {
+        let mut lines = text.lines();
+        let refname = lines.next()?.to_string();
+        let from = match lines.next()? {
+            "none" => None,
+            oid => Some(Oid::from_str(oid).ok()?),
+        };
+        let to = Oid::from_str(lines.next()?).ok()?;
+        Some(Switch { refname, from, to })
     }
 }

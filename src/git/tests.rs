@@ -795,3 +795,73 @@ fn switching_while_a_persons_git_holds_the_index_waits_and_leaves_a_consistent_t
     assert_eq!(status(d), Vec::<String>::new());
     assert!(!d.join("work/b.yaml").exists());
 }
+
+/// Two commits: `first` with work/a.yaml, then `second` changing it and adding work/b.yaml.
+fn two_commits(repo: &Repo, d: &Path) -> (Oid, Oid) {
+    write(d, "work/a.yaml", "1\n");
+    let first = commit(repo, &["work/a.yaml"], "one").unwrap();
+    write(d, "work/a.yaml", "2\n");
+    write(d, "work/b.yaml", "new\n");
+    let second = commit(repo, &["work/a.yaml", "work/b.yaml"], "two").unwrap();
+    (first, second)
+}
+
+/// Leaves the state a kill -9 inside `switch_to` leaves: journaled, work tree and index at
+/// `to`, branch still at `from`.
+fn switch_killed_before_the_ref_moved(repo: &Repo, from: Oid, to: Oid) {
+    let switch = rewrite::Switch {
+        refname: "refs/heads/main".into(),
+        from: Some(from),
+        to,
+    };
+    repo.journal_switch(&switch).unwrap();
+    repo.checkout_to("refs/heads/main", to).unwrap();
+}
+
+#[test]
+fn a_switch_killed_between_the_work_tree_and_the_branch_is_finished_by_the_next_run() {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    let (first, second) = two_commits(&repo, d);
+    switch_killed_before_the_ref_moved(&repo, second, first);
+    assert!(
+        !status(d).is_empty(),
+        "the half-done switch shows as changes"
+    );
+    let done = repo.finish_switch().unwrap();
+    assert!(done.unwrap().contains("finished an interrupted switch"));
+    assert_eq!(rev(d, "main"), first.to_string());
+    assert_eq!(status(d), Vec::<String>::new());
+    assert!(!d.join("work/b.yaml").exists());
+    assert_eq!(repo.finish_switch().unwrap(), None, "the journal is gone");
+}
+
+#[test]
+fn a_switch_killed_after_the_branch_moved_only_drops_its_journal() {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    let (first, second) = two_commits(&repo, d);
+    switch_killed_before_the_ref_moved(&repo, second, first);
+    git(d, &["update-ref", "refs/heads/main", &first.to_string()]);
+    assert_eq!(repo.finish_switch().unwrap(), None);
+    assert_eq!(rev(d, "main"), first.to_string());
+    assert_eq!(status(d), Vec::<String>::new());
+    assert!(!d.join(".git/coord/switch").exists());
+}
+
+#[test]
+fn a_persons_commit_after_a_killed_switch_stands_and_the_switch_is_dropped() {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    let (first, second) = two_commits(&repo, d);
+    switch_killed_before_the_ref_moved(&repo, second, first);
+    git(
+        d,
+        &["commit", "-q", "-m", "a person's commit of what they saw"],
+    );
+    let theirs = rev(d, "main");
+    let done = repo.finish_switch().unwrap().unwrap();
+    assert!(done.contains("the branch moved since"), "{done}");
+    assert_eq!(rev(d, "main"), theirs);
+    assert!(!d.join(".git/coord/switch").exists());
+}

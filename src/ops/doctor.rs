@@ -145,6 +145,13 @@ fn findings(store: &Store, board: &Board) -> Result<Vec<Finding>, Error> {
             "an interrupted transition is journaled; the next coord command finishes it".into(),
         ));
     }
+    if store.repo.switch_journaled() {
+        out.push(Finding::new(
+            FindingCode::Journal,
+            None,
+            "a sync killed while it moved the branch onto the remote is journaled; the next coord command finishes it".into(),
+        ));
+    }
     Ok(out)
 }
 

@@ -159,3 +159,55 @@ fn doctor_findings_carry_their_code_path_and_fix() {
         "{after:?}"
     );
 }
+
+/// Runs git as a person in `dir`; returns whether it succeeded.
+fn person_git(dir: &Path, args: &[&str]) -> bool {
+    std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=person",
+            "-c",
+            "user.email=person@example.com",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .expect("git")
+        .status
+        .success()
+}
+
+#[test]
+fn a_persons_commit_or_stash_between_coords_commits_never_records_them_in_reverse() {
+    let t = tempfile::tempdir().expect("tempdir");
+    init(t.path());
+    for id in ["a", "b", "c"] {
+        let task = "title: T\ncapabilities: [code]\n";
+        std::fs::write(t.path().join(format!("work/inbox/{id}.yaml")), task).expect("task");
+    }
+    let dir = t.path().to_path_buf();
+    let tried = std::rc::Rc::new(std::cell::Cell::new(0));
+    let seen = tried.clone();
+    let coord = open(t.path()).with_sink(Box::new(move |event| {
+        if matches!(event, super::Event::Applied(..)) {
+            // Whatever git lets the person do here must not undo coord's commits.
+            person_git(&dir, &["commit", "-q", "-m", "a person's commit"]);
+            person_git(&dir, &["stash", "-q"]);
+            seen.set(seen.get() + 1);
+        }
+    }));
+    let ticked = coord.tick().expect("tick");
+    assert!(ticked.commits > 1 && tried.get() > 1, "{ticked:?}");
+    let git_out = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(t.path())
+            .output()
+            .expect("git");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(git_out(&["log", "--author=person", "--oneline"]), "");
+    assert_eq!(git_out(&["stash", "list"]), "");
+    assert_eq!(git_out(&["status", "--porcelain", "--", "work"]), "");
+}

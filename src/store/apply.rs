@@ -429,20 +429,33 @@ impl Store {
         }
         paths.sort();
         paths.dedup();
+        self.hold_index()?;
         self.repo
             .commit_paths(&paths, &message, &self.identity, now)?;
         self.touched.borrow_mut().extend(paths);
         Ok(())
     }
 
-    /// Brings the index in line for every path committed since the last call.
+    /// Takes git's index lock before a commit unless this run holds it already: a person's
+    /// git must not record the index between coord's commits and its index write (`finish`).
+    fn hold_index(&self) -> Result<(), StoreError> {
+        let mut hold = self.index_hold.borrow_mut();
+        if hold.is_none() {
+            *hold = Some(self.repo.hold_index()?);
+        }
+        Ok(())
+    }
+
+    /// Brings the index in line for every path committed since the last call, and lets go
+    /// of git's index lock.
     pub fn finish(&self) -> Result<(), StoreError> {
+        let hold = self.index_hold.borrow_mut().take();
         let mut touched = self.touched.borrow_mut();
         if !touched.is_empty() {
             touched.sort();
             touched.dedup();
             inject::point("git index").map_err(io_err(self.repo.git_dir()))?;
-            self.repo.update_index(&touched)?;
+            self.repo.update_index_holding(&touched, hold)?;
             touched.clear();
             // As `git gc --auto` after a commit; a failure leaves the loose objects as they
             // were, all readable, so it does not fail the command that committed.
@@ -474,12 +487,12 @@ impl Store {
             .collect())
     }
 
-    /// Finishes what a killed run left under the lock: stale git locks, temp files and the
-    /// journaled plan. Returns the summaries of the commits it made. Temp files under `work/`
+    /// Finishes what a killed run left under the lock: a half-done branch switch of `sync`,
+    /// stale git locks, temp files and the journaled plan. Returns the summaries of the commits it made. Temp files under `work/`
     /// are written only by journaled transitions, so they are looked for only when a journal
     /// is left.
     pub fn finish_interrupted(&self, now: Timestamp) -> Result<Vec<String>, StoreError> {
-        let mut done = Vec::new();
+        let mut done: Vec<String> = self.repo.finish_switch()?.into_iter().collect();
         let finished = self.finish_journal(now, &mut done);
         let index = self.finish();
         finished.and(index).map(|()| done)
@@ -610,6 +623,7 @@ impl Store {
         message.push('\n');
         message.push_str(&edit.trailers());
         inject::point("git commit").map_err(io_err(self.repo.git_dir()))?;
+        self.hold_index()?;
         let made = self
             .repo
             .commit_paths(&changed, &message, &self.identity, now)?;

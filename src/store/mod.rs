@@ -86,6 +86,9 @@ pub struct Store {
     /// read; None when one was too recent to trust (the quiet mark needs it).
     setup_keys: Option<u64>,
     touched: RefCell<Vec<String>>,
+    /// git's index lock, held from the first commit of `touched` until `finish` writes the
+    /// index for them.
+    index_hold: RefCell<Option<crate::git::IndexHold>>,
     /// While a group of transitions is applied: the folders its writes and moves changed,
     /// synced once each before its commit instead of after every rename.
     unsynced: RefCell<Option<std::collections::BTreeSet<String>>>,
@@ -144,6 +147,7 @@ impl Store {
             agent_schema: Schema::builtin_agent(),
             setup_keys,
             touched: RefCell::new(Vec::new()),
+            index_hold: RefCell::default(),
             unsynced: RefCell::default(),
             skipped: RefCell::default(),
             seen_complete: Default::default(),
