@@ -67,7 +67,8 @@ impl Repo {
     /// moving the branch and writing the index. Held from before coord's first commit of a
     /// pass to the index write after its last, no person's `git commit` or `git stash` can
     /// run in between and record the index, still at the old commit, as a reversal of coord's
-    /// commits. A lock another git holds is waited for (a few seconds), then named.
+    /// commits. A lock another git holds is waited for (a few seconds), then named. Once it
+    /// holds the lock it checks that no merge, rebase, cherry-pick or revert is in progress.
     pub fn hold_index(&self) -> Result<IndexHold, GitError> {
         let path = self.git_dir.join("index.lock");
         let created = super::locks::retry_locked(&path, super::locks::LOCK_WAIT, || {
@@ -85,7 +86,17 @@ impl Repo {
             }
         })?;
         match created {
-            Ok(Ok(_)) => Ok(IndexHold { path, held: true }),
+            Ok(Ok(file)) => {
+                let hold = IndexHold {
+                    path,
+                    held: true,
+                    _open: file,
+                };
+                // An operation started before the lock was taken must not go on under
+                // coord's writes (dropping the hold lets go of the lock).
+                self.refuse_operation()?;
+                Ok(hold)
+            }
             Ok(Err(source)) => Err(GitError::Write { path, source }),
             Err(e) => Err(ctx(format!("cannot lock {}", path.display()))(e)),
         }
@@ -412,6 +423,8 @@ impl Repo {
 pub struct IndexHold {
     path: PathBuf,
     held: bool,
+    /// Kept open so that a stale-lock check (`Holder::of`) sees this process holds it.
+    _open: std::fs::File,
 }
 
 impl Drop for IndexHold {

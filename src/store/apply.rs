@@ -154,6 +154,8 @@ impl Store {
         if plan.is_empty() {
             return Ok(());
         }
+        // Before the first file moves: a person's merge or stash must not start in between.
+        self.hold_index()?;
         let plan = &with_op_id(plan);
         let journal = self.private_dir().join(JOURNAL);
         let cursor = self.private_dir().join(CURSOR);
@@ -436,8 +438,9 @@ impl Store {
         Ok(())
     }
 
-    /// Takes git's index lock before a commit unless this run holds it already: a person's
-    /// git must not record the index between coord's commits and its index write (`finish`).
+    /// Takes git's index lock before a plan's first file operation or a commit, unless this run
+    /// holds it already: a person's git must not start a merge or stash among coord's file
+    /// moves, nor record the index between coord's commits and its index write (`finish`).
     fn hold_index(&self) -> Result<(), StoreError> {
         let mut hold = self.index_hold.borrow_mut();
         if hold.is_none() {
