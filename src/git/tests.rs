@@ -806,24 +806,25 @@ fn two_commits(repo: &Repo, d: &Path) -> (Oid, Oid) {
     (first, second)
 }
 
-/// Leaves the state a kill -9 inside `switch_to` leaves: journaled, work tree and index at
-/// `to`, branch still at `from`.
-fn switch_killed_before_the_ref_moved(repo: &Repo, from: Oid, to: Oid) {
+/// A repo in the state a kill -9 inside `switch_to` leaves: switching from `second` back to
+/// `first` (returned), journaled, work tree and index at `first`, branch still at `second`.
+fn switch_killed_before_the_ref_moved() -> (TempDir, Repo, Oid) {
+    let (dir, repo) = new_repo();
+    let (first, second) = two_commits(&repo, dir.path());
     let switch = rewrite::Switch {
         refname: "refs/heads/main".into(),
-        from: Some(from),
-        to,
+        from: Some(second),
+        to: first,
     };
     repo.journal_switch(&switch).unwrap();
-    repo.checkout_to("refs/heads/main", to).unwrap();
+    repo.checkout_to("refs/heads/main", first).unwrap();
+    (dir, repo, first)
 }
 
 #[test]
 fn a_switch_killed_between_the_work_tree_and_the_branch_is_finished_by_the_next_run() {
-    let (dir, repo) = new_repo();
+    let (dir, repo, first) = switch_killed_before_the_ref_moved();
     let d = dir.path();
-    let (first, second) = two_commits(&repo, d);
-    switch_killed_before_the_ref_moved(&repo, second, first);
     assert!(
         !status(d).is_empty(),
         "the half-done switch shows as changes"
@@ -838,10 +839,8 @@ fn a_switch_killed_between_the_work_tree_and_the_branch_is_finished_by_the_next_
 
 #[test]
 fn a_switch_killed_after_the_branch_moved_only_drops_its_journal() {
-    let (dir, repo) = new_repo();
+    let (dir, repo, first) = switch_killed_before_the_ref_moved();
     let d = dir.path();
-    let (first, second) = two_commits(&repo, d);
-    switch_killed_before_the_ref_moved(&repo, second, first);
     git(d, &["update-ref", "refs/heads/main", &first.to_string()]);
     assert_eq!(repo.finish_switch().unwrap(), None);
     assert_eq!(rev(d, "main"), first.to_string());
@@ -851,10 +850,8 @@ fn a_switch_killed_after_the_branch_moved_only_drops_its_journal() {
 
 #[test]
 fn a_persons_commit_after_a_killed_switch_stands_and_the_switch_is_dropped() {
-    let (dir, repo) = new_repo();
+    let (dir, repo, _) = switch_killed_before_the_ref_moved();
     let d = dir.path();
-    let (first, second) = two_commits(&repo, d);
-    switch_killed_before_the_ref_moved(&repo, second, first);
     git(
         d,
         &["commit", "-q", "-m", "a person's commit of what they saw"],
