@@ -205,35 +205,57 @@ impl Task {
     pub fn summary(&self) -> &Summary {
         &self.summary
     }
+
+    /// Wraps a task just parsed without keeping the parse: its text and summary, parsed
+    /// again on use. For tasks that are seldom read again (finished ones, most of a big
+    /// board), whose parse (~10 KB) would otherwise stay as long as the board does.
+    pub fn summarised(doc: TaskDoc) -> Task {
+        let summary = Summary::of(&doc);
+        Task::unparsed(doc.text, summary)
+    }
+
+    /// Runs `f` on the parsed task; when the task was not parsed yet, parses it for this call
+    /// only and keeps nothing, so that reading through a long-lived board (coord serve
+    /// listing or filtering 10,000 tasks) does not leave a parse of every task behind.
+    pub fn peek<R>(&self, f: impl FnOnce(&TaskDoc) -> R) -> R {
+        match self.full.get() {
+            Some(doc) => f(doc),
+            None => f(&self.parse()),
+        }
+    }
+
+    /// Parses the text. Text that no longer parses (possible only with a stat cache edited by
+    /// hand) gives a task whose document is a bare `false`, which every splice refuses, so no
+    /// transition can rewrite the file from it.
+    fn parse(&self) -> Box<TaskDoc> {
+        Box::new(reread(&self.text).unwrap_or_else(|| TaskDoc {
+            text: self.text.clone(),
+            doc: Doc {
+                value: serde_json::Value::Bool(false),
+                value_pos: Default::default(),
+                key_pos: Default::default(),
+                top_keys: Vec::new(),
+                block_root: false,
+            },
+            spec: TaskSpec::default(),
+            result: None,
+            bad_result: None,
+            coord: CoordBlock {
+                state: self.summary.state.clone(),
+                assigned_to: self.summary.assigned_to.clone(),
+                ..CoordBlock::default()
+            },
+        }))
+    }
 }
 
 impl std::ops::Deref for Task {
     type Target = TaskDoc;
 
-    /// Returns the parsed task, parsing the text now if needed. Text that no longer parses
-    /// (possible only with a stat cache edited by hand) gives a task whose document is a bare
-    /// `false`, which every splice refuses, so no transition can rewrite the file from it.
+    /// Returns the parsed task, parsing the text now if needed (see `parse`); the parse is
+    /// kept.
     fn deref(&self) -> &TaskDoc {
-        self.full.get_or_init(|| {
-            Box::new(reread(&self.text).unwrap_or_else(|| TaskDoc {
-                text: self.text.clone(),
-                doc: Doc {
-                    value: serde_json::Value::Bool(false),
-                    value_pos: Default::default(),
-                    key_pos: Default::default(),
-                    top_keys: Vec::new(),
-                    block_root: false,
-                },
-                spec: TaskSpec::default(),
-                result: None,
-                bad_result: None,
-                coord: CoordBlock {
-                    state: self.summary.state.clone(),
-                    assigned_to: self.summary.assigned_to.clone(),
-                    ..CoordBlock::default()
-                },
-            }))
-        })
+        self.full.get_or_init(|| self.parse())
     }
 }
 
@@ -469,6 +491,19 @@ fn expressions(task: &TaskDoc, out: &mut Vec<(Severity, Violation)>) {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn a_summarised_task_is_parsed_for_a_peek_only_and_kept_once_dereferenced() {
+        let doc = reread("title: Write\ncoord:\n  state: done\n").expect("reads");
+        let t = Task::summarised(doc);
+        assert_eq!(t.summary().state, "done");
+        assert!(t.full.get().is_none());
+        assert_eq!(t.peek(|d| d.spec.title.clone()), "Write");
+        assert!(t.full.get().is_none(), "a peek keeps no parse");
+        assert_eq!(t.spec.title, "Write");
+        assert!(t.full.get().is_some(), "dereferencing keeps the parse");
+        assert_eq!(t.peek(|d| d.spec.title.clone()), "Write");
+    }
 
     struct Fake {
         deps: HashMap<&'static str, Vec<&'static str>>,

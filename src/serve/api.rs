@@ -8,7 +8,7 @@ use super::problem::Problem;
 use super::App;
 use crate::board::TaskFile;
 use crate::engine::commands::{self, Fence};
-use crate::model::{AgentName, Priority, State, TaskId};
+use crate::model::{AgentName, Priority, State, TaskId, TaskSpec};
 use crate::ops::NewTask;
 use crate::ops::Opener;
 use crate::ops::{self, Coord, How, Reported, Verdict};
@@ -128,20 +128,29 @@ impl Filter {
         })
     }
 
+    /// Whether a task passes the filter. A task's fields are read (a parse kept for this call
+    /// only, see `Task::peek`) only when a filter asks about them.
     fn keeps(&self, t: &TaskFile, default: Priority) -> bool {
-        let spec = t.read.as_ref().ok().map(|d| &d.spec);
-        self.state.is_none_or(|s| t.folder.state == s)
-            && self.agent.as_ref().is_none_or(|a| {
+        if self.state.is_some_and(|s| t.folder.state != s) {
+            return false;
+        }
+        let by_spec = |spec: Option<&TaskSpec>| {
+            self.agent.as_ref().is_none_or(|a| {
                 t.folder.agent.as_ref() == Some(a)
                     || spec.is_some_and(|s| s.agent.as_ref() == Some(a))
-            })
-            && self
+            }) && self
                 .capability
                 .as_ref()
                 .is_none_or(|c| spec.is_some_and(|s| s.capabilities.contains(c)))
-            && self
-                .priority
-                .is_none_or(|p| spec.is_some_and(|s| s.priority.unwrap_or(default) == p))
+                && self
+                    .priority
+                    .is_none_or(|p| spec.is_some_and(|s| s.priority.unwrap_or(default) == p))
+        };
+        let asks = self.agent.is_some() || self.capability.is_some() || self.priority.is_some();
+        match &t.read {
+            Ok(task) if asks => task.peek(|d| by_spec(Some(&d.spec))),
+            _ => by_spec(None),
+        }
     }
 }
 

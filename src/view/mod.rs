@@ -26,9 +26,9 @@ pub fn task_copies(board: &Board, id: &TaskId) -> Result<Vec<Value>, CommandErro
 /// Returns one task file as `coord show --json` prints it.
 pub fn task_copy(f: &TaskFile) -> Value {
     match &f.read {
-        Ok(d) => json!({
+        Ok(task) => json!({
             "id": f.id, "state": f.folder.state.as_str(), "agent": f.folder.agent, "path": f.path,
-            "task": redact_value(&d.doc.value),
+            "task": task.peek(|d| redact_value(&d.doc.value)),
         }),
         Err(errors) => json!({
             "id": f.id, "state": f.folder.state.as_str(), "path": f.path,

@@ -68,6 +68,18 @@ impl Server {
         self.child.wait().expect("wait for coord serve").code()
     }
 
+    /// Returns the server's peak resident memory so far in MB (`VmHWM` in /proc).
+    pub fn peak_memory_mb(&self) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("/proc/PID/status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .expect("a VmHWM line")
+            / 1024.0
+    }
+
     /// Opens `/v1/events` and returns a reader of its events.
     pub fn events(&self) -> Events {
         let mut s = TcpStream::connect(&self.addr).expect("connect");

@@ -32,6 +32,7 @@ mod resilience;
 mod scale;
 mod schemas;
 mod serve;
+mod serve_memory;
 mod ship;
 mod smoke;
 mod snapshots;
