@@ -22,7 +22,7 @@ use crate::engine::{AcceptAll, Inputs};
 use crate::git::{GitError, Identity, LocalCommit, Oid, Repo};
 use crate::lock::{self, LockError};
 use crate::model::TaskId;
-use crate::store::{Origin, Store, StoreError, TICK_TRAILER};
+use crate::store::{Origin, Rejection, Stats, Store, StoreError, TICK_TRAILER};
 use jiff::Timestamp;
 use replay::Stop;
 use std::path::Path;
@@ -366,6 +366,7 @@ pub fn run(
         };
         report.pushes += 1;
         let mut pushed = push(store.root(), &opts.remote, &branch, head);
+        count_rejection(&store, &pushed);
         if opts.redo_on_reject
             && matches!(pushed, Ok(Pushed::Stale(_)))
             && landed_meanwhile(&store, opts, &branch, &tracking, head)
@@ -404,6 +405,16 @@ pub fn run(
             }
         }
     }
+}
+
+/// Counts a push the remote rejected in the clone's stats (`coord serve`'s `/metrics`).
+fn count_rejection(store: &Store, pushed: &Result<Pushed, SyncError>) {
+    let why = match pushed {
+        Ok(Pushed::Stale(_)) => Rejection::Stale,
+        Ok(Pushed::Refused(_)) => Rejection::Refused,
+        _ => return,
+    };
+    Stats::record_rejection(store.repo.git_dir(), why);
 }
 
 /// Returns whether `head` reached the remote after all (fetching again): a push rejected

@@ -7,11 +7,11 @@ use crate::board::Board;
 use crate::engine::{self, Note, Plan, Transition};
 use crate::lock::LockError;
 use crate::sign::KeyRing;
-use crate::store::{Applied, Loaded, Origin, Recorded, Store, Walk};
+use crate::store::{Applied, Loaded, Origin, Recorded, Stats, Store, Walk};
 use crate::watch::{self, SeenComplete, Why};
 use jiff::Timestamp;
 use std::cell::RefCell;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long a tick of a watch loop waits for an agent command to release the lock before
 /// trying again later (unless [`Options::wait`] says otherwise).
@@ -160,8 +160,17 @@ impl Coord {
     }
 }
 
-/// Runs one pass on `store`, whose lock the caller holds and whose killed run is finished.
+/// Runs one pass on `store`, whose lock the caller holds and whose killed run is finished,
+/// and counts it with its duration in the clone's stats (`coord serve`'s `/metrics`).
 fn pass(store: &Store, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Result<Ticked, Error> {
+    let started = Instant::now();
+    let ticked = reconcile(store, sink, now, keys)?;
+    Stats::record_tick(store.repo.git_dir(), started.elapsed());
+    Ok(ticked)
+}
+
+/// The pass itself: walk, quiet check, load and record, plan and apply.
+fn reconcile(store: &Store, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Result<Ticked, Error> {
     let walked = store.walk_work()?;
     if store.is_quiet(&walked, now) {
         sink(&Event::Detail("coord: nothing changed since a tick found nothing to do, and nothing it waits for is due; planning skipped ('coord status' shows what waits)"));

@@ -49,7 +49,8 @@ pub async fn metrics(With(app): With<Arc<App>>) -> Response {
     let now = app.hub.opener().now();
     let text = {
         let counters = app.hub.counters.lock().unwrap_or_else(|e| e.into_inner());
-        super::metrics::render(&snap, &counters, app.hub.listeners(), now)
+        let stats = crate::store::Stats::read(&app.hub.git_dir);
+        super::metrics::render(&snap, &counters, &stats, app.hub.listeners(), now)
     };
     (
         [(

@@ -152,8 +152,8 @@ pub fn board(snap: &Snapshot) -> String {
 }
 
 /// Open tasks highest priority first, then by id; finished ones (most of a big board) by id
-/// alone: reading a finished task's priority parses its file (the board keeps only the text of
-/// finished tasks), 10,000 parses per page.
+/// alone: reading a task's priority parses it (the snapshot keeps only the text), and a page
+/// need not parse 10,000 finished tasks.
 fn sort(tasks: &mut [&TaskFile], state: State, default: Priority) {
     if state.is_final() {
         tasks.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));
@@ -164,7 +164,7 @@ fn sort(tasks: &mut [&TaskFile], state: State, default: Priority) {
             .read
             .as_ref()
             .ok()
-            .and_then(|d| d.spec.priority)
+            .and_then(|task| task.peek(|d| d.spec.priority))
             .unwrap_or(default);
         (std::cmp::Reverse(p), t.id.to_string())
     });

@@ -12,7 +12,7 @@ use crate::ops::Opener;
 use crate::store::Store;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -78,12 +78,15 @@ pub struct Hub {
     dirty: AtomicBool,
     /// Transitions seen since the server started.
     pub counters: Mutex<Counters>,
+    /// The repository's git directory, where coord processes leave their stats.
+    pub git_dir: PathBuf,
 }
 
 impl Hub {
     /// Reads the repository around `opener.dir` for the first time.
     pub fn open(opener: Opener) -> Result<Arc<Hub>, HubError> {
         let first = load(&opener, 1)?;
+        let git_dir = Store::open(&opener.dir)?.repo.git_dir().to_path_buf();
         let (events, _) = broadcast::channel(1024);
         Ok(Arc::new(Hub {
             opener,
@@ -93,6 +96,7 @@ impl Hub {
             next_event: AtomicU64::new(1),
             dirty: AtomicBool::new(false),
             counters: Mutex::new(Counters::default()),
+            git_dir,
         }))
     }
 
@@ -150,12 +154,8 @@ impl Hub {
         Ok(())
     }
 
-    /// Counts a tick this server ran and reloads at the next poll.
-    pub fn ticked(&self, took: Duration) {
-        self.counters
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .ticked(took);
+    /// Reloads at the next poll (a tick this server ran changed something).
+    pub fn changed(&self) {
         self.dirty.store(true, Ordering::SeqCst);
     }
 

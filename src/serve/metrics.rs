@@ -1,9 +1,11 @@
 //! `/metrics` in the Prometheus text format: tasks and the oldest task's age per state (from
-//! the snapshot), and counters of the transitions this server has seen since it started
-//! (retries, dead letters, lease expiries), and with `--tick` the ticks it ran. Pure.
+//! the snapshot), counters of the transitions this server has seen since it started
+//! (retries, dead letters, lease expiries), and what every coord process of the clone counted
+//! in its stats (ticks and their duration, rejected pushes), whoever ran them. Pure.
 
 use super::hub::Snapshot;
 use crate::model::State;
+use crate::store::Stats;
 use jiff::Timestamp;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -16,9 +18,6 @@ pub struct Counters {
     retries: u64,
     dead_letters: u64,
     lease_expiries: u64,
-    ticks: u64,
-    tick_seconds: f64,
-    last_tick_seconds: f64,
 }
 
 impl Counters {
@@ -40,32 +39,33 @@ impl Counters {
         }
         *self.by_edge.entry((from, to)).or_default() += 1;
     }
-
-    /// Counts one tick this server ran (`coord serve --tick`) that took `took`.
-    pub fn ticked(&mut self, took: std::time::Duration) {
-        self.ticks += 1;
-        self.tick_seconds += took.as_secs_f64();
-        self.last_tick_seconds = took.as_secs_f64();
-    }
 }
 
 /// Renders the metrics.
-pub fn render(snap: &Snapshot, counters: &Counters, listeners: usize, now: Timestamp) -> String {
+pub fn render(
+    snap: &Snapshot,
+    counters: &Counters,
+    stats: &Stats,
+    listeners: usize,
+    now: Timestamp,
+) -> String {
     let mut out = String::new();
     let mut counts: BTreeMap<State, u64> = State::ALL.iter().map(|s| (*s, 0)).collect();
     let mut oldest: BTreeMap<State, Timestamp> = BTreeMap::new();
     for t in &snap.board.tasks {
         *counts.entry(t.folder.state).or_default() += 1;
-        // Finished tasks wait for nothing, and reading created_at parses the file (kept
-        // parsed in the snapshot): only open states get an age.
+        // Finished tasks wait for nothing, and reading created_at parses the file: only open
+        // states get an age.
         if t.folder.state.is_final() {
             continue;
         }
-        let created = t.read.as_ref().ok().and_then(|d| {
-            d.coord
-                .created_at
-                .as_deref()
-                .and_then(|c| c.parse::<Timestamp>().ok())
+        let created = t.read.as_ref().ok().and_then(|task| {
+            task.peek(|d| {
+                d.coord
+                    .created_at
+                    .as_deref()
+                    .and_then(|c| c.parse::<Timestamp>().ok())
+            })
         });
         if let Some(c) = created {
             let e = oldest.entry(t.folder.state).or_insert(c);
@@ -116,7 +116,7 @@ pub fn render(snap: &Snapshot, counters: &Counters, listeners: usize, now: Times
         head(&mut out, name, "counter", help);
         let _ = writeln!(out, "{name} {n}");
     }
-    ticks(&mut out, counters);
+    recorded(&mut out, stats);
     let help = "Seconds the last read of the repository took.";
     head(&mut out, "coord_snapshot_read_seconds", "gauge", help);
     let _ = writeln!(
@@ -134,36 +134,38 @@ pub fn render(snap: &Snapshot, counters: &Counters, listeners: usize, now: Times
     out
 }
 
-/// The ticks this server ran, when it runs them (`--tick`); other processes' ticks are not
-/// seen here.
-fn ticks(out: &mut String, c: &Counters) {
-    if c.ticks == 0 {
-        return;
-    }
+/// What the coord processes of this clone recorded: ticks (a `coord tick` in a shell,
+/// `coord watch`, a sync, `--tick`) and pushes the remote rejected.
+fn recorded(out: &mut String, s: &Stats) {
     let rows = [
         (
             "coord_ticks_total",
             "counter",
-            "Ticks this server ran (--tick).",
-            c.ticks as f64,
+            "Ticks run in this clone, by any coord process.",
+            s.ticks as f64,
         ),
         (
             "coord_tick_seconds_total",
             "counter",
             "Seconds spent in those ticks.",
-            c.tick_seconds,
+            s.tick_seconds,
         ),
         (
             "coord_tick_duration_seconds",
             "gauge",
             "Seconds the last tick took.",
-            c.last_tick_seconds,
+            s.last_tick_seconds,
         ),
     ];
     for (name, kind, help, v) in rows {
         head(out, name, kind, help);
         let _ = writeln!(out, "{name} {v}");
     }
+    let name = "coord_push_rejections_total";
+    let help = "Pushes of this clone the remote rejected: stale (it had moved on; retried after a fetch) or refused (a hook, a protected branch).";
+    head(out, name, "counter", help);
+    let _ = writeln!(out, "{name}{{reason=\"stale\"}} {}", s.pushes_stale);
+    let _ = writeln!(out, "{name}{{reason=\"refused\"}} {}", s.pushes_refused);
 }
 
 fn head(out: &mut String, name: &str, kind: &str, help: &str) {

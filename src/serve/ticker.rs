@@ -1,6 +1,7 @@
 //! `coord serve --tick`: the loop of `coord watch` on a thread of the server, so that one
 //! process serves the board and moves the tasks. Each tick is `coord watch`'s (it takes the
-//! coordinator lock like any other); its duration goes to `/metrics`. The loop stops on the
+//! coordinator lock like any other) and is counted in the clone's stats like any other
+//! (`/metrics`). The loop stops on the
 //! same SIGINT or SIGTERM as the server, after the tick in progress.
 
 use super::hub::Hub;
@@ -10,7 +11,6 @@ use crate::watch::{self, SeenComplete, Ticked, Why};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Instant;
 
 /// Starts the loop and returns once it watches (its signal handlers installed, its first tick
 /// under way), or with the reason it could not start.
@@ -41,10 +41,9 @@ fn run(hub: &Hub, opts: &watch::Options, started: Sender<Result<(), ServeError>>
     let work = store.abs(store.work_dir());
     let mut waiting = Some(started);
     let mut tick = |why: Why, seen: &SeenComplete| {
-        let began = Instant::now();
         let done = hub.opener().watch_tick(why, seen);
         if let Ok(Ticked::Done(_) | Ticked::Settling(..)) = done {
-            hub.ticked(began.elapsed());
+            hub.changed();
         }
         done.map_err(Into::into)
     };

@@ -18,6 +18,8 @@ mod quiet;
 mod settle;
 pub use settle::Written;
 mod skipped;
+mod stats;
+pub use stats::{Rejection, Stats};
 mod walk;
 pub use walk::Walk;
 

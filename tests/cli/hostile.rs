@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 /// Holds the clone's first push at a gate: `origin`'s receive-pack runs through a script that
 /// writes `started`, then waits for `go` to exist; later pushes pass. Returns (started, go).
-fn gate_pushes(clone: &TestRepo) -> (PathBuf, PathBuf) {
+pub fn gate_pushes(clone: &TestRepo) -> (PathBuf, PathBuf) {
     let started = clone.abs(".git/push.started");
     let go = clone.abs(".git/push.go");
     let body = format!(
@@ -22,7 +22,7 @@ fn gate_pushes(clone: &TestRepo) -> (PathBuf, PathBuf) {
 }
 
 /// Waits until `path` exists (the child got that far), at most 60 s.
-fn wait_for(path: &std::path::Path) {
+pub fn wait_for(path: &std::path::Path) {
     let start = Instant::now();
     while !path.exists() {
         assert!(

@@ -451,3 +451,57 @@ fn serve_refuses_tick_options_without_tick() {
     let (_, err) = r.code(&["serve", "--interval", "5s"], 2);
     assert!(err.contains("--tick"), "{err}");
 }
+
+/// Returns the value of one sample line of a metrics page (`name` with its labels).
+fn sample(metrics: &str, name: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in:\n{metrics}"))
+}
+
+#[test]
+fn serve_metrics_count_ticks_and_rejected_pushes_of_other_processes() {
+    let net = crate::sync::Net::new(&["writer"]);
+    let clone = net.clone();
+    let s = Server::start(&clone);
+    let before = s.get("/metrics").body;
+    assert_eq!(sample(&before, "coord_ticks_total"), 0.0, "{before}");
+
+    clone.ok(&["tick"]);
+    clone.ok(&["tick"]);
+    let ticked = s.get("/metrics").body;
+    assert_eq!(sample(&ticked, "coord_ticks_total"), 2.0, "{ticked}");
+    assert!(
+        sample(&ticked, "coord_tick_seconds_total") > 0.0,
+        "{ticked}"
+    );
+    assert!(sample(&ticked, "coord_tick_duration_seconds") > 0.0);
+
+    // A sync whose push the remote rejects once: another clone pushed meanwhile.
+    let (started, go) = crate::hostile::gate_pushes(&clone);
+    clone.ok(&["new", "Mine", "--id", "mine"]);
+    let mut cmd = clone.spawn_cmd(&["sync"]);
+    let sync = std::thread::spawn(move || cmd.output().expect("run coord sync"));
+    crate::hostile::wait_for(&started);
+    net.person_adds("theirs", 1);
+    std::fs::write(&go, "").expect("go");
+    let out = sync.join().expect("sync");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && err.contains("push rejected"),
+        "{err}"
+    );
+    let synced = s.get("/metrics").body;
+    let stale = r#"coord_push_rejections_total{reason="stale"}"#;
+    assert_eq!(sample(&synced, stale), 1.0, "{synced}");
+    assert_eq!(
+        sample(&synced, r#"coord_push_rejections_total{reason="refused"}"#),
+        0.0
+    );
+    assert_eq!(
+        sample(&synced, "coord_ticks_total"),
+        4.0,
+        "the sync ticked twice (once per attempt): {synced}"
+    );
+}

@@ -1,0 +1,172 @@
+//! Counters every coord process of a clone adds to, for `coord serve`'s `/metrics`: the ticks
+//! run (a `coord tick` in a shell, `coord watch`, a sync's tick, `coord serve --tick`) with
+//! their total and last duration, and the pushes the remote rejected (stale: it moved on;
+//! refused: a hook or a protected branch). Kept in `.git/coord/stats` as `name value` lines;
+//! each update is a read, change and atomic rewrite under an exclusive lock of
+//! `.git/coord/stats.lock`, so concurrent processes lose no count. Best effort: a failure
+//! only means one count is missed. Does file I/O under `.git/coord/` only.
+
+use super::fsutil::write_private;
+use std::fs::OpenOptions;
+use std::path::Path;
+use std::time::Duration;
+
+/// The counters file, relative to the git directory.
+const PATH: &str = "coord/stats";
+/// The lock taken around an update, relative to the git directory.
+const LOCK: &str = "coord/stats.lock";
+/// The first line of the file.
+const MAGIC: &str = "coord stats 1";
+
+/// What the processes of this clone counted since the file was made.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Stats {
+    /// Ticks run.
+    pub ticks: u64,
+    /// Seconds those ticks took in all.
+    pub tick_seconds: f64,
+    /// Seconds the last tick took.
+    pub last_tick_seconds: f64,
+    /// Pushes rejected because the remote had moved on (the push is retried after a fetch).
+    pub pushes_stale: u64,
+    /// Pushes the remote refused (a hook, a protected branch).
+    pub pushes_refused: u64,
+}
+
+/// Why the remote rejected a push.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rejection {
+    /// The remote had moved on.
+    Stale,
+    /// A hook or a protected branch refused it.
+    Refused,
+}
+
+impl Stats {
+    /// Reads the counters of the clone whose git directory is `git_dir`; zeros when there are
+    /// none yet (or the file does not read).
+    pub fn read(git_dir: &Path) -> Stats {
+        std::fs::read_to_string(git_dir.join(PATH))
+            .map(|text| decode(&text))
+            .unwrap_or_default()
+    }
+
+    /// Counts a tick that took `took`.
+    pub fn record_tick(git_dir: &Path, took: Duration) {
+        update(git_dir, |s| {
+            s.ticks += 1;
+            s.tick_seconds += took.as_secs_f64();
+            s.last_tick_seconds = took.as_secs_f64();
+        });
+    }
+
+    /// Counts a push the remote rejected.
+    pub fn record_rejection(git_dir: &Path, why: Rejection) {
+        update(git_dir, |s| match why {
+            Rejection::Stale => s.pushes_stale += 1,
+            Rejection::Refused => s.pushes_refused += 1,
+        });
+    }
+}
+
+/// Reads, changes and rewrites the counters under the lock; gives up silently.
+fn update(git_dir: &Path, change: impl FnOnce(&mut Stats)) {
+    let lock = git_dir.join(LOCK);
+    let _ = std::fs::create_dir_all(git_dir.join("coord"));
+    let Ok(file) = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock)
+    else {
+        return;
+    };
+    if file.lock().is_err() {
+        return;
+    }
+    let mut stats = Stats::read(git_dir);
+    change(&mut stats);
+    let _ = write_private(&git_dir.join(PATH), encode(&stats).as_bytes(), false);
+}
+
+fn encode(s: &Stats) -> String {
+    format!(
+        "{MAGIC}\nticks {}\ntick_seconds {}\nlast_tick_seconds {}\npushes_stale {}\npushes_refused {}\n",
+        s.ticks, s.tick_seconds, s.last_tick_seconds, s.pushes_stale, s.pushes_refused
+    )
+}
+
+/// Reads the lines it knows; anything else (another version's file, a torn copy) reads as
+/// zeros, so counters start again rather than go wrong.
+fn decode(text: &str) -> Stats {
+    let mut lines = text.lines();
+    if lines.next() != Some(MAGIC) {
+        return Stats::default();
+    }
+    let mut s = Stats::default();
+    for line in lines {
+        let Some((name, value)) = line.split_once(' ') else {
+            continue;
+        };
+        let int = || value.parse::<u64>().unwrap_or(0);
+        let float = || {
+            value
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .unwrap_or(0.0)
+        };
+        match name {
+            "ticks" => s.ticks = int(),
+            "tick_seconds" => s.tick_seconds = float(),
+            "last_tick_seconds" => s.last_tick_seconds = float(),
+            "pushes_stale" => s.pushes_stale = int(),
+            "pushes_refused" => s.pushes_refused = int(),
+            _ => {}
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_add_up_across_updates_and_a_foreign_file_reads_as_zeros() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert_eq!(Stats::read(dir.path()), Stats::default());
+        Stats::record_tick(dir.path(), Duration::from_millis(250));
+        Stats::record_tick(dir.path(), Duration::from_millis(500));
+        Stats::record_rejection(dir.path(), Rejection::Stale);
+        Stats::record_rejection(dir.path(), Rejection::Refused);
+        Stats::record_rejection(dir.path(), Rejection::Stale);
+        let s = Stats::read(dir.path());
+        assert_eq!(
+            (s.ticks, s.tick_seconds, s.last_tick_seconds),
+            (2, 0.75, 0.5)
+        );
+        assert_eq!((s.pushes_stale, s.pushes_refused), (2, 1));
+        std::fs::write(dir.path().join(PATH), "something else\nticks 9\n").expect("write");
+        assert_eq!(Stats::read(dir.path()), Stats::default());
+    }
+
+    #[test]
+    fn concurrent_updates_lose_no_count() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let d = dir.path().to_path_buf();
+                std::thread::spawn(move || {
+                    for _ in 0..25 {
+                        Stats::record_rejection(&d, Rejection::Stale);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("thread");
+        }
+        assert_eq!(Stats::read(dir.path()).pushes_stale, 100);
+    }
+}
