@@ -10,10 +10,14 @@
 //!    an empty repository.
 //!
 //! Run with `cargo bench --bench serve`; `COORD_BENCH_TASKS` (default 10,000) sizes it. Plain
-//! HTTP/1.1 over std's TcpStream, one request per connection. See docs/performance.md.
+//! HTTP/1.1 over std's TcpStream, one request per connection, with the tests' client
+//! (`tests/cli/http_client.rs`). See docs/performance.md.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+#[path = "../tests/cli/http_client.rs"]
+mod http_client;
+
+use http_client::{memory_mb, request, Events};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -93,7 +97,7 @@ fn events(repo: &Repo, server: &Server, rounds: usize) {
         let committed = Instant::now();
         let needle = format!("\"task\":\"{id}\"");
         assert!(
-            stream.until(Duration::from_secs(30), |l| l.contains(&needle)),
+            stream.until(Duration::from_secs(30), |seen| seen.contains(&needle)),
             "no transition event for {id}"
         );
         latency.push(ms(committed.elapsed()));
@@ -243,56 +247,18 @@ impl Server {
 
     /// Sends a GET on a new connection, reads the whole answer and checks it is a 200.
     fn get_ok(&self, path: &str) {
-        let mut s = TcpStream::connect(&self.addr).expect("connect");
-        write!(
-            s,
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            self.addr
-        )
-        .expect("send");
-        let mut raw = Vec::new();
-        s.read_to_end(&mut raw).expect("read");
-        assert!(
-            raw.starts_with(b"HTTP/1.1 200"),
-            "GET {path}: {}",
-            String::from_utf8_lossy(&raw[..raw.len().min(300)])
-        );
+        let a = request(&self.addr, "GET", path, &[], b"");
+        assert_eq!(a.status, 200, "GET {path}: {}", a.body);
     }
 
     /// Opens `/v1/events` and waits for its `ready` event.
     fn events(&self) -> Events {
-        let mut s = TcpStream::connect(&self.addr).expect("connect");
-        s.set_read_timeout(Some(Duration::from_millis(200)))
-            .expect("timeout");
-        write!(
-            s,
-            "GET /v1/events HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n\r\n",
-            self.addr
-        )
-        .expect("send");
-        let mut e = Events {
-            reader: BufReader::new(s),
-            partial: Vec::new(),
-        };
-        assert!(
-            e.until(Duration::from_secs(30), |l| l.starts_with("event: ready")),
-            "no ready event"
-        );
-        e
+        Events::open(&self.addr)
     }
 
     /// Returns (VmRSS, VmHWM) in MB, from /proc.
     fn memory(&self) -> (f64, f64) {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .expect("/proc/PID/status");
-        let kb = |key: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(key))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-                .expect("a memory line")
-        };
-        (kb("VmRSS:") / 1024.0, kb("VmHWM:") / 1024.0)
+        memory_mb(self.child.id())
     }
 }
 
@@ -300,34 +266,6 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// An open event stream, read line by line.
-struct Events {
-    reader: BufReader<TcpStream>,
-    /// The start of a line whose end has not come yet (a read can time out mid-line).
-    partial: Vec<u8>,
-}
-
-impl Events {
-    /// Reads lines until one satisfies `found` or `within` passes.
-    fn until(&mut self, within: Duration, found: impl Fn(&str) -> bool) -> bool {
-        let end = Instant::now() + within;
-        while Instant::now() < end {
-            match self.reader.read_until(b'\n', &mut self.partial) {
-                Ok(0) => return false,
-                Ok(_) if self.partial.ends_with(b"\n") => {
-                    let line = String::from_utf8_lossy(&self.partial).into_owned();
-                    self.partial.clear();
-                    if found(&line) {
-                        return true;
-                    }
-                }
-                Ok(_) | Err(_) => {}
-            }
-        }
-        false
     }
 }
 

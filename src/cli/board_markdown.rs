@@ -79,16 +79,18 @@ fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
             '`' => out.push('\''),
             '|' | '\\' | '*' | '_' | '[' | ']' | '!' | '#' | '(' | ')' | '~' => {
                 out.push('\\');
                 out.push(c);
             }
+            // Plain text in Markdown, and an entity would show as such in a code span.
+            '"' | '\'' => out.push(c),
             c if c.is_control() => out.push(' '),
-            c => out.push(c),
+            c => match crate::view::html_entity(c) {
+                Some(entity) => out.push_str(entity),
+                None => out.push(c),
+            },
         }
     }
     out

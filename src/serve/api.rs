@@ -17,8 +17,6 @@ use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State as With};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::Router;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -30,21 +28,9 @@ const MAX_LIMIT: usize = 1000;
 /// The page size when none is asked for.
 const DEFAULT_LIMIT: usize = 100;
 
-/// Returns the `/v1` routes and `/healthz`.
-pub fn routes() -> Router<Arc<App>> {
-    Router::new()
-        .route("/v1/tasks", get(list).post(create))
-        .route("/v1/tasks/{id}", get(one))
-        .route("/v1/tasks/{id}/log", get(task_log))
-        .route("/v1/tasks/{id}/{action}", post(act))
-        .route("/v1/board", get(board))
-        .route("/v1/agents", get(agents))
-        .route("/v1/openapi.json", get(openapi))
-        .route("/healthz", get(health))
-}
-
 type Answer = Result<Response, Problem>;
-type Params = Result<Query<BTreeMap<String, String>>, QueryRejection>;
+/// A request's query parameters, or why they do not parse.
+pub type Params = Result<Query<BTreeMap<String, String>>, QueryRejection>;
 
 /// Runs blocking repository work off the async threads.
 pub async fn blocking<T: Send + 'static>(
@@ -178,7 +164,7 @@ fn parts_of(cursor: &str) -> Result<Vec<String>, Problem> {
 }
 
 /// `GET /v1/tasks`: tasks in id order, filtered, one page at a time.
-async fn list(With(app): With<Arc<App>>, q: Params) -> Answer {
+pub(super) async fn list(With(app): With<Arc<App>>, q: Params) -> Answer {
     let q = params(
         q,
         &[
@@ -278,7 +264,7 @@ fn tagged(headers: &HeaderMap, body: &Value, weak: bool) -> Response {
 }
 
 /// `GET /v1/tasks/{id}`: the task as `coord show --json` prints it, with a strong ETag.
-async fn one(
+pub(super) async fn one(
     With(app): With<Arc<App>>,
     p: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
@@ -300,7 +286,7 @@ fn task_body(snap: &Snapshot, id: &TaskId) -> Result<Value, Problem> {
 }
 
 /// `GET /v1/tasks/{id}/log`: the task's transitions from commit trailers, newest first.
-async fn task_log(
+pub(super) async fn task_log(
     With(app): With<Arc<App>>,
     p: Result<Path<String>, PathRejection>,
     q: Params,
@@ -341,7 +327,7 @@ async fn task_log(
 
 /// `POST /v1/tasks`: creates a task like `coord new`; an `Idempotency-Key` used before with
 /// the same fields answers as the first time, with other fields 409.
-async fn create(With(app): With<Arc<App>>, headers: HeaderMap, body: Bytes) -> Answer {
+pub(super) async fn create(With(app): With<Arc<App>>, headers: HeaderMap, body: Bytes) -> Answer {
     let mut task: NewTask = parse_body(&body)?;
     if let Some(key) = headers.get("idempotency-key") {
         let key = key
@@ -429,7 +415,7 @@ impl ActBody {
 
 /// `POST /v1/tasks/{id}/{action}`: claim, complete, fail, heartbeat, approve, reject,
 /// cancel, retry; 409 when the task is not in a state for it, or the attempt is stale.
-async fn act(
+pub(super) async fn act(
     With(app): With<Arc<App>>,
     p: Result<Path<(String, String)>, PathRejection>,
     body: Bytes,
@@ -549,17 +535,17 @@ fn report(
 }
 
 /// `GET /v1/board`: the status view (`coord status --json`).
-async fn board(With(app): With<Arc<App>>) -> Answer {
+pub(super) async fn board(With(app): With<Arc<App>>) -> Answer {
     Ok(Json(app.hub.snapshot().view.clone()).into_response())
 }
 
 /// `GET /v1/agents`: the agents (`coord agents --json`).
-async fn agents(With(app): With<Arc<App>>) -> Answer {
+pub(super) async fn agents(With(app): With<Arc<App>>) -> Answer {
     Ok(Json(json!(crate::view::agents(&app.hub.snapshot().board))).into_response())
 }
 
 /// `GET /v1/openapi.json`: this API described.
-async fn openapi() -> Response {
+pub(super) async fn openapi() -> Response {
     (
         [(header::CONTENT_TYPE, "application/json")],
         include_str!("assets/openapi.json"),
@@ -568,7 +554,7 @@ async fn openapi() -> Response {
 }
 
 /// `GET /healthz`: the server runs and has read the repository.
-async fn health(With(app): With<Arc<App>>) -> Answer {
+pub(super) async fn health(With(app): With<Arc<App>>) -> Answer {
     let snap = app.hub.snapshot();
     Ok(Json(json!({
         "status": "ok",

@@ -5,18 +5,16 @@
 //! history and log). Every value is HTML-escaped; the only script is the embedded
 //! `board.js`. Pure but for the task log, read from git.
 
-use super::api::{blocking, params, task_id};
+use super::api::{blocking, params, task_id, Params};
 use super::hub::Snapshot;
 use super::problem::Problem;
 use super::App;
 use crate::board::TaskFile;
 use crate::model::{Priority, State};
-use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{Path, Query, State as With};
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State as With};
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::Router;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
@@ -31,19 +29,6 @@ const LANE_CARDS: usize = 20;
 /// Notes listed per kind (waiting, blocked, ...).
 const NOTES: usize = 50;
 
-/// Returns the page routes and the embedded assets.
-pub fn routes() -> Router<Arc<App>> {
-    Router::new()
-        .route("/", get(page))
-        .route("/board", get(fragment))
-        .route("/column/{state}", get(column))
-        .route("/tasks/{id}", get(task))
-        .route("/assets/board.js", get(script))
-        .route("/assets/board.css", get(style))
-}
-
-type Params = Result<Query<BTreeMap<String, String>>, QueryRejection>;
-
 fn html(body: String) -> Response {
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
 }
@@ -52,13 +37,9 @@ fn html(body: String) -> Response {
 pub fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
+        match crate::view::html_entity(c) {
+            Some(entity) => out.push_str(entity),
+            None => out.push(c),
         }
     }
     out
@@ -78,7 +59,7 @@ fn frame(title: &str, main: &str, generation: u64) -> String {
 
 /// `GET /`: the board. Opened with `?token=` (on a server with a token), the token is kept in
 /// a cookie for the page's own requests.
-async fn page(With(app): With<Arc<App>>, q: Params) -> Result<Response, Problem> {
+pub(super) async fn page(With(app): With<Arc<App>>, q: Params) -> Result<Response, Problem> {
     let q = params(q, &["token"])?;
     let snap = app.hub.snapshot();
     let main = format!(
@@ -99,7 +80,7 @@ async fn page(With(app): With<Arc<App>>, q: Params) -> Result<Response, Problem>
 }
 
 /// `GET /board`: the board without the page around it.
-async fn fragment(With(app): With<Arc<App>>) -> Response {
+pub(super) async fn fragment(With(app): With<Arc<App>>) -> Response {
     html(board(&app.hub.snapshot()))
 }
 
@@ -318,7 +299,7 @@ fn s(v: &Value) -> String {
 }
 
 /// `GET /column/{state}?from=N`: one column, a page at a time.
-async fn column(
+pub(super) async fn column(
     With(app): With<Arc<App>>,
     p: Result<Path<String>, PathRejection>,
     q: Params,
@@ -364,7 +345,7 @@ async fn column(
 }
 
 /// `GET /tasks/{id}`: one task, its history and its log.
-async fn task(
+pub(super) async fn task(
     With(app): With<Arc<App>>,
     p: Result<Path<String>, PathRejection>,
 ) -> Result<Response, Problem> {
@@ -434,7 +415,7 @@ fn detail(out: &mut String, c: &Value, why: Option<&String>) {
     out.push_str("</ol>");
 }
 
-async fn script() -> Response {
+pub(super) async fn script() -> Response {
     (
         [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
         include_str!("assets/board.js"),
@@ -442,7 +423,7 @@ async fn script() -> Response {
         .into_response()
 }
 
-async fn style() -> Response {
+pub(super) async fn style() -> Response {
     (
         [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
         include_str!("assets/board.css"),

@@ -15,7 +15,7 @@ pub mod ticker;
 
 use crate::ops::Opener;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -68,13 +68,26 @@ pub struct App {
     pub token: Option<String>,
 }
 
-/// Returns the whole router.
+/// Returns the whole router: the API under `/v1`, `/metrics` and `/healthz`, the board's
+/// pages and its embedded assets.
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
-        .merge(api::routes())
-        .merge(html::routes())
+        .route("/v1/tasks", get(api::list).post(api::create))
+        .route("/v1/tasks/{id}", get(api::one))
+        .route("/v1/tasks/{id}/log", get(api::task_log))
+        .route("/v1/tasks/{id}/{action}", post(api::act))
+        .route("/v1/board", get(api::board))
+        .route("/v1/agents", get(api::agents))
+        .route("/v1/openapi.json", get(api::openapi))
         .route("/v1/events", get(events::events))
         .route("/metrics", get(events::metrics))
+        .route("/healthz", get(api::health))
+        .route("/", get(html::page))
+        .route("/board", get(html::fragment))
+        .route("/column/{state}", get(html::column))
+        .route("/tasks/{id}", get(html::task))
+        .route("/assets/board.js", get(html::script))
+        .route("/assets/board.css", get(html::style))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::from_fn_with_state(

@@ -12,6 +12,20 @@ use crate::store::Store;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
+/// Returns the entity a character stands as in HTML when HTML would read it as markup (`&`,
+/// `<`, `>`, and the quotes that end an attribute value); None for any other character.
+/// The board's pages and `status --markdown` escape text with it.
+pub fn html_entity(c: char) -> Option<&'static str> {
+    match c {
+        '&' => Some("&amp;"),
+        '<' => Some("&lt;"),
+        '>' => Some("&gt;"),
+        '"' => Some("&quot;"),
+        '\'' => Some("&#39;"),
+        _ => None,
+    }
+}
+
 /// Returns every copy of a task (one, unless the id is duplicated) as `coord show --json`
 /// prints each: id, state, agent, path and the task (secrets redacted), or the errors of a
 /// file that does not read. Errs with `NotFound` when no file has the id.
