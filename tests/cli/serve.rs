@@ -505,3 +505,120 @@ fn serve_metrics_count_ticks_and_rejected_pushes_of_other_processes() {
         "the sync ticked twice (once per attempt): {synced}"
     );
 }
+
+#[test]
+fn serve_filters_tasks_by_agent_capability_and_priority() {
+    let r = TestRepo::with_agents(&["writer"]);
+    r.ok(&["agents", "add", "coder", "--capability", "rust"]);
+    r.ok(&["new", "Docs", "--id", "docs", "--agent", "writer"]);
+    r.ok(&["new", "Code", "--id", "code", "--capability", "rust"]);
+    r.ok(&["new", "Urgent", "--id", "urgent", "--priority", "high"]);
+    let s = Server::start(&r);
+    let ids = |query: &str| -> Vec<String> {
+        let page = s.get(&format!("/v1/tasks?{query}"));
+        assert_eq!(page.status, 200, "{query}: {}", page.body);
+        page.json()["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|t| t["id"].as_str().expect("id").to_string())
+            .collect()
+    };
+    assert_eq!(ids("agent=writer"), ["docs"]);
+    assert_eq!(ids("agent=coder"), Vec::<String>::new());
+    assert_eq!(ids("capability=rust"), ["code"]);
+    assert_eq!(ids("priority=high"), ["urgent"]);
+    assert_eq!(
+        ids("priority=normal"),
+        ["code", "docs"],
+        "the default priority"
+    );
+    assert_eq!(ids("state=inbox&capability=rust"), ["code"]);
+    assert_eq!(ids("state=ready&agent=writer"), Vec::<String>::new());
+}
+
+#[test]
+fn serve_fails_approves_and_rejects_through_the_api() {
+    let mut r = TestRepo::with_agents(&["writer"]);
+    r.ok(&["agents", "add", "puller", "--pull"]);
+    r.ok(&["new", "Flaky", "--id", "flaky", "--agent", "puller"]);
+    for id in ["ask", "no"] {
+        r.task(
+            id,
+            &format!("title: Delete {id}\nagent: writer\nauthority: ask_me_first\n"),
+        );
+    }
+    r.ok(&["tick"]);
+    r.at("2026-11-22T10:01:00Z").ok(&["tick"]);
+    assert_eq!(r.where_is("ask"), "work/review/ask.yaml");
+    let s = Server::start(&r);
+    assert_eq!(
+        s.post("/v1/tasks/flaky/claim", r#"{"agent": "puller"}"#)
+            .status,
+        200
+    );
+    let failed = s.post(
+        "/v1/tasks/flaky/fail",
+        r#"{"agent": "puller", "attempt": 1, "error": "out of memory"}"#,
+    );
+    assert_eq!(failed.status, 200, "{}", failed.body);
+    assert_eq!(failed.json()["task"]["result"]["status"], "failure");
+    let approved = s.post("/v1/tasks/ask/approve", "");
+    assert_eq!(approved.status, 200, "{}", approved.body);
+    assert_eq!(r.where_is("ask"), "work/ready/ask.yaml");
+    let rejected = s.post("/v1/tasks/no/reject", r#"{"reason": "too risky"}"#);
+    assert_eq!(rejected.status, 200, "{}", rejected.body);
+    assert_eq!(r.where_is("no"), "work/failed/no.yaml");
+    assert_eq!(
+        s.post("/v1/tasks/no/reject", r#"{"reason": "again"}"#)
+            .status,
+        409
+    );
+}
+
+#[test]
+fn serve_board_pages_a_long_column() {
+    let r = TestRepo::empty_in_memory();
+    r.ok(&["init"]);
+    for i in 0..560 {
+        r.write_now(
+            &format!("work/inbox/t{i:04}.yaml"),
+            &format!("title: Task {i}\n"),
+        );
+    }
+    r.git(&["add", "-A"]);
+    r.git(&["commit", "-qm", "560 tasks"]);
+    let s = Server::start(&r);
+    let board = s.get("/").body;
+    let column = board
+        .split(r#"<div class="column" data-state="inbox">"#)
+        .nth(1)
+        .and_then(|c| c.split("</div>").next())
+        .expect("the inbox column");
+    assert_eq!(column.matches(r#"<li class="card""#).count(), 50);
+    assert!(
+        column.contains(r#"href="/column/inbox">510 more…"#),
+        "{column}"
+    );
+    let first = s.get("/column/inbox").body;
+    assert_eq!(first.matches(r#"<li class="card""#).count(), 500);
+    assert!(
+        first.contains(r#"href="/column/inbox?from=500""#),
+        "{first}"
+    );
+    let second = s.get("/column/inbox?from=500").body;
+    assert_eq!(second.matches(r#"<li class="card""#).count(), 60);
+    assert!(second.contains("t0559") && !second.contains("t0499"));
+}
+
+#[test]
+fn serve_board_screenshot_is_in_docs_and_the_readme() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let png = std::fs::read(root.join("docs/board.png")).expect("docs/board.png");
+    assert!(
+        png.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "docs/board.png is a PNG"
+    );
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    assert!(readme.contains("](docs/board.png)"), "the README shows it");
+}
