@@ -1,4 +1,5 @@
-//! `coord status`: the board (SPEC 4) for people or, with `--json`, for scripts.
+//! `coord status`: the board (SPEC 4) for people (in colour on a terminal, long lists
+//! summarised unless `--all`) or, with `--json`, for scripts.
 
 use super::{board_markdown, board_view, Ctx};
 use crate::model::AgentName;
@@ -13,6 +14,9 @@ pub struct Args {
     /// Print the board as Markdown (e.g. into $GITHUB_STEP_SUMMARY)
     #[arg(long)]
     markdown: bool,
+    /// List every entry of long lists (by default each shows its first 10 and how many more)
+    #[arg(long)]
+    all: bool,
 }
 
 /// Runs `coord status`.
@@ -24,7 +28,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     } else if ctx.json {
         super::print_answer(v);
     } else {
-        board_view::print(&v);
+        board_view::print(&v, board_view::Style::for_stdout(args.all));
     }
     if let Some(t) = status.tentative.filter(|t| !t.ids.is_empty()) {
         let ids: Vec<&str> = t.ids.iter().map(|id| id.as_str()).collect();

@@ -1,14 +1,15 @@
 //! The board as people and scripts read it, built as JSON (`coord status --json`): counts,
-//! agents, ready tasks and why they wait, blocked tasks and what they wait for, overdue and
-//! invalid tasks. Pure: plans from a snapshot, reads nothing. `coord status`, `coord demo`
-//! and `coord serve` show it.
+//! agents with the tasks in their folders (lease ends), the review queue, ready tasks and why
+//! they wait, blocked tasks and what they wait for, overdue and invalid tasks, with titles.
+//! Pure: plans from a snapshot, reads nothing. `coord status`, `coord demo` and `coord serve`
+//! show it.
 
-use crate::board::{AgentEntry, Board};
+use crate::board::{AgentEntry, Board, TaskFile};
 use crate::engine::{self, Inputs, Note};
-use crate::model::State;
+use crate::model::{AgentName, State};
 use jiff::Timestamp;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Builds the board view as JSON (the `--json` output of `coord status`).
 pub fn view(
@@ -26,10 +27,11 @@ pub fn view(
             )
         })
         .collect();
-    json!({
+    let mut view = json!({
         "counts": counts,
         "agents": agents(board, inputs.now),
         "oldest_ready": oldest_ready(board),
+        "review": review(board),
         "waiting": waiting(&plan.notes),
         "held": plan.notes.iter().filter_map(|n| match n {
             Note::Held { id, reason } => Some(json!({"id": id, "reason": reason})),
@@ -44,7 +46,70 @@ pub fn view(
         }).collect::<Vec<_>>(),
         "problems": problems(board, &plan.notes),
         "settling": board.settling.iter().map(|s| json!({"path": s.path, "id": s.id, "until": s.until.to_string()})).collect::<Vec<_>>(),
-    })
+    });
+    add_titles(board, &mut view);
+    view
+}
+
+/// Gives every task listed in the view (waiting, held, blocked, overdue) its title.
+fn add_titles(board: &Board, view: &mut Value) {
+    let by_id: HashMap<&str, &TaskFile> = board.tasks.iter().map(|t| (t.id.as_str(), t)).collect();
+    for key in ["waiting", "held", "blocked", "overdue"] {
+        for item in view[key].as_array_mut().into_iter().flatten() {
+            let title = item["id"]
+                .as_str()
+                .and_then(|id| by_id.get(id))
+                .map_or(Value::Null, |t| json!(title(t)));
+            item["title"] = title;
+        }
+    }
+}
+
+/// Returns a task's title; None when the file does not read.
+fn title(t: &TaskFile) -> Option<String> {
+    t.read
+        .as_ref()
+        .ok()
+        .map(|task| task.peek(|d| d.spec.title.clone()))
+}
+
+/// Returns the tasks in `agent`'s folder, each with its title, state, attempt and lease end.
+fn lane(board: &Board, agent: &AgentName) -> Vec<Value> {
+    board
+        .tasks
+        .iter()
+        .filter(|t| t.folder.agent.as_ref() == Some(agent))
+        .map(|t| {
+            let (attempt, lease) = t.read.as_ref().ok().map_or((None, None), |task| {
+                task.peek(|d| (Some(d.coord.attempt), d.coord.lease_expires_at.clone()))
+            });
+            json!({
+                "id": t.id,
+                "title": title(t),
+                "state": t.folder.state.as_str(),
+                "attempt": attempt,
+                "lease_expires_at": lease,
+            })
+        })
+        .collect()
+}
+
+/// Returns the tasks waiting for a person's approval (`review/`), each with its title and the
+/// agent it names.
+fn review(board: &Board) -> Vec<Value> {
+    board
+        .tasks
+        .iter()
+        .filter(|t| t.folder.state == State::Review)
+        .map(|t| {
+            let agent = t
+                .read
+                .as_ref()
+                .ok()
+                .and_then(|task| task.peek(|d| d.spec.agent.clone()));
+            json!({"id": t.id, "title": title(t), "agent": agent})
+        })
+        .collect()
 }
 
 /// Returns every file coord leaves alone until a person acts: stray files and symlinks, task
@@ -101,6 +166,7 @@ fn agents(board: &Board, now: Timestamp) -> Vec<Value> {
                 "open_until": a.profile.coord.open_until,
                 "probe_due": engine::retry::gate(&a.profile.coord, &engine::Clock::new(now)) == engine::retry::Gate::Probe,
                 "disabled_because": disabled_because(a),
+                "tasks": lane(board, &a.name),
             })
         })
         .collect()

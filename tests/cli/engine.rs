@@ -291,11 +291,11 @@ fn status_says_why_ready_tasks_wait() {
     let out = r.ok(&["status"]);
     assert!(out.contains("tasks: assigned 1, ready 2\n"), "{out}");
     assert!(
-        out.contains("  needx: no agent has capabilities [\"x\"]\n"),
+        out.contains("  needx \"needs x\": no agent has capabilities [\"x\"]\n"),
         "{out}"
     );
     assert!(
-        out.contains("  second: agent alice is at its limit (1/1)\n"),
+        out.contains("  second \"second\": agent alice is at its limit (1/1)\n"),
         "{out}"
     );
     let json: serde_json::Value = serde_json::from_str(&r.ok(&["--json", "status"])).expect("json");

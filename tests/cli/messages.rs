@@ -82,7 +82,7 @@ fn a_date_alone_is_a_valid_due_and_is_overdue_after_that_day() {
     r.at("2026-11-23T00:00:01Z");
     let board = r.ok(&["status"]);
     assert!(
-        board.contains("overdue:\n  d (assigned): due 2026-11-22"),
+        board.contains("overdue:\n  d \"Report\" (assigned): due 2026-11-22"),
         "{board}"
     );
 }

@@ -316,7 +316,7 @@ fn a_cycle_made_by_editing_a_blocked_task_is_rejected_at_the_next_tick() {
     );
     let status = r.ok(&["status"]);
     assert!(
-        status.contains("after: waiting for k (invalid)"),
+        status.contains("after \"After\": waiting for k (invalid)"),
         "{status}"
     );
     assert_eq!(r.git_status(), "");
@@ -359,7 +359,7 @@ fn a_failed_dependency_fails_its_dependents() {
     tick_at(&mut r, 0);
     let status = r.ok(&["status"]);
     assert!(
-        status.contains("top: waiting for base (assigned)"),
+        status.contains("top \"Top\": waiting for base (assigned)"),
         "{status}"
     );
     r.ok(&["fail", "base", "--error", "broken"]);
