@@ -91,9 +91,10 @@ fn fan_out_of_three_with_a_join_holding_every_output() {
     assert_eq!(r.where_is("f.join"), "work/blocked/f.join.yaml");
     let status = r.ok(&["status"]);
     assert!(
-        status.contains(
-            "f.join: waiting for f.legal (assigned), f.security (assigned), f.finance (assigned)"
-        ),
+        status.lines().any(|l| l.starts_with("  f.join \"")
+            && l.ends_with(
+                "\": waiting for f.legal (assigned), f.security (assigned), f.finance (assigned)"
+            )),
         "{status}"
     );
     for (i, a) in ["legal", "security", "finance"].iter().enumerate() {

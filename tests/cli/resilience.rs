@@ -181,7 +181,7 @@ fn circuit_opens_after_threshold_probes_once_and_closes_or_reopens() {
         "{status}"
     );
     assert!(
-        status.contains("t3: circuit of agent alice is open"),
+        status.contains("t3 \"Work t3\": circuit of agent alice is open"),
         "{status}"
     );
 

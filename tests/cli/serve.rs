@@ -245,18 +245,24 @@ fn serve_two_concurrent_claims_give_one_200_and_one_409() {
     assert!(r.where_is("docs").starts_with("work/assigned/a"));
 }
 
-#[test]
-fn serve_pages_through_1000_tasks() {
+/// A repo with `n` inbox tasks `t0000`, `t0001`, ... committed at once.
+fn inbox_of(n: usize) -> TestRepo {
     let r = TestRepo::empty_in_memory();
     r.ok(&["init"]);
-    for i in 0..1000 {
+    for i in 0..n {
         r.write_now(
             &format!("work/inbox/t{i:04}.yaml"),
             &format!("title: Task {i}\n"),
         );
     }
     r.git(&["add", "-A"]);
-    r.git(&["commit", "-qm", "a thousand tasks"]);
+    r.git(&["commit", "-qm", &format!("{n} tasks")]);
+    r
+}
+
+#[test]
+fn serve_pages_through_1000_tasks() {
+    let r = inbox_of(1000);
     let s = Server::start(&r);
     let mut ids = Vec::new();
     let mut cursor = String::new();
@@ -578,16 +584,7 @@ fn serve_fails_approves_and_rejects_through_the_api() {
 
 #[test]
 fn serve_board_pages_a_long_column() {
-    let r = TestRepo::empty_in_memory();
-    r.ok(&["init"]);
-    for i in 0..560 {
-        r.write_now(
-            &format!("work/inbox/t{i:04}.yaml"),
-            &format!("title: Task {i}\n"),
-        );
-    }
-    r.git(&["add", "-A"]);
-    r.git(&["commit", "-qm", "560 tasks"]);
+    let r = inbox_of(560);
     let s = Server::start(&r);
     let board = s.get("/").body;
     let column = board
@@ -621,4 +618,39 @@ fn serve_board_screenshot_is_in_docs_and_the_readme() {
     );
     let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
     assert!(readme.contains("](docs/board.png)"), "the README shows it");
+}
+
+#[test]
+fn serve_metrics_count_retries_lease_expiries_dead_letters_and_ages() {
+    let mut r = TestRepo::with_agents(&["writer"]);
+    r.task(
+        "docs",
+        "title: Write the docs\nagent: writer\nmax_attempts: 2\n",
+    );
+    r.task("later", "title: Later\ncapabilities: [nobody]\n");
+    r.ok(&["tick"]);
+    // The server's clock: ages are measured at 13:30.
+    let s = Server::start(r.at("2026-11-22T13:30:00Z"));
+    let mut events = s.events();
+    for at in ["11:00", "12:00", "13:00"] {
+        r.at(&format!("2026-11-22T{at}:00Z")).ok(&["tick"]);
+    }
+    assert_eq!(r.where_is("docs"), "work/failed/docs.yaml");
+    let failed = events.until(Duration::from_secs(10), |t| {
+        t.contains(r#""task":"docs","from":"assigned","to":"failed""#)
+    });
+    assert!(failed, "events so far:\n{}", events.seen);
+    let m = s.get("/metrics").body;
+    assert_eq!(sample(&m, "coord_retries_total"), 1.0, "{m}");
+    assert_eq!(sample(&m, "coord_lease_expiries_total"), 2.0, "{m}");
+    assert_eq!(sample(&m, "coord_dead_letters_total"), 1.0, "{m}");
+    assert_eq!(
+        sample(&m, r#"coord_task_oldest_age_seconds{state="ready"}"#),
+        3.5 * 3600.0,
+        "later waits since 10:00: {m}"
+    );
+    assert!(
+        !m.contains(r#"coord_task_oldest_age_seconds{state="failed"}"#),
+        "finished states get no age: {m}"
+    );
 }
