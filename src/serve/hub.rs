@@ -44,6 +44,9 @@ pub struct Snapshot {
     pub default_priority: Priority,
     /// How long reading took.
     pub took: Duration,
+    /// Whether no writer was at work while it was read (HEAD unchanged, the lock free at the
+    /// end): only such a reading is compared with the last to find transitions.
+    pub steady: bool,
 }
 
 impl Snapshot {
@@ -130,6 +133,11 @@ impl Hub {
         self.dirty.store(false, Ordering::SeqCst);
         let old = self.snapshot();
         let mut new = load(&self.opener, old.generation)?;
+        if !new.steady {
+            // Read again once the writer is done.
+            self.dirty.store(true, Ordering::SeqCst);
+            return Ok(());
+        }
         let mut events = commit_transitions(&self.opener.dir, &old, &new)?;
         let explained: HashSet<String> = events
             .iter()
@@ -218,6 +226,11 @@ fn load(opener: &Opener, generation: u64) -> Result<Snapshot, HubError> {
     let store = coord.store();
     let head = store.repo.head()?.oid.map(|o| o.to_string());
     let (board, _) = store.load()?;
+    // A writer that started during the read (the poll saw the lock free) may have moved
+    // files that its commit does not name yet: such a read would report them as moved by
+    // hand, and again from the commit once it lands.
+    let after = store.repo.head()?.oid.map(|o| o.to_string());
+    let steady = after == head && !crate::lock::busy(store.repo.git_dir(), WRITER_FRESH);
     let reasons = crate::view::invalid_reasons(store, &board);
     let view = crate::view::board::view(&board, &coord.inputs(), &reasons);
     Ok(Snapshot {
@@ -227,6 +240,7 @@ fn load(opener: &Opener, generation: u64) -> Result<Snapshot, HubError> {
         view: crate::redact::redact_value(&view),
         default_priority: store.config.defaults.priority,
         took: started.elapsed(),
+        steady,
     })
 }
 
