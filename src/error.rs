@@ -41,8 +41,9 @@ pub struct UsageError(pub String);
 pub const JSON_VERSION: u32 = 1;
 
 /// A failure as the command line reports it (jj's `CommandError`): the error and its causes,
-/// the exit code and a code naming the kind. Built from any error; the kind is read from the
-/// typed library error in its chain.
+/// the exit code and a code naming the kind. An operation's [`crate::ops::Error`] is mapped
+/// by its type (`From<ops::Error>`); an error a command made itself (`anyhow`, reading a file
+/// it was given) is a problem (exit 1) unless a library error in its chain says otherwise.
 #[derive(Debug)]
 pub struct CliError {
     error: anyhow::Error,
@@ -51,10 +52,48 @@ pub struct CliError {
     answered: bool,
 }
 
-impl<E: Into<anyhow::Error>> From<E> for CliError {
-    fn from(e: E) -> CliError {
-        let error = e.into();
+impl From<crate::ops::Error> for CliError {
+    /// Maps an operation's error by its type.
+    fn from(e: crate::ops::Error) -> CliError {
+        let (exit, code) = ops_kind(&e);
+        CliError::new(e.into(), exit, code)
+    }
+}
+
+impl From<UsageError> for CliError {
+    fn from(e: UsageError) -> CliError {
+        CliError::new(e.into(), Exit::Usage, "usage")
+    }
+}
+
+impl From<anyhow::Error> for CliError {
+    fn from(error: anyhow::Error) -> CliError {
         let (exit, code) = classify(&error);
+        CliError::new(error, exit, code)
+    }
+}
+
+impl From<std::io::Error> for CliError {
+    fn from(e: std::io::Error) -> CliError {
+        CliError::new(e.into(), Exit::Problem, "problem")
+    }
+}
+
+impl From<serde_json::Error> for CliError {
+    fn from(e: serde_json::Error) -> CliError {
+        CliError::new(e.into(), Exit::Problem, "problem")
+    }
+}
+
+impl From<StoreError> for CliError {
+    fn from(e: StoreError) -> CliError {
+        crate::ops::Error::from(e).into()
+    }
+}
+
+impl CliError {
+    /// Returns a failure with its exit code and kind.
+    pub fn new(error: anyhow::Error, exit: Exit, code: &'static str) -> CliError {
         CliError {
             error,
             exit,
@@ -62,9 +101,7 @@ impl<E: Into<anyhow::Error>> From<E> for CliError {
             answered: false,
         }
     }
-}
 
-impl CliError {
     /// Returns an exit with `exit` for an outcome the command already printed as its answer
     /// (nothing to claim): nothing more is printed.
     pub fn answered(exit: Exit, why: impl Into<String>) -> CliError {
@@ -133,8 +170,21 @@ impl CliError {
     }
 }
 
-/// Returns the exit code and the code naming the kind of an error, from the first typed
-/// library error in its chain that decides them.
+/// Returns the exit code and the kind of an operation's error, by its type.
+fn ops_kind(e: &crate::ops::Error) -> (Exit, &'static str) {
+    use crate::ops::Error;
+    match e {
+        Error::Command(c) => command_kind(c),
+        Error::Lock(LockError::Held { .. }) => (Exit::Locked, "locked"),
+        Error::Usage(_) => (Exit::Usage, "usage"),
+        Error::Store(StoreError::Config(c)) if c.out_of_range => (Exit::Usage, "usage"),
+        _ => (Exit::Problem, "problem"),
+    }
+}
+
+/// Returns the exit code and the code naming the kind of an error a command made itself, from
+/// the first library error in its chain that decides them (an operation's error wrapped in
+/// the command's own context).
 fn classify(err: &anyhow::Error) -> (Exit, &'static str) {
     err.chain()
         .find_map(kind_of)
@@ -179,4 +229,43 @@ fn command_kind(e: &CommandError) -> (Exit, &'static str) {
         CommandError::ResultPending(_) => "result_pending",
     };
     (Exit::Problem, code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::AgentName;
+    use crate::ops::Error;
+
+    fn exit_of(e: Error) -> (Exit, &'static str) {
+        let e = CliError::from(e);
+        (e.exit, e.code)
+    }
+
+    #[test]
+    fn an_operations_error_is_mapped_by_its_type() {
+        let held = LockError::held(std::env::temp_dir().join("no-such-coord.lock"));
+        assert_eq!(exit_of(Error::Lock(held)), (Exit::Locked, "locked"));
+        assert_eq!(
+            exit_of(Error::Usage("--older-than is out of range".into())),
+            (Exit::Usage, "usage")
+        );
+        let agent = AgentName::new("p").expect("name");
+        let nothing = CommandError::NothingToClaim {
+            agent,
+            why: String::new(),
+        };
+        assert_eq!(
+            exit_of(Error::Command(nothing)),
+            (Exit::NothingToClaim, "nothing_to_claim")
+        );
+        let refused = Error::Refused("work/agents/p.yaml already exists; edit it instead".into());
+        assert_eq!(exit_of(refused), (Exit::Problem, "problem"));
+    }
+
+    #[test]
+    fn a_message_that_names_a_kind_does_not_make_an_error_that_kind() {
+        let words = Error::Refused("nothing to claim: the lock is held; usage: coord".into());
+        assert_eq!(exit_of(words), (Exit::Problem, "problem"));
+    }
 }

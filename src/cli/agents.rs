@@ -2,9 +2,9 @@
 //! profile and commits it. Both call [`crate::ops::Coord`] and print.
 
 use super::Ctx;
+use crate::error::CliError;
 use crate::model::AgentName;
 use crate::ops::NewAgent;
-use anyhow::Result;
 use serde_json::json;
 
 /// Arguments of `coord agents`.
@@ -33,7 +33,7 @@ enum Action {
 }
 
 /// Runs `coord agents`.
-pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     match args.action {
         None => list(ctx),
         Some(Action::Add {
@@ -53,7 +53,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     }
 }
 
-fn list(ctx: &Ctx) -> Result<()> {
+fn list(ctx: &Ctx) -> Result<(), CliError> {
     let rows = ctx.coord()?.agents()?;
     if ctx.json {
         super::print_answer(json!({ "agents": rows }));
@@ -87,7 +87,7 @@ fn list(ctx: &Ctx) -> Result<()> {
     Ok(())
 }
 
-fn add(ctx: &Ctx, agent: NewAgent) -> Result<()> {
+fn add(ctx: &Ctx, agent: NewAgent) -> Result<(), CliError> {
     let added = ctx.coord()?.add_agent(&agent)?;
     if ctx.json {
         super::print_answer(

@@ -2,8 +2,8 @@
 //! prints what moved (or would move).
 
 use super::Ctx;
+use crate::error::CliError;
 use crate::model::Duration;
-use anyhow::Result;
 use serde_json::json;
 
 /// Arguments of `coord archive`.
@@ -18,7 +18,7 @@ pub struct Args {
 }
 
 /// Runs `coord archive`.
-pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     let age = args.older_than.map(|d| Duration::from_secs(d.ceil_secs()));
     let done = ctx.coord()?.archive(age, args.dry_run)?;
     for line in &done.left {

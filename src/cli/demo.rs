@@ -71,7 +71,7 @@ coord demo: finished in {rounds} rounds of 'coord run --once' ({:.1}s)
     );
     board_view::print(&view, board_view::Style::for_stdout(false));
     out!("\nlog (newest first):");
-    log::run(&demo, log::Args::all())?;
+    log::run(&demo, log::Args::all()).map_err(crate::error::CliError::into_error)?;
     out!("\nlook around: cd {} && git log --stat", dir.display());
     out!(
         "run an agent yourself: coord -C {} run writer -- sh {ECHO}",

@@ -2,7 +2,7 @@
 //! safe fixes with `--fix`.
 
 use super::{Ctx, Found};
-use anyhow::Result;
+use crate::error::CliError;
 use serde_json::json;
 
 /// Arguments of `coord doctor`.
@@ -14,7 +14,7 @@ pub struct Args {
 }
 
 /// Runs `coord doctor`.
-pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     if args.fix {
         ctx.coord()?.doctor_fix()?;
     }

@@ -3,10 +3,10 @@
 //! `{version, op, id, commits, state}`.
 
 use super::Ctx;
+use crate::error::CliError;
 use crate::error::JSON_VERSION;
 use crate::model::TaskId;
 use crate::ops::Coord;
-use anyhow::Result;
 use serde_json::json;
 
 /// Arguments naming one task.
@@ -37,28 +37,28 @@ pub struct CancelArgs {
 }
 
 /// Runs `coord approve`.
-pub fn approve(ctx: &Ctx, a: IdArgs) -> Result<()> {
+pub fn approve(ctx: &Ctx, a: IdArgs) -> Result<(), CliError> {
     let coord = ctx.coord()?;
     let commits = coord.approve(&a.id)?;
     done(ctx, &coord, "approve", &a.id, commits)
 }
 
 /// Runs `coord reject`.
-pub fn reject(ctx: &Ctx, a: RejectArgs) -> Result<()> {
+pub fn reject(ctx: &Ctx, a: RejectArgs) -> Result<(), CliError> {
     let coord = ctx.coord()?;
     let commits = coord.reject(&a.id, &a.reason)?;
     done(ctx, &coord, "reject", &a.id, commits)
 }
 
 /// Runs `coord cancel`.
-pub fn cancel(ctx: &Ctx, a: CancelArgs) -> Result<()> {
+pub fn cancel(ctx: &Ctx, a: CancelArgs) -> Result<(), CliError> {
     let coord = ctx.coord()?;
     let commits = coord.cancel(&a.id, &a.reason)?;
     done(ctx, &coord, "cancel", &a.id, commits)
 }
 
 /// Runs `coord retry`.
-pub fn retry(ctx: &Ctx, a: IdArgs) -> Result<()> {
+pub fn retry(ctx: &Ctx, a: IdArgs) -> Result<(), CliError> {
     let coord = ctx.coord()?;
     let commits = coord.retry(&a.id)?;
     done(ctx, &coord, "retry", &a.id, commits)
@@ -66,7 +66,7 @@ pub fn retry(ctx: &Ctx, a: IdArgs) -> Result<()> {
 
 /// With `--json`, prints what the command did: the operation, the task, the commits made and
 /// the state the task is in now.
-fn done(ctx: &Ctx, coord: &Coord, op: &str, id: &TaskId, commits: usize) -> Result<()> {
+fn done(ctx: &Ctx, coord: &Coord, op: &str, id: &TaskId, commits: usize) -> Result<(), CliError> {
     if ctx.json {
         let state = super::state_of(coord, id)?;
         super::print_json(&json!({

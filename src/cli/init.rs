@@ -2,9 +2,9 @@
 //! profiles in one commit; an existing `work/` adopted as it is) and says what it did.
 
 use super::Ctx;
+use crate::error::CliError;
 use crate::model::AgentName;
 use crate::ops::Initialized;
-use anyhow::Result;
 
 /// Arguments of `coord init`.
 #[derive(Debug, clap::Args)]
@@ -15,7 +15,7 @@ pub struct Args {
 }
 
 /// Runs `coord init`.
-pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     let done = crate::ops::init(&ctx.dir, &args.agents, ctx.options(), ctx.sink())?;
     answer(ctx, &done);
     if done.added.is_empty() {

@@ -3,9 +3,9 @@
 //! unless `--all`, and people's edits, additions and deletions of task files.
 
 use super::Ctx;
+use crate::error::CliError;
 use crate::model::TaskId;
 use crate::ops::LogEntry;
-use anyhow::Result;
 use serde_json::json;
 
 /// Arguments of `coord log`.
@@ -33,7 +33,7 @@ impl Args {
 }
 
 /// Runs `coord log`.
-pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     let entries = ctx
         .coord()?
         .history(args.id.as_ref(), args.limit, args.all)?;

@@ -212,12 +212,7 @@ impl Ctx {
 
     /// Opens the repo around `dir` for operations at this context's clock, printing their
     /// progress on stderr.
-    pub fn coord(&self) -> Result<Coord> {
-        Ok(self.open()?)
-    }
-
-    /// Opens the repo as [`Ctx::coord`] does, keeping the library's error type.
-    pub fn open(&self) -> Result<Coord, ops::Error> {
+    pub fn coord(&self) -> Result<Coord, ops::Error> {
         Ok(Coord::open(&self.dir, self.options())?.with_sink(self.sink()))
     }
 
@@ -352,37 +347,38 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             cli.wait.map(wait::FlagDuration::get),
         )?
     };
-    Ok(match cli.command {
-        Command::Claim(a) => return report::claim(&ctx, a),
-        Command::Init(a) => init::run(&ctx, a),
-        Command::New(a) => new::run(&ctx, a),
-        Command::Validate(a) => validate::run(&ctx, a),
-        Command::Tick(a) => tick::run(&ctx, a),
-        Command::Watch(a) => watch::run(&ctx, a),
-        Command::Status(a) => status::run(&ctx, a),
-        Command::Show(a) => show::run(&ctx, a),
-        Command::List(a) => list::run(&ctx, a),
-        Command::Log(a) => log::run(&ctx, a),
-        Command::Complete(a) => report::complete(&ctx, a),
-        Command::Fail(a) => report::fail(&ctx, a),
-        Command::Heartbeat(a) => report::heartbeat(&ctx, a),
-        Command::Approve(a) => gate::approve(&ctx, a),
-        Command::Reject(a) => gate::reject(&ctx, a),
-        Command::Cancel(a) => gate::cancel(&ctx, a),
-        Command::Retry(a) => gate::retry(&ctx, a),
-        Command::Keygen(a) => keygen::run(&ctx, a),
-        Command::Agents(a) => agents::run(&ctx, a),
-        Command::Archive(a) => archive::run(&ctx, a),
-        Command::Doctor(a) => doctor::run(&ctx, a),
-        Command::Sync(a) => sync::run(&ctx, a),
-        Command::Demo(a) => demo::run(&ctx, a),
-        Command::Run(a) => run::run(&ctx, a),
-        Command::Serve(a) => serve::run(&ctx, a),
-        Command::Prime(a) => prime::run(&ctx, a),
-        Command::Mcp(a) => mcp::run(&ctx, a),
-        Command::Completions(a) => generate::completions(a),
-        Command::Man => generate::man(),
-    }?)
+    match cli.command {
+        Command::Claim(a) => report::claim(&ctx, a)?,
+        Command::Init(a) => init::run(&ctx, a)?,
+        Command::New(a) => new::run(&ctx, a)?,
+        Command::Validate(a) => validate::run(&ctx, a)?,
+        Command::Tick(a) => tick::run(&ctx, a)?,
+        Command::Watch(a) => watch::run(&ctx, a)?,
+        Command::Status(a) => status::run(&ctx, a)?,
+        Command::Show(a) => show::run(&ctx, a)?,
+        Command::List(a) => list::run(&ctx, a)?,
+        Command::Log(a) => log::run(&ctx, a)?,
+        Command::Complete(a) => report::complete(&ctx, a)?,
+        Command::Fail(a) => report::fail(&ctx, a)?,
+        Command::Heartbeat(a) => report::heartbeat(&ctx, a)?,
+        Command::Approve(a) => gate::approve(&ctx, a)?,
+        Command::Reject(a) => gate::reject(&ctx, a)?,
+        Command::Cancel(a) => gate::cancel(&ctx, a)?,
+        Command::Retry(a) => gate::retry(&ctx, a)?,
+        Command::Keygen(a) => keygen::run(&ctx, a)?,
+        Command::Agents(a) => agents::run(&ctx, a)?,
+        Command::Archive(a) => archive::run(&ctx, a)?,
+        Command::Doctor(a) => doctor::run(&ctx, a)?,
+        Command::Sync(a) => sync::run(&ctx, a)?,
+        Command::Demo(a) => demo::run(&ctx, a)?,
+        Command::Run(a) => run::run(&ctx, a)?,
+        Command::Serve(a) => serve::run(&ctx, a)?,
+        Command::Prime(a) => prime::run(&ctx, a)?,
+        Command::Mcp(a) => mcp::run(&ctx, a)?,
+        Command::Completions(a) => generate::completions(a)?,
+        Command::Man => generate::man()?,
+    }
+    Ok(())
 }
 
 /// Signals that a command ran and found a problem (exit 1) after printing it.
@@ -390,8 +386,14 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
 #[error("{0}")]
 pub struct Found(pub String);
 
+impl From<Found> for CliError {
+    fn from(e: Found) -> CliError {
+        CliError::new(e.into(), crate::error::Exit::Problem, "problem")
+    }
+}
+
 /// Returns the state task `id` is in now (its first copy's), for a command's `--json` answer.
-fn state_of(coord: &Coord, id: &crate::model::TaskId) -> Result<serde_json::Value> {
+fn state_of(coord: &Coord, id: &crate::model::TaskId) -> Result<serde_json::Value, ops::Error> {
     let copies = coord.show(id)?;
     Ok(copies
         .first()

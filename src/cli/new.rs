@@ -2,10 +2,10 @@
 //! prints the id.
 
 use super::Ctx;
+use crate::error::CliError;
 use crate::error::UsageError;
 use crate::model::{AgentName, Authority, Duration, Priority, TaskId};
 use crate::ops::NewTask;
-use anyhow::Result;
 use serde_json::{Map, Value};
 
 /// Arguments of `coord new`.
@@ -61,7 +61,7 @@ pub struct Args {
 }
 
 /// Runs `coord new`.
-pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     let id = match &args.id {
         Some(s) => Some(
             TaskId::new(s)
@@ -96,7 +96,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     Ok(())
 }
 
-fn parse_input(pairs: &[String]) -> Result<Map<String, Value>> {
+fn parse_input(pairs: &[String]) -> anyhow::Result<Map<String, Value>> {
     pairs
         .iter()
         .map(|p| {

@@ -3,8 +3,8 @@
 //! into a marked section of AGENTS.md ([`crate::ops::Coord::install_prime`]).
 
 use super::Ctx;
+use crate::error::CliError;
 use crate::model::AgentName;
-use anyhow::Result;
 
 /// Arguments of `coord prime`.
 #[derive(Debug, clap::Args)]
@@ -18,7 +18,7 @@ pub struct Args {
 }
 
 /// Runs `coord prime`.
-pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     let coord = ctx.coord()?;
     let agent = args.agent.as_ref();
     if !args.install {

@@ -8,7 +8,7 @@ use crate::error::{CliError, Exit, JSON_VERSION};
 use crate::model::{AgentName, TaskId};
 use crate::ops::{self, Claimed, Verdict};
 use crate::yaml::{parse_bytes, Limits};
-use anyhow::{Context, Result};
+use anyhow::Context;
 use serde_json::Value;
 use std::io::Read;
 use std::path::PathBuf;
@@ -128,7 +128,7 @@ fn nothing(ctx: &Ctx, agent: AgentName, why: String) -> CliError {
 }
 
 /// Runs `coord complete`.
-pub fn complete(ctx: &Ctx, args: CompleteArgs) -> Result<()> {
+pub fn complete(ctx: &Ctx, args: CompleteArgs) -> Result<(), CliError> {
     let output = match &args.output {
         Some(src) => Some(read_output(ctx, src)?),
         None => None,
@@ -141,7 +141,7 @@ pub fn complete(ctx: &Ctx, args: CompleteArgs) -> Result<()> {
 }
 
 /// Runs `coord fail`.
-pub fn fail(ctx: &Ctx, args: FailArgs) -> Result<()> {
+pub fn fail(ctx: &Ctx, args: FailArgs) -> Result<(), CliError> {
     let verdict = Verdict::Failure {
         message: args.error,
         retryable: !args.fatal,
@@ -165,7 +165,7 @@ pub struct How {
     fence: FenceArgs,
 }
 
-fn write_result(ctx: &Ctx, id: &TaskId, verdict: &Verdict, how: How) -> Result<()> {
+fn write_result(ctx: &Ctx, id: &TaskId, verdict: &Verdict, how: How) -> Result<(), CliError> {
     let written = ops::How {
         fence: how.fence.fence(),
         sign: how.sign,
@@ -194,7 +194,7 @@ fn report(
     verdict: &Verdict,
     written: &ops::How,
     remote: Option<&str>,
-) -> Result<u32> {
+) -> Result<u32, CliError> {
     let reported = ctx.coord()?.report(id, verdict, written, remote)?;
     let (agent, attempt) = reported.accepted(id)?;
     if !written.fence.is_named() {
@@ -208,7 +208,7 @@ fn report(
 
 /// Runs `coord heartbeat`.
 /// With `--json`, prints `{version, op, id, state, lease_expires_at}`.
-pub fn heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<()> {
+pub fn heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<(), CliError> {
     let coord = ctx.coord()?;
     coord.heartbeat(&args.id, &args.fence.fence(), None)?;
     if ctx.json {
@@ -225,7 +225,7 @@ pub fn heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<()> {
 
 /// Reads an output document from a file (relative to `-C`) or stdin: YAML (so JSON too),
 /// within the usual limits.
-fn read_output(ctx: &Ctx, src: &PathBuf) -> Result<Value> {
+fn read_output(ctx: &Ctx, src: &PathBuf) -> anyhow::Result<Value> {
     let mut bytes = Vec::new();
     if src.as_os_str() == "-" {
         std::io::stdin()

@@ -265,13 +265,13 @@ impl Harness<'_> {
     fn tick(&self, ctx: &Ctx) {
         let ticked = match &self.remote {
             Some(remote) => ctx
-                .open()
+                .coord()
                 .and_then(|coord| remote.one_at_a_time(|name| coord.tick_remote(&name).map(drop))),
             None => Ctx {
                 wait: ctx.wait.or(Some(crate::ops::TICK_WAIT)),
                 ..ctx.clone()
             }
-            .open()
+            .coord()
             .and_then(|coord| coord.tick().map(drop)),
         };
         match ticked {
@@ -354,7 +354,7 @@ fn claim(
     agent: &AgentName,
     remote: Option<Remote>,
 ) -> Result<Option<Taken>, ops::Error> {
-    let coord = ctx.open()?;
+    let coord = ctx.coord()?;
     match remote {
         Some(remote) => remote.one_at_a_time(|name| coord.claim_work(agent, Some(&name))),
         None => coord.claim_work(agent, None),
@@ -548,7 +548,7 @@ impl Worker {
         &self,
         op: impl FnOnce(&ops::Coord, Option<&str>) -> Result<T, ops::Error>,
     ) -> Result<T, ops::Error> {
-        let coord = self.ctx.refreshed().open()?;
+        let coord = self.ctx.refreshed().coord()?;
         match &self.remote {
             Some(remote) => remote.one_at_a_time(|name| op(&coord, Some(&name))),
             None => op(&coord, None),

@@ -1,9 +1,9 @@
 //! `coord show <id>`: one task's state, file, fields, result and history, secrets redacted.
 
 use super::Ctx;
+use crate::error::CliError;
 use crate::model::TaskId;
 use crate::redact::one_line;
-use anyhow::Result;
 use serde_json::{json, Value};
 
 /// Arguments of `coord show`.
@@ -14,7 +14,7 @@ pub struct Args {
 }
 
 /// Runs `coord show`.
-pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     let copies = ctx.coord()?.show(&args.id)?;
     if ctx.json {
         super::print_answer(answer(copies));

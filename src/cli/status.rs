@@ -2,8 +2,8 @@
 //! summarised unless `--all`) or, with `--json`, for scripts.
 
 use super::{board_markdown, board_view, Ctx};
+use crate::error::CliError;
 use crate::model::AgentName;
-use anyhow::Result;
 
 /// Arguments of `coord status`.
 #[derive(Debug, clap::Args)]
@@ -20,7 +20,7 @@ pub struct Args {
 }
 
 /// Runs `coord status`.
-pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     let status = ctx.coord()?.status(args.agent.as_ref())?;
     let v = status.board;
     if args.markdown {

@@ -3,8 +3,8 @@
 
 use super::Ctx;
 use crate::engine;
+use crate::error::CliError;
 use crate::ops::describe;
-use anyhow::Result;
 use serde_json::json;
 
 /// Arguments of `coord tick`.
@@ -16,7 +16,7 @@ pub struct Args {
 }
 
 /// Runs `coord tick`.
-pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     let coord = ctx.coord()?;
     if args.dry_run {
         let planned = coord.plan()?;

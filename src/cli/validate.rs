@@ -3,7 +3,7 @@
 //! `--json`, one object holding the same lines).
 
 use super::{Ctx, Found};
-use anyhow::Result;
+use crate::error::CliError;
 use std::path::PathBuf;
 
 /// Arguments of `coord validate`.
@@ -14,7 +14,7 @@ pub struct Args {
 }
 
 /// Runs `coord validate`.
-pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     let found = crate::ops::validate(&ctx.dir, &args.paths)?;
     let redact = |lines: &[String]| -> Vec<String> {
         lines.iter().map(|l| crate::redact::error_line(l)).collect()
