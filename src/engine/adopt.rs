@@ -3,7 +3,7 @@
 
 use super::assign::start_attempt;
 use super::world::{ResultEdit, World};
-use crate::model::{State, TaskId};
+use crate::model::{Review, State, TaskId};
 
 /// Brings every live task's `coord:` block in line with its folder.
 pub fn run(w: &mut World<'_>) {
@@ -48,7 +48,7 @@ fn adopt(w: &mut World<'_>, id: &TaskId) {
             c.finished_at = Some(now);
         }
         (_, State::Review) => {
-            c.review.get_or_insert_with(|| "start".to_string());
+            c.review.get_or_insert(Review::Start);
         }
         _ => {
             c.assigned_to = None;

@@ -47,8 +47,8 @@ fn move_to_archive(board: &Board, e: &Entry, at: Timestamp) -> Transition {
     let to = board.path_in(&folder, &e.file_name());
     Transition {
         subject: e.id.to_string(),
-        from: e.folder.state.as_str().to_string(),
-        to: State::Archived.as_str().to_string(),
+        from: e.folder.state.into(),
+        to: State::Archived.into(),
         summary: format!("archive {} to {}", e.id, folder.rel_dir()),
         ops: vec![Op::Move {
             from: e.path.clone(),

@@ -8,7 +8,7 @@ use super::operation::{stamp, OpKind};
 use super::world::{fmt_time, Entry, ResultEdit, World};
 use super::{deps, Inputs, Op, Plan, Signer, Transition};
 use crate::board::Board;
-use crate::model::{AgentName, ErrorCode, ErrorInfo, Folder, NextAgent, State, TaskId};
+use crate::model::{AgentName, ErrorCode, ErrorInfo, Folder, NextAgent, Review, State, TaskId};
 use serde_json::{json, Value};
 
 /// Why a command cannot act.
@@ -239,7 +239,7 @@ pub fn approve(board: &Board, inputs: &Inputs<'_>, id: &TaskId) -> Result<Plan, 
         .get(id)
         .cloned()
         .ok_or_else(|| CommandError::Unreadable(id.clone()))?;
-    if e.task.coord.review.as_deref() == Some("result") || e.task.result.is_some() {
+    if e.task.coord.review == Some(Review::Result) || e.task.result.is_some() {
         finish_success(&mut w, id);
     } else {
         let mut c = e.task.coord.clone();
@@ -363,8 +363,8 @@ fn retry_invalid(board: &Board, id: &TaskId) -> Plan {
         }
         plan.transitions.push(Transition {
             subject: id.to_string(),
-            from: State::Invalid.as_str().to_string(),
-            to: State::Inbox.as_str().to_string(),
+            from: State::Invalid.into(),
+            to: State::Inbox.into(),
             summary: format!("retry {id}: back to inbox"),
             ops,
             guard: vec![(f.path.clone(), f.hash)],

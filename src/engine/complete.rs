@@ -9,7 +9,7 @@ use super::world::{parse_time, Entry, ResultEdit, World};
 use super::Note;
 use crate::board::StandIn;
 use crate::model::{
-    Authority, ErrorCode, ErrorInfo, Folder, ResultStatus, State, TaskId, TaskResult,
+    Authority, ErrorCode, ErrorInfo, Folder, ResultStatus, Review, State, TaskId, TaskResult,
 };
 use serde_json::json;
 
@@ -158,7 +158,7 @@ fn hold_or_finish(w: &mut World<'_>, e: &Entry) -> bool {
     if e.task.spec.authority == Authority::DoItAndShowMe {
         let mut c = e.task.coord.clone();
         c.state = State::Review.as_str().to_string();
-        c.review = Some("result".to_string());
+        c.review = Some(Review::Result);
         c.lease_expires_at = None;
         let summary = format!("hold {} for review of its result", e.id);
         return w.transit(

@@ -6,7 +6,7 @@ use super::intake::{quarantine, Ctx};
 use super::world::{ResultEdit, World};
 use super::Note;
 use crate::check;
-use crate::model::{ErrorCode, ErrorInfo, Folder, State, TaskId};
+use crate::model::{ErrorCode, ErrorInfo, Folder, Review, State, TaskId};
 
 /// Returns a task's state for dependency purposes: archived tasks count as what they were.
 pub fn effective_state(w: &World<'_>, id: &TaskId) -> Option<State> {
@@ -55,7 +55,7 @@ fn not_started(w: &World<'_>) -> Vec<TaskId> {
         .values()
         .filter(|e| match e.folder.state {
             State::Blocked | State::Ready => true,
-            State::Review => e.task.coord.review.as_deref() != Some("result"),
+            State::Review => e.task.coord.review != Some(Review::Result),
             _ => false,
         })
         .map(|e| e.id.clone())

@@ -7,7 +7,7 @@ use super::world::{ResultEdit, World};
 use super::{Op, Transition};
 use crate::board::TaskFile;
 use crate::check::{self, Context};
-use crate::model::{AgentName, Authority, Folder, State, TaskId};
+use crate::model::{AgentName, Authority, Folder, Review, State, TaskId};
 use crate::schema::Violation;
 use serde_json::json;
 
@@ -98,7 +98,7 @@ fn admit(w: &mut World<'_>, id: &TaskId) {
     c.lease_expires_at = None;
     c.not_before = None;
     c.finished_at = None;
-    c.review = (target == State::Review).then(|| "start".to_string());
+    c.review = (target == State::Review).then_some(Review::Start);
     let edit = if had_result {
         ResultEdit::Remove
     } else {
@@ -153,8 +153,8 @@ pub fn quarantine(w: &mut World<'_>, id: &TaskId, path: &str, hash: u64, lines: 
     w.forget(id);
     w.push(Transition {
         subject: id.to_string(),
-        from: from.as_str().to_string(),
-        to: State::Invalid.as_str().to_string(),
+        from: from.into(),
+        to: State::Invalid.into(),
         summary: format!(
             "reject {id}: {}",
             first.split_once(": ").map_or(first.as_str(), |x| x.1)

@@ -19,7 +19,7 @@ mod world;
 
 use crate::board::Board;
 use crate::config::Config;
-use crate::model::TaskId;
+use crate::model::{Endpoint, TaskId};
 use jiff::Timestamp;
 use std::fmt;
 
@@ -86,10 +86,11 @@ pub fn rest_hash(text: &str, doc: &crate::yaml::Doc) -> Option<u64> {
 pub struct Transition {
     /// The task (or agent, for profile updates) it concerns.
     pub subject: String,
-    /// The state before (`new` for created files, `agent` for profiles).
-    pub from: String,
-    /// The state after.
-    pub to: String,
+    /// Where it starts: the task's state before, `new` for a created file, `agent` for a
+    /// profile.
+    pub from: Endpoint,
+    /// Where it ends.
+    pub to: Endpoint,
     /// One-line summary, without the `coord: ` prefix.
     pub summary: String,
     /// What to do on disk, in order.
@@ -125,7 +126,7 @@ impl Transition {
     /// Returns the trailer key naming the subject: `Coord-Agent` for profiles, else
     /// `Coord-Task`.
     fn subject_key(&self) -> &'static str {
-        if self.from == "agent" {
+        if self.from == Endpoint::Agent {
             "Coord-Agent"
         } else {
             "Coord-Task"
@@ -148,9 +149,9 @@ impl Transition {
 /// counting them by kind, then, per transition and in order, the trailers its own commit would
 /// have (with the operation's, if any) and `Coord-Summary` (its summary line), so every transition stays in history.
 pub fn group_message(group: &[&Transition]) -> String {
-    let mut kinds: Vec<((&str, &str), usize)> = Vec::new();
+    let mut kinds: Vec<((Endpoint, Endpoint), usize)> = Vec::new();
     for t in group {
-        let kind = (t.from.as_str(), t.to.as_str());
+        let kind = (t.from, t.to);
         match kinds.iter_mut().find(|(k, _)| *k == kind) {
             Some((_, n)) => *n += 1,
             None => kinds.push((kind, 1)),

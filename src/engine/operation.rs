@@ -244,8 +244,8 @@ mod tests {
     fn a_grouped_commit_keeps_each_transitions_operation() {
         let t = |id: &str, op: Option<Operation>| Transition {
             subject: id.into(),
-            from: "ready".into(),
-            to: "assigned".into(),
+            from: crate::model::State::Ready.into(),
+            to: crate::model::State::Assigned.into(),
             summary: format!("assign {id}"),
             ops: Vec::new(),
             guard: Vec::new(),

@@ -4,7 +4,7 @@
 
 use super::world::World;
 use super::Note;
-use crate::model::State;
+use crate::model::{Review, State};
 
 /// Notes every task left in review or in an agent's hands with what ends its wait.
 pub fn run(w: &mut World<'_>) {
@@ -27,7 +27,7 @@ pub fn run(w: &mut World<'_>) {
                         c.attempt
                     )
                 }
-                _ if c.review.as_deref() == Some("result") => format!(
+                _ if c.review == Some(Review::Result) => format!(
                     "its result waits for approval: 'coord approve {id}' or 'coord reject {id} --reason R'"
                 ),
                 _ => format!(

@@ -7,8 +7,8 @@ use crate::board::{Board, StandIn};
 use crate::check::{self, Task, TaskDoc};
 use crate::config::Config;
 use crate::model::{
-    AgentCoord, AgentName, AgentProfile, CoordBlock, ErrorCode, ErrorInfo, Folder, State, TaskId,
-    TaskResult,
+    AgentCoord, AgentName, AgentProfile, CoordBlock, Endpoint, ErrorCode, ErrorInfo, Folder, State,
+    TaskId, TaskResult,
 };
 use crate::yaml::{self, Limits};
 use jiff::Timestamp;
@@ -320,7 +320,7 @@ impl<'a> World<'a> {
         let Some(entry) = self.entries.get(id).filter(|_| !self.frozen.contains(id)) else {
             return Ok(false);
         };
-        let from_state = entry.folder.state.as_str().to_string();
+        let from_state = entry.folder.state;
         let guard = vec![(entry.path.clone(), entry.hash)];
         let new_path = self.board.path_in(&to, &entry.file_name());
         // A task coord took in whose block cannot grow fails as too_large; an inbox file
@@ -350,8 +350,8 @@ impl<'a> World<'a> {
         if !ops.is_empty() {
             self.push(Transition {
                 subject: id.to_string(),
-                from: from_state,
-                to: to.state.as_str().to_string(),
+                from: from_state.into(),
+                to: to.state.into(),
                 summary,
                 ops,
                 guard,
@@ -408,8 +408,8 @@ impl<'a> World<'a> {
         }
         self.push(Transition {
             subject: id.to_string(),
-            from: entry.folder.state.as_str().to_string(),
-            to: to.state.as_str().to_string(),
+            from: entry.folder.state.into(),
+            to: to.state.into(),
             summary: format!("fail {id}: too_large (the file cannot take coord's entry)"),
             ops,
             guard: vec![(entry.path.clone(), entry.hash)],
@@ -469,8 +469,8 @@ impl<'a> World<'a> {
         );
         self.push(Transition {
             subject: id.to_string(),
-            from: "new".to_string(),
-            to: folder.state.as_str().to_string(),
+            from: Endpoint::New,
+            to: folder.state.into(),
             summary,
             ops: vec![Op::Write { path, text }],
             guard: Vec::new(),
@@ -615,8 +615,8 @@ fn profile_update(board: &Board, name: &AgentName, coord: &AgentCoord) -> Option
     };
     Some(Transition {
         subject: name.to_string(),
-        from: "agent".to_string(),
-        to: format!("circuit {}", coord.circuit.as_str()),
+        from: Endpoint::Agent,
+        to: Endpoint::Circuit(coord.circuit),
         summary: format!(
             "agent {name}: {} failed attempt(s) in a row, circuit {}",
             coord.consecutive_failures,

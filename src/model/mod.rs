@@ -4,6 +4,7 @@
 mod agent;
 mod code;
 mod duration;
+mod endpoint;
 mod ids;
 mod state;
 mod task;
@@ -12,9 +13,10 @@ pub mod translit;
 pub use agent::{AgentCoord, AgentProfile, AssignMode, Circuit};
 pub use code::ErrorCode;
 pub use duration::{Duration, DurationError};
+pub use endpoint::Endpoint;
 pub use ids::{AgentName, NameError, TaskId};
 pub use state::{Folder, State};
 pub use task::{
-    due_instant, Authority, CoordBlock, ErrorInfo, NextAgent, Priority, ResultStatus, TaskResult,
-    TaskSpec,
+    due_instant, Authority, CoordBlock, ErrorInfo, NextAgent, Priority, ResultStatus, Review,
+    TaskResult, TaskSpec,
 };

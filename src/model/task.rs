@@ -250,9 +250,10 @@ pub struct CoordBlock {
     /// When the task reached a final state.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<String>,
-    /// What a task in review waits for: `start` (ask_me_first) or `result` (do_it_and_show_me).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub review: Option<String>,
+    /// What a task in review waits for: `start` (ask_me_first) or `result` (do_it_and_show_me);
+    /// any other value reads as none.
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub review: Option<Review>,
     /// Handoff parent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent: Option<TaskId>,
@@ -271,6 +272,27 @@ pub struct CoordBlock {
     /// Earlier attempts' results and errors.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<Value>,
+}
+
+/// What a task in `review/` waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Review {
+    /// Approval before it starts (`authority: ask_me_first`).
+    Start,
+    /// Approval of its result (`authority: do_it_and_show_me`).
+    Result,
+}
+
+/// Reads a value that is coord's own but may have been edited by hand: one that does not read
+/// counts as none, and leaves the rest of the block readable.
+fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let v = Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).ok())
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -304,5 +326,22 @@ mod tests {
         );
         assert_eq!(due_instant("2026-02-30"), None);
         assert_eq!(due_instant("soon"), None);
+    }
+
+    #[test]
+    fn review_reads_as_written_and_a_stray_value_leaves_the_block_readable() {
+        let block = |review: &str| {
+            let v: Value = serde_json::from_str(&format!(
+                r#"{{"state": "review", "attempt": 2, "review": {review}}}"#
+            ))
+            .expect("json");
+            CoordBlock::from_value(Some(&v))
+        };
+        let start = block(r#""start""#);
+        assert_eq!(start.review, Some(Review::Start));
+        assert_eq!(start.to_value()["review"], "start");
+        assert_eq!(block(r#""result""#).review, Some(Review::Result));
+        let stray = block(r#""later, maybe""#);
+        assert_eq!((stray.review, stray.attempt), (None, 2));
     }
 }

@@ -4,6 +4,7 @@
 
 use super::{Coord, Error, AGENT_WAIT};
 use crate::engine::{Op, Plan, Transition};
+use crate::model::{Endpoint, State};
 use crate::store::Origin;
 
 /// The echo agent: answers who did which task, in YAML.
@@ -89,8 +90,8 @@ impl Coord {
         });
         let t = Transition {
             subject: "demo".into(),
-            from: "new".into(),
-            to: "inbox".into(),
+            from: Endpoint::New,
+            to: State::Inbox.into(),
             summary: "demo: six agents, three tasks, two agent scripts".into(),
             ops,
             guard: vec![],

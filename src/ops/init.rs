@@ -6,7 +6,7 @@
 use super::{Coord, Error, Event, Options, Sink};
 use crate::engine::{Op, Plan, Transition};
 use crate::git::Repo;
-use crate::model::{AgentName, State};
+use crate::model::{AgentName, Endpoint, State};
 use crate::store::{Origin, Store};
 use std::path::{Path, PathBuf};
 
@@ -93,8 +93,8 @@ pub fn init(
     if !ops.is_empty() {
         let t = Transition {
             subject: "init".to_string(),
-            from: "new".to_string(),
-            to: "initialized".to_string(),
+            from: Endpoint::New,
+            to: Endpoint::Initialized,
             summary: "init: work layout, schema, config and workflow".to_string(),
             ops,
             guard: Vec::new(),

@@ -6,7 +6,7 @@ use super::{Coord, Error, AGENT_WAIT};
 use crate::board::{Board, Checks};
 use crate::engine::commands::known_agent;
 use crate::engine::{Op, OpKind, Operation, Plan, Transition};
-use crate::model::{AgentName, Authority, Duration, Priority, TaskId};
+use crate::model::{AgentName, Authority, Duration, Endpoint, Priority, State, TaskId};
 use crate::store::Origin;
 use crate::yaml::emit_block;
 use serde_json::{json, Map, Value};
@@ -94,8 +94,8 @@ impl Coord {
         self.check_text(&board, &id, &text)?;
         let t = Transition {
             subject: id.to_string(),
-            from: "new".into(),
-            to: "inbox".into(),
+            from: Endpoint::New,
+            to: State::Inbox.into(),
             summary: format!("new task {id}: {}", task.title),
             ops: vec![Op::Write {
                 path: path.clone(),

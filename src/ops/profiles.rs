@@ -3,7 +3,7 @@
 
 use super::{Coord, Error, AGENT_WAIT};
 use crate::engine::{Op, Plan, Transition};
-use crate::model::AgentName;
+use crate::model::{AgentName, Endpoint};
 use crate::store::Origin;
 use crate::yaml::emit_block;
 use serde_json::{json, Value};
@@ -56,8 +56,8 @@ impl Coord {
         }
         let t = Transition {
             subject: name.to_string(),
-            from: "agent".into(),
-            to: "added".into(),
+            from: Endpoint::Agent,
+            to: Endpoint::Added,
             summary: format!("add agent {name}"),
             ops: vec![Op::Write {
                 path: path.clone(),

@@ -6,6 +6,7 @@ use super::{apply, inputs_for, Coord, Error, Event, Opener, Options, Sink};
 use crate::board::Board;
 use crate::engine::{self, Note, Plan, Transition};
 use crate::lock::LockError;
+use crate::model::Endpoint;
 use crate::sign::KeyRing;
 use crate::store::{Applied, Loaded, Origin, Recorded, Stats, Store, Walk};
 use crate::watch::{self, SeenComplete, Why};
@@ -46,10 +47,10 @@ pub struct Ticked {
 pub struct Moved {
     /// The task (or agent, for profile updates) it concerns.
     pub task: String,
-    /// The state before (`new` for created files).
-    pub from: String,
-    /// The state after.
-    pub to: String,
+    /// Where it starts (the state before; `new` for created files).
+    pub from: Endpoint,
+    /// Where it ends.
+    pub to: Endpoint,
     /// The summary line, secrets redacted, on one line.
     pub summary: String,
 }
@@ -59,8 +60,8 @@ impl Moved {
     pub fn of(t: &Transition) -> Moved {
         Moved {
             task: t.subject.clone(),
-            from: t.from.clone(),
-            to: t.to.clone(),
+            from: t.from,
+            to: t.to,
             summary: crate::redact::one_line(&t.summary),
         }
     }

@@ -401,7 +401,7 @@ fn ask_me_first_waits_in_review_until_approved() {
     s.drop_task("a", "title: x\nauthority: ask_me_first\n");
     let p = s.tick(at(0));
     assert_eq!(summaries(&p), ["accept a into review"]);
-    assert_eq!(s.coord("a").review.as_deref(), Some("start"));
+    assert_eq!(s.coord("a").review, Some(crate::model::Review::Start));
     assert!(s.tick(at(60)).is_empty());
     let id = tid("a");
     s.command(|b, i| commands::approve(b, i, &id))
@@ -422,7 +422,7 @@ fn do_it_and_show_me_holds_the_result_for_review_before_done_and_handoff() {
     s.report("a", json!({"status": "success", "output": 42}));
     let p = s.tick(at(60));
     assert_eq!(summaries(&p), ["hold a for review of its result"]);
-    assert_eq!(s.coord("a").review.as_deref(), Some("result"));
+    assert_eq!(s.coord("a").review, Some(crate::model::Review::Result));
     assert!(s.tick(at(61)).is_empty());
     let id = tid("a");
     let plan = s

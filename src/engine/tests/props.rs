@@ -388,8 +388,8 @@ fn move_helper_refuses_to_replace_a_file() {
     s.files.insert("done/a.yaml".into(), b"title: a\n".to_vec());
     let plan = Plan::one(Transition {
         subject: "a".into(),
-        from: "ready".into(),
-        to: "done".into(),
+        from: crate::model::State::Ready.into(),
+        to: crate::model::State::Done.into(),
         summary: "x".into(),
         ops: vec![Op::Move {
             from: "work/ready/a.yaml".into(),

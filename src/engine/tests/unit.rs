@@ -37,7 +37,10 @@ fn minimal_task_is_accepted_and_assigned_to_the_only_agent_in_one_tick() {
         }
     );
     assert_eq!(
-        (p.transitions[1].from.as_str(), p.transitions[1].to.as_str()),
+        (
+            p.transitions[1].from.to_string().as_str(),
+            p.transitions[1].to.to_string().as_str()
+        ),
         ("ready", "assigned")
     );
     assert_eq!(
@@ -247,7 +250,10 @@ fn settled_invalid_inbox_file_goes_to_invalid_with_errors_at_once() {
     let p = s.tick(at(0));
     assert_eq!(p.transitions.len(), 1);
     let t = &p.transitions[0];
-    assert_eq!((t.from.as_str(), t.to.as_str()), ("inbox", "invalid"));
+    assert_eq!(
+        (t.from.to_string().as_str(), t.to.to_string().as_str()),
+        ("inbox", "invalid")
+    );
     assert_eq!(
         t.ops[0],
         Op::Move {
