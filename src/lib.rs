@@ -6,6 +6,11 @@
 //! each as a commit. Every front end (the command line, `coord serve`, the MCP server, the
 //! agent runner, `watch`, `sync`) drives it through one type, [`ops::Coord`]: open a
 //! repository at one instant, call an operation, get a typed outcome or an [`ops::Error`].
+//! The public modules are [`ops`] (the operations), [`model`] (task and agent names, states,
+//! durations), [`watch`] (the watch loop a long-running front end drives), [`error`] (how the
+//! command line reports a failure), and [`yaml`], [`git`] and [`fuzz`], which tests, benchmarks
+//! and the fuzz targets use; the rest (store, engine, board, schema, serve, cli, ...) is
+//! private to the crate.
 //!
 //! Embedding coord:
 //!
@@ -39,28 +44,28 @@
 
 #![deny(missing_docs)]
 
-pub mod board;
-pub mod check;
-pub mod cli;
-pub mod clock;
-pub mod config;
-pub mod engine;
+pub(crate) mod board;
+pub(crate) mod check;
+pub(crate) mod cli;
+pub(crate) mod clock;
+pub(crate) mod config;
+pub(crate) mod engine;
 pub mod error;
-pub mod expr;
+pub(crate) mod expr;
 pub mod fuzz;
 pub mod git;
-pub mod lock;
+pub(crate) mod lock;
 pub mod model;
 pub mod ops;
-pub mod redact;
-pub mod run;
-pub mod schema;
-pub mod serve;
-pub mod sign;
-pub mod store;
-pub mod sync;
+pub(crate) mod redact;
+pub(crate) mod run;
+pub(crate) mod schema;
+pub(crate) mod serve;
+pub(crate) mod sign;
+pub(crate) mod store;
+pub(crate) mod sync;
 pub(crate) mod term;
-pub mod view;
+pub(crate) mod view;
 pub mod watch;
 pub mod yaml;
 

@@ -44,17 +44,13 @@ mod validate;
 pub mod wait;
 pub(crate) mod watch;
 
-use crate::engine::{Inputs, Plan, Transition};
+use crate::engine::Transition;
 use crate::error::{CliError, UsageError};
-use crate::lock::CoordLock;
-use crate::model::Duration;
 use crate::ops::{self, Coord, Event};
-use crate::sign::KeyRing;
-use crate::store::{Applied, Origin, Store};
+use crate::store::{Applied, Store};
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use jiff::Timestamp;
-use std::cell::OnceCell;
 use std::path::PathBuf;
 
 /// coord's version and the commit it was built from, when known (`coord --version`).
@@ -162,8 +158,6 @@ pub struct Ctx {
     pub verbose: u8,
     /// The clock.
     pub now: Timestamp,
-    /// Agents' signing keys, loaded on first use.
-    keys: OnceCell<KeyRing>,
     /// Whether the clock was given (`--now`, COORD_NOW) rather than read from the system.
     pub now_fixed: bool,
     /// How long to wait for the coordinator lock (`--wait`), when given.
@@ -180,7 +174,6 @@ impl Ctx {
             quiet: true,
             verbose: 0,
             now: crate::clock::now(now).map_err(UsageError)?,
-            keys: OnceCell::new(),
             now_fixed: now.is_some(),
             wait,
         })
@@ -257,44 +250,6 @@ impl Ctx {
             }
         }
     }
-
-    /// Opens the repo, takes the coordinator lock, finishes anything a killed run left and
-    /// records people's uncommitted changes under `work/`.
-    pub fn session(&self, wait: Duration) -> Result<(Coord, CoordLock)> {
-        let coord = self.coord()?;
-        let guard = coord.session(std_duration(wait))?;
-        Ok((coord, guard))
-    }
-
-    /// Opens the repo, takes the coordinator lock and finishes anything a killed run left.
-    pub fn locked(&self, wait: Duration) -> Result<(Coord, CoordLock)> {
-        let coord = self.coord()?;
-        let guard = coord.lock(std_duration(wait))?;
-        Ok((coord, guard))
-    }
-
-    /// Returns the planner inputs for a store: with `require_signed_results`, a verifier
-    /// holding the agents' keys (loaded here, before planning).
-    pub fn inputs<'a>(&'a self, store: &'a Store) -> Inputs<'a> {
-        ops::inputs_for(store, self.now, self.keys())
-    }
-
-    /// Returns the agents' keys from the environment and the key folder.
-    pub fn keys(&self) -> &KeyRing {
-        self.keys.get_or_init(KeyRing::from_env)
-    }
-
-    /// Applies a plan's transitions on `store` (whose lock is held), committing each; prints
-    /// one line per commit.
-    pub fn apply(&self, store: &Store, plan: &Plan) -> Result<usize> {
-        Ok(ops::apply(
-            store,
-            &self.sink(),
-            plan,
-            self.now,
-            Origin::Command,
-        )?)
-    }
 }
 
 /// Prints what happened to one applied transition.
@@ -315,14 +270,6 @@ fn applied_line(t: &Transition, applied: &Applied, json: bool) {
         ),
     }
 }
-
-/// Returns a lock wait as the standard library's duration.
-fn std_duration(wait: Duration) -> std::time::Duration {
-    std::time::Duration::from_secs(wait.as_secs().max(0).unsigned_abs())
-}
-
-/// The default wait for the lock of agent and person commands (claim, complete, ...).
-pub const AGENT_WAIT: Duration = Duration::from_secs(10);
 
 impl Cli {
     /// Whether `--json` was given: output, and errors, as JSON.

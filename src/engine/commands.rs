@@ -486,6 +486,7 @@ pub struct Report<'s> {
     pub replace: bool,
 }
 
+#[cfg(test)]
 impl Report<'_> {
     /// Returns a report of `result` by someone who names no attempt, unsigned.
     pub fn new(result: Value) -> Report<'static> {

@@ -25,7 +25,9 @@ use std::fmt;
 
 pub use clock::Clock;
 pub use operation::{OpKind, Operation};
-pub use world::{AcceptAll, AttemptFloor, NoHistory, Rejection, Signer, Verifier};
+#[cfg(test)]
+pub use world::NoHistory;
+pub use world::{AcceptAll, AttemptFloor, Rejection, Signer, Verifier};
 
 /// One file-system step of a transition. Paths are repo-relative.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -57,9 +57,11 @@ pub trait AttemptFloor {
     fn floor(&self, id: &TaskId) -> u32;
 }
 
-/// No history (tests, and boards not in a repo): the task file's own `coord.attempt` counts.
+/// No history (tests): the task file's own `coord.attempt` counts.
+#[cfg(test)]
 pub struct NoHistory;
 
+#[cfg(test)]
 impl AttemptFloor for NoHistory {
     fn floor(&self, _: &TaskId) -> u32 {
         0

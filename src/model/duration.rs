@@ -33,7 +33,7 @@ impl Duration {
 
     /// The longest duration coord takes: 36500 days (100 years). Every time coord computes
     /// (now plus a lease, a backoff or a circuit's open time; now minus an archive age) stays
-    /// representable with any clock in [`crate::clock::RANGE`].
+    /// representable with any clock coord takes (1970 to before the year 9000).
     pub const MAX: Duration = Duration::from_secs(36_500 * 86_400);
 
     /// Parses `90s`, `30m`, `2h` or `7d` (a day is 24 hours), at most [`Duration::MAX`].

@@ -36,7 +36,7 @@ impl LogEntry {
     /// Returns the transitions a commit records (from its `Coord-*` trailers), newest first:
     /// one for a command's commit, several for a commit of a large tick pass, none for a
     /// commit coord did not make.
-    pub fn all(c: &CommitInfo) -> Vec<LogEntry> {
+    pub(crate) fn all(c: &CommitInfo) -> Vec<LogEntry> {
         let summary = one_line(c.summary.strip_prefix("coord: ").unwrap_or(&c.summary));
         c.transitions()
             .into_iter()

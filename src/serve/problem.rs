@@ -84,13 +84,6 @@ impl Problem {
         );
         (refused || c.downcast_ref::<UsageError>().is_some()).then(|| Problem::bad(c.to_string()))
     }
-
-    /// Returns the answer for an `anyhow` error of a command.
-    pub fn of_anyhow(e: &anyhow::Error) -> Problem {
-        e.chain()
-            .find_map(Problem::of_one)
-            .unwrap_or_else(|| Problem::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
-    }
 }
 
 impl IntoResponse for Problem {

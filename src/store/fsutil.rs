@@ -277,12 +277,6 @@ pub fn remove_in(root: &Path, rel: &str) -> io::Result<()> {
     }
 }
 
-/// Writes `bytes` to `path` atomically, creating parent folders (coord's private files under
-/// `.git/`, which task authors cannot reach).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_private(path, bytes, true)
-}
-
 /// Writes a file of coord's own under `.git/coord/` atomically; `durable` adds the fsyncs.
 /// Journals and caches need none: a killed process loses nothing the kernel accepted, and
 /// after a power cut recovery adopts the folders as they are.
