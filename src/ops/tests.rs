@@ -1,20 +1,19 @@
-//! Tests of the operations through the library alone (no command line but `init`): what a
-//! tick commits, how its commits are marked, and the quiet mark it leaves. Does I/O in
-//! temporary repositories.
+//! Tests of the operations through the library alone: what a tick commits, how its commits
+//! are marked, and the quiet mark it leaves. Does I/O in temporary repositories.
 
 use super::{Claimed, Coord, FindingCode, How, Options, Reported, Verdict};
-use crate::cli::{self, Cli};
 use crate::engine::commands::{self, Fence};
-use clap::Parser;
 use jiff::Timestamp;
 use std::path::Path;
 
 const NOW: &str = "2026-11-22T10:00:00Z";
 
 fn init(dir: &Path) {
-    let d = dir.to_str().expect("utf8");
-    let argv = ["coord", "-C", d, "-q", "--now", NOW, "init"];
-    cli::run(Cli::try_parse_from(argv).expect("arguments")).expect("init");
+    let opts = Options {
+        now: Some(NOW.parse::<Timestamp>().expect("time")),
+        ..Options::default()
+    };
+    super::init(dir, &[], opts, Box::new(|_| {})).expect("init");
     let config = std::fs::read_to_string(dir.join("coord.yaml")).expect("config");
     std::fs::write(dir.join("coord.yaml"), config + "\nsettle: 0s\n").expect("config");
     std::fs::write(
