@@ -104,8 +104,8 @@ impl Repo {
 
     /// Finishes a switch a killed run left half done (see [`Repo::switch_to`]). Returns what
     /// it did, for the report, or None when no switch was journaled. When the branch is still
-    /// where the switch started, the work tree and index are brought to the switch's target
-    /// (files that already match it are left alone) and the branch moved; when the branch is
+    /// where the switch started, the files the switch changes and their index entries are
+    /// written as in its target and the branch moved; when the branch is
     /// at the target already, only the journal goes; when a person moved the branch meanwhile,
     /// their commit stands and the journal goes.
     pub fn finish_switch(&self) -> Result<Option<String>, GitError> {
@@ -132,7 +132,7 @@ impl Repo {
                 ))
             }
         } else {
-            self.checkout_to(&head.refname, switch.to)?;
+            self.finish_checkout(&switch)?;
             self.move_ref(&head, switch.to, "coord sync: move onto the remote")?;
             Some(format!(
                 "finished an interrupted switch of {} to {}",
@@ -170,6 +170,59 @@ impl Repo {
             };
             ctx(format!("cannot move {refname} to {new}: {what}"))(e)
         })
+    }
+
+    /// Writes the files a switch changes as they are in its target, whatever the killed run
+    /// left in them (the old version, the new one, or a file cut short mid-write): the switch
+    /// ran under coord's lock after checking that none of them had uncommitted changes, so
+    /// they hold only what the checkout wrote. Other files are left alone.
+    fn finish_checkout(&self, switch: &Switch) -> Result<(), GitError> {
+        let paths = self.paths_between(switch.from, switch.to)?;
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let target = self
+            .repo
+            .find_commit(switch.to)
+            .map_err(ctx(format!("cannot read commit {}", switch.to)))?;
+        let lock = self.git_dir.join("index.lock");
+        super::locks::retry_locked(&lock, super::locks::LOCK_WAIT, || {
+            let mut opts = CheckoutBuilder::new();
+            opts.force().disable_pathspec_match(true);
+            for path in &paths {
+                opts.path(path);
+            }
+            self.repo.checkout_tree(target.as_object(), Some(&mut opts))
+        })?
+        .map_err(ctx(format!(
+            "cannot finish moving {} to {}",
+            switch.refname, switch.to
+        )))
+    }
+
+    /// Returns the paths whose content differs between the trees of `from` and `to`.
+    fn paths_between(&self, from: Option<Oid>, to: Oid) -> Result<Vec<String>, GitError> {
+        let tree = |oid: Oid| {
+            self.repo
+                .find_commit(oid)
+                .and_then(|c| c.tree())
+                .map_err(ctx(format!("cannot read the tree of {oid}")))
+        };
+        let old = from.map(tree).transpose()?;
+        let new = tree(to)?;
+        let diff = self
+            .repo
+            .diff_tree_to_tree(old.as_ref(), Some(&new), None)
+            .map_err(ctx(format!("cannot compare with {to}")))?;
+        let mut paths: Vec<String> = diff
+            .deltas()
+            .flat_map(|d| [d.old_file().path(), d.new_file().path()])
+            .flatten()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        paths.sort();
+        paths.dedup();
+        Ok(paths)
     }
 
     /// Returns whether a killed run left a switch for [`Repo::finish_switch`] to finish.

@@ -862,3 +862,19 @@ fn a_persons_commit_after_a_killed_switch_stands_and_the_switch_is_dropped() {
     assert_eq!(rev(d, "main"), theirs);
     assert!(!d.join(".git/coord/switch").exists());
 }
+
+#[test]
+fn a_switch_killed_while_libgit2_wrote_a_file_is_finished_and_other_files_stay() {
+    let (dir, repo, first) = switch_killed_before_the_ref_moved();
+    let d = dir.path();
+    write(d, "work/a.yaml", "half wri");
+    write(d, "other.txt", "a person's file\n");
+    let done = repo.finish_switch().unwrap();
+    assert!(done.unwrap().contains("finished an interrupted switch"));
+    assert_eq!(rev(d, "main"), first.to_string());
+    assert_eq!(
+        std::fs::read_to_string(d.join("work/a.yaml")).unwrap(),
+        "1\n"
+    );
+    assert_eq!(status(d), vec!["?? other.txt".to_string()]);
+}
