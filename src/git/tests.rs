@@ -878,3 +878,47 @@ fn a_switch_killed_while_libgit2_wrote_a_file_is_finished_and_other_files_stay()
     );
     assert_eq!(status(d), vec!["?? other.txt".to_string()]);
 }
+
+/// One commit of a group of paths spread over a big folder, a nested one, a new one and the
+/// root: the tree built folder by folder (each folder's tree read once) is the one git makes of
+/// the same work tree.
+#[test]
+fn a_group_commit_over_a_big_folder_builds_the_tree_git_would() {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    let mut all = vec!["top.txt".to_string(), "work/done/old.yaml".to_string()];
+    for i in 0..300 {
+        all.push(format!("work/inbox/t{i:03}.yaml"));
+    }
+    for path in &all {
+        write(d, path, &format!("{path}\n"));
+    }
+    let all_refs: Vec<&str> = all.iter().map(String::as_str).collect();
+    commit(&repo, &all_refs, "base").unwrap();
+
+    let mut group = Vec::new();
+    for i in (0..300).step_by(3) {
+        let from = format!("work/inbox/t{i:03}.yaml");
+        let to = format!("work/assigned/a/b/t{i:03}.yaml");
+        write(d, &to, &format!("{to}\n"));
+        std::fs::remove_file(d.join(&from)).unwrap();
+        group.extend([from, to]);
+    }
+    write(d, "work/inbox/t001.yaml", "edited\n");
+    write(d, "top.txt", "edited\n");
+    std::fs::remove_file(d.join("work/done/old.yaml")).unwrap();
+    group.extend(["work/inbox/t001.yaml", "top.txt", "work/done/old.yaml"].map(String::from));
+    group.push("work/never/was.yaml".to_string());
+    let refs: Vec<&str> = group.iter().map(String::as_str).collect();
+    commit(&repo, &refs, "group").unwrap();
+
+    assert!(status(d).is_empty(), "{:?}", status(d));
+    let ours = rev(d, "HEAD^{tree}");
+    git(d, &["add", "-A"]);
+    assert_eq!(git(d, &["write-tree"]).trim(), ours);
+    let dirs = git(d, &["ls-tree", "-r", "-d", "--name-only", "HEAD"]);
+    assert_eq!(
+        dirs,
+        "work\nwork/assigned\nwork/assigned/a\nwork/assigned/a/b\nwork/inbox\n"
+    );
+}
