@@ -103,6 +103,9 @@ pub struct Board {
     /// Files still being written, not read yet (a task file among them that was committed
     /// before is on the board as committed, frozen until it settles).
     pub settling: Vec<Settling>,
+    /// Inbox files a tick over a big inbox takes in a later window (see `Walk::window_inbox`):
+    /// not read yet, but their ids exist, so a task may depend on one.
+    pub held: Vec<TaskId>,
     /// The commit HEAD pointed at when the board was loaded (every layout file not settling
     /// is committed as read), when known.
     pub head: Option<String>,

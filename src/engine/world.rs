@@ -147,7 +147,26 @@ pub struct World<'a> {
     pub agents: BTreeMap<AgentName, AgentState>,
     /// Tasks whose file is still being written: on the board as committed, never moved.
     frozen: HashSet<TaskId>,
+    /// The number of live entries in each agent's folder, kept as entries move (counting
+    /// them for every ready task made a plan over many tasks quadratic).
+    loads: std::collections::HashMap<AgentName, usize>,
     out: Plan,
+}
+
+/// Moves one entry's count in `loads` from the agent of `from` to the agent of `to`.
+fn shift(
+    loads: &mut std::collections::HashMap<AgentName, usize>,
+    from: Option<&Folder>,
+    to: Option<&Folder>,
+) {
+    if let Some(agent) = from.and_then(|f| f.agent.as_ref()) {
+        if let Some(n) = loads.get_mut(agent) {
+            *n = n.saturating_sub(1);
+        }
+    }
+    if let Some(agent) = to.and_then(|f| f.agent.clone()) {
+        *loads.entry(agent).or_default() += 1;
+    }
 }
 
 impl<'a> World<'a> {
@@ -165,6 +184,7 @@ impl<'a> World<'a> {
                 .iter()
                 .map(|t| t.id.clone())
                 .chain(board.settling.iter().filter_map(|s| s.id.clone()))
+                .chain(board.held.iter().cloned())
                 .collect(),
             frozen: board
                 .tasks
@@ -184,9 +204,13 @@ impl<'a> World<'a> {
                     (n.clone(), st)
                 })
                 .collect(),
+            loads: std::collections::HashMap::new(),
             out: Plan::default(),
         };
         w.load_entries();
+        for e in w.entries.values() {
+            shift(&mut w.loads, None, Some(&e.folder));
+        }
         for s in &board.settling {
             let (path, until) = (s.path.clone(), s.until);
             w.note(Note::Settling { path, until });
@@ -282,10 +306,7 @@ impl<'a> World<'a> {
 
     /// Returns the number of tasks assigned to `agent` now.
     pub fn load_of(&self, agent: &AgentName) -> usize {
-        self.entries
-            .values()
-            .filter(|e| e.folder.agent.as_ref() == Some(agent))
-            .count()
+        self.loads.get(agent).copied().unwrap_or(0)
     }
 
     /// Moves a task to `to` with a new coord block and result edit; records the transition.
@@ -343,6 +364,7 @@ impl<'a> World<'a> {
             return Ok(false);
         };
         entry.path = new_path;
+        shift(&mut self.loads, Some(&entry.folder), Some(&to));
         entry.folder = to.clone();
         entry.hash = crate::board::content_hash(text.as_bytes());
         entry.stand_in = None;
@@ -419,6 +441,7 @@ impl<'a> World<'a> {
         });
         if let Some(e) = self.entries.get_mut(id) {
             e.path = new_path;
+            shift(&mut self.loads, Some(&e.folder), Some(&to));
             e.folder = to;
             if let Some(text) = &text {
                 e.hash = crate::board::content_hash(text.as_bytes());
@@ -458,7 +481,8 @@ impl<'a> World<'a> {
             return;
         };
         self.all_ids.insert(id.clone());
-        self.entries.insert(
+        shift(&mut self.loads, None, Some(&folder));
+        let replaced = self.entries.insert(
             id.clone(),
             Entry {
                 id: id.clone(),
@@ -469,6 +493,9 @@ impl<'a> World<'a> {
                 task: Arc::new(Task::parsed(task)),
             },
         );
+        if let Some(old) = replaced {
+            shift(&mut self.loads, Some(&old.folder), None);
+        }
         self.push(Transition {
             subject: id.to_string(),
             from: Endpoint::New,
@@ -489,7 +516,9 @@ impl<'a> World<'a> {
 
     /// Removes a task from the live set (it left for `invalid/`).
     pub fn forget(&mut self, id: &TaskId) {
-        self.entries.remove(id);
+        if let Some(e) = self.entries.remove(id) {
+            shift(&mut self.loads, Some(&e.folder), None);
+        }
     }
 
     /// Updates an agent's breaker state.

@@ -210,3 +210,67 @@ fn a_persons_commit_or_stash_between_coords_commits_never_records_them_in_revers
     assert_eq!(git_out(&["stash", "list"]), "");
     assert_eq!(git_out(&["status", "--porcelain", "--", "work"]), "");
 }
+
+/// Returns every file under `work/` but the agents' profiles, with its folder, sorted.
+fn layout(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for folder in ["inbox", "ready", "blocked", "assigned/alice", "invalid"] {
+        let Ok(entries) = std::fs::read_dir(dir.join("work").join(folder)) else {
+            continue;
+        };
+        for e in entries {
+            let name = e.expect("entry").file_name().to_string_lossy().to_string();
+            if name != ".gitkeep" {
+                found.push(format!("{folder}/{name}"));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Drops 50 tasks into the inbox; t03 depends on t40 and t41 on t02 (other windows of 16).
+fn drop_burst(dir: &Path) {
+    for i in 0..50 {
+        let deps = match i {
+            3 => "depends_on: [t40]\n",
+            41 => "depends_on: [t02]\n",
+            _ => "",
+        };
+        let task = format!("title: T{i}\ncapabilities: [code]\n{deps}");
+        std::fs::write(dir.join(format!("work/inbox/t{i:02}.yaml")), task).expect("task");
+    }
+}
+
+/// A tick over an inbox bigger than its window takes it window by window (what it holds at
+/// once is bounded by the window) and ends where a tick over the whole inbox at once ends:
+/// a task depending on one in a later window is admitted, not rejected as unknown.
+#[test]
+fn a_tick_over_an_inbox_bigger_than_its_window_ends_as_one_over_the_whole_inbox() {
+    let (whole, windowed) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    for t in [&whole, &windowed] {
+        init(t.path());
+        drop_burst(t.path());
+    }
+    let at_once = open(whole.path()).tick().expect("tick");
+    let coord = open(windowed.path());
+    coord.store().set_inbox_window(16);
+    let by_window = coord.tick().expect("tick");
+
+    let ends = layout(windowed.path());
+    assert_eq!(ends, layout(whole.path()));
+    assert!(ends.contains(&"blocked/t03.yaml".to_string()), "{ends:?}");
+    assert!(ends.contains(&"blocked/t41.yaml".to_string()), "{ends:?}");
+    assert!(
+        !ends
+            .iter()
+            .any(|p| p.starts_with("inbox/") || p.starts_with("invalid/")),
+        "{ends:?}"
+    );
+    assert_eq!(ends.len(), 50, "{ends:?}");
+    assert!(by_window.attention.is_empty(), "{by_window:?}");
+    assert_eq!(by_window.commits, at_once.commits);
+}

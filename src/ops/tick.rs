@@ -170,9 +170,12 @@ fn pass(store: &Store, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Result<Ti
     Ok(ticked)
 }
 
-/// The pass itself: walk, quiet check, load and record, plan and apply.
+/// The pass itself: walk, quiet check, then window by window load and record, plan and
+/// apply. An inbox of more than [`crate::store::INBOX_WINDOW`] files is taken window by window
+/// (names in byte order), each window loaded, planned and applied in turn: what the pass
+/// holds at once is bounded by the window, not by the inbox.
 fn reconcile(store: &Store, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Result<Ticked, Error> {
-    let walked = store.walk_work()?;
+    let mut walked = store.walk_work()?;
     if store.is_quiet(&walked, now) {
         sink(&Event::Detail("coord: nothing changed since a tick found nothing to do, and nothing it waits for is due; planning skipped ('coord status' shows what waits)"));
         return Ok(Ticked {
@@ -180,7 +183,53 @@ fn reconcile(store: &Store, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Resu
             ..Ticked::default()
         });
     }
-    let (mut board, recorded) = load_recorded(store, sink, now, walked)?;
+    let mut ticked = Ticked::default();
+    let mut seen = std::collections::HashSet::new();
+    let last = store.window_inbox(&mut walked, None);
+    let mut first = Some((walked, last));
+    let mut after: Option<String> = None;
+    loop {
+        let walked = first.take();
+        let (board, last) = window_pass(
+            store,
+            sink,
+            now,
+            keys,
+            walked,
+            after.as_deref(),
+            &mut ticked,
+        )?;
+        for line in attention(&board.0, &board.1.notes) {
+            if seen.insert(line.clone()) {
+                ticked.attention.push(line);
+            }
+        }
+        let settles = board.0.settling.iter().map(|s| s.until).min();
+        ticked.settles_at = ticked.settles_at.into_iter().chain(settles).min();
+        match last {
+            Some(last) => after = Some(last),
+            None => break,
+        }
+    }
+    ticked.skipped = store.skipped_count();
+    Ok(ticked)
+}
+
+/// Loads, plans and applies one window of the inbox (the whole of it when it is small):
+/// `walked` is the first window's walk with its last inbox file when more wait, later ones
+/// walk again and take the inbox files after `after`. Adds its commits to `ticked`; returns the last board and plan, and the
+/// last inbox file taken when more wait for the next window.
+fn window_pass(
+    store: &Store,
+    sink: &Sink,
+    now: Timestamp,
+    keys: &KeyRing,
+    walked: Option<(Walk, Option<String>)>,
+    after: Option<&str>,
+    ticked: &mut Ticked,
+) -> Result<((Board, Plan), Option<String>), Error> {
+    let first = walked.is_some();
+    let (mut board, recorded, mut last) = load_recorded(store, sink, now, walked, after)?;
     let inputs = inputs_for(store, now, keys);
     let committed = RefCell::new(Vec::new());
     let collect = |event: &Event<'_>| {
@@ -189,51 +238,53 @@ fn reconcile(store: &Store, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Resu
         }
         sink(event);
     };
-    let mut commits = 0;
     let mut rounds = 0;
     let plan = loop {
         let plan = engine::plan(&board, &inputs);
         let skipped = store.skipped_count();
-        commits += apply(store, &collect, &plan, now, Origin::Tick)?;
+        ticked.commits += apply(store, &collect, &plan, now, Origin::Tick)?;
         rounds += 1;
         if store.skipped_count() == skipped || rounds == MAX_ROUNDS {
             break plan;
         }
-        (board, _) = store.load()?;
+        (board, _, last) = store.load_window(after)?;
     };
     store.save_skipped()?;
-    let attention = attention(&board, &plan.notes);
     // A pass that leaves files for a person is not quiet: the next one says so again.
-    let skipped = store.skipped_count();
-    let clean = skipped == 0 && attention.is_empty();
-    if commits == 0 && plan.is_empty() && board.settling.is_empty() && clean {
+    let clean = store.skipped_count() == 0 && attention(&board, &plan.notes).is_empty();
+    let alone = first && last.is_none();
+    if alone && ticked.commits == 0 && plan.is_empty() && board.settling.is_empty() && clean {
         store.set_quiet_mark(&recorded, now, plan.deadline);
     }
     for note in &plan.notes {
         sink(&Event::Detail(&format!("note: {}", describe(note))));
     }
-    Ok(Ticked {
-        commits,
-        transitions: committed.into_inner(),
-        attention,
-        skipped,
-        quiet: false,
-        settles_at: board.settling.iter().map(|s| s.until).min(),
-    })
+    ticked.transitions.extend(committed.into_inner());
+    Ok(((board, plan), last))
 }
 
-/// Loads `work/` and records people's uncommitted changes (skipping the status scan when the
-/// load shows nothing changed since a scan found `work/` clean); when something was recorded,
-/// the load may have missed it (a file dropped meanwhile), so it loads again, until a load and
-/// the recording after it agree (at most a few rounds; a busy inbox is caught next tick).
-/// Returns the board and the last recording (the quiet mark is made from it).
+/// Loads `work/` (the inbox window after `after`; `walked`, windowed, when the caller walked
+/// already)
+/// and records people's uncommitted changes (skipping the status scan when the load shows
+/// nothing changed since a scan found `work/` clean); when something was recorded, the load
+/// may have missed it (a file dropped meanwhile), so it loads again, until a load and the
+/// recording after it agree (at most a few rounds; a busy inbox is caught next tick).
+/// Returns the board, the last recording (the quiet mark is made from it) and the last inbox
+/// file taken when more wait for the next window.
 fn load_recorded(
     store: &Store,
     sink: &Sink,
     now: Timestamp,
-    walked: Walk,
-) -> Result<(Board, Recorded), Error> {
-    let (mut board, mut loaded): (Board, Loaded) = store.load_walked(walked)?;
+    walked: Option<(Walk, Option<String>)>,
+    after: Option<&str>,
+) -> Result<(Board, Recorded, Option<String>), Error> {
+    let (mut board, mut loaded, mut last): (Board, Loaded, _) = match walked {
+        Some((walked, last)) => {
+            let (board, loaded) = store.load_walked(walked)?;
+            (board, loaded, last)
+        }
+        None => store.load_window(after)?,
+    };
     let mut recorded = Recorded::default();
     for _ in 0..3 {
         recorded = store.record_external_changes(now, Some(&loaded.listing))?;
@@ -248,9 +299,9 @@ fn load_recorded(
         for line in &recorded.lines {
             sink(&Event::Recovered(line));
         }
-        (board, loaded) = store.load()?;
+        (board, loaded, last) = store.load_window(after)?;
     }
-    Ok((board, recorded))
+    Ok((board, recorded, last))
 }
 
 /// Returns one line per file a person must act on.

@@ -78,16 +78,22 @@ enum Resume {
 const GROUP_FROM: usize = 64;
 /// The number of commits a grouped plan is cut into, at most.
 const GROUPS: usize = 32;
+/// A group holds at least this share of the fullest folder's files (1 / this).
+const FOLDER_SHARE: usize = 16;
 
 /// Returns how many transitions go into one commit: one each for commands and small plans
 /// (the usual per-transition history); a large tick plan is cut into at most [`GROUPS`]
-/// commits of at least [`GROUP_FROM`] transitions, because each commit writes new tree
-/// objects for the folders it touches, whose size grows with the folder.
-fn group_size(len: usize, origin: Origin) -> usize {
+/// commits of at least [`GROUP_FROM`] transitions, and of at least 1/[`FOLDER_SHARE`] of the
+/// files of the fullest folder (`fullest`), because each commit writes new tree objects for
+/// the folders it touches, whose size grows with the folder: so the tree bytes a transition
+/// costs stay bounded however big the folders grow.
+fn group_size(len: usize, origin: Origin, fullest: usize) -> usize {
     if origin == Origin::Command || len <= GROUP_FROM {
         1
     } else {
-        len.div_ceil(GROUPS).max(GROUP_FROM)
+        len.div_ceil(GROUPS)
+            .max(GROUP_FROM)
+            .max(fullest / FOLDER_SHARE)
     }
 }
 
@@ -104,11 +110,20 @@ enum Undo {
 
 /// The journal: the transitions of a plan not yet committed, the first one possibly half
 /// done. Older journals hold a single transition.
+/// A tick's plan is journaled as `{"tick": [...]}`, so recovery finishes it as the tick
+/// would have: in groups, marked as the tick's.
 #[derive(serde::Deserialize)]
 #[serde(untagged)]
 enum Journal {
     Plan(Vec<Transition>),
+    Tick { tick: Vec<Transition> },
     One(Box<Transition>),
+}
+
+/// How a tick's plan is written to the journal.
+#[derive(serde::Serialize)]
+struct TickJournal<'p> {
+    tick: &'p [Transition],
 }
 
 impl Store {
@@ -138,17 +153,19 @@ impl Store {
         origin: Origin,
         each: &mut dyn FnMut(&Transition, Applied),
     ) -> Result<(), StoreError> {
-        self.apply_groups(plan, now, origin, Resume::No, each)
+        let size = group_size(plan.len(), origin, self.fullest.get());
+        self.apply_groups(plan, now, origin, (Resume::No, size), each)
     }
 
-    /// Journals `plan`, then applies it group by group (`group_size`), one commit per group,
-    /// advancing the cursor after each.
+    /// Journals `plan`, then applies it in groups of `size` transitions (`group_size` of the
+    /// whole plan, also when finishing the rest of one), one commit per group, advancing the
+    /// cursor after each.
     fn apply_groups(
         &self,
         plan: &[Transition],
         now: Timestamp,
         origin: Origin,
-        resume: Resume,
+        (resume, size): (Resume, usize),
         each: &mut dyn FnMut(&Transition, Applied),
     ) -> Result<(), StoreError> {
         if plan.is_empty() {
@@ -159,11 +176,15 @@ impl Store {
         let plan = &with_op_id(plan);
         let journal = self.private_dir().join(JOURNAL);
         let cursor = self.private_dir().join(CURSOR);
-        let text = serde_json::to_vec(plan).unwrap_or_default();
+        let text = match origin {
+            Origin::Tick => serde_json::to_vec(&TickJournal { tick: plan }),
+            Origin::Command => serde_json::to_vec(plan),
+        }
+        .unwrap_or_default();
         write_private(&cursor, b"0", false).map_err(io_err(&cursor))?;
         write_private(&journal, &text, false).map_err(io_err(&journal))?;
         let mut next = 0;
-        for group in plan.chunks(group_size(plan.len(), origin)) {
+        for group in plan.chunks(size.max(1)) {
             let failed = self.apply_group(group, now, origin, resume, each)?;
             if failed {
                 break;
@@ -512,9 +533,10 @@ impl Store {
         match fs::read(&journal) {
             Ok(bytes) => {
                 self.remove_temp_files()?;
-                let plan = match serde_json::from_slice(&bytes) {
-                    Ok(Journal::Plan(p)) => p,
-                    Ok(Journal::One(t)) => vec![*t],
+                let (plan, origin) = match serde_json::from_slice(&bytes) {
+                    Ok(Journal::Plan(p)) => (p, Origin::Command),
+                    Ok(Journal::Tick { tick }) => (tick, Origin::Tick),
+                    Ok(Journal::One(t)) => (vec![*t], Origin::Command),
                     Err(e) => {
                         return Err(StoreError::Journal {
                             path: journal.clone(),
@@ -526,6 +548,11 @@ impl Store {
                     .ok()
                     .and_then(|c| c.trim().parse::<usize>().ok())
                     .unwrap_or(0);
+                if origin == Origin::Tick && plan.len() > GROUP_FROM {
+                    // Its groups are sized by the folders, as the killed tick's were.
+                    self.walk_work()?;
+                }
+                let size = group_size(plan.len(), origin, self.fullest.get());
                 let plan = plan.get(done_before..).unwrap_or_default().to_vec();
                 let mut report = |t: &Transition, a: Applied| match a {
                     Applied::Committed => {
@@ -539,8 +566,8 @@ impl Store {
                     }
                     Applied::Skipped => {}
                 };
-                let applied =
-                    self.apply_groups(&plan, now, Origin::Command, Resume::Yes, &mut report);
+                let resume = (Resume::Yes, size);
+                let applied = self.apply_groups(&plan, now, origin, resume, &mut report);
                 let index = self.finish();
                 applied.and(index)?;
                 self.clear_journal()?;

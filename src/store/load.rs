@@ -51,13 +51,39 @@ impl Store {
             Err(e) => return Err(io_err(&work)(e)),
             _ => return Err(StoreError::NoWorkDir { path: work }),
         }
-        walk::walk(&work).map_err(|(p, e)| io_err(&p)(e))
+        let walked = walk::walk(&work).map_err(|(p, e)| io_err(&p)(e))?;
+        self.fullest.set(walked.fullest_folder());
+        Ok(walked)
     }
 
     /// Loads the snapshot a walk of `work/` found, as [`Store::load`].
     pub fn load_walked(&self, walked: Walk) -> Result<(Board, Loaded), StoreError> {
         let cache = StatCache::read(&self.cache_path(), self.schema_salt);
         self.build(walked, cache)
+    }
+
+    /// Walks and loads `work/` as [`Store::load`], taking only the window of the inbox after
+    /// `after` ([`Walk::window_inbox`]); returns the last inbox file taken when files after it
+    /// wait for the next window.
+    pub fn load_window(
+        &self,
+        after: Option<&str>,
+    ) -> Result<(Board, Loaded, Option<String>), StoreError> {
+        let mut walked = self.walk_work()?;
+        let more = self.window_inbox(&mut walked, after);
+        let (board, loaded) = self.load_walked(walked)?;
+        Ok((board, loaded, more))
+    }
+
+    /// Cuts `walked` to the inbox window after `after` ([`Walk::window_inbox`]).
+    pub fn window_inbox(&self, walked: &mut Walk, after: Option<&str>) -> Option<String> {
+        walked.window_inbox(after, self.inbox_window.get())
+    }
+
+    /// Makes a tick take the inbox `files` at a time (tests of a big inbox without one).
+    #[cfg(test)]
+    pub(crate) fn set_inbox_window(&self, files: usize) {
+        self.inbox_window.set(files.max(1));
     }
 
     fn cache_path(&self) -> std::path::PathBuf {
@@ -112,6 +138,11 @@ impl Store {
             &limits,
         );
         board.settling = settling;
+        board.held = walked
+            .held
+            .iter()
+            .filter_map(|rel| task_id_of(rel))
+            .collect();
         board.head = self
             .repo
             .head()

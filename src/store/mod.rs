@@ -21,7 +21,7 @@ mod skipped;
 mod stats;
 pub use stats::{Rejection, Stats};
 mod walk;
-pub use walk::Walk;
+pub use walk::{Walk, INBOX_WINDOW};
 
 use crate::config::{Config, ConfigError};
 use crate::git::{GitError, Identity, Repo};
@@ -91,6 +91,11 @@ pub struct Store {
     /// git's index lock, held from the first commit of `touched` until `finish` writes the
     /// index for them.
     index_hold: RefCell<Option<crate::git::IndexHold>>,
+    /// The number of files in the fullest folder of `work/` at the last walk: a big plan's
+    /// commits are sized by it (see `group_size`).
+    fullest: std::cell::Cell<usize>,
+    /// How many inbox files one window of a tick takes ([`INBOX_WINDOW`]; smaller in tests).
+    inbox_window: std::cell::Cell<usize>,
     /// While a group of transitions is applied: the folders its writes and moves changed,
     /// synced once each before its commit instead of after every rename.
     unsynced: RefCell<Option<std::collections::BTreeSet<String>>>,
@@ -150,6 +155,8 @@ impl Store {
             setup_keys,
             touched: RefCell::new(Vec::new()),
             index_hold: RefCell::default(),
+            fullest: std::cell::Cell::new(0),
+            inbox_window: std::cell::Cell::new(INBOX_WINDOW),
             unsynced: RefCell::default(),
             skipped: RefCell::default(),
             seen_complete: Default::default(),

@@ -25,6 +25,59 @@ pub struct Walk {
     /// Every path with its stat key, for the clean and quiet marks; it also knows when the
     /// walk began.
     pub listing: Listing,
+    /// Inbox files left out of `files` by [`Walk::window_inbox`], work-relative.
+    pub held: Vec<String>,
+}
+
+/// How many inbox files one window of a tick takes (see [`Walk::window_inbox`]).
+pub const INBOX_WINDOW: usize = 4_096;
+
+impl Walk {
+    /// Returns the number of files in the folder that holds the most (files of a folder are
+    /// next to each other in walk order).
+    pub fn fullest_folder(&self) -> usize {
+        let folder = |rel: &str| rel.rsplit_once('/').map_or("", |(dir, _)| dir).to_string();
+        let mut fullest = 0;
+        let mut run = (String::new(), 0);
+        for (rel, _) in &self.files {
+            let dir = rel.rsplit_once('/').map_or("", |(dir, _)| dir);
+            if dir == run.0 {
+                run.1 += 1;
+            } else {
+                run = (folder(rel), 1);
+            }
+            fullest = fullest.max(run.1);
+        }
+        fullest
+    }
+
+    /// Keeps in `files` only the first `max` inbox files whose names sort after `after` (all
+    /// inbox files when `after` is None), moving the other inbox files to `held`; returns the
+    /// last one kept when files after it were held back. A tick over a big inbox takes it
+    /// window by window, so what one pass holds in memory (parsed tasks, planned texts, the
+    /// journal) is bounded by the window, not by the inbox.
+    pub fn window_inbox(&mut self, after: Option<&str>, max: usize) -> Option<String> {
+        let files = std::mem::take(&mut self.files);
+        let mut kept = 0;
+        let mut last = None;
+        let mut more = false;
+        for (rel, key) in files {
+            if !rel.starts_with("inbox/") {
+                self.files.push((rel, key));
+                continue;
+            }
+            let after_window = after.is_none_or(|a| rel.as_str() > a);
+            if after_window && kept < max {
+                kept += 1;
+                last = Some(rel.clone());
+                self.files.push((rel, key));
+            } else {
+                more |= after_window;
+                self.held.push(rel);
+            }
+        }
+        last.filter(|_| more)
+    }
 }
 
 /// A failure to read a folder, with the folder.
@@ -67,6 +120,7 @@ pub fn walk(work: &Path) -> Result<Walk, WalkError> {
         agent_dirs: Vec::new(),
         symlinks: Vec::new(),
         listing: Listing::new(SystemTime::now()),
+        held: Vec::new(),
     };
     let fd = rustix::fs::open(work, DIR_FLAGS, Mode::empty()).map_err(walk_error(work, ""))?;
     visit_dir(fd, "", 0, work, &mut found)?;
