@@ -312,3 +312,167 @@ fn a_person_commits_nothing_of_coords_after_a_pass_failed_midway() {
         "the person's commit holds only their file"
     );
 }
+
+/// How many inbox tasks the grouped-tick tests drop: with the two assignments, more than the
+/// 64 transitions past which a tick commits in groups.
+const GROUPED: usize = 80;
+
+/// A repo with `GROUPED` tasks committed in the inbox and two agents: its next tick takes
+/// them in and assigns two, in grouped commits.
+fn grouped_template() -> tempfile::TempDir {
+    let t = tempfile::tempdir().expect("tempdir");
+    let d = t.path();
+    coord(d, &["init", "--agents", "alice,bob"]).expect("init");
+    for i in 0..GROUPED {
+        let text = format!("# task {i}\ntitle: task number {i}\n");
+        fs::write(d.join(format!("work/inbox/g{i:02}.yaml")), text).expect("write");
+    }
+    let who = ["-c", "user.name=p", "-c", "user.email=p@x"];
+    git(d, &["add", "work"]);
+    git(d, &[&who[..], &["commit", "-qm", "burst"]].concat());
+    t
+}
+
+/// Returns, per task, the transitions history records for it, oldest first: the
+/// `Coord-From` / `Coord-To` trailers after each `Coord-Task` line of every commit message.
+fn history_of_tasks(root: &Path) -> BTreeMap<String, Vec<(String, String)>> {
+    let log = git(root, &["log", "--reverse", "--format=%B%x00"]);
+    let mut out: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for message in log.split('\0') {
+        let mut task = None;
+        let mut from = None;
+        for line in message.lines() {
+            if let Some(id) = line.strip_prefix("Coord-Task: ") {
+                task = Some(id.to_string());
+            } else if let Some(f) = line.strip_prefix("Coord-From: ") {
+                from = Some(f.to_string());
+            } else if let Some(to) = line.strip_prefix("Coord-To: ") {
+                if let (Some(id), Some(f)) = (task.take(), from.take()) {
+                    out.entry(id).or_default().push((f, to.to_string()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Asserts what a grouped tick must leave however it was stopped, once ticked again: every
+/// task in exactly one place, the layout of an unstopped run, each task's transitions in
+/// history as one unbroken chain from the inbox to where it is, nothing uncommitted, no
+/// journal, and `git fsck` clean.
+fn assert_grouped_recovered(root: &Path, want: &BTreeMap<String, Vec<u8>>, case: &str) {
+    let got = snapshot(root);
+    assert_same_files(&got, want, 0);
+    let tasks: Vec<&String> = got
+        .keys()
+        .filter(|p| p.ends_with(".yaml") && !p.starts_with("work/agents/"))
+        .collect();
+    assert_eq!(tasks.len(), GROUPED, "{case}: every task once: {tasks:?}");
+    let history = history_of_tasks(root);
+    for path in tasks {
+        let id = path
+            .rsplit('/')
+            .next()
+            .expect("name")
+            .trim_end_matches(".yaml");
+        let chain = history.get(id).map(Vec::as_slice).unwrap_or_default();
+        let state = path.split('/').nth(1).expect("state folder");
+        assert_eq!(
+            chain.first().map(|t| t.0.as_str()),
+            Some("inbox"),
+            "{case}: {id}: {chain:?}"
+        );
+        assert_eq!(
+            chain.last().map(|t| t.1.as_str()),
+            Some(state),
+            "{case}: {id}: {chain:?}"
+        );
+        let unbroken = chain.windows(2).all(|w| w[0].1 == w[1].0);
+        assert!(unbroken, "{case}: {id}: {chain:?}");
+    }
+    assert_eq!(
+        git(root, &["status", "--porcelain", "--untracked-files=all"]),
+        "",
+        "{case}"
+    );
+    assert!(!root.join(".git/coord/journal.json").exists(), "{case}");
+    let fsck = std::process::Command::new("git")
+        .args([
+            "-C",
+            root.to_str().expect("utf8"),
+            "fsck",
+            "--strict",
+            "--no-dangling",
+        ])
+        .output()
+        .expect("git fsck");
+    let said = String::from_utf8_lossy(&fsck.stdout) + String::from_utf8_lossy(&fsck.stderr);
+    assert!(
+        fsck.status.success() && said.trim().is_empty(),
+        "{case}: git fsck: {said}"
+    );
+}
+
+/// A tick of more than 64 transitions (grouped commits) stopped, as by a kill -9, at steps
+/// inside its first group (a move, a rewrite, a folder sync), at each group's commit, before
+/// the cursor moves past a group, and at the index update, then ticked again: every task
+/// ends in exactly one place with an unbroken history and `git fsck` clean, and the plan is
+/// finished in grouped commits marked as the tick's.
+#[test]
+fn a_grouped_tick_stopped_at_any_step_recovers_every_task_with_its_history() {
+    let base = grouped_template();
+    let reference = tempfile::tempdir().expect("tempdir");
+    copy_tree(base.path(), reference.path());
+    crash_on(None);
+    let count = |d: &Path| -> usize {
+        let n = git(d, &["rev-list", "--count", "HEAD"]);
+        n.trim().parse().expect("count")
+    };
+    let before = count(reference.path());
+    coord(reference.path(), &["tick"]).expect("uninjected tick");
+    let tick_commits = count(reference.path()) - before;
+    coord(reference.path(), &["tick"]).expect("second tick");
+    let want = snapshot(reference.path());
+    assert_grouped_recovered(reference.path(), &want, "unstopped");
+    assert!(
+        tick_commits < GROUPED / 4,
+        "grouped: {tick_commits} commits"
+    );
+    let stops: [(&'static str, usize); 10] = [
+        ("rename", 1),
+        ("rename", 40),
+        ("rename", 100),
+        ("create temp", 50),
+        ("fsync folder", 1),
+        ("git commit", 1),
+        ("git commit", 2),
+        ("write private", 3),
+        ("write private", 4),
+        ("git index", 1),
+    ];
+    for stop in stops {
+        let case = format!("stopped at {stop:?}");
+        let run = tempfile::tempdir().expect("tempdir");
+        copy_tree(base.path(), run.path());
+        fail_at(None);
+        crash_on(Some(stop));
+        let stopped = coord(run.path(), &["tick"]);
+        let hit = failed();
+        crash_on(None);
+        assert!(
+            stopped.is_err() && hit.is_some(),
+            "{case}: the tick stops there"
+        );
+        coord(run.path(), &["tick"]).unwrap_or_else(|e| panic!("{case}: recovery: {e:#}"));
+        coord(run.path(), &["tick"]).unwrap_or_else(|e| panic!("{case}: next tick: {e:#}"));
+        assert_grouped_recovered(run.path(), &want, &case);
+        // Recovery finishes the tick's plan as the tick would have: grouped, as the tick's.
+        let made = count(run.path()) - before;
+        assert!(
+            made <= tick_commits + 1,
+            "{case}: {made} commits, {tick_commits} unstopped"
+        );
+        let last = git(run.path(), &["log", "-1", "--format=%B"]);
+        assert!(last.contains(crate::store::TICK_TRAILER), "{case}: {last}");
+    }
+}
