@@ -333,7 +333,8 @@ impl Repo {
 
     /// Removes lock files a killed coord left behind, so the next run is not stuck: the
     /// branch's `.lock` at once when it holds one of coord's own commits (nobody else writes
-    /// those), and any `.lock` of the branch or the index that outlives `grace` (git holds
+    /// those), `index.lock` at once when it is coord's own hold and no process has it open,
+    /// and any `.lock` of the branch or the index that outlives `grace` (git holds
     /// them for milliseconds) unless a process on this machine has it open (a long git
     /// command, whose lock the commit then waits for and names). The caller holds the
     /// coordinator lock. Returns what it removed.
@@ -394,7 +395,12 @@ impl Repo {
     }
 
     fn lock_holds_our_commit(&self, lock: &Path) -> bool {
-        std::fs::read_to_string(lock)
+        let text = std::fs::read(lock).unwrap_or_default();
+        if text == commit::INDEX_HOLD_MARK {
+            // coord's own hold of the index (Repo::hold_index), kept open while it is held.
+            return !crate::lock::Holder::of(lock).is_known();
+        }
+        String::from_utf8(text)
             .ok()
             .and_then(|text| Oid::from_str(text.trim()).ok())
             .and_then(|oid| self.repo.find_commit(oid).ok())

@@ -122,7 +122,10 @@ impl Repo {
             }
         })?;
         match created {
-            Ok(Ok(file)) => {
+            Ok(Ok(mut file)) => {
+                // Marks the lock as coord's (git never reads another's lock file), so a run
+                // that finds it left by a killed coord removes it at once.
+                let _ = std::io::Write::write_all(&mut file, INDEX_HOLD_MARK);
                 let hold = IndexHold {
                     path,
                     held: true,
@@ -451,6 +454,9 @@ impl Repo {
         Ok(())
     }
 }
+
+/// What coord writes into `index.lock` while it holds it.
+pub(super) const INDEX_HOLD_MARK: &[u8] = b"coord holds the index\n";
 
 /// coord's hold of git's index lock (see [`Repo::hold_index`]); dropping it unused removes
 /// the lock file, leaving the index as it was.

@@ -516,19 +516,21 @@ impl Store {
     /// are written only by journaled transitions, so they are looked for only when a journal
     /// is left.
     pub fn finish_interrupted(&self, now: Timestamp) -> Result<Vec<String>, StoreError> {
-        let mut done: Vec<String> = self.repo.finish_switch()?.into_iter().collect();
+        // Stale git locks first: finishing a switch moves the branch, and a killed switch may
+        // have left the branch's lock.
+        let mut done: Vec<String> = self
+            .repo
+            .remove_stale_locks(STALE_INDEX_LOCK)?
+            .into_iter()
+            .map(|lock| format!("removed the stale lock {} of a killed run", lock.display()))
+            .collect();
+        done.extend(self.repo.finish_switch()?);
         let finished = self.finish_journal(now, &mut done);
         let index = self.finish();
         finished.and(index).map(|()| done)
     }
 
     fn finish_journal(&self, now: Timestamp, done: &mut Vec<String>) -> Result<(), StoreError> {
-        for lock in self.repo.remove_stale_locks(STALE_INDEX_LOCK)? {
-            done.push(format!(
-                "removed the stale lock {} of a killed run",
-                lock.display()
-            ));
-        }
         let journal = self.private_dir().join(JOURNAL);
         match fs::read(&journal) {
             Ok(bytes) => {

@@ -476,3 +476,30 @@ fn a_grouped_tick_stopped_at_any_step_recovers_every_task_with_its_history() {
         assert!(last.contains(crate::store::TICK_TRAILER), "{case}: {last}");
     }
 }
+
+/// A run killed while a sync moved the branch leaves the switch journal and the branch's
+/// `.lock`; the next run removes the stale lock before it finishes the switch (finishing it
+/// first waited on that lock and failed, run after run).
+#[test]
+fn a_switch_killed_while_it_held_the_branch_lock_is_finished_by_the_next_run() {
+    let base = template();
+    let d = base.path();
+    let from = git(d, &["rev-parse", "HEAD"]);
+    let to = git(d, &["rev-parse", "HEAD~1"]);
+    let journal = format!("refs/heads/main\n{}\n{}\n", from.trim(), to.trim());
+    fs::create_dir_all(d.join(".git/coord")).expect("mkdir");
+    fs::write(d.join(".git/coord/switch"), journal).expect("journal");
+    let lock = d.join(".git/refs/heads/main.lock");
+    fs::write(&lock, format!("{}\n", to.trim())).expect("lock");
+    let out = std::process::Command::new("touch")
+        .args(["-d", "1 minute ago"])
+        .arg(&lock)
+        .status()
+        .expect("touch");
+    assert!(out.success());
+    coord(d, &["tick"]).expect("recovery and tick");
+    assert!(!lock.exists());
+    assert!(!d.join(".git/coord/switch").exists());
+    let merged = git(d, &["merge-base", "--is-ancestor", to.trim(), "HEAD"]);
+    assert_eq!(merged, "");
+}
