@@ -346,7 +346,7 @@ impl Repo {
         let mut removed = Vec::new();
         for lock in locks {
             let stale = || outlives(&lock, grace) && !crate::lock::Holder::of(&lock).is_known();
-            if self.lock_holds_our_commit(&lock) || stale() {
+            if self.left_by_a_killed_coord(&lock) || stale() {
                 remove_lock(&lock)?;
                 removed.push(lock);
             }
@@ -394,7 +394,10 @@ impl Repo {
         Ok(removed)
     }
 
-    fn lock_holds_our_commit(&self, lock: &Path) -> bool {
+    /// Returns whether `lock` was left by a coord that is gone: a branch lock holding one of
+    /// coord's commits (the caller holds the coordinator lock, so no coord is writing it), or
+    /// coord's index hold that no process has open.
+    fn left_by_a_killed_coord(&self, lock: &Path) -> bool {
         let text = std::fs::read(lock).unwrap_or_default();
         if text == commit::INDEX_HOLD_MARK {
             // coord's own hold of the index (Repo::hold_index), kept open while it is held.
