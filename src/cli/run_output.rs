@@ -153,9 +153,15 @@ impl Output {
         }
     }
 
-    fn event(&self, mut v: serde_json::Value) {
-        v["agent"] = json!(self.agent);
-        out!("{}", v);
+    /// Prints one event line: `"version"` first, the event's fields, then the agent.
+    fn event(&self, fields: serde_json::Value) {
+        let mut line = serde_json::Map::new();
+        line.insert("version".into(), crate::error::JSON_VERSION.into());
+        if let serde_json::Value::Object(m) = fields {
+            line.extend(m);
+        }
+        line.insert("agent".into(), json!(self.agent));
+        out!("{}", serde_json::Value::Object(line));
     }
 }
 

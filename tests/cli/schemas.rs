@@ -136,12 +136,41 @@ fn every_json_answer_matches_its_schema() {
     let all = schema_names();
     let missing: Vec<&String> = all
         .iter()
-        .filter(|n| !used.contains(n.as_str()) && *n != "demo")
+        .filter(|n| !used.contains(n.as_str()) && !["demo", "run"].contains(&n.as_str()))
         .collect();
     assert!(
         missing.is_empty(),
         "schemas no command was checked against: {missing:?}"
     );
+}
+
+#[test]
+fn run_json_events_match_their_schema() {
+    let r = TestRepo::with_agents(&["w"]);
+    r.ok(&["new", "Works", "--id", "good", "--agent", "w"]);
+    let out = r
+        .cmd(&[
+            "--json",
+            "run",
+            "w",
+            "--once",
+            "--",
+            "sh",
+            "-c",
+            "cat >/dev/null",
+        ])
+        .env_remove("COORD_NOW")
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let events: Vec<Value> = stdout.lines().map(|l| check("run", &["run"], l)).collect();
+    let kinds: Vec<&Value> = events.iter().map(|e| &e["event"]).collect();
+    assert_eq!(kinds, ["started", "done"], "{stdout}");
 }
 
 #[test]
