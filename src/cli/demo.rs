@@ -3,11 +3,16 @@
 //! agent scripts); drives it to the end with one `coord run <agent> --once -- sh <script>` per
 //! agent and round (the reviewer fails its first attempt, to show a retry); prints what each
 //! run did, the board and the log. Needs only a POSIX `sh`.
+//!
+//! On the system clock a round that did nothing waits a second (a retry's backoff). With a
+//! clock given (`--now`, `COORD_NOW`) round N runs N-1 minutes after it, without waiting, so
+//! that the same clock gives the same rounds, times and log every time (the snapshot tests).
 
 use super::{board_view, log, Ctx};
 use crate::ops::demo::{AGENTS, ECHO};
 use crate::store::Store;
 use anyhow::{bail, Context, Result};
+use jiff::Timestamp;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -21,6 +26,10 @@ pub struct Args {
 
 /// At most this many rounds of runs.
 const ROUNDS: usize = 30;
+
+/// With a clock given, how much later each round runs than the one before: more than the
+/// demo's backoff (1s), so a failed attempt is ready again in the next round.
+const ROUND_STEP: jiff::SignedDuration = jiff::SignedDuration::from_secs(60);
 
 /// Runs `coord demo`.
 pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
@@ -54,7 +63,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
         out!("coord demo: {}", dir.display());
     }
     let started = std::time::Instant::now();
-    let rounds = drive(&dir, !ctx.json)?;
+    let rounds = drive(&dir, ctx.now_fixed.then_some(ctx.now), !ctx.json)?;
     let demo = demo.refreshed();
     let coord = demo.coord()?;
     let view = coord.status(None)?.board;
@@ -80,15 +89,17 @@ coord demo: finished in {rounds} rounds of 'coord run --once' ({:.1}s)
     Ok(())
 }
 
-/// Runs `coord run <agent> --once` for each agent in turn until no task is left open, waiting
-/// a second when a round did nothing (a retry waits out its backoff); returns the rounds used.
-/// Prints each run's lines when `print`.
-fn drive(dir: &Path, print: bool) -> Result<usize> {
+/// Runs `coord run <agent> --once` for each agent in turn until no task is left open; returns
+/// the rounds used. On the system clock (`clock` None) a round that did nothing waits a second
+/// (a retry waits out its backoff); with a clock given, round N runs at `clock` plus N-1
+/// [`ROUND_STEP`]s. Prints each run's lines when `print`.
+fn drive(dir: &Path, clock: Option<Timestamp>, print: bool) -> Result<usize> {
     let exe = std::env::current_exe().context("cannot find the coord program to run agents")?;
+    let mut at = clock;
     for round in 1..=ROUNDS {
         let mut did = false;
         for (agent, _, script) in AGENTS {
-            for line in run_once(&exe, dir, agent, script)? {
+            for line in run_once(&exe, dir, at, agent, script)? {
                 if print {
                     out!("  {agent:<10} {line}");
                 }
@@ -99,21 +110,41 @@ fn drive(dir: &Path, print: bool) -> Result<usize> {
         if board.tasks.iter().all(|t| t.folder.state.is_final()) {
             return Ok(round);
         }
-        if !did {
-            std::thread::sleep(std::time::Duration::from_secs(1));
+        match at {
+            Some(t) => at = Some(later(t)?),
+            None if !did => std::thread::sleep(std::time::Duration::from_secs(1)),
+            None => {}
         }
     }
     bail!("the demo did not finish in {ROUNDS} rounds; 'coord status' in the demo folder shows why")
 }
 
-/// Runs `coord run <agent> --once -- sh <script>` in `dir` on the real clock; returns its
-/// lines (one per task it ran).
-fn run_once(exe: &Path, dir: &Path, agent: &str, script: &str) -> Result<Vec<String>> {
-    let out = Command::new(exe)
-        .arg("-C")
+/// Returns the clock of the round after one at `t`, if coord can run at it.
+fn later(t: Timestamp) -> Result<Timestamp> {
+    match t.checked_add(ROUND_STEP) {
+        Ok(next) if crate::clock::RANGE.contains(&next.as_second()) => Ok(next),
+        _ => bail!("the demo's clock runs out of range after {t}; give an earlier --now"),
+    }
+}
+
+/// Runs `coord run <agent> --once -- sh <script>` in `dir` at `clock` (None: the system
+/// clock); returns its lines (one per task it ran).
+fn run_once(
+    exe: &Path,
+    dir: &Path,
+    clock: Option<Timestamp>,
+    agent: &str,
+    script: &str,
+) -> Result<Vec<String>> {
+    let mut cmd = Command::new(exe);
+    cmd.arg("-C")
         .arg(dir)
         .args(["--quiet", "run", agent, "--once", "--", "sh", script])
-        .env_remove("COORD_NOW")
+        .env_remove("COORD_NOW");
+    if let Some(t) = clock {
+        cmd.env("COORD_NOW", t.to_string());
+    }
+    let out = cmd
         .stdin(Stdio::null())
         .output()
         .with_context(|| format!("cannot start {}", exe.display()))?;

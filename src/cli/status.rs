@@ -2,7 +2,7 @@
 //! summarised unless `--all`) or, with `--json`, for scripts.
 
 use super::{board_markdown, board_view, Ctx};
-use crate::error::CliError;
+use crate::error::{CliError, UsageError};
 use crate::model::AgentName;
 
 /// Arguments of `coord status`.
@@ -11,7 +11,7 @@ pub struct Args {
     /// Show only this agent's tasks and profile
     #[arg(long)]
     agent: Option<AgentName>,
-    /// Print the board as Markdown (e.g. into $GITHUB_STEP_SUMMARY)
+    /// Print the board as Markdown (e.g. into $GITHUB_STEP_SUMMARY); not with --json
     #[arg(long)]
     markdown: bool,
     /// List every entry of long lists (by default each shows its first 10 and how many more)
@@ -21,6 +21,12 @@ pub struct Args {
 
 /// Runs `coord status`.
 pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
+    if args.markdown && ctx.json {
+        return Err(UsageError(
+            "--markdown and --json ask for two different outputs; drop one ('coord --json status' is the board as JSON)".into(),
+        )
+        .into());
+    }
     let status = ctx.coord()?.status(args.agent.as_ref())?;
     let v = status.board;
     if args.markdown {

@@ -24,7 +24,7 @@ fn demo_repo() -> TestRepo {
     let mut r = TestRepo::empty();
     let dir = r.path().to_str().expect("utf-8 path").to_string();
     r.ok(&["demo", &dir]);
-    // The demo's agents ran on the real clock: go on from there.
+    // The demo's agents ran at the test's clock and a minute later: go on from the real clock.
     let now = jiff::Timestamp::now().to_string();
     r.at(&now);
     r.ok(&[

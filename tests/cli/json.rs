@@ -62,3 +62,17 @@ fn agent_commands_answer_one_json_object() {
         json!({"version": 1, "op": "fail", "id": "y", "state": "assigned", "attempt": 1})
     );
 }
+
+#[test]
+fn status_markdown_with_json_is_refused_with_a_json_error_and_no_text_on_stdout() {
+    let r = TestRepo::new();
+    let (out, err) = r.code(&["--json", "status", "--markdown"], 2);
+    assert_eq!(out, "", "no Markdown on stdout in --json mode");
+    let error: Value = serde_json::from_str(err.trim()).expect("one JSON error on stderr");
+    assert_eq!(error["error"]["code"], "usage", "{error}");
+    let message = error["error"]["message"].as_str().expect("message");
+    assert!(
+        message.contains("--markdown") && message.contains("--json"),
+        "{message}"
+    );
+}

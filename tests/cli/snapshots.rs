@@ -13,6 +13,14 @@ use crate::harness::{git_in, TestRepo};
 /// One step of the scenario: a snapshot name, the arguments and the exit code expected.
 type Step<'a> = (&'a str, &'a [&'a str], i32);
 
+/// The steps whose exit code differs with `--json`: Markdown is not a JSON answer (usage).
+const JSON_CODES: &[(&str, i32)] = &[("status_markdown", 2)];
+
+/// The command `coord run` runs in the scenario: it fails the task `job-broken` (exit 1, a
+/// line on stderr) and answers every other with a YAML output.
+const RUN_SCRIPT: &str =
+    "if grep -q job-broken; then echo broken >&2; exit 1; fi; echo 'summary: ran'";
+
 /// The scenario: an empty folder made into a repo, agents, tasks through their states, the
 /// board, history, housekeeping and a sync, and a failure.
 const STEPS: &[Step<'static>] = &[
@@ -98,6 +106,8 @@ const STEPS: &[Step<'static>] = &[
     ),
     ("tick_results", &["tick"], 0),
     ("status_after", &["status"], 0),
+    ("status_agent", &["status", "--agent", "q"], 0),
+    ("status_markdown", &["status", "--markdown"], 0),
     ("show", &["show", "spec"], 0),
     ("log", &["log"], 0),
     ("log_task", &["log", "spec"], 0),
@@ -113,47 +123,76 @@ const STEPS: &[Step<'static>] = &[
     ("keygen", &["keygen", "p"], 0),
     ("prime", &["prime", "--agent", "p"], 0),
     ("sync", &["sync"], 0),
+    (
+        "new_for_run",
+        &["new", "Run me", "--id", "job", "--agent", "p"],
+        0,
+    ),
+    (
+        "new_for_run_failing",
+        &["new", "Run me too", "--id", "job-broken", "--agent", "p"],
+        0,
+    ),
+    (
+        "run",
+        &["run", "p", "--once", "--", "sh", "-c", RUN_SCRIPT],
+        0,
+    ),
     ("show_missing", &["show", "nope"], 1),
 ];
 
 /// Runs the scenario (with `--json` when `json`) and checks each step against its snapshot.
 fn scenario(json: bool) {
     let r = TestRepo::empty();
-    let suffix = if json { "_json" } else { "" };
     for (name, args, code) in STEPS {
         if *name == "sync" {
             add_origin(&r);
         }
-        let full: Vec<&str> = json
-            .then_some("--json")
-            .into_iter()
-            .chain(args.iter().copied())
-            .collect();
-        let out = r.run(&full);
-        let transcript = format!(
-            "$ coord {}\nexit: {}\n--- stdout\n{}--- stderr\n{}",
-            full.join(" "),
-            out.status
-                .code()
-                .map_or("signal".to_string(), |c| c.to_string()),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr),
-        );
-        let text = transcript
-            .replace(&r.path().display().to_string(), "[REPO]")
-            .replace(&r.home().display().to_string(), "[HOME]");
-        assert_eq!(out.status.code(), Some(*code), "{text}");
-        insta::with_settings!({
-            filters => vec![
-                (r"\b[0-9a-f]{40}\b", "[COMMIT]"),
-                (r"generated-id-[a-z2-9]{6}", "generated-id-[RANDOM]"),
-            ],
-            prepend_module_to_snapshot => false,
-            omit_expression => true,
-        }, {
-            insta::assert_snapshot!(format!("{name}{suffix}"), text);
-        });
+        let code = match JSON_CODES.iter().find(|(n, _)| n == name) {
+            Some((_, json_code)) if json => *json_code,
+            _ => *code,
+        };
+        check(&r, name, json, args, code);
     }
+}
+
+/// Runs `coord [--json] <args>` in `r`, asserts its exit code and compares what it printed with
+/// snapshot `name` (`name_json` with `--json`). Filtered out: the repo and HOME folders, commit
+/// ids, generated ids, the build's commit (`--version`, the man page) and how long things took.
+fn check(r: &TestRepo, name: &str, json: bool, args: &[&str], code: i32) {
+    let suffix = if json { "_json" } else { "" };
+    let full: Vec<&str> = json
+        .then_some("--json")
+        .into_iter()
+        .chain(args.iter().copied())
+        .collect();
+    let out = r.run(&full);
+    let transcript = format!(
+        "$ coord {}\nexit: {}\n--- stdout\n{}--- stderr\n{}",
+        full.join(" "),
+        out.status
+            .code()
+            .map_or("signal".to_string(), |c| c.to_string()),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let text = transcript
+        .replace(&r.path().display().to_string(), "[REPO]")
+        .replace(&r.home().display().to_string(), "[HOME]");
+    assert_eq!(out.status.code(), Some(code), "{text}");
+    insta::with_settings!({
+        filters => vec![
+            (r"\b[0-9a-f]{40}\b", "[COMMIT]"),
+            (r"generated-id-[a-z2-9]{6}", "generated-id-[RANDOM]"),
+            (r"\(commit [0-9a-f]{12}\)", "(commit [BUILD])"),
+            (r"\(\d+\.\ds\)", "([SECONDS]s)"),
+            (r#""seconds":[0-9.]+"#, r#""seconds":[SECONDS]"#),
+        ],
+        prepend_module_to_snapshot => false,
+        omit_expression => true,
+    }, {
+        insta::assert_snapshot!(format!("{name}{suffix}"), text);
+    });
 }
 
 /// Gives the repo an empty bare remote `origin` (in its HOME) for `coord sync`.
@@ -171,4 +210,37 @@ fn every_command_prints_what_its_snapshot_shows() {
 #[test]
 fn every_command_answers_json_as_its_snapshot_shows() {
     scenario(true);
+}
+
+/// The shells `coord completions` writes for.
+const SHELLS: &[&str] = &["bash", "zsh", "fish", "powershell", "elvish"];
+
+#[test]
+fn demo_runs_the_same_at_a_fixed_clock_as_its_snapshot_shows() {
+    let r = TestRepo::empty();
+    for json in [false, true] {
+        let dir = r.home().join(if json { "demo-json" } else { "demo" });
+        let dir = dir.to_str().expect("utf8");
+        check(&r, "demo", json, &["demo", dir], 0);
+    }
+}
+
+#[test]
+fn completions_and_man_print_what_their_snapshots_show_with_or_without_json() {
+    let r = TestRepo::empty();
+    let mut commands: Vec<(String, Vec<&str>)> = SHELLS
+        .iter()
+        .map(|sh| (format!("completions_{sh}"), vec!["completions", sh]))
+        .collect();
+    commands.push(("man".to_string(), vec!["man"]));
+    for (name, args) in &commands {
+        check(&r, name, false, args, 0);
+        let mut with_json = vec!["--json"];
+        with_json.extend(args.iter().copied());
+        assert_eq!(
+            r.run(&with_json).stdout,
+            r.run(args).stdout,
+            "coord --json {args:?} prints what it prints without --json"
+        );
+    }
 }
