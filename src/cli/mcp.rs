@@ -9,7 +9,7 @@
 use super::Ctx;
 use crate::engine::commands::{CommandError, Fence};
 use crate::error::UsageError;
-use crate::model::{AgentName, Priority, State, TaskId};
+use crate::model::{AgentName, Authority, Duration, Priority, State, TaskId};
 use crate::ops::{self, Claimed, Verdict};
 use anyhow::{Context, Result};
 use rmcp::handler::server::wrapper::Parameters;
@@ -130,12 +130,26 @@ enum PriorityParam {
     Critical,
 }
 
-/// Arguments of `new`.
+/// How much a person wants to be asked about a task.
+#[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum AuthorityParam {
+    /// Assign and finish without asking (the default).
+    JustDoIt,
+    /// Hold a success result in review before done and handoff.
+    DoItAndShowMe,
+    /// Wait in review before assignment.
+    AskMeFirst,
+}
+
+/// Arguments of `new`: the fields of `coord new`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct NewParams {
     /// The task's title.
     title: String,
+    /// Longer text for whoever does the task.
+    description: Option<String>,
     /// The agent to give it to (else the best agent with the capabilities).
     #[schemars(with = "Option<String>")]
     agent: Option<AgentName>,
@@ -152,6 +166,22 @@ struct NewParams {
     #[serde(default)]
     #[schemars(with = "Vec<String>")]
     next_agent: Vec<AgentName>,
+    /// With next_agent: the agent of a join task that depends on every handoff child.
+    #[schemars(with = "Option<String>")]
+    join_agent: Option<AgentName>,
+    /// Approval gating (default just_do_it).
+    authority: Option<AuthorityParam>,
+    /// When the task should be done by (RFC 3339, e.g. 2026-12-01T17:00:00Z, or a date).
+    due: Option<String>,
+    /// The lease per attempt (e.g. 30m, 2h; default from coord.yaml).
+    #[schemars(with = "Option<String>")]
+    timeout: Option<Duration>,
+    /// Attempts before the task fails (1 to 100; default from coord.yaml).
+    #[schemars(range(min = 1, max = 100))]
+    max_attempts: Option<u32>,
+    /// Free-form labels.
+    #[serde(default)]
+    labels: Vec<String>,
     /// The agent's input.
     #[serde(default)]
     input: Map<String, Value>,
@@ -258,8 +288,8 @@ impl Server {
 
     #[tool(
         name = "new",
-        description = "Create a task in the inbox and commit it (as `coord new`); answers \
-                       its id and path"
+        description = "Create a task in the inbox and commit it (as `coord new`, with the \
+                       same fields); answers its id and path"
     )]
     fn create(&self, Parameters(p): Parameters<NewParams>) -> Answer {
         self.answer(|ctx| {
@@ -272,15 +302,21 @@ impl Server {
             };
             let task = ops::NewTask {
                 title: p.title.clone(),
+                description: p.description.clone(),
                 agent: p.agent.clone(),
                 capabilities: p.capabilities.clone(),
                 priority: p.priority.map(priority),
                 depends_on: p.depends_on.clone(),
                 next_agents: p.next_agent.clone(),
+                join_agent: p.join_agent.clone(),
+                authority: p.authority.map(authority),
+                timeout: p.timeout,
+                max_attempts: p.max_attempts,
+                due: p.due.clone(),
+                labels: p.labels.clone(),
                 input: p.input.clone(),
                 id,
                 idempotency_key: p.idempotency_key.clone(),
-                ..ops::NewTask::default()
             };
             Ok(json!(ctx.coord()?.new_task(&task)?))
         })
@@ -497,6 +533,14 @@ fn priority(p: PriorityParam) -> Priority {
         PriorityParam::Normal => Priority::Normal,
         PriorityParam::High => Priority::High,
         PriorityParam::Critical => Priority::Critical,
+    }
+}
+
+fn authority(a: AuthorityParam) -> Authority {
+    match a {
+        AuthorityParam::JustDoIt => Authority::JustDoIt,
+        AuthorityParam::DoItAndShowMe => Authority::DoItAndShowMe,
+        AuthorityParam::AskMeFirst => Authority::AskMeFirst,
     }
 }
 

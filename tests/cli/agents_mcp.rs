@@ -48,6 +48,24 @@ async fn ok(client: &Client, tool: &'static str, args: Value) -> Value {
     v
 }
 
+/// Calls a tool that must refuse; returns its answer as text (a coord error's object, or the
+/// SDK's error for arguments that do not deserialize).
+async fn refused(client: &Client, tool: &'static str, args: Value) -> String {
+    let Value::Object(object) = args.clone() else {
+        panic!("arguments are an object")
+    };
+    let result = client
+        .call_tool(CallToolRequestParams::new(tool).with_arguments(object))
+        .await
+        .expect("tools/call answered");
+    assert_eq!(
+        result.is_error,
+        Some(true),
+        "{tool} {args} is refused: {result:?}"
+    );
+    format!("{result:?}")
+}
+
 async fn read(client: &Client, uri: &str) -> Value {
     let read = client
         .read_resource(ReadResourceRequestParams::new(uri))
@@ -249,4 +267,84 @@ fn mcp_refuses_a_stale_attempt_and_a_lost_claim_with_the_clis_error() {
         history.contains("stale_result") && history.contains("zombie"),
         "{history}"
     );
+}
+
+#[test]
+fn mcp_new_writes_every_field_coord_new_writes() {
+    let r = TestRepo::with_agents(&["a", "b", "c"]);
+    r.ok(&[
+        "new",
+        "Ship it",
+        "--id",
+        "by-cli",
+        "--description",
+        "Everything: docs, release notes.",
+        "--authority",
+        "do_it_and_show_me",
+        "--due",
+        "2026-12-01T17:00:00Z",
+        "--timeout",
+        "2h",
+        "--max-attempts",
+        "5",
+        "--label",
+        "release",
+        "--next-agent",
+        "a",
+        "--next-agent",
+        "b",
+        "--join-agent",
+        "c",
+    ]);
+    with_server(&r, |client| async move {
+        let tools = client.list_all_tools().await.expect("tools/list");
+        let new = tools.iter().find(|t| t.name == "new").expect("new");
+        let schema = json!(new.input_schema);
+        for field in [
+            "description",
+            "authority",
+            "due",
+            "timeout",
+            "max_attempts",
+            "labels",
+            "next_agent",
+            "join_agent",
+        ] {
+            assert!(schema["properties"][field].is_object(), "{field}: {schema}");
+        }
+        let made = ok(
+            &client,
+            "new",
+            json!({
+                "title": "Ship it",
+                "id": "by-mcp",
+                "description": "Everything: docs, release notes.",
+                "authority": "do_it_and_show_me",
+                "due": "2026-12-01T17:00:00Z",
+                "timeout": "2h",
+                "max_attempts": 5,
+                "labels": ["release"],
+                "next_agent": ["a", "b"],
+                "join_agent": "c",
+            }),
+        )
+        .await;
+        assert_eq!(made["path"], "work/inbox/by-mcp.yaml", "{made}");
+        for (args, wrong) in [
+            (json!({"title": "T", "max_attempts": 0}), "max_attempts"),
+            (json!({"title": "T", "timeout": "soon"}), "soon"),
+            (json!({"title": "T", "authority": "whenever"}), "whenever"),
+            (json!({"title": "T", "join_agent": "c"}), "join agent"),
+        ] {
+            let answer = refused(&client, "new", args.clone()).await;
+            assert!(answer.contains(wrong), "{args}: {answer}");
+        }
+        client.cancel().await.expect("close");
+    });
+    assert_eq!(
+        r.read("work/inbox/by-mcp.yaml"),
+        r.read("work/inbox/by-cli.yaml")
+    );
+    r.ok(&["validate"]);
+    assert_eq!(r.git_status(), "", "every change committed");
 }
