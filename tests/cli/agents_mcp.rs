@@ -80,9 +80,7 @@ async fn read(client: &Client, uri: &str) -> Value {
 }
 
 fn pull_repo() -> TestRepo {
-    let r = TestRepo::new();
-    r.ok(&["agents", "add", "p", "--pull"]);
-    r
+    TestRepo::with_agents(&["p --pull"])
 }
 
 #[test]
@@ -181,7 +179,7 @@ fn mcp_initializes_lists_tools_and_runs_new_claim_heartbeat_complete() {
         );
         client.cancel().await.expect("close");
     });
-    let shown: Value = serde_json::from_str(&r.ok(&["show", "spec", "--json"])).expect("json");
+    let shown = r.json(&["show", "spec"]);
     assert_eq!(shown["task"]["result"]["output"]["pages"], 3, "{shown}");
     assert_eq!(r.git_status(), "", "every change committed");
 }
@@ -260,7 +258,7 @@ fn mcp_refuses_a_stale_attempt_and_a_lost_claim_with_the_clis_error() {
         assert_eq!(done["recorded"], true);
         client.cancel().await.expect("close");
     });
-    let shown: Value = serde_json::from_str(&r.ok(&["show", "z", "--json"])).expect("json");
+    let shown = r.json(&["show", "z"]);
     assert_eq!(shown["task"]["result"]["attempt"], 1, "{shown}");
     let history = shown["task"]["coord"]["history"].to_string();
     assert!(

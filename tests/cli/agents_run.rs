@@ -364,7 +364,7 @@ fn a_fatal_exit_code_is_not_retried_and_a_second_push_runner_is_refused() {
 /// "its" claim on the remote and both ran it; each claim is its own commit now (`Coord-Op-Id`).
 #[test]
 fn runners_in_two_clones_with_sync_run_each_task_once() {
-    let net = crate::sync::Net::new(&[]);
+    let net = crate::harness::Net::new(&[]);
     net.seed
         .ok(&["agents", "add", "p", "--pull", "--max-active", "100"]);
     net.seed.git(&["push", "-q", "origin", "main"]);
@@ -416,7 +416,7 @@ fn runners_in_two_clones_with_sync_run_each_task_once() {
 /// refused assignment stayed in the agent's folder here and ran).
 #[test]
 fn a_push_agent_with_sync_never_runs_an_assignment_the_remote_refused() {
-    let net = crate::sync::Net::new(&["q"]);
+    let net = crate::harness::Net::new(&["q"]);
     net.person_adds("h", 1);
     let hook = net.remote.path().join("hooks/pre-receive");
     std::fs::write(&hook, "#!/bin/sh\necho no pushes today >&2\nexit 1\n").expect("hook");

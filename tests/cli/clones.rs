@@ -1,7 +1,6 @@
 //! Clones of one bare remote: a killed `coord sync` leaves no git process behind.
 
-use crate::harness::TestRepo;
-use crate::sync::Net;
+use crate::harness::{Net, TestRepo};
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -183,8 +183,7 @@ fn dry_run_prints_the_plan_and_changes_nothing() {
     assert_eq!(r.commit_count(), n);
     assert_eq!(r.git_status(), "");
     assert_eq!(r.where_is("t1"), "work/inbox/t1.yaml");
-    let json: serde_json::Value =
-        serde_json::from_str(&r.ok(&["--json", "tick", "--dry-run"])).expect("json");
+    let json: serde_json::Value = r.json(&["tick", "--dry-run"]);
     assert_eq!(json["transitions"].as_array().expect("array").len(), 2);
     assert_eq!(r.commit_count(), n);
 }
@@ -244,8 +243,7 @@ fn a_hand_move_between_agents_is_adopted() {
 
 #[test]
 fn a_duplicate_id_is_never_assigned_and_is_reported() {
-    let r = TestRepo::with_agents(&["alice", "bob"]);
-    r.ok(&["agents", "add", "carol", "--max-active", "5"]);
+    let r = TestRepo::with_agents(&["alice", "bob", "carol --max-active 5"]);
     r.task("t1", "title: one\nagent: alice\n");
     r.ok(&["tick"]);
     let copy = r.read("work/assigned/alice/t1.yaml");
@@ -265,7 +263,7 @@ fn a_duplicate_id_is_never_assigned_and_is_reported() {
         status.contains("duplicate ids (run 'coord doctor'):\n  t1"),
         "{status}"
     );
-    let json: serde_json::Value = serde_json::from_str(&r.ok(&["--json", "status"])).expect("json");
+    let json: serde_json::Value = r.json(&["status"]);
     assert_eq!(
         json["duplicates"].as_array().expect("array").len(),
         1,
@@ -298,7 +296,7 @@ fn status_says_why_ready_tasks_wait() {
         out.contains("  second \"second\": agent alice is at its limit (1/1)\n"),
         "{out}"
     );
-    let json: serde_json::Value = serde_json::from_str(&r.ok(&["--json", "status"])).expect("json");
+    let json: serde_json::Value = r.json(&["status"]);
     assert_eq!(json["counts"]["ready"], 2);
     assert_eq!(json["counts"]["assigned"], 1);
     assert_eq!(json["agents"][0]["name"], "alice");
@@ -338,8 +336,7 @@ fn show_and_log() {
         "{t1}"
     );
     assert!(t1.lines().all(|l| l.contains("t1")), "{t1}");
-    let json: serde_json::Value =
-        serde_json::from_str(&r.ok(&["--json", "log", "t1"])).expect("json");
+    let json: serde_json::Value = r.json(&["log", "t1"]);
     let rows = json["entries"].as_array().expect("array");
     assert_eq!(rows.len(), 3);
     assert_eq!(
@@ -359,8 +356,7 @@ fn show_and_log() {
 
 #[test]
 fn claim_complete_and_fail_write_results_with_the_attempt() {
-    let r = TestRepo::new();
-    r.ok(&["agents", "add", "puller", "--pull"]);
+    let r = TestRepo::with_agents(&["puller --pull"]);
     r.code(&["claim", "--agent", "puller"], 4);
     r.task("p1", "title: pulled\n");
     r.task("p2", "title: pulled too\n");

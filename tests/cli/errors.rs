@@ -34,8 +34,7 @@ fn in_json_mode_a_usage_error_found_after_parsing_exits_2_as_json() {
 
 #[test]
 fn nothing_to_claim_is_an_answer_exit_4_not_an_error() {
-    let repo = TestRepo::new();
-    repo.ok(&["agents", "add", "p", "--pull"]);
+    let repo = TestRepo::with_agents(&["p --pull"]);
     let (out, err) = repo.code(&["claim", "--agent", "p"], 4);
     assert_eq!(out, "");
     assert!(!err.contains("error:"), "{err}");
@@ -58,9 +57,7 @@ fn nothing_to_claim_is_an_answer_exit_4_not_an_error() {
 /// `limit-bot` is not the claimer's limit.
 #[test]
 fn nothing_to_claim_names_no_reason_found_in_another_agents_name() {
-    let repo = TestRepo::new();
-    repo.ok(&["agents", "add", "p", "--pull"]);
-    repo.ok(&["agents", "add", "limit-bot", "--pull"]);
+    let repo = TestRepo::with_agents(&["p --pull", "limit-bot --pull"]);
     repo.ok(&["new", "reserved", "--id", "r", "--agent", "limit-bot"]);
     repo.ok(&["tick"]);
     let (_, err) = repo.code(&["claim", "--agent", "p"], 4);

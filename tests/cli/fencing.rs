@@ -119,8 +119,7 @@ fn claim_prints_the_attempt_and_a_json_receipt() {
         err.contains("x is attempt 3 of alice") && err.contains("--attempt 3"),
         "{err}"
     );
-    let receipt: Value =
-        serde_json::from_str(&r.ok(&["--json", "claim", "--agent", "bob"])).expect("json receipt");
+    let receipt: Value = r.json(&["claim", "--agent", "bob"]);
     assert_eq!(
         receipt,
         json!({

@@ -104,9 +104,7 @@ fn same_idempotency_key_gives_the_same_id_and_one_file() {
         tree(&r.abs("work/inbox")),
         vec![".gitkeep".to_string(), format!("{id}.yaml")]
     );
-    let json: serde_json::Value =
-        serde_json::from_str(&r.ok(&["--json", "new", "x", "--idempotency-key", "ticket-4711"]))
-            .expect("json");
+    let json: serde_json::Value = r.json(&["new", "x", "--idempotency-key", "ticket-4711"]);
     assert_eq!(json["id"], id);
     assert_eq!(json["created"], false);
 }
@@ -359,8 +357,7 @@ fn agents_add_and_list() {
         "{list}"
     );
     assert!(lines[1].contains("review"), "{list}");
-    let answer: serde_json::Value =
-        serde_json::from_str(&r.ok(&["--json", "agents"])).expect("json");
+    let answer: serde_json::Value = r.json(&["agents"]);
     let json = &answer["agents"];
     let names: Vec<&str> = json
         .as_array()
@@ -467,14 +464,13 @@ fn json_and_quiet_flags() {
         String::from_utf8_lossy(&loud.stderr),
         "coord: nothing to do\n"
     );
-    let json: serde_json::Value = serde_json::from_str(&r.ok(&["--json", "tick"])).expect("json");
+    let json: serde_json::Value = r.json(&["tick"]);
     assert_eq!(
         json,
         serde_json::json!({"version": 1, "dry_run": false, "commits": 0, "transitions": [],
             "skipped": 0, "attention": [], "notes": []})
     );
-    let json: serde_json::Value =
-        serde_json::from_str(&r.ok(&["--json", "new", "Two", "--id", "t2"])).expect("json");
+    let json: serde_json::Value = r.json(&["new", "Two", "--id", "t2"]);
     assert_eq!(
         json,
         serde_json::json!({"version": 1, "id": "t2", "path": "work/inbox/t2.yaml", "created": true})

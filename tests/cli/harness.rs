@@ -1,5 +1,8 @@
 //! The test repo: a temp dir with a git repo, a fixed clock, no user or system git config,
-//! coord run with a cleared environment and a HOME of its own, and helpers to write task files, run coord and git, and look at the result.
+//! coord run with a cleared environment and a HOME of its own, and helpers to write task files,
+//! run coord and git, and look at the result. The setups the areas share live here too: a repo
+//! with agents (`with_agents("p --pull")`), a remote in its HOME (`add_origin`), and a bare
+//! remote with a person's clone that seeded it (`Net`).
 
 #![allow(dead_code)]
 
@@ -64,13 +67,27 @@ impl TestRepo {
         r
     }
 
-    /// Returns a repo initialized with these agents (each a profile with `max_active`).
+    /// Returns a repo initialized with these agents, each added by `coord agents add` with the
+    /// name and the flags it is given as: `"alice"`, `"p --pull"`, `"q --capability x
+    /// --max-active 2"`.
     pub fn with_agents(agents: &[&str]) -> TestRepo {
         let r = TestRepo::new();
         for a in agents {
-            r.ok(&["agents", "add", a]);
+            let args: Vec<&str> = ["agents", "add"]
+                .into_iter()
+                .chain(a.split_whitespace())
+                .collect();
+            r.ok(&args);
         }
         r
+    }
+
+    /// Gives the repo a remote `origin`: an empty bare repository in its HOME, for `coord
+    /// sync` to push to.
+    pub fn add_origin(&self) {
+        git_in(self.home(), &["init", "-q", "--bare", "origin.git"]);
+        let origin = self.home().join("origin.git");
+        self.git(&["remote", "add", "origin", origin.to_str().expect("utf8")]);
     }
 
     /// Returns the repo root.
@@ -148,6 +165,32 @@ impl TestRepo {
     /// Runs coord, asserts success, returns stdout.
     pub fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "coord {args:?} failed ({:?}):\nstdout: {}\nstderr: {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs `coord --json ARGS`, asserts success, and returns stdout as one JSON value.
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        let full: Vec<&str> = ["--json"].iter().chain(args).copied().collect();
+        let out = self.ok(&full);
+        serde_json::from_str(&out)
+            .unwrap_or_else(|e| panic!("coord {args:?}: not one JSON value ({e}): {out:?}"))
+    }
+
+    /// Runs coord on the system clock (no `COORD_NOW`), asserts success, returns stdout: for
+    /// commands that wait on real time (an agent's command, the demo's retry).
+    pub fn ok_on_system_clock(&self, args: &[&str]) -> String {
+        let out = self
+            .cmd(args)
+            .env_remove("COORD_NOW")
+            .output()
+            .expect("run coord");
         assert!(
             out.status.success(),
             "coord {args:?} failed ({:?}):\nstdout: {}\nstderr: {}",
@@ -357,4 +400,57 @@ pub fn task_places(root: &Path) -> BTreeMap<String, Vec<String>> {
     let mut out = BTreeMap::new();
     walk(root, &root.join("work"), &mut out);
     out
+}
+
+/// A bare remote, a seeding clone (a person adding tasks) and more clones.
+pub struct Net {
+    /// The bare remote.
+    pub remote: TestRepo,
+    /// The person's clone that seeded it.
+    pub seed: TestRepo,
+}
+
+impl Net {
+    /// A remote whose main holds `coord init` and agents with room for every task.
+    pub fn new(agents: &[&str]) -> Net {
+        let remote = TestRepo::empty_in_memory();
+        git_in(remote.path(), &["init", "-q", "--bare", "-b", "main"]);
+        let seed = TestRepo::empty_in_memory();
+        seed.ok(&["init"]);
+        for a in agents {
+            seed.ok(&["agents", "add", a, "--max-active", "1000"]);
+        }
+        let url = remote.path().to_str().expect("utf8");
+        seed.git(&["remote", "add", "origin", url]);
+        seed.git(&["push", "-q", "origin", "main"]);
+        Net { remote, seed }
+    }
+
+    /// A new clone of the remote.
+    pub fn clone(&self) -> TestRepo {
+        let r = TestRepo::empty_in_memory();
+        let url = self.remote.path().to_str().expect("utf8");
+        git_in(r.path(), &["clone", "-q", url, "."]);
+        r
+    }
+
+    /// The seed pulls, commits `n` inbox tasks by hand (a person's commit) and pushes.
+    pub fn person_adds(&self, prefix: &str, n: usize) -> Vec<String> {
+        self.seed
+            .git(&["pull", "-q", "--ff-only", "origin", "main"]);
+        let ids: Vec<String> = (0..n).map(|i| format!("{prefix}-{i}")).collect();
+        for id in &ids {
+            self.seed.task(id, &task_yaml(id));
+        }
+        self.seed.git(&["add", "work/inbox"]);
+        self.seed
+            .git(&["commit", "-q", "-m", &format!("add {prefix} tasks")]);
+        self.seed.git(&["push", "-q", "origin", "main"]);
+        ids
+    }
+}
+
+/// Returns the text of a task a person drops: a comment and a title.
+pub fn task_yaml(id: &str) -> String {
+    format!("# dropped by a person\ntitle: Task {id}\n")
 }

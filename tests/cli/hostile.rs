@@ -2,8 +2,7 @@
 //! made while `coord sync` or `coord claim --sync` is between its steps must neither be lost
 //! nor be committed into by coord.
 
-use crate::harness::TestRepo;
-use crate::sync::Net;
+use crate::harness::{Net, TestRepo};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -88,7 +87,7 @@ fn a_claim_whose_commit_another_sync_of_the_clone_pushed_is_the_agents() {
     wait_for(&started);
     // A sync in the same clone (a watch machine, a cron) pushes the claim's commit first,
     // with a new task on top.
-    clone.task("dropped", &crate::sync::task_yaml("dropped"));
+    clone.task("dropped", &crate::harness::task_yaml("dropped"));
     clone.ok(&["sync"]);
     std::fs::write(&go, "").expect("go");
     let out = claim.join().expect("claim");
@@ -359,7 +358,7 @@ fn people_running_git_in_a_clone_where_coord_works_never_corrupt_it() {
                     edit_a_title(&net.seed, "work/ready", &mut rng, &format!("theirs{round}"));
                     net.seed.task(
                         &format!("more-{round}"),
-                        &crate::sync::task_yaml(&format!("more-{round}")),
+                        &crate::harness::task_yaml(&format!("more-{round}")),
                     );
                     git_try(d, &["add", "-A", "work"]);
                     git_try(d, &["commit", "-qm", &format!("their edit {round}")]);

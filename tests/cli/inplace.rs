@@ -21,7 +21,7 @@ fn append(r: &TestRepo, rel: &str, text: &str) {
 }
 
 fn status(r: &TestRepo) -> Value {
-    serde_json::from_str(&r.ok(&["--json", "status"])).expect("status json")
+    r.json(&["status"])
 }
 
 #[test]

@@ -4,8 +4,7 @@
 //! history. Short by default (4 syncing clones for 20 s); `COORD_LONG=1` runs 8 syncing clones
 //! for 3 minutes.
 
-use crate::harness::{git_env, git_in, Rng, TestRepo, T0};
-use crate::sync::{task_yaml, Net};
+use crate::harness::{git_env, git_in, task_yaml, Net, Rng, TestRepo, T0};
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -6,33 +6,24 @@ use crate::harness::TestRepo;
 use crate::steps::tick_at;
 use serde_json::{json, Value};
 
-/// Runs `coord --json ARGS`, asserts success, and returns stdout as one JSON value.
-fn answer(r: &TestRepo, args: &[&str]) -> Value {
-    let full: Vec<&str> = ["--json"].iter().chain(args).copied().collect();
-    let out = r.ok(&full);
-    serde_json::from_str(&out)
-        .unwrap_or_else(|e| panic!("coord {args:?}: not one JSON value ({e}): {out:?}"))
-}
-
 #[test]
 fn person_commands_answer_one_json_object() {
     let mut r = TestRepo::new();
     r.task("t", "title: T\n");
     tick_at(&mut r, 0);
     assert_eq!(
-        answer(&r, &["cancel", "t", "--reason", "not needed"]),
+        r.json(&["cancel", "t", "--reason", "not needed"]),
         json!({"version": 1, "op": "cancel", "id": "t", "commits": 1, "state": "cancelled"})
     );
     assert_eq!(
-        answer(&r, &["retry", "t"]),
+        r.json(&["retry", "t"]),
         json!({"version": 1, "op": "retry", "id": "t", "commits": 1, "state": "inbox"})
     );
 }
 
 #[test]
 fn agent_commands_answer_one_json_object() {
-    let mut r = TestRepo::new();
-    r.ok(&["agents", "add", "p", "--pull", "--max-active", "2"]);
+    let mut r = TestRepo::with_agents(&["p --pull --max-active 2"]);
     r.task("x", "title: X\n");
     r.task("y", "title: Y\n");
     tick_at(&mut r, 0);
@@ -43,7 +34,7 @@ fn agent_commands_answer_one_json_object() {
     ];
     assert_eq!(claimed.concat().len(), 4, "{claimed:?}");
     for id in ["x", "y"] {
-        let beat = answer(&r, &[&["heartbeat", id][..], &fence].concat());
+        let beat = r.json(&[&["heartbeat", id][..], &fence].concat());
         assert_eq!(beat["version"], 1, "{beat}");
         assert_eq!(beat["op"], "heartbeat", "{beat}");
         assert_eq!(beat["id"], id, "{beat}");
@@ -51,14 +42,11 @@ fn agent_commands_answer_one_json_object() {
         assert!(beat["lease_expires_at"].is_string(), "{beat}");
     }
     assert_eq!(
-        answer(&r, &[&["complete", "x"][..], &fence].concat()),
+        r.json(&[&["complete", "x"][..], &fence].concat()),
         json!({"version": 1, "op": "complete", "id": "x", "state": "assigned", "attempt": 1})
     );
     assert_eq!(
-        answer(
-            &r,
-            &[&["fail", "y", "--error", "boom"][..], &fence].concat()
-        ),
+        r.json(&[&["fail", "y", "--error", "boom"][..], &fence].concat()),
         json!({"version": 1, "op": "fail", "id": "y", "state": "assigned", "attempt": 1})
     );
 }

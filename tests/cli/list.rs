@@ -17,8 +17,7 @@ fn ids(r: &TestRepo, filters: &[&str]) -> Vec<String> {
 }
 
 fn repo() -> TestRepo {
-    let r = TestRepo::with_agents(&["alice"]);
-    r.ok(&["agents", "add", "bob", "--capability", "design"]);
+    let r = TestRepo::with_agents(&["alice", "bob --capability design"]);
     r.ok(&[
         "new",
         "Fix the login bug",

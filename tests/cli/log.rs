@@ -6,8 +6,7 @@ use crate::harness::TestRepo;
 use serde_json::Value;
 
 fn repo() -> TestRepo {
-    let r = TestRepo::new();
-    r.ok(&["agents", "add", "p", "--pull"]);
+    let r = TestRepo::with_agents(&["p --pull"]);
     r.ok(&["new", "Write the spec", "--id", "spec"]);
     r.ok(&["new", "Two", "--id", "two", "--capability", "zz"]);
     r.ok(&["tick"]);
@@ -29,7 +28,7 @@ fn log_leaves_out_entries_that_change_no_state_unless_all() {
         all.contains("assigned -> assigned  p reports success"),
         "{all}"
     );
-    let v: Value = serde_json::from_str(&r.ok(&["--json", "log", "spec"])).expect("json");
+    let v: Value = r.json(&["log", "spec"]);
     let noise = v["entries"]
         .as_array()
         .expect("entries")
@@ -63,8 +62,7 @@ fn log_shows_peoples_edits_and_deletions_with_who() {
             && lines[1].ends_with("by Test Person: retitle two"),
         "{log}"
     );
-    let v: Value =
-        serde_json::from_str(&r.ok(&["--json", "log", "two", "--limit", "1"])).expect("json");
+    let v: Value = r.json(&["log", "two", "--limit", "1"]);
     assert_eq!(v["entries"][0]["op"], "edit", "{v}");
     assert_eq!(v["entries"][0]["by"], "Test Person", "{v}");
     r.write(

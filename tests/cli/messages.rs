@@ -200,7 +200,7 @@ fn status_shows_every_file_that_waits_for_a_person_and_why_agents_are_disabled()
     ] {
         assert!(board.contains(want), "want {want:?} in\n{board}");
     }
-    let json: serde_json::Value = serde_json::from_str(&r.ok(&["--json", "status"])).expect("json");
+    let json: serde_json::Value = r.json(&["status"]);
     let problems = json["problems"].as_array().expect("problems");
     let paths: Vec<&str> = problems.iter().filter_map(|p| p["path"].as_str()).collect();
     assert!(paths.contains(&"work/ready/broken.yaml"), "{json}");

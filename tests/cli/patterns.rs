@@ -178,8 +178,7 @@ fn ask_me_first_waits_for_approval_or_is_rejected() {
 
 #[test]
 fn do_it_and_show_me_holds_the_result_for_review_before_done_and_handoff() {
-    let mut r = TestRepo::with_agents(&["bob"]);
-    r.ok(&["agents", "add", "alice", "--max-active", "2"]);
+    let mut r = TestRepo::with_agents(&["bob", "alice --max-active 2"]);
     for id in ["show", "nope"] {
         r.task(
             id,
@@ -210,8 +209,7 @@ fn do_it_and_show_me_holds_the_result_for_review_before_done_and_handoff() {
 
 #[test]
 fn expressions_resolve_with_and_without_default_and_fail_when_unresolvable() {
-    let mut r = TestRepo::new();
-    r.ok(&["agents", "add", "alice", "--max-active", "5"]);
+    let mut r = TestRepo::with_agents(&["alice --max-active 5"]);
     r.task("src", "title: Source\nagent: alice\n");
     tick_at(&mut r, 0);
     complete(

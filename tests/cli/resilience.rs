@@ -120,8 +120,7 @@ fn backoff_stays_within_full_jitter_bounds_for_attempts_one_to_six_and_the_cap()
 
 #[test]
 fn fatal_failure_dead_letters_at_once_while_a_retryable_one_retries() {
-    let mut r = TestRepo::with_agents(&["alice"]);
-    r.ok(&["agents", "add", "bob"]);
+    let mut r = TestRepo::with_agents(&["alice", "bob"]);
     r.task("soft", "title: Soft\nagent: alice\n");
     r.task("hard", "title: Hard\nagent: bob\n");
     tick_at(&mut r, 0);

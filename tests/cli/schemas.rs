@@ -2,7 +2,7 @@
 //! command runs through the real binary, and its stdout (or, for a failure, its stderr) must be
 //! one JSON value the schema accepts. Every schema there is used here and listed in the docs.
 
-use crate::harness::{git_in, TestRepo};
+use crate::harness::TestRepo;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -127,9 +127,7 @@ fn every_json_answer_matches_its_schema() {
     let invalid = ok(&r, "validate", &["validate"], 1);
     assert_eq!(invalid["valid"], false, "{invalid}");
     ok(&r, "doctor", &["doctor"], 1);
-    let origin = r.home().join("origin.git");
-    git_in(r.home(), &["init", "-q", "--bare", "origin.git"]);
-    r.git(&["remote", "add", "origin", origin.to_str().expect("utf8")]);
+    r.add_origin();
     ok(&r, "sync", &["sync"], 0);
     failure(&r, &["show", "nope"], 1);
     used.insert("error");
@@ -148,26 +146,16 @@ fn every_json_answer_matches_its_schema() {
 fn run_json_events_match_their_schema() {
     let r = TestRepo::with_agents(&["w"]);
     r.ok(&["new", "Works", "--id", "good", "--agent", "w"]);
-    let out = r
-        .cmd(&[
-            "--json",
-            "run",
-            "w",
-            "--once",
-            "--",
-            "sh",
-            "-c",
-            "cat >/dev/null",
-        ])
-        .env_remove("COORD_NOW")
-        .output()
-        .expect("run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = r.ok_on_system_clock(&[
+        "--json",
+        "run",
+        "w",
+        "--once",
+        "--",
+        "sh",
+        "-c",
+        "cat >/dev/null",
+    ]);
     let events: Vec<Value> = stdout.lines().map(|l| check("run", &["run"], l)).collect();
     let kinds: Vec<&Value> = events.iter().map(|e| &e["event"]).collect();
     assert_eq!(kinds, ["started", "done"], "{stdout}");
@@ -178,17 +166,8 @@ fn demo_json_matches_its_schema() {
     let r = TestRepo::empty();
     let dir = r.abs("demo");
     let dir = dir.to_str().expect("utf8");
-    let out = r
-        .cmd(&["--json", "demo", dir])
-        .env_remove("COORD_NOW")
-        .output()
-        .expect("run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v = check("demo", &["demo"], &String::from_utf8_lossy(&out.stdout));
+    let out = r.ok_on_system_clock(&["--json", "demo", dir]);
+    let v = check("demo", &["demo"], &out);
     assert_eq!(v["board"]["counts"]["done"], 9, "{v}");
 }
 

@@ -12,8 +12,7 @@ fn ready_task(r: &TestRepo, id: &str) {
 
 #[test]
 fn serve_reads_tasks_with_etags_board_agents_health_and_openapi() {
-    let r = TestRepo::with_agents(&["writer"]);
-    r.ok(&["agents", "add", "puller", "--pull"]);
+    let r = TestRepo::with_agents(&["writer", "puller --pull"]);
     r.ok(&[
         "new",
         "Write the docs",
@@ -173,8 +172,7 @@ fn serve_answers_bad_input_with_400_problems() {
 
 #[test]
 fn serve_runs_the_agent_and_person_actions_with_409_on_conflicts() {
-    let r = TestRepo::with_agents(&["writer"]);
-    r.ok(&["agents", "add", "puller", "--pull"]);
+    let r = TestRepo::with_agents(&["writer", "puller --pull"]);
     r.ok(&["new", "Write the docs", "--id", "docs", "--agent", "puller"]);
     r.ok(&["tick"]);
     let s = Server::start(&r);
@@ -219,9 +217,7 @@ fn serve_runs_the_agent_and_person_actions_with_409_on_conflicts() {
 
 #[test]
 fn serve_two_concurrent_claims_give_one_200_and_one_409() {
-    let r = TestRepo::with_agents(&[]);
-    r.ok(&["agents", "add", "a1", "--pull"]);
-    r.ok(&["agents", "add", "a2", "--pull"]);
+    let r = TestRepo::with_agents(&["a1 --pull", "a2 --pull"]);
     ready_task(&r, "docs");
     let s = Server::start(&r);
     let addr = s.addr.clone();
@@ -468,7 +464,7 @@ fn sample(metrics: &str, name: &str) -> f64 {
 
 #[test]
 fn serve_metrics_count_ticks_and_rejected_pushes_of_other_processes() {
-    let net = crate::sync::Net::new(&["writer"]);
+    let net = crate::harness::Net::new(&["writer"]);
     let clone = net.clone();
     let s = Server::start(&clone);
     let before = s.get("/metrics").body;
@@ -514,8 +510,7 @@ fn serve_metrics_count_ticks_and_rejected_pushes_of_other_processes() {
 
 #[test]
 fn serve_filters_tasks_by_agent_capability_and_priority() {
-    let r = TestRepo::with_agents(&["writer"]);
-    r.ok(&["agents", "add", "coder", "--capability", "rust"]);
+    let r = TestRepo::with_agents(&["writer", "coder --capability rust"]);
     r.ok(&["new", "Docs", "--id", "docs", "--agent", "writer"]);
     r.ok(&["new", "Code", "--id", "code", "--capability", "rust"]);
     r.ok(&["new", "Urgent", "--id", "urgent", "--priority", "high"]);
@@ -545,8 +540,7 @@ fn serve_filters_tasks_by_agent_capability_and_priority() {
 
 #[test]
 fn serve_fails_approves_and_rejects_through_the_api() {
-    let mut r = TestRepo::with_agents(&["writer"]);
-    r.ok(&["agents", "add", "puller", "--pull"]);
+    let mut r = TestRepo::with_agents(&["writer", "puller --pull"]);
     r.ok(&["new", "Flaky", "--id", "flaky", "--agent", "puller"]);
     for id in ["ask", "no"] {
         r.task(

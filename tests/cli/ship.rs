@@ -1,7 +1,7 @@
 //! What ships with coord: `--version` with the commit, completions, the man page, and the
 //! GitHub Actions workflow `coord init` writes, run step by step as a runner would.
 
-use crate::harness::{git_in, TestRepo};
+use crate::harness::{git_in, Net, TestRepo};
 use std::path::Path;
 
 #[test]
@@ -57,16 +57,11 @@ struct Remote {
 
 impl Remote {
     fn new() -> Remote {
-        let bare = TestRepo::empty_in_memory();
-        git_in(bare.path(), &["init", "-q", "--bare", "-b", "main"]);
-        let person = TestRepo::empty_in_memory();
-        person.ok(&["init"]);
-        for a in ["alice", "bob"] {
-            person.ok(&["agents", "add", a, "--max-active", "100"]);
+        let net = Net::new(&["alice", "bob"]);
+        Remote {
+            bare: net.remote,
+            person: net.seed,
         }
-        person.git(&["remote", "add", "origin", &path_str(bare.path())]);
-        person.git(&["push", "-q", "origin", "main"]);
-        Remote { bare, person }
     }
 
     /// The URL a shallow clone needs: `--depth` is ignored for plain local paths.

@@ -8,7 +8,7 @@
 //! the diff of `tests/cli/snapshots/` before committing it. CI runs with `INSTA_UPDATE=no`, so
 //! a changed or missing snapshot fails the run.
 
-use crate::harness::{git_in, TestRepo};
+use crate::harness::TestRepo;
 
 /// One step of the scenario: a snapshot name, the arguments and the exit code expected.
 type Step<'a> = (&'a str, &'a [&'a str], i32);
@@ -146,7 +146,7 @@ fn scenario(json: bool) {
     let r = TestRepo::empty();
     for (name, args, code) in STEPS {
         if *name == "sync" {
-            add_origin(&r);
+            r.add_origin();
         }
         let code = match JSON_CODES.iter().find(|(n, _)| n == name) {
             Some((_, json_code)) if json => *json_code,
@@ -193,13 +193,6 @@ fn check(r: &TestRepo, name: &str, json: bool, args: &[&str], code: i32) {
     }, {
         insta::assert_snapshot!(format!("{name}{suffix}"), text);
     });
-}
-
-/// Gives the repo an empty bare remote `origin` (in its HOME) for `coord sync`.
-fn add_origin(r: &TestRepo) {
-    git_in(r.home(), &["init", "-q", "--bare", "origin.git"]);
-    let origin = r.home().join("origin.git");
-    r.git(&["remote", "add", "origin", origin.to_str().expect("utf8")]);
 }
 
 #[test]

@@ -6,8 +6,7 @@ use crate::harness::{git_env, TestRepo};
 
 /// A board with an assigned task, one in review, and `waiting` ready tasks no agent can take.
 fn board(waiting: usize) -> TestRepo {
-    let mut r = TestRepo::with_agents(&["writer"]);
-    r.ok(&["agents", "add", "coder"]);
+    let mut r = TestRepo::with_agents(&["writer", "coder"]);
     r.ok(&["new", "Write the docs", "--id", "docs", "--agent", "writer"]);
     r.ok(&["new", "Fix the build", "--id", "build", "--agent", "coder"]);
     r.task(

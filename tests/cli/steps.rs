@@ -6,8 +6,7 @@ use serde_json::Value;
 
 /// Returns `coord show --json <id>`.
 pub fn show(r: &TestRepo, id: &str) -> Value {
-    let out = r.ok(&["--json", "show", id]);
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("show {id}: {e}: {out}"))
+    r.json(&["show", id])
 }
 
 /// Returns the task's state (its folder).

@@ -1,61 +1,9 @@
 //! `coord sync` against a real bare remote on disk: clones syncing concurrently in rounds,
 //! agents pushing results from other clones, and a person's commits never lost.
 
-use crate::harness::{git_env, git_in, TestRepo, T0};
+use crate::harness::{git_env, task_yaml, Net, TestRepo, T0};
 use std::collections::BTreeMap;
 use std::process::{Command, Output};
-
-/// A bare remote, a seeding clone (a person adding tasks) and more clones.
-pub struct Net {
-    /// The bare remote.
-    pub remote: TestRepo,
-    /// The person's clone that seeded it.
-    pub seed: TestRepo,
-}
-
-impl Net {
-    /// A remote whose main holds `coord init` and agents with room for every task.
-    pub fn new(agents: &[&str]) -> Net {
-        let remote = TestRepo::empty_in_memory();
-        git_in(remote.path(), &["init", "-q", "--bare", "-b", "main"]);
-        let seed = TestRepo::empty_in_memory();
-        seed.ok(&["init"]);
-        for a in agents {
-            seed.ok(&["agents", "add", a, "--max-active", "1000"]);
-        }
-        let url = remote.path().to_str().expect("utf8");
-        seed.git(&["remote", "add", "origin", url]);
-        seed.git(&["push", "-q", "origin", "main"]);
-        Net { remote, seed }
-    }
-
-    /// A new clone of the remote.
-    pub fn clone(&self) -> TestRepo {
-        let r = TestRepo::empty_in_memory();
-        let url = self.remote.path().to_str().expect("utf8");
-        git_in(r.path(), &["clone", "-q", url, "."]);
-        r
-    }
-
-    /// The seed pulls, commits `n` inbox tasks by hand (a person's commit) and pushes.
-    pub fn person_adds(&self, prefix: &str, n: usize) -> Vec<String> {
-        self.seed
-            .git(&["pull", "-q", "--ff-only", "origin", "main"]);
-        let ids: Vec<String> = (0..n).map(|i| format!("{prefix}-{i}")).collect();
-        for id in &ids {
-            self.seed.task(id, &task_yaml(id));
-        }
-        self.seed.git(&["add", "work/inbox"]);
-        self.seed
-            .git(&["commit", "-q", "-m", &format!("add {prefix} tasks")]);
-        self.seed.git(&["push", "-q", "origin", "main"]);
-        ids
-    }
-}
-
-pub fn task_yaml(id: &str) -> String {
-    format!("# dropped by a person\ntitle: Task {id}\n")
-}
 
 /// Runs `coord sync` in every repo at once (real processes); returns their outputs.
 fn sync_all(repos: &[&TestRepo]) -> Vec<Output> {

@@ -27,8 +27,7 @@ fn text(o: &Output) -> String {
 }
 
 fn signed_repo() -> (TestRepo, tempfile::TempDir) {
-    let r = TestRepo::new();
-    r.ok(&["agents", "add", "alice", "--max-active", "5"]);
+    let r = TestRepo::with_agents(&["alice --max-active 5"]);
     let cfg = r.read("coord.yaml").replace(
         "require_signed_results: false",
         "require_signed_results: true",

@@ -91,9 +91,7 @@ fn wait_for_commit(r: &TestRepo, w: &Watching, text: &str) -> Duration {
 
 /// A repo with agent alice, who may hold many tasks.
 fn repo() -> TestRepo {
-    let r = TestRepo::new();
-    r.ok(&["agents", "add", "alice", "--max-active", "100"]);
-    r
+    TestRepo::with_agents(&["alice --max-active 100"])
 }
 
 fn drop_and_time(r: &TestRepo, w: &Watching, id: &str) -> Duration {
