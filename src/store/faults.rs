@@ -14,9 +14,12 @@ const NOW: &str = "2026-11-22T10:00:00Z";
 
 /// Runs coord in-process; after `init`, sets `settle: 0s` (these tests write files and tick
 /// at once, and copy repos with fresh file times: they test faults, not the settle rule).
+/// Each run waits up to 10 s for the coordinator lock: a stopped run released it, but a child
+/// process another test of this process forks meanwhile holds a copy of the lock's file
+/// descriptor until it execs, and the flock lasts as long as any copy does.
 fn coord(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
     let d = dir.to_str().expect("utf8");
-    let argv = ["coord", "-C", d, "-q", "--now", NOW]
+    let argv = ["coord", "-C", d, "-q", "--now", NOW, "--wait", "10s"]
         .into_iter()
         .chain(args.iter().copied());
     cli::run(Cli::try_parse_from(argv).expect("arguments")).map_err(CliError::into_error)?;
