@@ -4,7 +4,7 @@
 
 use super::Ctx;
 use crate::error::CliError;
-use crate::model::TaskId;
+use crate::model::{Endpoint, TaskId};
 use crate::ops::LogEntry;
 use serde_json::json;
 
@@ -52,7 +52,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
 
 /// Returns an entry's columns: time, task, what changed, summary (with who, for a person).
 fn row(e: &LogEntry) -> [String; 4] {
-    let state = |s: &Option<String>| s.clone().unwrap_or_else(|| "?".into());
+    let state = |s: &Option<Endpoint>| s.map_or_else(|| "?".into(), |s| s.to_string());
     let what = match (e.by.is_some(), e.op.as_deref()) {
         (true, Some("add")) => format!("added in {}", state(&e.to)),
         (true, Some("delete")) => format!("deleted from {}", state(&e.from)),

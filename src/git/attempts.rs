@@ -4,6 +4,7 @@
 //! high-water mark they cannot lower. Does I/O (git).
 
 use super::*;
+use crate::model::{Endpoint, State};
 
 /// Task files as assignment commits wrote them.
 #[derive(Debug, Default)]
@@ -83,7 +84,7 @@ fn assigned_tasks(commit: &git2::Commit<'_>) -> Vec<String> {
     };
     super::recorded(trailers.iter())
         .into_iter()
-        .filter(|t| !t.agent && t.to.as_deref() == Some("assigned"))
+        .filter(|t| !t.agent && t.to == Some(Endpoint::State(State::Assigned)))
         .map(|t| t.subject)
         .collect()
 }

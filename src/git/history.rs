@@ -2,6 +2,7 @@
 //! their trailers. Does I/O (git).
 
 use super::*;
+use crate::model::Endpoint;
 
 impl Repo {
     /// Returns the sorted, distinct repo-relative paths under `prefix` (e.g. `work/`) that differ
@@ -133,10 +134,10 @@ pub struct Recorded {
     pub subject: String,
     /// Whether the subject is an agent (`Coord-Agent`).
     pub agent: bool,
-    /// `Coord-From`.
-    pub from: Option<String>,
-    /// `Coord-To`.
-    pub to: Option<String>,
+    /// `Coord-From`; None when absent or not an endpoint coord writes.
+    pub from: Option<Endpoint>,
+    /// `Coord-To`; None when absent or not an endpoint coord writes.
+    pub to: Option<Endpoint>,
     /// `Coord-Op`: the command the transition carries out, if one did.
     pub op: Option<String>,
     /// `Coord-Summary`: the transition's summary line, in a commit that records several.
@@ -159,14 +160,13 @@ pub fn recorded<'a>(trailers: impl IntoIterator<Item = (&'a str, &'a str)>) -> V
         let Some(last) = out.last_mut() else {
             continue;
         };
-        let slot = match key {
-            "Coord-From" => &mut last.from,
-            "Coord-To" => &mut last.to,
-            "Coord-Op" => &mut last.op,
-            "Coord-Summary" => &mut last.summary,
+        match key {
+            "Coord-From" => last.from = value.parse().ok(),
+            "Coord-To" => last.to = value.parse().ok(),
+            "Coord-Op" => last.op = Some(value.to_string()),
+            "Coord-Summary" => last.summary = Some(value.to_string()),
             _ => continue,
-        };
-        *slot = Some(value.to_string());
+        }
     }
     out
 }

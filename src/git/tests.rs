@@ -348,6 +348,44 @@ fn log_reads_trailers_newest_first_and_respects_limit() {
 }
 
 #[test]
+fn trailers_read_as_typed_endpoints_and_a_stray_value_as_none() {
+    use crate::model::{Circuit, Endpoint, State};
+    let trailers = [
+        ("Coord-Task", "t"),
+        ("Coord-From", "new"),
+        ("Coord-To", "inbox"),
+        ("Coord-Agent", "alice"),
+        ("Coord-From", "agent"),
+        ("Coord-To", "circuit half_open"),
+        ("Coord-Task", "u"),
+        ("Coord-From", "nowhere"),
+        ("Coord-To", "done"),
+    ];
+    let ends: Vec<_> = recorded(trailers)
+        .into_iter()
+        .map(|r| (r.subject, r.agent, r.from, r.to))
+        .collect();
+    assert_eq!(
+        ends,
+        [
+            (
+                "t".into(),
+                false,
+                Some(Endpoint::New),
+                Some(State::Inbox.into())
+            ),
+            (
+                "alice".into(),
+                true,
+                Some(Endpoint::Agent),
+                Some(Endpoint::Circuit(Circuit::HalfOpen))
+            ),
+            ("u".into(), false, None, Some(State::Done.into())),
+        ]
+    );
+}
+
+#[test]
 fn read_head_file_returns_none_when_absent() {
     let (dir, repo) = new_repo();
     assert_eq!(repo.read_head_file("work/a.yaml").unwrap(), None);

@@ -4,7 +4,7 @@
 use super::{Coord, Error};
 use crate::engine::commands::CommandError;
 use crate::git::{CommitInfo, Touch, Touched};
-use crate::model::TaskId;
+use crate::model::{Endpoint, TaskId};
 use crate::redact::one_line;
 use jiff::Timestamp;
 
@@ -19,10 +19,10 @@ pub struct LogEntry {
     /// The task (or agent, for profile updates) it concerns.
     #[serde(rename = "task")]
     pub subject: String,
-    /// The state before (`Coord-From`), when recorded.
-    pub from: Option<String>,
-    /// The state after (`Coord-To`), when recorded.
-    pub to: Option<String>,
+    /// Where the transition started (`Coord-From`), when recorded.
+    pub from: Option<Endpoint>,
+    /// Where it ended (`Coord-To`), when recorded.
+    pub to: Option<Endpoint>,
     /// The operation (`Coord-Op`: new, claim, complete, ...), when recorded.
     pub op: Option<String>,
     /// The summary line without the `coord: ` prefix, on one line.
@@ -67,10 +67,10 @@ impl LogEntry {
             .rev()
             .filter_map(|(path, how)| {
                 let (folder, id) = crate::board::task_at(path.strip_prefix(&prefix)?)?;
-                let state = Some(folder.state.as_str().to_string());
+                let state = Some(Endpoint::State(folder.state));
                 let (from, to, op) = match how {
                     Touch::Added => (None, state, "add"),
-                    Touch::Changed => (state.clone(), state, "edit"),
+                    Touch::Changed => (state, state, "edit"),
                     Touch::Deleted => (state, None, "delete"),
                 };
                 Some(LogEntry {
