@@ -3,7 +3,7 @@
 //! dependencies that exist, no cycles, expressions naming only dependencies). Pure.
 
 use crate::expr;
-use crate::model::{AgentName, CoordBlock, Duration, TaskId, TaskResult, TaskSpec};
+use crate::model::{AgentName, CoordBlock, Duration, State, TaskId, TaskResult, TaskSpec};
 use crate::schema::{Schema, Violation};
 use crate::yaml::{parse_bytes, Doc, Limits};
 use std::collections::HashSet;
@@ -146,8 +146,8 @@ pub fn from_parsed(text: String, doc: Doc) -> Option<TaskDoc> {
 /// stat cache next to the text.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Summary {
-    /// `coord.state` as written.
-    pub state: String,
+    /// `coord.state`; none when absent or not a state's name.
+    pub state: Option<State>,
     /// `coord.assigned_to`.
     pub assigned_to: Option<AgentName>,
     /// `idempotency_key`.
@@ -158,7 +158,7 @@ impl Summary {
     /// Returns the summary of a parsed task.
     pub fn of(task: &TaskDoc) -> Summary {
         Summary {
-            state: task.coord.state.clone(),
+            state: task.coord.state,
             assigned_to: task.coord.assigned_to.clone(),
             idempotency_key: task.spec.idempotency_key.clone(),
         }
@@ -241,7 +241,7 @@ impl Task {
             result: None,
             bad_result: None,
             coord: CoordBlock {
-                state: self.summary.state.clone(),
+                state: self.summary.state,
                 assigned_to: self.summary.assigned_to.clone(),
                 ..CoordBlock::default()
             },
@@ -496,7 +496,7 @@ mod tests {
     fn a_summarised_task_is_parsed_for_a_peek_only_and_kept_once_dereferenced() {
         let doc = reread("title: Write\ncoord:\n  state: done\n").expect("reads");
         let t = Task::summarised(doc);
-        assert_eq!(t.summary().state, "done");
+        assert_eq!(t.summary().state, Some(State::Done));
         assert!(t.full.get().is_none());
         assert_eq!(t.peek(|d| d.spec.title.clone()), "Write");
         assert!(t.full.get().is_none(), "a peek keeps no parse");

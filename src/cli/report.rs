@@ -5,6 +5,7 @@ use super::synced::SyncArg;
 use super::Ctx;
 use crate::engine::commands::{CommandError, Fence};
 use crate::error::{CliError, Exit, JSON_VERSION};
+use crate::model::time;
 use crate::model::{AgentName, TaskId};
 use crate::ops::{self, Claimed, Verdict};
 use crate::yaml::{parse_bytes, Limits};
@@ -98,7 +99,7 @@ pub fn claim(ctx: &Ctx, args: ClaimArgs) -> Result<(), CliError> {
         super::print_answer(receipt);
     } else {
         out!("{}", r.id);
-        let lease = r.lease_expires_at.as_deref().unwrap_or("never");
+        let lease = r.lease_expires_at.map_or("never".into(), time::format);
         ctx.status(&format!(
             "coord: {} is attempt {} of {} (lease until {lease}); report with --agent {} --attempt {}",
             r.id, r.attempt, r.agent, r.agent, r.attempt

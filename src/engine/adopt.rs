@@ -18,7 +18,7 @@ pub fn run(w: &mut World<'_>) {
         })
         .filter(|e| {
             let seen = e.task.summary();
-            let recorded = State::parse(&seen.state);
+            let recorded = seen.state;
             let agent_ok = e.folder.state != State::Assigned || seen.assigned_to == e.folder.agent;
             recorded != Some(e.folder.state) || !agent_ok
         })
@@ -33,9 +33,9 @@ fn adopt(w: &mut World<'_>, id: &TaskId) {
     let Some(e) = w.entries.get(id) else { return };
     let folder = e.folder.clone();
     let mut c = e.task.coord.clone();
-    let now = w.now_str();
-    c.state = folder.state.as_str().to_string();
-    c.created_at.get_or_insert_with(|| now.clone());
+    let now = w.now();
+    c.state = Some(folder.state);
+    c.created_at.get_or_insert(now);
     match (&folder.agent, folder.state) {
         (Some(agent), State::Assigned) => {
             let agent = agent.clone();

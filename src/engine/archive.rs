@@ -3,7 +3,7 @@
 //! `finished_at`, one commit each. The file is moved, never rewritten: its `coord.state` stays
 //! `done` or `cancelled`, which is what dependencies read (`deps::effective_state`). Pure.
 
-use super::world::{parse_time, Entry, World};
+use super::world::{Entry, World};
 use super::{Inputs, Note, Op, Plan, Transition};
 use crate::board::Board;
 use crate::model::{Duration, Folder, State};
@@ -34,7 +34,7 @@ pub fn plan(board: &Board, inputs: &Inputs<'_>, older_than: Duration) -> Plan {
 }
 
 fn finished(e: &Entry) -> Option<Timestamp> {
-    e.task.coord.finished_at.as_deref().and_then(parse_time)
+    e.task.coord.finished_at
 }
 
 /// Returns the archive month (`YYYY-MM`, UTC) of a finishing time.

@@ -3,14 +3,15 @@
 //! WIP limits, circuit breakers and backoff. Expressions in `input` are resolved here.
 
 use super::retry::{gate, Gate};
-use super::world::{parse_time, ResultEdit, World};
+use super::world::{ResultEdit, World};
 use super::Note;
 use crate::expr;
+use crate::model::time::whole_second;
+use crate::model::HistoryEntry;
 use crate::model::{
     AgentCoord, AgentName, AssignMode, Circuit, CoordBlock, ErrorCode, ErrorInfo, Folder, State,
     TaskId,
 };
-use jiff::Timestamp;
 
 /// Assigns every ready task that some agent can take now.
 pub fn run(w: &mut World<'_>) {
@@ -43,7 +44,7 @@ pub fn queue(w: &World<'_>) -> Vec<TaskId> {
                 std::cmp::Reverse(s.priority.unwrap_or(default)),
                 due.is_none(),
                 due,
-                e.task.coord.created_at.as_deref().and_then(parse_time),
+                e.task.coord.created_at,
                 e.id.clone(),
             );
             (key, e.id.clone())
@@ -55,9 +56,8 @@ pub fn queue(w: &World<'_>) -> Vec<TaskId> {
 
 /// Returns why a task must still wait for its backoff, if it must.
 pub fn backoff_wait(w: &World<'_>, id: &TaskId) -> Option<String> {
-    let nb = w.entries.get(id)?.task.coord.not_before.clone()?;
-    let t: Timestamp = parse_time(&nb)?;
-    (!w.clock.reached(t)).then(|| format!("backing off until {nb}"))
+    let nb = w.entries.get(id)?.task.coord.not_before?;
+    (!w.clock.reached(nb)).then(|| format!("backing off until {nb}"))
 }
 
 /// Why a ready task cannot go to an agent now. Shown as one line; a claim tells only the
@@ -97,7 +97,7 @@ pub enum Unavailable {
         /// The agent.
         agent: AgentName,
         /// Until when, as its profile says.
-        until: Option<String>,
+        until: Option<jiff::Timestamp>,
     },
     /// The agent has as many tasks as its limit allows.
     AtLimit {
@@ -147,7 +147,7 @@ impl std::fmt::Display for Unavailable {
             Unavailable::Open { agent, until } => write!(
                 f,
                 "circuit of agent {agent} is open until {}",
-                until.as_deref().unwrap_or("?")
+                until.map_or("?".into(), crate::model::time::format)
             ),
             Unavailable::AtLimit { agent, load, limit } => {
                 write!(f, "agent {agent} is at its limit ({load}/{limit})")
@@ -235,7 +235,7 @@ fn available(w: &World<'_>, agent: &AgentName, claiming: bool) -> Result<usize, 
             Circuit::HalfOpen => Unavailable::HalfOpen(agent.clone()),
             _ => Unavailable::Open {
                 agent: agent.clone(),
-                until: st.coord.open_until.clone(),
+                until: st.coord.open_until,
             },
         });
     }
@@ -255,14 +255,15 @@ fn available(w: &World<'_>, agent: &AgentName, claiming: bool) -> Result<usize, 
 pub fn assign(w: &mut World<'_>, id: &TaskId, agent: &AgentName) {
     let Some(e) = w.entries.get(id) else { return };
     let mut c = e.task.coord.clone();
-    c.state = State::Assigned.as_str().to_string();
+    c.state = Some(State::Assigned);
     // A result in a task that is not assigned answers an earlier attempt: set it aside now,
     // so the next tick does not have to.
     let edit = match e.task.doc.value.get("result") {
         Some(r) => {
-            let at = w.now_str();
-            c.history
-                .push(serde_json::json!({"at": at, "event": "stale_result", "result": r}));
+            c.history.push(HistoryEntry::StaleResult {
+                at: w.now(),
+                result: r.clone(),
+            });
             ResultEdit::Remove
         }
         None => ResultEdit::Keep,
@@ -313,8 +314,8 @@ pub fn start_attempt(
     }
     c.attempt = c.attempt.saturating_add(1);
     c.assigned_to = Some(agent.clone());
-    c.assigned_at = Some(w.now_str());
-    c.lease_expires_at = Some(super::world::fmt_time(w.clock.after(timeout.to_signed())));
+    c.assigned_at = Some(w.now());
+    c.lease_expires_at = Some(whole_second(w.clock.after(timeout.to_signed())));
     c.not_before = None;
     c.input = None;
     if let Some(input) = &spec.input {

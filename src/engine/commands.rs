@@ -5,10 +5,13 @@
 use super::assign::{assign, backoff_wait, pick, queue};
 use super::complete::finish_success;
 use super::operation::{stamp, OpKind};
-use super::world::{fmt_time, Entry, ResultEdit, World};
+use super::world::{Entry, ResultEdit, World};
 use super::{deps, Inputs, Op, Plan, Signer, Transition};
 use crate::board::Board;
+use crate::model::time::whole_second;
+use crate::model::HistoryEntry;
 use crate::model::{AgentName, ErrorCode, ErrorInfo, Folder, NextAgent, Review, State, TaskId};
+use jiff::Timestamp;
 use serde_json::{json, Value};
 
 /// Why a command cannot act.
@@ -143,7 +146,8 @@ pub struct Receipt {
     /// The attempt granted.
     pub attempt: u32,
     /// When the lease runs out unless extended with `coord heartbeat`.
-    pub lease_expires_at: Option<String>,
+    #[serde(with = "crate::model::time::recorded")]
+    pub lease_expires_at: Option<Timestamp>,
     /// The task file's repo-relative path.
     pub path: String,
 }
@@ -217,7 +221,7 @@ fn take(
         id: id.clone(),
         agent: agent.clone(),
         attempt: e.task.coord.attempt,
-        lease_expires_at: e.task.coord.lease_expires_at.clone(),
+        lease_expires_at: e.task.coord.lease_expires_at,
         path: e.path.clone(),
     });
     let plan = stamp(done(w)?, board, OpKind::Claim, Some(agent));
@@ -244,7 +248,7 @@ pub fn approve(board: &Board, inputs: &Inputs<'_>, id: &TaskId) -> Result<Plan, 
     } else {
         let mut c = e.task.coord.clone();
         c.review = None;
-        c.state = State::Blocked.as_str().to_string();
+        c.state = Some(State::Blocked);
         let summary = format!("approve {id}");
         w.transit(id, Folder::of(State::Blocked), c, ResultEdit::Keep, summary);
         deps::run(&mut w);
@@ -332,7 +336,7 @@ pub fn retry(board: &Board, inputs: &Inputs<'_>, id: &TaskId) -> Result<Plan, Co
                 return Err(CommandError::Unreadable(id.clone()));
             };
             let mut c = e.task.coord.clone();
-            c.state = State::Inbox.as_str().to_string();
+            c.state = Some(State::Inbox);
             let summary = format!("retry {id}: back to inbox");
             w.transit(id, Folder::of(State::Inbox), c, ResultEdit::Keep, summary);
             Ok(stamp(done(w)?, board, OpKind::Retry, None))
@@ -434,8 +438,8 @@ fn assigned_entry(w: &World<'_>, id: &TaskId) -> Result<Entry, CommandError> {
         let state = e.folder.state;
         return Err(wrong(id, state, "only assigned tasks take this command"));
     }
-    let adopted = e.task.coord.state == State::Assigned.as_str()
-        && e.task.coord.assigned_to == e.folder.agent;
+    let adopted =
+        e.task.coord.state == Some(State::Assigned) && e.task.coord.assigned_to == e.folder.agent;
     if !adopted {
         let hint = "it was moved by hand and no attempt has started yet; run 'coord tick' first";
         return Err(wrong(id, State::Assigned, hint));
@@ -461,8 +465,8 @@ pub fn heartbeat(
     let e = assigned_entry(&w, id)?;
     let timeout = e.task.spec.timeout.unwrap_or(w.config.defaults.timeout);
     let mut c = e.task.coord.clone();
-    let until = fmt_time(w.clock.after(timeout.to_signed()));
-    c.lease_expires_at = Some(until.clone());
+    let until = whole_second(w.clock.after(timeout.to_signed()));
+    c.lease_expires_at = Some(until);
     w.transit(
         id,
         e.folder.clone(),
@@ -555,8 +559,10 @@ pub fn report(
         if !report.replace {
             return Err(CommandError::ResultPending(id.clone()));
         }
-        c.history
-            .push(json!({"at": w.now_str(), "event": "replaced_result", "result": old}));
+        c.history.push(HistoryEntry::ReplacedResult {
+            at: w.now(),
+            result: old.clone(),
+        });
     }
     let mut result = report.result;
     result["attempt"] = json!(c.attempt);
@@ -605,8 +611,10 @@ fn refuse_stale(mut w: World<'_>, e: &Entry, report: &Report<'_>, why: String) -
         result["agent"] = json!(a);
     }
     let mut c = e.task.coord.clone();
-    c.history
-        .push(json!({"at": w.now_str(), "event": "stale_result", "result": result}));
+    c.history.push(HistoryEntry::StaleResult {
+        at: w.now(),
+        result,
+    });
     let summary = format!("set aside a stale result for {}: {why}", e.id);
     let kept = w.transit(&e.id, e.folder.clone(), c, ResultEdit::Keep, summary);
     let plan = w.finish();
@@ -636,8 +644,10 @@ pub fn set_aside(
         return Err(CommandError::Unreadable(id.clone()));
     };
     let mut c = e.task.coord.clone();
-    c.history
-        .push(json!({"at": w.now_str(), "event": "stale_result", "result": result}));
+    c.history.push(HistoryEntry::StaleResult {
+        at: w.now(),
+        result,
+    });
     let folder = e.folder.clone();
     let summary = format!("set aside a result for {id} that arrived after it moved on");
     w.transit(id, folder, c, ResultEdit::Keep, summary);

@@ -5,13 +5,14 @@
 use super::handoff;
 use super::retry::{after_failure, after_success, backoff};
 use super::world::Rejection;
-use super::world::{parse_time, Entry, ResultEdit, World};
+use super::world::{Entry, ResultEdit, World};
 use super::Note;
 use crate::board::StandIn;
+use crate::model::time::whole_second;
+use crate::model::HistoryEntry;
 use crate::model::{
     Authority, ErrorCode, ErrorInfo, Folder, ResultStatus, Review, State, TaskId, TaskResult,
 };
-use serde_json::json;
 
 /// Acts on every assigned task that has a result or an expired lease.
 pub fn run(w: &mut World<'_>) {
@@ -122,16 +123,16 @@ fn lease_expired(w: &World<'_>, e: &Entry) -> bool {
     e.task
         .coord
         .lease_expires_at
-        .as_deref()
-        .and_then(parse_time)
         .is_some_and(|t| w.clock.reached(t))
 }
 
 fn stale(w: &mut World<'_>, e: &Entry) {
     let mut c = e.task.coord.clone();
     let result = e.task.doc.value.get("result").cloned();
-    c.history
-        .push(json!({"at": w.now_str(), "event": "stale_result", "result": result}));
+    c.history.push(HistoryEntry::StaleResult {
+        at: w.now(),
+        result: result.unwrap_or_default(),
+    });
     let summary = format!(
         "set aside a stale result for {} (not attempt {})",
         e.id, c.attempt
@@ -157,7 +158,7 @@ fn succeed(w: &mut World<'_>, e: &Entry) {
 fn hold_or_finish(w: &mut World<'_>, e: &Entry) -> bool {
     if e.task.spec.authority == Authority::DoItAndShowMe {
         let mut c = e.task.coord.clone();
-        c.state = State::Review.as_str().to_string();
+        c.state = Some(State::Review);
         c.review = Some(Review::Result);
         c.lease_expires_at = None;
         let summary = format!("hold {} for review of its result", e.id);
@@ -188,9 +189,9 @@ pub fn finish_success(w: &mut World<'_>, id: &TaskId) -> bool {
         let summary = format!("fail {id}: handoff limit of {max} reached");
         return w.end(id, c, State::Failed, error, summary);
     }
-    c.finished_at = Some(w.now_str());
+    c.finished_at = Some(w.now());
     c.lease_expires_at = None;
-    c.state = State::Done.as_str().to_string();
+    c.state = Some(State::Done);
     let summary = format!("complete {id}");
     let moved = w.transit(id, Folder::of(State::Done), c, ResultEdit::Keep, summary);
     if moved {
@@ -223,21 +224,24 @@ fn record_failure(w: &mut World<'_>, e: &Entry, err: ErrorInfo, had_result: bool
         .spec
         .max_attempts
         .unwrap_or(w.config.defaults.max_attempts);
-    let mut record = json!({
-        "at": w.now_str(),
-        "attempt": c.attempt,
-        "agent": c.assigned_to,
-        "error": err,
-    });
+    let mut record = HistoryEntry::FailedAttempt {
+        at: w.now(),
+        attempt: c.attempt,
+        agent: c.assigned_to.clone(),
+        error: err.clone(),
+        result: None,
+    };
     c.lease_expires_at = None;
     if err.is_retryable() && c.attempt - c.attempt_base.min(c.attempt) < max {
         if had_result {
-            record["result"] = e.task.doc.value.get("result").cloned().unwrap_or_default();
+            if let HistoryEntry::FailedAttempt { result, .. } = &mut record {
+                *result = Some(e.task.doc.value.get("result").cloned().unwrap_or_default());
+            }
         }
         c.history.push(record);
         let delay = backoff(e.id.as_str(), c.attempt, &w.config.backoff);
-        c.state = State::Ready.as_str().to_string();
-        c.not_before = Some(super::world::fmt_time(w.clock.after(delay)));
+        c.state = Some(State::Ready);
+        c.not_before = Some(whole_second(w.clock.after(delay)));
         c.assigned_to = None;
         c.assigned_at = None;
         let summary = format!(

@@ -12,7 +12,7 @@ use crate::model::{ErrorCode, ErrorInfo, Folder, Review, State, TaskId};
 pub fn effective_state(w: &World<'_>, id: &TaskId) -> Option<State> {
     let e = w.entries.get(id)?;
     match e.folder.state {
-        State::Archived => State::parse(&e.task.summary().state).or(Some(State::Done)),
+        State::Archived => e.task.summary().state.or(Some(State::Done)),
         s => Some(s),
     }
 }
@@ -90,7 +90,7 @@ fn step(w: &mut World<'_>, id: &TaskId) -> bool {
             .iter()
             .all(|d| effective_state(w, d) == Some(State::Done))
     {
-        c.state = State::Ready.as_str().to_string();
+        c.state = Some(State::Ready);
         let summary = format!("unblock {id}: dependencies done");
         return w.transit(id, Folder::of(State::Ready), c, ResultEdit::Keep, summary);
     }

@@ -213,8 +213,8 @@ fn child_text(w: &World<'_>, parent: &Entry, step: Step<'_>) -> String {
     let mut chain = pc.chain.clone();
     chain.push(parent.id.clone());
     let coord = CoordBlock {
-        state: state.as_str().to_string(),
-        created_at: Some(w.now_str()),
+        state: Some(state),
+        created_at: Some(w.now()),
         parent: Some(parent.id.clone()),
         workflow: Some(pc.workflow.clone().unwrap_or_else(|| parent.id.clone())),
         chain,

@@ -7,9 +7,9 @@ use super::world::{ResultEdit, World};
 use super::{Op, Transition};
 use crate::board::TaskFile;
 use crate::check::{self, Context};
+use crate::model::HistoryEntry;
 use crate::model::{AgentName, Authority, Folder, Review, State, TaskId};
 use crate::schema::Violation;
-use serde_json::json;
 
 /// Admits or rejects every inbox file.
 pub fn run(w: &mut World<'_>) {
@@ -70,16 +70,20 @@ impl Context for Ctx<'_, '_> {
 fn admit(w: &mut World<'_>, id: &TaskId) {
     let Some(e) = w.entries.get(id) else { return };
     let spec = &e.task.spec;
-    let now = w.now_str();
+    let now = w.now();
     let mut c = e.task.coord.clone();
     let had_result = e.task.result.is_some();
     if let Some(r) = e.task.doc.value.get("result") {
-        c.history
-            .push(json!({"at": now, "event": "result before retry", "result": r}));
+        c.history.push(HistoryEntry::ResultBeforeRetry {
+            at: now,
+            result: r.clone(),
+        });
     }
     if let Some(err) = c.error.take() {
-        c.history
-            .push(json!({"at": now, "event": "error before retry", "error": err}));
+        c.history.push(HistoryEntry::ErrorBeforeRetry {
+            at: now,
+            error: err,
+        });
     }
     let deps_done = spec
         .depends_on
@@ -90,7 +94,7 @@ fn admit(w: &mut World<'_>, id: &TaskId) {
         (_, false) => State::Blocked,
         (_, true) => State::Ready,
     };
-    c.state = target.as_str().to_string();
+    c.state = Some(target);
     c.attempt_base = c.attempt;
     c.created_at.get_or_insert(now);
     c.assigned_to = None;

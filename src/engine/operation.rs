@@ -5,7 +5,7 @@
 
 use super::{Plan, Transition};
 use crate::board::Board;
-use crate::model::AgentName;
+use crate::model::{AgentName, State};
 use std::fmt;
 
 /// The commands whose commits `coord sync` redoes by meaning.
@@ -80,8 +80,9 @@ impl fmt::Display for OpKind {
 /// and `coord.attempt`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Pre {
-    /// `coord.state`.
-    pub state: String,
+    /// `coord.state`; none when absent or not a state's name (written `""`).
+    #[serde(with = "crate::model::state::recorded")]
+    pub state: Option<State>,
     /// `coord.assigned_to`.
     pub agent: Option<AgentName>,
     /// `coord.attempt`.
@@ -129,7 +130,7 @@ impl Operation {
             out += &format!("{BY}: {by}\n");
         }
         if let Some(pre) = &self.pre {
-            out += &format!("{PRE_STATE}: {}\n", pre.state);
+            out += &format!("{PRE_STATE}: {}\n", pre.state.map_or("", State::as_str));
             if let Some(a) = &pre.agent {
                 out += &format!("{PRE_AGENT}: {a}\n");
             }
@@ -154,7 +155,7 @@ impl Operation {
         };
         let pre = match (get(PRE_STATE), get(PRE_ATTEMPT)) {
             (Some(state), Some(n)) => Some(Pre {
-                state: state.to_string(),
+                state: State::parse(state),
                 agent: agent(PRE_AGENT)?,
                 attempt: n.parse().ok()?,
             }),
@@ -190,7 +191,7 @@ fn pre_of(board: &Board, t: &Transition) -> Option<Pre> {
     let file = board.find(&id).into_iter().find(|f| f.path == from)?;
     let task = file.read.as_ref().ok()?;
     Some(Pre {
-        state: task.coord.state.clone(),
+        state: task.coord.state,
         agent: task.coord.assigned_to.clone(),
         attempt: task.coord.attempt,
     })
@@ -215,7 +216,7 @@ mod tests {
             id: Some("00ff".into()),
             by: Some("p1".parse().unwrap()),
             pre: Some(Pre {
-                state: "ready".into(),
+                state: Some(State::Ready),
                 agent: None,
                 attempt: 2,
             }),

@@ -3,6 +3,7 @@
 
 use super::Clock;
 use crate::config::{Backoff, CircuitBreaker};
+use crate::model::time::whole_second;
 use crate::model::{AgentCoord, Circuit};
 use jiff::{SignedDuration, Timestamp};
 
@@ -52,7 +53,7 @@ pub fn after_failure(c: &AgentCoord, cfg: &CircuitBreaker, now: Timestamp) -> Ag
         AgentCoord {
             consecutive_failures: failures,
             circuit: Circuit::Open,
-            open_until: Some(super::world::fmt_time(until)),
+            open_until: Some(whole_second(until)),
         }
     } else {
         AgentCoord {
@@ -84,7 +85,7 @@ pub fn gate(c: &AgentCoord, clock: &Clock) -> Gate {
         Circuit::Closed => Gate::Open,
         Circuit::HalfOpen => Gate::Shut,
         Circuit::Open => {
-            let until = c.open_until.as_deref().and_then(super::world::parse_time);
+            let until = c.open_until;
             match until {
                 Some(t) if !clock.reached(t) => Gate::Shut,
                 _ => Gate::Probe,

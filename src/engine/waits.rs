@@ -18,7 +18,7 @@ pub fn run(w: &mut World<'_>) {
             let c = &e.task.coord;
             let reason = match (e.folder.state, &e.folder.agent) {
                 (State::Assigned, Some(agent)) => {
-                    let lease = c.lease_expires_at.as_deref().map_or_else(
+                    let lease = c.lease_expires_at.map_or_else(
                         || "it has no lease; 'coord fail' or a result ends it".to_string(),
                         |t| format!("the lease ends at {t} ('coord heartbeat {id}' extends it)"),
                     );

@@ -6,6 +6,7 @@ use super::{Clock, Inputs, Note, Op, Plan, Transition};
 use crate::board::{Board, StandIn};
 use crate::check::{self, Task, TaskDoc};
 use crate::config::Config;
+use crate::model::time::whole_second;
 use crate::model::{
     AgentCoord, AgentName, AgentProfile, CoordBlock, Endpoint, ErrorCode, ErrorInfo, Folder, State,
     TaskId, TaskResult,
@@ -299,9 +300,9 @@ impl<'a> World<'a> {
         Some((self.board.head.clone(), file.path.clone()))
     }
 
-    /// Returns the current time in coord's format.
-    pub fn now_str(&self) -> String {
-        fmt_time(self.clock.now())
+    /// Returns the current time as coord records it (whole seconds).
+    pub fn now(&self) -> Timestamp {
+        whole_second(self.clock.now())
     }
 
     /// Returns the number of tasks assigned to `agent` now.
@@ -396,17 +397,17 @@ impl<'a> World<'a> {
         };
         let limit = Limits::default().max_bytes;
         let mut c = entry.task.coord.clone();
-        c.state = State::Failed.as_str().to_string();
-        c.finished_at = Some(self.now_str());
+        c.state = Some(State::Failed);
+        c.finished_at = Some(self.now());
         c.lease_expires_at = None;
         c.not_before = None;
         let message = format!("its coord: block cannot grow: the file would pass the limit of {limit} bytes; shorten the file, then 'coord retry' it");
         c.error = Some(ErrorInfo::new(ErrorCode::TooLarge, message, false));
         let compact = CoordBlock {
-            state: c.state.clone(),
+            state: c.state,
             attempt: c.attempt,
             attempt_base: c.attempt_base,
-            created_at: c.created_at.clone(),
+            created_at: c.created_at,
             error: Some(ErrorInfo::new(
                 ErrorCode::TooLarge,
                 "file size limit",
@@ -463,8 +464,8 @@ impl<'a> World<'a> {
         error: ErrorInfo,
         summary: String,
     ) -> bool {
-        c.state = to.as_str().to_string();
-        c.finished_at = Some(self.now_str());
+        c.state = Some(to);
+        c.finished_at = Some(self.now());
         c.lease_expires_at = None;
         c.error = Some(error);
         self.transit(id, Folder::of(to), c, ResultEdit::Keep, summary)
@@ -553,16 +554,6 @@ impl<'a> World<'a> {
         self.out.deadline = self.clock.deadline();
         self.out
     }
-}
-
-/// Formats a timestamp as coord writes it: RFC 3339, UTC, whole seconds.
-pub fn fmt_time(t: Timestamp) -> String {
-    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
-
-/// Parses a timestamp written in a task.
-pub fn parse_time(s: &str) -> Option<Timestamp> {
-    s.parse().ok()
 }
 
 /// Returns the ops that move `entry` to `new_path` and, when `text` is given and differs,

@@ -46,8 +46,11 @@ pub struct AgentCoord {
     /// Breaker state.
     pub circuit: Circuit,
     /// When an open circuit half-opens.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub open_until: Option<String>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        with = "super::time::recorded"
+    )]
+    pub open_until: Option<jiff::Timestamp>,
 }
 
 /// The person-owned part of a profile, with defaults applied.

@@ -5,15 +5,18 @@ mod agent;
 mod code;
 mod duration;
 mod endpoint;
+mod history;
 mod ids;
-mod state;
+pub(crate) mod state;
 mod task;
+pub mod time;
 pub mod translit;
 
 pub use agent::{AgentCoord, AgentProfile, AssignMode, Circuit};
 pub use code::ErrorCode;
 pub use duration::{Duration, DurationError};
 pub use endpoint::Endpoint;
+pub use history::HistoryEntry;
 pub use ids::{AgentName, NameError, TaskId};
 pub use state::{Folder, State};
 pub use task::{

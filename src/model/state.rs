@@ -4,7 +4,10 @@ use super::AgentName;
 use std::fmt;
 
 /// A task's state, named as its folder under `work/`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum State {
     /// New, not yet validated.
     Inbox,
@@ -70,6 +73,25 @@ impl State {
             self,
             State::Done | State::Failed | State::Cancelled | State::Invalid | State::Archived
         )
+    }
+}
+
+/// (De)serializes a recorded state (`coord.state`, a journaled precondition) that a person may
+/// have edited: written as its name, or `""` for none; a value that names no state reads as
+/// none, so it never makes the rest of what holds it unreadable.
+pub(crate) mod recorded {
+    use super::State;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Writes the state's name, or `""` for none.
+    pub fn serialize<S: Serializer>(state: &Option<State>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(state.map_or("", State::as_str))
+    }
+
+    /// Reads a state's name; anything else reads as none.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<State>, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        Ok(v.as_str().and_then(State::parse))
     }
 }
 

@@ -1,7 +1,8 @@
 //! Typed views of a task file (SPEC 2.1): the person-owned fields, the agent's `result:` and
 //! the coordinator's `coord:` block.
 
-use super::{AgentName, Duration, TaskId};
+use super::{AgentName, Duration, HistoryEntry, State, TaskId};
+use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -224,8 +225,13 @@ pub struct TaskResult {
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
 #[serde(default)]
 pub struct CoordBlock {
-    /// The state the coordinator last recorded.
-    pub state: String,
+    /// The state the coordinator last recorded; none when absent or not a state's name (a
+    /// person's stray edit, which the next tick's adoption replaces).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        with = "super::state::recorded"
+    )]
+    pub state: Option<State>,
     /// The agent the task is assigned to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub assigned_to: Option<AgentName>,
@@ -236,20 +242,35 @@ pub struct CoordBlock {
     #[serde(skip_serializing_if = "is_zero")]
     pub attempt_base: u32,
     /// When intake accepted the task.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub created_at: Option<String>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        with = "super::time::recorded"
+    )]
+    pub created_at: Option<Timestamp>,
     /// When the current attempt started.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub assigned_at: Option<String>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        with = "super::time::recorded"
+    )]
+    pub assigned_at: Option<Timestamp>,
     /// When the current attempt's lease ends.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub lease_expires_at: Option<String>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        with = "super::time::recorded"
+    )]
+    pub lease_expires_at: Option<Timestamp>,
     /// Backoff: no assignment before this time.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub not_before: Option<String>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        with = "super::time::recorded"
+    )]
+    pub not_before: Option<Timestamp>,
     /// When the task reached a final state.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub finished_at: Option<String>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        with = "super::time::recorded"
+    )]
+    pub finished_at: Option<Timestamp>,
     /// What a task in review waits for: `start` (ask_me_first) or `result` (do_it_and_show_me);
     /// any other value reads as none.
     #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
@@ -271,7 +292,7 @@ pub struct CoordBlock {
     pub error: Option<ErrorInfo>,
     /// Earlier attempts' results and errors.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub history: Vec<Value>,
+    pub history: Vec<HistoryEntry>,
 }
 
 /// What a task in `review/` waits for.
@@ -326,6 +347,23 @@ mod tests {
         );
         assert_eq!(due_instant("2026-02-30"), None);
         assert_eq!(due_instant("soon"), None);
+    }
+
+    #[test]
+    fn state_reads_as_written_and_a_stray_value_reads_as_none() {
+        let block = |state: &str| {
+            let v: Value = serde_json::from_str(&format!(r#"{{"state": {state}, "attempt": 3}}"#))
+                .expect("json");
+            CoordBlock::from_value(Some(&v))
+        };
+        let ready = block(r#""ready""#);
+        assert_eq!(ready.state, Some(State::Ready));
+        assert_eq!(ready.to_value()["state"], "ready");
+        for stray in [r#""later""#, "7", "null", r#""Ready""#] {
+            let b = block(stray);
+            assert_eq!((b.state, b.attempt), (None, 3), "{stray}");
+            assert!(b.to_value().get("state").is_none(), "{stray}");
+        }
     }
 
     #[test]

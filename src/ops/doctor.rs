@@ -180,18 +180,14 @@ fn task_findings(
     if t.folder.state == State::Archived {
         return;
     }
-    let recorded = d.coord.state.as_str();
+    let recorded = d.coord.state;
     let agent_ok = t.folder.state != State::Assigned || d.coord.assigned_to == t.folder.agent;
-    if recorded != t.folder.state.as_str() || !agent_ok {
+    if recorded != Some(t.folder.state) || !agent_ok {
         let line = format!(
             "{}: sits in {} but its coord block says {}; the next tick adopts the folder{fix}",
             t.path,
             t.folder,
-            if recorded.is_empty() {
-                "nothing"
-            } else {
-                recorded
-            }
+            recorded.map_or("nothing", State::as_str)
         );
         out.push(Finding::new(FindingCode::HandMoved, Some(&t.path), line).fixed_by_doctor());
     }
@@ -232,7 +228,7 @@ fn duplicates(board: &Board, out: &mut Vec<Finding>) {
             .find(|f| {
                 f.read
                     .as_ref()
-                    .is_ok_and(|d| d.coord.state == f.folder.state.as_str())
+                    .is_ok_and(|d| d.coord.state == Some(f.folder.state))
             })
             .unwrap_or(&live[0]);
         let others: Vec<&str> = live

@@ -5,6 +5,7 @@
 use super::{Coord, Error};
 use crate::board::Board;
 use crate::engine::commands::known_agent;
+use crate::model::time;
 use crate::model::{AgentName, Priority, State, TaskId};
 use crate::redact::redact_value;
 use crate::store::Store;
@@ -130,7 +131,7 @@ fn task_line(t: &crate::board::TaskFile) -> Value {
         "title": doc.map(|d| &d.spec.title),
         "priority": doc.and_then(|d| d.spec.priority),
         "attempt": doc.map(|d| d.coord.attempt),
-        "lease_expires_at": doc.and_then(|d| d.coord.lease_expires_at.as_ref()),
+        "lease_expires_at": doc.and_then(|d| d.coord.lease_expires_at).map(time::format),
         "path": t.path,
     }))
 }

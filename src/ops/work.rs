@@ -5,6 +5,7 @@
 use super::{Claimed, Coord, Error};
 use crate::board::Board;
 use crate::engine::commands::known_agent;
+use crate::model::time;
 use crate::model::{AgentName, AssignMode, State, TaskId};
 use crate::store::Store;
 use jiff::Timestamp;
@@ -118,8 +119,6 @@ fn waiting_in_folder(board: &Board, agent: &AgentName, now: Timestamp, store: &S
             let lease_left = task
                 .coord
                 .lease_expires_at
-                .as_deref()
-                .and_then(|s| s.parse::<Timestamp>().ok())
                 .map(|t| t.duration_since(now).as_secs().max(0) as u64)
                 .unwrap_or(0);
             let input = task.coord.input.clone().or_else(|| task.spec.input.clone());
@@ -135,7 +134,7 @@ fn waiting_in_folder(board: &Board, agent: &AgentName, now: Timestamp, store: &S
                     "id": f.id, "agent": agent, "attempt": task.coord.attempt,
                     "title": task.spec.title, "description": task.spec.description,
                     "input": input, "previous": previous,
-                    "timeout": timeout.to_string(), "lease_expires_at": task.coord.lease_expires_at,
+                    "timeout": timeout.to_string(), "lease_expires_at": task.coord.lease_expires_at.map(time::format),
                     "file": f.path,
                 }),
             })

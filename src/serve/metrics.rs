@@ -59,14 +59,11 @@ pub fn render(
         if t.folder.state.is_final() {
             continue;
         }
-        let created = t.read.as_ref().ok().and_then(|task| {
-            task.peek(|d| {
-                d.coord
-                    .created_at
-                    .as_deref()
-                    .and_then(|c| c.parse::<Timestamp>().ok())
-            })
-        });
+        let created = t
+            .read
+            .as_ref()
+            .ok()
+            .and_then(|task| task.peek(|d| d.coord.created_at));
         if let Some(c) = created {
             let e = oldest.entry(t.folder.state).or_insert(c);
             *e = (*e).min(c);

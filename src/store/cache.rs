@@ -17,7 +17,7 @@
 use super::settle::Written;
 use crate::board::{AgentEntry, TaskFile};
 use crate::check::Summary;
-use crate::model::AgentName;
+use crate::model::{AgentName, State};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
@@ -160,7 +160,7 @@ impl EntryRef<'_> {
         let kind = match &self.summary {
             None => Kind::Profile,
             Some(s) => Kind::Task(Summary {
-                state: s.state.to_string(),
+                state: State::parse(s.state),
                 assigned_to: s.assigned_to.map(AgentName::new).transpose().ok()?,
                 idempotency_key: s.idempotency_key.map(str::to_string),
             }),
@@ -284,7 +284,7 @@ impl StatCache {
             let (rel, key) = settled(&t.path)?;
             let s = task.summary();
             let summary = Some(SummaryRef {
-                state: &s.state,
+                state: s.state.map_or("", State::as_str),
                 assigned_to: s.assigned_to.as_ref().map(AgentName::as_str),
                 idempotency_key: s.idempotency_key.as_deref(),
             });
@@ -581,7 +581,7 @@ mod tests {
         assert_eq!(hit.text, TEXT);
         assert_eq!(hit.hash, crate::board::content_hash(TEXT.as_bytes()));
         match hit.kind {
-            Kind::Task(summary) => assert_eq!(summary.state, "done"),
+            Kind::Task(summary) => assert_eq!(summary.state, Some(State::Done)),
             Kind::Profile => panic!("a task came back as a profile"),
         }
     }

@@ -17,6 +17,7 @@
 use crate::engine::operation::Pre;
 use crate::engine::{OpKind, Operation};
 use crate::git::{GitError, LocalCommit, Oid, PathChange, Repo};
+use crate::model::State;
 use crate::yaml::{parse_bytes, remove_block, set_block, Limits};
 use serde_json::Value;
 
@@ -472,7 +473,10 @@ fn pre_holds(pre: &Pre, now: &[u8]) -> bool {
     };
     let c = doc.value.get("coord").cloned().unwrap_or(Value::Null);
     let agent = pre.agent.as_ref().map(|a| Value::from(a.as_str()));
-    c.get("state").and_then(Value::as_str) == Some(pre.state.as_str())
+    c.get("state")
+        .and_then(Value::as_str)
+        .and_then(State::parse)
+        == pre.state
         && c.get("assigned_to").cloned() == agent
         && c.get("attempt").and_then(Value::as_u64) == Some(u64::from(pre.attempt))
 }
@@ -599,7 +603,7 @@ mod tests {
     #[test]
     fn a_precondition_is_state_agent_and_attempt() {
         let pre = Pre {
-            state: "assigned".into(),
+            state: Some(State::Assigned),
             agent: Some("p1".parse().unwrap()),
             attempt: 1,
         };
@@ -620,7 +624,7 @@ mod tests {
             b"coord:\n  state: done\n  assigned_to: p1\n  attempt: 1\n"
         ));
         let ready = Pre {
-            state: "ready".into(),
+            state: Some(State::Ready),
             agent: None,
             attempt: 0,
         };

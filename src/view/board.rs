@@ -6,6 +6,7 @@
 
 use crate::board::{AgentEntry, Board, TaskFile};
 use crate::engine::{self, Inputs, Note};
+use crate::model::time;
 use crate::model::{AgentName, State};
 use jiff::Timestamp;
 use serde_json::{json, Value};
@@ -81,14 +82,14 @@ fn lane(board: &Board, agent: &AgentName) -> Vec<Value> {
         .filter(|t| t.folder.agent.as_ref() == Some(agent))
         .map(|t| {
             let (attempt, lease) = t.read.as_ref().ok().map_or((None, None), |task| {
-                task.peek(|d| (Some(d.coord.attempt), d.coord.lease_expires_at.clone()))
+                task.peek(|d| (Some(d.coord.attempt), d.coord.lease_expires_at))
             });
             json!({
                 "id": t.id,
                 "title": title(t),
                 "state": t.folder.state.as_str(),
                 "attempt": attempt,
-                "lease_expires_at": lease,
+                "lease_expires_at": lease.map(time::format),
             })
         })
         .collect()
@@ -163,7 +164,7 @@ fn agents(board: &Board, now: Timestamp) -> Vec<Value> {
                 "enabled": a.profile.enabled,
                 "assign": a.profile.assign,
                 "circuit": a.profile.coord.circuit.as_str(),
-                "open_until": a.profile.coord.open_until,
+                "open_until": a.profile.coord.open_until.map(time::format),
                 "probe_due": engine::retry::gate(&a.profile.coord, &engine::Clock::new(now)) == engine::retry::Gate::Probe,
                 "disabled_because": disabled_because(a),
                 "tasks": lane(board, &a.name),
@@ -194,10 +195,13 @@ fn oldest_ready(board: &Board) -> Value {
         .filter(|t| t.folder.state == State::Ready)
         .filter_map(|t| {
             let d = t.read.as_ref().ok()?;
-            Some((d.coord.created_at.clone().unwrap_or_default(), t.id.clone()))
+            Some((d.coord.created_at, t.id.clone()))
         })
         .min()
-        .map_or(Value::Null, |(at, id)| json!({"id": id, "since": at}))
+        .map_or(
+            Value::Null,
+            |(at, id)| json!({"id": id, "since": at.map(time::format).unwrap_or_default()}),
+        )
 }
 
 fn waiting(notes: &[Note]) -> Vec<Value> {

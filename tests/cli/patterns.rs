@@ -450,31 +450,3 @@ fn archive_shards_by_the_month_of_finished_at() {
     r.ok(&["archive", "--older-than", "1d"]);
     assert_eq!(r.where_is("late"), "work/archive/2026-12/late.yaml");
 }
-
-#[test]
-fn docs_errors_lists_every_history_event_the_engine_writes() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let doc = std::fs::read_to_string(root.join("docs/errors.md")).expect("docs/errors.md");
-    let mut written = Vec::new();
-    for entry in std::fs::read_dir(root.join("src/engine"))
-        .expect("src/engine")
-        .flatten()
-        .filter(|e| e.path().is_file())
-    {
-        let src = std::fs::read_to_string(entry.path()).expect("source");
-        for part in src.split("\"event\": \"").skip(1) {
-            let event = part.split('"').next().unwrap_or_default().to_string();
-            if !written.contains(&event) {
-                written.push(event);
-            }
-        }
-    }
-    // The error codes are checked against model::ErrorCode by a unit test.
-    assert!(!written.is_empty(), "{written:?}");
-    for code in &written {
-        assert!(
-            doc.contains(&format!("`{code}`")),
-            "docs/errors.md lacks `{code}`"
-        );
-    }
-}

@@ -5,7 +5,7 @@ use super::harness::{agent, at, summaries, tid, Sim};
 use crate::engine::commands;
 use crate::engine::retry::backoff;
 use crate::engine::Note;
-use crate::model::{ErrorCode, ErrorInfo};
+use crate::model::{ErrorCode, ErrorInfo, HistoryEntry, State};
 use serde_json::json;
 
 fn sim_with(agents: &[&str]) -> Sim {
@@ -44,7 +44,7 @@ fn success_completes_and_hands_off_to_a_deterministic_child() {
     assert_eq!(p.transitions[1].from, "new");
     assert_eq!(s.path_of("a"), "done/a.yaml");
     assert_eq!(
-        s.coord("a").finished_at.as_deref(),
+        s.coord("a").finished_at.map(|t| t.to_string()).as_deref(),
         Some("2026-11-22T10:01:00Z")
     );
     assert_eq!(s.path_of("a.bob"), "assigned/bob/a.bob.yaml");
@@ -163,20 +163,19 @@ fn retryable_failure_backs_off_then_is_reassigned() {
     assert!(delay > 0, "this test needs a real wait; pick another id");
     let c = s.coord("a");
     assert_eq!(s.path_of("a"), "ready/a.yaml");
-    assert_eq!(c.state, "ready");
+    assert_eq!(c.state, Some(State::Ready));
     assert_eq!(c.attempt, 1);
     assert_eq!(c.assigned_to, None);
-    let nb = crate::engine::world::fmt_time(at(60 + delay));
-    assert_eq!(c.not_before.as_deref(), Some(nb.as_str()));
+    assert_eq!(c.not_before, Some(at(60 + delay)));
     assert_eq!(
         c.history,
-        [json!({
+        [HistoryEntry::from_value(json!({
             "at": "2026-11-22T10:01:00Z",
             "attempt": 1,
             "agent": "alice",
             "error": {"code": "agent_failure", "message": "boom"},
             "result": {"status": "failure", "error": {"message": "boom"}, "attempt": 1, "agent": "alice"},
-        })]
+        }))]
     );
     assert!(
         s.task("a").result.is_none(),
@@ -190,7 +189,7 @@ fn retryable_failure_backs_off_then_is_reassigned() {
         p.notes,
         [Note::Waiting {
             id: tid("a"),
-            reason: format!("backing off until {nb}")
+            reason: format!("backing off until {}", at(60 + delay))
         }]
     );
     let p = s.tick(at(60 + delay));
@@ -235,7 +234,10 @@ fn exhausted_attempts_go_to_failed() {
     let c = s.coord("a");
     assert_eq!(c.attempt, 2);
     assert_eq!(c.history.len(), 2);
-    assert_eq!(c.finished_at.as_deref(), Some("2026-11-22T10:00:20Z"));
+    assert_eq!(
+        c.finished_at.map(|t| t.to_string()).as_deref(),
+        Some("2026-11-22T10:00:20Z")
+    );
     assert_eq!(c.error.and_then(|e| e.code), Some("oops".into()));
     assert!(
         s.task("a").result.is_some(),
@@ -272,7 +274,10 @@ fn expired_lease_is_a_timeout() {
     s.drop_task("a", "title: x\ntimeout: 10m\n");
     s.tick(at(0));
     assert_eq!(
-        s.coord("a").lease_expires_at.as_deref(),
+        s.coord("a")
+            .lease_expires_at
+            .map(|t| t.to_string())
+            .as_deref(),
         Some("2026-11-22T10:10:00Z")
     );
     assert!(s.tick(at(599)).is_empty());
@@ -280,9 +285,18 @@ fn expired_lease_is_a_timeout() {
     assert_eq!(summaries(&p)[0], "retry a after timeout (attempt 1/3)");
     let c = s.coord("a");
     assert_eq!(c.history.len(), 1);
-    assert_eq!(c.history[0]["error"]["code"], "timeout");
-    assert_eq!(c.history[0]["agent"], "alice");
-    assert!(c.history[0].get("result").is_none());
+    let HistoryEntry::FailedAttempt {
+        agent,
+        error,
+        result,
+        ..
+    } = &c.history[0]
+    else {
+        panic!("not a failed attempt: {:?}", c.history[0]);
+    };
+    assert_eq!(error.code.as_deref(), Some("timeout"));
+    assert_eq!(agent.as_ref().map(|a| a.as_str()), Some("alice"));
+    assert!(result.is_none());
 }
 
 #[test]
@@ -295,7 +309,10 @@ fn heartbeat_extends_the_lease() {
     s.command(|b, i| commands::heartbeat(b, i, &id, &Default::default()))
         .expect("heartbeat");
     assert_eq!(
-        s.coord("a").lease_expires_at.as_deref(),
+        s.coord("a")
+            .lease_expires_at
+            .map(|t| t.to_string())
+            .as_deref(),
         Some("2026-11-22T10:18:20Z")
     );
     assert!(s.tick(at(600)).is_empty());
@@ -331,8 +348,8 @@ fn zombie_result_for_an_old_attempt_is_set_aside() {
     let t = s.task("a");
     assert!(t.result.is_none());
     let last = t.coord.history.last().expect("history");
-    assert_eq!(last["event"], "stale_result");
-    assert_eq!(last["result"]["output"], "late");
+    assert_eq!(last.event(), Some("stale_result"));
+    assert_eq!(last.result().expect("result")["output"], "late");
     assert!(s.tick(at(661)).is_empty());
 }
 
@@ -562,8 +579,8 @@ fn result_left_in_a_task_moved_back_to_ready_is_set_aside_when_reassigned() {
         "the old attempt's result is not in the new attempt"
     );
     let last = t.coord.history.last().expect("history");
-    assert_eq!(last["event"], "stale_result");
-    assert_eq!(last["result"]["attempt"], 1);
+    assert_eq!(last.event(), Some("stale_result"));
+    assert_eq!(last.result().expect("result")["attempt"], 1);
     assert!(s.tick(at(60)).is_empty(), "nothing left for the next tick");
 }
 

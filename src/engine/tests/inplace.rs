@@ -3,7 +3,7 @@
 //! settled in one pass, large fan-out outputs.
 
 use super::harness::{at, summaries, Sim};
-use crate::model::ErrorInfo;
+use crate::model::{ErrorInfo, State};
 use serde_json::json;
 
 fn sim_with(agents: &[&str]) -> Sim {
@@ -25,7 +25,7 @@ fn history_errors(s: &Sim, id: &str) -> Vec<ErrorInfo> {
     s.coord(id)
         .history
         .iter()
-        .filter_map(|h| serde_json::from_value(h["error"].clone()).ok())
+        .filter_map(|h| h.error().cloned())
         .collect()
 }
 
@@ -46,7 +46,7 @@ fn result_appended_after_the_coord_block_is_read() {
         text.ends_with("result:\n  status: success\n  output: {n: 1}\n"),
         "{text}"
     );
-    assert_eq!(s.coord("a").state, "done");
+    assert_eq!(s.coord("a").state, Some(State::Done));
 }
 
 #[test]
@@ -61,7 +61,10 @@ fn malformed_result_fails_the_attempt_with_bad_result() {
     assert_eq!(errs[0].code.as_deref(), Some("bad_result"));
     assert!(errs[0].message.contains("status"), "{:?}", errs[0]);
     assert!(s.task("a").doc.value.get("result").is_none());
-    assert_eq!(s.coord("a").history[0]["result"]["status"], json!("weird"));
+    assert_eq!(
+        s.coord("a").history[0].result().expect("result")["status"],
+        json!("weird")
+    );
 }
 
 #[test]
@@ -95,7 +98,7 @@ fn inbox_files_coord_cannot_edit_are_quarantined_or_taken_on_first_sight() {
     assert_eq!(s.ids_in("invalid"), ["full", "marker"]);
     assert!(s.text("invalid/marker.yaml.errors").contains("'...'"));
     assert!(s.text("invalid/full.yaml.errors").contains("KiB limit"));
-    assert_eq!(s.coord("first").state, "assigned");
+    assert_eq!(s.coord("first").state, Some(State::Assigned));
 }
 
 #[test]

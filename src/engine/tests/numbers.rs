@@ -5,7 +5,7 @@
 
 use super::harness::{tid, Sim};
 use crate::engine::{archive, commands, Clock};
-use crate::model::Duration;
+use crate::model::{Duration, State};
 use jiff::Timestamp;
 use proptest::prelude::*;
 use serde_json::json;
@@ -149,7 +149,7 @@ fn a_timeout_that_cannot_be_written_fails_the_task_as_too_large_and_counts_for_n
     let after = s.text("failed/big.yaml");
     assert!(after.starts_with(people), "people's bytes are kept");
     let c = s.coord("big");
-    assert_eq!(c.state, "failed");
+    assert_eq!(c.state, Some(State::Failed));
     assert_eq!(c.error.and_then(|e| e.code).as_deref(), Some("too_large"));
     assert!(
         !s.text("agents/alice.yaml").contains("coord:"),

@@ -7,6 +7,7 @@ use super::harness::{summaries, Sim};
 use crate::check;
 use crate::engine::commands::{self, CommandError};
 use crate::engine::{Op, Plan, Transition};
+use crate::model::State;
 use jiff::SignedDuration;
 use proptest::prelude::*;
 use serde_json::json;
@@ -305,7 +306,12 @@ impl Run {
         for (dir, id) in &files {
             let c = self.sim.coord(id);
             let state = dir.split('/').next().unwrap_or(dir);
-            assert_eq!(c.state, *state, "{id} in {dir} records {}", c.state);
+            assert_eq!(
+                c.state,
+                State::parse(state),
+                "{id} in {dir} records {:?}",
+                c.state
+            );
             if let Some(agent) = dir.strip_prefix("assigned/") {
                 assert_eq!(
                     c.assigned_to.as_ref().map(|a| a.as_str()),

@@ -3,7 +3,7 @@
 use super::harness::{at, summaries, tid, Sim};
 use crate::engine::commands::{self, CommandError};
 use crate::engine::{Note, Op};
-use crate::model::TaskId;
+use crate::model::{State, TaskId};
 
 fn waiting(notes: &[Note], id: &str) -> Vec<String> {
     notes
@@ -291,11 +291,17 @@ fn hand_move_between_agents_is_adopted_as_a_new_attempt() {
     assert_eq!(summaries(&p), ["adopt a, moved by hand to assigned/bob"]);
     assert_eq!(p.transitions[0].ops.len(), 1, "a rewrite only, no move");
     let c = s.coord("a");
-    assert_eq!(c.state, "assigned");
+    assert_eq!(c.state, Some(State::Assigned));
     assert_eq!(c.assigned_to, Some(super::harness::agent("bob")));
     assert_eq!(c.attempt, 2);
-    assert_eq!(c.assigned_at.as_deref(), Some("2026-11-22T10:10:00Z"));
-    assert_eq!(c.lease_expires_at.as_deref(), Some("2026-11-22T10:40:00Z"));
+    assert_eq!(
+        c.assigned_at.map(|t| t.to_string()).as_deref(),
+        Some("2026-11-22T10:10:00Z")
+    );
+    assert_eq!(
+        c.lease_expires_at.map(|t| t.to_string()).as_deref(),
+        Some("2026-11-22T10:40:00Z")
+    );
     assert!(s.tick(at(601)).is_empty());
 }
 
