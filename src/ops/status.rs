@@ -6,7 +6,7 @@ use super::{Coord, Error};
 use crate::board::Board;
 use crate::engine::commands::known_agent;
 use crate::model::time;
-use crate::model::{AgentName, Priority, State, TaskId};
+use crate::model::{AgentName, Priority, State, TaskId, TaskSpec};
 use crate::redact::redact_value;
 use crate::store::Store;
 use serde_json::{json, Value};
@@ -80,13 +80,13 @@ impl Coord {
         Ok(board
             .tasks
             .iter()
-            .filter(|t| filter.passes(t))
+            .filter(|t| filter.passes(t, self.store.config.defaults.priority))
             .map(task_line)
             .collect())
     }
 }
 
-/// Which tasks `coord list` shows: those that pass every filter given.
+/// Which tasks `coord list` and `GET /v1/tasks` show: those that pass every filter given.
 #[derive(Debug, Clone, Default)]
 pub struct TaskFilter {
     /// Only tasks in this state.
@@ -95,22 +95,44 @@ pub struct TaskFilter {
     pub agent: Option<AgentName>,
     /// Only tasks that ask for this capability.
     pub capability: Option<String>,
-    /// Only tasks of this priority (a task that names none is `normal`).
+    /// Only tasks of this priority (a task that names none has coord.yaml's
+    /// `defaults.priority`).
     pub priority: Option<Priority>,
 }
 
 impl TaskFilter {
-    fn passes(&self, t: &crate::board::TaskFile) -> bool {
-        let spec = t.read.as_ref().ok().map(|d| &d.spec);
-        self.state.is_none_or(|s| t.folder.state == s)
-            && self.agent.as_ref().is_none_or(|a| belongs_to(t, a))
-            && self
-                .capability
-                .as_ref()
-                .is_none_or(|c| spec.is_some_and(|s| s.capabilities.contains(c)))
+    /// Returns whether a task passes every filter, a task without a priority counting as
+    /// `default`. Its fields are read only when a filter asks about them, through
+    /// `Task::peek` (a parse for this call only), so filtering a long-lived board (coord
+    /// serve) leaves no parse of every task behind.
+    pub(crate) fn passes(&self, t: &crate::board::TaskFile, default: Priority) -> bool {
+        if self.state.is_some_and(|s| t.folder.state != s) {
+            return false;
+        }
+        let asks = self.agent.is_some() || self.capability.is_some() || self.priority.is_some();
+        match &t.read {
+            Ok(task) if asks => task.peek(|d| self.by_spec(t, Some(&d.spec), default)),
+            _ => self.by_spec(t, None, default),
+        }
+    }
+
+    /// Returns whether a task passes the filters on its fields (`spec`, None when unreadable)
+    /// and its folder's agent.
+    fn by_spec(
+        &self,
+        t: &crate::board::TaskFile,
+        spec: Option<&TaskSpec>,
+        default: Priority,
+    ) -> bool {
+        self.agent.as_ref().is_none_or(|a| {
+            t.folder.agent.as_ref() == Some(a) || spec.is_some_and(|s| s.agent.as_ref() == Some(a))
+        }) && self
+            .capability
+            .as_ref()
+            .is_none_or(|c| spec.is_some_and(|s| s.capabilities.contains(c)))
             && self
                 .priority
-                .is_none_or(|p| spec.is_some_and(|s| s.priority.unwrap_or(Priority::Normal) == p))
+                .is_none_or(|p| spec.is_some_and(|s| s.priority.unwrap_or(default) == p))
     }
 }
 

@@ -8,10 +8,10 @@ use super::problem::Problem;
 use super::App;
 use crate::board::TaskFile;
 use crate::engine::commands::{self, Fence};
-use crate::model::{AgentName, Priority, State, TaskId, TaskSpec};
+use crate::model::{AgentName, State, TaskId};
 use crate::ops::NewTask;
 use crate::ops::Opener;
-use crate::ops::{self, Coord, How, Reported, Verdict};
+use crate::ops::{self, Coord, How, Reported, TaskFilter, Verdict};
 use axum::body::Bytes;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State as With};
@@ -75,69 +75,33 @@ fn limit(q: &BTreeMap<String, String>) -> Result<usize, Problem> {
     }
 }
 
-/// The filters of `GET /v1/tasks`.
-struct Filter {
-    state: Option<State>,
-    agent: Option<AgentName>,
-    capability: Option<String>,
-    priority: Option<Priority>,
-}
-
-impl Filter {
-    fn parse(q: &BTreeMap<String, String>) -> Result<Filter, Problem> {
-        let state = match q.get("state") {
-            Some(s) => Some(State::parse(s).ok_or_else(|| {
-                let all: Vec<&str> = State::ALL.iter().map(|s| s.as_str()).collect();
-                Problem::bad(format!("state {s:?} is not one of {}", all.join(", ")))
-            })?),
-            None => None,
-        };
-        let agent = match q.get("agent") {
-            Some(a) => {
-                Some(AgentName::new(a).map_err(|e| Problem::bad(format!("agent {a:?} {e}")))?)
-            }
-            None => None,
-        };
-        let priority = match q.get("priority") {
-            Some(p) => Some(serde_json::from_value(json!(p)).map_err(|_| {
-                Problem::bad(format!(
-                    "priority {p:?} is not low, normal, high or critical"
-                ))
-            })?),
-            None => None,
-        };
-        Ok(Filter {
-            state,
-            agent,
-            capability: q.get("capability").cloned(),
-            priority,
-        })
-    }
-
-    /// Whether a task passes the filter. A task's fields are read (a parse kept for this call
-    /// only, see `Task::peek`) only when a filter asks about them.
-    fn keeps(&self, t: &TaskFile, default: Priority) -> bool {
-        if self.state.is_some_and(|s| t.folder.state != s) {
-            return false;
-        }
-        let by_spec = |spec: Option<&TaskSpec>| {
-            self.agent.as_ref().is_none_or(|a| {
-                t.folder.agent.as_ref() == Some(a)
-                    || spec.is_some_and(|s| s.agent.as_ref() == Some(a))
-            }) && self
-                .capability
-                .as_ref()
-                .is_none_or(|c| spec.is_some_and(|s| s.capabilities.contains(c)))
-                && self
-                    .priority
-                    .is_none_or(|p| spec.is_some_and(|s| s.priority.unwrap_or(default) == p))
-        };
-        let asks = self.agent.is_some() || self.capability.is_some() || self.priority.is_some();
-        match &t.read {
-            Ok(task) if asks => task.peek(|d| by_spec(Some(&d.spec))),
-            _ => by_spec(None),
-        }
-    }
+/// Reads the filters of `GET /v1/tasks` into the filter `coord list` uses.
+fn filter_of(q: &BTreeMap<String, String>) -> Result<TaskFilter, Problem> {
+    let state = match q.get("state") {
+        Some(s) => Some(State::parse(s).ok_or_else(|| {
+            let all: Vec<&str> = State::ALL.iter().map(|s| s.as_str()).collect();
+            Problem::bad(format!("state {s:?} is not one of {}", all.join(", ")))
+        })?),
+        None => None,
+    };
+    let agent = match q.get("agent") {
+        Some(a) => Some(AgentName::new(a).map_err(|e| Problem::bad(format!("agent {a:?} {e}")))?),
+        None => None,
+    };
+    let priority = match q.get("priority") {
+        Some(p) => Some(serde_json::from_value(json!(p)).map_err(|_| {
+            Problem::bad(format!(
+                "priority {p:?} is not low, normal, high or critical"
+            ))
+        })?),
+        None => None,
+    };
+    Ok(TaskFilter {
+        state,
+        agent,
+        capability: q.get("capability").cloned(),
+        priority,
+    })
 }
 
 /// Encodes a position in a list as an opaque cursor.
@@ -176,7 +140,7 @@ pub(super) async fn list(With(app): With<Arc<App>>, q: Params) -> Answer {
             "cursor",
         ],
     )?;
-    let filter = Filter::parse(&q)?;
+    let filter = filter_of(&q)?;
     let limit = limit(&q)?;
     let after = match q.get("cursor") {
         Some(c) => match parts_of(c)?.as_slice() {
@@ -193,12 +157,17 @@ pub(super) async fn list(With(app): With<Arc<App>>, q: Params) -> Answer {
     Ok(Json(page(&snap, &filter, after, limit)).into_response())
 }
 
-fn page(snap: &Snapshot, filter: &Filter, after: Option<(String, String)>, limit: usize) -> Value {
+fn page(
+    snap: &Snapshot,
+    filter: &TaskFilter,
+    after: Option<(String, String)>,
+    limit: usize,
+) -> Value {
     let mut tasks: Vec<&TaskFile> = snap
         .board
         .tasks
         .iter()
-        .filter(|t| filter.keeps(t, snap.default_priority))
+        .filter(|t| filter.passes(t, snap.default_priority))
         .filter(|t| {
             after
                 .as_ref()

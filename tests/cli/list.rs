@@ -93,3 +93,19 @@ fn list_refuses_an_unknown_agent_and_an_unknown_state() {
     let (_, err) = r.code(&["list", "--state", "sleeping"], 2);
     assert!(err.contains("unknown state \"sleeping\""), "{err}");
 }
+
+#[test]
+fn list_gives_a_task_without_a_priority_the_configured_default_as_serve_does() {
+    let r = TestRepo::with_agents(&["alice"]);
+    let config = r.read("coord.yaml");
+    assert!(config.contains("priority: normal"), "{config}");
+    r.write(
+        "coord.yaml",
+        &config.replace("priority: normal", "priority: high"),
+    );
+    r.ok(&["new", "Plain", "--id", "plain"]);
+    r.ok(&["new", "Later", "--id", "later", "--priority", "low"]);
+    assert_eq!(ids(&r, &["--priority", "high"]), ["plain"]);
+    assert!(ids(&r, &["--priority", "normal"]).is_empty());
+    assert_eq!(ids(&r, &["--priority", "low"]), ["later"]);
+}
