@@ -1,8 +1,7 @@
 //! How failures leave the program: a [`CliError`] carries the error with its causes, the exit
-//! code (SPEC 4) and a code a script can act on. It is rendered as `error: …` and
-//! `caused by: …` lines on stderr (the message names the fix: no separate hint lines), or in
-//! `--json` mode as one JSON object on stderr; the MCP server answers a failed tool call with
-//! the same object.
+//! code (SPEC 4), a code a script can act on and the hints that say what to do. It is rendered
+//! as `error: …`, `caused by: …` and `hint: …` lines on stderr, or in `--json` mode as one JSON
+//! object on stderr; the MCP server answers a failed tool call with the same object.
 
 use crate::config::ConfigError;
 use crate::engine::commands::CommandError;
@@ -41,14 +40,16 @@ pub struct UsageError(pub String);
 pub const JSON_VERSION: u32 = 1;
 
 /// A failure as the command line reports it (jj's `CommandError`): the error and its causes,
-/// the exit code and a code naming the kind. An operation's [`crate::ops::Error`] is mapped
-/// by its type (`From<ops::Error>`); an error a command made itself (`anyhow`, reading a file
-/// it was given) is a problem (exit 1) unless a library error in its chain says otherwise.
+/// the exit code, a code naming the kind and hints. A library error is mapped by its type
+/// (`From<ops::Error>`, `From<WatchError>`, ...), with the hint its type gives; an error a
+/// command made itself (`anyhow`, reading a file it was given) is a problem (exit 1) unless a
+/// library error in its chain says otherwise.
 #[derive(Debug)]
 pub struct CliError {
     error: anyhow::Error,
     exit: Exit,
     code: &'static str,
+    hints: Vec<String>,
     answered: bool,
 }
 
@@ -91,6 +92,40 @@ impl From<StoreError> for CliError {
     }
 }
 
+impl From<crate::watch::WatchError> for CliError {
+    fn from(e: crate::watch::WatchError) -> CliError {
+        let hint = e.hint();
+        CliError::new(e.into(), Exit::Problem, "problem").with_hints(hint)
+    }
+}
+
+impl From<crate::serve::ServeError> for CliError {
+    fn from(e: crate::serve::ServeError) -> CliError {
+        let hint = e.hint();
+        CliError::new(e.into(), Exit::Problem, "problem").with_hints(hint)
+    }
+}
+
+impl From<crate::run::RunError> for CliError {
+    fn from(e: crate::run::RunError) -> CliError {
+        use crate::run::RunError;
+        let hint = e.hint();
+        match e {
+            RunError::Ops(e) => e.into(),
+            e @ RunError::Busy { .. } => CliError::new(e.into(), Exit::Locked, "locked"),
+            e => CliError::new(e.into(), Exit::Problem, "problem"),
+        }
+        .with_hints(hint)
+    }
+}
+
+impl From<crate::sign::KeyError> for CliError {
+    fn from(e: crate::sign::KeyError) -> CliError {
+        let hint = e.hint();
+        CliError::new(e.into(), Exit::Problem, "problem").with_hints(hint)
+    }
+}
+
 impl CliError {
     /// Returns a failure with its exit code and kind.
     pub fn new(error: anyhow::Error, exit: Exit, code: &'static str) -> CliError {
@@ -98,8 +133,31 @@ impl CliError {
             error,
             exit,
             code,
+            hints: Vec::new(),
             answered: false,
         }
+    }
+
+    /// Returns a problem (exit 1) saying `message`, with a hint saying what to do.
+    pub fn problem(message: impl Into<String>, hint: impl Into<String>) -> CliError {
+        CliError::new(anyhow::anyhow!(message.into()), Exit::Problem, "problem").with_hint(hint)
+    }
+
+    /// Adds a `hint:` line.
+    pub fn with_hint(mut self, hint: impl Into<String>) -> CliError {
+        self.hints.push(hint.into());
+        self
+    }
+
+    /// Adds the hints given.
+    pub fn with_hints(mut self, hints: impl IntoIterator<Item = impl Into<String>>) -> CliError {
+        self.hints.extend(hints.into_iter().map(Into::into));
+        self
+    }
+
+    /// Returns the hints, in order.
+    pub fn hints(&self) -> &[String] {
+        &self.hints
     }
 
     /// Returns an exit with `exit` for an outcome the command already printed as its answer
@@ -133,8 +191,13 @@ impl CliError {
         lines
     }
 
+    /// Returns the message and its causes on one line, secrets redacted.
+    pub fn one_line(&self) -> String {
+        self.lines().join(": ")
+    }
+
     /// Returns the error as one JSON object: `{"version", "error": {"code", "message",
-    /// "caused_by", "exit_code"}}`.
+    /// "caused_by", "exit_code"}}`, and `"hints"` in `error` when there are any.
     pub fn to_json(&self) -> Value {
         let mut lines = self.lines();
         let message = if lines.is_empty() {
@@ -142,15 +205,16 @@ impl CliError {
         } else {
             lines.remove(0)
         };
-        json!({
-            "version": JSON_VERSION,
-            "error": {
-                "code": self.code,
-                "message": message,
-                "caused_by": lines,
-                "exit_code": self.exit as i32,
-            }
-        })
+        let mut error = json!({
+            "code": self.code,
+            "message": message,
+            "caused_by": lines,
+            "exit_code": self.exit as i32,
+        });
+        if !self.hints.is_empty() {
+            error["hints"] = json!(self.hints);
+        }
+        json!({"version": JSON_VERSION, "error": error})
     }
 
     /// Prints the error on stderr: as lines, or as one JSON object with `json`.
@@ -166,6 +230,9 @@ impl CliError {
         for (i, line) in self.lines().iter().enumerate() {
             let label = if i == 0 { "error" } else { "caused by" };
             crate::term::write_err(format_args!("{label}: {line}"));
+        }
+        for hint in &self.hints {
+            crate::term::write_err(format_args!("hint: {}", crate::redact::error_line(hint)));
         }
     }
 }

@@ -2,6 +2,11 @@
 //! environment and working directory given, a process group of its own (so a timeout or a stop
 //! kills everything it started), its stdout kept (bounded) as the output and the tail of its
 //! stderr for the error. Process I/O only, no task logic: the caller decides what to report.
+//! That caller is the runner's loop, [`Runner`] (run/harness.rs).
+
+mod harness;
+
+pub use harness::{Kind, RunError, Runner, Tasks, Tell, Told};
 
 use serde_json::{json, Value};
 use std::ffi::OsString;

@@ -27,10 +27,10 @@ const MIN_KEY_BYTES: usize = 16;
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
     /// Neither `$XDG_CONFIG_HOME` nor `$HOME` is set.
-    #[error("cannot find the key folder: set HOME (or XDG_CONFIG_HOME)")]
+    #[error("cannot find the key folder")]
     NoHome,
     /// The key file exists already.
-    #[error("{}: a key exists already; delete it first to replace it", path.display())]
+    #[error("{}: a key exists already", path.display())]
     Exists {
         /// The key file.
         path: PathBuf,
@@ -46,6 +46,17 @@ pub enum KeyError {
     /// No randomness.
     #[error("no randomness available: {0}")]
     Random(String),
+}
+
+impl KeyError {
+    /// Returns what to do about it, when there is something to do.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            KeyError::NoHome => Some("set HOME (or XDG_CONFIG_HOME)".into()),
+            KeyError::Exists { .. } => Some("delete the key file first to replace it".into()),
+            _ => None,
+        }
+    }
 }
 
 /// An agent's secret key. Its `Debug` never shows the bytes.

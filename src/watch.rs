@@ -91,7 +91,7 @@ pub enum WatchError {
     #[error(transparent)]
     Git(#[from] GitError),
     /// The watcher could not be set up.
-    #[error("cannot watch {}: {source}; try --poll (for NFS, WSL or when inotify limits are reached)", path.display())]
+    #[error("cannot watch {}: {source}", path.display())]
     Notify {
         /// The folder.
         path: std::path::PathBuf,
@@ -101,6 +101,18 @@ pub enum WatchError {
     /// The signal handlers could not be installed.
     #[error("cannot install the SIGINT/SIGTERM handlers: {0}")]
     Signals(std::io::Error),
+}
+
+impl WatchError {
+    /// Returns what to do about it, when there is something to do.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            WatchError::Notify { .. } => {
+                Some("try --poll (for NFS, WSL or when inotify limits are reached)".into())
+            }
+            _ => None,
+        }
+    }
 }
 
 /// A boxed error from the tick.

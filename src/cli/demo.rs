@@ -9,6 +9,7 @@
 //! that the same clock gives the same rounds, times and log every time (the snapshot tests).
 
 use super::{board_view, log, Ctx};
+use crate::error::CliError;
 use crate::ops::demo::{AGENTS, ECHO};
 use crate::store::Store;
 use anyhow::{bail, Context, Result};
@@ -32,7 +33,7 @@ const ROUNDS: usize = 30;
 const ROUND_STEP: jiff::SignedDuration = jiff::SignedDuration::from_secs(60);
 
 /// Runs `coord demo`.
-pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     let dir = match args.dir {
         Some(d) => d,
         None => std::env::temp_dir().join(format!(
@@ -46,10 +47,10 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
             .map(|mut d| d.next().is_some())
             .unwrap_or(true)
     {
-        bail!(
-            "{} is not empty; pass an empty or new folder",
-            dir.display()
-        );
+        return Err(CliError::problem(
+            format!("{} is not empty", dir.display()),
+            "pass an empty or new folder",
+        ));
     }
     let demo = Ctx {
         dir: dir.clone(),
@@ -80,7 +81,7 @@ coord demo: finished in {rounds} rounds of 'coord run --once' ({:.1}s)
     );
     board_view::print(&view, board_view::Style::for_stdout(false));
     out!("\nlog (newest first):");
-    log::run(&demo, log::Args::all()).map_err(crate::error::CliError::into_error)?;
+    log::run(&demo, log::Args::all())?;
     out!("\nlook around: cd {} && git log --stat", dir.display());
     out!(
         "run an agent yourself: coord -C {} run writer -- sh {ECHO}",
@@ -93,7 +94,7 @@ coord demo: finished in {rounds} rounds of 'coord run --once' ({:.1}s)
 /// the rounds used. On the system clock (`clock` None) a round that did nothing waits a second
 /// (a retry waits out its backoff); with a clock given, round N runs at `clock` plus N-1
 /// [`ROUND_STEP`]s. Prints each run's lines when `print`.
-fn drive(dir: &Path, clock: Option<Timestamp>, print: bool) -> Result<usize> {
+fn drive(dir: &Path, clock: Option<Timestamp>, print: bool) -> Result<usize, CliError> {
     let exe = std::env::current_exe().context("cannot find the coord program to run agents")?;
     let mut at = clock;
     for round in 1..=ROUNDS {
@@ -116,7 +117,10 @@ fn drive(dir: &Path, clock: Option<Timestamp>, print: bool) -> Result<usize> {
             None => {}
         }
     }
-    bail!("the demo did not finish in {ROUNDS} rounds; 'coord status' in the demo folder shows why")
+    Err(CliError::problem(
+        format!("the demo did not finish in {ROUNDS} rounds"),
+        format!("'coord -C {} status' shows why", dir.display()),
+    ))
 }
 
 /// Returns the clock of the round after one at `t`, if coord can run at it.

@@ -3,6 +3,7 @@
 //! repository is needed.
 
 use super::Cli;
+use crate::error::CliError;
 use anyhow::{Context, Result};
 use clap::CommandFactory;
 use clap_complete::Shell;
@@ -16,20 +17,20 @@ pub struct CompletionsArgs {
 }
 
 /// Prints the completion script for a shell.
-pub fn completions(args: CompletionsArgs) -> Result<()> {
+pub fn completions(args: CompletionsArgs) -> Result<(), CliError> {
     let mut cmd = Cli::command();
     let mut buf = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "coord", &mut buf);
-    write_stdout(&buf)
+    Ok(write_stdout(&buf)?)
 }
 
 /// Prints the man page `coord(1)` in roff: synopsis, global options and every subcommand.
-pub fn man() -> Result<()> {
+pub fn man() -> Result<(), CliError> {
     let mut buf = Vec::new();
     clap_mangen::Man::new(Cli::command())
         .render(&mut buf)
         .context("cannot render the man page")?;
-    write_stdout(&buf)
+    Ok(write_stdout(&buf)?)
 }
 
 fn write_stdout(bytes: &[u8]) -> Result<()> {

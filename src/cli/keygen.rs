@@ -2,9 +2,9 @@
 //! never replacing one. Prints the key file's path, never the key.
 
 use super::Ctx;
+use crate::error::CliError;
 use crate::model::AgentName;
 use crate::sign;
-use anyhow::Result;
 use serde_json::json;
 
 /// Arguments of `coord keygen`.
@@ -15,7 +15,7 @@ pub struct Args {
 }
 
 /// Runs `coord keygen`.
-pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     let dir = sign::key_dir_from_env().ok_or(sign::KeyError::NoHome)?;
     let path = sign::keygen(&dir, &args.agent)?;
     if ctx.json {

@@ -2,9 +2,9 @@
 //! ([`crate::ops::Coord::list`]); aligned columns for people, `{version, tasks}` with `--json`.
 
 use super::Ctx;
+use crate::error::CliError;
 use crate::model::{AgentName, Priority, State};
 use crate::ops::TaskFilter;
-use anyhow::Result;
 use serde_json::{json, Value};
 
 /// Arguments of `coord list`.
@@ -25,7 +25,7 @@ pub struct Args {
 }
 
 /// Runs `coord list`.
-pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     let filter = TaskFilter {
         state: args.state,
         agent: args.agent,

@@ -8,10 +8,11 @@
 
 use super::Ctx;
 use crate::engine::commands::{CommandError, Fence};
+use crate::error::CliError;
 use crate::error::UsageError;
 use crate::model::{AgentName, Authority, Duration, Priority, State, TaskId};
 use crate::ops::{self, Claimed, Verdict};
-use anyhow::{Context, Result};
+use anyhow::Context;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolResult, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
@@ -30,7 +31,7 @@ use std::path::PathBuf;
 pub struct Args {}
 
 /// Runs `coord mcp`: serves until the client closes stdin.
-pub fn run(ctx: &Ctx, _args: Args) -> Result<()> {
+pub fn run(ctx: &Ctx, _args: Args) -> Result<(), CliError> {
     ctx.store()?;
     let server = Server {
         dir: ctx.dir.clone(),
@@ -41,14 +42,14 @@ pub fn run(ctx: &Ctx, _args: Args) -> Result<()> {
         .enable_all()
         .build()
         .context("cannot start the MCP server's runtime")?;
-    runtime.block_on(async {
+    Ok(runtime.block_on(async {
         let service = server
             .serve(rmcp::transport::stdio())
             .await
             .context("the MCP client did not initialize")?;
         service.waiting().await.context("the MCP session failed")?;
-        Ok(())
-    })
+        Ok::<(), anyhow::Error>(())
+    })?)
 }
 
 /// The MCP server: the repo's folder and the global flags; a fresh context per call, so the
@@ -277,7 +278,7 @@ impl Server {
                           (as `coord show --json`)"
     )]
     fn show(&self, Parameters(p): Parameters<ShowParams>) -> Answer {
-        self.answer(|ctx| one_or_copies(ctx.coord()?.show(&p.id)?))
+        self.answer(|ctx| Ok(one_or_copies(ctx.coord()?.show(&p.id)?)))
     }
 
     #[tool(description = "Transitions from git history, newest first (as `coord log --json`)")]
@@ -387,13 +388,13 @@ impl Server {
 
 impl Server {
     /// Returns a context for one call, at the time of the call.
-    fn ctx(&self) -> Result<Ctx> {
-        Ctx::new(self.dir.clone(), self.now.as_deref(), self.wait)
+    fn ctx(&self) -> Result<Ctx, CliError> {
+        Ok(Ctx::new(self.dir.clone(), self.now.as_deref(), self.wait)?)
     }
 
     /// Runs `f` with a fresh context; its value is the tool's structured answer, its error a
     /// tool error.
-    fn answer(&self, f: impl FnOnce(Ctx) -> Result<Value>) -> Answer {
+    fn answer(&self, f: impl FnOnce(Ctx) -> Result<Value, CliError>) -> Answer {
         Ok(match self.ctx().and_then(f) {
             Ok(v) => CallToolResult::structured(v),
             Err(e) => CallToolResult::structured_error(tool_error(e)),
@@ -416,7 +417,7 @@ impl Server {
     }
 
     /// Returns the board or one task as a resource's text.
-    fn resource(&self, uri: &str) -> Result<Option<Value>> {
+    fn resource(&self, uri: &str) -> Result<Option<Value>, CliError> {
         let ctx = self.ctx()?;
         if uri == BOARD_URI {
             return Ok(Some(ctx.coord()?.status(None)?.board));
@@ -427,7 +428,7 @@ impl Server {
         let Ok(id) = TaskId::new(id) else {
             return Ok(None);
         };
-        Ok(Some(one_or_copies(ctx.coord()?.show(&id)?)?))
+        Ok(Some(one_or_copies(ctx.coord()?.show(&id)?)))
     }
 }
 
@@ -491,26 +492,23 @@ impl ServerHandler for Server {
                 format!("no resource {uri}; try {BOARD_URI} or {TASK_URI_PREFIX}<id>"),
                 None,
             )),
-            Err(e) => Err(ErrorData::internal_error(
-                crate::redact::error_line(&format!("{e:#}")),
-                Some(tool_error(e)),
-            )),
+            Err(e) => Err(ErrorData::internal_error(e.one_line(), Some(tool_error(e)))),
         }
     }
 }
 
 /// Returns a tool error as the CLI reports it in `--json` mode: the message, its causes, a
 /// code naming the kind, hints and the CLI's exit code.
-fn tool_error(e: anyhow::Error) -> Value {
-    crate::error::CliError::from(e).to_json()
+fn tool_error(e: CliError) -> Value {
+    e.to_json()
 }
 
 /// Returns one copy of a task as it is, several (a duplicated id) as `{copies: [...]}`.
-fn one_or_copies(mut copies: Vec<Value>) -> Result<Value> {
-    Ok(match copies.len() {
+fn one_or_copies(mut copies: Vec<Value>) -> Value {
+    match copies.len() {
         1 => copies.remove(0),
         _ => json!({"copies": copies}),
-    })
+    }
 }
 
 fn fence(agent: AgentName, attempt: u32) -> Fence {

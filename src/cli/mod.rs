@@ -167,7 +167,11 @@ pub struct Ctx {
 impl Ctx {
     /// Returns a quiet context for `dir` at `now` (RFC 3339) or at the system clock, waiting
     /// `wait` for the lock when given.
-    pub fn new(dir: PathBuf, now: Option<&str>, wait: Option<std::time::Duration>) -> Result<Ctx> {
+    pub fn new(
+        dir: PathBuf,
+        now: Option<&str>,
+        wait: Option<std::time::Duration>,
+    ) -> Result<Ctx, UsageError> {
         Ok(Ctx {
             dir,
             json: false,
@@ -199,8 +203,8 @@ impl Ctx {
     }
 
     /// Opens the store of the repo around `dir`, for commands that only read.
-    pub fn store(&self) -> Result<Store> {
-        Ok(Store::open(&self.dir)?)
+    pub fn store(&self) -> Result<Store, crate::store::StoreError> {
+        Store::open(&self.dir)
     }
 
     /// Opens the repo around `dir` for operations at this context's clock, printing their

@@ -3,70 +3,27 @@
 //! there; on a terminal, a live line on stderr naming what runs and for how long.
 
 use crate::model::{AgentName, TaskId};
+use crate::run::{Kind, Tasks, Tell, Told};
 use serde_json::json;
-use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
-use std::time::Instant;
 
-/// How a task's command ended, once reported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// Exit 0: completed.
-    Done,
-    /// Failed, to be retried.
-    Failed,
-    /// Failed, not to be retried (exit 100).
-    Fatal,
-    /// Given up without a report: the attempt is no longer this runner's.
-    Dropped,
-}
-
-impl Kind {
-    fn as_str(self) -> &'static str {
-        match self {
-            Kind::Done => "done",
-            Kind::Failed => "failed",
-            Kind::Fatal => "fatal",
-            Kind::Dropped => "dropped",
-        }
+/// Returns the text after `<id> attempt <n>: `.
+fn line(told: &Told) -> String {
+    let mut s = match told.kind {
+        Kind::Fatal => "failed (fatal)".to_string(),
+        other => other.as_str().to_string(),
+    };
+    if let Some(m) = &told.message {
+        s += &format!(": {}", m.lines().next().unwrap_or(""));
     }
-}
-
-/// What became of one task's command.
-#[derive(Debug, Clone)]
-pub struct Told {
-    /// How it ended.
-    pub kind: Kind,
-    /// Why it failed or was dropped.
-    pub message: Option<String>,
-    /// How long it ran.
-    pub secs: f64,
-    /// Why its report was not recorded (a stale attempt, a lock held too long), if it was not.
-    pub not_recorded: Option<String>,
-}
-
-impl Told {
-    /// Returns the text after `<id> attempt <n>: `.
-    fn line(&self) -> String {
-        let mut s = match self.kind {
-            Kind::Fatal => "failed (fatal)".to_string(),
-            other => other.as_str().to_string(),
-        };
-        if let Some(m) = &self.message {
-            s += &format!(": {}", m.lines().next().unwrap_or(""));
-        }
-        if self.kind != Kind::Dropped {
-            s += &format!(" ({:.1}s)", self.secs);
-        }
-        if let Some(e) = &self.not_recorded {
-            s += &format!(", but not recorded: {e}");
-        }
-        s
+    if told.kind != Kind::Dropped {
+        s += &format!(" ({:.1}s)", told.secs);
     }
+    if let Some(e) = &told.not_recorded {
+        s += &format!(", but not recorded: {e}");
+    }
+    s
 }
-
-/// The running tasks: attempt and start, by id.
-pub type Running = BTreeMap<TaskId, (u32, Instant)>;
 
 /// Where the harness's task events go.
 pub struct Output {
@@ -90,62 +47,13 @@ impl Output {
         }
     }
 
-    /// Prints a status line of the harness on stderr (unless quiet), below the live line.
-    pub fn say(&self, line: &str) {
-        if !self.quiet {
-            self.clear();
-            err!("{line}");
-        }
-    }
-
     /// Returns whether a live line is drawn.
     pub fn is_live(&self) -> bool {
         self.live
     }
 
-    /// Tells that a task's command started.
-    pub fn started(&self, id: &TaskId, attempt: u32) {
-        if self.json {
-            self.event(json!({"event": "started", "id": id, "attempt": attempt}));
-        }
-    }
-
-    /// Tells how a task's command ended.
-    pub fn ended(&self, id: &TaskId, attempt: u32, told: &Told) {
-        if self.json {
-            self.event(json!({
-                "event": told.kind.as_str(), "id": id, "attempt": attempt,
-                "seconds": (told.secs * 1000.0).round() / 1000.0,
-                "message": told.message, "recorded": told.not_recorded.is_none(),
-                "not_recorded": told.not_recorded,
-            }));
-            return;
-        }
-        self.clear();
-        out!("{id} attempt {attempt}: {}", told.line());
-    }
-
-    /// Redraws the live line: what runs and for how long (a terminal only).
-    pub fn progress(&self, running: &Running) {
-        if !self.live {
-            return;
-        }
-        let line = if running.is_empty() {
-            format!("coord run {}: waiting for work", self.agent)
-        } else {
-            let tasks: Vec<String> = running
-                .iter()
-                .map(|(id, (n, at))| format!("{id}#{n} {}s", at.elapsed().as_secs()))
-                .collect();
-            format!("coord run {}: running {}", self.agent, tasks.join(", "))
-        };
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\r\x1b[K{}", crate::redact::one_line(&line));
-        let _ = err.flush();
-    }
-
     /// Clears the live line before other text.
-    pub fn clear(&self) {
+    fn clear(&self) {
         if self.live {
             let mut err = std::io::stderr().lock();
             let _ = write!(err, "\r\x1b[K");
@@ -165,6 +73,62 @@ impl Output {
     }
 }
 
+impl Tell for Output {
+    /// Prints a status line of the harness on stderr (unless quiet), below the live line.
+    fn say(&self, line: &str) {
+        if !self.quiet {
+            self.clear();
+            err!("{line}");
+        }
+    }
+
+    /// Tells that a task's command started.
+    fn started(&self, id: &TaskId, attempt: u32) {
+        if self.json {
+            self.event(json!({"event": "started", "id": id, "attempt": attempt}));
+        }
+    }
+
+    /// Tells how a task's command ended.
+    fn ended(&self, id: &TaskId, attempt: u32, told: &Told) {
+        if self.json {
+            self.event(json!({
+                "event": told.kind.as_str(), "id": id, "attempt": attempt,
+                "seconds": (told.secs * 1000.0).round() / 1000.0,
+                "message": told.message, "recorded": told.not_recorded.is_none(),
+                "not_recorded": told.not_recorded,
+            }));
+            return;
+        }
+        self.clear();
+        out!("{id} attempt {attempt}: {}", line(told));
+    }
+
+    /// Redraws the live line: what runs and for how long (a terminal only).
+    fn progress(&self, running: &Tasks) {
+        if !self.live {
+            return;
+        }
+        let line = if running.is_empty() {
+            format!("coord run {}: waiting for work", self.agent)
+        } else {
+            let tasks: Vec<String> = running
+                .iter()
+                .map(|(id, (n, at))| format!("{id}#{n} {}s", at.elapsed().as_secs()))
+                .collect();
+            format!("coord run {}: running {}", self.agent, tasks.join(", "))
+        };
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[K{}", crate::redact::one_line(&line));
+        let _ = err.flush();
+    }
+
+    /// Clears the live line: the runner stops telling progress.
+    fn done(&self) {
+        self.clear();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,17 +141,17 @@ mod tests {
             secs: 1.24,
             not_recorded: not_recorded.map(String::from),
         };
-        assert_eq!(told(Kind::Done, None, None).line(), "done (1.2s)");
+        assert_eq!(line(&told(Kind::Done, None, None)), "done (1.2s)");
         assert_eq!(
-            told(Kind::Fatal, Some("exit 100: no\nmore"), None).line(),
+            line(&told(Kind::Fatal, Some("exit 100: no\nmore"), None)),
             "failed (fatal): exit 100: no (1.2s)"
         );
         assert_eq!(
-            told(Kind::Done, None, Some("stale")).line(),
+            line(&told(Kind::Done, None, Some("stale"))),
             "done (1.2s), but not recorded: stale"
         );
         assert_eq!(
-            told(Kind::Dropped, Some("lost"), None).line(),
+            line(&told(Kind::Dropped, Some("lost"), None)),
             "dropped: lost"
         );
     }

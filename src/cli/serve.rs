@@ -1,7 +1,7 @@
 //! `coord serve`: the REST API, the live board and the metrics over HTTP (see `crate::serve`).
 
 use super::Ctx;
-use anyhow::Result;
+use crate::error::{CliError, UsageError};
 use std::net::SocketAddr;
 
 /// Arguments of `coord serve`.
@@ -25,11 +25,11 @@ pub struct Args {
 }
 
 /// Runs `coord serve`.
-pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     limit_malloc_arenas();
     let token = args.token.filter(|t| !t.is_empty());
     if args.interval.get().as_secs() < 1 {
-        return Err(crate::error::UsageError("--interval must be at least 1s".to_string()).into());
+        return Err(UsageError("--interval must be at least 1s".to_string()).into());
     }
     let tick = args.tick.then(|| crate::watch::Options {
         interval: args.interval.get(),

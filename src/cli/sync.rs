@@ -2,8 +2,8 @@
 //! The steps live in [`crate::sync`]; this file turns flags into options and prints the outcome.
 
 use super::Ctx;
+use crate::error::CliError;
 use crate::sync::Options;
-use anyhow::Result;
 use serde_json::json;
 
 /// Arguments of `coord sync`.
@@ -25,7 +25,7 @@ pub struct Args {
 }
 
 /// Runs `coord sync`.
-pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     let opts = Options {
         remote: args.remote,
         branch: args.branch,

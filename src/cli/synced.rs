@@ -2,10 +2,10 @@
 //! assignments are tentative until a push lands, live in [`crate::ops`].
 
 use super::Ctx;
-use anyhow::Result;
+use crate::error::CliError;
 
 /// Returns the remote to sync with: `--sync`'s value, else `sync.remote` of coord.yaml.
-pub fn remote(ctx: &Ctx, flag: Option<String>) -> Result<Option<String>> {
+pub fn remote(ctx: &Ctx, flag: Option<String>) -> Result<Option<String>, CliError> {
     match flag {
         Some(r) => Ok(Some(r)),
         None => Ok(ctx.store()?.config.sync.remote),

@@ -4,8 +4,8 @@
 //! ticks).
 
 use super::Ctx;
+use crate::error::{CliError, UsageError};
 use crate::watch::{self, Options, SeenComplete, Why};
-use anyhow::{Context, Result};
 
 /// Arguments of `coord watch`.
 #[derive(Debug, clap::Args)]
@@ -19,9 +19,9 @@ pub struct Args {
 }
 
 /// Runs `coord watch`.
-pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
+pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     if args.interval.get().as_secs() < 1 {
-        return Err(crate::error::UsageError("--interval must be at least 1s".to_string()).into());
+        return Err(UsageError("--interval must be at least 1s".to_string()).into());
     }
     let store = ctx.store()?;
     let work = store.abs(store.work_dir());
@@ -33,8 +33,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<()> {
     let opener = ctx.opener();
     let mut tick = |why: Why, seen: &SeenComplete| Ok(opener.watch_tick(why, seen)?);
     let mut say = |line: &str| err!("{line}");
-    let ticks = watch::run(&store.repo, &work, &opts, &mut tick, &mut say)
-        .context("coord watch stopped")?;
+    let ticks = watch::run(&store.repo, &work, &opts, &mut tick, &mut say)?;
     ctx.status(&format!("coord: stopped after {ticks} ticks"));
     Ok(())
 }

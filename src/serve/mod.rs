@@ -42,7 +42,7 @@ pub struct Options {
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     /// A non-loopback address without a token.
-    #[error("listening on {0} (not loopback) needs a token: set COORD_SERVE_TOKEN")]
+    #[error("listening on {0} (not loopback) needs a token")]
     NeedsToken(SocketAddr),
     /// The address could not be bound or served.
     #[error("cannot serve on {addr}: {source}")]
@@ -58,6 +58,21 @@ pub enum ServeError {
     /// The tick loop (`--tick`) could not start.
     #[error("coord serve --tick: {0}")]
     Tick(#[from] crate::watch::WatchError),
+}
+
+impl ServeError {
+    /// Returns what to do about it, when there is something to do.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            ServeError::NeedsToken(_) => Some(
+                "set COORD_SERVE_TOKEN to the token clients must send, or listen on a loopback \
+                 address"
+                    .into(),
+            ),
+            ServeError::Tick(e) => e.hint(),
+            _ => None,
+        }
+    }
 }
 
 /// What every handler gets.

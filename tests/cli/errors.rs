@@ -75,3 +75,53 @@ fn nothing_to_claim_names_no_reason_found_in_another_agents_name() {
     let (_, err) = repo.code(&["claim", "--agent", "q"], 4);
     assert!(err.contains("at its limit (1/1)"), "the real reason: {err}");
 }
+
+#[test]
+fn what_to_do_is_a_hint_line_after_the_error_and_hints_in_json() {
+    let repo = TestRepo::new();
+    repo.ok(&["keygen", "alice"]);
+    let (_, err) = repo.code(&["keygen", "alice"], 1);
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines[0].starts_with("error: ") && lines[0].ends_with("a key exists already"),
+        "{err}"
+    );
+    assert_eq!(
+        lines.last(),
+        Some(&"hint: delete the key file first to replace it"),
+        "{err}"
+    );
+    let (_, err) = repo.code(&["--json", "keygen", "alice"], 1);
+    let e = json_of(&err);
+    assert_eq!(
+        e["error"]["hints"],
+        serde_json::json!(["delete the key file first to replace it"]),
+        "{e}"
+    );
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    let (_, err) = repo.code(&["--json", "approve", "nope"], 1);
+    assert!(json_of(&err)["error"].get("hints").is_none(), "{err}");
+}
+
+#[test]
+fn serve_on_an_open_address_without_a_token_fails_with_a_hint() {
+    let repo = TestRepo::new();
+    let (_, err) = repo.code(&["serve", "--listen", "0.0.0.0:0"], 1);
+    assert!(
+        err.starts_with("error: listening on 0.0.0.0:0 (not loopback) needs a token\n"),
+        "{err}"
+    );
+    assert!(err.contains("\nhint: set COORD_SERVE_TOKEN"), "{err}");
+}
+
+#[test]
+fn demo_into_a_folder_that_is_not_empty_fails_with_a_hint() {
+    let repo = TestRepo::new();
+    let dir = repo.path().to_str().expect("utf-8 path").to_string();
+    let (out, err) = repo.code(&["demo", &dir], 1);
+    assert_eq!(out, "");
+    assert_eq!(
+        err,
+        format!("error: {dir} is not empty\nhint: pass an empty or new folder\n")
+    );
+}

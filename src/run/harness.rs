@@ -1,0 +1,669 @@
+//! The agent runner's loop (`coord run`): it ticks, takes the agent's tasks (its folder for a
+//! push agent, `claim` for a pull agent), runs the command once per task ([`super::Running`]),
+//! heartbeats while it runs, and reports the outcome with the same operations as `coord
+//! heartbeat`, `coord complete` and `coord fail`. SIGINT/SIGTERM stop the taking of work;
+//! running commands get a grace period. A front end tells what happens through [`Tell`]; this
+//! module runs processes and operations and prints nothing itself.
+
+use super::{output_of, Finished, Job, Running as Process, EXIT_FATAL, MAX_OUTPUT};
+use crate::engine::commands::Fence;
+use crate::lock::LockError;
+use crate::model::{AgentName, AssignMode, TaskId};
+use crate::ops::{self, Opener, Verdict, Work};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What to run, for which agent, and how.
+#[derive(Debug, Clone)]
+pub struct Runner {
+    /// How each operation opens the repository (clock, lock wait, where events go).
+    pub opener: Opener,
+    /// The agent to work as.
+    pub agent: AgentName,
+    /// Tasks run at once, at most (the agent's `max_active` also applies).
+    pub parallel: usize,
+    /// Run what there is to do now, then return.
+    pub once: bool,
+    /// How often to look for work (a finished task looks again at once).
+    pub interval: crate::model::Duration,
+    /// How long running commands may finish after a stop before they are killed.
+    pub grace: crate::model::Duration,
+    /// Where the command runs; the repository root when None.
+    pub workdir: Option<PathBuf>,
+    /// The command and its arguments.
+    pub command: Vec<OsString>,
+    /// The remote claims and results are pushed to (`--sync`), if any.
+    pub remote: Option<String>,
+}
+
+/// Where a runner tells what happens.
+pub trait Tell {
+    /// A status line of the runner (serving, stopping, a failed tick).
+    fn say(&self, line: &str);
+    /// A task's command started.
+    fn started(&self, id: &TaskId, attempt: u32);
+    /// A task's command ended, and how it was reported.
+    fn ended(&self, id: &TaskId, attempt: u32, told: &Told);
+    /// What runs now and since when; called about once a second.
+    fn progress(&self, running: &Tasks);
+    /// The runner stops telling progress.
+    fn done(&self);
+}
+
+/// The running tasks: attempt and start, by id.
+pub type Tasks = BTreeMap<TaskId, (u32, Instant)>;
+
+/// How a task's command ended, once reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Exit 0: completed.
+    Done,
+    /// Failed, to be retried.
+    Failed,
+    /// Failed, not to be retried (exit 100).
+    Fatal,
+    /// Given up without a report: the attempt is no longer this runner's.
+    Dropped,
+}
+
+impl Kind {
+    /// Returns the name a `--json` event gives it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Done => "done",
+            Kind::Failed => "failed",
+            Kind::Fatal => "fatal",
+            Kind::Dropped => "dropped",
+        }
+    }
+}
+
+/// What became of one task's command.
+#[derive(Debug, Clone)]
+pub struct Told {
+    /// How it ended.
+    pub kind: Kind,
+    /// Why it failed or was dropped.
+    pub message: Option<String>,
+    /// How long it ran.
+    pub secs: f64,
+    /// Why its report was not recorded (a stale attempt, a lock held too long), if it was not.
+    pub not_recorded: Option<String>,
+}
+
+/// Why a runner could not start or go on.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// An operation failed (opening the repository, reading the agent, taking work).
+    #[error(transparent)]
+    Ops(#[from] ops::Error),
+    /// Another runner holds what this one needs.
+    #[error("{what}")]
+    Busy {
+        /// Who holds it.
+        what: String,
+        /// What to do.
+        hint: String,
+        /// The lock.
+        source: LockError,
+    },
+    /// A runner lock could not be made.
+    #[error("cannot lock {}: {source}", path.display())]
+    Lock {
+        /// The lock file.
+        path: PathBuf,
+        /// What the OS reported.
+        source: std::io::Error,
+    },
+    /// The signal handlers could not be installed.
+    #[error("cannot install the SIGINT/SIGTERM handlers: {0}")]
+    Signals(std::io::Error),
+}
+
+impl RunError {
+    /// Returns what to do about it, when there is something to do.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            RunError::Busy { hint, .. } => Some(hint.clone()),
+            _ => None,
+        }
+    }
+}
+
+impl Runner {
+    /// Runs until stopped (SIGINT/SIGTERM), or with `once` until nothing is left to run.
+    pub fn run(&self, tell: &dyn Tell) -> Result<(), RunError> {
+        let coord = self.opener.open()?;
+        let store = coord.store();
+        let pull = coord.assign_mode(&self.agent)? == AssignMode::Pull;
+        let git_dir = store.repo.git_dir().to_path_buf();
+        let _serving = match pull {
+            true => None,
+            false => Some(run_lock(
+                &git_dir,
+                &format!("run-{}", self.agent),
+                self.push_busy(),
+            )?),
+        };
+        let workdir = match &self.workdir {
+            Some(d) => d.clone(),
+            None => store.root().to_path_buf(),
+        };
+        tell.say(&format!(
+            "coord run: serving {} agent {} in {} ({} at once); SIGINT/SIGTERM stop it",
+            if pull { "pull" } else { "push" },
+            self.agent,
+            workdir.display(),
+            self.parallel
+        ));
+        let remote = self.remote.clone().map(Remote::new);
+        let _syncing = match &remote {
+            Some(_) => Some(run_lock(&git_dir, "run-sync", sync_busy())?),
+            None => None,
+        };
+        drop(coord);
+        Harness {
+            runner: self,
+            tell,
+            pull,
+            workdir,
+            remote,
+            stop_now: Arc::new(AtomicBool::new(false)),
+        }
+        .serve()
+    }
+
+    fn push_busy(&self) -> Busy {
+        Busy {
+            what: format!(
+                "another 'coord run {}' serves this push agent in this clone",
+                self.agent
+            ),
+            hint: format!(
+                "stop it, or set 'assign: pull' in work/agents/{}.yaml to run several",
+                self.agent
+            ),
+        }
+    }
+}
+
+/// Who holds a runner lock, and what to do.
+struct Busy {
+    what: String,
+    hint: String,
+}
+
+fn sync_busy() -> Busy {
+    Busy {
+        what: "another 'coord run --sync' runs in this clone".into(),
+        hint: "one at a time per clone: use --parallel, or another clone".into(),
+    }
+}
+
+/// Takes `.git/coord/<name>.lock` for as long as the runner runs, or fails with `busy`. One
+/// `coord run` serves a push agent in a clone (two would both see its folder and run its tasks
+/// twice; pull agents need none, each runner runs only what its own `claim` granted), and one
+/// runs with `--sync` (sync steps of one clone must not overlap: a rejected push undoes the
+/// branch to where that step began).
+fn run_lock(git_dir: &Path, name: &str, busy: Busy) -> Result<std::fs::File, RunError> {
+    let dir = git_dir.join("coord");
+    let path = dir.join(format!("{name}.lock"));
+    let io = |source| RunError::Lock {
+        path: path.clone(),
+        source,
+    };
+    std::fs::create_dir_all(&dir).map_err(io)?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io)?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(RunError::Busy {
+            what: busy.what,
+            hint: busy.hint,
+            source: LockError::held(path),
+        }),
+        Err(std::fs::TryLockError::Error(e)) => Err(io(e)),
+    }
+}
+
+/// How one task ended.
+struct Ended {
+    id: TaskId,
+    attempt: u32,
+    told: Told,
+}
+
+enum Msg {
+    Ended(Ended),
+    Stop,
+}
+
+/// The remote of `--sync`, and the gate that keeps this runner's sync steps (ticks, claims,
+/// results, heartbeats from several threads) one at a time.
+#[derive(Clone)]
+struct Remote {
+    name: String,
+    gate: Arc<Mutex<()>>,
+}
+
+impl Remote {
+    fn new(name: String) -> Remote {
+        Remote {
+            name,
+            gate: Arc::new(Mutex::new(())),
+        }
+    }
+
+    /// Runs `f` with the remote's name while no other sync step of this runner runs.
+    fn one_at_a_time<T>(&self, f: impl FnOnce(String) -> T) -> T {
+        let _turn = self.gate.lock().unwrap_or_else(|e| e.into_inner());
+        f(self.name.clone())
+    }
+}
+
+struct Harness<'a> {
+    runner: &'a Runner,
+    tell: &'a dyn Tell,
+    pull: bool,
+    workdir: PathBuf,
+    remote: Option<Remote>,
+    /// Set when the grace period is over: workers kill their commands.
+    stop_now: Arc<AtomicBool>,
+}
+
+/// How often progress is told.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+impl Harness<'_> {
+    /// The loop: tick, take work, start it, wait for an end or the interval; on a signal, drain.
+    fn serve(&self) -> Result<(), RunError> {
+        let (tx, rx) = channel();
+        let signals = stop_on_signals(tx.clone())?;
+        let mut running = Tasks::new();
+        let mut stopping = false;
+        while !stopping {
+            self.tick();
+            let free = self.runner.parallel.saturating_sub(running.len());
+            let taken = self.take(free, &running)?;
+            if self.runner.once && taken.is_empty() && running.is_empty() {
+                break;
+            }
+            for t in taken {
+                running.insert(t.id.clone(), (t.attempt, Instant::now()));
+                self.tell.started(&t.id, t.attempt);
+                self.start(t, tx.clone());
+            }
+            stopping = self.wait(&rx, &mut running);
+        }
+        self.tell.done();
+        self.drain(&rx, &mut running);
+        signals.close();
+        if self.runner.once {
+            // What the last commands reported moves on now, not at someone's next tick.
+            self.tick();
+        }
+        Ok(())
+    }
+
+    /// Waits until the interval is over, or at once after a message (drained first); returns
+    /// whether a stop was asked for.
+    fn wait(&self, rx: &Receiver<Msg>, running: &mut Tasks) -> bool {
+        let mut stopping = false;
+        let mut until = Instant::now() + std_duration(self.runner.interval);
+        loop {
+            self.tell.progress(running);
+            let left = until.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left.min(PROGRESS_EVERY)) {
+                Ok(Msg::Ended(e)) => self.ended(running, e),
+                Ok(Msg::Stop) => stopping = true,
+                Err(RecvTimeoutError::Timeout) if Instant::now() < until => continue,
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
+            }
+            until = Instant::now();
+        }
+        stopping
+    }
+
+    /// Waits for running commands up to the grace period, then has them killed.
+    fn drain(&self, rx: &Receiver<Msg>, running: &mut Tasks) {
+        if running.is_empty() {
+            return;
+        }
+        self.tell.say(&format!(
+            "coord run: stopping; waiting up to {} for {} running task(s)",
+            self.runner.grace,
+            running.len()
+        ));
+        let until = Instant::now() + std_duration(self.runner.grace);
+        while !running.is_empty() {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                self.stop_now.store(true, Ordering::SeqCst);
+            }
+            match rx.recv_timeout(left.max(Duration::from_millis(50))) {
+                Ok(Msg::Ended(e)) => self.ended(running, e),
+                Ok(Msg::Stop) | Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+    }
+
+    /// One tick, as `coord tick` (or with `--sync`, `coord sync`) makes it; skipped when another
+    /// coordinator holds the lock. An error is told and the runner goes on.
+    fn tick(&self) {
+        let opener = &self.runner.opener;
+        let ticked = match &self.remote {
+            Some(remote) => opener
+                .open()
+                .and_then(|coord| remote.one_at_a_time(|name| coord.tick_remote(&name).map(drop))),
+            None => opener
+                .open_with(ops::Options {
+                    wait: opener.options.wait.or(Some(ops::TICK_WAIT)),
+                    ..opener.options.clone()
+                })
+                .and_then(|coord| coord.tick().map(drop)),
+        };
+        match ticked {
+            Err(e) if !busy(&e) => self
+                .tell
+                .say(&format!("coord run: tick failed: {e}; trying again later")),
+            _ => {}
+        }
+    }
+
+    fn ended(&self, running: &mut Tasks, e: Ended) {
+        running.remove(&e.id);
+        self.tell.ended(&e.id, e.attempt, &e.told);
+    }
+
+    /// Returns the tasks to start now: the agent's assigned tasks without a result (push), or
+    /// what `claim` grants (pull), at most `free`.
+    fn take(&self, free: usize, running: &Tasks) -> Result<Vec<Work>, RunError> {
+        if free == 0 {
+            return Ok(Vec::new());
+        }
+        let agent = &self.runner.agent;
+        if !self.pull {
+            let landed_on = self.remote.as_ref().map(|r| r.name.as_str());
+            let mut found = self.runner.opener.open()?.work_of(agent, landed_on)?;
+            found.retain(|t| !running.contains_key(&t.id));
+            found.truncate(free);
+            return Ok(found);
+        }
+        let mut taken = Vec::new();
+        while taken.len() < free {
+            match claim(&self.runner.opener, agent, self.remote.clone()) {
+                Ok(Some(t)) => taken.push(t),
+                Ok(None) => break,
+                Err(e) if busy(&e) => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(taken)
+    }
+
+    /// Starts a worker thread for one task.
+    fn start(&self, t: Work, tx: Sender<Msg>) {
+        let agent = self.runner.agent.clone();
+        let job = Job {
+            argv: self.runner.command.clone(),
+            stdin: serde_json::to_vec(&t.json).unwrap_or_default(),
+            env: vec![
+                ("COORD_TASK_ID".into(), t.id.to_string()),
+                ("COORD_AGENT".into(), agent.to_string()),
+                ("COORD_ATTEMPT".into(), t.attempt.to_string()),
+                ("COORD_TASK_FILE".into(), t.file.display().to_string()),
+            ],
+            cwd: self.workdir.clone(),
+        };
+        let worker = Worker {
+            opener: self.runner.opener.clone(),
+            agent,
+            remote: self.remote.clone(),
+            stop_now: self.stop_now.clone(),
+        };
+        std::thread::spawn(move || {
+            let told = worker.work(&t, &job);
+            let _ = tx.send(Msg::Ended(Ended {
+                id: t.id,
+                attempt: t.attempt,
+                told,
+            }));
+        });
+    }
+}
+
+/// Returns a duration of coord's as the standard library's (a negative one as zero).
+fn std_duration(d: crate::model::Duration) -> Duration {
+    Duration::from_secs(u64::try_from(d.as_secs()).unwrap_or(0))
+}
+
+/// Returns whether an error means "another command holds the lock".
+fn busy(e: &ops::Error) -> bool {
+    matches!(e, ops::Error::Lock(LockError::Held { .. }))
+}
+
+/// Returns an error and each of its causes, joined by `: `.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut line = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        line = format!("{line}: {s}");
+        source = s.source();
+    }
+    line
+}
+
+/// Claims one task for a pull agent, as `coord claim` does; None when there is nothing to
+/// claim.
+fn claim(
+    opener: &Opener,
+    agent: &AgentName,
+    remote: Option<Remote>,
+) -> Result<Option<Work>, ops::Error> {
+    let coord = opener.open()?;
+    match remote {
+        Some(remote) => remote.one_at_a_time(|name| coord.claim_work(agent, Some(&name))),
+        None => coord.claim_work(agent, None),
+    }
+}
+
+/// Sends `Stop` on SIGINT or SIGTERM; the handlers stay, so a second signal does not kill the
+/// runner while it drains.
+fn stop_on_signals(tx: Sender<Msg>) -> Result<signal_hook::iterator::Handle, RunError> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals =
+        signal_hook::iterator::Signals::new([SIGINT, SIGTERM]).map_err(RunError::Signals)?;
+    let handle = signals.handle();
+    std::thread::spawn(move || {
+        for _ in signals.forever() {
+            let _ = tx.send(Msg::Stop);
+        }
+    });
+    Ok(handle)
+}
+
+/// Runs one task's command and reports its outcome.
+struct Worker {
+    opener: Opener,
+    agent: AgentName,
+    remote: Option<Remote>,
+    stop_now: Arc<AtomicBool>,
+}
+
+/// Why a command did not end by itself.
+enum Cut {
+    Timeout,
+    Stopped,
+    Lost(String),
+}
+
+impl Worker {
+    /// Runs the command for `t`, heartbeating, and reports; returns how it ended.
+    fn work(&self, t: &Work, job: &Job) -> Told {
+        let started = Instant::now();
+        let mut running = match Process::start(job) {
+            Ok(r) => r,
+            Err(e) => {
+                let msg = format!("cannot start {:?}: {e}", job.argv[0]);
+                return self.report_failure(t, &msg, true, started);
+            }
+        };
+        let cut = self.watch(t, &mut running, started);
+        if cut.is_some() {
+            running.kill();
+        }
+        let finished = match running.finish() {
+            Ok(f) => f,
+            Err(e) => {
+                return self.report_failure(t, &format!("lost the command: {e}"), true, started)
+            }
+        };
+        match cut {
+            Some(Cut::Timeout) => {
+                let msg = format!("timeout: killed after {}s", t.timeout.as_secs());
+                self.report_failure(t, &msg, true, started)
+            }
+            Some(Cut::Stopped) => {
+                let msg = "coord run was stopped before the command ended";
+                self.report_failure(t, msg, true, started)
+            }
+            Some(Cut::Lost(why)) => Told {
+                kind: Kind::Dropped,
+                message: Some(why),
+                secs: started.elapsed().as_secs_f64(),
+                not_recorded: None,
+            },
+            None => self.report_end(t, finished, started),
+        }
+    }
+
+    /// Waits for the command, heartbeating when a third of the lease is used; returns why it
+    /// was cut short, if it was.
+    fn watch(&self, t: &Work, running: &mut Process, started: Instant) -> Option<Cut> {
+        let deadline = started + t.timeout;
+        let mut lease_end = started + t.lease_left;
+        let beat_before = t.timeout * 2 / 3;
+        loop {
+            match running.poll() {
+                Ok(Some(_)) | Err(_) => return None,
+                Ok(None) => {}
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Some(Cut::Timeout);
+            }
+            if self.stop_now.load(Ordering::SeqCst) {
+                return Some(Cut::Stopped);
+            }
+            if lease_end.saturating_duration_since(now) < beat_before {
+                match self.heartbeat(t) {
+                    Ok(()) => lease_end = now + t.timeout,
+                    Err(e) if busy(&e) => {}
+                    Err(e) => return Some(Cut::Lost(e.to_string())),
+                }
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    /// Reports a command's end: success with its output on exit 0, else a failure.
+    fn report_end(&self, t: &Work, f: Finished, started: Instant) -> Told {
+        if f.status.success() {
+            if f.stdout_cut {
+                let msg = format!("the command printed more than {MAX_OUTPUT} bytes");
+                return self.report_failure(t, &msg, true, started);
+            }
+            let verdict = Verdict::Success {
+                output: output_of(&f.stdout),
+                next_agents: Vec::new(),
+            };
+            return self.report(t, verdict, Kind::Done, None, started);
+        }
+        let code = f.status.code();
+        let what = code.map_or("killed by a signal".to_string(), |c| format!("exit {c}"));
+        let msg = match f.stderr_tail.as_str() {
+            "" => what,
+            tail => format!("{what}: {tail}"),
+        };
+        self.report_failure(t, &msg, code != Some(EXIT_FATAL), started)
+    }
+
+    fn report_failure(&self, t: &Work, msg: &str, retryable: bool, started: Instant) -> Told {
+        let verdict = Verdict::Failure {
+            message: msg.to_string(),
+            retryable,
+        };
+        let kind = if retryable { Kind::Failed } else { Kind::Fatal };
+        self.report(t, verdict, kind, Some(msg.to_string()), started)
+    }
+
+    /// Writes the result for the attempt this worker was given, as `coord complete`/`fail` do.
+    fn report(
+        &self,
+        t: &Work,
+        verdict: Verdict,
+        kind: Kind,
+        message: Option<String>,
+        started: Instant,
+    ) -> Told {
+        let secs = started.elapsed().as_secs_f64();
+        let not_recorded = self.write_result(t, &verdict).err().map(|e| chain(&e));
+        Told {
+            kind,
+            message,
+            secs,
+            not_recorded,
+        }
+    }
+
+    /// Writes the result as `coord complete`/`fail --agent --attempt` do: a report for an
+    /// attempt that is no longer current is kept in history as `stale_result` and refused.
+    fn write_result(&self, t: &Work, verdict: &Verdict) -> Result<(), ops::Error> {
+        let how = ops::How {
+            fence: self.fence(t),
+            ..ops::How::default()
+        };
+        self.on_remote(|coord, remote| {
+            coord
+                .report(&t.id, verdict, &how, remote)?
+                .accepted(&t.id)
+                .map(drop)
+        })
+    }
+
+    /// Extends the lease as `coord heartbeat --agent --attempt` does.
+    fn heartbeat(&self, t: &Work) -> Result<(), ops::Error> {
+        let fence = self.fence(t);
+        self.on_remote(|coord, remote| coord.heartbeat(&t.id, &fence, remote))
+    }
+
+    fn fence(&self, t: &Work) -> Fence {
+        Fence {
+            agent: Some(self.agent.clone()),
+            attempt: Some(t.attempt),
+        }
+    }
+
+    /// Runs an operation at the time of the call, as the agent commands do: here, or on the
+    /// remote's tip and pushed with `--sync`.
+    fn on_remote<T>(
+        &self,
+        op: impl FnOnce(&ops::Coord, Option<&str>) -> Result<T, ops::Error>,
+    ) -> Result<T, ops::Error> {
+        let coord = self.opener.open()?;
+        match &self.remote {
+            Some(remote) => remote.one_at_a_time(|name| op(&coord, Some(&name))),
+            None => op(&coord, None),
+        }
+    }
+}
