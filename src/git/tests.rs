@@ -595,6 +595,31 @@ fn stale_locks_of_a_killed_coord_are_removed_and_live_ones_waited_for() {
     );
 }
 
+#[test]
+fn an_index_write_killed_inside_libgit2_does_not_stop_the_next_one() {
+    // libgit2 writes coord's index copy through `.git/coord/index.next.lock`; a run killed
+    // inside that write leaves the lock, and no other process ever takes it.
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    write(d, "work/a.yaml", "1\n");
+    commit(&repo, &["work/a.yaml"], "coord: one").unwrap();
+    let coord_dir = repo.git_dir().join("coord");
+    std::fs::create_dir_all(&coord_dir).unwrap();
+    std::fs::write(coord_dir.join("index.next"), "half an index").unwrap();
+    std::fs::write(coord_dir.join("index.next.lock"), "half an index").unwrap();
+    let hold = repo.hold_index().unwrap();
+    repo.update_index_holding(&["work/a.yaml".to_string()], Some(hold))
+        .unwrap();
+    assert!(!repo.git_dir().join("index.lock").exists());
+    assert!(!coord_dir.join("index.next.lock").exists());
+    let out = Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+}
+
 /// Holds `lock` (as another git process would) and releases it after `ms` milliseconds.
 fn hold_for(lock: PathBuf, ms: u64) -> std::thread::JoinHandle<()> {
     std::fs::write(&lock, "held by a test\n").unwrap();

@@ -114,7 +114,10 @@ fn violations(r: &TestRepo, tokens: &BTreeMap<String, String>) -> Vec<String> {
     }
     let status = r.git(&["status", "--porcelain", "--untracked-files=all"]);
     if !status.is_empty() {
-        out.push(format!("git status is not clean:\n{status}"));
+        out.push(format!(
+            "git status is not clean:\n{}",
+            first_lines(&status, 12)
+        ));
     }
     let fsck = std::process::Command::new("git")
         .args(["fsck", "--no-progress"])
@@ -130,6 +133,17 @@ fn violations(r: &TestRepo, tokens: &BTreeMap<String, String>) -> Vec<String> {
         ));
     }
     out
+}
+
+/// Returns the first `n` lines of `text`, saying how many more there are: CI shows only the
+/// ends of a long failure message.
+fn first_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut shown = lines[..lines.len().min(n)].join("\n");
+    if lines.len() > n {
+        shown.push_str(&format!("\n… and {} more lines", lines.len() - n));
+    }
+    shown
 }
 
 /// A repo with agents, a bare remote for `sync`, and tasks in every state worth killing over.
@@ -222,16 +236,19 @@ fn sweep(kills: usize, budget: Duration) -> Figures {
         tokens.retain(|token, _| !found.iter().any(|v| v.contains(token.as_str())));
         if !found.is_empty() {
             all.push(format!(
-                "after killing {args:?} (round {round}): {}",
-                found.join("; ")
+                "after killing {args:?} (round {round}): {}\nthe recovery tick exited {:?}, saying:\n{}",
+                found.join("; "),
+                out.status.code(),
+                first_lines(err.trim(), 12)
             ));
         }
     }
+    // The first violation in full; the later ones often follow from it.
     assert!(
         all.is_empty(),
-        "seed {seed}: {} violation(s):\n{}",
+        "seed {seed}: {} violation(s), the first:\n{}",
         all.len(),
-        all.join("\n")
+        all.first().map_or("", String::as_str)
     );
     eprintln!(
         "kill sweep: {} kills ({} while running, {} with a journal left), {} recoveries, \
