@@ -107,9 +107,14 @@ impl Repo {
     /// Returns the commits reachable from HEAD, newest first, at most `limit` of them; empty on
     /// an unborn branch.
     pub fn log(&self, limit: Option<usize>) -> Result<Vec<CommitInfo>, GitError> {
-        let Some(head) = self.resolve_head()?.oid else {
-            return Ok(Vec::new());
-        };
+        match self.resolve_head()?.oid {
+            Some(head) => self.log_from(head, limit),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Returns the commits reachable from `head`, newest first, at most `limit` of them.
+    pub fn log_from(&self, head: Oid, limit: Option<usize>) -> Result<Vec<CommitInfo>, GitError> {
         let mut walk = self.repo.revwalk().map_err(ctx("cannot walk history"))?;
         // Unsorted is libgit2's incremental walk, children before parents; Sort::TIME would
         // shuffle commits that share a timestamp (common with `--now`).

@@ -246,12 +246,16 @@ fn load(opener: &Opener, generation: u64) -> Result<Snapshot, HubError> {
 
 /// Returns the transitions of the commits between the two snapshots' HEADs, oldest first.
 fn commit_transitions(dir: &Path, old: &Snapshot, new: &Snapshot) -> Result<Vec<Value>, HubError> {
-    if new.head == old.head || new.head.is_none() {
+    let Some(head) = new.head.as_deref().filter(|_| new.head != old.head) else {
         return Ok(Vec::new());
-    }
+    };
+    // From the reading's HEAD, not today's: a commit made since is the next reading's.
+    let Ok(head) = head.parse() else {
+        return Ok(Vec::new());
+    };
     let repo = crate::git::Repo::discover(dir)?;
     let mut found: Vec<Value> = repo
-        .log(Some(MAX_COMMITS))?
+        .log_from(head, Some(MAX_COMMITS))?
         .iter()
         .take_while(|c| Some(&c.oid) != old.head.as_ref())
         .flat_map(crate::ops::LogEntry::all)
@@ -298,4 +302,51 @@ fn start_notify(work: &Path, hub: Arc<Hub>) -> Result<notify::RecommendedWatcher
     })?;
     w.watch(work, notify::RecursiveMode::Recursive)?;
     Ok(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::Options;
+
+    fn tick_with(dir: &Path, opts: &Options, id: &str) {
+        let task = format!("title: {id}\nagent: alice\n");
+        std::fs::write(dir.join(format!("work/inbox/{id}.yaml")), task).expect("task");
+        crate::ops::Coord::open(dir, opts.clone())
+            .expect("open")
+            .tick()
+            .expect("tick");
+    }
+
+    #[test]
+    fn a_commit_made_after_a_reading_is_left_to_the_next_reading() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let opts = Options {
+            now: Some("2026-11-22T10:00:00Z".parse().expect("time")),
+            ..Options::default()
+        };
+        crate::ops::init(t.path(), &[], opts.clone(), Box::new(|_| {})).expect("init");
+        let config = std::fs::read_to_string(t.path().join("coord.yaml")).expect("config");
+        std::fs::write(t.path().join("coord.yaml"), config + "\nsettle: 0s\n").expect("config");
+        std::fs::write(t.path().join("work/agents/alice.yaml"), "max_active: 9\n").expect("agent");
+        let opener = Opener::new(t.path().to_path_buf(), opts.clone(), |_| {});
+        let old = load(&opener, 1).expect("load");
+        tick_with(t.path(), &opts, "first");
+        let new = load(&opener, 2).expect("load");
+        // A writer commits between the reading and the walk of its history.
+        tick_with(t.path(), &opts, "second");
+        let tasks = |events: Vec<Value>| -> Vec<String> {
+            let mut ids: Vec<String> = events
+                .iter()
+                .filter_map(|e| e["task"].as_str().map(str::to_string))
+                .collect();
+            ids.dedup();
+            ids
+        };
+        let seen = commit_transitions(t.path(), &old, &new).expect("transitions");
+        assert_eq!(tasks(seen), ["first"], "only the commits the reading saw");
+        let newer = load(&opener, 3).expect("load");
+        let seen = commit_transitions(t.path(), &new, &newer).expect("transitions");
+        assert_eq!(tasks(seen), ["second"], "each commit once");
+    }
 }
