@@ -235,7 +235,20 @@ fn clones_agents_and_people_with_kill_9_keep_every_task_exactly_once() {
             std::thread::sleep(Duration::from_millis(500 + rng.below(1000)));
         }));
     }
+    // On a slow or loaded machine the run goes on until the agents have worked (a claim and a
+    // completion), up to ten times as long: the checks below need both.
+    let started = std::time::Instant::now();
     std::thread::sleep(run_for);
+    while started.elapsed() < run_for * 10 {
+        let worked = {
+            let log = log.lock().expect("log");
+            log.claims > 0 && !log.completed.is_empty()
+        };
+        if worked {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
     stop.store(true, Ordering::Relaxed);
     for w in workers {
         w.join().expect("worker");
