@@ -335,7 +335,23 @@ impl Repo {
             self.repo
                 .commit(None, &sig, &sig, &message, &tree, &parents)
         };
-        write().map_err(ctx(format!("cannot write a commit for {}", head.refname)))
+        let oid = write().map_err(ctx(format!("cannot write a commit for {}", head.refname)))?;
+        self.check_written(oid)?;
+        Ok(oid)
+    }
+
+    /// Fails when the object `oid` just written is not in the object store: on a full disk
+    /// libgit2 can report a write that failed as done (its streaming retry), and the branch
+    /// update would then fail naming a missing object instead of the disk.
+    fn check_written(&self, oid: Oid) -> Result<(), GitError> {
+        let kept = self.repo.odb().is_ok_and(|odb| odb.exists(oid));
+        if kept {
+            return Ok(());
+        }
+        Err(GitError::Write {
+            path: self.repo.commondir().join("objects"),
+            source: io::Error::other(format!("commit {oid} was written there but is not in it")),
+        })
     }
 
     /// Points `head.refname` at `new` if it still points at `head.oid` (or still does not

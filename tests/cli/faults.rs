@@ -264,3 +264,97 @@ fn an_index_lock_of_a_git_commit_waiting_for_its_editor_is_kept_and_named() {
     r.ok(&["tick"]);
     assert_eq!(r.where_is("t"), "work/assigned/alice/t.yaml");
 }
+
+/// The script of [`a_full_disk_fails_the_tick_and_the_next_one_after_space_is_freed_recovers`]:
+/// run in a mount namespace of its own, with a small tmpfs at `$1` and the coord binary at
+/// `$2`; for each amount of space left, it fills the disk, ticks, frees the space, ticks
+/// again and copies the repo to `$3/free-<KB>`, where both ticks' output and exit codes go.
+const FULL_DISK: &str = r#"set -u
+mnt=$1; coord=$2; out=$3
+mount -t tmpfs -o size=8m tmpfs "$mnt" || exit 99
+for free in 0 8 32 64 128 192 256 320 384 448 512; do
+  r=$mnt/r; mkdir "$r"; cd "$r"
+  "$coord" -q init && printf '\nsettle: 0s\n' >> coord.yaml && "$coord" -q agents add a1 \
+    --max-active 100 && git commit -qam settle || exit 98
+  for i in $(seq 1 20); do printf 'title: t%s\nagent: a1\n' $i > work/inbox/t$i.yaml; done
+  "$coord" -q tick || exit 97
+  for i in $(seq 1 30); do printf 'title: u%s\nagent: a1\n' $i > work/inbox/u$i.yaml; done
+  left=$(df -k --output=avail "$mnt" | tail -n 1)
+  dd if=/dev/zero of="$mnt/ballast" bs=1k count=$((left - free)) 2>/dev/null
+  o=$out/free-$free; mkdir -p "$o"
+  "$coord" tick > "$o/first.txt" 2>&1; first=$?
+  rm -f "$mnt/ballast"
+  "$coord" tick > "$o/second.txt" 2>&1; second=$?
+  cd /; cp -a "$r" "$o/repo"; echo "$first $second" > "$o/codes"
+  rm -rf "$r"
+done
+"#;
+
+#[test]
+fn a_full_disk_fails_the_tick_and_the_next_one_after_space_is_freed_recovers() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let mnt = tempfile::tempdir().expect("tempdir");
+    let coord = assert_cmd::cargo::cargo_bin("coord");
+    // A private mount namespace: root's, or an unprivileged user's own where allowed.
+    let unshare = if rustix::process::geteuid().is_root() {
+        vec!["-m"]
+    } else {
+        vec!["-r", "-m"]
+    };
+    let mut cmd = Command::new("unshare");
+    cmd.args(&unshare)
+        .args(["sh", "-c", FULL_DISK, "sh"])
+        .arg(mnt.path())
+        .arg(&coord)
+        .arg(out.path());
+    for (k, v) in crate::harness::git_env() {
+        cmd.env(k, v);
+    }
+    let ran = cmd.env("COORD_NOW", crate::harness::T0).output();
+    let ran = match ran {
+        Ok(o) if o.status.code() != Some(99) && o.status.code() != Some(1) => o,
+        _ => {
+            eprintln!("skipped: cannot mount a small tmpfs in a private mount namespace here");
+            return;
+        }
+    };
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let mut failed_full = 0;
+    for free in [0, 8, 32, 64, 128, 192, 256, 320, 384, 448, 512] {
+        let dir = out.path().join(format!("free-{free}"));
+        let read = |name: &str| std::fs::read_to_string(dir.join(name)).expect(name);
+        let codes = read("codes");
+        let (first, second) = codes.trim().split_once(' ').expect("two codes");
+        failed_full += usize::from(first != "0");
+        if first != "0" {
+            let said = read("first.txt");
+            let named = said.contains("No space left on device")
+                || said.contains("check that .git is writable and the disk has room");
+            assert!(named, "{free} KB: the full disk is named: {said}");
+        }
+        assert_eq!(
+            second,
+            "0",
+            "{free} KB left, then freed: {}",
+            read("second.txt")
+        );
+        let repo = dir.join("repo");
+        let places = crate::harness::task_places(&repo);
+        assert_eq!(places.len(), 50, "{free} KB: {places:?}");
+        for (id, paths) in &places {
+            assert_eq!(paths.len(), 1, "{free} KB: {id} is in {paths:?}");
+            assert!(
+                paths[0].starts_with("work/assigned/a1/"),
+                "{free} KB: {paths:?}"
+            );
+        }
+        let git = |args: &[&str]| crate::harness::git_in(&repo, args);
+        assert_eq!(git(&["status", "--porcelain", "--untracked-files=all"]), "");
+        git(&["fsck", "--no-progress", "--strict"]);
+    }
+    assert!(failed_full > 0, "the disk was full for some ticks");
+}
