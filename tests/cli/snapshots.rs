@@ -22,7 +22,7 @@ const RUN_SCRIPT: &str =
     "if grep -q job-broken; then echo broken >&2; exit 1; fi; echo 'summary: ran'";
 
 /// The scenario: an empty folder made into a repo, agents, tasks through their states, the
-/// board, history, housekeeping and a sync, and a failure.
+/// board, history, housekeeping, a sync, a runner, a person's review, and a failure.
 const STEPS: &[Step<'static>] = &[
     ("init", &["init"], 0),
     ("agents_add", &["agents", "add", "p", "--pull"], 0),
@@ -136,6 +136,46 @@ const STEPS: &[Step<'static>] = &[
     (
         "run",
         &["run", "p", "--once", "--", "sh", "-c", RUN_SCRIPT],
+        0,
+    ),
+    (
+        "agents_add_reviewed",
+        &["agents", "add", "r", "--max-active", "5"],
+        0,
+    ),
+    (
+        "new_ask_first",
+        &[
+            "new",
+            "Ask me first",
+            "--id",
+            "ask",
+            "--agent",
+            "r",
+            "--authority",
+            "ask_me_first",
+        ],
+        0,
+    ),
+    (
+        "new_ask_again",
+        &[
+            "new",
+            "Ask me again",
+            "--id",
+            "ask2",
+            "--agent",
+            "r",
+            "--authority",
+            "ask_me_first",
+        ],
+        0,
+    ),
+    ("tick_to_review", &["tick"], 0),
+    ("approve", &["approve", "ask"], 0),
+    (
+        "reject",
+        &["reject", "ask2", "--reason", "redo the summary"],
         0,
     ),
     ("show_missing", &["show", "nope"], 1),
