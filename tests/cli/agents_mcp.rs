@@ -1,7 +1,7 @@
 //! `coord mcp`: the real binary as an MCP server over stdio, driven by the official SDK's
 //! client (rmcp with `transport-child-process`), as an LLM agent's host would drive it.
 
-use crate::harness::TestRepo;
+use crate::harness::{TestRepo, EVERY_NEW_FLAG};
 use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents};
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
@@ -270,30 +270,7 @@ fn mcp_refuses_a_stale_attempt_and_a_lost_claim_with_the_clis_error() {
 #[test]
 fn mcp_new_writes_every_field_coord_new_writes() {
     let r = TestRepo::with_agents(&["a", "b", "c"]);
-    r.ok(&[
-        "new",
-        "Ship it",
-        "--id",
-        "by-cli",
-        "--description",
-        "Everything: docs, release notes.",
-        "--authority",
-        "do_it_and_show_me",
-        "--due",
-        "2026-12-01T17:00:00Z",
-        "--timeout",
-        "2h",
-        "--max-attempts",
-        "5",
-        "--label",
-        "release",
-        "--next-agent",
-        "a",
-        "--next-agent",
-        "b",
-        "--join-agent",
-        "c",
-    ]);
+    r.ok(&[&["new", "Ship it", "--id", "by-cli"], EVERY_NEW_FLAG].concat());
     with_server(&r, |client| async move {
         let tools = client.list_all_tools().await.expect("tools/list");
         let new = tools.iter().find(|t| t.name == "new").expect("new");

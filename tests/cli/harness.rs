@@ -164,15 +164,7 @@ impl TestRepo {
 
     /// Runs coord, asserts success, returns stdout.
     pub fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "coord {args:?} failed ({:?}):\nstdout: {}\nstderr: {}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        succeeded(args, &self.run(args))
     }
 
     /// Runs `coord --json ARGS`, asserts success, and returns stdout as one JSON value.
@@ -191,14 +183,7 @@ impl TestRepo {
             .env_remove("COORD_NOW")
             .output()
             .expect("run coord");
-        assert!(
-            out.status.success(),
-            "coord {args:?} failed ({:?}):\nstdout: {}\nstderr: {}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        succeeded(args, &out)
     }
 
     /// Runs coord, asserts the exit code, returns (stdout, stderr).
@@ -333,6 +318,41 @@ pub fn git_in(dir: &Path, args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// Asserts that coord, run with `args`, succeeded; returns its stdout.
+fn succeeded(args: &[&str], out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "coord {args:?} failed ({:?}):\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Every field `coord new` can write beyond its title, as flags (`--id` comes first): a
+/// fan-out to a and b joined at c.
+pub const EVERY_NEW_FLAG: &[&str] = &[
+    "--description",
+    "Everything: docs, release notes.",
+    "--authority",
+    "do_it_and_show_me",
+    "--due",
+    "2026-12-01T17:00:00Z",
+    "--timeout",
+    "2h",
+    "--max-attempts",
+    "5",
+    "--label",
+    "release",
+    "--next-agent",
+    "a",
+    "--next-agent",
+    "b",
+    "--join-agent",
+    "c",
+];
 
 /// Returns the PATH coord runs with (it runs git and `sh`): the test's own.
 fn search_path() -> std::ffi::OsString {

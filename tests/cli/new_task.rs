@@ -2,7 +2,7 @@
 //! timeout, max attempts, labels and a fan-out with a join; and handoff children carry their
 //! own step's title and description, not a copy of the parent's.
 
-use crate::harness::TestRepo;
+use crate::harness::{TestRepo, EVERY_NEW_FLAG};
 use crate::steps::{complete, show, tick_at};
 use serde_json::json;
 
@@ -48,30 +48,7 @@ fn handoff_children_carry_their_own_steps_title_and_description() {
 #[test]
 fn new_writes_every_field_the_schema_allows() {
     let r = TestRepo::with_agents(&["a", "b", "c"]);
-    let id = r.ok(&[
-        "new",
-        "Ship it",
-        "--id",
-        "ship",
-        "--description",
-        "Everything: docs, release notes.",
-        "--authority",
-        "do_it_and_show_me",
-        "--due",
-        "2026-12-01T17:00:00Z",
-        "--timeout",
-        "2h",
-        "--max-attempts",
-        "5",
-        "--label",
-        "release",
-        "--next-agent",
-        "a",
-        "--next-agent",
-        "b",
-        "--join-agent",
-        "c",
-    ]);
+    let id = r.ok(&[&["new", "Ship it", "--id", "ship"], EVERY_NEW_FLAG].concat());
     assert_eq!(id.trim(), "ship");
     assert_eq!(
         r.read("work/inbox/ship.yaml"),
