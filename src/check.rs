@@ -3,7 +3,9 @@
 //! dependencies that exist, no cycles, expressions naming only dependencies). Pure.
 
 use crate::expr;
-use crate::model::{AgentName, CoordBlock, Duration, State, TaskId, TaskResult, TaskSpec};
+use crate::model::{
+    AgentName, CoordBlock, Duration, Priority, State, TaskId, TaskResult, TaskSpec,
+};
 use crate::schema::{Schema, Violation};
 use crate::yaml::{parse_bytes, Doc, Limits};
 use std::collections::HashSet;
@@ -142,7 +144,8 @@ pub fn from_parsed(text: String, doc: Doc) -> Option<TaskDoc> {
 }
 
 /// What planning needs of every task without parsing it in full: the recorded state and
-/// agent (adoption, dependency states) and the idempotency key (`coord new`). Kept in the
+/// agent (adoption, dependency states), the idempotency key (`coord new`) and, for a task
+/// that has not started, what orders and places it (assignment, dependencies). Kept in the
 /// stat cache next to the text.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Summary {
@@ -152,16 +155,65 @@ pub struct Summary {
     pub assigned_to: Option<AgentName>,
     /// `idempotency_key`.
     pub idempotency_key: Option<String>,
+    /// For a task recorded as not started (inbox, blocked, ready): what the assignment queue
+    /// and the dependency step read of it, so a ready folder of 50,000 tasks is ordered
+    /// without parsing any. None for other states (those tasks are parsed when read).
+    pub waiting: Option<Box<Waiting>>,
 }
 
 impl Summary {
     /// Returns the summary of a parsed task.
     pub fn of(task: &TaskDoc) -> Summary {
+        let not_started = matches!(
+            task.coord.state,
+            Some(State::Inbox | State::Blocked | State::Ready)
+        );
         Summary {
             state: task.coord.state,
             assigned_to: task.coord.assigned_to.clone(),
             idempotency_key: task.spec.idempotency_key.clone(),
+            waiting: not_started.then(|| Box::new(Waiting::of(task))),
         }
+    }
+}
+
+/// What the assignment queue (priority, due, creation), the choice of an agent (agent,
+/// capabilities), the backoff and the dependency step read of a task waiting to start.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Waiting {
+    /// `priority` (the config default applies when absent).
+    pub priority: Option<Priority>,
+    /// `due`, as written.
+    pub due: Option<String>,
+    /// `coord.created_at`.
+    pub created_at: Option<jiff::Timestamp>,
+    /// `coord.not_before`: the end of a backoff.
+    pub not_before: Option<jiff::Timestamp>,
+    /// `agent`: the explicit assignee.
+    pub agent: Option<AgentName>,
+    /// `capabilities`.
+    pub capabilities: Vec<String>,
+    /// `depends_on`.
+    pub depends_on: Vec<TaskId>,
+}
+
+impl Waiting {
+    /// Returns what the planner reads of a parsed task waiting to start.
+    pub fn of(task: &TaskDoc) -> Waiting {
+        Waiting {
+            priority: task.spec.priority,
+            due: task.spec.due.clone(),
+            created_at: task.coord.created_at,
+            not_before: task.coord.not_before,
+            agent: task.spec.agent.clone(),
+            capabilities: task.spec.capabilities.clone(),
+            depends_on: task.spec.depends_on.clone(),
+        }
+    }
+
+    /// Returns the instant the task is due, when it has a readable `due:`.
+    pub fn due_at(&self) -> Option<jiff::Timestamp> {
+        self.due.as_deref().and_then(crate::model::due_instant)
     }
 }
 
@@ -206,12 +258,40 @@ impl Task {
         &self.summary
     }
 
+    /// Returns what the planner reads of a task waiting to start: from the summary when it
+    /// holds it (no parsing), else from the parsed task.
+    pub fn waiting(&self) -> std::borrow::Cow<'_, Waiting> {
+        match &self.summary.waiting {
+            Some(w) => std::borrow::Cow::Borrowed(w),
+            None => std::borrow::Cow::Owned(Waiting::of(self)),
+        }
+    }
+
+    /// Returns whether the parsed task is held (it was parsed, or read and kept parsed).
+    #[cfg(test)]
+    pub fn is_parsed(&self) -> bool {
+        self.full.get().is_some()
+    }
+
     /// Wraps a task just parsed without keeping the parse: its text and summary, parsed
     /// again on use. For tasks that are seldom read again (finished ones, most of a big
     /// board), whose parse (~10 KB) would otherwise stay as long as the board does.
     pub fn summarised(doc: TaskDoc) -> Task {
         let summary = Summary::of(&doc);
         Task::unparsed(doc.text, summary)
+    }
+
+    /// Wraps a task just read or written in a folder of `state`: parsed for a task in an
+    /// agent's hands, in review or in the inbox (the planner reads those in full), text and
+    /// summary alone for a finished one or one waiting to start (seldom read in full again,
+    /// and most of a big board: a burst leaves tens of thousands in `ready/`), as the stat
+    /// cache gives them.
+    pub fn kept(state: State, doc: TaskDoc) -> Task {
+        if state.is_final() || matches!(state, State::Ready | State::Blocked) {
+            Task::summarised(doc)
+        } else {
+            Task::parsed(doc)
+        }
     }
 
     /// Runs `f` on the parsed task; when the task was not parsed yet, parses it for this call

@@ -3,7 +3,7 @@
 //! that does not belong reported. Pure, so the planner can be tested without a disk.
 
 use super::{AgentEntry, Board, Problem, ProfileFile, TaskFile};
-use crate::check::{self, Task, TaskDoc};
+use crate::check::{self, Task};
 use crate::model::{AgentName, AgentProfile, Folder, State, TaskId};
 use crate::schema::{Schema, Violation};
 use crate::yaml::{parse_bytes, Limits};
@@ -77,16 +77,6 @@ enum Kind {
     Stray(String),
 }
 
-/// Wraps a task just read: parsed for an open state, text and summary alone for a finished one
-/// (seldom read again, and most of a big board), as the stat cache gives them.
-fn kept(state: State, doc: TaskDoc) -> Task {
-    if state.is_final() {
-        Task::summarised(doc)
-    } else {
-        Task::parsed(doc)
-    }
-}
-
 /// Returns the FNV-1a hash of a file's bytes (the key of the seen-invalid memory).
 pub fn content_hash(bytes: &[u8]) -> u64 {
     crate::engine::retry::fnv1a(bytes)
@@ -133,7 +123,7 @@ impl Board {
                     (_, Ok(b)) => (
                         content_hash(b),
                         check::read_task(id.as_str(), b, task_schema, limits)
-                            .map(|d| Arc::new(kept(folder.state, d))),
+                            .map(|d| Arc::new(Task::kept(folder.state, d))),
                     ),
                     (_, Err(e)) => (0, Err(vec![Violation::file(format!("cannot read: {e}"))])),
                 };

@@ -30,7 +30,8 @@ pub fn run(w: &mut World<'_>) {
     }
 }
 
-/// Returns the ready tasks in assignment order: priority, due, age, id.
+/// Returns the ready tasks in assignment order: priority, due, age, id. Reads each task's
+/// summary ([`crate::check::Waiting`]), so ordering parses no task.
 pub fn queue(w: &World<'_>) -> Vec<TaskId> {
     let default = w.config.defaults.priority;
     let mut ready: Vec<_> = w
@@ -38,13 +39,13 @@ pub fn queue(w: &World<'_>) -> Vec<TaskId> {
         .values()
         .filter(|e| e.folder.state == State::Ready)
         .map(|e| {
-            let s = &e.task.spec;
+            let s = e.task.waiting();
             let due = s.due_at();
             let key = (
                 std::cmp::Reverse(s.priority.unwrap_or(default)),
                 due.is_none(),
                 due,
-                e.task.coord.created_at,
+                s.created_at,
                 e.id.clone(),
             );
             (key, e.id.clone())
@@ -56,7 +57,7 @@ pub fn queue(w: &World<'_>) -> Vec<TaskId> {
 
 /// Returns why a task must still wait for its backoff, if it must.
 pub fn backoff_wait(w: &World<'_>, id: &TaskId) -> Option<String> {
-    let nb = w.entries.get(id)?.task.coord.not_before?;
+    let nb = w.entries.get(id)?.task.waiting().not_before?;
     (!w.clock.reached(nb)).then(|| format!("backing off until {nb}"))
 }
 
@@ -170,7 +171,7 @@ pub fn pick(
         .entries
         .get(id)
         .ok_or_else(|| Unavailable::Gone(id.clone()))?;
-    let spec = &e.task.spec;
+    let spec = e.task.waiting();
     if let Some(agent) = &spec.agent {
         if only.is_some_and(|o| o != agent) {
             return Err(Unavailable::ForOther {

@@ -42,7 +42,7 @@ fn open_deps(w: &World<'_>, id: &TaskId) -> Vec<TaskId> {
     let deps = w
         .entries
         .get(id)
-        .map(|e| e.task.spec.depends_on.clone())
+        .map(|e| e.task.waiting().depends_on.clone())
         .unwrap_or_default();
     deps.into_iter()
         .filter(|d| effective_state(w, d) != Some(State::Done))
@@ -62,21 +62,21 @@ fn not_started(w: &World<'_>) -> Vec<TaskId> {
         .collect()
 }
 
+/// Fails a task whose dependency failed or was cancelled, or unblocks a blocked task whose
+/// dependencies are all done. Reads the task's summary; parses it only when it moves.
 fn step(w: &mut World<'_>, id: &TaskId) -> bool {
     let Some(e) = w.entries.get(id) else {
         return false;
     };
     let blocked = e.folder.state == State::Blocked;
-    let deps = e.task.spec.depends_on.clone();
-    let mut c = e.task.coord.clone();
-    let failed = deps.iter().find(|d| {
-        matches!(
-            effective_state(w, d),
-            Some(State::Failed | State::Cancelled)
-        )
+    let deps = e.task.waiting().depends_on.clone();
+    let failed = deps.iter().find_map(|d| match effective_state(w, d) {
+        Some(s @ (State::Failed | State::Cancelled)) => Some((d.clone(), s)),
+        _ => None,
     });
-    if let Some(dep) = failed {
-        let how = effective_state(w, dep).map_or("failed", |s| s.as_str());
+    if let Some((dep, how)) = failed {
+        let c = e.task.coord.clone();
+        let how = how.as_str();
         let error = ErrorInfo::new(
             ErrorCode::DependencyFailed,
             format!("dependency {dep} {how}"),
@@ -90,6 +90,7 @@ fn step(w: &mut World<'_>, id: &TaskId) -> bool {
             .iter()
             .all(|d| effective_state(w, d) == Some(State::Done))
     {
+        let mut c = e.task.coord.clone();
         c.state = Some(State::Ready);
         let summary = format!("unblock {id}: dependencies done");
         return w.transit(id, Folder::of(State::Ready), c, ResultEdit::Keep, summary);

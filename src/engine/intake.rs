@@ -63,7 +63,7 @@ impl Context for Ctx<'_, '_> {
         self.0
             .entries
             .get(id)
-            .map(|e| e.task.spec.depends_on.clone())
+            .map(|e| e.task.waiting().depends_on.clone())
     }
 }
 

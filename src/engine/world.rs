@@ -370,7 +370,7 @@ impl<'a> World<'a> {
         entry.hash = crate::board::content_hash(text.as_bytes());
         entry.stand_in = None;
         if let Some(task) = reread {
-            entry.task = Arc::new(Task::parsed(task));
+            entry.task = Arc::new(Task::kept(to.state, task));
         }
         if !ops.is_empty() {
             self.push(Transition {

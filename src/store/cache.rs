@@ -16,8 +16,9 @@
 
 use super::settle::Written;
 use crate::board::{AgentEntry, TaskFile};
-use crate::check::Summary;
-use crate::model::{AgentName, State};
+use crate::check::{Summary, Waiting};
+use crate::model::{AgentName, Priority, State, TaskId};
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
@@ -28,7 +29,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const PATH: &str = "coord/stat-cache.bin";
 
 /// The first bytes of the cache file: its format and version.
-const MAGIC: &[u8] = b"coord stat-cache 3\n";
+const MAGIC: &[u8] = b"coord stat-cache 4\n";
 
 /// How old a stamp with whole seconds must be to be trusted (git's racy rule, FAT's 2 s).
 const COARSE_SETTLE: Duration = Duration::from_secs(2);
@@ -153,6 +154,7 @@ struct SummaryRef<'a> {
     state: &'a str,
     assigned_to: Option<&'a str>,
     idempotency_key: Option<&'a str>,
+    waiting: Option<Cow<'a, Waiting>>,
 }
 
 impl EntryRef<'_> {
@@ -163,6 +165,7 @@ impl EntryRef<'_> {
                 state: State::parse(s.state),
                 assigned_to: s.assigned_to.map(AgentName::new).transpose().ok()?,
                 idempotency_key: s.idempotency_key.map(str::to_string),
+                waiting: s.waiting.clone().map(|w| Box::new(w.into_owned())),
             }),
         };
         Some(Hit {
@@ -287,6 +290,7 @@ impl StatCache {
                 state: s.state.map_or("", State::as_str),
                 assigned_to: s.assigned_to.as_ref().map(AgentName::as_str),
                 idempotency_key: s.idempotency_key.as_deref(),
+                waiting: s.waiting.as_deref().map(Cow::Borrowed),
             });
             let (hash, text) = (t.hash, task.text());
             Some(EntryRef {
@@ -380,6 +384,7 @@ fn encode(salt: u64, entries: &[EntryRef<'_>]) -> Vec<u8> {
                 put_str(&mut out, summary.state);
                 put_opt(&mut out, summary.assigned_to);
                 put_opt(&mut out, summary.idempotency_key);
+                put_waiting(&mut out, summary.waiting.as_deref());
             }
         }
         put_str(&mut out, e.text);
@@ -423,6 +428,55 @@ fn put_opt(out: &mut Vec<u8>, s: Option<&str>) {
     }
 }
 
+/// Encodes what the planner reads of a task waiting to start: a 0 byte for none, else a 1
+/// and its fields (optional strings, then the two lists as a count and strings).
+fn put_waiting(out: &mut Vec<u8>, w: Option<&Waiting>) {
+    let Some(w) = w else {
+        out.push(0);
+        return;
+    };
+    out.push(1);
+    put_opt(out, w.priority.map(Priority::as_str));
+    put_opt(out, w.due.as_deref());
+    for t in [w.created_at, w.not_before] {
+        put_opt(out, t.map(|t| t.to_string()).as_deref());
+    }
+    put_opt(out, w.agent.as_ref().map(AgentName::as_str));
+    put_list(out, w.capabilities.iter().map(String::as_str));
+    put_list(out, w.depends_on.iter().map(TaskId::as_str));
+}
+
+fn put_list<'s>(out: &mut Vec<u8>, items: impl ExactSizeIterator<Item = &'s str>) {
+    out.extend_from_slice(&(items.len() as u64).to_le_bytes());
+    items.for_each(|s| put_str(out, s));
+}
+
+/// Decodes what `put_waiting` wrote; None when the bytes are not such an encoding.
+fn read_waiting(r: &mut Reader<'_>) -> Option<Option<Waiting>> {
+    match r.take::<1>()? {
+        [0] => return Some(None),
+        [1] => {}
+        _ => return None,
+    }
+    let owned = |s: Option<&str>| s.map(str::to_string);
+    let priority = r.opt()?.map(str::parse).transpose().ok()?;
+    let time = |s: Option<&str>| s.map(str::parse::<jiff::Timestamp>).transpose().ok();
+    let due = owned(r.opt()?);
+    let (created_at, not_before) = (time(r.opt()?)?, time(r.opt()?)?);
+    let agent = r.opt()?.map(AgentName::new).transpose().ok()?;
+    let capabilities = r.list()?.into_iter().map(str::to_string).collect();
+    let depends_on = r.list()?.into_iter().map(TaskId::new);
+    Some(Some(Waiting {
+        priority,
+        due,
+        created_at,
+        not_before,
+        agent,
+        capabilities,
+        depends_on: depends_on.collect::<Result<_, _>>().ok()?,
+    }))
+}
+
 /// Checks a cache file written by `encode` under `salt` (magic, salt, checksum); returns it
 /// with where its first entry starts and how many entries it has, or None.
 fn open(bytes: Vec<u8>, salt: u64) -> Option<(Vec<u8>, usize, usize)> {
@@ -448,6 +502,7 @@ fn entry_at(bytes: &[u8], at: usize) -> Option<(EntryRef<'_>, usize)> {
             state: r.str()?,
             assigned_to: r.opt()?,
             idempotency_key: r.opt()?,
+            waiting: read_waiting(&mut r)?.map(Cow::Owned),
         }),
         _ => return None,
     };
@@ -496,6 +551,15 @@ impl<'b> Reader<'b> {
             [1] => self.str().map(Some),
             _ => None,
         }
+    }
+
+    fn list(&mut self) -> Option<Vec<&'b str>> {
+        let n = usize::try_from(self.u64()?).ok()?;
+        // Each string takes at least its 8-byte length: a bad count fails here, not in alloc.
+        if n > self.0.len() / 8 {
+            return None;
+        }
+        (0..n).map(|_| self.str()).collect()
     }
 }
 
@@ -564,6 +628,39 @@ mod tests {
         ]);
         save(&path, &keys);
         path
+    }
+
+    #[test]
+    fn a_waiting_task_keeps_what_the_planner_reads_of_it() {
+        let text = "title: r\npriority: high\ndue: 2026-12-01\nagent: bot\n\
+                    capabilities: [x, y]\ndepends_on: [a, b]\ncoord:\n  state: ready\n  \
+                    created_at: 2026-11-22T10:00:00Z\n  not_before: 2026-11-22T11:00:00Z\n";
+        let raw = RawFile::new("ready/r.yaml".to_string(), Ok(text.as_bytes().to_vec()));
+        let (t, a) = (Schema::builtin_task(), Schema::builtin_agent());
+        let b = Board::build("work", vec![raw], vec![], (&t, &a), &Limits::default());
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("stat-cache.bin");
+        let k = key(40, 1_000_000_000, 1_000_000_001, 9);
+        let keys = HashMap::from([("ready/r.yaml".to_string(), k)]);
+        StatCache::empty(7).save(&path, (&b.tasks, &b.agents), "work", &keys, later());
+        let hit = StatCache::read(&path, 7).take("ready/r.yaml", &k);
+        let Some(Hit {
+            kind: Kind::Task(summary),
+            ..
+        }) = hit
+        else {
+            panic!("no task hit: {hit:?}");
+        };
+        let parsed = crate::check::reread(text).expect("parses");
+        assert_eq!(summary, Summary::of(&parsed));
+        let waiting = summary.waiting.expect("a ready task's summary has it");
+        assert_eq!(waiting.priority, Some(Priority::High));
+        assert_eq!(waiting.agent.as_ref().map(AgentName::as_str), Some("bot"));
+        assert_eq!(waiting.capabilities, ["x", "y"]);
+        assert_eq!(waiting.depends_on.len(), 2);
+        let not_before = waiting.not_before.map(|t| t.to_string());
+        assert_eq!(not_before.as_deref(), Some("2026-11-22T11:00:00Z"));
+        assert!(waiting.due_at().is_some());
     }
 
     #[test]

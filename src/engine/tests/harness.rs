@@ -113,7 +113,8 @@ impl Sim {
         self.plan_board(&self.board(), now)
     }
 
-    fn plan_board(&self, board: &Board, now: Timestamp) -> Plan {
+    /// Plans a tick of `board` at `now`.
+    pub fn plan_board(&self, board: &Board, now: Timestamp) -> Plan {
         let inputs = Inputs {
             config: &self.config,
             now,

@@ -372,3 +372,38 @@ fn new_inbox_file_with_a_taken_id_is_a_duplicate_not_an_intake() {
         }]
     );
 }
+
+/// Issue 15: a burst leaves tens of thousands of tasks in `ready/`; the queue orders them and
+/// the dependency step checks them from their summaries, so a pass parses only the tasks it
+/// assigns (memory bounded by the pass's work, not by the ready folder).
+#[test]
+fn a_pass_parses_only_the_ready_tasks_it_assigns() {
+    let mut s = Sim::new();
+    s.add_agent("alice", "max_active: 2\n");
+    s.files.insert(
+        "done/d.yaml".into(),
+        b"title: D\ncoord:\n  state: done\n".to_vec(),
+    );
+    for i in 0..40 {
+        let priority = if i == 17 || i == 33 { "high" } else { "normal" };
+        let deps = if i % 2 == 0 { "depends_on: [d]\n" } else { "" };
+        let text = format!(
+            "title: T{i}\npriority: {priority}\n{deps}coord:\n  state: ready\n  created_at: 2026-11-22T09:00:{i:02}Z\n"
+        );
+        s.files
+            .insert(format!("ready/t{i:02}.yaml"), text.into_bytes());
+    }
+    let board = s.board();
+    let plan = s.plan_board(&board, at(0));
+    assert_eq!(
+        summaries(&plan),
+        ["assign t17 to alice", "assign t33 to alice"]
+    );
+    let parsed: Vec<&str> = board
+        .tasks
+        .iter()
+        .filter(|t| t.read.as_ref().is_ok_and(|task| task.is_parsed()))
+        .map(|t| t.id.as_str())
+        .collect();
+    assert_eq!(parsed, ["t17", "t33"]);
+}
