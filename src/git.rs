@@ -30,6 +30,11 @@ pub use pack::PACK_LOOSE_FROM;
 pub use rewrite::LocalCommit;
 pub use state::Unfinished;
 
+/// Returns the id git gives `bytes` as a blob.
+pub fn blob_id(bytes: &[u8]) -> Option<Oid> {
+    Oid::hash_object(git2::ObjectType::Blob, bytes).ok()
+}
+
 /// Errors from reading or writing the git repository.
 #[derive(thiserror::Error, Debug)]
 pub enum GitError {
@@ -468,6 +473,17 @@ impl Repo {
                 reason: "it is a directory in HEAD",
             }),
         }
+    }
+
+    /// Returns the blob id the index has for each of `paths` (repo-relative), None for a path
+    /// it does not have; reads the index once.
+    pub fn staged_ids(&self, paths: &[String]) -> Result<Vec<Option<Oid>>, GitError> {
+        let mut index = self.repo.index().map_err(ctx("cannot open the index"))?;
+        index.read(false).map_err(ctx("cannot read the index"))?;
+        Ok(paths
+            .iter()
+            .map(|p| index.get_path(Path::new(p), 0).map(|e| e.id))
+            .collect())
     }
 
     /// Returns whether `bytes` are exactly what HEAD or the index holds at `path` (a version

@@ -5,7 +5,7 @@
 //! journaled plan from the cursor, removes temp files, and commits what people changed under
 //! `work/` as `coord: record external changes`.
 
-use super::clean::Listing;
+use super::clean::{Listing, Vouch};
 use super::edit::Edited;
 use super::fsutil::{self, write_private, Flush, TEMP_SUFFIX};
 use super::inject;
@@ -63,6 +63,17 @@ impl Recorded {
     /// Returns whether the recording trusted the clean mark and skipped the status scan.
     pub fn scan_skipped(&self) -> bool {
         matches!(self.clean, Some(Clean::Marked(_)))
+    }
+
+    /// Returns whether the recording trusted the last window's [`Vouch`] and skipped the
+    /// status scan.
+    pub fn vouched(&self) -> bool {
+        matches!(self.clean, Some(Clean::Vouched))
+    }
+
+    /// Returns whether the recording found `work/` clean, however it knew.
+    pub fn found_clean(&self) -> bool {
+        self.clean.is_some() && self.lines.is_empty()
     }
 }
 
@@ -480,6 +491,9 @@ impl Store {
             touched.dedup();
             inject::point("git index").map_err(io_err(self.repo.git_dir()))?;
             self.repo.update_index_holding(&touched, hold)?;
+            if let Some(committed) = self.committed.borrow_mut().as_mut() {
+                committed.append(&mut touched);
+            }
             touched.clear();
             // As `git gc --auto` after a commit; a failure leaves the loose objects as they
             // were, all readable, so it does not fail the command that committed.
@@ -590,7 +604,26 @@ impl Store {
         now: Timestamp,
         listing: Option<&Listing>,
     ) -> Result<Recorded, StoreError> {
+        self.record_external_vouched(now, listing, None)
+    }
+
+    /// Records people's uncommitted changes as [`Store::record_external_changes`]; with the
+    /// [`Vouch`] the last window of the same tick left, the status scan is skipped when the
+    /// load's `listing` shows `work/` as clean as that window left it.
+    pub fn record_external_vouched(
+        &self,
+        now: Timestamp,
+        listing: Option<&Listing>,
+        vouch: Option<&Vouch>,
+    ) -> Result<Recorded, StoreError> {
         let mut clean = None;
+        let vouched = vouch.zip(listing).is_some_and(|(v, l)| self.vouches(v, l));
+        if vouched {
+            return Ok(Recorded {
+                lines: Vec::new(),
+                clean: Some(Clean::Vouched),
+            });
+        }
         let made = self.record_external(now, listing, &mut clean);
         let index = self.finish();
         let made = made.and_then(|m| index.map(|()| m))?;
@@ -636,6 +669,9 @@ impl Store {
             })
             .collect();
         if changed.is_empty() {
+            if !scan.ignored && !settling {
+                *clean = Some(Clean::ScannedRecent);
+            }
             if let Some(state) = state.filter(|_| !scan.ignored && !settling) {
                 self.set_clean_mark(state);
                 *clean = Some(Clean::Scanned(state));

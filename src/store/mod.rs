@@ -21,6 +21,7 @@ mod skipped;
 mod stats;
 pub use stats::{Rejection, Stats};
 mod walk;
+pub use clean::Vouch;
 pub use walk::{Walk, INBOX_WINDOW};
 
 use crate::config::{Config, ConfigError};
@@ -88,6 +89,9 @@ pub struct Store {
     /// read; None when one was too recent to trust (the quiet mark needs it).
     setup_keys: Option<u64>,
     touched: RefCell<Vec<String>>,
+    /// While a window of a tick runs: every path its index writes brought in line (what it
+    /// committed), for the next window's [`Vouch`].
+    committed: RefCell<Option<Vec<String>>>,
     /// git's index lock, held from the first commit of `touched` until `finish` writes the
     /// index for them.
     index_hold: RefCell<Option<crate::git::IndexHold>>,
@@ -115,12 +119,19 @@ pub(crate) enum Clean {
     Marked(u64),
     /// The status scan found it clean.
     Scanned(u64),
+    /// The status scan found it clean, but the walk cannot vouch for every file (a stamp
+    /// too recent to trust): no clean mark.
+    ScannedRecent,
+    /// The last window of the same tick vouched for it ([`Vouch`]): the scan was skipped.
+    Vouched,
 }
 
 impl Clean {
-    fn state(self) -> u64 {
+    /// Returns the clean-mark state, when the recording computed one.
+    fn state(self) -> Option<u64> {
         match self {
-            Clean::Marked(state) | Clean::Scanned(state) => state,
+            Clean::Marked(state) | Clean::Scanned(state) => Some(state),
+            Clean::Vouched | Clean::ScannedRecent => None,
         }
     }
 }
@@ -154,6 +165,7 @@ impl Store {
             agent_schema: Schema::builtin_agent(),
             setup_keys,
             touched: RefCell::new(Vec::new()),
+            committed: RefCell::default(),
             index_hold: RefCell::default(),
             fullest: std::cell::Cell::new(0),
             inbox_window: std::cell::Cell::new(INBOX_WINDOW),

@@ -17,7 +17,7 @@
 
 use super::cache::checksum;
 use super::walk::Walk;
-use super::{Recorded, Store};
+use super::{Clean, Recorded, Store};
 use jiff::Timestamp;
 
 /// The mark file, relative to the git directory.
@@ -54,7 +54,11 @@ impl Store {
         planned_at: Timestamp,
         deadline: Option<Timestamp>,
     ) {
-        let Some(state) = recorded.clean.and_then(|c| self.quiet_state(c.state())) else {
+        let Some(state) = recorded
+            .clean
+            .and_then(Clean::state)
+            .and_then(|s| self.quiet_state(s))
+        else {
             return;
         };
         let mark = Mark {
