@@ -121,13 +121,19 @@ enum Undo {
 
 /// The journal: the transitions of a plan not yet committed, the first one possibly half
 /// done. Older journals hold a single transition.
-/// A tick's plan is journaled as `{"tick": [...]}`, so recovery finishes it as the tick
-/// would have: in groups, marked as the tick's.
+/// A tick's plan is journaled as `{"tick": [...], "size": N}`, so recovery finishes it as the
+/// tick would have: in groups of the same size (the cursor counts whole groups; groups cut
+/// otherwise could straddle the last commit and record its transitions again), marked as the
+/// tick's. A journal without `size` (an older coord's) is cut by `group_size`.
 #[derive(serde::Deserialize)]
 #[serde(untagged)]
 enum Journal {
     Plan(Vec<Transition>),
-    Tick { tick: Vec<Transition> },
+    Tick {
+        tick: Vec<Transition>,
+        #[serde(default)]
+        size: Option<usize>,
+    },
     One(Box<Transition>),
 }
 
@@ -135,6 +141,7 @@ enum Journal {
 #[derive(serde::Serialize)]
 struct TickJournal<'p> {
     tick: &'p [Transition],
+    size: usize,
 }
 
 impl Store {
@@ -188,7 +195,7 @@ impl Store {
         let journal = self.private_dir().join(JOURNAL);
         let cursor = self.private_dir().join(CURSOR);
         let text = match origin {
-            Origin::Tick => serde_json::to_vec(&TickJournal { tick: plan }),
+            Origin::Tick => serde_json::to_vec(&TickJournal { tick: plan, size }),
             Origin::Command => serde_json::to_vec(plan),
         }
         .unwrap_or_default();
@@ -549,10 +556,10 @@ impl Store {
         match fs::read(&journal) {
             Ok(bytes) => {
                 self.remove_temp_files()?;
-                let (plan, origin) = match serde_json::from_slice(&bytes) {
-                    Ok(Journal::Plan(p)) => (p, Origin::Command),
-                    Ok(Journal::Tick { tick }) => (tick, Origin::Tick),
-                    Ok(Journal::One(t)) => (vec![*t], Origin::Command),
+                let (plan, origin, cut) = match serde_json::from_slice(&bytes) {
+                    Ok(Journal::Plan(p)) => (p, Origin::Command, None),
+                    Ok(Journal::Tick { tick, size }) => (tick, Origin::Tick, size),
+                    Ok(Journal::One(t)) => (vec![*t], Origin::Command, None),
                     Err(e) => {
                         return Err(StoreError::Journal {
                             path: journal.clone(),
@@ -564,11 +571,12 @@ impl Store {
                     .ok()
                     .and_then(|c| c.trim().parse::<usize>().ok())
                     .unwrap_or(0);
-                if origin == Origin::Tick && plan.len() > GROUP_FROM {
+                if origin == Origin::Tick && plan.len() > GROUP_FROM && cut.is_none() {
                     // Its groups are sized by the folders, as the killed tick's were.
                     self.walk_work()?;
                 }
-                let size = group_size(plan.len(), origin, self.fullest.get());
+                let size =
+                    cut.unwrap_or_else(|| group_size(plan.len(), origin, self.fullest.get()));
                 let plan = plan.get(done_before..).unwrap_or_default().to_vec();
                 let mut report = |t: &Transition, a: Applied| match a {
                     Applied::Committed => {

@@ -506,3 +506,42 @@ fn a_switch_killed_while_it_held_the_branch_lock_is_finished_by_the_next_run() {
     let merged = git(d, &["merge-base", "--is-ancestor", to.trim(), "HEAD"]);
     assert_eq!(merged, "");
 }
+
+/// A tick of 1,100 inbox files (groups sized by the inbox: 1/16 of it) stopped after its first
+/// group's commit and before the cursor moved past it: the recovery walked the folders again,
+/// found the inbox smaller, cut the rest of the plan into smaller groups, and its second group
+/// straddled the first group's end, so its commit recorded `inbox -> ready` again for tasks
+/// already committed (the SIGKILL crash test saw that under load). Recovery cuts the plan as
+/// the killed run did: every task's history holds each transition once.
+#[test]
+fn a_recovery_after_a_group_commit_records_no_transition_twice() {
+    const TASKS: usize = 1_100;
+    let t = tempfile::tempdir().expect("tempdir");
+    let d = t.path();
+    coord(d, &["init"]).expect("init");
+    for i in 0..TASKS {
+        let text = format!("title: task number {i}\n");
+        fs::write(d.join(format!("work/inbox/g{i:04}.yaml")), text).expect("write");
+    }
+    let who = ["-c", "user.name=p", "-c", "user.email=p@x"];
+    git(d, &["add", "work"]);
+    git(d, &[&who[..], &["commit", "-qm", "burst"]].concat());
+    fail_at(None);
+    crash_on(Some(("write private", 4)));
+    let stopped = coord(d, &["tick"]);
+    crash_on(None);
+    assert!(
+        stopped.is_err(),
+        "the tick stops after its first group's commit"
+    );
+    coord(d, &["tick"]).expect("recovery");
+    coord(d, &["tick"]).expect("next tick");
+    let history: Vec<_> = history_of_tasks(d)
+        .into_iter()
+        .filter(|(id, _)| id.starts_with('g'))
+        .collect();
+    assert_eq!(history.len(), TASKS);
+    for (id, chain) in history {
+        assert_eq!(chain, [("inbox".to_string(), "ready".to_string())], "{id}");
+    }
+}
