@@ -1,5 +1,5 @@
 //! The kill -9 sweep (SPEC 3, 3.11; issue 12): tick, sync, claim, complete, archive, new,
-//! approve, cancel and retry are each killed with SIGKILL after a random delay, people drop
+//! approve, cancel and retry are each killed with SIGKILL after a random delay (drawn from a window that adapts to how long commands take here), people drop
 //! tasks and agents write results into their tasks while nothing runs, and a recovery tick
 //! follows. After every
 //! recovery: every id exists once, every result an agent wrote is in its task (accepted, or in
@@ -146,6 +146,18 @@ fn first_lines(text: &str, n: usize) -> String {
     shown
 }
 
+/// The window the next kill's delay is drawn from: narrower after a kill that came too late
+/// (the command had finished), wider after one that landed mid-run, so that on a fast machine
+/// as on a slow one about half the kills land while the command runs, spread over its run.
+fn next_window(window: Duration, landed_mid_run: bool) -> Duration {
+    let next = if landed_mid_run {
+        window.mul_f64(1.1)
+    } else {
+        window.mul_f64(0.9)
+    };
+    next.clamp(Duration::from_millis(1), Duration::from_millis(200))
+}
+
 /// A repo with agents, a bare remote for `sync`, and tasks in every state worth killing over.
 fn setup() -> (TestRepo, TestRepo) {
     let remote = TestRepo::empty_in_memory();
@@ -200,6 +212,7 @@ fn sweep(kills: usize, budget: Duration) -> Figures {
     let mut rng = Rng(seed);
     let mut tokens: BTreeMap<String, String> = BTreeMap::new();
     let mut fig = Figures::default();
+    let mut window = Duration::from_millis(40);
     let mut all = Vec::new();
     for round in 0..kills {
         if started.elapsed() > budget {
@@ -209,8 +222,10 @@ fn sweep(kills: usize, budget: Duration) -> Figures {
         let args = command(&mut rng, &found, round);
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut child = r.spawn(&argv);
-        std::thread::sleep(Duration::from_micros(rng.below(40_000)));
-        fig.mid_run += usize::from(child.try_wait().expect("try_wait").is_none());
+        std::thread::sleep(Duration::from_micros(rng.below(window.as_micros() as u64)));
+        let running = child.try_wait().expect("try_wait").is_none();
+        fig.mid_run += usize::from(running);
+        window = next_window(window, running);
         child.kill().expect("SIGKILL");
         child.wait().expect("reap");
         fig.kills += 1;
@@ -252,7 +267,8 @@ fn sweep(kills: usize, budget: Duration) -> Figures {
     );
     eprintln!(
         "kill sweep: {} kills ({} while running, {} with a journal left), {} recoveries, \
-         {} interrupted transitions finished, {} agent results written and kept, 0 violations, {:?}",
+         {} interrupted transitions finished, {} agent results written and kept, 0 violations, \
+         kill window at the end {window:?}, {:?}",
         fig.kills,
         fig.mid_run,
         fig.journals,
