@@ -336,24 +336,23 @@ fn grouped_template() -> tempfile::TempDir {
     t
 }
 
-/// Returns, per task, the transitions history records for it, oldest first: the
-/// `Coord-From` / `Coord-To` trailers after each `Coord-Task` line of every commit message.
+/// Returns, per task, the transitions history records for it, oldest first, as coord's own
+/// trailer reader (`coord log`) reads them.
 fn history_of_tasks(root: &Path) -> BTreeMap<String, Vec<(String, String)>> {
-    let log = git(root, &["log", "--reverse", "--format=%B%x00"]);
+    let log = crate::git::Repo::discover(root)
+        .expect("repo")
+        .log(None)
+        .expect("log");
     let mut out: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
-    for message in log.split('\0') {
-        let mut task = None;
-        let mut from = None;
-        for line in message.lines() {
-            if let Some(id) = line.strip_prefix("Coord-Task: ") {
-                task = Some(id.to_string());
-            } else if let Some(f) = line.strip_prefix("Coord-From: ") {
-                from = Some(f.to_string());
-            } else if let Some(to) = line.strip_prefix("Coord-To: ") {
-                if let (Some(id), Some(f)) = (task.take(), from.take()) {
-                    out.entry(id).or_default().push((f, to.to_string()));
-                }
-            }
+    for t in log
+        .iter()
+        .rev()
+        .flat_map(crate::git::CommitInfo::transitions)
+    {
+        if let (false, Some(from), Some(to)) = (t.agent, t.from, t.to) {
+            out.entry(t.subject)
+                .or_default()
+                .push((from.to_string(), to.to_string()));
         }
     }
     out

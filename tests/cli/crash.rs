@@ -42,24 +42,25 @@ fn scratch() -> std::path::PathBuf {
 }
 
 /// Asserts that history records every task's transitions, each with its trailers, as one
-/// unbroken chain from the inbox to the folder the task is in (`Coord-From` / `Coord-To`
-/// after each `Coord-Task` line, oldest commit first): a kill never loses or doubles one.
+/// unbroken chain from the inbox to the folder the task is in (oldest commit first, read by
+/// coord's trailer reader as `coord log` reads them): a kill never loses or doubles one.
 fn assert_history_unbroken(r: &TestRepo, found: &std::collections::BTreeMap<String, Vec<String>>) {
-    let log = r.git(&["log", "--reverse", "--format=%B%x00"]);
+    let log = coord::git::Repo::discover(r.path())
+        .expect("repo")
+        .log(None)
+        .expect("log");
     let mut chains: std::collections::HashMap<String, Vec<(String, String)>> =
         std::collections::HashMap::new();
-    for message in log.split('\0') {
-        let (mut task, mut from) = (None, None);
-        for line in message.lines() {
-            if let Some(id) = line.strip_prefix("Coord-Task: ") {
-                task = Some(id.to_string());
-            } else if let Some(f) = line.strip_prefix("Coord-From: ") {
-                from = Some(f.to_string());
-            } else if let Some(to) = line.strip_prefix("Coord-To: ") {
-                if let (Some(id), Some(f)) = (task.take(), from.take()) {
-                    chains.entry(id).or_default().push((f, to.to_string()));
-                }
-            }
+    for t in log
+        .iter()
+        .rev()
+        .flat_map(coord::git::CommitInfo::transitions)
+    {
+        if let (false, Some(from), Some(to)) = (t.agent, t.from, t.to) {
+            chains
+                .entry(t.subject)
+                .or_default()
+                .push((from.to_string(), to.to_string()));
         }
     }
     for (id, paths) in found {
