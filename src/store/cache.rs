@@ -15,7 +15,7 @@
 //! corrupt cache only means a full read. Does file I/O under `.git/coord/` only.
 
 use super::settle::Written;
-use crate::board::{AgentEntry, TaskFile};
+use crate::board::{AgentEntry, ProfileFile, TaskFile};
 use crate::check::{Summary, Waiting};
 use crate::model::{AgentName, Priority, State, TaskId};
 use std::borrow::Cow;
@@ -29,7 +29,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const PATH: &str = "coord/stat-cache.bin";
 
 /// The first bytes of the cache file: its format and version.
-const MAGIC: &[u8] = b"coord stat-cache 4\n";
+const MAGIC: &[u8] = b"coord stat-cache 5\n";
 
 /// How old a stamp with whole seconds must be to be trusted (git's racy rule, FAT's 2 s).
 const COARSE_SETTLE: Duration = Duration::from_secs(2);
@@ -200,10 +200,21 @@ pub struct StatCache {
     next: usize,
     /// How many entries are not visited yet.
     left: usize,
-    /// Where each entry that was a hit starts in `bytes`.
-    hits: Vec<usize>,
+    /// How many entries were hits.
+    hits: usize,
     /// Whether an entry was dropped (its file changed or went away).
     stale: bool,
+}
+
+/// What a load used of the cache once it has taken every file it could: enough to write the
+/// new cache, without the old file's bytes (dropped before the board is built, so the two
+/// are never held at once).
+pub struct Used {
+    salt: u64,
+    /// How many entries were hits.
+    hits: usize,
+    /// Whether every entry of the old file was a hit.
+    all_hits: bool,
 }
 
 impl StatCache {
@@ -224,7 +235,7 @@ impl StatCache {
             bytes: Vec::new(),
             next: 0,
             left: 0,
-            hits: Vec::new(),
+            hits: 0,
             stale: true,
         }
     }
@@ -247,7 +258,7 @@ impl StatCache {
                     let hit = entry.to_hit();
                     (self.next, self.left) = (at + len, self.left - 1);
                     self.stale |= hit.is_none();
-                    self.hits.extend(hit.is_some().then_some(at));
+                    self.hits += usize::from(hit.is_some());
                     return hit;
                 }
             }
@@ -256,35 +267,71 @@ impl StatCache {
         None
     }
 
+    /// Ends the reading: drops the file's bytes and keeps what `Used::save` needs.
+    pub fn used(self) -> Used {
+        Used {
+            salt: self.salt,
+            hits: self.hits,
+            all_hits: !self.stale && self.left == 0,
+        }
+    }
+}
+
+/// Where an entry of the new cache comes from.
+enum Source<'b> {
+    /// A task that passed the per-file checks, with the content hash of its file.
+    Task(u64, &'b crate::check::Task),
+    /// An agent profile that passed the profile schema.
+    Profile(&'b ProfileFile),
+}
+
+impl Used {
     /// Writes the cache for the task files and agent profiles of a load that passed the
-    /// per-file checks, whose key is known (a hit's, or `missed` for a file read from disk)
-    /// and settled at `start`. Does nothing when every entry was a hit and no `.yaml` file
-    /// outside `inbox/` was missed. Failures are ignored: the cache is only ever an
-    /// optimisation.
+    /// per-file checks, whose key is in `keys` (every hit's and every file read from disk,
+    /// work-relative) and settled at `start`. Does nothing when every entry was a hit and no
+    /// file was read from disk. The file is written entry by entry as it is encoded, never
+    /// whole in memory. Failures are ignored: the cache is only ever an optimisation.
     pub fn save(
-        mut self,
+        self,
         path: &Path,
         (tasks, agents): (&[TaskFile], &BTreeMap<AgentName, AgentEntry>),
         work_dir: &str,
-        missed: &HashMap<String, StatKey>,
+        keys: &HashMap<String, StatKey>,
         start: SystemTime,
     ) {
-        let all_hits = !self.stale && self.left == 0;
-        if all_hits && missed.is_empty() {
+        if self.all_hits && keys.len() == self.hits {
             return;
         }
-        let hits = std::mem::take(&mut self.hits);
-        let hit_count = hits.len();
-        let mut keys: HashMap<&str, StatKey> = hits
-            .into_iter()
-            .filter_map(|at| entry_at(&self.bytes, at).map(|(e, _)| (e.rel, e.key)))
-            .collect();
-        keys.extend(missed.iter().map(|(rel, key)| (rel.as_str(), *key)));
         let prefix = format!("{work_dir}/");
-        let settled = |path| settled_key(path, &prefix, &keys, start);
+        let settled = |path| settled_key(path, &prefix, keys, start);
         let task_entries = tasks.iter().filter_map(|t| {
             let task = t.read.as_ref().ok()?;
-            let (rel, key) = settled(&t.path)?;
+            Some((settled(&t.path)?.0, Source::Task(t.hash, task)))
+        });
+        let profile_entries = agents.values().filter_map(|a| {
+            let file = a.file.as_ref()?;
+            Some((settled(&file.path)?.0, Source::Profile(file)))
+        });
+        let mut entries: Vec<(&str, Source<'_>)> = task_entries.chain(profile_entries).collect();
+        entries.sort_by(|a, b| walk_order(a.0, b.0));
+        if self.all_hits && entries.len() == self.hits {
+            return;
+        }
+        let count = entries.len();
+        let entries = entries
+            .iter()
+            .map(|(rel, source)| Some(entry_of(rel, *keys.get(*rel)?, source)));
+        let written = write_file(path, self.salt, count, entries);
+        if written.is_err() {
+            let _ = fs::remove_file(temp_path(path));
+        }
+    }
+}
+
+/// Returns the entry of the new cache for `source` at `rel`.
+fn entry_of<'b>(rel: &'b str, key: StatKey, source: &'b Source<'b>) -> EntryRef<'b> {
+    match source {
+        Source::Task(hash, task) => {
             let s = task.summary();
             let summary = Some(SummaryRef {
                 state: s.state.map_or("", State::as_str),
@@ -292,50 +339,65 @@ impl StatCache {
                 idempotency_key: s.idempotency_key.as_deref(),
                 waiting: s.waiting.as_deref().map(Cow::Borrowed),
             });
-            let (hash, text) = (t.hash, task.text());
-            Some(EntryRef {
+            EntryRef {
                 rel,
                 key,
-                hash,
-                text,
+                hash: *hash,
+                text: task.text(),
                 summary,
-            })
-        });
-        let profile_entries = agents.values().filter_map(|a| {
-            let file = a.file.as_ref()?;
-            let (rel, key) = settled(&file.path)?;
-            let hash = crate::board::content_hash(file.text.as_bytes());
-            let text = &file.text[..];
-            Some(EntryRef {
-                rel,
-                key,
-                hash,
-                text,
-                summary: None,
-            })
-        });
-        let mut entries: Vec<EntryRef<'_>> = task_entries.chain(profile_entries).collect();
-        entries.sort_by(|a, b| walk_order(a.rel, b.rel));
-        if all_hits && entries.len() == hit_count {
-            return;
+            }
         }
-        write_file(path, &encode(self.salt, &entries));
+        Source::Profile(file) => EntryRef {
+            rel,
+            key,
+            hash: crate::board::content_hash(file.text.as_bytes()),
+            text: &file.text[..],
+            summary: None,
+        },
     }
 }
 
-/// Writes the cache file by a rename, so a reader sees the old or the new file.
-fn write_file(path: &Path, bytes: &[u8]) {
-    let tmp = path.with_extension(format!(
+/// Returns the temporary file the cache at `path` is written to before its rename.
+fn temp_path(path: &Path) -> std::path::PathBuf {
+    path.with_extension(format!(
         "{}{}",
         std::process::id(),
         super::fsutil::TEMP_SUFFIX
-    ));
-    let written = path.parent().is_some_and(|d| fs::create_dir_all(d).is_ok())
-        && fs::write(&tmp, bytes).is_ok()
-        && fs::rename(&tmp, path).is_ok();
-    if !written {
-        let _ = fs::remove_file(&tmp);
+    ))
+}
+
+/// Writes the cache file (see `encode_entry` for the layout) by a rename, so a reader sees
+/// the old or the new file: header with a zero checksum, then `count` entries as they come
+/// (every one of them must be Some), then the checksum of the body in the header.
+fn write_file<'b>(
+    path: &Path,
+    salt: u64,
+    count: usize,
+    entries: impl Iterator<Item = Option<EntryRef<'b>>>,
+) -> std::io::Result<()> {
+    use std::io::{Seek, SeekFrom, Write};
+    let missing = || std::io::Error::other("an entry without its key");
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir)?;
     }
+    let tmp = temp_path(path);
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, fs::File::create(&tmp)?);
+    out.write_all(MAGIC)?;
+    out.write_all(&salt.to_le_bytes())?;
+    out.write_all(&[0; 8])?;
+    let mut sum = Sum::new();
+    let mut buf = (count as u64).to_le_bytes().to_vec();
+    for entry in entries {
+        encode_entry(&mut buf, &entry.ok_or_else(missing)?);
+        sum.add(&buf);
+        out.write_all(&buf)?;
+        buf.clear();
+    }
+    let mut file = out.into_inner().map_err(|e| e.into_error())?;
+    file.seek(SeekFrom::Start((HEADER - 8) as u64))?;
+    file.write_all(&sum.finish().to_le_bytes())?;
+    drop(file);
+    fs::rename(&tmp, path)
 }
 
 /// Returns whether the cache may keep the file at the work-relative `rel`: a task file
@@ -349,7 +411,7 @@ pub fn cacheable(rel: &str) -> bool {
 fn settled_key<'p>(
     path: &'p str,
     prefix: &str,
-    keys: &HashMap<&str, StatKey>,
+    keys: &HashMap<String, StatKey>,
     start: SystemTime,
 ) -> Option<(&'p str, StatKey)> {
     let rel = path.strip_prefix(prefix)?;
@@ -360,57 +422,84 @@ fn settled_key<'p>(
 /// The length of the header: magic, salt and the body's checksum.
 const HEADER: usize = MAGIC.len() + 16;
 
-/// Encodes the cache: magic, salt, the checksum of the body, then the body: entry count and
-/// per entry its path, key, hash, kind (with a task's summary) and text; integers
-/// little-endian, strings length-prefixed.
-fn encode(salt: u64, entries: &[EntryRef<'_>]) -> Vec<u8> {
-    let size: usize = entries
-        .iter()
-        .map(|e| e.rel.len() + e.text.len() + 128)
-        .sum();
-    let mut out = Vec::with_capacity(HEADER + 8 + size);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&salt.to_le_bytes());
-    out.extend_from_slice(&[0; 8]);
-    out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
-    for e in entries {
-        put_str(&mut out, e.rel);
-        e.key.write_to(&mut out);
-        out.extend_from_slice(&e.hash.to_le_bytes());
-        match &e.summary {
-            None => out.push(0),
-            Some(summary) => {
-                out.push(1);
-                put_str(&mut out, summary.state);
-                put_opt(&mut out, summary.assigned_to);
-                put_opt(&mut out, summary.idempotency_key);
-                put_waiting(&mut out, summary.waiting.as_deref());
-            }
+/// Appends one entry to `out`. The cache file is: magic, salt, the checksum of the body, then
+/// the body: entry count and per entry its path, key, hash, kind (with a task's summary) and
+/// text; integers little-endian, strings length-prefixed.
+fn encode_entry(out: &mut Vec<u8>, e: &EntryRef<'_>) {
+    put_str(out, e.rel);
+    e.key.write_to(out);
+    out.extend_from_slice(&e.hash.to_le_bytes());
+    match &e.summary {
+        None => out.push(0),
+        Some(summary) => {
+            out.push(1);
+            put_str(out, summary.state);
+            put_opt(out, summary.assigned_to);
+            put_opt(out, summary.idempotency_key);
+            put_waiting(out, summary.waiting.as_deref());
         }
-        put_str(&mut out, e.text);
     }
-    let sum = checksum(&out[HEADER..]);
-    out[HEADER - 8..HEADER].copy_from_slice(&sum.to_le_bytes());
-    out
+    put_str(out, e.text);
 }
 
-/// Returns a 64-bit checksum of `bytes`, eight bytes at a time (a rotate, xor and multiply by
-/// an odd constant per word, each step invertible, so changing any one word always changes
-/// the result). Fast over megabytes; not meant to resist anyone choosing the bytes, and
-/// coord's own files under `.git/coord/` are all it checks.
+/// Returns a 64-bit checksum of `bytes` (see [`Sum`]).
 pub fn checksum(bytes: &[u8]) -> u64 {
+    let mut sum = Sum::new();
+    sum.add(bytes);
+    sum.finish()
+}
+
+/// A 64-bit checksum taken over bytes given in any number of parts, eight bytes at a time (a
+/// rotate, xor and multiply by an odd constant per word, each step invertible, so changing
+/// any one word always changes the result), the length last. Fast over megabytes; not meant
+/// to resist anyone choosing the bytes, and coord's own files under `.git/coord/` are all it
+/// checks.
+pub struct Sum {
+    h: u64,
+    len: u64,
+    /// The bytes of a word not complete yet.
+    part: [u8; 8],
+    filled: usize,
+}
+
+impl Sum {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mix = |h: u64, word: u64| (h.rotate_left(23) ^ word).wrapping_mul(K);
-    let mut chunks = bytes.chunks_exact(8);
-    let mut h = mix(K, bytes.len() as u64);
-    for chunk in &mut chunks {
-        let word: [u8; 8] = chunk.try_into().expect("chunks_exact gives 8 bytes");
-        h = mix(h, u64::from_le_bytes(word));
+
+    /// Returns the sum of no bytes.
+    pub fn new() -> Sum {
+        Sum {
+            h: Self::K,
+            len: 0,
+            part: [0; 8],
+            filled: 0,
+        }
     }
-    let mut last = [0u8; 8];
-    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-    h = mix(h, u64::from_le_bytes(last));
-    h ^ (h >> 29)
+
+    fn mix(&mut self, word: u64) {
+        self.h = (self.h.rotate_left(23) ^ word).wrapping_mul(Self::K);
+    }
+
+    /// Adds the next bytes.
+    pub fn add(&mut self, mut bytes: &[u8]) {
+        self.len += bytes.len() as u64;
+        while !bytes.is_empty() {
+            let n = (8 - self.filled).min(bytes.len());
+            self.part[self.filled..self.filled + n].copy_from_slice(&bytes[..n]);
+            (self.filled, bytes) = (self.filled + n, &bytes[n..]);
+            if self.filled == 8 {
+                self.mix(u64::from_le_bytes(self.part));
+                self.filled = 0;
+            }
+        }
+    }
+
+    /// Returns the sum of the bytes added.
+    pub fn finish(mut self) -> u64 {
+        self.part[self.filled..].fill(0);
+        self.mix(u64::from_le_bytes(self.part));
+        self.mix(self.len);
+        self.h ^ (self.h >> 29)
+    }
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
@@ -602,7 +691,9 @@ mod tests {
 
     fn save(path: &Path, keys: &HashMap<String, StatKey>) {
         let b = board(TEXT);
-        StatCache::read(path, 7).save(path, (&b.tasks, &b.agents), "work", keys, later());
+        StatCache::read(path, 7)
+            .used()
+            .save(path, (&b.tasks, &b.agents), "work", keys, later());
     }
 
     fn key(size: u64, mtime_ns: i128, ctime_ns: i128, ino: u64) -> StatKey {
@@ -642,7 +733,9 @@ mod tests {
         let path = dir.path().join("stat-cache.bin");
         let k = key(40, 1_000_000_000, 1_000_000_001, 9);
         let keys = HashMap::from([("ready/r.yaml".to_string(), k)]);
-        StatCache::empty(7).save(&path, (&b.tasks, &b.agents), "work", &keys, later());
+        StatCache::empty(7)
+            .used()
+            .save(&path, (&b.tasks, &b.agents), "work", &keys, later());
         let hit = StatCache::read(&path, 7).take("ready/r.yaml", &k);
         let Some(Hit {
             kind: Kind::Task(summary),
@@ -776,6 +869,24 @@ mod tests {
         }
         assert_ne!(checksum(&base[..36]), sum);
         assert_ne!(checksum(&[0; 8]), checksum(&[0; 16]));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_sum_taken_in_parts_is_the_sum_of_the_whole(
+            bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..64),
+            cuts in proptest::collection::vec(0usize..64, 0..5),
+        ) {
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(bytes.len())).collect();
+            cuts.sort_unstable();
+            let mut sum = Sum::new();
+            let mut from = 0;
+            for cut in cuts.into_iter().chain([bytes.len()]) {
+                sum.add(&bytes[from..cut]);
+                from = cut;
+            }
+            proptest::prop_assert_eq!(sum.finish(), checksum(&bytes));
+        }
     }
 
     #[test]

@@ -94,7 +94,8 @@ impl Store {
     fn build(&self, walked: Walk, mut cache: StatCache) -> Result<(Board, Loaded), StoreError> {
         let limits = Limits::default();
         let settle = self.settle_rule(&self.seen_complete);
-        let mut missed = HashMap::new();
+        // The key of every file the new cache may keep: hits and files read from disk.
+        let mut keys = HashMap::new();
         let mut settling = Vec::new();
         let mut files = Vec::with_capacity(walked.files.len());
         for (rel, key) in walked.files {
@@ -103,7 +104,8 @@ impl Store {
                 files.push(RawFile::new(rel, Err(why)));
                 continue;
             }
-            if let Some(hit) = key.and_then(|k| cache.take(&rel, &k)) {
+            if let Some((k, hit)) = key.and_then(|k| Some((k, cache.take(&rel, &k)?))) {
+                keys.insert(rel.clone(), k);
                 files.push(from_cache(rel, hit));
                 continue;
             }
@@ -123,13 +125,14 @@ impl Store {
                     let raw = self.stand_in(raw, &limits);
                     if let Some(k) = key.filter(|_| cache::cacheable(&raw.rel)) {
                         if raw.stand_in.is_none() {
-                            missed.insert(raw.rel.clone(), k);
+                            keys.insert(raw.rel.clone(), k);
                         }
                     }
                     files.push(raw);
                 }
             }
         }
+        let cache = cache.used();
         let mut board = Board::build(
             self.work_dir(),
             files,
@@ -154,7 +157,7 @@ impl Store {
             &self.cache_path(),
             cached,
             self.work_dir(),
-            &missed,
+            &keys,
             walked.listing.start(),
         );
         board
