@@ -1,7 +1,9 @@
 //! The board as the cross-task checks see it ([`crate::check::Context`]): which ids and
-//! agents exist, and each readable task's dependencies. Pure.
+//! agents exist, and the dependencies of the tasks a check walks through. Pure: a task's
+//! dependencies come from its summary when it is waiting to start, else from a parse made for
+//! the call, so checking one new task parses only the tasks on its dependency paths.
 
-use super::Board;
+use super::{Board, TaskFile};
 use crate::check::Context;
 use crate::model::{AgentName, TaskId};
 use std::collections::HashMap;
@@ -9,23 +11,20 @@ use std::collections::HashMap;
 /// The cross-task checks' view of a board.
 pub struct Checks<'b> {
     board: &'b Board,
-    deps: HashMap<&'b TaskId, Vec<TaskId>>,
+    /// The last readable copy of each id, as the checks have always taken it.
+    by_id: HashMap<&'b TaskId, &'b TaskFile>,
 }
 
 impl<'b> Checks<'b> {
-    /// Indexes a board for the checks.
+    /// Indexes a board for the checks (ids only: nothing is parsed).
     pub fn new(board: &'b Board) -> Self {
-        let deps = board
+        let by_id = board
             .tasks
             .iter()
-            .filter_map(|t| {
-                t.read
-                    .as_ref()
-                    .ok()
-                    .map(|d| (&t.id, d.spec.depends_on.clone()))
-            })
+            .filter(|t| t.read.is_ok())
+            .map(|t| (&t.id, t))
             .collect();
-        Checks { board, deps }
+        Checks { board, by_id }
     }
 }
 
@@ -37,6 +36,10 @@ impl Context for Checks<'_> {
         self.board.agents.contains_key(agent)
     }
     fn deps_of(&self, id: &TaskId) -> Option<Vec<TaskId>> {
-        self.deps.get(id).cloned()
+        let task = self.by_id.get(id)?.read.as_ref().ok()?;
+        Some(match &task.summary().waiting {
+            Some(waiting) => waiting.depends_on.clone(),
+            None => task.peek(|doc| doc.spec.depends_on.clone()),
+        })
     }
 }

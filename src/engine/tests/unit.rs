@@ -407,3 +407,40 @@ fn a_pass_parses_only_the_ready_tasks_it_assigns() {
         .collect();
     assert_eq!(parsed, ["t17", "t33"]);
 }
+
+/// Issue 15: `coord new` checks the task it writes against the board (unknown agents,
+/// dependencies, cycles); the checks read the dependencies of the tasks on the new task's
+/// dependency paths only, so a `new` on 10,000 finished tasks parses none of them.
+#[test]
+fn checking_a_new_task_parses_only_the_tasks_on_its_dependency_paths() {
+    let mut s = Sim::new();
+    for i in 0..30 {
+        let text = format!("title: D{i}\ncoord:\n  state: done\n");
+        s.files.insert(format!("done/d{i:02}.yaml"), text.into_bytes());
+    }
+    // b (done) depends on c (done), which depends on the id the new task takes: a cycle.
+    s.files.insert(
+        "done/b.yaml".into(),
+        b"title: B\ndepends_on: [c]\ncoord:\n  state: done\n".to_vec(),
+    );
+    s.files.insert(
+        "done/c.yaml".into(),
+        b"title: C\ndepends_on: [n]\ncoord:\n  state: done\n".to_vec(),
+    );
+    let board = s.board();
+    let new = crate::check::reread("title: N\ndepends_on: [b]\n").expect("parses");
+    let found =
+        crate::check::check_in_context(&tid("n"), &new, &crate::board::Checks::new(&board));
+    let messages: Vec<&str> = found.iter().map(|(_, v)| v.message.as_str()).collect();
+    assert!(
+        messages.iter().any(|m| m.contains("n -> b -> c -> n")),
+        "{messages:?}"
+    );
+    let parsed: Vec<&str> = board
+        .tasks
+        .iter()
+        .filter(|t| t.read.as_ref().is_ok_and(|task| task.is_parsed()))
+        .map(|t| t.id.as_str())
+        .collect();
+    assert!(parsed.is_empty(), "{parsed:?}");
+}
