@@ -202,9 +202,17 @@ pub struct StatCache {
     left: usize,
     /// How many entries were hits.
     hits: usize,
-    /// Whether an entry was dropped (its file changed or went away).
+    /// Whether the file must be written again whole (it was absent, corrupt or of another
+    /// salt, or an entry did not decode).
     stale: bool,
+    /// How many entries were dropped (their files changed or went away).
+    dropped: usize,
 }
+
+/// A load of a big board leaves the cache as it is when the entries it missed or dropped are
+/// at most this share of its hits (1 / this): those few files are read from disk again by the
+/// next loads, instead of every single-task command rewriting megabytes for one moved file.
+const REWRITE_SHARE: usize = 256;
 
 /// What a load used of the cache once it has taken every file it could: enough to write the
 /// new cache, without the old file's bytes (dropped before the board is built, so the two
@@ -215,6 +223,10 @@ pub struct Used {
     hits: usize,
     /// Whether every entry of the old file was a hit.
     all_hits: bool,
+    /// Whether the file must be written again whole.
+    stale: bool,
+    /// How many entries of the old file were not hits.
+    dropped: usize,
 }
 
 impl StatCache {
@@ -237,6 +249,7 @@ impl StatCache {
             left: 0,
             hits: 0,
             stale: true,
+            dropped: 0,
         }
     }
 
@@ -252,8 +265,8 @@ impl StatCache {
             };
             match walk_order(entry.rel, rel) {
                 Ordering::Greater => return None,
-                Ordering::Less => self.stale = true,
-                Ordering::Equal if entry.key != *key => self.stale = true,
+                Ordering::Less => self.dropped += 1,
+                Ordering::Equal if entry.key != *key => self.dropped += 1,
                 Ordering::Equal => {
                     let hit = entry.to_hit();
                     (self.next, self.left) = (at + len, self.left - 1);
@@ -272,7 +285,9 @@ impl StatCache {
         Used {
             salt: self.salt,
             hits: self.hits,
-            all_hits: !self.stale && self.left == 0,
+            all_hits: !self.stale && self.left == 0 && self.dropped == 0,
+            stale: self.stale,
+            dropped: self.dropped + self.left,
         }
     }
 }
@@ -289,7 +304,8 @@ impl Used {
     /// Writes the cache for the task files and agent profiles of a load that passed the
     /// per-file checks, whose key is in `keys` (every hit's and every file read from disk,
     /// work-relative) and settled at `start`. Does nothing when every entry was a hit and no
-    /// file was read from disk. The file is written entry by entry as it is encoded, never
+    /// file was read from disk, nor when the entries missed and dropped are few next to the
+    /// hits ([`REWRITE_SHARE`]). The file is written entry by entry as it is encoded, never
     /// whole in memory. Failures are ignored: the cache is only ever an optimisation.
     pub fn save(
         self,
@@ -299,7 +315,8 @@ impl Used {
         keys: &HashMap<String, StatKey>,
         start: SystemTime,
     ) {
-        if self.all_hits && keys.len() == self.hits {
+        let missed = keys.len().saturating_sub(self.hits);
+        if !self.stale && (self.dropped + missed) * REWRITE_SHARE <= self.hits {
             return;
         }
         let prefix = format!("{work_dir}/");
@@ -809,7 +826,7 @@ mod tests {
             cache.take("agents/bot.yaml", &k).is_none(),
             "an entry before the last taken one is gone"
         );
-        assert!(cache.stale, "the profile's entry was dropped");
+        assert_eq!(cache.dropped, 1, "the profile's entry was dropped");
     }
 
     proptest::proptest! {
