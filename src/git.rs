@@ -22,7 +22,7 @@ mod state;
 
 pub use attempts::Granted;
 use commit::check_path;
-pub use commit::IndexHold;
+pub use commit::{IndexHold, IndexWritten};
 pub use edit::PathChange;
 pub use git2::Oid;
 pub use history::{recorded, Recorded};

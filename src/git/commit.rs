@@ -95,7 +95,7 @@ impl Repo {
     /// those bytes (so `git status` is clean for it) and with empty stat data otherwise (so git
     /// re-reads it and shows the later edit as unstaged). A path HEAD lacks leaves the index.
     pub fn update_index(&self, paths: &[String]) -> Result<(), GitError> {
-        self.update_index_holding(paths, None)
+        self.update_index_holding(paths, None).map(drop)
     }
 
     /// Takes git's index lock (`.git/index.lock`) and keeps it until the returned hold is
@@ -143,12 +143,12 @@ impl Repo {
 
     /// [`Repo::update_index`], writing the index through `hold` when coord holds the index
     /// lock already (then the lock is released by the write, as git does: the new index is
-    /// renamed from the lock file).
+    /// renamed from the lock file). Returns what the write left.
     pub fn update_index_holding(
         &self,
         paths: &[String],
         hold: Option<IndexHold>,
-    ) -> Result<(), GitError> {
+    ) -> Result<IndexWritten, GitError> {
         let tree = match self.resolve_head()?.oid {
             Some(oid) => self.tree_of(oid)?,
             None => self.empty_tree()?,
@@ -170,10 +170,24 @@ impl Repo {
                 (Some((_, mode, id)), _) => IndexOp::Add(unverified_entry(path, id, mode)),
             });
         }
-        match hold {
-            Some(hold) => self.write_index_held(ops, hold),
-            None => self.write_index(ops),
-        }
+        let staged = ops
+            .iter()
+            .map(|op| match op {
+                IndexOp::Add(entry) => (
+                    String::from_utf8_lossy(&entry.path).into_owned(),
+                    Some(entry.id),
+                ),
+                IndexOp::Remove(path) => ((*path).to_string(), None),
+            })
+            .collect();
+        let checksum = match hold {
+            Some(hold) => Some(self.write_index_held(ops, hold)?),
+            None => self.write_index(ops).map(|()| None)?,
+        };
+        Ok(IndexWritten {
+            checksum: checksum.flatten(),
+            staged,
+        })
     }
 
     /// Commits `paths` on top of `head` as read earlier; the ref update fails with `Conflict` if
@@ -405,12 +419,13 @@ impl Repo {
 
     /// [`Repo::write_index`] under coord's own hold of the index lock: libgit2 cannot write an
     /// index whose lock is taken, so the index is copied under `.git/coord/`, changed and
-    /// written there, then renamed onto the lock file and from it onto the index.
+    /// written there, then renamed onto the lock file and from it onto the index. Returns
+    /// the checksum of the index written (read before it took the index's place).
     fn write_index_held<'p>(
         &self,
         ops: impl IntoIterator<Item = IndexOp<'p>>,
         mut hold: IndexHold,
-    ) -> Result<(), GitError> {
+    ) -> Result<Option<[u8; 32]>, GitError> {
         let index_path = self.git_dir.join("index");
         let next = self.git_dir.join("coord/index.next");
         let io = |path: &Path| {
@@ -443,10 +458,13 @@ impl Repo {
         index
             .write()
             .map_err(ctx(format!("cannot write {}", next.display())))?;
+        let checksum = super::history::checksum_of(&next);
+        // `apply_index_ops` refused an index with unmerged entries and added none.
+        self.note_merged_index(checksum);
         std::fs::rename(&next, &hold.path).map_err(io(&hold.path))?;
         std::fs::rename(&hold.path, &index_path).map_err(io(&index_path))?;
         hold.held = false;
-        Ok(())
+        Ok(checksum)
     }
 
     /// Applies `ops` to `index`, after checking no merge, rebase or stash pop started since
@@ -476,6 +494,16 @@ impl Repo {
         }
         Ok(())
     }
+}
+
+/// What an index write left: the checksum of the index written (None when libgit2 wrote it
+/// in place, or it has none) and, per path, the blob id now staged (None: not in the index).
+#[derive(Debug, Default)]
+pub struct IndexWritten {
+    /// The last 32 bytes of the index written ([`Repo::index_checksum`]).
+    pub checksum: Option<[u8; 32]>,
+    /// Each path written with the blob id the index now has for it.
+    pub staged: Vec<(String, Option<Oid>)>,
 }
 
 /// What coord writes into `index.lock` while it holds it.

@@ -55,12 +55,7 @@ impl Repo {
     /// content: equal bytes mean an unchanged index. None when there is no index or it is
     /// written without a checksum (`index.skipHash`).
     pub fn index_checksum(&self) -> Option<[u8; 32]> {
-        use std::io::{Read, Seek, SeekFrom};
-        let mut file = std::fs::File::open(self.git_dir.join("index")).ok()?;
-        file.seek(SeekFrom::End(-32)).ok()?;
-        let mut tail = [0u8; 32];
-        file.read_exact(&mut tail).ok()?;
-        tail[12..].iter().any(|&b| b != 0).then_some(tail)
+        checksum_of(&self.git_dir.join("index"))
     }
 
     /// Returns who made commit `oid` (the author's name) and the files under `prefix` it
@@ -203,4 +198,14 @@ pub(super) fn commit_info(commit: &git2::Commit<'_>) -> CommitInfo {
         summary: summary.into_owned(),
         trailers,
     }
+}
+
+/// Returns the last 32 bytes of the index file at `path` (see [`Repo::index_checksum`]).
+pub(super) fn checksum_of(path: &Path) -> Option<[u8; 32]> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).ok()?;
+    file.seek(SeekFrom::End(-32)).ok()?;
+    let mut tail = [0u8; 32];
+    file.read_exact(&mut tail).ok()?;
+    tail[12..].iter().any(|&b| b != 0).then_some(tail)
 }

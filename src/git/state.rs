@@ -107,19 +107,45 @@ impl Repo {
     }
 
     /// Returns the paths with unmerged entries in the index as it is on disk (at most five).
+    /// An index whose checksum is the one last found (or written) without any is not read.
     fn unmerged_paths(&self) -> Result<Vec<String>, GitError> {
         let path = self.git_dir.join("index");
         if !path.exists() {
             return Ok(Vec::new());
         }
+        let checksum = self.index_checksum();
+        if checksum.is_some() && checksum == self.merged_index() {
+            return Ok(Vec::new());
+        }
         let index =
             git2::Index::open(&path).map_err(ctx(format!("cannot read {}", path.display())))?;
         if !index.has_conflicts() {
+            self.note_merged_index(checksum);
             return Ok(Vec::new());
         }
         unmerged_in(&index)
     }
+
+    /// Returns the checksum of the last index found or written without unmerged entries.
+    fn merged_index(&self) -> Option<[u8; 32]> {
+        std::fs::read(self.git_dir.join(MERGED_INDEX))
+            .ok()
+            .and_then(|b| b.try_into().ok())
+    }
+
+    /// Notes that the index with `checksum` has no unmerged entries (the checksum covers its
+    /// whole content). A failure only means the next check reads the index.
+    pub(super) fn note_merged_index(&self, checksum: Option<[u8; 32]>) {
+        if let Some(checksum) = checksum {
+            let path = self.git_dir.join(MERGED_INDEX);
+            let _ = crate::store::fsutil::write_private(&path, &checksum, false);
+        }
+    }
 }
+
+/// The checksum of the last index known to have no unmerged entries, relative to the git
+/// directory.
+const MERGED_INDEX: &str = "coord/index-merged";
 
 /// Returns the paths with unmerged entries in `index` (at most five).
 pub(super) fn unmerged_in(index: &git2::Index) -> Result<Vec<String>, GitError> {

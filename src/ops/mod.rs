@@ -292,11 +292,27 @@ impl Coord {
     }
 
     /// Takes the lock as [`Coord::lock`] does and records people's uncommitted changes under
-    /// `work/`: what a single-task command starts with.
+    /// `work/`: what a single-task command starts with. The recording is checked against a
+    /// walk of `work/` (skipping the status scan when the vouch the last operation left, or
+    /// the clean mark, holds for it), and the command's load reads that same walk.
     pub fn session(&self, default: Duration) -> Result<CoordLock, Error> {
         let guard = self.lock(default)?;
-        let recorded = self.store.record_external_changes(self.now, None)?;
+        // Without a work folder yet (`coord init`) there is nothing to walk or to vouch for.
+        let walked = match self.store.walk_work() {
+            Err(StoreError::NoWorkDir { .. }) => None,
+            walked => Some(walked?),
+        };
+        let listing = walked.as_ref().map(|w| &w.listing);
+        let recorded = self.store.record_external_changes(self.now, listing)?;
+        if recorded.scan_skipped() || recorded.vouched() {
+            self.emit(Event::Detail(
+                "coord: work/ is as the last coord operation left it; scan skipped",
+            ));
+        }
         self.emit_lines(&recorded.lines);
+        // Something was recorded: a file may have come after the walk; the load walks again.
+        self.store
+            .keep_walk(walked.filter(|_| recorded.lines.is_empty()));
         Ok(guard)
     }
 
@@ -363,5 +379,6 @@ pub(crate) fn apply(
         sink(&Event::Applied(t, &applied));
     })?;
     store.finish()?;
+    store.leave_vouch();
     Ok(n)
 }

@@ -290,7 +290,7 @@ fn windowed_tick(dir: &Path, person: impl Fn(&str) + 'static) -> (Vec<String>, u
     let (r, v) = (recorded.clone(), vouched.clone());
     let coord = open(dir).with_sink(Box::new(move |e| match e {
         super::Event::Recovered(line) => r.borrow_mut().push(line.to_string()),
-        super::Event::Detail(d) if d.contains("as the last window of this tick left it") => {
+        super::Event::Detail(d) if d.contains("as the last coord operation left it") => {
             *v.borrow_mut() += 1;
         }
         super::Event::Applied(t, _) => person(&t.subject),

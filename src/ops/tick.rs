@@ -8,7 +8,7 @@ use crate::engine::{self, Note, Plan, Transition};
 use crate::lock::LockError;
 use crate::model::Endpoint;
 use crate::sign::KeyRing;
-use crate::store::{Applied, Loaded, Origin, Recorded, Stats, Store, Vouch, Walk};
+use crate::store::{Applied, Loaded, Origin, Recorded, Stats, Store, Walk};
 use crate::watch::{self, SeenComplete, Why};
 use jiff::Timestamp;
 use std::cell::RefCell;
@@ -188,16 +188,13 @@ fn reconcile(store: &Store, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Resu
     let last = store.window_inbox(&mut walked, None);
     let mut first = Some((walked, last));
     let mut after: Option<String> = None;
-    let mut vouch = None;
     loop {
         let walked = first.take();
         let window = Window {
             walked,
             after: after.as_deref(),
-            vouch: vouch.take(),
         };
-        let (board, last, left) = window_pass(store, sink, now, keys, window, &mut ticked)?;
-        vouch = left;
+        let (board, last) = window_pass(store, sink, now, keys, window, &mut ticked)?;
         for line in attention(&board.0, &board.1.notes) {
             if seen.insert(line.clone()) {
                 ticked.attention.push(line);
@@ -215,18 +212,16 @@ fn reconcile(store: &Store, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Resu
 }
 
 /// Where a window of the inbox starts: the first window's walk with its last inbox file when
-/// more wait (later windows walk again and take the inbox files after `after`), and what the
-/// window before it left instead of a status scan.
+/// more wait (later windows walk again and take the inbox files after `after`).
 struct Window<'a> {
     walked: Option<(Walk, Option<String>)>,
     after: Option<&'a str>,
-    vouch: Option<Vouch>,
 }
 
 /// Loads, plans and applies one window of the inbox (the whole of it when it is small).
-/// Adds its commits to `ticked`; returns the last board and plan, the last inbox file taken
-/// when more wait for the next window, and, when this window found `work/` clean, what lets
-/// the next one skip the status scan (a window's own commits are all that changed then).
+/// Adds its commits to `ticked`; returns the last board and plan and the last inbox file taken
+/// when more wait for the next window. A window that found `work/` clean leaves a vouch
+/// (see `ops::apply`), so the next one skips the status scan when only the tick wrote.
 fn window_pass(
     store: &Store,
     sink: &Sink,
@@ -236,8 +231,7 @@ fn window_pass(
     ticked: &mut Ticked,
 ) -> Result<WindowDone, Error> {
     let (first, after) = (window.walked.is_some(), window.after);
-    let (mut board, recorded, loaded, mut last, before) = load_recorded(store, sink, now, window)?;
-    store.collect_committed();
+    let (mut board, recorded, mut last) = load_recorded(store, sink, now, window)?;
     let inputs = inputs_for(store, now, keys);
     let committed = RefCell::new(Vec::new());
     let collect = |event: &Event<'_>| {
@@ -268,12 +262,7 @@ fn window_pass(
         sink(&Event::Detail(&format!("note: {}", describe(note))));
     }
     ticked.transitions.extend(committed.into_inner());
-    let committed = store.take_committed();
-    let vouch = recorded
-        .found_clean()
-        .then(|| store.vouch(&loaded.listing, committed, before.as_ref()))
-        .flatten();
-    Ok(((board, plan), last, vouch))
+    Ok(((board, plan), last))
 }
 
 /// Loads `work/` (the inbox window after `after`; `walked`, windowed, when the caller walked
@@ -282,23 +271,17 @@ fn window_pass(
 /// nothing changed since a scan found `work/` clean); when something was recorded, the load
 /// may have missed it (a file dropped meanwhile), so it loads again, until a load and the
 /// recording after it agree (at most a few rounds; a busy inbox is caught next tick).
-/// The first recording of a later window trusts the [`Vouch`] the window before it left
-/// instead of scanning, when the load shows `work/` as that window left it.
-/// Returns the board, the last recording (the quiet mark is made from it) with the load it
-/// was made against, the last inbox file taken when more wait for the next window, and the
-/// vouch it was given.
+/// A later window's recording trusts the vouch the window before it left instead of
+/// scanning, when the load shows `work/` as that window left it.
+/// Returns the board, the last recording (the quiet mark is made from it) and the last inbox
+/// file taken when more wait for the next window.
 fn load_recorded(
     store: &Store,
     sink: &Sink,
     now: Timestamp,
     window: Window<'_>,
 ) -> Result<WindowLoad, Error> {
-    let Window {
-        walked,
-        after,
-        vouch,
-    } = window;
-    let mut trust = vouch.as_ref();
+    let Window { walked, after } = window;
     let (mut board, mut loaded, mut last): (Board, Loaded, _) = match walked {
         Some((walked, last)) => {
             let (board, loaded) = store.load_walked(walked)?;
@@ -309,7 +292,7 @@ fn load_recorded(
     let mut recorded = Recorded::default();
     for _ in 0..3 {
         let listing = Some(&loaded.listing);
-        recorded = store.record_external_vouched(now, listing, trust.take())?;
+        recorded = store.record_external_changes(now, listing)?;
         if recorded.scan_skipped() {
             sink(&Event::Detail(
                 "coord: work/ is as a status scan last found it clean; scan skipped",
@@ -317,7 +300,7 @@ fn load_recorded(
         }
         if recorded.vouched() {
             sink(&Event::Detail(
-                "coord: work/ is as the last window of this tick left it; scan skipped",
+                "coord: work/ is as the last coord operation left it; scan skipped",
             ));
         }
         if recorded.lines.is_empty() {
@@ -328,15 +311,14 @@ fn load_recorded(
         }
         (board, loaded, last) = store.load_window(after)?;
     }
-    Ok((board, recorded, loaded, last, vouch))
+    Ok((board, recorded, last))
 }
 
-/// What `window_pass` returns: the last board and plan, the last inbox file taken, the vouch
-/// for the next window.
-type WindowDone = ((Board, Plan), Option<String>, Option<Vouch>);
+/// What `window_pass` returns: the last board and plan, the last inbox file taken.
+type WindowDone = ((Board, Plan), Option<String>);
 
 /// What `load_recorded` returns.
-type WindowLoad = (Board, Recorded, Loaded, Option<String>, Option<Vouch>);
+type WindowLoad = (Board, Recorded, Option<String>);
 
 /// Returns one line per file a person must act on.
 fn attention(board: &Board, notes: &[Note]) -> Vec<String> {

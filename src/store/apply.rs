@@ -5,7 +5,7 @@
 //! journaled plan from the cursor, removes temp files, and commits what people changed under
 //! `work/` as `coord: record external changes`.
 
-use super::clean::{Listing, Vouch};
+use super::clean::Listing;
 use super::edit::Edited;
 use super::fsutil::{self, write_private, Flush, TEMP_SUFFIX};
 use super::inject;
@@ -68,7 +68,7 @@ impl Recorded {
     /// Returns whether the recording trusted the last window's [`Vouch`] and skipped the
     /// status scan.
     pub fn vouched(&self) -> bool {
-        matches!(self.clean, Some(Clean::Vouched))
+        matches!(self.clean, Some(Clean::Vouched(_)))
     }
 
     /// Returns whether the recording found `work/` clean, however it knew.
@@ -471,8 +471,11 @@ impl Store {
         paths.sort();
         paths.dedup();
         self.hold_index()?;
-        self.repo
+        self.check_base();
+        let made = self
+            .repo
             .commit_paths(&paths, &message, &self.identity, now)?;
+        self.base_committed(made);
         self.touched.borrow_mut().extend(paths);
         Ok(())
     }
@@ -497,10 +500,8 @@ impl Store {
             touched.sort();
             touched.dedup();
             inject::point("git index").map_err(io_err(self.repo.git_dir()))?;
-            self.repo.update_index_holding(&touched, hold)?;
-            if let Some(committed) = self.committed.borrow_mut().as_mut() {
-                committed.append(&mut touched);
-            }
+            let written = self.repo.update_index_holding(&touched, hold)?;
+            self.base_staged(written);
             touched.clear();
             // As `git gc --auto` after a commit; a failure leaves the loose objects as they
             // were, all readable, so it does not fail the command that committed.
@@ -604,34 +605,17 @@ impl Store {
 
     /// Commits what people changed under `work/` as `coord: record external changes` and
     /// brings the index in line. Returns the summary of the commit, if one was made, and how
-    /// it knew `work/` was clean otherwise. With the `listing` of a load made just before, the
-    /// status scan is skipped when the clean mark shows that nothing it depends on changed
-    /// since a scan found nothing.
+    /// it knew `work/` was clean otherwise. With the `listing` of a walk made just before, the
+    /// status scan is skipped when the vouch the last operation left holds for it, or when
+    /// the clean mark shows that nothing a scan depends on changed since one found nothing;
+    /// when `work/` is clean, the operation keeps what it needs to leave a vouch at its end
+    /// ([`Store::leave_vouch`]).
     pub fn record_external_changes(
         &self,
         now: Timestamp,
         listing: Option<&Listing>,
     ) -> Result<Recorded, StoreError> {
-        self.record_external_vouched(now, listing, None)
-    }
-
-    /// Records people's uncommitted changes as [`Store::record_external_changes`]; with the
-    /// [`Vouch`] the last window of the same tick left, the status scan is skipped when the
-    /// load's `listing` shows `work/` as clean as that window left it.
-    pub fn record_external_vouched(
-        &self,
-        now: Timestamp,
-        listing: Option<&Listing>,
-        vouch: Option<&Vouch>,
-    ) -> Result<Recorded, StoreError> {
         let mut clean = None;
-        let vouched = vouch.zip(listing).is_some_and(|(v, l)| self.vouches(v, l));
-        if vouched {
-            return Ok(Recorded {
-                lines: Vec::new(),
-                clean: Some(Clean::Vouched),
-            });
-        }
         let made = self.record_external(now, listing, &mut clean);
         let index = self.finish();
         let made = made.and_then(|m| index.map(|()| m))?;
@@ -652,8 +636,26 @@ impl Store {
         listing: Option<&Listing>,
         clean: &mut Option<Clean>,
     ) -> Result<Option<usize>, StoreError> {
-        let state = listing.and_then(|l| self.clean_state(l));
+        *self.base.borrow_mut() = None;
+        // Read before the scan: a change made during or after it changes the next state.
+        let walked = listing.and_then(|l| Some((l, self.repo_state(l.start())?)));
+        if let Some((listing, state)) = &walked {
+            if let Some(carried) = self.vouched(listing, state) {
+                self.set_base(listing, state.clone(), carried);
+                *clean = Some(Clean::Vouched(self.clean_state_in(listing, state)));
+                return Ok(None);
+            }
+        }
+        let state = walked
+            .as_ref()
+            .and_then(|(listing, state)| self.clean_state_in(listing, state));
+        let keep_base = || {
+            if let Some((listing, state)) = &walked {
+                self.set_base(listing, state.clone(), Vec::new());
+            }
+        };
         if let Some(state) = state.filter(|s| self.clean_mark_is(*s)) {
+            keep_base();
             *clean = Some(Clean::Marked(state));
             return Ok(None);
         }
@@ -678,11 +680,16 @@ impl Store {
             .collect();
         if changed.is_empty() {
             if !scan.ignored && !settling {
+                keep_base();
                 *clean = Some(Clean::ScannedRecent);
             }
             if let Some(state) = state.filter(|_| !scan.ignored && !settling) {
                 self.set_clean_mark(state);
                 *clean = Some(Clean::Scanned(state));
+            }
+            if scan.ignored {
+                // A change to ignore rules alone could reveal the file: no mark stands.
+                self.remove_clean_mark();
             }
             return Ok(None);
         }

@@ -13,15 +13,22 @@
 //! than task files sit) or when an ignored file lies under `work/` (a change to ignore rules
 //! alone could reveal it).
 //!
-//! Between the windows of one tick, a [`Vouch`] does the same without a digest: the window
-//! that found `work/` clean keeps each file's stat key from its walk and the paths it
-//! committed, and the next window's walk is clean when every other file is listed as before
-//! and every committed one holds what the index has. Does file I/O under `.git/` and reads
-//! committed files under `work/`.
+//! The clean mark goes stale as soon as coord itself commits (HEAD, the index and the files
+//! it wrote change), so an operation whose recording found `work/` clean also leaves a
+//! [`Vouch`] (`.git/coord/clean-vouch`) after its own commits: a digest of its walk's files
+//! other than those it committed, each committed path with the blob id its index write
+//! staged, and HEAD, the index checksum and the watched files' stat keys as its writes left
+//! them. The next operation (a command, a tick, the next window of a tick) is clean without a
+//! scan when HEAD, the index and those files are so, every other file is listed with the same
+//! trusted stat key (none added, none gone), and every committed file holds the staged bytes.
+//! A vouch is left only when HEAD and the index moved by coord's own commits and index writes
+//! alone since the recording read them (checked under git's index lock before each commit).
+//! Does file I/O under `.git/` and reads committed files under `work/`.
 
 use super::cache::{checksum, StatKey};
 use super::Store;
-use std::collections::{HashMap, HashSet};
+use crate::git::Oid;
+use std::collections::HashSet;
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -141,103 +148,185 @@ pub(super) fn watched_keys(
     Some(())
 }
 
-/// What a window of a tick whose recording found `work/` clean leaves for the next window,
-/// which then needs no status scan ([`Store::vouches`]): the files of the window's walk, the
-/// paths to check by content instead of by stat key (those the window committed, and those
-/// the window before committed whose stamps were still too recent to trust), and HEAD, the
-/// index checksum and the watched files' stat keys as the window left them.
+/// HEAD's commit, the index checksum and the watched files' stat keys, read together: what
+/// a status scan depends on besides the files under `work/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct RepoState {
+    head: Option<Oid>,
+    index: [u8; 32],
+    watched: Vec<u8>,
+}
+
+impl RepoState {
+    /// Returns the state as bytes (the clean mark's and the vouch's encoding).
+    fn bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(52 + self.watched.len());
+        out.extend_from_slice(self.head.as_ref().map_or(&[][..], |oid| oid.as_bytes()));
+        out.extend_from_slice(&self.index);
+        out.extend_from_slice(&self.watched);
+        out
+    }
+}
+
+/// What an operation whose recording found `work/` clean keeps while it runs, to leave a
+/// [`Vouch`] at its end: the files of the walk the recording was checked against, the
+/// repository's state then (HEAD and the index moved on by coord's own commits and index
+/// writes only), and each path coord committed since with the blob id its index write staged
+/// (with the paths an earlier vouch could not yet trust by stat key).
 #[derive(Debug)]
-pub struct Vouch {
-    files: HashMap<u64, Option<u64>>,
-    committed: Vec<String>,
+pub(super) struct Base {
+    files: Vec<(u64, Option<u64>)>,
+    state: RepoState,
+    committed: Vec<(String, Option<Oid>)>,
+}
+
+/// What an operation whose recording found `work/` clean leaves for the next one in
+/// `.git/coord/clean-vouch`, which then needs no status scan ([`Store::vouched`]): a digest of
+/// its walk's files other than those it committed, the paths it committed with the blob id
+/// staged for each (checked by content: their stamps are too recent to trust), and HEAD, the
+/// index checksum and the watched files' stat keys as it left them.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Vouch {
+    digest: u64,
+    committed: Vec<(String, Option<Oid>)>,
     state: Vec<u8>,
 }
 
+/// The vouch file, relative to the git directory.
+const VOUCH_PATH: &str = "coord/clean-vouch";
+/// The first bytes of the vouch file.
+const VOUCH_MAGIC: &[u8] = b"coord clean-vouch 1\n";
+
+impl Vouch {
+    fn encode(&self) -> Vec<u8> {
+        let mut out = VOUCH_MAGIC.to_vec();
+        out.extend_from_slice(&self.digest.to_le_bytes());
+        out.extend_from_slice(&(self.committed.len() as u32).to_le_bytes());
+        for (path, id) in &self.committed {
+            out.extend_from_slice(&(path.len() as u32).to_le_bytes());
+            out.extend_from_slice(path.as_bytes());
+            match id {
+                Some(id) => {
+                    out.push(1);
+                    out.extend_from_slice(id.as_bytes());
+                }
+                None => out.push(0),
+            }
+        }
+        out.extend_from_slice(&self.state);
+        out
+    }
+
+    /// Decodes a vouch file; None when it is not one (truncated, another version).
+    fn decode(bytes: &[u8]) -> Option<Vouch> {
+        let mut rest = bytes.strip_prefix(VOUCH_MAGIC)?;
+        let mut take = |n: usize| -> Option<&[u8]> {
+            let (head, tail) = (rest.get(..n)?, rest.get(n..)?);
+            rest = tail;
+            Some(head)
+        };
+        let digest = u64::from_le_bytes(take(8)?.try_into().ok()?);
+        let count = u32::from_le_bytes(take(4)?.try_into().ok()?);
+        let mut committed = Vec::new();
+        for _ in 0..count {
+            let len = u32::from_le_bytes(take(4)?.try_into().ok()?) as usize;
+            let path = std::str::from_utf8(take(len)?).ok()?.to_string();
+            let id = match take(1)? {
+                [1] => Some(Oid::from_bytes(take(20)?).ok()?),
+                [0] => None,
+                _ => return None,
+            };
+            committed.push((path, id));
+        }
+        Some(Vouch {
+            digest,
+            committed,
+            state: rest.to_vec(),
+        })
+    }
+}
+
+impl Listing {
+    /// Returns the digest of the listing's files other than those in `skip` (path checksums),
+    /// chained in walk order; None when the walk did not enter every folder or one of those
+    /// files has a stamp too recent to trust.
+    fn digest_without(&self, skip: &HashSet<u64>) -> Option<u64> {
+        digest_of(self.entered.then_some(&self.files[..])?, skip)
+    }
+
+    /// Returns the path checksums of the files whose stamps are too recent to trust.
+    fn recent(&self) -> HashSet<u64> {
+        recent_in(&self.files)
+    }
+}
+
+fn digest_of(files: &[(u64, Option<u64>)], skip: &HashSet<u64>) -> Option<u64> {
+    let mut digest = 0u64;
+    for (path, entry) in files {
+        if skip.contains(path) {
+            continue;
+        }
+        digest = (digest.rotate_left(29) ^ (*entry)?).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    Some(digest)
+}
+
+fn recent_in(files: &[(u64, Option<u64>)]) -> HashSet<u64> {
+    files
+        .iter()
+        .filter(|(_, entry)| entry.is_none())
+        .map(|(path, _)| *path)
+        .collect()
+}
+
 impl Store {
-    /// Returns what the next window of a tick checks instead of a status scan, after a window
-    /// whose recording found `work/` clean in the walk `listing` (with the vouch of the
-    /// window before, `before`, if any) and which then committed `committed` (repo-relative
-    /// paths); None when the walk did not enter every folder or the repository's state cannot
-    /// be read. Call it after the window's index write.
-    pub(crate) fn vouch(
+    /// Returns the path checksums (relative to `work/`) of repo-relative `paths`.
+    fn work_checksums<'p>(&self, paths: impl IntoIterator<Item = &'p String>) -> HashSet<u64> {
+        let work = format!("{}/", self.work_dir());
+        paths
+            .into_iter()
+            .filter_map(|p| p.strip_prefix(&work))
+            .map(|rel| checksum(rel.as_bytes()))
+            .collect()
+    }
+
+    /// Returns whether the vouch the last operation left holds for `listing`, the walk of
+    /// this one: HEAD, the index and the watched files are as it left them, every file it did
+    /// not commit is listed with the same trusted stat key (none added, none gone), and every
+    /// file it committed holds the bytes its index write staged (or is absent from both).
+    /// What a status scan would report, without reading every file's stat data against the
+    /// index. `state` is the repository's, read after the walk. Returns the committed paths
+    /// whose stamps are still too recent to trust (the next vouch checks them by content
+    /// again).
+    pub(super) fn vouched(
         &self,
         listing: &Listing,
-        mut committed: Vec<String>,
-        before: Option<&Vouch>,
-    ) -> Option<Vouch> {
-        if !listing.entered {
+        state: &RepoState,
+    ) -> Option<Vec<(String, Option<Oid>)>> {
+        let bytes = std::fs::read(self.repo.git_dir().join(VOUCH_PATH)).ok()?;
+        let vouch = Vouch::decode(&bytes)?;
+        if state.bytes() != vouch.state {
             return None;
         }
-        let recent: HashSet<u64> = listing
-            .files
-            .iter()
-            .filter(|(_, entry)| entry.is_none())
-            .map(|(path, _)| *path)
-            .collect();
+        let committed = self.work_checksums(vouch.committed.iter().map(|(p, _)| p));
+        if listing.digest_without(&committed)? != vouch.digest
+            || !self.hold_what_is_staged(&vouch.committed)
+        {
+            return None;
+        }
+        let recent = listing.recent();
         let work = format!("{}/", self.work_dir());
-        let still_recent = before.into_iter().flat_map(|v| &v.committed).filter(|p| {
+        let still_recent = vouch.committed.into_iter().filter(|(p, _)| {
             p.strip_prefix(&work)
                 .is_some_and(|rel| recent.contains(&checksum(rel.as_bytes())))
         });
-        committed.extend(still_recent.cloned().collect::<Vec<_>>());
-        committed.sort();
-        committed.dedup();
-        Some(Vouch {
-            files: listing.files.iter().copied().collect(),
-            committed,
-            state: self.repo_state(SystemTime::now())?,
-        })
+        Some(still_recent.collect())
     }
 
-    /// Starts collecting the paths each index write brings in line (a window of a tick, for
-    /// [`Store::vouch`]).
-    pub(crate) fn collect_committed(&self) {
-        *self.committed.borrow_mut() = Some(Vec::new());
-    }
-
-    /// Returns the paths collected since [`Store::collect_committed`], and stops collecting.
-    pub(crate) fn take_committed(&self) -> Vec<String> {
-        self.committed.borrow_mut().take().unwrap_or_default()
-    }
-
-    /// Returns whether `listing`, the walk of the next window, is as clean as the walk `vouch`
-    /// was made from: HEAD, the index and the watched files are as the last window left them,
-    /// every file that window did not commit is listed with the same trusted stat key (none
-    /// added, none gone), and every file it committed holds what the index has (or is absent
-    /// from both). What a status scan would report, without reading every file's stat data
-    /// against the index.
-    pub(super) fn vouches(&self, vouch: &Vouch, listing: &Listing) -> bool {
-        if !listing.entered || self.repo_state(listing.start).as_ref() != Some(&vouch.state) {
-            return false;
-        }
-        let work = format!("{}/", self.work_dir());
-        let committed: HashSet<u64> = vouch
-            .committed
-            .iter()
-            .filter_map(|p| p.strip_prefix(&work))
-            .map(|rel| checksum(rel.as_bytes()))
-            .collect();
-        let mut same = 0;
-        for (path, entry) in &listing.files {
-            if committed.contains(path) {
-                continue;
-            }
-            if entry.is_none() || vouch.files.get(path) != Some(entry) {
-                return false;
-            }
-            same += 1;
-        }
-        let before = vouch.files.keys().filter(|p| !committed.contains(p));
-        same == before.count() && self.hold_what_is_staged(&vouch.committed)
-    }
-
-    /// Returns whether each of `paths` holds the bytes the index has for it, or is absent
-    /// from both the work tree and the index.
-    fn hold_what_is_staged(&self, paths: &[String]) -> bool {
-        let Ok(staged) = self.repo.staged_ids(paths) else {
-            return false;
-        };
-        paths.iter().zip(staged).all(|(path, id)| {
+    /// Returns whether each of `paths` holds the bytes with the blob id given, or is absent
+    /// when none is given.
+    fn hold_what_is_staged(&self, paths: &[(String, Option<Oid>)]) -> bool {
+        paths.iter().all(|(path, id)| {
             match super::fsutil::read_limited(self.root(), path, usize::MAX - 1) {
                 Ok(bytes) => id.is_some_and(|id| crate::git::blob_id(&bytes) == Some(id)),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => id.is_none(),
@@ -246,33 +335,135 @@ impl Store {
         })
     }
 
+    /// Returns whether `bytes` are what coord's own last index write staged at `path`
+    /// (`path` is among the paths of the vouch this operation's recording trusted, or of its
+    /// own commits since), without reading the index.
+    pub(super) fn staged_by_coord(&self, path: &str, bytes: &[u8]) -> bool {
+        let base = self.base.borrow();
+        let Some(staged) = base.as_ref().and_then(|b| {
+            let at = b.committed.iter().rev().find(|(p, _)| p == path)?;
+            at.1
+        }) else {
+            return false;
+        };
+        crate::git::blob_id(bytes) == Some(staged)
+    }
+
+    /// Starts keeping what a vouch is made from, after a recording found `work/` clean in
+    /// `listing` with the repository in `state`; `carried` are the paths an earlier vouch
+    /// still checks by content.
+    pub(super) fn set_base(
+        &self,
+        listing: &Listing,
+        state: RepoState,
+        carried: Vec<(String, Option<Oid>)>,
+    ) {
+        *self.base.borrow_mut() = listing.entered.then(|| Base {
+            files: listing.files.clone(),
+            state,
+            committed: carried,
+        });
+    }
+
+    /// Before coord's own commit (the index lock held): forgets the base when HEAD or the
+    /// index moved since the base was read, by someone else.
+    pub(super) fn check_base(&self) {
+        let mut base = self.base.borrow_mut();
+        let moved = base.as_ref().is_some_and(|b| {
+            self.repo.head().ok().and_then(|h| h.oid) != b.state.head
+                || self.repo.index_checksum() != Some(b.state.index)
+        });
+        if moved {
+            *base = None;
+        }
+    }
+
+    /// After coord's own commit `oid`: HEAD is there now.
+    pub(super) fn base_committed(&self, oid: Option<Oid>) {
+        if let (Some(base), Some(oid)) = (self.base.borrow_mut().as_mut(), oid) {
+            base.state.head = Some(oid);
+        }
+    }
+
+    /// After coord's own index write: the index is as `written` says.
+    pub(super) fn base_staged(&self, written: crate::git::IndexWritten) {
+        let mut base = self.base.borrow_mut();
+        match (base.as_mut(), written.checksum) {
+            (Some(b), Some(checksum)) => {
+                b.state.index = checksum;
+                let paths: HashSet<&String> = written.staged.iter().map(|(p, _)| p).collect();
+                b.committed.retain(|(p, _)| !paths.contains(p));
+                b.committed.extend(written.staged);
+            }
+            _ => *base = None,
+        }
+    }
+
+    /// Leaves a vouch for the next operation, made from the base (see [`Store::set_base`]):
+    /// when HEAD and the index are still as coord's own writes left them. Otherwise removes
+    /// the last one. A failure only means the next operation scans.
+    pub(crate) fn leave_vouch(&self) {
+        let path = self.repo.git_dir().join(VOUCH_PATH);
+        let vouch = self.base.borrow().as_ref().and_then(|base| {
+            let now = self.repo_state(SystemTime::now())?;
+            let same = now.head == base.state.head && now.index == base.state.index;
+            let mut committed = base.committed.clone();
+            committed.sort();
+            committed.dedup();
+            let skip = self.work_checksums(committed.iter().map(|(p, _)| p));
+            Some(Vouch {
+                digest: same.then(|| digest_of(&base.files, &skip))??,
+                committed,
+                state: RepoState {
+                    watched: base.state.watched.clone(),
+                    ..now
+                }
+                .bytes(),
+            })
+        });
+        match vouch {
+            Some(v) => drop(super::fsutil::write_private(&path, &v.encode(), false)),
+            None => drop(std::fs::remove_file(&path)),
+        }
+    }
+
     /// Returns HEAD's commit, the index checksum and the watched files' stat keys (trusted
-    /// at `start`), as bytes; None when one cannot be read or vouched for.
-    fn repo_state(&self, start: SystemTime) -> Option<Vec<u8>> {
-        let mut state = Vec::new();
+    /// at `start`); None when one cannot be read or vouched for.
+    pub(super) fn repo_state(&self, start: SystemTime) -> Option<RepoState> {
         let head = self.repo.head().ok()?.oid;
-        state.extend_from_slice(head.as_ref().map_or(&[][..], |oid| oid.as_bytes()));
-        state.extend_from_slice(&self.repo.index_checksum()?);
-        watched_keys(self.root(), &ALSO_WATCHED, start, &mut state)?;
-        Some(state)
+        let index = self.repo.index_checksum()?;
+        let mut watched = Vec::new();
+        watched_keys(self.root(), &ALSO_WATCHED, start, &mut watched)?;
+        Some(RepoState {
+            head,
+            index,
+            watched,
+        })
     }
 
     /// Returns the digest of the state a status scan under `work/` depends on, made from
     /// `listing` and HEAD, the index and the watched files as they are now; None when it
     /// cannot be vouched for. Call it before the scan.
     pub(super) fn clean_state(&self, listing: &Listing) -> Option<u64> {
-        let mut state = listing.digest()?.to_le_bytes().to_vec();
-        let head = self.repo.head().ok()?.oid;
-        state.extend_from_slice(head.as_ref().map_or(&[][..], |oid| oid.as_bytes()));
-        state.extend_from_slice(&self.repo.index_checksum()?);
-        watched_keys(self.root(), &ALSO_WATCHED, listing.start, &mut state)?;
-        Some(checksum(&state))
+        self.clean_state_in(listing, &self.repo_state(listing.start)?)
+    }
+
+    /// Returns the clean-mark digest of `listing` with the repository in `state`.
+    pub(super) fn clean_state_in(&self, listing: &Listing, state: &RepoState) -> Option<u64> {
+        let mut bytes = listing.digest()?.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&state.bytes());
+        Some(checksum(&bytes))
     }
 
     /// Returns whether the last scan that found `work/` clean saw this same state.
     pub(super) fn clean_mark_is(&self, state: u64) -> bool {
         std::fs::read(self.repo.git_dir().join(PATH))
             .is_ok_and(|b| b.strip_prefix(MAGIC) == Some(&state.to_le_bytes()[..]))
+    }
+
+    /// Removes the clean mark (a failure only leaves a mark no later state matches).
+    pub(super) fn remove_clean_mark(&self) {
+        let _ = std::fs::remove_file(self.repo.git_dir().join(PATH));
     }
 
     /// Records that a scan found `work/` clean in `state`. A failure only means the next tick

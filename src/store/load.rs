@@ -25,9 +25,21 @@ pub struct Loaded {
 
 impl Store {
     /// Loads a snapshot of `work/`, taking unchanged task files outside `inbox/` from the stat
-    /// cache: their text and summary, parsed only when used.
+    /// cache: their text and summary, parsed only when used. Reads the walk a command's
+    /// session kept ([`Store::keep_walk`]) when there is one, else walks now.
     pub fn load(&self) -> Result<(Board, Loaded), StoreError> {
-        self.load_walked(self.walk_work()?)
+        let kept = self.kept_walk.borrow_mut().take();
+        self.load_walked(match kept {
+            Some(walked) => walked,
+            None => self.walk_work()?,
+        })
+    }
+
+    /// Keeps `walked`, the walk a command's recording of people's changes was checked
+    /// against, for the command's next [`Store::load`]: the board is then the state the
+    /// recording found clean; None forgets a walk kept earlier.
+    pub fn keep_walk(&self, walked: Option<Walk>) {
+        *self.kept_walk.borrow_mut() = walked;
     }
 
     /// Loads a snapshot of `work/` reading every file, so every document has the positions of
@@ -195,11 +207,12 @@ impl Store {
         self
     }
 
-    /// Returns whether a file holds exactly what HEAD or the index has at its path.
+    /// Returns whether a file holds exactly what HEAD or the index has at its path (what
+    /// coord's last operation staged for it, when the recording trusted its vouch).
     fn committed_as_is(&self, path: &str, raw: &RawFile) -> bool {
-        raw.bytes
-            .as_ref()
-            .is_ok_and(|bytes| self.repo.is_recorded(path, bytes))
+        raw.bytes.as_ref().is_ok_and(|bytes| {
+            self.staged_by_coord(path, bytes) || self.repo.is_recorded(path, bytes)
+        })
     }
 
     /// Returns what the board holds for a file still being written: its committed version,

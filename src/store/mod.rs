@@ -21,7 +21,6 @@ mod skipped;
 mod stats;
 pub use stats::{Rejection, Stats};
 mod walk;
-pub use clean::Vouch;
 pub use walk::{Walk, INBOX_WINDOW};
 
 use crate::config::{Config, ConfigError};
@@ -89,9 +88,11 @@ pub struct Store {
     /// read; None when one was too recent to trust (the quiet mark needs it).
     setup_keys: Option<u64>,
     touched: RefCell<Vec<String>>,
-    /// While a window of a tick runs: every path its index writes brought in line (what it
-    /// committed), for the next window's [`Vouch`].
-    committed: RefCell<Option<Vec<String>>>,
+    /// From a recording that found `work/` clean to the end of the operation: what the
+    /// vouch it leaves for the next one is made from (`clean::Base`).
+    base: RefCell<Option<clean::Base>>,
+    /// The walk a command's session checked the recording against, for its load.
+    kept_walk: RefCell<Option<Walk>>,
     /// git's index lock, held from the first commit of `touched` until `finish` writes the
     /// index for them.
     index_hold: RefCell<Option<crate::git::IndexHold>>,
@@ -122,16 +123,19 @@ pub(crate) enum Clean {
     /// The status scan found it clean, but the walk cannot vouch for every file (a stamp
     /// too recent to trust): no clean mark.
     ScannedRecent,
-    /// The last window of the same tick vouched for it ([`Vouch`]): the scan was skipped.
-    Vouched,
+    /// The vouch the last operation left in `.git/coord/clean-vouch` held: the scan was
+    /// skipped; with the clean-mark state when the walk can vouch for every file.
+    Vouched(Option<u64>),
 }
 
 impl Clean {
     /// Returns the clean-mark state, when the recording computed one.
     fn state(self) -> Option<u64> {
         match self {
-            Clean::Marked(state) | Clean::Scanned(state) => Some(state),
-            Clean::Vouched | Clean::ScannedRecent => None,
+            Clean::Marked(state) | Clean::Scanned(state) | Clean::Vouched(Some(state)) => {
+                Some(state)
+            }
+            Clean::Vouched(None) | Clean::ScannedRecent => None,
         }
     }
 }
@@ -165,7 +169,8 @@ impl Store {
             agent_schema: Schema::builtin_agent(),
             setup_keys,
             touched: RefCell::new(Vec::new()),
-            committed: RefCell::default(),
+            base: RefCell::default(),
+            kept_walk: RefCell::default(),
             index_hold: RefCell::default(),
             fullest: std::cell::Cell::new(0),
             inbox_window: std::cell::Cell::new(INBOX_WINDOW),

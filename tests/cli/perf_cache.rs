@@ -340,3 +340,91 @@ fn a_repo_schema_proven_by_the_cache_is_still_checked_when_it_changes() {
     assert!(err.contains("schemas/task.schema.json"), "{err}");
     assert!(err.contains("not a valid JSON Schema"), "{err}");
 }
+
+/// Runs a verbose single-task command; returns whether it said it skipped the status scan
+/// (the vouch the last operation left, or the clean mark, held).
+fn command_skips_the_scan(r: &TestRepo, args: &[&str]) -> bool {
+    let args: Vec<&str> = ["-v"].iter().chain(args).copied().collect();
+    let out = r.run(&args);
+    assert!(out.status.success(), "{args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stderr).contains("scan skipped")
+}
+
+/// A repo with a pull agent `p` (up to 10 tasks at once) and ten ready tasks `t0`..`t9`,
+/// every stamp settled.
+fn ready_for_commands() -> TestRepo {
+    let r = TestRepo::with_agents(&["p --pull --max-active 10"]);
+    for i in 0..10 {
+        r.task(&format!("t{i}"), &format!("title: Task {i}\n"));
+    }
+    r.ok(&["tick"]);
+    std::thread::sleep(Duration::from_millis(200));
+    r
+}
+
+/// Issue 15: a single-task command after coord's own commits trusts the vouch they left
+/// instead of scanning all of `work/` (what made `coord claim` several times `git mv` +
+/// `git commit` on 10,000 tasks), and leaves one for the next command in turn.
+#[test]
+fn single_task_commands_after_coords_own_commits_skip_the_status_scan() {
+    let r = ready_for_commands();
+    let before = recordings(&r);
+    assert!(command_skips_the_scan(&r, &["new", "Fresh task"]));
+    assert!(command_skips_the_scan(&r, &["claim", "--agent", "p"]));
+    assert!(r.where_is("t0").starts_with("work/assigned/p/"));
+    let complete = ["complete", "t0", "--agent", "p", "--attempt", "1"];
+    assert!(command_skips_the_scan(&r, &complete));
+    assert!(command_skips_the_scan(&r, &["new", "Another task"]));
+    assert_eq!(r.git_status(), "");
+    assert_eq!(recordings(&r), before, "nothing was anyone else's");
+}
+
+/// A change a person makes under `work/`, given the number of the round it is made in.
+type NumberedChange = dyn Fn(&TestRepo, usize);
+
+/// Every kind of change a person makes between two single-task commands is recorded as
+/// theirs by the second, in its own commit before the command's, though the first left a
+/// vouch for it.
+#[test]
+fn a_persons_change_before_a_command_is_recorded_as_theirs() {
+    let r = ready_for_commands();
+    let changes: [(&str, &NumberedChange); 7] = [
+        ("no change at all", &|_, _| {}),
+        ("same-size edit of an untouched file", &|r, _| {
+            let text = r.read("work/ready/t9.yaml").replace("Task 9", "Task N");
+            r.write("work/ready/t9.yaml", &text);
+        }),
+        ("edit of the file the last command committed", &|r, i| {
+            let last = format!("work/inbox/last{i}.yaml");
+            let text = r.read(&last) + "# by a person\n";
+            r.write(&last, &text);
+        }),
+        ("new file", &|r, _| {
+            r.write("work/inbox/byhand.yaml", "title: By hand\n")
+        }),
+        ("deleted file", &|r, _| {
+            std::fs::remove_file(r.abs("work/ready/t8.yaml")).expect("rm");
+        }),
+        ("staged file", &|r, _| {
+            r.write("work/inbox/staged.yaml", "title: Staged\n");
+            r.git(&["add", "work/inbox/staged.yaml"]);
+        }),
+        // HEAD has the file as it is: the recording restores the index entry, no commit.
+        ("file taken out of the index only", &|r, _| {
+            r.git(&["rm", "-q", "--cached", "work/ready/t7.yaml"]);
+        }),
+    ];
+    for (i, (what, change)) in changes.into_iter().enumerate() {
+        // A command whose own commit leaves the vouch the next one would trust.
+        r.ok(&["new", "Last task", "--id", &format!("last{i}")]);
+        let before = recordings(&r);
+        change(&r, i);
+        // Past the racy window, only the vouch's stat keys tell the change apart.
+        std::thread::sleep(Duration::from_millis(200));
+        let skipped = command_skips_the_scan(&r, &["claim", "--agent", "p"]);
+        let (changed, committed) = (i > 0, (1..6).contains(&i));
+        assert_eq!(skipped, !changed, "{what}: scan skipped");
+        assert_eq!(recordings(&r), before + usize::from(committed), "{what}");
+        assert_eq!(r.git_status(), "", "{what}");
+    }
+}

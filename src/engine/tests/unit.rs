@@ -416,7 +416,8 @@ fn checking_a_new_task_parses_only_the_tasks_on_its_dependency_paths() {
     let mut s = Sim::new();
     for i in 0..30 {
         let text = format!("title: D{i}\ncoord:\n  state: done\n");
-        s.files.insert(format!("done/d{i:02}.yaml"), text.into_bytes());
+        s.files
+            .insert(format!("done/d{i:02}.yaml"), text.into_bytes());
     }
     // b (done) depends on c (done), which depends on the id the new task takes: a cycle.
     s.files.insert(
@@ -429,8 +430,7 @@ fn checking_a_new_task_parses_only_the_tasks_on_its_dependency_paths() {
     );
     let board = s.board();
     let new = crate::check::reread("title: N\ndepends_on: [b]\n").expect("parses");
-    let found =
-        crate::check::check_in_context(&tid("n"), &new, &crate::board::Checks::new(&board));
+    let found = crate::check::check_in_context(&tid("n"), &new, &crate::board::Checks::new(&board));
     let messages: Vec<&str> = found.iter().map(|(_, v)| v.message.as_str()).collect();
     assert!(
         messages.iter().any(|m| m.contains("n -> b -> c -> n")),
