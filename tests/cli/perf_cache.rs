@@ -351,7 +351,7 @@ fn command_skips_the_scan(r: &TestRepo, args: &[&str]) -> bool {
 }
 
 /// A repo with a pull agent `p` (up to 10 tasks at once) and ten ready tasks `t0`..`t9`,
-/// every stamp settled.
+/// where the last command left a vouch.
 fn ready_for_commands() -> TestRepo {
     let r = TestRepo::with_agents(&["p --pull --max-active 10"]);
     for i in 0..10 {
@@ -359,6 +359,12 @@ fn ready_for_commands() -> TestRepo {
     }
     r.ok(&["tick"]);
     std::thread::sleep(Duration::from_millis(200));
+    // Every stamp settled, the command's walk vouches for every file: it leaves a vouch.
+    r.ok(&["new", "Warm-up task", "--id", "warmup"]);
+    assert!(
+        r.exists(".git/coord/clean-vouch"),
+        "a vouch after the warm-up"
+    );
     r
 }
 
@@ -415,8 +421,14 @@ fn a_persons_change_before_a_command_is_recorded_as_theirs() {
         }),
     ];
     for (i, (what, change)) in changes.into_iter().enumerate() {
-        // A command whose own commit leaves the vouch the next one would trust.
+        // A command whose own commit leaves the vouch the next one would trust (every other
+        // stamp settled first, so that its walk vouches for every file).
+        std::thread::sleep(Duration::from_millis(200));
         r.ok(&["new", "Last task", "--id", &format!("last{i}")]);
+        assert!(
+            r.exists(".git/coord/clean-vouch"),
+            "{what}: no vouch to trust"
+        );
         let before = recordings(&r);
         change(&r, i);
         // Past the racy window, only the vouch's stat keys tell the change apart.
