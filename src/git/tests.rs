@@ -985,3 +985,46 @@ fn a_group_commit_over_a_big_folder_builds_the_tree_git_would() {
         "work\nwork/assigned\nwork/assigned/a\nwork/assigned/a/b\nwork/inbox\n"
     );
 }
+
+fn packs(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir.join(".git/objects/pack"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pack"))
+        .collect()
+}
+
+#[test]
+fn packing_again_and_again_keeps_a_few_packs_every_object_and_a_kept_pack() {
+    let (dir, repo) = new_repo();
+    let mut kept = None;
+    for round in 0..12 {
+        for i in 0..5 {
+            let path = format!("work/inbox/t-{round}-{i}.yaml");
+            write(dir.path(), &path, &format!("title: task {round} {i}\n"));
+            commit(&repo, &[path.as_str()], &format!("add {round} {i}"));
+        }
+        assert!(repo.pack_loose_objects(0).unwrap() > 0);
+        let now = packs(dir.path());
+        if round == 0 {
+            let pack = now[0].clone();
+            std::fs::write(pack.with_extension("keep"), "").unwrap();
+            kept = Some(pack);
+        }
+        // The kept pack, and packs in a geometric progression: at most log2(rounds) + 1.
+        assert!(now.len() <= 5, "round {round}: {} packs", now.len());
+    }
+    assert!(kept.unwrap().exists(), "a kept pack is left alone");
+    git(dir.path(), &["fsck", "--strict", "--no-dangling"]);
+    assert_eq!(
+        git(dir.path(), &["rev-list", "--count", "HEAD"]).trim(),
+        "60"
+    );
+    assert_eq!(
+        repo.read_head_file("work/inbox/t-7-3.yaml")
+            .unwrap()
+            .unwrap(),
+        b"title: task 7 3\n"
+    );
+}

@@ -90,7 +90,7 @@ const GROUP_FROM: usize = 64;
 /// The number of commits a grouped plan is cut into, at most.
 const GROUPS: usize = 32;
 /// A group holds at least this share of the fullest folder's files (1 / this).
-const FOLDER_SHARE: usize = 16;
+const FOLDER_SHARE: usize = 4;
 
 /// Returns how many transitions go into one commit: one each for commands and small plans
 /// (the usual per-transition history); a large tick plan is cut into at most [`GROUPS`]
