@@ -95,16 +95,17 @@ const FOLDER_SHARE: usize = 4;
 /// Returns how many transitions go into one commit: one each for commands and small plans
 /// (the usual per-transition history); a large tick plan is cut into at most [`GROUPS`]
 /// commits of at least [`GROUP_FROM`] transitions, and of at least 1/[`FOLDER_SHARE`] of the
-/// files of the fullest folder (`fullest`), because each commit writes new tree objects for
-/// the folders it touches, whose size grows with the folder: so the tree bytes a transition
-/// costs stay bounded however big the folders grow.
+/// files the fullest folder may hold during the pass (the `fullest` folder's files before
+/// it, plus every transition of the plan landing in it), because each commit writes new tree
+/// objects for the folders it touches, whose size grows with the folder: so the tree bytes a
+/// transition costs stay bounded however big the folders grow, also a folder the pass fills.
 fn group_size(len: usize, origin: Origin, fullest: usize) -> usize {
     if origin == Origin::Command || len <= GROUP_FROM {
         1
     } else {
         len.div_ceil(GROUPS)
             .max(GROUP_FROM)
-            .max(fullest / FOLDER_SHARE)
+            .max((fullest + len) / FOLDER_SHARE)
     }
 }
 
