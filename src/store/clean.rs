@@ -296,8 +296,8 @@ impl Store {
     /// file it committed holds the bytes its index write staged (or is absent from both).
     /// What a status scan would report, without reading every file's stat data against the
     /// index. `state` is the repository's, read after the walk. Returns the committed paths
-    /// whose stamps are still too recent to trust (the next vouch checks them by content
-    /// again).
+    /// whose stamps are still too recent to trust or that still settle (the next vouch
+    /// checks them by content again).
     pub(super) fn vouched(
         &self,
         listing: &Listing,
@@ -316,11 +316,24 @@ impl Store {
         }
         let recent = listing.recent();
         let work = format!("{}/", self.work_dir());
-        let still_recent = vouch.committed.into_iter().filter(|(p, _)| {
-            p.strip_prefix(&work)
-                .is_some_and(|rel| recent.contains(&checksum(rel.as_bytes())))
+        let settle = self.settle_rule(&self.seen_complete);
+        let carried = vouch.committed.into_iter().filter(|(p, _)| {
+            let recent = p
+                .strip_prefix(&work)
+                .is_some_and(|rel| recent.contains(&checksum(rel.as_bytes())));
+            recent || self.settling(p, &settle)
         });
-        Some(still_recent.collect())
+        Some(carried.collect())
+    }
+
+    /// Returns whether the file at `path` (repo-relative) is still inside the settle window:
+    /// a load will ask whether it is committed as it is, which the vouch's list answers
+    /// without reading the index ([`Store::staged_by_coord`]).
+    fn settling(&self, path: &str, settle: &super::settle::Settle<'_>) -> bool {
+        rustix::fs::lstat(self.abs(path)).is_ok_and(|st| {
+            let key = StatKey::of(&st);
+            settle.until(path, key.written(), key.ctime_ns()).is_some()
+        })
     }
 
     /// Returns whether each of `paths` holds the bytes with the blob id given, or is absent

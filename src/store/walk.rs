@@ -225,10 +225,13 @@ fn head_of(name: &str) -> u128 {
 /// Returns how many threads should look at `files` files: one per `FILES_PER_THREAD`, at
 /// most one per core.
 fn threads_for(files: usize) -> usize {
-    std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(files / FILES_PER_THREAD)
-        .max(1)
+    if files < 2 * FILES_PER_THREAD {
+        return 1;
+    }
+    // Read once per process: std reads the cgroup's CPU quota (three files) on every call.
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from));
+    cores.min(files / FILES_PER_THREAD).max(1)
 }
 
 /// Returns the stat key of each file named in the open folder `dir` (None for one that went
