@@ -87,15 +87,13 @@ fn world<'a>(
     inputs: &Inputs<'a>,
     id: &TaskId,
 ) -> Result<World<'a>, CommandError> {
-    if board
-        .live_by_id()
-        .get(id)
-        .is_some_and(|live| live.len() > 1)
-    {
-        return Err(CommandError::Duplicate(id.clone()));
-    }
-    if board.find(id).is_empty() {
+    let copies = board.find(id);
+    if copies.is_empty() {
         return Err(CommandError::NotFound(id.clone()));
+    }
+    let live = copies.iter().filter(|t| t.folder.state != State::Invalid);
+    if live.count() > 1 {
+        return Err(CommandError::Duplicate(id.clone()));
     }
     Ok(World::new(board, inputs))
 }
