@@ -315,6 +315,42 @@ fn windows_after_the_first_skip_the_status_scan_when_only_the_tick_wrote() {
     assert_eq!(layout(dir.path()).len(), 50);
 }
 
+/// Issue 15: a tick over a big inbox packed its loose objects after every commit that
+/// brought the index in line, while the window's board was still held: the pack builder's
+/// delta window over the big folders' trees came on top of the board (the heap peak of a
+/// 50,000-task burst). The tick packs once per window, after the window's board is dropped,
+/// and not again for the commit of people's changes before it.
+#[test]
+fn a_tick_packs_once_per_window_after_the_windows_board() {
+    let dir = tempfile::tempdir().expect("dir");
+    init(dir.path());
+    drop_burst(dir.path());
+    let packs = || {
+        let pack_dir = dir.path().join(".git/objects/pack");
+        std::fs::read_dir(pack_dir).map_or(0, |d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".pack"))
+                .count()
+        })
+    };
+    let before = packs();
+    let coord = open(dir.path());
+    coord.store().set_inbox_window(16);
+    coord.store().pack_always();
+    let ticked = coord.tick().expect("tick");
+    assert!(ticked.commits >= 4, "{} commits", ticked.commits);
+    assert_eq!(
+        packs() - before,
+        4,
+        "one pack per window of 16 of the 50 inbox files"
+    );
+    let loose = (0..=255u8)
+        .filter_map(|b| std::fs::read_dir(dir.path().join(format!(".git/objects/{b:02x}"))).ok())
+        .map(|d| d.count())
+        .sum::<usize>();
+    assert_eq!(loose, 0, "the pack was made after the last commit");
+}
+
 /// A person's edit between two windows, to a file the tick did not touch or to one it just
 /// committed, is still recorded as the person's (in its own commit before the next window's
 /// tick commits), never folded into a tick commit.

@@ -194,6 +194,8 @@ fn reconcile(store: &Store, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Resu
             walked,
             after: after.as_deref(),
         };
+        // Declared first, dropped last: the window's board is gone before it packs.
+        let _pack_after = store.pack_later();
         let (board, last) = window_pass(store, sink, now, keys, window, &mut ticked)?;
         for line in attention(&board.0, &board.1.notes) {
             if seen.insert(line.clone()) {

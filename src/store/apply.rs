@@ -504,11 +504,42 @@ impl Store {
             let written = self.repo.update_index_holding(&touched, hold)?;
             self.base_staged(written);
             touched.clear();
-            // As `git gc --auto` after a commit; a failure leaves the loose objects as they
-            // were, all readable, so it does not fail the command that committed.
-            let _ = self.repo.pack_loose_objects(crate::git::PACK_LOOSE_FROM);
+            self.pack_or_owe();
         }
         Ok(())
+    }
+
+    /// Packs the loose objects when there are many, as `git gc --auto` after a commit, or
+    /// owes it to the [`PackLater`] guard while one is alive. A failure leaves the loose
+    /// objects as they were, all readable, so it does not fail the command that committed.
+    fn pack_or_owe(&self) {
+        let mut packing = self.packing.get();
+        if packing.later {
+            packing.owed = true;
+            self.packing.set(packing);
+        } else {
+            let _ = self.repo.pack_loose_objects(packing.from);
+        }
+    }
+
+    /// Leaves packing to the end of a tick of several windows: the pack builder's memory
+    /// (its delta window over the big folders' trees, tens of MB in a 50,000-task burst) is
+    /// then never held beside a window's board. The returned guard packs, when due, once
+    /// it is dropped, also when the tick ends in an error.
+    pub fn pack_later(&self) -> PackLater<'_> {
+        let packing = self.packing.get();
+        self.packing.set(Packing {
+            later: true,
+            ..packing
+        });
+        PackLater(self)
+    }
+
+    /// Makes `finish` pack after every commit (tests that count packs).
+    #[cfg(test)]
+    pub(crate) fn pack_always(&self) {
+        let packing = self.packing.get();
+        self.packing.set(Packing { from: 0, ..packing });
     }
 
     /// Finishes what an interrupted run left: the journaled transition, temp files, and
@@ -771,4 +802,43 @@ fn op_id() -> String {
         nanos ^ (u64::from(std::process::id()) << 40)
     });
     format!("{n:016x}")
+}
+
+/// Packing left to the end of a tick ([`Store::pack_later`]): dropped, it packs when due.
+pub struct PackLater<'s>(&'s Store);
+
+impl Drop for PackLater<'_> {
+    fn drop(&mut self) {
+        let packing = self.0.packing.get();
+        self.0.packing.set(Packing {
+            later: false,
+            owed: false,
+            ..packing
+        });
+        if packing.owed {
+            self.0.pack_or_owe();
+        }
+    }
+}
+
+/// When `Store::finish` packs the loose objects.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Packing {
+    /// How many loose objects (git's estimate) make it pack them
+    /// ([`crate::git::PACK_LOOSE_FROM`]; 0 in tests that pack after every commit).
+    from: usize,
+    /// Whether packing waits for a [`PackLater`] guard to be dropped.
+    later: bool,
+    /// Whether a commit was made while it waited.
+    owed: bool,
+}
+
+impl Default for Packing {
+    fn default() -> Packing {
+        Packing {
+            from: crate::git::PACK_LOOSE_FROM,
+            later: false,
+            owed: false,
+        }
+    }
 }

