@@ -519,7 +519,18 @@ impl Store {
             self.packing.set(packing);
         } else {
             let _ = self.repo.pack_loose_objects(packing.from);
+            #[cfg(test)]
+            self.packing.set(Packing {
+                runs: packing.runs + 1,
+                ..packing
+            });
         }
+    }
+
+    /// Returns how many times `finish` or a [`PackLater`] guard packed (or looked whether to).
+    #[cfg(test)]
+    pub(crate) fn pack_runs(&self) -> usize {
+        self.packing.get().runs
     }
 
     /// Leaves packing to the end of a tick of several windows: the pack builder's memory
@@ -831,6 +842,9 @@ pub(crate) struct Packing {
     later: bool,
     /// Whether a commit was made while it waited.
     owed: bool,
+    /// How many times it packed (tests).
+    #[cfg(test)]
+    runs: usize,
 }
 
 impl Default for Packing {
@@ -839,6 +853,8 @@ impl Default for Packing {
             from: crate::git::PACK_LOOSE_FROM,
             later: false,
             owed: false,
+            #[cfg(test)]
+            runs: 0,
         }
     }
 }

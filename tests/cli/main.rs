@@ -5,6 +5,7 @@ mod agents_mcp;
 mod agents_prime;
 mod agents_run;
 mod board_browser;
+mod burst_memory;
 mod cdp;
 mod clones;
 mod crash;
