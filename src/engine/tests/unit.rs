@@ -399,13 +399,17 @@ fn a_pass_parses_only_the_ready_tasks_it_assigns() {
         summaries(&plan),
         ["assign t17 to alice", "assign t33 to alice"]
     );
-    let parsed: Vec<&str> = board
+    assert_eq!(parsed_ids(&board), ["t17", "t33"]);
+}
+
+/// The ids of the tasks of `board` whose text has been parsed.
+fn parsed_ids(board: &crate::board::Board) -> Vec<&str> {
+    board
         .tasks
         .iter()
         .filter(|t| t.read.as_ref().is_ok_and(|task| task.is_parsed()))
         .map(|t| t.id.as_str())
-        .collect();
-    assert_eq!(parsed, ["t17", "t33"]);
+        .collect()
 }
 
 /// Issue 15: `coord new` checks the task it writes against the board (unknown agents,
@@ -436,11 +440,5 @@ fn checking_a_new_task_parses_only_the_tasks_on_its_dependency_paths() {
         messages.iter().any(|m| m.contains("n -> b -> c -> n")),
         "{messages:?}"
     );
-    let parsed: Vec<&str> = board
-        .tasks
-        .iter()
-        .filter(|t| t.read.as_ref().is_ok_and(|task| task.is_parsed()))
-        .map(|t| t.id.as_str())
-        .collect();
-    assert!(parsed.is_empty(), "{parsed:?}");
+    assert_eq!(parsed_ids(&board), Vec::<&str>::new());
 }
