@@ -858,3 +858,25 @@ impl Default for Packing {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{group_size, Origin};
+
+    /// 10,000 completions into an empty `done/` while the fullest folder holds 1,000 files:
+    /// the groups count what the pass adds (a 1/16 of the files before gave 32 commits, each
+    /// writing a bigger `done/` tree).
+    #[test]
+    fn a_pass_that_fills_a_folder_counts_what_it_adds_in_its_group_size() {
+        assert_eq!(group_size(10_000, Origin::Tick, 1_000), 2_750);
+        assert_eq!(group_size(10_000, Origin::Tick, 0), 2_500);
+        assert_eq!(group_size(1_000, Origin::Tick, 0), 250);
+        assert_eq!(group_size(100, Origin::Tick, 0), 64);
+    }
+
+    #[test]
+    fn commands_and_small_plans_keep_one_commit_per_transition() {
+        assert_eq!(group_size(10_000, Origin::Command, 1_000), 1);
+        assert_eq!(group_size(64, Origin::Tick, 100_000), 1);
+    }
+}
