@@ -527,7 +527,7 @@ pub(super) async fn health(With(app): With<Arc<App>>) -> Answer {
     let snap = app.hub.snapshot();
     Ok(Json(json!({
         "status": "ok",
-        "head": snap.head,
+        "head": snap.head_hex(),
         "generation": snap.generation,
         "tasks": snap.board.tasks.len(),
     }))

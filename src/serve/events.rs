@@ -22,7 +22,7 @@ pub async fn events(
     let snap = app.hub.snapshot();
     let hello = Event::default()
         .event("ready")
-        .data(json!({"generation": snap.generation, "head": snap.head}).to_string());
+        .data(json!({"generation": snap.generation, "head": snap.head_hex()}).to_string());
     let rest = stream::unfold(rx, |mut rx| async move {
         let ev = match rx.recv().await {
             Ok(ev) => sse(&ev),

@@ -97,10 +97,9 @@ pub fn board(snap: &Snapshot) -> String {
         "<p class=\"summary\" data-generation=\"{}\">{} tasks · HEAD {}</p>",
         snap.generation,
         snap.board.tasks.len(),
-        esc(snap
-            .head
-            .as_deref()
-            .map_or("(none)", |h| &h[..h.len().min(10)]))
+        esc(&snap
+            .head_hex()
+            .map_or_else(|| "(none)".to_string(), |h| h[..10].to_string()))
     );
     lanes(&mut out, snap, &notes);
     out.push_str("<section class=\"columns\">");

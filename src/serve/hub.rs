@@ -35,7 +35,7 @@ pub struct Snapshot {
     /// Counts reloads that changed something; starts at 1.
     pub generation: u64,
     /// The commit HEAD pointed at.
-    pub head: Option<String>,
+    pub head: Option<crate::git::Oid>,
     /// Every task and agent.
     pub board: Board,
     /// The status view (`coord status --json`), secrets redacted.
@@ -50,6 +50,11 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// The commit HEAD pointed at, in hex (as the API and the events give it).
+    pub fn head_hex(&self) -> Option<String> {
+        self.head.map(|h| h.to_string())
+    }
+
     /// Returns each task's state by id (the first copy of a duplicated id).
     fn states(&self) -> BTreeMap<&TaskId, State> {
         let mut m = BTreeMap::new();
@@ -149,7 +154,7 @@ impl Hub {
             return Ok(());
         }
         new.generation = old.generation + 1;
-        let (generation, head) = (new.generation, new.head.clone());
+        let (generation, head) = (new.generation, new.head_hex());
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(new);
         for data in events {
             self.counters
@@ -198,12 +203,7 @@ impl Hub {
             if crate::lock::busy(store.repo.git_dir(), WRITER_FRESH) {
                 continue;
             }
-            let head = store
-                .repo
-                .head()
-                .ok()
-                .and_then(|h| h.oid)
-                .map(|o| o.to_string());
+            let head = store.repo.head().ok().and_then(|h| h.oid);
             let moved = head != self.snapshot().head;
             let due = last.elapsed() >= REFRESH_EVERY;
             if moved || due || self.dirty.load(Ordering::SeqCst) {
@@ -224,12 +224,12 @@ fn load(opener: &Opener, generation: u64) -> Result<Snapshot, HubError> {
     let started = Instant::now();
     let coord = opener.open()?;
     let store = coord.store();
-    let head = store.repo.head()?.oid.map(|o| o.to_string());
+    let head = store.repo.head()?.oid;
     let (board, _) = store.load()?;
     // A writer that started during the read (the poll saw the lock free) may have moved
     // files that its commit does not name yet: such a read would report them as moved by
     // hand, and again from the commit once it lands.
-    let after = store.repo.head()?.oid.map(|o| o.to_string());
+    let after = store.repo.head()?.oid;
     let steady = after == head && !crate::lock::busy(store.repo.git_dir(), WRITER_FRESH);
     let reasons = crate::view::invalid_reasons(store, &board);
     let view = crate::view::board::view(&board, &coord.inputs(), &reasons);
@@ -246,18 +246,16 @@ fn load(opener: &Opener, generation: u64) -> Result<Snapshot, HubError> {
 
 /// Returns the transitions of the commits between the two snapshots' HEADs, oldest first.
 fn commit_transitions(dir: &Path, old: &Snapshot, new: &Snapshot) -> Result<Vec<Value>, HubError> {
-    let Some(head) = new.head.as_deref().filter(|_| new.head != old.head) else {
-        return Ok(Vec::new());
-    };
     // From the reading's HEAD, not today's: a commit made since is the next reading's.
-    let Ok(head) = head.parse() else {
+    let Some(head) = new.head.filter(|_| new.head != old.head) else {
         return Ok(Vec::new());
     };
+    let stop = old.head_hex();
     let repo = crate::git::Repo::discover(dir)?;
     let mut found: Vec<Value> = repo
         .log_from(head, Some(MAX_COMMITS))?
         .iter()
-        .take_while(|c| Some(&c.oid) != old.head.as_ref())
+        .take_while(|c| Some(&c.oid) != stop.as_ref())
         .flat_map(crate::ops::LogEntry::all)
         .map(|e| json!(e))
         .collect();
