@@ -22,7 +22,7 @@ mod state;
 
 pub use attempts::Granted;
 use commit::check_path;
-pub use commit::{IndexHold, IndexWritten};
+pub use commit::{IndexHold, IndexWritten, Staged};
 pub use edit::PathChange;
 pub use git2::Oid;
 pub use history::{recorded, Recorded};
@@ -334,6 +334,12 @@ impl Repo {
     /// work tree), where the coordinator lock and caches live.
     pub fn git_dir(&self) -> &Path {
         &self.git_dir
+    }
+
+    /// Returns the git directory a linked work tree shares with its main one (the same as
+    /// [`Repo::git_dir`] elsewhere): where the config, `info/` and the objects live.
+    pub fn common_dir(&self) -> &Path {
+        self.repo.commondir()
     }
 
     /// Removes lock files a killed coord left behind, so the next run is not stuck: the

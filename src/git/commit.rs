@@ -175,7 +175,10 @@ impl Repo {
             .map(|op| match op {
                 IndexOp::Add(entry) => (
                     String::from_utf8_lossy(&entry.path).into_owned(),
-                    Some(entry.id),
+                    Some(Staged {
+                        id: entry.id,
+                        mode: entry.mode,
+                    }),
                 ),
                 IndexOp::Remove(path) => ((*path).to_string(), None),
             })
@@ -502,8 +505,18 @@ impl Repo {
 pub struct IndexWritten {
     /// The last 32 bytes of the index written ([`Repo::index_checksum`]).
     pub checksum: Option<[u8; 32]>,
-    /// Each path written with the blob id the index now has for it.
-    pub staged: Vec<(String, Option<Oid>)>,
+    /// Each path written with the blob the index now has for it (None: not in the index).
+    pub staged: Vec<(String, Option<Staged>)>,
+}
+
+/// A blob as an index entry has it: its id and its mode (`0o100644`, `0o100755` or a
+/// symlink's `0o120000`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Staged {
+    /// The blob id.
+    pub id: Oid,
+    /// The entry's mode.
+    pub mode: u32,
 }
 
 /// What coord writes into `index.lock` while it holds it.

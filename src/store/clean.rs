@@ -27,7 +27,7 @@
 
 use super::cache::{checksum, StatKey};
 use super::Store;
-use crate::git::Oid;
+use crate::git::{Oid, Staged};
 use std::collections::HashSet;
 use std::path::Path;
 use std::time::SystemTime;
@@ -36,10 +36,14 @@ use std::time::SystemTime;
 const PATH: &str = "coord/clean-mark";
 /// The first bytes of the mark file.
 const MAGIC: &[u8] = b"coord clean-mark 1\n";
-/// Files outside `work/` whose change can change what a status scan reports, relative to the
-/// work tree root (git config and attributes; ignore rules are covered by refusing a mark when
-/// any file under `work/` is ignored).
-const ALSO_WATCHED: [&str; 3] = [".gitattributes", ".git/config", ".git/info/attributes"];
+/// Files outside `work/` whose change can change what a status scan reports (git config and
+/// attributes; ignore rules are covered by refusing a mark when any file under `work/` is
+/// ignored): relative to the work tree root.
+const WATCHED_IN_TREE: [&str; 1] = [".gitattributes"];
+/// The same, relative to the git directory a linked work tree shares with its main one.
+const WATCHED_IN_COMMON_DIR: [&str; 2] = ["config", "info/attributes"];
+/// The same, relative to the work tree's own git directory (`extensions.worktreeConfig`).
+const WATCHED_IN_GIT_DIR: [&str; 1] = ["config.worktree"];
 
 /// Every path a load's walk saw under `work/`, with its stat key, digested as it comes.
 #[derive(Debug)]
@@ -177,7 +181,7 @@ impl RepoState {
 pub(super) struct Base {
     files: Vec<(u64, Option<u64>)>,
     state: RepoState,
-    committed: Vec<(String, Option<Oid>)>,
+    committed: Vec<(String, Option<Staged>)>,
 }
 
 /// What an operation whose recording found `work/` clean leaves for the next one in
@@ -188,14 +192,14 @@ pub(super) struct Base {
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Vouch {
     digest: u64,
-    committed: Vec<(String, Option<Oid>)>,
+    committed: Vec<(String, Option<Staged>)>,
     state: Vec<u8>,
 }
 
 /// The vouch file, relative to the git directory.
 const VOUCH_PATH: &str = "coord/clean-vouch";
 /// The first bytes of the vouch file.
-const VOUCH_MAGIC: &[u8] = b"coord clean-vouch 1\n";
+const VOUCH_MAGIC: &[u8] = b"coord clean-vouch 2\n";
 
 impl Vouch {
     fn encode(&self) -> Vec<u8> {
@@ -206,9 +210,10 @@ impl Vouch {
             out.extend_from_slice(&(path.len() as u32).to_le_bytes());
             out.extend_from_slice(path.as_bytes());
             match id {
-                Some(id) => {
+                Some(staged) => {
                     out.push(1);
-                    out.extend_from_slice(id.as_bytes());
+                    out.extend_from_slice(staged.id.as_bytes());
+                    out.extend_from_slice(&staged.mode.to_le_bytes());
                 }
                 None => out.push(0),
             }
@@ -232,7 +237,10 @@ impl Vouch {
             let len = u32::from_le_bytes(take(4)?.try_into().ok()?) as usize;
             let path = std::str::from_utf8(take(len)?).ok()?.to_string();
             let id = match take(1)? {
-                [1] => Some(Oid::from_bytes(take(20)?).ok()?),
+                [1] => Some(Staged {
+                    id: Oid::from_bytes(take(20)?).ok()?,
+                    mode: u32::from_le_bytes(take(4)?.try_into().ok()?),
+                }),
                 [0] => None,
                 _ => return None,
             };
@@ -302,7 +310,7 @@ impl Store {
         &self,
         listing: &Listing,
         state: &RepoState,
-    ) -> Option<Vec<(String, Option<Oid>)>> {
+    ) -> Option<Vec<(String, Option<Staged>)>> {
         let bytes = std::fs::read(self.repo.git_dir().join(VOUCH_PATH)).ok()?;
         let vouch = Vouch::decode(&bytes)?;
         if state.bytes() != vouch.state {
@@ -336,16 +344,35 @@ impl Store {
         })
     }
 
-    /// Returns whether each of `paths` holds the bytes with the blob id given, or is absent
-    /// when none is given.
-    fn hold_what_is_staged(&self, paths: &[(String, Option<Oid>)]) -> bool {
-        paths.iter().all(|(path, id)| {
+    /// Returns whether each of `paths` holds the bytes of the blob given with its mode (a
+    /// `chmod` keeps the bytes), or is absent when none is given.
+    fn hold_what_is_staged(&self, paths: &[(String, Option<Staged>)]) -> bool {
+        paths.iter().all(|(path, staged)| {
             match super::fsutil::read_limited(self.root(), path, usize::MAX - 1) {
-                Ok(bytes) => id.is_some_and(|id| crate::git::blob_id(&bytes) == Some(id)),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => id.is_none(),
+                Ok(bytes) => staged.is_some_and(|s| {
+                    crate::git::blob_id(&bytes) == Some(s.id) && self.has_mode(path, s.mode)
+                }),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => staged.is_none(),
                 Err(_) => false,
             }
         })
+    }
+
+    /// Returns whether the file at `path` (repo-relative) has the mode git would stage for
+    /// it: a symlink's, or an executable blob's when its owner may execute it (as git reads
+    /// modes with `core.filemode`; without it a differing mode only costs a scan).
+    fn has_mode(&self, path: &str, mode: u32) -> bool {
+        let Ok(st) = rustix::fs::lstat(self.abs(path)) else {
+            return false;
+        };
+        let kind = rustix::fs::FileType::from_raw_mode(st.st_mode);
+        let found = match kind {
+            rustix::fs::FileType::Symlink => 0o120_000,
+            rustix::fs::FileType::RegularFile if st.st_mode & 0o100 != 0 => 0o100_755,
+            rustix::fs::FileType::RegularFile => 0o100_644,
+            _ => return false,
+        };
+        found == mode
     }
 
     /// Returns whether `bytes` are what coord's own last index write staged at `path`
@@ -359,7 +386,7 @@ impl Store {
         }) else {
             return false;
         };
-        crate::git::blob_id(bytes) == Some(staged)
+        crate::git::blob_id(bytes) == Some(staged.id)
     }
 
     /// Starts keeping what a vouch is made from, after a recording found `work/` clean in
@@ -369,7 +396,7 @@ impl Store {
         &self,
         listing: &Listing,
         state: RepoState,
-        carried: Vec<(String, Option<Oid>)>,
+        carried: Vec<(String, Option<Staged>)>,
     ) {
         *self.base.borrow_mut() = listing.entered.then(|| Base {
             files: listing.files.clone(),
@@ -446,7 +473,19 @@ impl Store {
         let head = self.repo.head().ok()?.oid;
         let index = self.repo.index_checksum()?;
         let mut watched = Vec::new();
-        watched_keys(self.root(), &ALSO_WATCHED, start, &mut watched)?;
+        watched_keys(self.root(), &WATCHED_IN_TREE, start, &mut watched)?;
+        watched_keys(
+            self.repo.common_dir(),
+            &WATCHED_IN_COMMON_DIR,
+            start,
+            &mut watched,
+        )?;
+        watched_keys(
+            self.repo.git_dir(),
+            &WATCHED_IN_GIT_DIR,
+            start,
+            &mut watched,
+        )?;
         Some(RepoState {
             head,
             index,

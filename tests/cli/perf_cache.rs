@@ -394,7 +394,7 @@ type NumberedChange = dyn Fn(&TestRepo, usize);
 #[test]
 fn a_persons_change_before_a_command_is_recorded_as_theirs() {
     let r = ready_for_commands();
-    let changes: [(&str, &NumberedChange); 7] = [
+    let changes: [(&str, &NumberedChange); 8] = [
         ("no change at all", &|_, _| {}),
         ("same-size edit of an untouched file", &|r, _| {
             let text = r.read("work/ready/t9.yaml").replace("Task 9", "Task N");
@@ -405,6 +405,16 @@ fn a_persons_change_before_a_command_is_recorded_as_theirs() {
             let text = r.read(&last) + "# by a person\n";
             r.write(&last, &text);
         }),
+        // Same bytes, another mode: the content check alone would trust it.
+        (
+            "chmod +x of the file the last command committed",
+            &|r, i| {
+                use std::os::unix::fs::PermissionsExt;
+                let last = r.abs(&format!("work/inbox/last{i}.yaml"));
+                std::fs::set_permissions(&last, std::fs::Permissions::from_mode(0o755))
+                    .expect("chmod");
+            },
+        ),
         ("new file", &|r, _| {
             r.write("work/inbox/byhand.yaml", "title: By hand\n")
         }),
@@ -434,9 +444,40 @@ fn a_persons_change_before_a_command_is_recorded_as_theirs() {
         // Past the racy window, only the vouch's stat keys tell the change apart.
         std::thread::sleep(Duration::from_millis(200));
         let skipped = command_skips_the_scan(&r, &["claim", "--agent", "p"]);
-        let (changed, committed) = (i > 0, (1..6).contains(&i));
+        let (changed, committed) = (i > 0, (1..7).contains(&i));
         assert_eq!(skipped, !changed, "{what}: scan skipped");
         assert_eq!(recordings(&r), before + usize::from(committed), "{what}");
         assert_eq!(r.git_status(), "", "{what}");
     }
+}
+
+/// In a linked worktree (`git worktree add`) `.git` is a file, and the git config that
+/// decides what a scan reports is the main repository's: a change to it (here
+/// `core.fileMode`, which reveals a `chmod` made while git ignored modes) is seen by the
+/// next command there, as in the main worktree.
+#[test]
+fn a_config_change_seen_from_a_linked_worktree_is_scanned_for() {
+    use std::os::unix::fs::PermissionsExt;
+    let r = ready_for_commands();
+    r.git(&["config", "core.fileMode", "false"]);
+    let linked = TestRepo::empty();
+    let at = linked.path().to_str().expect("utf8");
+    r.git(&["worktree", "add", "-q", at, "-b", "side"]);
+    linked.ok(&["tick"]);
+    std::fs::set_permissions(
+        linked.abs("work/ready/t9.yaml"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .expect("chmod");
+    std::thread::sleep(Duration::from_millis(200));
+    linked.ok(&["new", "Vouching task", "--id", "vouching"]);
+    assert!(
+        linked.exists(".git") && linked.git_status().is_empty(),
+        "git ignores the mode yet"
+    );
+    r.git(&["config", "core.fileMode", "true"]);
+    assert!(!linked.git_status().is_empty(), "the mode shows now");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!command_skips_the_scan(&linked, &["new", "Next task"]));
+    assert_eq!(linked.git_status(), "");
 }
