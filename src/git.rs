@@ -336,6 +336,27 @@ impl Repo {
         &self.git_dir
     }
 
+    /// Returns every config entry git resolves for this repository, at every level and
+    /// through includes (name, value and level, NUL-separated), or None when the config
+    /// cannot be read: a digest of it tells whether a setting that changes what a status
+    /// scan reports (`core.fileMode`, `core.autocrlf`, ...) changed, wherever it is set.
+    pub fn config_entries(&self) -> Option<Vec<u8>> {
+        let config = self.repo.config().ok()?.snapshot().ok()?;
+        let mut out = Vec::new();
+        config
+            .entries(None)
+            .ok()?
+            .for_each(|e| {
+                out.extend_from_slice(e.name_bytes());
+                out.push(0);
+                out.extend_from_slice(e.value_bytes());
+                out.push(0);
+                out.extend_from_slice(&(e.level() as i32).to_le_bytes());
+            })
+            .ok()?;
+        Some(out)
+    }
+
     /// Returns the git directory a linked work tree shares with its main one (the same as
     /// [`Repo::git_dir`] elsewhere): where the config, `info/` and the objects live.
     pub fn common_dir(&self) -> &Path {

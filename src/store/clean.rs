@@ -467,8 +467,9 @@ impl Store {
         }
     }
 
-    /// Returns HEAD's commit, the index checksum and the watched files' stat keys (trusted
-    /// at `start`); None when one cannot be read or vouched for.
+    /// Returns HEAD's commit, the index checksum, the watched files' stat keys (trusted at
+    /// `start`) and a digest of the resolved git config; None when one cannot be read or
+    /// vouched for.
     pub(super) fn repo_state(&self, start: SystemTime) -> Option<RepoState> {
         let head = self.repo.head().ok()?.oid;
         let index = self.repo.index_checksum()?;
@@ -486,6 +487,10 @@ impl Store {
             start,
             &mut watched,
         )?;
+        // Settings from included files and the global and system config, read as git
+        // resolves them (a file's stat key above covers only the repo's own config).
+        let config = self.repo.config_entries()?;
+        watched.extend_from_slice(&checksum(&config).to_le_bytes());
         Some(RepoState {
             head,
             index,

@@ -481,3 +481,33 @@ fn a_config_change_seen_from_a_linked_worktree_is_scanned_for() {
     assert!(!command_skips_the_scan(&linked, &["new", "Next task"]));
     assert_eq!(linked.git_status(), "");
 }
+
+/// A setting from a file the repo's config includes (`include.path`; the global config is
+/// read the same way) counts as git resolves it: flipping `core.fileMode` there, which
+/// reveals a `chmod` made while git ignored modes, is seen by the next command.
+#[test]
+fn a_setting_from_an_included_config_file_is_scanned_for() {
+    use std::os::unix::fs::PermissionsExt;
+    let r = ready_for_commands();
+    let elsewhere = TestRepo::empty();
+    let included = elsewhere.abs("included.cfg");
+    std::fs::write(&included, "[core]\n\tfileMode = false\n").expect("write");
+    r.git(&["config", "--unset", "core.filemode"]);
+    r.git(&["config", "include.path", included.to_str().expect("utf8")]);
+    std::fs::set_permissions(
+        r.abs("work/ready/t9.yaml"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .expect("chmod");
+    std::thread::sleep(Duration::from_millis(200));
+    r.ok(&["new", "Vouching task", "--id", "vouching"]);
+    assert!(r.exists(".git/coord/clean-vouch"), "a vouch to trust");
+    assert_eq!(r.git_status(), "", "git ignores the mode yet");
+    std::fs::write(&included, "[core]\n\tfileMode = true\n").expect("write");
+    // (Without refreshing the index, which would change its checksum and the vouch's state.)
+    let status = r.git(&["--no-optional-locks", "status", "--porcelain"]);
+    assert!(!status.is_empty(), "the mode shows now");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!command_skips_the_scan(&r, &["new", "Next task"]));
+    assert_eq!(r.git_status(), "");
+}
