@@ -326,14 +326,25 @@ fn grouped_template() -> tempfile::TempDir {
     let t = tempfile::tempdir().expect("tempdir");
     let d = t.path();
     coord(d, &["init", "--agents", "alice,bob"]).expect("init");
-    for i in 0..GROUPED {
-        let text = format!("# task {i}\ntitle: task number {i}\n");
-        fs::write(d.join(format!("work/inbox/g{i:02}.yaml")), text).expect("write");
+    commit_burst(d, GROUPED, |i| {
+        (
+            format!("g{i:02}"),
+            format!("# task {i}\ntitle: task number {i}\n"),
+        )
+    });
+    t
+}
+
+/// Writes `n` inbox files (`id_and_text(i)` gives the i-th one's id and text) and commits
+/// them as a person would.
+fn commit_burst(d: &Path, n: usize, id_and_text: impl Fn(usize) -> (String, String)) {
+    for i in 0..n {
+        let (id, text) = id_and_text(i);
+        fs::write(d.join(format!("work/inbox/{id}.yaml")), text).expect("write");
     }
     let who = ["-c", "user.name=p", "-c", "user.email=p@x"];
     git(d, &["add", "work"]);
     git(d, &[&who[..], &["commit", "-qm", "burst"]].concat());
-    t
 }
 
 /// Returns, per task, the transitions history records for it, oldest first, as coord's own
@@ -518,13 +529,9 @@ fn a_recovery_after_a_group_commit_records_no_transition_twice() {
     let t = tempfile::tempdir().expect("tempdir");
     let d = t.path();
     coord(d, &["init"]).expect("init");
-    for i in 0..TASKS {
-        let text = format!("title: task number {i}\n");
-        fs::write(d.join(format!("work/inbox/g{i:04}.yaml")), text).expect("write");
-    }
-    let who = ["-c", "user.name=p", "-c", "user.email=p@x"];
-    git(d, &["add", "work"]);
-    git(d, &[&who[..], &["commit", "-qm", "burst"]].concat());
+    commit_burst(d, TASKS, |i| {
+        (format!("g{i:04}"), format!("title: task number {i}\n"))
+    });
     fail_at(None);
     crash_on(Some(("write private", 4)));
     let stopped = coord(d, &["tick"]);
