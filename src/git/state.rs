@@ -120,7 +120,11 @@ impl Repo {
         let index =
             git2::Index::open(&path).map_err(ctx(format!("cannot read {}", path.display())))?;
         if !index.has_conflicts() {
-            self.note_merged_index(checksum);
+            // Noted only when the index read is the one the checksum was taken from (not
+            // replaced between the two reads).
+            if self.index_checksum() == checksum {
+                self.note_merged_index(checksum);
+            }
             return Ok(Vec::new());
         }
         unmerged_in(&index)

@@ -533,10 +533,11 @@ impl Store {
         self.packing.get().runs
     }
 
-    /// Leaves packing to the end of a tick of several windows: the pack builder's memory
-    /// (its delta window over the big folders' trees, tens of MB in a 50,000-task burst) is
-    /// then never held beside a window's board. The returned guard packs, when due, once
-    /// it is dropped, also when the tick ends in an error.
+    /// Leaves packing until the returned guard is dropped (the tick holds one per window,
+    /// declared before the window's board, so it packs at most once per window, after the
+    /// board is gone): the pack builder's memory (its delta window over the big folders'
+    /// trees, tens of MB in a 50,000-task burst) is then never held beside a board. The
+    /// guard packs, when due, also when the window ends in an error. Guards do not nest.
     pub fn pack_later(&self) -> PackLater<'_> {
         let packing = self.packing.get();
         self.packing.set(Packing {
