@@ -31,13 +31,16 @@ impl Repo {
             .statuses(Some(&mut opts))
             .map_err(ctx(format!("cannot list changes under {prefix}")))?;
         let mut changed = Changed::default();
+        let mut skipped = SkippedInWorkTree::new(&self.repo);
         for entry in statuses.iter() {
             if entry.status().is_ignored() {
                 changed.ignored |= entry.path().is_ok_and(|p| p.starts_with(prefix));
                 continue;
             }
-            let deltas = [entry.head_to_index(), entry.index_to_workdir()];
-            for delta in deltas.into_iter().flatten() {
+            let in_work_tree = entry
+                .index_to_workdir()
+                .filter(|d| !skipped.holds(d.old_file().path()));
+            for delta in [entry.head_to_index(), in_work_tree].into_iter().flatten() {
                 for file in [delta.old_file(), delta.new_file()] {
                     if let Some(path) = file.path().and_then(Path::to_str) {
                         changed.paths.push(path.to_string());
@@ -208,4 +211,34 @@ pub(super) fn checksum_of(path: &Path) -> Option<[u8; 32]> {
     let mut tail = [0u8; 32];
     file.read_exact(&mut tail).ok()?;
     tail[12..].iter().any(|&b| b != 0).then_some(tail)
+}
+
+/// The index entries git flags skip-worktree (sparse checkouts, `git update-index
+/// --skip-worktree`): git takes such a file as it is in the index whatever the work tree
+/// holds, so a missing or different file there is no change. libgit2's status does not
+/// honour the flag; the index is read only when the status reports a work-tree change.
+struct SkippedInWorkTree<'r> {
+    repo: &'r git2::Repository,
+    index: Option<Option<git2::Index>>,
+}
+
+/// The skip-worktree bit of an index entry's extended flags (`CE_SKIP_WORKTREE`).
+const SKIP_WORKTREE: u16 = 1 << 14;
+
+impl<'r> SkippedInWorkTree<'r> {
+    fn new(repo: &'r git2::Repository) -> Self {
+        SkippedInWorkTree { repo, index: None }
+    }
+
+    /// Returns whether the index entry at `path` is flagged skip-worktree.
+    fn holds(&mut self, path: Option<&Path>) -> bool {
+        let repo = self.repo;
+        let index = self.index.get_or_insert_with(|| repo.index().ok());
+        match (index, path) {
+            (Some(index), Some(path)) => index
+                .get_path(path, 0)
+                .is_some_and(|e| e.flags_extended & SKIP_WORKTREE != 0),
+            _ => false,
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! coord refuses to write while git is in the middle of something (a merge, a rebase, a
 //! cherry-pick, a revert, a bisect, unmerged index entries) or HEAD is detached: each writing
-//! command exits 1 with one line saying what to finish first, and writes nothing.
+//! command exits 1 with one line saying what to finish first, and writes nothing. A file git
+//! skips in the work tree (a sparse checkout) is no change for coord to record.
 
 use crate::harness::TestRepo;
 
@@ -185,4 +186,77 @@ fn a_task_file_in_conflict_during_a_merge_is_never_committed() {
     assert_eq!(r.read("work/inbox/a.yaml"), "title: main\n");
     r.ok(&["tick"]);
     assert_eq!(r.find("a").len(), 1);
+}
+
+/// Returns a repo where pull agent `p` finished task `d` and holds task `a`, all committed.
+fn with_finished_and_held() -> TestRepo {
+    let r = TestRepo::with_agents(&["p --pull --max-active 10"]);
+    for id in ["d", "a"] {
+        r.task(id, "title: a task\n");
+        r.ok(&["tick"]);
+        r.ok(&["claim", "--agent", "p"]);
+    }
+    r.ok(&["complete", "d", "--agent", "p"]);
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("d"), "work/done/d.yaml");
+    r
+}
+
+/// Returns the paths HEAD holds under `work/`.
+fn committed(r: &TestRepo) -> String {
+    r.git(&["ls-tree", "-r", "--name-only", "HEAD", "work/"])
+}
+
+/// Asserts that writing commands leave every committed task in HEAD and `git status` clean.
+fn nothing_recorded_as_deleted(r: &TestRepo, paths: &str) {
+    let recorded = || {
+        r.git(&["log", "--format=%s"])
+            .matches("record external")
+            .count()
+    };
+    let before = recorded();
+    for args in [&["tick"][..], &["new", "Another task", "--id", "n"]] {
+        r.ok(args);
+        let now = committed(r);
+        for path in paths.lines() {
+            assert!(now.contains(path), "coord {args:?} deleted {path}:\n{now}");
+        }
+        assert_eq!(r.git_status(), "", "after coord {args:?}");
+    }
+    assert_eq!(recorded(), before, "a recording of changes nobody made");
+}
+
+/// A file flagged skip-worktree (`git update-index --skip-worktree`, what sparse checkouts
+/// use) is missing from the work tree on purpose: git counts it as unchanged, and so must
+/// coord, or its recording commits a deletion nobody made and the task leaves HEAD.
+#[test]
+fn a_file_git_skips_in_the_work_tree_is_not_recorded_as_deleted() {
+    let r = with_finished_and_held();
+    let before = committed(&r);
+    r.git(&["update-index", "--skip-worktree", "work/done/d.yaml"]);
+    std::fs::remove_file(r.abs("work/done/d.yaml")).expect("rm");
+    assert_eq!(r.git_status(), "", "git sees no change");
+    nothing_recorded_as_deleted(&r, &before);
+}
+
+/// A sparse checkout that leaves `work/done/` out keeps every finished task in HEAD while
+/// coord goes on working in the folders it has.
+#[test]
+fn a_sparse_checkout_without_the_done_folder_keeps_the_finished_tasks() {
+    let r = with_finished_and_held();
+    let before = committed(&r);
+    r.git(&["sparse-checkout", "set", "--no-cone", "/*", "!/work/done/"]);
+    assert!(
+        !r.exists("work/done/d.yaml"),
+        "the sparse checkout left it out"
+    );
+    nothing_recorded_as_deleted(&r, &before);
+    r.ok(&["complete", "a", "--agent", "p"]);
+    r.ok(&["tick"]);
+    let now = committed(&r);
+    assert!(
+        now.contains("work/done/a.yaml") && now.contains("work/done/d.yaml"),
+        "{now}"
+    );
+    assert_eq!(r.git_status(), "");
 }
