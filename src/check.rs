@@ -226,6 +226,49 @@ pub struct Task {
     summary: Summary,
     /// Boxed: most tasks of a board are never parsed, and a parsed document is large.
     full: OnceLock<Box<TaskDoc>>,
+    /// Counts the tasks this thread holds (tests of what a pass keeps in memory).
+    #[cfg(test)]
+    live: live::Live,
+}
+
+/// A count of the [`Task`] values a thread holds, for tests of what a pass keeps in memory:
+/// each task carries a [`live::Live`], counted when made or cloned and uncounted when dropped.
+#[cfg(test)]
+pub mod live {
+    use std::cell::Cell;
+
+    thread_local! {
+        static LIVE: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// Returns how many tasks this thread holds now.
+    pub fn tasks() -> usize {
+        LIVE.with(Cell::get)
+    }
+
+    /// One counted task.
+    #[derive(Debug)]
+    pub struct Live(());
+
+    impl Live {
+        /// Counts one more task.
+        pub fn count() -> Live {
+            LIVE.with(|n| n.set(n.get() + 1));
+            Live(())
+        }
+    }
+
+    impl Clone for Live {
+        fn clone(&self) -> Live {
+            Live::count()
+        }
+    }
+
+    impl Drop for Live {
+        fn drop(&mut self) {
+            LIVE.with(|n| n.set(n.get().saturating_sub(1)));
+        }
+    }
 }
 
 impl Task {
@@ -235,6 +278,8 @@ impl Task {
             text: doc.text.clone(),
             summary: Summary::of(&doc),
             full: OnceLock::from(Box::new(doc)),
+            #[cfg(test)]
+            live: live::Live::count(),
         }
     }
 
@@ -245,6 +290,8 @@ impl Task {
             text,
             summary,
             full: OnceLock::new(),
+            #[cfg(test)]
+            live: live::Live::count(),
         }
     }
 

@@ -196,14 +196,13 @@ fn reconcile(store: &Store, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Resu
         };
         // Declared first, dropped last: the window's board is gone before it packs.
         let _pack_after = store.pack_later();
-        let (board, last) = window_pass(store, sink, now, keys, window, &mut ticked)?;
-        for line in attention(&board.0, &board.1.notes) {
+        let (found, last) = window_pass(store, sink, now, keys, window, &mut ticked)?;
+        for line in found.attention {
             if seen.insert(line.clone()) {
                 ticked.attention.push(line);
             }
         }
-        let settles = board.0.settling.iter().map(|s| s.until).min();
-        ticked.settles_at = ticked.settles_at.into_iter().chain(settles).min();
+        ticked.settles_at = ticked.settles_at.into_iter().chain(found.settles).min();
         match last {
             Some(last) => after = Some(last),
             None => break,
@@ -220,9 +219,30 @@ struct Window<'a> {
     after: Option<&'a str>,
 }
 
+/// What a window's board showed that the pass reports once the board is gone.
+struct Found {
+    /// One line per file a person must act on.
+    attention: Vec<String>,
+    /// The earliest instant a file still being written settles, when one is.
+    settles: Option<Timestamp>,
+}
+
+impl Found {
+    /// Returns what `board` and its `plan` show.
+    fn of(board: &Board, plan: &Plan) -> Found {
+        Found {
+            attention: attention(board, &plan.notes),
+            settles: board.settling.iter().map(|s| s.until).min(),
+        }
+    }
+}
+
 /// Loads, plans and applies one window of the inbox (the whole of it when it is small).
-/// Adds its commits to `ticked`; returns the last board and plan and the last inbox file taken
-/// when more wait for the next window. A window that found `work/` clean leaves a vouch
+/// The board is dropped before the plan is applied: the plan holds every text it writes, and
+/// the board (every task of `work/`, the window's inbox files parsed) would otherwise sit
+/// under the commits' trees and the index (the heap peak of a 50,000-task burst).
+/// Adds its commits to `ticked`; returns what the last board showed and the last inbox file
+/// taken when more wait for the next window. A window that found `work/` clean leaves a vouch
 /// (see `ops::apply`), so the next one skips the status scan when only the tick wrote.
 fn window_pass(
     store: &Store,
@@ -243,28 +263,30 @@ fn window_pass(
         sink(event);
     };
     let mut rounds = 0;
-    let plan = loop {
+    let (plan, found) = loop {
         let plan = engine::plan(&board, &inputs);
+        let found = Found::of(&board, &plan);
+        drop(board);
         let skipped = store.skipped_count();
         ticked.commits += apply(store, &collect, &plan, now, Origin::Tick)?;
         rounds += 1;
         if store.skipped_count() == skipped || rounds == MAX_ROUNDS {
-            break plan;
+            break (plan, found);
         }
         (board, _, last) = store.load_window(after)?;
     };
     store.save_skipped()?;
     // A pass that leaves files for a person is not quiet: the next one says so again.
-    let clean = store.skipped_count() == 0 && attention(&board, &plan.notes).is_empty();
+    let clean = store.skipped_count() == 0 && found.attention.is_empty();
     let alone = first && last.is_none();
-    if alone && ticked.commits == 0 && plan.is_empty() && board.settling.is_empty() && clean {
+    if alone && ticked.commits == 0 && plan.is_empty() && found.settles.is_none() && clean {
         store.set_quiet_mark(&recorded, now, plan.deadline);
     }
     for note in &plan.notes {
         sink(&Event::Detail(&format!("note: {}", describe(note))));
     }
     ticked.transitions.extend(committed.into_inner());
-    Ok(((board, plan), last))
+    Ok((found, last))
 }
 
 /// Loads `work/` (the inbox window after `after`; `walked`, windowed, when the caller walked
@@ -316,8 +338,8 @@ fn load_recorded(
     Ok((board, recorded, last))
 }
 
-/// What `window_pass` returns: the last board and plan, the last inbox file taken.
-type WindowDone = ((Board, Plan), Option<String>);
+/// What `window_pass` returns: what the last board showed, the last inbox file taken.
+type WindowDone = (Found, Option<String>);
 
 /// What `load_recorded` returns.
 type WindowLoad = (Board, Recorded, Option<String>);
