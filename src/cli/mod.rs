@@ -351,6 +351,23 @@ fn state_of(coord: &Coord, id: &crate::model::TaskId) -> Result<serde_json::Valu
         .map_or(serde_json::Value::Null, |c| c["state"].clone()))
 }
 
+/// Starts coord again with the same arguments and `vars` added to its environment, unless
+/// one of them is set already (by this exec, or by the user, whose value stands): glibc reads
+/// its malloc tunables only when a process starts, hence the exec (the process keeps its id).
+/// Returns only when the exec failed; the command then runs as it is.
+pub(crate) fn exec_again_with(vars: &[(&str, &str)]) {
+    #[cfg(target_os = "linux")]
+    if vars.iter().all(|(k, _)| std::env::var_os(k).is_none()) {
+        use std::os::unix::process::CommandExt;
+        if let Ok(exe) = std::env::current_exe() {
+            let _failed = std::process::Command::new(exe)
+                .args(std::env::args_os().skip(1))
+                .envs(vars.iter().copied())
+                .exec();
+        }
+    }
+}
+
 /// Prints a JSON value on stdout.
 pub fn print_json(v: &serde_json::Value) {
     out!("{}", serde_json::to_string_pretty(v).unwrap_or_default());

@@ -50,18 +50,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
 /// Starts coord again with `MALLOC_ARENA_MAX=2` unless it is set: glibc gives each thread
 /// that allocates a heap of its own (up to eight per core), and the server's threads
 /// (workers, reloads, the watcher) kept about 20 MB more than the heap holds at 10,000
-/// tasks (70 MB against the 64 MB goal; 53 MB with two arenas, docs/performance.md). The
-/// variable must be set before the process starts, hence the exec; the process keeps its id.
-/// If the exec fails the server runs as it is.
+/// tasks (70 MB against the 64 MB goal; 53 MB with two arenas, docs/performance.md).
 fn limit_malloc_arenas() {
-    #[cfg(target_os = "linux")]
-    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-        use std::os::unix::process::CommandExt;
-        if let Ok(exe) = std::env::current_exe() {
-            let _failed = std::process::Command::new(exe)
-                .args(std::env::args_os().skip(1))
-                .env("MALLOC_ARENA_MAX", "2")
-                .exec();
-        }
-    }
+    super::exec_again_with(&[("MALLOC_ARENA_MAX", "2")]);
 }

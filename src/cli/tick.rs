@@ -28,6 +28,9 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
         }
         return Ok(());
     }
+    if coord.inbox_is_a_burst() {
+        fix_malloc_thresholds();
+    }
     let ticked = coord.tick()?;
     let skipped = ticked.skipped;
     if ctx.json {
@@ -54,6 +57,19 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
         .into());
     }
     Ok(())
+}
+
+/// Starts coord again with glibc's mmap and trim thresholds fixed at their initial 128 KiB,
+/// unless either is set. By default glibc raises both after each big buffer is freed (up to
+/// 32 and 64 MiB), so the later big buffers of a tick over an inbox burst (a board's vector of
+/// every task, the stat cache's bytes) come from the heap, whose freed middle is never given
+/// back: 167 MB peak for a 50,000-task burst, 152 MB with the thresholds fixed
+/// (docs/performance.md, section f). Only for a burst: the exec costs a process start.
+fn fix_malloc_thresholds() {
+    super::exec_again_with(&[
+        ("MALLOC_MMAP_THRESHOLD_", "131072"),
+        ("MALLOC_TRIM_THRESHOLD_", "131072"),
+    ]);
 }
 
 fn print_plan(ctx: &Ctx, plan: &engine::Plan, attention: &[String]) {

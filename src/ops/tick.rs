@@ -148,6 +148,12 @@ impl Coord {
         })
     }
 
+    /// Returns whether the inbox holds more files than one window of a tick takes: a tick
+    /// then goes window by window, each building a board of every task of `work/`.
+    pub fn inbox_is_a_burst(&self) -> bool {
+        self.store.inbox_exceeds_window()
+    }
+
     /// Plans a tick without the lock and changes nothing (`coord tick --dry-run`).
     pub fn plan(&self) -> Result<Planned, Error> {
         let (board, _) = self.store.load()?;

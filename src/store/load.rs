@@ -92,6 +92,14 @@ impl Store {
         walked.window_inbox(after, self.inbox_window.get())
     }
 
+    /// Returns whether `inbox/` holds more entries than one window of a tick takes (names
+    /// only: nothing is read or looked at); false when it does not read.
+    pub fn inbox_exceeds_window(&self) -> bool {
+        let window = self.inbox_window.get();
+        let inbox = self.abs(&format!("{}/inbox", self.work_dir()));
+        std::fs::read_dir(inbox).is_ok_and(|d| d.take(window + 1).count() > window)
+    }
+
     /// Makes a tick take the inbox `files` at a time (tests of a big inbox without one).
     #[cfg(test)]
     pub(crate) fn set_inbox_window(&self, files: usize) {

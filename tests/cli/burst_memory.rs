@@ -2,7 +2,9 @@
 //! peak resident memory (`VmHWM`, read from `/proc` while the tick runs) of a child `coord
 //! tick` taking a burst of inbox files in windows. Only with `COORD_LONG=1` (50,000 files,
 //! a minute or more); the default suite runs 5,000 files (two windows) against the same
-//! bound, which holds memory that grows with the burst instead of the window.
+//! bound, which holds memory that grows with the burst instead of the window. The tick over
+//! a burst starts itself again with glibc's malloc thresholds fixed (`cli/tick.rs`): the test
+//! reads that from the child's environment.
 
 use crate::harness::TestRepo;
 use std::time::Duration;
@@ -12,21 +14,37 @@ use std::time::Duration;
 /// (docs/performance.md, section f).
 const BOUND_MB: f64 = 190.0;
 
-/// Polls the peak resident memory of `child` until it exits; returns the highest value read,
-/// in MB.
-fn peak_until_exit(child: &mut std::process::Child) -> f64 {
+/// What was read of a running child: its peak resident memory and whether its environment
+/// had glibc's malloc thresholds fixed.
+struct Seen {
+    /// The highest `VmHWM` read, in MB.
+    peak_mb: f64,
+    /// Whether `/proc/PID/environ` showed `MALLOC_MMAP_THRESHOLD_` once.
+    thresholds_fixed: bool,
+}
+
+/// Polls the peak resident memory and the environment of `child` until it exits.
+fn watch_until_exit(child: &mut std::process::Child) -> Seen {
     let status = format!("/proc/{}/status", child.id());
-    let mut peak = 0.0_f64;
+    let environ = format!("/proc/{}/environ", child.id());
+    let mut seen = Seen {
+        peak_mb: 0.0,
+        thresholds_fixed: false,
+    };
     while child.try_wait().expect("wait").is_none() {
         let text = std::fs::read_to_string(&status).unwrap_or_default();
         let hwm = text
             .lines()
             .find_map(|l| l.strip_prefix("VmHWM:"))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok());
-        peak = peak.max(hwm.unwrap_or(0.0) / 1024.0);
+        seen.peak_mb = seen.peak_mb.max(hwm.unwrap_or(0.0) / 1024.0);
+        let env = std::fs::read(&environ).unwrap_or_default();
+        seen.thresholds_fixed |= env
+            .split(|&b| b == 0)
+            .any(|v| v == b"MALLOC_MMAP_THRESHOLD_=131072");
         std::thread::sleep(Duration::from_millis(5));
     }
-    peak
+    seen
 }
 
 #[test]
@@ -51,12 +69,17 @@ fn a_tick_over_an_inbox_burst_stays_within_the_memory_bound() {
     r.git(&["add", "-A"]);
     r.git(&["-c", "gc.auto=0", "commit", "-q", "-m", "people drop tasks"]);
     let mut child = r.spawn(&["tick", "-q"]);
-    let peak = peak_until_exit(&mut child);
+    let seen = watch_until_exit(&mut child);
+    let peak = seen.peak_mb;
     assert!(child.wait().expect("wait").success(), "the tick failed");
     let taken = std::fs::read_dir(r.abs("work/ready")).map_or(0, |d| d.count());
     assert!(taken >= n - 1_000, "the tick took {taken} of {n} files in");
     eprintln!("coord tick over {n} inbox files: peak RSS {peak:.1} MB (bound {BOUND_MB} MB)");
     assert!(peak > 0.0, "no memory figure was read");
+    assert!(
+        seen.thresholds_fixed,
+        "a tick over an inbox burst starts itself again with glibc's malloc thresholds fixed"
+    );
     assert!(
         peak <= BOUND_MB,
         "coord tick over {n} inbox files peaked at {peak:.1} MB, more than {BOUND_MB} MB"
