@@ -228,7 +228,7 @@ pub struct Task {
     full: OnceLock<Box<TaskDoc>>,
     /// Counts the tasks this thread holds (tests of what a pass keeps in memory).
     #[cfg(test)]
-    live: live::Live,
+    _live: live::Live,
 }
 
 /// A count of the [`Task`] values a thread holds, for tests of what a pass keeps in memory:
@@ -279,7 +279,7 @@ impl Task {
             summary: Summary::of(&doc),
             full: OnceLock::from(Box::new(doc)),
             #[cfg(test)]
-            live: live::Live::count(),
+            _live: live::Live::count(),
         }
     }
 
@@ -291,7 +291,7 @@ impl Task {
             summary,
             full: OnceLock::new(),
             #[cfg(test)]
-            live: live::Live::count(),
+            _live: live::Live::count(),
         }
     }
 
