@@ -304,10 +304,8 @@ impl Coord {
         };
         let listing = walked.as_ref().map(|w| &w.listing);
         let recorded = self.store.record_external_changes(self.now, listing)?;
-        if recorded.scan_skipped() || recorded.vouched() {
-            self.emit(Event::Detail(
-                "coord: work/ is as the last coord operation left it; scan skipped",
-            ));
+        if let Some(why) = recorded.skipped_scan() {
+            self.emit(Event::Detail(why));
         }
         self.emit_lines(&recorded.lines);
         // Something was recorded: a file may have come after the walk; the load walks again.

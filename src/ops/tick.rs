@@ -323,15 +323,8 @@ fn load_recorded(
     for _ in 0..3 {
         let listing = Some(&loaded.listing);
         recorded = store.record_external_changes(now, listing)?;
-        if recorded.scan_skipped() {
-            sink(&Event::Detail(
-                "coord: work/ is as a status scan last found it clean; scan skipped",
-            ));
-        }
-        if recorded.vouched() {
-            sink(&Event::Detail(
-                "coord: work/ is as the last coord operation left it; scan skipped",
-            ));
+        if let Some(why) = recorded.skipped_scan() {
+            sink(&Event::Detail(why));
         }
         if recorded.lines.is_empty() {
             break;

@@ -60,15 +60,18 @@ pub struct Recorded {
 }
 
 impl Recorded {
-    /// Returns whether the recording trusted the clean mark and skipped the status scan.
-    pub fn scan_skipped(&self) -> bool {
-        matches!(self.clean, Some(Clean::Marked(_)))
-    }
-
-    /// Returns whether the recording trusted the last window's [`Vouch`] and skipped the
-    /// status scan.
-    pub fn vouched(&self) -> bool {
-        matches!(self.clean, Some(Clean::Vouched(_)))
+    /// Returns what let the recording skip the status scan, as a line for verbose output:
+    /// the clean mark, or the vouch the last operation (or window) left.
+    pub fn skipped_scan(&self) -> Option<&'static str> {
+        match self.clean {
+            Some(Clean::Marked(_)) => {
+                Some("coord: work/ is as a status scan last found it clean; scan skipped")
+            }
+            Some(Clean::Vouched(_)) => {
+                Some("coord: work/ is as the last coord operation left it; scan skipped")
+            }
+            _ => None,
+        }
     }
 
     /// Returns whether the recording found `work/` clean, however it knew.
