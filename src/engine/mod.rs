@@ -127,7 +127,7 @@ impl Transition {
 
     /// Returns the trailer key naming the subject: `Coord-Agent` for profiles, else
     /// `Coord-Task`.
-    fn subject_key(&self) -> &'static str {
+    pub fn subject_key(&self) -> &'static str {
         if self.from == Endpoint::Agent {
             "Coord-Agent"
         } else {

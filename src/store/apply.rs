@@ -12,8 +12,9 @@ use super::inject;
 use super::{io_err, Clean, Store, StoreError, Written};
 use crate::board::content_hash;
 use crate::engine::{Op, Transition};
+use crate::model::{Endpoint, State};
 use jiff::Timestamp;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::io::ErrorKind;
 
@@ -112,6 +113,42 @@ fn group_size(len: usize, origin: Origin, fullest: usize) -> usize {
     }
 }
 
+/// Returns a grouped plan with each intake (a task leaving `inbox/`) moved to just before the
+/// same task's next transition, when the plan has one that starts where the intake ends: a
+/// task taken in and assigned in one pass then lands in the same commit, so its version in
+/// `ready/` is never in a tree (one version fewer in the history a clone reads). Only an
+/// intake moves, and only later: nothing else in a plan relies on a task having been taken
+/// in, while everything the next transition relied on (e.g. the capacity a completion
+/// freed) still comes before it.
+fn intakes_beside_their_next(plan: &[Transition]) -> Vec<Transition> {
+    let mut pending: HashMap<&str, usize> = HashMap::new();
+    let mut moved_before: HashMap<usize, usize> = HashMap::new();
+    let tasks = plan
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.from != Endpoint::Agent);
+    for (at, t) in tasks {
+        let intake = pending.remove(t.subject.as_str());
+        if let Some(i) = intake.filter(|&i| plan[i].to == t.from) {
+            moved_before.insert(at, i);
+        }
+        if t.from == Endpoint::State(State::Inbox) {
+            pending.insert(&t.subject, at);
+        }
+    }
+    let moved: HashSet<usize> = moved_before.values().copied().collect();
+    let mut out = Vec::with_capacity(plan.len());
+    for (at, t) in plan.iter().enumerate() {
+        if let Some(&i) = moved_before.get(&at) {
+            out.push(plan[i].clone());
+        }
+        if !moved.contains(&at) {
+            out.push(t.clone());
+        }
+    }
+    out
+}
+
 /// What puts back one file operation of a transition that failed midway.
 enum Undo {
     /// Move the file back from `to` to `from` (if it moved).
@@ -176,6 +213,10 @@ impl Store {
         each: &mut dyn FnMut(&Transition, Applied),
     ) -> Result<(), StoreError> {
         let size = group_size(plan.len(), origin, self.fullest.get());
+        if size > 1 {
+            let plan = intakes_beside_their_next(plan);
+            return self.apply_groups(&plan, now, origin, (Resume::No, size), each);
+        }
         self.apply_groups(plan, now, origin, (Resume::No, size), each)
     }
 
@@ -262,12 +303,18 @@ impl Store {
         resume: Resume,
     ) -> Result<Vec<(&'t Transition, Applied)>, StoreError> {
         let mut outcomes = Vec::with_capacity(group.len());
-        for t in group {
+        let moved_on = match resume {
+            Resume::No => vec![false; group.len()],
+            Resume::Yes => self.moved_on(group),
+        };
+        for (t, moved_on) in group.iter().zip(moved_on) {
             let go = match resume {
                 Resume::No => self.guard_holds(t),
                 Resume::Yes => self.resumable(t),
             };
-            let applied = if go {
+            let applied = if moved_on {
+                Applied::Committed
+            } else if go {
                 self.run_or_undo(t)?
             } else {
                 Applied::Skipped
@@ -363,16 +410,37 @@ impl Store {
     /// Returns whether the transition a killed run was in may be finished: it has not started
     /// and its files are as planned, or it started (a move happened, or a write landed).
     fn resumable(&self, t: &Transition) -> bool {
+        self.started(t) || self.guard_holds(t)
+    }
+
+    /// Returns whether a transition's file operations have begun: a move happened, or a
+    /// write landed.
+    fn started(&self, t: &Transition) -> bool {
         let root = self.root();
         let gone = |rel: &str| fsutil::file_type(root, rel).is_ok_and(|t| t.is_none());
-        let started = t.ops.iter().any(|op| match op {
+        t.ops.iter().any(|op| match op {
             Op::Move { from, to } => gone(from) && !gone(to),
             Op::Write { path, text } | Op::Edit { path, text, .. } => {
                 fsutil::read_limited(root, path, text.len()).is_ok_and(|b| b == text.as_bytes())
             }
             Op::Remove { .. } => false,
-        });
-        started || self.guard_holds(t)
+        })
+    }
+
+    /// Returns, for each transition of a group a killed run was in, whether a later one of
+    /// the same task in the group has started: the run finished this one before it began
+    /// that one, so this one is done, though its file has moved on from where it left it.
+    fn moved_on(&self, group: &[Transition]) -> Vec<bool> {
+        let mut started: HashSet<(&str, &str)> = HashSet::new();
+        let mut moved_on = vec![false; group.len()];
+        for (at, t) in group.iter().enumerate().rev() {
+            let subject = (t.subject_key(), t.subject.as_str());
+            moved_on[at] = started.contains(&subject);
+            if !moved_on[at] && self.started(t) {
+                started.insert(subject);
+            }
+        }
+        moved_on
     }
 
     fn guard_holds(&self, t: &Transition) -> bool {
@@ -865,7 +933,52 @@ impl Default for Packing {
 
 #[cfg(test)]
 mod tests {
-    use super::{group_size, Origin};
+    use super::{group_size, intakes_beside_their_next, Origin};
+    use crate::engine::Transition;
+    use crate::model::{Endpoint, State};
+
+    fn step(subject: &str, from: State, to: State) -> Transition {
+        Transition {
+            subject: subject.to_string(),
+            from: Endpoint::State(from),
+            to: Endpoint::State(to),
+            summary: format!("{subject} {from} -> {to}"),
+            ops: Vec::new(),
+            guard: Vec::new(),
+            op: None,
+        }
+    }
+
+    fn summaries(plan: &[Transition]) -> Vec<&str> {
+        plan.iter().map(|t| t.summary.as_str()).collect()
+    }
+
+    /// A task taken in and assigned in one pass is committed once; the completion that freed
+    /// the agent stays before the assignment, and an intake with nothing after it stays put.
+    #[test]
+    fn a_grouped_plan_takes_each_task_in_just_before_its_next_transition() {
+        use State::*;
+        let plan = [
+            step("a", Inbox, Ready),
+            step("b", Inbox, Ready),
+            step("c", Inbox, Invalid),
+            step("z", Assigned, Done),
+            step("b", Ready, Assigned),
+            step("a", Ready, Assigned),
+        ];
+        let out = intakes_beside_their_next(&plan);
+        assert_eq!(
+            summaries(&out),
+            [
+                "c inbox -> invalid",
+                "z assigned -> done",
+                "b inbox -> ready",
+                "b ready -> assigned",
+                "a inbox -> ready",
+                "a ready -> assigned",
+            ]
+        );
+    }
 
     /// 10,000 completions into an empty `done/` while the fullest folder holds 1,000 files:
     /// the groups count what the pass adds (a 1/16 of the files before gave 32 commits, each

@@ -66,6 +66,28 @@ fn a_large_tick_commits_in_groups_and_log_shows_every_transition() {
     );
 }
 
+/// A task taken in and assigned in the same large pass is committed once, in `assigned/`:
+/// its version in `ready/` is in no tree of the history (one version fewer for a clone to
+/// read), while `coord log` still shows both of its transitions (the test above).
+#[test]
+fn a_task_taken_in_and_assigned_in_one_large_pass_is_never_committed_in_ready() {
+    let r = burst(150, 40);
+    r.ok(&["tick"]);
+    let in_ready = r.git(&["log", "--format=", "--name-only", "--", "work/ready/"]);
+    let assigned = std::fs::read_dir(r.abs("work/assigned/bot")).expect("assigned");
+    let mut count = 0;
+    for e in assigned.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        assert!(!in_ready.contains(&format!("work/ready/{name}")), "{name}");
+        count += 1;
+    }
+    assert_eq!(count, 40);
+    assert!(
+        in_ready.contains("work/ready/t-149.yaml"),
+        "the others wait in ready/"
+    );
+}
+
 #[test]
 fn a_small_tick_keeps_one_commit_per_transition() {
     let r = burst(20, 5);
