@@ -1,12 +1,15 @@
 //! Validation of task files: one file on its own (YAML syntax and budgets, schema, `id:` equal
 //! to the file stem, readable `result:`) and a task among the others (known agents,
-//! dependencies that exist, no cycles, expressions naming only dependencies). Pure.
+//! dependencies that exist, no cycles, expressions naming only dependencies). Pure, but for
+//! the read of a task's text the stat cache keeps, when the task is first parsed
+//! ([`crate::text`]).
 
 use crate::expr;
 use crate::model::{
     AgentName, CoordBlock, Duration, Priority, State, TaskId, TaskResult, TaskSpec,
 };
 use crate::schema::{Schema, Violation};
+use crate::text::Text;
 use crate::yaml::{parse_bytes, Doc, Limits};
 use std::collections::HashSet;
 use std::sync::OnceLock;
@@ -222,7 +225,8 @@ impl Waiting {
 /// the text, so a tick parses only the tasks it looks at.
 #[derive(Debug, Clone)]
 pub struct Task {
-    text: String,
+    /// Held, or left in the stat cache file (read when parsed).
+    text: Text,
     summary: Summary,
     /// Boxed: most tasks of a board are never parsed, and a parsed document is large.
     full: OnceLock<Box<TaskDoc>>,
@@ -275,7 +279,7 @@ impl Task {
     /// Wraps a task already parsed.
     pub fn parsed(doc: TaskDoc) -> Task {
         Task {
-            text: doc.text.clone(),
+            text: Text::Held(doc.text.clone()),
             summary: Summary::of(&doc),
             full: OnceLock::from(Box::new(doc)),
             #[cfg(test)]
@@ -285,7 +289,7 @@ impl Task {
 
     /// Wraps the text of a task that passed the per-file checks, with its summary; parsed on
     /// first use.
-    pub fn unparsed(text: String, summary: Summary) -> Task {
+    pub fn unparsed(text: Text, summary: Summary) -> Task {
         Task {
             text,
             summary,
@@ -295,8 +299,8 @@ impl Task {
         }
     }
 
-    /// Returns the exact text of the file.
-    pub fn text(&self) -> &str {
+    /// Returns the exact text of the file, held or stored (see [`Text`]).
+    pub fn text(&self) -> &Text {
         &self.text
     }
 
@@ -325,7 +329,7 @@ impl Task {
     /// board), whose parse (~10 KB) would otherwise stay as long as the board does.
     pub fn summarised(doc: TaskDoc) -> Task {
         let summary = Summary::of(&doc);
-        Task::unparsed(doc.text, summary)
+        Task::unparsed(Text::Held(doc.text), summary)
     }
 
     /// Wraps a task just read or written in a folder of `state`: parsed for a task in an
@@ -351,12 +355,14 @@ impl Task {
         }
     }
 
-    /// Parses the text. Text that no longer parses (possible only with a stat cache edited by
-    /// hand) gives a task whose document is a bare `false`, which every splice refuses, so no
-    /// transition can rewrite the file from it.
+    /// Parses the text (reading it first when the stat cache keeps it). Text that no longer
+    /// parses or reads (possible only with a stat cache damaged or edited by hand) gives a task
+    /// whose document is a bare `false`, which every splice refuses, so no transition can
+    /// rewrite the file from it.
     fn parse(&self) -> Box<TaskDoc> {
-        Box::new(reread(&self.text).unwrap_or_else(|| TaskDoc {
-            text: self.text.clone(),
+        let text = self.text.read();
+        Box::new(text.as_deref().and_then(reread).unwrap_or_else(|| TaskDoc {
+            text: text.map(|t| t.into_owned()).unwrap_or_default(),
             doc: Doc {
                 value: serde_json::Value::Bool(false),
                 value_pos: Default::default(),

@@ -65,6 +65,7 @@ pub(crate) mod sign;
 pub(crate) mod store;
 pub(crate) mod sync;
 pub(crate) mod term;
+pub(crate) mod text;
 pub(crate) mod view;
 pub mod watch;
 pub mod yaml;

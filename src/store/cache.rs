@@ -18,18 +18,20 @@ use super::settle::Written;
 use crate::board::{AgentEntry, ProfileFile, TaskFile};
 use crate::check::{Summary, Waiting};
 use crate::model::{AgentName, Priority, State, TaskId};
+use crate::text::{CacheFile, Stored, Text};
 use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The cache file, relative to the git directory.
 pub const PATH: &str = "coord/stat-cache.bin";
 
 /// The first bytes of the cache file: its format and version.
-const MAGIC: &[u8] = b"coord stat-cache 5\n";
+const MAGIC: &[u8] = b"coord stat-cache 6\n";
 
 /// How old a stamp with whole seconds must be to be trusted (git's racy rule, FAT's 2 s).
 const COARSE_SETTLE: Duration = Duration::from_secs(2);
@@ -120,33 +122,53 @@ impl StatKey {
     }
 }
 
-/// What kind of file an entry is, with what planning reads of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What kind of file an entry is, with its text and what planning reads of it.
+#[derive(Debug)]
 pub enum Kind {
-    /// A task file, with its summary.
-    Task(Summary),
-    /// An agent profile that passed the profile schema.
-    Profile,
+    /// A task file, with its summary and its text (left in the cache file, read when the
+    /// task is parsed).
+    Task(Summary, Text),
+    /// An agent profile that passed the profile schema, with its text.
+    Profile(String),
 }
 
 /// A file as the cache has it.
 #[derive(Debug)]
 pub struct Hit {
-    /// The file's text.
-    pub text: String,
     /// Its content hash (`content_hash`).
     pub hash: u64,
     /// What it is.
     pub kind: Kind,
 }
 
-/// One entry as encoded, borrowed from the cache file.
+/// One entry as encoded: borrowed from the cache file's index when read, from the board when
+/// written.
 struct EntryRef<'a> {
     rel: &'a str,
     key: StatKey,
     hash: u64,
-    text: &'a str,
+    text: Body<'a>,
     summary: Option<SummaryRef<'a>>,
+}
+
+/// An entry's text.
+enum Body<'a> {
+    /// Where it lies in the text part of the cache file read, and its length.
+    At(u64, u64),
+    /// A profile's text, or a task's, to write.
+    Str(&'a str),
+    /// A task's text as the board holds it, to write.
+    Text(&'a Text),
+}
+
+impl Body<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Body::At(_, len) => *len as usize,
+            Body::Str(s) => s.len(),
+            Body::Text(t) => t.len(),
+        }
+    }
 }
 
 /// A task's summary as encoded.
@@ -158,18 +180,32 @@ struct SummaryRef<'a> {
 }
 
 impl EntryRef<'_> {
-    fn to_hit(&self) -> Option<Hit> {
+    /// Returns the hit this entry, read from a cache file, gives: a task's text left in
+    /// `file` (whose text part starts at `base`), a profile's read now.
+    fn to_hit(&self, file: &Arc<CacheFile>, base: u64) -> Option<Hit> {
+        let Body::At(at, len) = self.text else {
+            return None;
+        };
+        let stored = Stored::new(
+            Arc::clone(file),
+            base.checked_add(at)?,
+            u32::try_from(len).ok()?,
+            self.hash,
+        );
+        let text = Text::Stored(stored);
         let kind = match &self.summary {
-            None => Kind::Profile,
-            Some(s) => Kind::Task(Summary {
-                state: State::parse(s.state),
-                assigned_to: s.assigned_to.map(AgentName::new).transpose().ok()?,
-                idempotency_key: s.idempotency_key.map(str::to_string),
-                waiting: s.waiting.clone().map(|w| Box::new(w.into_owned())),
-            }),
+            None => Kind::Profile(text.read()?.into_owned()),
+            Some(s) => Kind::Task(
+                Summary {
+                    state: State::parse(s.state),
+                    assigned_to: s.assigned_to.map(AgentName::new).transpose().ok()?,
+                    idempotency_key: s.idempotency_key.map(str::to_string),
+                    waiting: s.waiting.clone().map(|w| Box::new(w.into_owned())),
+                },
+                text,
+            ),
         };
         Some(Hit {
-            text: self.text.to_string(),
             hash: self.hash,
             kind,
         })
@@ -194,8 +230,13 @@ pub fn walk_order(a: &str, b: &str) -> Ordering {
 /// of it.
 pub struct StatCache {
     salt: u64,
-    /// The cache file; empty when it was absent, corrupt or of another salt.
+    /// The cache file's index (every entry but the texts); empty when the file was absent,
+    /// corrupt or of another salt.
     bytes: Vec<u8>,
+    /// The cache file, open: hits' texts are read from it when used.
+    file: Option<Arc<CacheFile>>,
+    /// Where its text part starts.
+    texts_at: u64,
     /// Where the next unvisited entry starts in `bytes`.
     next: usize,
     /// How many entries are not visited yet.
@@ -234,8 +275,10 @@ impl StatCache {
     pub fn read(path: &Path, salt: u64) -> StatCache {
         let mut cache = StatCache::empty(salt);
         cache.stale = false;
-        if let Some((bytes, next, left)) = fs::read(path).ok().and_then(|b| open(b, salt)) {
-            (cache.bytes, cache.next, cache.left) = (bytes, next, left);
+        if let Some(opened) = open(path, salt) {
+            (cache.bytes, cache.next, cache.left) = (opened.index, COUNT, opened.count);
+            let source = CacheFile::new(opened.file, path.to_path_buf());
+            (cache.file, cache.texts_at) = (Some(Arc::new(source)), opened.texts_at);
         }
         cache
     }
@@ -245,6 +288,8 @@ impl StatCache {
         StatCache {
             salt,
             bytes: Vec::new(),
+            file: None,
+            texts_at: 0,
             next: 0,
             left: 0,
             hits: 0,
@@ -268,7 +313,10 @@ impl StatCache {
                 Ordering::Less => self.dropped += 1,
                 Ordering::Equal if entry.key != *key => self.dropped += 1,
                 Ordering::Equal => {
-                    let hit = entry.to_hit();
+                    let hit = self
+                        .file
+                        .as_ref()
+                        .and_then(|f| entry.to_hit(f, self.texts_at));
                     (self.next, self.left) = (at + len, self.left - 1);
                     self.stale |= hit.is_none();
                     self.hits += usize::from(hit.is_some());
@@ -280,7 +328,8 @@ impl StatCache {
         None
     }
 
-    /// Ends the reading: drops the file's bytes and keeps what `Used::save` needs.
+    /// Ends the reading: drops the index's bytes and keeps what `Used::save` needs (the
+    /// hits' texts still read from the open file).
     pub fn used(self) -> Used {
         Used {
             salt: self.salt,
@@ -289,6 +338,48 @@ impl StatCache {
             stale: self.stale,
             dropped: self.dropped + self.left,
         }
+    }
+}
+
+/// The stat key of every file a load may keep in the new cache (its hits and the files it
+/// read from disk), work-relative, in walk order: pushed as the walk's files are taken, looked
+/// up by a binary search when the cache is written (no hash map of every hit's path).
+#[derive(Debug, Default)]
+pub struct Keys(Vec<(String, StatKey)>);
+
+impl Keys {
+    /// Returns an empty list with room for `n` files.
+    pub fn with_capacity(n: usize) -> Keys {
+        Keys(Vec::with_capacity(n))
+    }
+
+    /// Adds the key of `rel`, which comes after every path added before in walk order.
+    pub fn push(&mut self, rel: &str, key: StatKey) {
+        debug_assert!(self
+            .0
+            .last()
+            .is_none_or(|(last, _)| walk_order(last, rel) == Ordering::Less));
+        self.0.push((rel.to_string(), key));
+    }
+
+    /// Returns how many files have a key.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Returns the key of `rel`, when it has one.
+    pub fn get(&self, rel: &str) -> Option<StatKey> {
+        let at = self.0.binary_search_by(|(r, _)| walk_order(r, rel)).ok()?;
+        Some(self.0[at].1)
+    }
+
+    /// Returns the keys of `files`, in any order.
+    #[cfg(test)]
+    pub fn of<const N: usize>(files: [(&str, StatKey); N]) -> Keys {
+        let mut keys: Vec<(String, StatKey)> =
+            files.iter().map(|(r, k)| (r.to_string(), *k)).collect();
+        keys.sort_by(|a, b| walk_order(&a.0, &b.0));
+        Keys(keys)
     }
 }
 
@@ -312,7 +403,7 @@ impl Used {
         path: &Path,
         (tasks, agents): (&[TaskFile], &BTreeMap<AgentName, AgentEntry>),
         work_dir: &str,
-        keys: &HashMap<String, StatKey>,
+        keys: &Keys,
         start: SystemTime,
     ) {
         let missed = keys.len().saturating_sub(self.hits);
@@ -335,9 +426,11 @@ impl Used {
             return;
         }
         let count = entries.len();
-        let entries = entries
-            .iter()
-            .map(|(rel, source)| Some(entry_of(rel, *keys.get(*rel)?, source)));
+        let entries = || {
+            entries
+                .iter()
+                .map(|(rel, source)| Some(entry_of(rel, keys.get(rel)?, source)))
+        };
         let written = write_file(path, self.salt, count, entries);
         if written.is_err() {
             let _ = fs::remove_file(temp_path(path));
@@ -360,7 +453,7 @@ fn entry_of<'b>(rel: &'b str, key: StatKey, source: &'b Source<'b>) -> EntryRef<
                 rel,
                 key,
                 hash: *hash,
-                text: task.text(),
+                text: Body::Text(task.text()),
                 summary,
             }
         }
@@ -368,7 +461,7 @@ fn entry_of<'b>(rel: &'b str, key: StatKey, source: &'b Source<'b>) -> EntryRef<
             rel,
             key,
             hash: crate::board::content_hash(file.text.as_bytes()),
-            text: &file.text[..],
+            text: Body::Str(&file.text[..]),
             summary: None,
         },
     }
@@ -384,13 +477,16 @@ fn temp_path(path: &Path) -> std::path::PathBuf {
 }
 
 /// Writes the cache file (see `encode_entry` for the layout) by a rename, so a reader sees
-/// the old or the new file: header with a zero checksum, then `count` entries as they come
-/// (every one of them must be Some), then the checksum of the body in the header.
-fn write_file<'b>(
+/// the old or the new file: header with a zero checksum and index length, then the index of
+/// `count` entries as `entries` gives them (every one of them must be Some), then their texts
+/// in the same order (`entries` is run a second time; a text the old cache file keeps is
+/// copied from it), then the index's checksum and length in the header. Nothing is held
+/// whole in memory.
+fn write_file<'b, I: Iterator<Item = Option<EntryRef<'b>>>>(
     path: &Path,
     salt: u64,
     count: usize,
-    entries: impl Iterator<Item = Option<EntryRef<'b>>>,
+    entries: impl Fn() -> I,
 ) -> std::io::Result<()> {
     use std::io::{Seek, SeekFrom, Write};
     let missing = || std::io::Error::other("an entry without its key");
@@ -401,18 +497,31 @@ fn write_file<'b>(
     let mut out = std::io::BufWriter::with_capacity(1 << 16, fs::File::create(&tmp)?);
     out.write_all(MAGIC)?;
     out.write_all(&salt.to_le_bytes())?;
-    out.write_all(&[0; 8])?;
+    out.write_all(&[0; 24])?;
     let mut sum = Sum::new();
     let mut buf = (count as u64).to_le_bytes().to_vec();
-    for entry in entries {
-        encode_entry(&mut buf, &entry.ok_or_else(missing)?);
+    let (mut index_len, mut text_at) = (0, 0);
+    for entry in entries() {
+        let entry = entry.ok_or_else(missing)?;
+        encode_entry(&mut buf, &entry, text_at);
+        text_at += entry.text.len() as u64;
         sum.add(&buf);
+        index_len += buf.len();
         out.write_all(&buf)?;
         buf.clear();
     }
+    for entry in entries() {
+        match entry.ok_or_else(missing)?.text {
+            Body::Text(text) => text.write_to(&mut out, &mut buf)?,
+            Body::Str(text) => out.write_all(text.as_bytes())?,
+            Body::At(..) => return Err(std::io::Error::other("an entry without its text")),
+        }
+    }
     let mut file = out.into_inner().map_err(|e| e.into_error())?;
-    file.seek(SeekFrom::Start((HEADER - 8) as u64))?;
+    file.seek(SeekFrom::Start((HEADER - 24) as u64))?;
     file.write_all(&sum.finish().to_le_bytes())?;
+    file.write_all(&(index_len as u64).to_le_bytes())?;
+    file.write_all(&text_at.to_le_bytes())?;
     drop(file);
     fs::rename(&tmp, path)
 }
@@ -428,21 +537,29 @@ pub fn cacheable(rel: &str) -> bool {
 fn settled_key<'p>(
     path: &'p str,
     prefix: &str,
-    keys: &HashMap<String, StatKey>,
+    keys: &Keys,
     start: SystemTime,
 ) -> Option<(&'p str, StatKey)> {
     let rel = path.strip_prefix(prefix)?;
-    let key = *keys.get(rel)?;
+    let key = keys.get(rel)?;
     (cacheable(rel) && key.settled(start)).then_some((rel, key))
 }
 
-/// The length of the header: magic, salt and the body's checksum.
-const HEADER: usize = MAGIC.len() + 16;
+/// The length of the header: magic, salt, the index's checksum, its length and the length of
+/// the text part.
+const HEADER: usize = MAGIC.len() + 32;
 
-/// Appends one entry to `out`. The cache file is: magic, salt, the checksum of the body, then
-/// the body: entry count and per entry its path, key, hash, kind (with a task's summary) and
-/// text; integers little-endian, strings length-prefixed.
-fn encode_entry(out: &mut Vec<u8>, e: &EntryRef<'_>) {
+/// The length of the index's entry count, which its first entry follows.
+const COUNT: usize = 8;
+
+/// Appends one entry of the index to `out`, its text at `text_at` in the text part. The cache
+/// file is: magic, salt, the checksum and length of the index and the length of the text
+/// part, then the index (entry count
+/// and per entry its path, key, hash, kind with a task's summary, and where its text lies in
+/// the text part and its length), then the text part: every entry's text, in the index's
+/// order. Integers little-endian, strings length-prefixed. A load reads the index alone;
+/// a text is read when its task is parsed, and checked against the entry's hash then.
+fn encode_entry(out: &mut Vec<u8>, e: &EntryRef<'_>, text_at: u64) {
     put_str(out, e.rel);
     e.key.write_to(out);
     out.extend_from_slice(&e.hash.to_le_bytes());
@@ -456,7 +573,8 @@ fn encode_entry(out: &mut Vec<u8>, e: &EntryRef<'_>) {
             put_waiting(out, summary.waiting.as_deref());
         }
     }
-    put_str(out, e.text);
+    out.extend_from_slice(&text_at.to_le_bytes());
+    out.extend_from_slice(&(e.text.len() as u64).to_le_bytes());
 }
 
 /// Returns a 64-bit checksum of `bytes` (see [`Sum`]).
@@ -583,15 +701,43 @@ fn read_waiting(r: &mut Reader<'_>) -> Option<Option<Waiting>> {
     }))
 }
 
-/// Checks a cache file written by `encode` under `salt` (magic, salt, checksum); returns it
-/// with where its first entry starts and how many entries it has, or None.
-fn open(bytes: Vec<u8>, salt: u64) -> Option<(Vec<u8>, usize, usize)> {
-    let mut r = Reader(bytes.strip_prefix(MAGIC)?);
-    if r.u64()? != salt || r.u64()? != checksum(r.0) {
+/// A cache file opened by a load: its index, read and checked, and the file itself.
+struct Opened {
+    /// The index (entry count, then the entries).
+    index: Vec<u8>,
+    /// How many entries it has.
+    count: usize,
+    file: fs::File,
+    /// Where the text part starts in the file.
+    texts_at: u64,
+}
+
+/// Opens the cache file at `path` written under `salt` and reads its index (magic, salt,
+/// checksum, the length of the whole); None when it is absent or not such a file.
+fn open(path: &Path, salt: u64) -> Option<Opened> {
+    use std::io::Read;
+    let mut file = fs::File::open(path).ok()?;
+    let mut header = [0u8; HEADER];
+    file.read_exact(&mut header).ok()?;
+    let mut r = Reader(header.strip_prefix(MAGIC)?);
+    let (file_salt, sum, len, texts) = (r.u64()?, r.u64()?, r.u64()?, r.u64()?);
+    let size = file.metadata().ok()?.len();
+    let whole = (HEADER as u64).checked_add(len)?.checked_add(texts)?;
+    if file_salt != salt || size != whole {
         return None;
     }
-    let count = usize::try_from(r.u64()?).ok()?;
-    Some((bytes, HEADER + 8, count))
+    let mut index = Vec::with_capacity(usize::try_from(len).ok()?);
+    (&mut file).take(len).read_to_end(&mut index).ok()?;
+    if index.len() as u64 != len || checksum(&index) != sum {
+        return None;
+    }
+    let count = usize::try_from(Reader(&index).u64()?).ok()?;
+    Some(Opened {
+        index,
+        count,
+        file,
+        texts_at: HEADER as u64 + len,
+    })
 }
 
 /// Decodes the entry starting at `at`; returns it with its encoded length, or None when the
@@ -612,7 +758,7 @@ fn entry_at(bytes: &[u8], at: usize) -> Option<(EntryRef<'_>, usize)> {
         }),
         _ => return None,
     };
-    let text = r.str()?;
+    let text = Body::At(r.u64()?, r.u64()?);
     let entry = EntryRef {
         rel,
         key,
@@ -706,7 +852,7 @@ mod tests {
         Board::build("work", files, vec![], (&t, &a), &Limits::default())
     }
 
-    fn save(path: &Path, keys: &HashMap<String, StatKey>) {
+    fn save(path: &Path, keys: &Keys) {
         let b = board(TEXT);
         StatCache::read(path, 7)
             .used()
@@ -730,10 +876,7 @@ mod tests {
 
     fn saved(dir: &Path, k: StatKey) -> std::path::PathBuf {
         let path = dir.join("stat-cache.bin");
-        let keys = HashMap::from([
-            ("done/a.yaml".to_string(), k),
-            ("agents/bot.yaml".to_string(), k),
-        ]);
+        let keys = Keys::of([("done/a.yaml", k), ("agents/bot.yaml", k)]);
         save(&path, &keys);
         path
     }
@@ -749,13 +892,13 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("stat-cache.bin");
         let k = key(40, 1_000_000_000, 1_000_000_001, 9);
-        let keys = HashMap::from([("ready/r.yaml".to_string(), k)]);
+        let keys = Keys::of([("ready/r.yaml", k)]);
         StatCache::empty(7)
             .used()
             .save(&path, (&b.tasks, &b.agents), "work", &keys, later());
         let hit = StatCache::read(&path, 7).take("ready/r.yaml", &k);
         let Some(Hit {
-            kind: Kind::Task(summary),
+            kind: Kind::Task(summary, _),
             ..
         }) = hit
         else {
@@ -780,16 +923,15 @@ mod tests {
         let path = saved(dir.path(), k);
         let mut cache = StatCache::read(&path, 7);
         let profile = cache.take("agents/bot.yaml", &k).expect("profile hit");
-        assert_eq!(
-            (profile.text.as_str(), profile.kind),
-            (PROFILE, Kind::Profile)
-        );
+        assert!(matches!(profile.kind, Kind::Profile(text) if text == PROFILE));
         let hit = cache.take("done/a.yaml", &k).expect("hit");
-        assert_eq!(hit.text, TEXT);
         assert_eq!(hit.hash, crate::board::content_hash(TEXT.as_bytes()));
         match hit.kind {
-            Kind::Task(summary) => assert_eq!(summary.state, Some(State::Done)),
-            Kind::Profile => panic!("a task came back as a profile"),
+            Kind::Task(summary, text) => {
+                assert_eq!(summary.state, Some(State::Done));
+                assert_eq!(text.read().as_deref(), Some(TEXT));
+            }
+            Kind::Profile(_) => panic!("a task came back as a profile"),
         }
     }
 
@@ -859,20 +1001,95 @@ mod tests {
         let path = saved(dir.path(), k);
         assert!(StatCache::read(&path, 8).take("done/a.yaml", &k).is_none());
         let whole = std::fs::read(&path).expect("read");
-        std::fs::write(&path, &whole[..whole.len() - 1]).expect("write");
-        assert!(StatCache::read(&path, 7).take("done/a.yaml", &k).is_none());
+        let longer = [&whole[..], b"x"].concat();
+        for (bytes, why) in [
+            (&whole[..whole.len() - 1], "truncated"),
+            (&longer[..], "a byte more"),
+        ] {
+            std::fs::write(&path, bytes).expect("write");
+            assert!(
+                StatCache::read(&path, 7).take("done/a.yaml", &k).is_none(),
+                "{why}"
+            );
+        }
         let mut flipped = whole.clone();
-        let last = flipped.len() - 2;
-        flipped[last] ^= 1;
+        flipped[HEADER + 10] ^= 1;
         std::fs::write(&path, &flipped).expect("write");
         assert!(
             StatCache::read(&path, 7).take("done/a.yaml", &k).is_none(),
-            "a flipped byte breaks the checksum"
+            "a flipped byte in the index breaks its checksum"
         );
         let absent = dir.path().join("none.json");
         assert!(StatCache::read(&absent, 7)
             .take("done/a.yaml", &k)
             .is_none());
+    }
+
+    /// A text is read from the cache file only when used: a byte flipped in the text part is
+    /// found then (the entry's hash), the task does not parse from it, and the cache file is
+    /// removed so that the next load reads the file itself again.
+    #[test]
+    fn a_damaged_text_is_found_when_read_and_forgets_the_cache() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let k = key(40, 1_000_000_000, 1_000_000_001, 9);
+        let path = saved(dir.path(), k);
+        let mut flipped = std::fs::read(&path).expect("read");
+        let last = flipped.len() - 2;
+        flipped[last] ^= 1;
+        std::fs::write(&path, &flipped).expect("write");
+        let hit = StatCache::read(&path, 7).take("done/a.yaml", &k);
+        let Some(Hit {
+            kind: Kind::Task(summary, text),
+            ..
+        }) = hit
+        else {
+            panic!("the index is whole: {hit:?}");
+        };
+        let task = crate::check::Task::unparsed(text, summary);
+        assert_eq!(task.spec.title, "", "no task parsed from damaged bytes");
+        assert!(!path.exists(), "the cache file is gone");
+    }
+
+    /// A cache written from a board whose tasks came from the cache copies their texts from
+    /// the old file (which the board never held), whole.
+    #[test]
+    fn texts_left_in_the_old_file_are_copied_into_the_new_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let k = key(40, 1_000_000_000, 1_000_000_001, 9);
+        let path = saved(dir.path(), k);
+        let mut cache = StatCache::read(&path, 7);
+        let Some(Hit {
+            kind: Kind::Task(summary, text),
+            hash,
+        }) = cache.take("done/a.yaml", &k)
+        else {
+            panic!("a task hit");
+        };
+        assert!(
+            matches!(text, Text::Stored(_)),
+            "the text is left in the file"
+        );
+        let task = crate::check::Task::unparsed(text, summary);
+        let raw = RawFile {
+            cached: Some(crate::board::Cached::Task(task, hash)),
+            ..RawFile::new("done/a.yaml".to_string(), Ok(Vec::new()))
+        };
+        let (t, a) = (Schema::builtin_task(), Schema::builtin_agent());
+        let b = Board::build("work", vec![raw], vec![], (&t, &a), &Limits::default());
+        let next = dir.path().join("next.bin");
+        let keys = Keys::of([("done/a.yaml", k)]);
+        StatCache::empty(7)
+            .used()
+            .save(&next, (&b.tasks, &b.agents), "work", &keys, later());
+        let copied = StatCache::read(&next, 7).take("done/a.yaml", &k);
+        let Some(Hit {
+            kind: Kind::Task(_, text),
+            ..
+        }) = copied
+        else {
+            panic!("a task hit: {copied:?}");
+        };
+        assert_eq!(text.read().as_deref(), Some(TEXT));
     }
 
     #[test]
@@ -918,7 +1135,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("stat-cache.bin");
         let racy = key(40, 99_990_000_001, 99_990_000_001, 9);
-        let keys = HashMap::from([("done/a.yaml".to_string(), racy)]);
+        let keys = Keys::of([("done/a.yaml", racy)]);
         save(&path, &keys);
         assert!(StatCache::read(&path, 7)
             .take("done/a.yaml", &racy)

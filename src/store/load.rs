@@ -115,7 +115,7 @@ impl Store {
         let limits = Limits::default();
         let settle = self.settle_rule(&self.seen_complete);
         // The key of every file the new cache may keep: hits and files read from disk.
-        let mut keys = HashMap::new();
+        let mut keys = cache::Keys::with_capacity(walked.files.len());
         let mut settling = Vec::new();
         let mut files = Vec::with_capacity(walked.files.len());
         for (rel, key) in walked.files {
@@ -125,7 +125,7 @@ impl Store {
                 continue;
             }
             if let Some((k, hit)) = key.and_then(|k| Some((k, cache.take(&rel, &k)?))) {
-                keys.insert(rel.clone(), k);
+                keys.push(&rel, k);
                 files.push(from_cache(rel, hit));
                 continue;
             }
@@ -145,7 +145,7 @@ impl Store {
                     let raw = self.stand_in(raw, &limits);
                     if let Some(k) = key.filter(|_| cache::cacheable(&raw.rel)) {
                         if raw.stand_in.is_none() {
-                            keys.insert(raw.rel.clone(), k);
+                            keys.push(&raw.rel, k);
                         }
                     }
                     files.push(raw);
@@ -311,11 +311,11 @@ fn task_id_of(rel: &str) -> Option<TaskId> {
 /// Returns a file as the cache had it.
 fn from_cache(rel: String, hit: Hit) -> RawFile {
     let (bytes, cached) = match hit.kind {
-        cache::Kind::Task(summary) => {
-            let task = crate::check::Task::unparsed(hit.text, summary);
+        cache::Kind::Task(summary, text) => {
+            let task = crate::check::Task::unparsed(text, summary);
             (Vec::new(), Cached::Task(task, hit.hash))
         }
-        cache::Kind::Profile => (hit.text.into_bytes(), Cached::Profile),
+        cache::Kind::Profile(text) => (text.into_bytes(), Cached::Profile),
     };
     RawFile {
         cached: Some(cached),
