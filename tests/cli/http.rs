@@ -74,6 +74,15 @@ impl Server {
         crate::http_client::memory_mb(self.child.id()).1
     }
 
+    /// Returns the server's environment as it runs (`/proc/PID/environ`), one `NAME=value` per
+    /// entry.
+    pub fn environment(&self) -> Vec<String> {
+        let raw = std::fs::read(format!("/proc/{}/environ", self.child.id())).unwrap_or_default();
+        raw.split(|&b| b == 0)
+            .map(|e| String::from_utf8_lossy(e).into_owned())
+            .collect()
+    }
+
     /// Opens `/v1/events` and returns a reader of its events.
     pub fn events(&self) -> Events {
         Events::open(&self.addr)

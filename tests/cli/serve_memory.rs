@@ -1,7 +1,8 @@
 //! `coord serve`'s memory at a few thousand tasks, without timing anything: the peak resident
 //! memory (`VmHWM`) after the pages and queries people and scrapers make must grow per task no
 //! faster than the goal allows (64 MB at 10,000 tasks, issue 18), measured against the same
-//! server on an empty repository.
+//! server on an empty repository. The server runs with two malloc arenas (it starts itself
+//! again with `MALLOC_ARENA_MAX=2` unless the user set it).
 
 use crate::harness::TestRepo;
 use crate::http::Server;
@@ -79,4 +80,27 @@ fn serve_memory_at_3000_tasks_grows_within_the_goal() {
         peak <= bound,
         "coord serve peaked at {peak:.1} MB with {n} tasks ({base:.1} MB empty): more than {bound:.1} MB, the growth the goal ({GOAL_MB} MB at 10,000 tasks) allows"
     );
+}
+
+/// The server starts itself again with two malloc arenas (glibc's default of up to eight per
+/// core kept ~20 MB more than the heap held at 10,000 tasks), unless the user set a number.
+#[test]
+fn serve_runs_with_two_malloc_arenas_unless_told_otherwise() {
+    let r = seeded(0);
+    let arenas = |s: &Server| {
+        s.environment()
+            .into_iter()
+            .find_map(|e| e.strip_prefix("MALLOC_ARENA_MAX=").map(str::to_string))
+    };
+    // A value set where the tests run is the user's, and stands.
+    let expected = std::env::var("MALLOC_ARENA_MAX").unwrap_or_else(|_| "2".to_string());
+    let s = Server::start(&r);
+    assert_eq!(arenas(&s), Some(expected));
+    drop(s);
+    let s = Server::start_with(
+        &r,
+        &["--listen", "127.0.0.1:0"],
+        &[("MALLOC_ARENA_MAX", "4")],
+    );
+    assert_eq!(arenas(&s).as_deref(), Some("4"), "the user's value stands");
 }
