@@ -91,6 +91,17 @@ impl Board {
         schemas: (&Schema, &Schema),
         limits: &Limits,
     ) -> Board {
+        let mut board = Board::start(work_dir, agent_dirs);
+        for f in files {
+            board.add(f, schemas, limits);
+        }
+        board.finish()
+    }
+
+    /// Starts a board of the files under `work_dir` with the folders of agents: files are
+    /// added one by one as a load takes them ([`Board::add`]), so no list of every file is
+    /// held beside the board; [`Board::finish`] ends it.
+    pub fn start(work_dir: &str, agent_dirs: Vec<AgentName>) -> Board {
         let mut board = Board {
             work_dir: work_dir.to_string(),
             ..Board::default()
@@ -101,15 +112,18 @@ impl Board {
                 .entry(name.clone())
                 .or_insert_with(|| agent(name));
         }
-        for f in files {
-            board.add(f, schemas, limits);
-        }
-        board.tasks.sort_by(|a, b| a.path.cmp(&b.path));
-        board.problems.sort();
         board
     }
 
-    fn add(
+    /// Ends a board started with [`Board::start`]: tasks sorted by path, problems sorted.
+    pub fn finish(mut self) -> Board {
+        self.tasks.sort_by(|a, b| a.path.cmp(&b.path));
+        self.problems.sort();
+        self
+    }
+
+    /// Adds one file to a board started with [`Board::start`].
+    pub fn add(
         &mut self,
         f: RawFile,
         (task_schema, agent_schema): (&Schema, &Schema),

@@ -115,21 +115,24 @@ impl Board {
     /// Returns the live copies of each id, by id: every file except those in `invalid/`
     /// (a rejected file is not a copy of the task). Two or more copies are a duplicate.
     pub fn live_by_id(&self) -> BTreeMap<&TaskId, Vec<&TaskFile>> {
+        // Sorted and distinct: the map is built in one pass.
+        self.live_sorted()
+            .chunk_by(|a, b| a.id == b.id)
+            .map(|copies| (&copies[0].id, copies.to_vec()))
+            .collect()
+    }
+
+    /// Returns the live files (every file except those in `invalid/`) sorted by id, so the
+    /// copies of one id are next to each other (`chunk_by` groups them without a vector per
+    /// id, as the planner does for every task of the board).
+    pub fn live_sorted(&self) -> Vec<&TaskFile> {
         let mut live: Vec<&TaskFile> = self
             .tasks
             .iter()
             .filter(|t| t.folder.state != State::Invalid)
             .collect();
         live.sort_by(|a, b| a.id.cmp(&b.id));
-        let mut grouped: Vec<(&TaskId, Vec<&TaskFile>)> = Vec::with_capacity(live.len());
-        for t in live {
-            match grouped.last_mut() {
-                Some((id, copies)) if *id == &t.id => copies.push(t),
-                _ => grouped.push((&t.id, vec![t])),
-            }
-        }
-        // Sorted and distinct: the map is built in one pass.
-        grouped.into_iter().collect()
+        live
     }
 
     /// Returns the files of one id.

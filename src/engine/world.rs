@@ -221,7 +221,8 @@ impl<'a> World<'a> {
 
     fn load_entries(&mut self) {
         let mut entries = Vec::new();
-        for (id, live) in self.board.live_by_id() {
+        for live in self.board.live_sorted().chunk_by(|a, b| a.id == b.id) {
+            let id = &live[0].id;
             if live.len() > 1 {
                 self.note(Note::Duplicate {
                     id: id.clone(),

@@ -117,16 +117,18 @@ impl Store {
         // The key of every file the new cache may keep: hits and files read from disk.
         let mut keys = cache::Keys::with_capacity(walked.files.len());
         let mut settling = Vec::new();
-        let mut files = Vec::with_capacity(walked.files.len());
+        let schemas = (&self.task_schema, &self.agent_schema);
+        let mut board = Board::start(self.work_dir(), walked.agent_dirs);
+        let mut add = |f: RawFile| board.add(f, schemas, &limits);
         for (rel, key) in walked.files {
             if let Some(why) = self.skipped_because(&format!("{}/{rel}", self.work_dir())) {
                 let why = format!("left where it is this tick: {why}");
-                files.push(RawFile::new(rel, Err(why)));
+                add(RawFile::new(rel, Err(why)));
                 continue;
             }
             if let Some((k, hit)) = key.and_then(|k| Some((k, cache.take(&rel, &k)?))) {
                 keys.push(&rel, k);
-                files.push(from_cache(rel, hit));
+                add(from_cache(rel, hit));
                 continue;
             }
             let path = format!("{}/{rel}", self.work_dir());
@@ -139,7 +141,9 @@ impl Store {
                         path,
                         until: jiff::Timestamp::try_from(until).unwrap_or_default(),
                     });
-                    files.extend(self.settling_stand_in(raw));
+                    if let Some(f) = self.settling_stand_in(raw) {
+                        add(f);
+                    }
                 }
                 _ => {
                     let raw = self.stand_in(raw, &limits);
@@ -148,18 +152,12 @@ impl Store {
                             keys.push(&raw.rel, k);
                         }
                     }
-                    files.push(raw);
+                    add(raw);
                 }
             }
         }
         let cache = cache.used();
-        let mut board = Board::build(
-            self.work_dir(),
-            files,
-            walked.agent_dirs,
-            (&self.task_schema, &self.agent_schema),
-            &limits,
-        );
+        let mut board = board.finish();
         board.settling = settling;
         board.held = walked
             .held
