@@ -618,6 +618,18 @@ impl Sum {
     pub fn add(&mut self, mut bytes: &[u8]) {
         self.len += bytes.len() as u64;
         while !bytes.is_empty() {
+            if self.filled == 0 {
+                // Whole words straight from the bytes (no copy through `part`).
+                let words = bytes.chunks_exact(8);
+                let rest = words.remainder();
+                for word in words {
+                    self.mix(u64::from_le_bytes(word.try_into().expect("8 bytes")));
+                }
+                bytes = rest;
+                if bytes.is_empty() {
+                    break;
+                }
+            }
             let n = (8 - self.filled).min(bytes.len());
             self.part[self.filled..self.filled + n].copy_from_slice(&bytes[..n]);
             (self.filled, bytes) = (self.filled + n, &bytes[n..]);
