@@ -52,10 +52,19 @@ pub fn view(
     view
 }
 
-/// Gives every task listed in the view (waiting, held, blocked, overdue) its title.
+/// Gives every task listed in the view (waiting, held, blocked, overdue) its title. The
+/// board's tasks are looked up by id only when one is listed (a board of 10,000 finished tasks
+/// lists none).
 fn add_titles(board: &Board, view: &mut Value) {
+    const LISTS: [&str; 4] = ["waiting", "held", "blocked", "overdue"];
+    if LISTS
+        .iter()
+        .all(|key| view[key].as_array().is_none_or(Vec::is_empty))
+    {
+        return;
+    }
     let by_id: HashMap<&str, &TaskFile> = board.tasks.iter().map(|t| (t.id.as_str(), t)).collect();
-    for key in ["waiting", "held", "blocked", "overdue"] {
+    for key in LISTS {
         for item in view[key].as_array_mut().into_iter().flatten() {
             let title = item["id"]
                 .as_str()
