@@ -149,6 +149,14 @@ fn intakes_beside_their_next(plan: &[Transition]) -> Vec<Transition> {
     out
 }
 
+/// Returns the moves of a transition: where from, where to.
+fn moves(t: &Transition) -> impl Iterator<Item = (&str, &str)> {
+    t.ops.iter().filter_map(|op| match op {
+        Op::Move { from, to } => Some((from.as_str(), to.as_str())),
+        _ => None,
+    })
+}
+
 /// What puts back one file operation of a transition that failed midway.
 enum Undo {
     /// Move the file back from `to` to `from` (if it moved).
@@ -416,28 +424,52 @@ impl Store {
     /// Returns whether a transition's file operations have begun: a move happened, or a
     /// write landed.
     fn started(&self, t: &Transition) -> bool {
+        self.moved(t) || self.landed(t)
+    }
+
+    /// Returns whether one of a transition's moves happened: its file left where it was
+    /// and is where it goes.
+    fn moved(&self, t: &Transition) -> bool {
         let root = self.root();
         let gone = |rel: &str| fsutil::file_type(root, rel).is_ok_and(|t| t.is_none());
+        moves(t).any(|(from, to)| gone(from) && !gone(to))
+    }
+
+    /// Returns whether one of a transition's writes landed: its file holds the text.
+    fn landed(&self, t: &Transition) -> bool {
         t.ops.iter().any(|op| match op {
-            Op::Move { from, to } => gone(from) && !gone(to),
             Op::Write { path, text } | Op::Edit { path, text, .. } => {
-                fsutil::read_limited(root, path, text.len()).is_ok_and(|b| b == text.as_bytes())
+                fsutil::read_limited(self.root(), path, text.len())
+                    .is_ok_and(|b| b == text.as_bytes())
             }
-            Op::Remove { .. } => false,
+            Op::Move { .. } | Op::Remove { .. } => false,
         })
     }
 
     /// Returns, for each transition of a group a killed run was in, whether a later one of
     /// the same task in the group has started: the run finished this one before it began
     /// that one, so this one is done, though its file has moved on from where it left it.
+    /// A later move back to where this one moved the file from proves nothing (a retry
+    /// handed back to the same agent: the file is there because nothing moved yet); a write
+    /// of the later one that landed does.
     fn moved_on(&self, group: &[Transition]) -> Vec<bool> {
-        let mut started: HashSet<(&str, &str)> = HashSet::new();
+        let mut started: HashMap<(&str, &str), Vec<&str>> = HashMap::new();
         let mut moved_on = vec![false; group.len()];
         for (at, t) in group.iter().enumerate().rev() {
             let subject = (t.subject_key(), t.subject.as_str());
-            moved_on[at] = started.contains(&subject);
-            if !moved_on[at] && self.started(t) {
-                started.insert(subject);
+            moved_on[at] = started
+                .get(&subject)
+                .is_some_and(|to| moves(t).all(|(from, _)| !to.contains(&from)));
+            if moved_on[at] {
+                continue;
+            }
+            if self.landed(t) {
+                // Proof whatever the moves: no earlier move can be taken back for it.
+                started.insert(subject, Vec::new());
+            } else if self.moved(t) {
+                started.insert(subject, moves(t).map(|(_, to)| to).collect());
+            } else {
+                started.remove(&subject);
             }
         }
         moved_on

@@ -551,3 +551,81 @@ fn a_recovery_after_a_group_commit_records_no_transition_twice() {
         assert_eq!(chain, [("inbox".to_string(), "ready".to_string())], "{id}");
     }
 }
+
+/// A repo whose next tick retries task `x` (agent `a` wrote a retryable failure; the backoff
+/// is under a second, so no wait) and hands it back to `a` in the same plan, after taking in
+/// 70 tasks no agent can take: a grouped plan whose second group moves `x` from
+/// `assigned/a/` to `ready/` and back.
+fn retry_template() -> tempfile::TempDir {
+    let t = tempfile::tempdir().expect("tempdir");
+    let d = t.path();
+    coord(d, &["init", "--agents", "a"]).expect("init");
+    let config = fs::read_to_string(d.join("coord.yaml")).expect("config");
+    let config = config.replace(
+        "backoff: {base: 1m, max: 1h}",
+        "backoff: {base: 1s, max: 1s}",
+    );
+    fs::write(d.join("coord.yaml"), config).expect("config");
+    fs::write(d.join("work/inbox/x.yaml"), "title: flaky\n").expect("write");
+    coord(d, &["tick"]).expect("assign x");
+    let failure = "result:\n  status: failure\n  error: {message: flaky, retryable: true}\n";
+    let x = d.join(RETRIED);
+    let text = fs::read_to_string(&x).expect("x assigned to a");
+    fs::write(&x, format!("{text}{failure}")).expect("write");
+    commit_burst(d, 70, |i| {
+        (
+            format!("f{i:02}"),
+            format!("title: nobody takes {i}\ncapabilities: [none]\n"),
+        )
+    });
+    t
+}
+
+/// Where the retried task is before and after the tick.
+const RETRIED: &str = "work/assigned/a/x.yaml";
+
+/// That grouped tick killed just before the retry's first move (the state is made by
+/// stopping it at the second group's commit and putting `x` back as it was), or stopped
+/// at that commit: recovery finishes the plan as the unstopped tick does, and history holds
+/// `x`'s retry and reassignment once each. Before the retry moved
+/// anything, `x` is where its reassignment puts it, which must not count as the reassignment
+/// having started: the retry would be skipped and the failure counted a second time.
+#[test]
+fn a_grouped_retry_to_the_same_agent_stopped_anywhere_is_retried_once() {
+    let base = retry_template();
+    let reference = tempfile::tempdir().expect("tempdir");
+    copy_tree(base.path(), reference.path());
+    crash_on(None);
+    coord(reference.path(), &["tick"]).expect("uninjected tick");
+    coord(reference.path(), &["tick"]).expect("second tick");
+    let want = snapshot(reference.path());
+    let x = String::from_utf8_lossy(&want[RETRIED]).into_owned();
+    assert!(x.contains("attempt: 2"), "{x}");
+    for put_back in [true, false] {
+        let case = format!("stopped at the second group's commit, x put back: {put_back}");
+        let run = tempfile::tempdir().expect("tempdir");
+        copy_tree(base.path(), run.path());
+        fail_at(None);
+        crash_on(Some(("git commit", 2)));
+        let stopped = coord(run.path(), &["tick"]);
+        crash_on(None);
+        assert!(stopped.is_err(), "{case}: the tick stops there");
+        let journal = run.path().join(".git/coord/journal.json");
+        assert!(journal.exists(), "{case}");
+        if put_back {
+            let _ = fs::remove_file(run.path().join("work/ready/x.yaml"));
+            fs::copy(base.path().join(RETRIED), run.path().join(RETRIED)).expect("put back");
+        }
+        coord(run.path(), &["tick"]).unwrap_or_else(|e| panic!("{case}: recovery: {e:#}"));
+        coord(run.path(), &["tick"]).unwrap_or_else(|e| panic!("{case}: next tick: {e:#}"));
+        let got = snapshot(run.path());
+        let text = |s: &BTreeMap<String, Vec<u8>>| {
+            s.get(RETRIED)
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+        };
+        assert_eq!(text(&got), text(&want), "{case}");
+        assert_same_files(&got, &want, 0);
+        let chain = |root: &Path| history_of_tasks(root).remove("x");
+        assert_eq!(chain(run.path()), chain(reference.path()), "{case}");
+    }
+}
