@@ -212,6 +212,9 @@ pub struct Changed {
     pub paths: Vec<String>,
     /// Whether an ignored file lies under the prefix.
     pub ignored: bool,
+    /// Files under the prefix missing or changed in the work tree that the index flags
+    /// skip-worktree (git counts them unchanged; at most five), which `paths` leaves out.
+    pub skipped: Vec<String>,
 }
 
 /// Where HEAD points.

@@ -37,9 +37,14 @@ impl Repo {
                 changed.ignored |= entry.path().is_ok_and(|p| p.starts_with(prefix));
                 continue;
             }
-            let in_work_tree = entry
-                .index_to_workdir()
-                .filter(|d| !skipped.holds(d.old_file().path()));
+            let mut in_work_tree = entry.index_to_workdir();
+            if let Some(d) = &in_work_tree {
+                if skipped.holds(d.old_file().path()) {
+                    let path = d.old_file().path().and_then(Path::to_str);
+                    changed.skipped.extend(path.map(str::to_string));
+                    in_work_tree = None;
+                }
+            }
             for delta in [entry.head_to_index(), in_work_tree].into_iter().flatten() {
                 for file in [delta.old_file(), delta.new_file()] {
                     if let Some(path) = file.path().and_then(Path::to_str) {
@@ -49,6 +54,8 @@ impl Repo {
             }
         }
         changed.paths.retain(|p| p.starts_with(prefix));
+        changed.skipped.retain(|p| p.starts_with(prefix));
+        changed.skipped.truncate(5);
         changed.paths.sort();
         changed.paths.dedup();
         Ok(changed)
@@ -215,8 +222,9 @@ pub(super) fn checksum_of(path: &Path) -> Option<[u8; 32]> {
 
 /// The index entries git flags skip-worktree (sparse checkouts, `git update-index
 /// --skip-worktree`): git takes such a file as it is in the index whatever the work tree
-/// holds, so a missing or different file there is no change. libgit2's status does not
-/// honour the flag; the index is read only when the status reports a work-tree change.
+/// holds, so a missing or different file there is no change to record (libgit2's status
+/// does not honour the flag: it reports such a file deleted). The index is read only when
+/// the status reports a work-tree change.
 struct SkippedInWorkTree<'r> {
     repo: &'r git2::Repository,
     index: Option<Option<git2::Index>>,

@@ -22,6 +22,10 @@ pub enum Unfinished {
     Unmerged(Vec<String>),
     /// HEAD points at a commit, not at a branch.
     Detached,
+    /// These files under the work folder are missing or changed in the work tree while the
+    /// index flags them skip-worktree (a sparse checkout): coord would work on part of its
+    /// tasks.
+    SkippedInWorkTree(Vec<String>),
 }
 
 impl std::fmt::Display for Unfinished {
@@ -49,6 +53,11 @@ impl std::fmt::Display for Unfinished {
             ),
             Unfinished::Detached => f.write_str(
                 "HEAD is detached (no branch to commit to): check out a branch (git switch <branch>)",
+            ),
+            Unfinished::SkippedInWorkTree(paths) => write!(
+                f,
+                "git leaves {} out of the work tree (a sparse checkout, or git update-index --skip-worktree) and coord needs every task: check them out (git sparse-checkout disable, or git update-index --no-skip-worktree <file>)",
+                paths.join(", ")
             ),
         }
     }

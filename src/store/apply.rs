@@ -808,6 +808,10 @@ impl Store {
         }
         let prefix = format!("{}/", self.work_dir());
         let scan = self.repo.changes_under(&prefix)?;
+        if !scan.skipped.is_empty() {
+            let left_out = crate::git::Unfinished::SkippedInWorkTree(scan.skipped);
+            return Err(crate::git::GitError::Unfinished(left_out).into());
+        }
         let settle = self.settle_rule(&self.seen_complete);
         let mut settling = false;
         let changed: Vec<String> = scan

@@ -1,7 +1,8 @@
 //! coord refuses to write while git is in the middle of something (a merge, a rebase, a
 //! cherry-pick, a revert, a bisect, unmerged index entries) or HEAD is detached: each writing
-//! command exits 1 with one line saying what to finish first, and writes nothing. A file git
-//! skips in the work tree (a sparse checkout) is no change for coord to record.
+//! command exits 1 with one line saying what to finish first, and writes nothing. So it does
+//! when git leaves task files out of the work tree (a sparse checkout), which it never
+//! records as deleted.
 
 use crate::harness::TestRepo;
 
@@ -207,56 +208,61 @@ fn committed(r: &TestRepo) -> String {
     r.git(&["ls-tree", "-r", "--name-only", "HEAD", "work/"])
 }
 
-/// Asserts that writing commands leave every committed task in HEAD and `git status` clean.
-fn nothing_recorded_as_deleted(r: &TestRepo, paths: &str) {
-    let recorded = || {
-        r.git(&["log", "--format=%s"])
-            .matches("record external")
-            .count()
-    };
-    let before = recorded();
+/// Asserts that writing commands are refused with one line naming `left_out` and the fix,
+/// and leave HEAD and `git status` as they were (every committed task kept); then that
+/// coord works again once the files are back.
+fn refused_until_checked_out(r: &TestRepo, left_out: &str, check_out: &[&[&str]]) {
+    let head = r.git(&["rev-parse", "HEAD"]);
+    let before = committed(r);
     for args in [&["tick"][..], &["new", "Another task", "--id", "n"]] {
-        r.ok(args);
-        let now = committed(r);
-        for path in paths.lines() {
-            assert!(now.contains(path), "coord {args:?} deleted {path}:\n{now}");
+        let (_, err) = r.code(args, 1);
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 1, "coord {args:?}: one line expected:\n{err}");
+        for part in [left_out, "sparse-checkout disable", "nothing was written"] {
+            assert!(lines[0].contains(part), "coord {args:?}: {err}");
         }
-        assert_eq!(r.git_status(), "", "after coord {args:?}");
+        assert_eq!(
+            r.git(&["rev-parse", "HEAD"]),
+            head,
+            "coord {args:?} committed"
+        );
+        assert_eq!(committed(r), before);
     }
-    assert_eq!(recorded(), before, "a recording of changes nobody made");
+    for args in check_out {
+        r.git(args);
+    }
+    r.ok(&["tick"]);
+    r.ok(&["new", "Another task", "--id", "n"]);
+    assert_eq!(r.git_status(), "");
+    assert!(committed(r).contains(left_out), "{left_out} kept");
 }
 
 /// A file flagged skip-worktree (`git update-index --skip-worktree`, what sparse checkouts
-/// use) is missing from the work tree on purpose: git counts it as unchanged, and so must
-/// coord, or its recording commits a deletion nobody made and the task leaves HEAD.
+/// use) and missing from the work tree is one git counts as unchanged: coord must not record
+/// it deleted (the task would leave HEAD), nor work without it (its id could be taken again,
+/// its agent given more than its capacity): writing commands are refused until it is back.
 #[test]
-fn a_file_git_skips_in_the_work_tree_is_not_recorded_as_deleted() {
+fn a_task_file_git_leaves_out_of_the_work_tree_stops_writing_commands() {
     let r = with_finished_and_held();
-    let before = committed(&r);
     r.git(&["update-index", "--skip-worktree", "work/done/d.yaml"]);
     std::fs::remove_file(r.abs("work/done/d.yaml")).expect("rm");
     assert_eq!(r.git_status(), "", "git sees no change");
-    nothing_recorded_as_deleted(&r, &before);
+    let check_out: [&[&str]; 2] = [
+        &["update-index", "--no-skip-worktree", "work/done/d.yaml"],
+        &["checkout", "--", "work/done/d.yaml"],
+    ];
+    refused_until_checked_out(&r, "work/done/d.yaml", &check_out);
 }
 
-/// A sparse checkout that leaves `work/done/` out keeps every finished task in HEAD while
-/// coord goes on working in the folders it has.
+/// A sparse checkout that leaves `work/done/` out: coord refuses to write (a new task could
+/// take a finished one's id) until the folder is checked out again, and loses nothing.
 #[test]
-fn a_sparse_checkout_without_the_done_folder_keeps_the_finished_tasks() {
+fn a_sparse_checkout_without_the_done_folder_stops_writing_commands() {
     let r = with_finished_and_held();
-    let before = committed(&r);
     r.git(&["sparse-checkout", "set", "--no-cone", "/*", "!/work/done/"]);
     assert!(
         !r.exists("work/done/d.yaml"),
         "the sparse checkout left it out"
     );
-    nothing_recorded_as_deleted(&r, &before);
-    r.ok(&["complete", "a", "--agent", "p"]);
-    r.ok(&["tick"]);
-    let now = committed(&r);
-    assert!(
-        now.contains("work/done/a.yaml") && now.contains("work/done/d.yaml"),
-        "{now}"
-    );
-    assert_eq!(r.git_status(), "");
+    refused_until_checked_out(&r, "work/done/d.yaml", &[&["sparse-checkout", "disable"]]);
 }
