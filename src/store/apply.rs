@@ -14,7 +14,7 @@ use crate::board::content_hash;
 use crate::engine::{Op, Transition};
 use crate::model::{Endpoint, State};
 use jiff::Timestamp;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::fs;
 use std::io::ErrorKind;
 
@@ -113,16 +113,17 @@ fn group_size(len: usize, origin: Origin, fullest: usize) -> usize {
     }
 }
 
-/// Returns a grouped plan with each intake (a task leaving `inbox/`) moved to just before the
-/// same task's next transition, when the plan has one that starts where the intake ends: a
-/// task taken in and assigned in one pass then lands in the same commit, so its version in
-/// `ready/` is never in a tree (one version fewer in the history a clone reads). Only an
-/// intake moves, and only later: nothing else in a plan relies on a task having been taken
-/// in, while everything the next transition relied on (e.g. the capacity a completion
-/// freed) still comes before it.
-fn intakes_beside_their_next(plan: &[Transition]) -> Vec<Transition> {
+/// Returns a grouped plan's transitions in the order they are applied: each intake (a task
+/// leaving `inbox/`) just before the same task's next transition, when the plan has one that
+/// starts where the intake ends. A task taken in and assigned in one pass then lands in the
+/// same commit, so its version in `ready/` is never in a tree (one version fewer in the
+/// history a clone reads). Only an intake moves, and only later: nothing else in a plan
+/// relies on a task having been taken in, while everything the next transition relied on
+/// (e.g. the capacity a completion freed) still comes before it.
+fn intakes_beside_their_next(plan: &[Transition]) -> Vec<&Transition> {
     let mut pending: HashMap<&str, usize> = HashMap::new();
-    let mut moved_before: HashMap<usize, usize> = HashMap::new();
+    let mut intake_before: Vec<Option<usize>> = vec![None; plan.len()];
+    let mut delayed = vec![false; plan.len()];
     let tasks = plan
         .iter()
         .enumerate()
@@ -130,20 +131,18 @@ fn intakes_beside_their_next(plan: &[Transition]) -> Vec<Transition> {
     for (at, t) in tasks {
         let intake = pending.remove(t.subject.as_str());
         if let Some(i) = intake.filter(|&i| plan[i].to == t.from) {
-            moved_before.insert(at, i);
+            intake_before[at] = Some(i);
+            delayed[i] = true;
         }
         if t.from == Endpoint::State(State::Inbox) {
             pending.insert(&t.subject, at);
         }
     }
-    let moved: HashSet<usize> = moved_before.values().copied().collect();
     let mut out = Vec::with_capacity(plan.len());
     for (at, t) in plan.iter().enumerate() {
-        if let Some(&i) = moved_before.get(&at) {
-            out.push(plan[i].clone());
-        }
-        if !moved.contains(&at) {
-            out.push(t.clone());
+        out.extend(intake_before[at].map(|i| &plan[i]));
+        if !delayed[at] {
+            out.push(t);
         }
     }
     out
@@ -221,11 +220,12 @@ impl Store {
         each: &mut dyn FnMut(&Transition, Applied),
     ) -> Result<(), StoreError> {
         let size = group_size(plan.len(), origin, self.fullest.get());
-        if size > 1 {
-            let plan = intakes_beside_their_next(plan);
-            return self.apply_groups(&plan, now, origin, (Resume::No, size), each);
-        }
-        self.apply_groups(plan, now, origin, (Resume::No, size), each)
+        let order = if size > 1 {
+            intakes_beside_their_next(plan)
+        } else {
+            plan.iter().collect()
+        };
+        self.apply_groups(&order, now, origin, (Resume::No, size), each)
     }
 
     /// Journals `plan`, then applies it in groups of `size` transitions (`group_size` of the
@@ -233,7 +233,7 @@ impl Store {
     /// cursor after each.
     fn apply_groups(
         &self,
-        plan: &[Transition],
+        plan: &[&Transition],
         now: Timestamp,
         origin: Origin,
         (resume, size): (Resume, usize),
@@ -316,13 +316,13 @@ impl Store {
             Resume::Yes => self.moved_on(group),
         };
         for (t, moved_on) in group.iter().zip(moved_on) {
-            let go = match resume {
+            let go = || match resume {
                 Resume::No => self.guard_holds(t),
                 Resume::Yes => self.resumable(t),
             };
             let applied = if moved_on {
                 Applied::Committed
-            } else if go {
+            } else if go() {
                 self.run_or_undo(t)?
             } else {
                 Applied::Skipped
@@ -739,6 +739,7 @@ impl Store {
                     Applied::Skipped => {}
                 };
                 let resume = (Resume::Yes, size);
+                let plan: Vec<&Transition> = plan.iter().collect();
                 let applied = self.apply_groups(&plan, now, origin, resume, &mut report);
                 let index = self.finish();
                 applied.and(index)?;
@@ -903,9 +904,9 @@ fn ctime_ns(m: &std::fs::Metadata) -> i128 {
 /// Returns the plan with one fresh random id on every named operation (`Coord-Op-Id`): two
 /// clones doing the same thing at the same second still make different commits, so a push
 /// lands only the commits of the run that made them.
-fn with_op_id(plan: &[Transition]) -> Vec<Transition> {
+fn with_op_id(plan: &[&Transition]) -> Vec<Transition> {
     let id = op_id();
-    let mut plan = plan.to_vec();
+    let mut plan: Vec<Transition> = plan.iter().map(|t| (*t).clone()).collect();
     for op in plan.iter_mut().filter_map(|t| t.op.as_mut()) {
         op.id.get_or_insert_with(|| id.clone());
     }
@@ -985,7 +986,7 @@ mod tests {
         }
     }
 
-    fn summaries(plan: &[Transition]) -> Vec<&str> {
+    fn summaries<'t>(plan: &[&'t Transition]) -> Vec<&'t str> {
         plan.iter().map(|t| t.summary.as_str()).collect()
     }
 

@@ -36,6 +36,13 @@ fn coord(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Returns a fresh folder holding a copy of `from` (a repo made once, run many times).
+fn copy_of(from: &Path) -> tempfile::TempDir {
+    let to = tempfile::tempdir().expect("tempdir");
+    copy_tree(from, to.path());
+    to
+}
+
 fn copy_tree(from: &Path, to: &Path) {
     fs::create_dir_all(to).expect("mkdir");
     for e in fs::read_dir(from)
@@ -165,8 +172,7 @@ fn assert_index_agrees_with_head(root: &Path, n: usize) {
 #[test]
 fn failing_the_nth_operation_of_a_tick_leaves_a_clean_index_and_converges() {
     let base = template();
-    let reference = tempfile::tempdir().expect("tempdir");
-    copy_tree(base.path(), reference.path());
+    let reference = copy_of(base.path());
     fail_at(None);
     coord(reference.path(), &["tick"]).expect("uninjected tick");
     let ops = count();
@@ -181,8 +187,7 @@ fn failing_the_nth_operation_of_a_tick_leaves_a_clean_index_and_converges() {
     assert!(ops > 20, "a whole tick has many operations ({ops})");
     let mut skipped = 0;
     for n in 1..=ops {
-        let run = tempfile::tempdir().expect("tempdir");
-        copy_tree(base.path(), run.path());
+        let run = copy_of(base.path());
         fail_at(Some(n));
         let injected = coord(run.path(), &["tick"]);
         let what = failed();
@@ -434,8 +439,7 @@ fn assert_grouped_recovered(root: &Path, want: &BTreeMap<String, Vec<u8>>, case:
 #[test]
 fn a_grouped_tick_stopped_at_any_step_recovers_every_task_with_its_history() {
     let base = grouped_template();
-    let reference = tempfile::tempdir().expect("tempdir");
-    copy_tree(base.path(), reference.path());
+    let reference = copy_of(base.path());
     crash_on(None);
     let count = |d: &Path| -> usize {
         let n = git(d, &["rev-list", "--count", "HEAD"]);
@@ -465,8 +469,7 @@ fn a_grouped_tick_stopped_at_any_step_recovers_every_task_with_its_history() {
     ];
     for stop in stops {
         let case = format!("stopped at {stop:?}");
-        let run = tempfile::tempdir().expect("tempdir");
-        copy_tree(base.path(), run.path());
+        let run = copy_of(base.path());
         fail_at(None);
         crash_on(Some(stop));
         let stopped = coord(run.path(), &["tick"]);
@@ -587,14 +590,13 @@ const RETRIED: &str = "work/assigned/a/x.yaml";
 /// That grouped tick killed just before the retry's first move (the state is made by
 /// stopping it at the second group's commit and putting `x` back as it was), or stopped
 /// at that commit: recovery finishes the plan as the unstopped tick does, and history holds
-/// `x`'s retry and reassignment once each. Before the retry moved
-/// anything, `x` is where its reassignment puts it, which must not count as the reassignment
-/// having started: the retry would be skipped and the failure counted a second time.
+/// `x`'s retry and reassignment once each. Before the retry moved anything, `x` is where its
+/// reassignment puts it, which must not count as the reassignment having started: the retry
+/// would be skipped and the failure counted a second time.
 #[test]
 fn a_grouped_retry_to_the_same_agent_stopped_anywhere_is_retried_once() {
     let base = retry_template();
-    let reference = tempfile::tempdir().expect("tempdir");
-    copy_tree(base.path(), reference.path());
+    let reference = copy_of(base.path());
     crash_on(None);
     coord(reference.path(), &["tick"]).expect("uninjected tick");
     coord(reference.path(), &["tick"]).expect("second tick");
@@ -603,8 +605,7 @@ fn a_grouped_retry_to_the_same_agent_stopped_anywhere_is_retried_once() {
     assert!(x.contains("attempt: 2"), "{x}");
     for put_back in [true, false] {
         let case = format!("stopped at the second group's commit, x put back: {put_back}");
-        let run = tempfile::tempdir().expect("tempdir");
-        copy_tree(base.path(), run.path());
+        let run = copy_of(base.path());
         fail_at(None);
         crash_on(Some(("git commit", 2)));
         let stopped = coord(run.path(), &["tick"]);
