@@ -122,10 +122,23 @@ fn findings(store: &Store, board: &Board) -> Result<Vec<Finding>, Error> {
             ));
         }
     }
-    // Files reported as problems (symlinks, stray files) are never recorded: no fix to offer.
-    let changed: Vec<String> = store
+    let scan = store
         .repo
-        .changed_paths(&format!("{}/", store.work_dir()))?
+        .changes_under(&format!("{}/", store.work_dir()))?;
+    if !scan.skipped.is_empty() {
+        let state = crate::git::Unfinished::SkippedInWorkTree(scan.skipped);
+        out.push(Finding::new(
+            FindingCode::GitUnfinished,
+            None,
+            format!(
+                "{}: {state}; coord writes nothing until then",
+                store.root().display()
+            ),
+        ));
+    }
+    // Files reported as problems (symlinks, stray files) are never recorded: no fix to offer.
+    let changed: Vec<String> = scan
+        .paths
         .into_iter()
         .filter(|c| !board.problems.iter().any(|p| &p.path == c))
         .collect();

@@ -228,6 +228,11 @@ fn refused_until_checked_out(r: &TestRepo, left_out: &str, check_out: &[&[&str]]
         );
         assert_eq!(committed(r), before);
     }
+    let (out, _) = r.code(&["doctor"], 1);
+    assert!(
+        out.contains(left_out),
+        "doctor names what is left out:\n{out}"
+    );
     for args in check_out {
         r.git(args);
     }
