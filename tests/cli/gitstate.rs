@@ -189,7 +189,8 @@ fn a_task_file_in_conflict_during_a_merge_is_never_committed() {
     assert_eq!(r.find("a").len(), 1);
 }
 
-/// Returns a repo where pull agent `p` finished task `d` and holds task `a`, all committed.
+/// Returns a repo where pull agent `p` finished task `d` and holds task `a`, all committed,
+/// with a remote to sync with.
 fn with_finished_and_held() -> TestRepo {
     let r = TestRepo::with_agents(&["p --pull --max-active 10"]);
     for id in ["d", "a"] {
@@ -199,6 +200,7 @@ fn with_finished_and_held() -> TestRepo {
     }
     r.ok(&["complete", "d", "--agent", "p"]);
     r.ok(&["tick"]);
+    r.add_origin();
     assert_eq!(r.where_is("d"), "work/done/d.yaml");
     r
 }
@@ -214,7 +216,11 @@ fn committed(r: &TestRepo) -> String {
 fn refused_until_checked_out(r: &TestRepo, left_out: &str, check_out: &[&[&str]]) {
     let head = r.git(&["rev-parse", "HEAD"]);
     let before = committed(r);
-    for args in [&["tick"][..], &["new", "Another task", "--id", "n"]] {
+    for args in [
+        &["tick"][..],
+        &["new", "Another task", "--id", "n"],
+        &["sync"],
+    ] {
         let (_, err) = r.code(args, 1);
         let lines: Vec<&str> = err.lines().collect();
         assert_eq!(lines.len(), 1, "coord {args:?}: one line expected:\n{err}");
