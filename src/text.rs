@@ -159,6 +159,18 @@ mod tests {
         assert!(path.exists(), "a text that reads keeps the file");
     }
 
+    /// The cache is replaced by a rename, never written in place: a text keeps reading from
+    /// the file it was stored in, whatever replaced that file at its path.
+    #[test]
+    fn a_stored_text_reads_after_its_file_is_replaced() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (text, path) = stored(dir.path(), b"xxtitle: a\nyy", 2, 9);
+        std::fs::write(dir.path().join("new"), b"a new cache").expect("write");
+        std::fs::rename(dir.path().join("new"), &path).expect("rename");
+        assert_eq!(text.read().as_deref(), Some("title: a\n"));
+        assert!(path.exists(), "the new file stays");
+    }
+
     #[test]
     fn a_stored_text_that_does_not_check_forgets_its_file() {
         let dir = tempfile::tempdir().expect("tempdir");

@@ -256,8 +256,8 @@ pub struct StatCache {
 const REWRITE_SHARE: usize = 256;
 
 /// What a load used of the cache once it has taken every file it could: enough to write the
-/// new cache, without the old file's bytes (dropped before the board is built, so the two
-/// are never held at once).
+/// new cache, without the old file's index bytes (dropped once the load has taken every
+/// file; the texts stay in the old file, which the board's stored texts keep open).
 pub struct Used {
     salt: u64,
     /// How many entries were hits.
@@ -1088,12 +1088,19 @@ mod tests {
         };
         let (t, a) = (Schema::builtin_task(), Schema::builtin_agent());
         let b = Board::build("work", vec![raw], vec![], (&t, &a), &Limits::default());
-        let next = dir.path().join("next.bin");
+        // Saved over the file the texts come from, as a load does: the new file is renamed
+        // in while the board's texts are read from the old one.
         let keys = Keys::of([("done/a.yaml", k)]);
         StatCache::empty(7)
             .used()
-            .save(&next, (&b.tasks, &b.agents), "work", &keys, later());
-        let copied = StatCache::read(&next, 7).take("done/a.yaml", &k);
+            .save(&path, (&b.tasks, &b.agents), "work", &keys, later());
+        let held = b.tasks[0].read.as_ref().expect("a task").text();
+        assert_eq!(
+            held.read().as_deref(),
+            Some(TEXT),
+            "the board's text still reads"
+        );
+        let copied = StatCache::read(&path, 7).take("done/a.yaml", &k);
         let Some(Hit {
             kind: Kind::Task(_, text),
             ..
