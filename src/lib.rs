@@ -76,8 +76,12 @@ use std::process::ExitCode;
 
 /// Runs the command line `args` (program name first) and returns the exit code.
 pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let own = args
+        .iter()
+        .eq(std::env::args_os().collect::<Vec<_>>().iter());
     let cli = match cli::Cli::try_parse_from(args) {
-        Ok(cli) => cli,
+        Ok(cli) => cli.of_this_process(own),
         Err(e) => {
             let code = if e.use_stderr() {
                 error::Exit::Usage

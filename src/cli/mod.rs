@@ -81,6 +81,20 @@ pub struct Cli {
     wait: Option<wait::FlagDuration>,
     #[command(subcommand)]
     command: Command,
+    /// Whether these are the process's own arguments, so that starting the process again
+    /// runs this command again (see [`Cli::of_this_process`]).
+    #[arg(skip)]
+    own_arguments: bool,
+}
+
+impl Cli {
+    /// Marks the command line as the process's own (`coord::run` given
+    /// `std::env::args_os()`): a command may then start the process again to tune it
+    /// (`exec_again_with`). A caller running coord in its own process never is.
+    pub fn of_this_process(mut self, own: bool) -> Cli {
+        self.own_arguments = own;
+        self
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -162,6 +176,8 @@ pub struct Ctx {
     pub now_fixed: bool,
     /// How long to wait for the coordinator lock (`--wait`), when given.
     pub wait: Option<std::time::Duration>,
+    /// Whether starting the process again runs this command again ([`Cli::of_this_process`]).
+    pub restartable: bool,
 }
 
 impl Ctx {
@@ -180,6 +196,7 @@ impl Ctx {
             now: crate::clock::now(now).map_err(UsageError)?,
             now_fixed: now.is_some(),
             wait,
+            restartable: false,
         })
     }
 
@@ -292,6 +309,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         json: cli.json,
         quiet: cli.quiet,
         verbose: cli.verbose,
+        restartable: cli.own_arguments,
         ..Ctx::new(
             dir,
             cli.now.as_deref(),
@@ -352,19 +370,22 @@ fn state_of(coord: &Coord, id: &crate::model::TaskId) -> Result<serde_json::Valu
 }
 
 /// Starts coord again with the same arguments and `vars` added to its environment, unless
-/// one of them is set already (by this exec, or by the user, whose value stands): glibc reads
-/// its malloc tunables only when a process starts, hence the exec (the process keeps its id).
-/// Returns only when the exec failed; the command then runs as it is.
-pub(crate) fn exec_again_with(vars: &[(&str, &str)]) {
+/// one of them is set already (by this exec, or by the user, whose value stands) or the
+/// command line is not the process's own (`ctx.restartable`): glibc reads its malloc tunables
+/// only when a process starts, hence the exec (the process keeps its id). It runs the same
+/// binary (`/proc/self/exe`, also when the file was replaced by an upgrade meanwhile) under
+/// the same `argv[0]`. Returns only when it did not exec; the command then runs as it is.
+#[cfg_attr(not(target_os = "linux"), allow(unused_variables))]
+pub(crate) fn exec_again_with(ctx: &Ctx, vars: &[(&str, &str)]) {
     #[cfg(target_os = "linux")]
-    if vars.iter().all(|(k, _)| std::env::var_os(k).is_none()) {
+    if ctx.restartable && vars.iter().all(|(k, _)| std::env::var_os(k).is_none()) {
         use std::os::unix::process::CommandExt;
-        if let Ok(exe) = std::env::current_exe() {
-            let _failed = std::process::Command::new(exe)
-                .args(std::env::args_os().skip(1))
-                .envs(vars.iter().copied())
-                .exec();
+        let mut args = std::env::args_os();
+        let mut again = std::process::Command::new("/proc/self/exe");
+        if let Some(name) = args.next() {
+            again.arg0(name);
         }
+        let _failed = again.args(args).envs(vars.iter().copied()).exec();
     }
 }
 

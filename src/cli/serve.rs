@@ -26,7 +26,7 @@ pub struct Args {
 
 /// Runs `coord serve`.
 pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
-    limit_malloc_arenas();
+    limit_malloc_arenas(ctx);
     let token = args.token.filter(|t| !t.is_empty());
     if args.interval.get().as_secs() < 1 {
         return Err(UsageError("--interval must be at least 1s".to_string()).into());
@@ -51,6 +51,6 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
 /// that allocates a heap of its own (up to eight per core), and the server's threads
 /// (workers, reloads, the watcher) kept about 20 MB more than the heap holds at 10,000
 /// tasks (70 MB against the 64 MB goal; 53 MB with two arenas, docs/performance.md).
-fn limit_malloc_arenas() {
-    super::exec_again_with(&[("MALLOC_ARENA_MAX", "2")]);
+fn limit_malloc_arenas(ctx: &Ctx) {
+    super::exec_again_with(ctx, &[("MALLOC_ARENA_MAX", "2")]);
 }

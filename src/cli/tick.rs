@@ -29,7 +29,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
         return Ok(());
     }
     if coord.inbox_is_a_burst() {
-        fix_malloc_thresholds();
+        fix_malloc_thresholds(ctx);
     }
     let ticked = coord.tick()?;
     let skipped = ticked.skipped;
@@ -65,11 +65,14 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
 /// every task, the stat cache's bytes) come from the heap, whose freed middle is never given
 /// back: 167 MB peak for a 50,000-task burst, 152 MB with the thresholds fixed
 /// (docs/performance.md, section f). Only for a burst: the exec costs a process start.
-fn fix_malloc_thresholds() {
-    super::exec_again_with(&[
-        ("MALLOC_MMAP_THRESHOLD_", "131072"),
-        ("MALLOC_TRIM_THRESHOLD_", "131072"),
-    ]);
+fn fix_malloc_thresholds(ctx: &Ctx) {
+    super::exec_again_with(
+        ctx,
+        &[
+            ("MALLOC_MMAP_THRESHOLD_", "131072"),
+            ("MALLOC_TRIM_THRESHOLD_", "131072"),
+        ],
+    );
 }
 
 fn print_plan(ctx: &Ctx, plan: &engine::Plan, attention: &[String]) {

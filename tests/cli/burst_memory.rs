@@ -85,3 +85,54 @@ fn a_tick_over_an_inbox_burst_stays_within_the_memory_bound() {
         "coord tick over {n} inbox files peaked at {peak:.1} MB, more than {BOUND_MB} MB"
     );
 }
+
+/// Returns the environment of a `coord tick` over `r` as it waits for the coordinator lock
+/// the test holds: the restart with tuned malloc thresholds comes before the lock, so by the
+/// time the tick says it is waiting, it has restarted or never will.
+fn environment_of_a_waiting_tick(r: &TestRepo) -> Vec<String> {
+    use std::io::BufRead;
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(r.abs(".git/coord.lock"))
+        .expect("open lock");
+    lock.try_lock().expect("lock");
+    let mut child = r
+        .spawn_cmd(&["tick", "--wait", "30s"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn coord tick");
+    let mut said = String::new();
+    let stderr = child.stderr.take().expect("stderr");
+    std::io::BufReader::new(stderr)
+        .read_line(&mut said)
+        .expect("read");
+    assert!(
+        said.contains("waiting for"),
+        "the tick waits for the lock: {said}"
+    );
+    let raw = std::fs::read(format!("/proc/{}/environ", child.id())).expect("environ");
+    drop(lock);
+    assert!(child.wait().expect("wait").success(), "the tick failed");
+    raw.split(|&b| b == 0)
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .collect()
+}
+
+/// Only a tick over more than one window of inbox files pays for the restart (the test
+/// above sees a burst's): a small one runs as it started.
+#[test]
+fn a_tick_over_a_small_inbox_does_not_start_itself_again() {
+    let r = TestRepo::new();
+    for i in 0..10 {
+        r.task(&format!("t{i}"), "title: small\n");
+    }
+    let env = environment_of_a_waiting_tick(&r);
+    assert!(
+        !env.iter().any(|v| v.starts_with("MALLOC_")),
+        "a small tick restarted: {env:?}"
+    );
+}
