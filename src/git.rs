@@ -360,6 +360,11 @@ impl Repo {
         Some(out)
     }
 
+    /// Returns whether git trusts the execute bit of work-tree files (`core.fileMode`).
+    pub fn trusts_file_mode(&self) -> bool {
+        self.filemode
+    }
+
     /// Returns the git directory a linked work tree shares with its main one (the same as
     /// [`Repo::git_dir`] elsewhere): where the config, `info/` and the objects live.
     pub fn common_dir(&self) -> &Path {

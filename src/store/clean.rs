@@ -358,19 +358,23 @@ impl Store {
         })
     }
 
-    /// Returns whether the file at `path` (repo-relative) has the mode git would stage for
-    /// it: a symlink's, or an executable blob's when its owner may execute it (as git reads
-    /// modes with `core.filemode`; without it a differing mode only costs a scan).
+    /// Returns whether the file at `path` (repo-relative) is a regular file with the mode git
+    /// reads for it: with `core.fileMode`, executable when its owner may execute it, as
+    /// staged; without it git does not look at the bit, so any regular file is as staged.
     fn has_mode(&self, path: &str, mode: u32) -> bool {
         let Ok(st) = rustix::fs::lstat(self.abs(path)) else {
             return false;
         };
-        let kind = rustix::fs::FileType::from_raw_mode(st.st_mode);
-        let found = match kind {
-            rustix::fs::FileType::Symlink => 0o120_000,
-            rustix::fs::FileType::RegularFile if st.st_mode & 0o100 != 0 => 0o100_755,
-            rustix::fs::FileType::RegularFile => 0o100_644,
-            _ => return false,
+        if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+            return false;
+        }
+        if !self.repo.trusts_file_mode() {
+            return true;
+        }
+        let found = if st.st_mode & 0o100 != 0 {
+            0o100_755
+        } else {
+            0o100_644
         };
         found == mode
     }
@@ -445,20 +449,21 @@ impl Store {
     pub(crate) fn leave_vouch(&self) {
         let path = self.repo.git_dir().join(VOUCH_PATH);
         let vouch = self.base.borrow().as_ref().and_then(|base| {
-            let now = self.repo_state(SystemTime::now())?;
-            let same = now.head == base.state.head && now.index == base.state.index;
+            // HEAD and the index as coord's own writes left them: the base's state, whose
+            // watched files the next operation reads again.
+            let same = self.repo.head().ok()?.oid == base.state.head
+                && self.repo.index_checksum() == Some(base.state.index);
+            if !same {
+                return None;
+            }
             let mut committed = base.committed.clone();
             committed.sort();
             committed.dedup();
             let skip = self.work_checksums(committed.iter().map(|(p, _)| p));
             Some(Vouch {
-                digest: same.then(|| digest_of(&base.files, &skip))??,
+                digest: digest_of(&base.files, &skip)?,
                 committed,
-                state: RepoState {
-                    watched: base.state.watched.clone(),
-                    ..now
-                }
-                .bytes(),
+                state: base.state.bytes(),
             })
         });
         match vouch {

@@ -446,6 +446,22 @@ fn a_persons_change_before_a_command_is_recorded_as_theirs() {
     }
 }
 
+/// With `core.fileMode` off (file systems where every file looks executable), git does not
+/// look at the execute bit, and neither does the vouch: a chmod of the file the last command
+/// committed leaves `git status` clean, and the next command still skips the scan.
+#[test]
+fn without_file_modes_a_chmod_is_no_change_for_the_vouch_either() {
+    let r = ready_for_commands();
+    r.git(&["config", "core.fileMode", "false"]);
+    std::thread::sleep(Duration::from_millis(200));
+    r.ok(&["new", "Vouching task", "--id", "vouching"]);
+    make_executable(&r.abs("work/inbox/vouching.yaml"));
+    assert_eq!(r.git_status(), "", "git ignores the mode");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(command_skips_the_scan(&r, &["claim", "--agent", "p"]));
+    assert_eq!(r.git_status(), "");
+}
+
 /// Sets the execute bits of the file at `path`.
 fn make_executable(path: &std::path::Path) {
     use std::os::unix::fs::PermissionsExt;
@@ -474,6 +490,11 @@ fn a_config_change_seen_from_a_linked_worktree_is_scanned_for() {
     std::thread::sleep(Duration::from_millis(200));
     linked.ok(&["new", "Vouching task", "--id", "vouching"]);
     assert_eq!(linked.git_status(), "", "git ignores the mode yet");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        command_skips_the_scan(&linked, &["new", "Control task"]),
+        "a vouch holds in a linked worktree"
+    );
     r.git(&["config", "core.fileMode", "true"]);
     assert!(
         !status_unrefreshed(&linked).is_empty(),
