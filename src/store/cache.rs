@@ -414,14 +414,15 @@ impl Used {
         let settled = |path| settled_key(path, &prefix, keys, start);
         let task_entries = tasks.iter().filter_map(|t| {
             let task = t.read.as_ref().ok()?;
-            Some((settled(&t.path)?.0, Source::Task(t.hash, task)))
+            Some((settled(&t.path)?, Source::Task(t.hash, task)))
         });
         let profile_entries = agents.values().filter_map(|a| {
             let file = a.file.as_ref()?;
-            Some((settled(&file.path)?.0, Source::Profile(file)))
+            Some((settled(&file.path)?, Source::Profile(file)))
         });
-        let mut entries: Vec<(&str, Source<'_>)> = task_entries.chain(profile_entries).collect();
-        entries.sort_by(|a, b| walk_order(a.0, b.0));
+        let mut entries: Vec<((&str, StatKey), Source<'_>)> =
+            task_entries.chain(profile_entries).collect();
+        entries.sort_by(|a, b| walk_order(a.0 .0, b.0 .0));
         if self.all_hits && entries.len() == self.hits {
             return;
         }
@@ -429,7 +430,7 @@ impl Used {
         let entries = || {
             entries
                 .iter()
-                .map(|(rel, source)| Some(entry_of(rel, keys.get(rel)?, source)))
+                .map(|((rel, key), source)| entry_of(rel, *key, source))
         };
         let written = write_file(path, self.salt, count, entries);
         if written.is_err() {
@@ -478,18 +479,17 @@ fn temp_path(path: &Path) -> std::path::PathBuf {
 
 /// Writes the cache file (see `encode_entry` for the layout) by a rename, so a reader sees
 /// the old or the new file: header with a zero checksum and index length, then the index of
-/// `count` entries as `entries` gives them (every one of them must be Some), then their texts
+/// `count` entries as `entries` gives them, then their texts
 /// in the same order (`entries` is run a second time; a text the old cache file keeps is
 /// copied from it), then the index's checksum and length in the header. Nothing is held
 /// whole in memory.
-fn write_file<'b, I: Iterator<Item = Option<EntryRef<'b>>>>(
+fn write_file<'b, I: Iterator<Item = EntryRef<'b>>>(
     path: &Path,
     salt: u64,
     count: usize,
     entries: impl Fn() -> I,
 ) -> std::io::Result<()> {
     use std::io::{Seek, SeekFrom, Write};
-    let missing = || std::io::Error::other("an entry without its key");
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir)?;
     }
@@ -502,7 +502,6 @@ fn write_file<'b, I: Iterator<Item = Option<EntryRef<'b>>>>(
     let mut buf = (count as u64).to_le_bytes().to_vec();
     let (mut index_len, mut text_at) = (0, 0);
     for entry in entries() {
-        let entry = entry.ok_or_else(missing)?;
         encode_entry(&mut buf, &entry, text_at);
         text_at += entry.text.len() as u64;
         sum.add(&buf);
@@ -511,7 +510,7 @@ fn write_file<'b, I: Iterator<Item = Option<EntryRef<'b>>>>(
         buf.clear();
     }
     for entry in entries() {
-        match entry.ok_or_else(missing)?.text {
+        match entry.text {
             Body::Text(text) => text.write_to(&mut out, &mut buf)?,
             Body::Str(text) => out.write_all(text.as_bytes())?,
             Body::At(..) => return Err(std::io::Error::other("an entry without its text")),
@@ -893,6 +892,28 @@ mod tests {
         path
     }
 
+    /// Returns the task a hit holds (its summary, text and content hash); panics on anything
+    /// else.
+    fn task_of(hit: Option<Hit>) -> (Summary, Text, u64) {
+        match hit {
+            Some(Hit {
+                kind: Kind::Task(summary, text),
+                hash,
+            }) => (summary, text, hash),
+            other => panic!("no task hit: {other:?}"),
+        }
+    }
+
+    /// Saves the tasks of `b` into a new cache at `path` (the work-relative `rel` with key
+    /// `k`), as a load does, and returns the task reading it back gives.
+    fn saved_and_read(path: &Path, b: &Board, rel: &str, k: StatKey) -> (Summary, Text, u64) {
+        let keys = Keys::of([(rel, k)]);
+        StatCache::empty(7)
+            .used()
+            .save(path, (&b.tasks, &b.agents), "work", &keys, later());
+        task_of(StatCache::read(path, 7).take(rel, &k))
+    }
+
     #[test]
     fn a_waiting_task_keeps_what_the_planner_reads_of_it() {
         let text = "title: r\npriority: high\ndue: 2026-12-01\nagent: bot\n\
@@ -904,18 +925,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("stat-cache.bin");
         let k = key(40, 1_000_000_000, 1_000_000_001, 9);
-        let keys = Keys::of([("ready/r.yaml", k)]);
-        StatCache::empty(7)
-            .used()
-            .save(&path, (&b.tasks, &b.agents), "work", &keys, later());
-        let hit = StatCache::read(&path, 7).take("ready/r.yaml", &k);
-        let Some(Hit {
-            kind: Kind::Task(summary, _),
-            ..
-        }) = hit
-        else {
-            panic!("no task hit: {hit:?}");
-        };
+        let (summary, ..) = saved_and_read(&path, &b, "ready/r.yaml", k);
         let parsed = crate::check::reread(text).expect("parses");
         assert_eq!(summary, Summary::of(&parsed));
         let waiting = summary.waiting.expect("a ready task's summary has it");
@@ -1049,14 +1059,7 @@ mod tests {
         let last = flipped.len() - 2;
         flipped[last] ^= 1;
         std::fs::write(&path, &flipped).expect("write");
-        let hit = StatCache::read(&path, 7).take("done/a.yaml", &k);
-        let Some(Hit {
-            kind: Kind::Task(summary, text),
-            ..
-        }) = hit
-        else {
-            panic!("the index is whole: {hit:?}");
-        };
+        let (summary, text, _) = task_of(StatCache::read(&path, 7).take("done/a.yaml", &k));
         let task = crate::check::Task::unparsed(text, summary);
         assert_eq!(task.spec.title, "", "no task parsed from damaged bytes");
         assert!(!path.exists(), "the cache file is gone");
@@ -1069,14 +1072,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let k = key(40, 1_000_000_000, 1_000_000_001, 9);
         let path = saved(dir.path(), k);
-        let mut cache = StatCache::read(&path, 7);
-        let Some(Hit {
-            kind: Kind::Task(summary, text),
-            hash,
-        }) = cache.take("done/a.yaml", &k)
-        else {
-            panic!("a task hit");
-        };
+        let (summary, text, hash) = task_of(StatCache::read(&path, 7).take("done/a.yaml", &k));
         assert!(
             matches!(text, Text::Stored(_)),
             "the text is left in the file"
@@ -1090,25 +1086,14 @@ mod tests {
         let b = Board::build("work", vec![raw], vec![], (&t, &a), &Limits::default());
         // Saved over the file the texts come from, as a load does: the new file is renamed
         // in while the board's texts are read from the old one.
-        let keys = Keys::of([("done/a.yaml", k)]);
-        StatCache::empty(7)
-            .used()
-            .save(&path, (&b.tasks, &b.agents), "work", &keys, later());
+        let (_, copied, _) = saved_and_read(&path, &b, "done/a.yaml", k);
+        assert_eq!(copied.read().as_deref(), Some(TEXT));
         let held = b.tasks[0].read.as_ref().expect("a task").text();
         assert_eq!(
             held.read().as_deref(),
             Some(TEXT),
             "the board's text still reads"
         );
-        let copied = StatCache::read(&path, 7).take("done/a.yaml", &k);
-        let Some(Hit {
-            kind: Kind::Task(_, text),
-            ..
-        }) = copied
-        else {
-            panic!("a task hit: {copied:?}");
-        };
-        assert_eq!(text.read().as_deref(), Some(TEXT));
     }
 
     #[test]
