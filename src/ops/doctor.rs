@@ -82,18 +82,20 @@ impl Coord {
     }
 }
 
+/// The finding for a state of git that stops every writing command.
+fn git_unfinished(store: &Store, state: &crate::git::Unfinished) -> Finding {
+    let line = format!(
+        "{}: {state}; coord writes nothing until then",
+        store.root().display()
+    );
+    Finding::new(FindingCode::GitUnfinished, None, line)
+}
+
 fn findings(store: &Store, board: &Board) -> Result<Vec<Finding>, Error> {
     let mut out = Vec::new();
     let unfinished = store.repo.unfinished()?;
     if let Some(state) = &unfinished {
-        out.push(Finding::new(
-            FindingCode::GitUnfinished,
-            None,
-            format!(
-                "{}: {state}; coord writes nothing until then",
-                store.root().display()
-            ),
-        ));
+        out.push(git_unfinished(store, state));
     }
     // Offer `--fix` only where it can act: not while git is in the middle of something.
     let fix = if unfinished.is_some() {
@@ -127,14 +129,7 @@ fn findings(store: &Store, board: &Board) -> Result<Vec<Finding>, Error> {
         .changes_under(&format!("{}/", store.work_dir()))?;
     if !scan.skipped.is_empty() {
         let state = crate::git::Unfinished::SkippedInWorkTree(scan.skipped);
-        out.push(Finding::new(
-            FindingCode::GitUnfinished,
-            None,
-            format!(
-                "{}: {state}; coord writes nothing until then",
-                store.root().display()
-            ),
-        ));
+        out.push(git_unfinished(store, &state));
     }
     // Files reported as problems (symlinks, stray files) are never recorded: no fix to offer.
     let changed: Vec<String> = scan

@@ -91,14 +91,7 @@ fn a_tick_over_an_inbox_burst_stays_within_the_memory_bound() {
 /// time the tick says it is waiting, it has restarted or never will.
 fn environment_of_a_waiting_tick(r: &TestRepo) -> Vec<String> {
     use std::io::BufRead;
-    let lock = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(r.abs(".git/coord.lock"))
-        .expect("open lock");
-    lock.try_lock().expect("lock");
+    let lock = r.hold_coord_lock();
     let mut child = r
         .spawn_cmd(&["tick", "--wait", "30s"])
         .stdout(std::process::Stdio::null())

@@ -57,25 +57,12 @@ fn an_immutable_task_file_is_skipped_with_a_note_and_the_others_move() {
     assert!(!status.contains("work/inbox/b.yaml"), "{status}");
 }
 
-/// Holds the coordinator lock from the test process, as another coordinator would.
-fn hold_coord_lock(r: &TestRepo) -> std::fs::File {
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(r.abs(".git/coord.lock"))
-        .expect("open lock");
-    f.try_lock().expect("lock");
-    f
-}
-
 #[test]
 fn every_writing_command_takes_wait_in_milliseconds() {
     let r = TestRepo::with_agents(&["alice"]);
     r.task("t", "title: t\nagent: alice\n");
     r.ok(&["tick"]);
-    let held = hold_coord_lock(&r);
+    let held = r.hold_coord_lock();
     let commands: &[&[&str]] = &[
         &["tick"],
         &["new", "x"],

@@ -267,6 +267,20 @@ impl TestRepo {
         self.git(&["status", "--porcelain", "--untracked-files=all"])
     }
 
+    /// Holds the coordinator lock from the test process, as another coordinator would,
+    /// until the returned file is dropped.
+    pub fn hold_coord_lock(&self) -> std::fs::File {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(self.abs(".git/coord.lock"))
+            .expect("open lock");
+        f.try_lock().expect("lock");
+        f
+    }
+
     /// Returns the number of commits on HEAD.
     pub fn commit_count(&self) -> usize {
         self.git(&["rev-list", "--count", "HEAD"])
