@@ -312,13 +312,7 @@ fn serve_events_deliver_a_transition_made_by_the_cli() {
 fn serve_answers_503_with_retry_after_while_the_lock_is_held() {
     let r = TestRepo::with_agents(&["writer"]);
     let s = Server::start(&r);
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(r.abs(".git/coord.lock"))
-        .expect("open lock");
-    lock.try_lock().expect("take the lock");
+    let lock = r.hold_coord_lock();
     let a = s.post("/v1/tasks", r#"{"title": "Blocked by the lock"}"#);
     assert_eq!(a.status, 503, "{}", a.body);
     assert!(a.header("retry-after").is_some());
