@@ -356,9 +356,11 @@ impl Task {
     }
 
     /// Parses the text (reading it first when the stat cache keeps it). Text that no longer
-    /// parses or reads (possible only with a stat cache damaged or edited by hand) gives a task
+    /// parses or reads (a stat cache edited by hand, damaged by a crash of the machine since
+    /// it was written, or changed under an open file on a network file system) gives a task
     /// whose document is a bare `false`, which every splice refuses, so no transition can
-    /// rewrite the file from it.
+    /// rewrite the file from it; the damaged cache is removed, so the next load reads the
+    /// task's file again.
     fn parse(&self) -> Box<TaskDoc> {
         let text = self.text.read();
         Box::new(text.as_deref().and_then(reread).unwrap_or_else(|| TaskDoc {
