@@ -34,6 +34,18 @@ pub struct TaskFile {
     pub hash: u64,
 }
 
+/// Returns whether `file` is a new inbox file reusing the id of the other `live` files of its
+/// id: it is in `inbox/` and none of them has its file name. A copy under the same name is
+/// rather a moved file reappearing at its old path (an editor saving it), which SPEC 3.11
+/// keeps and reports as a duplicate.
+pub fn reuses_a_taken_id(file: &TaskFile, live: &[&TaskFile]) -> bool {
+    file.folder.state == State::Inbox
+        && live.len() > 1
+        && live
+            .iter()
+            .all(|o| o.path == file.path || o.file_name() != file.file_name())
+}
+
 impl TaskFile {
     /// Returns the file name (`<id>.yaml` or `.yml`).
     pub fn file_name(&self) -> &str {

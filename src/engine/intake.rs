@@ -13,6 +13,7 @@ use crate::schema::Violation;
 
 /// Admits or rejects every inbox file.
 pub fn run(w: &mut World<'_>) {
+    reject_taken_ids(w);
     let board = w.board;
     let inbox: Vec<&TaskFile> = board
         .tasks
@@ -24,17 +25,16 @@ pub fn run(w: &mut World<'_>) {
     let findings: Vec<Vec<String>> = inbox
         .iter()
         .map(|f| match &f.read {
-            Ok(task) if w.entries.contains_key(&f.id) => {
-                check::check_in_context(&f.id, task, &Ctx(w))
-                    .iter()
-                    .map(|(_, v)| v.render(&f.path))
-                    .collect()
-            }
+            Ok(task) if w.is_entry(f) => check::check_in_context(&f.id, task, &Ctx(w))
+                .iter()
+                .map(|(_, v)| v.render(&f.path))
+                .collect(),
             _ => Vec::new(),
         })
         .collect();
     for (f, lines) in inbox.into_iter().zip(findings) {
         match &f.read {
+            _ if w.taken.iter().any(|(t, _)| t.path == f.path) => {}
             Err(errors) => {
                 let lines = errors
                     .iter()
@@ -42,10 +42,35 @@ pub fn run(w: &mut World<'_>) {
                     .collect();
                 quarantine(w, &f.id, &f.path, f.hash, lines);
             }
-            Ok(_) if !w.entries.contains_key(&f.id) => {}
+            Ok(_) if !w.is_entry(f) => {}
             Ok(_) if lines.is_empty() => admit(w, &f.id),
             Ok(_) => quarantine(w, &f.id, &f.path, f.hash, lines),
         }
+    }
+}
+
+/// Sends each new inbox file whose id another file holds to invalid/ (SPEC 3.1: ids are
+/// unique across `work/`), naming the holder; the holder keeps the id and goes on.
+fn reject_taken_ids(w: &mut World<'_>) {
+    for (f, holders) in std::mem::take(&mut w.taken) {
+        let holder = holders.first().map_or("another file", String::as_str);
+        let message =
+            format!(
+            "id '{}' is taken by {holder}; rename this file to a free id and move it back to {}/",
+            f.id,
+            w.board.path_in(&Folder::of(State::Inbox), "").trim_end_matches('/'),
+        );
+        let mut lines = vec![crate::redact::error_line(
+            &Violation::file(message).render(&f.path),
+        )];
+        if let Err(errors) = &f.read {
+            lines.extend(
+                errors
+                    .iter()
+                    .map(|v| crate::redact::error_line(&v.render(&f.path))),
+            );
+        }
+        quarantine(w, &f.id, &f.path, f.hash, lines);
     }
 }
 
@@ -154,7 +179,7 @@ pub fn quarantine(w: &mut World<'_>, id: &TaskId, path: &str, hash: u64, lines: 
     let first = lines.first().cloned().unwrap_or_default();
     let mut text = lines.join("\n");
     text.push('\n');
-    w.forget(id);
+    w.forget(id, path);
     w.push(Transition {
         subject: id.to_string(),
         from: from.into(),

@@ -3,7 +3,7 @@
 //! a transition (new text spliced, ops listed, entry updated).
 
 use super::{Clock, Inputs, Note, Op, Plan, Transition};
-use crate::board::{Board, StandIn};
+use crate::board::{Board, StandIn, TaskFile};
 use crate::check::{self, Task, TaskDoc};
 use crate::config::Config;
 use crate::model::time::whole_second;
@@ -144,6 +144,9 @@ pub struct World<'a> {
     pub entries: BTreeMap<TaskId, Entry>,
     /// Every id present on the board in any form.
     pub all_ids: HashSet<TaskId>,
+    /// New inbox files whose id another live file holds under another file name (SPEC 3.1:
+    /// the id is not unique), each with the paths of the files holding it.
+    pub taken: Vec<(&'a TaskFile, Vec<String>)>,
     /// Agents by name.
     pub agents: BTreeMap<AgentName, AgentState>,
     /// Tasks whose file is still being written: on the board as committed, never moved.
@@ -187,6 +190,7 @@ impl<'a> World<'a> {
                 .chain(board.settling.iter().filter_map(|s| s.id.clone()))
                 .chain(board.held.iter().cloned())
                 .collect(),
+            taken: Vec::new(),
             frozen: board
                 .tasks
                 .iter()
@@ -221,16 +225,25 @@ impl<'a> World<'a> {
 
     fn load_entries(&mut self) {
         let mut entries = Vec::new();
-        for live in self.board.live_sorted().chunk_by(|a, b| a.id == b.id) {
+        let board = self.board;
+        for live in board.live_sorted().chunk_by(|a, b| a.id == b.id) {
             let id = &live[0].id;
-            if live.len() > 1 {
+            let (taken, kept): (Vec<&TaskFile>, Vec<&TaskFile>) = live
+                .iter()
+                .partition(|f| crate::board::reuses_a_taken_id(f, live));
+            for f in taken {
+                let holders = live.iter().filter(|o| o.path != f.path);
+                let holders = holders.map(|o| o.path.clone()).collect();
+                self.taken.push((f, holders));
+            }
+            if kept.len() > 1 {
                 self.note(Note::Duplicate {
                     id: id.clone(),
-                    paths: live.iter().map(|f| f.path.clone()).collect(),
+                    paths: kept.iter().map(|f| f.path.clone()).collect(),
                 });
                 continue;
             }
-            let Some(f) = live.first() else { continue };
+            let Some(f) = kept.first() else { continue };
             match &f.read {
                 Ok(task) => entries.push((
                     id.clone(),
@@ -516,11 +529,21 @@ impl<'a> World<'a> {
         }
     }
 
-    /// Removes a task from the live set (it left for `invalid/`).
-    pub fn forget(&mut self, id: &TaskId) {
-        if let Some(e) = self.entries.remove(id) {
-            shift(&mut self.loads, Some(&e.folder), None);
+    /// Removes the task at `path` from the live set (it left for `invalid/`); a task of the
+    /// same id at another path stays.
+    pub fn forget(&mut self, id: &TaskId, path: &str) {
+        if self.entries.get(id).is_some_and(|e| e.path == path) {
+            if let Some(e) = self.entries.remove(id) {
+                shift(&mut self.loads, Some(&e.folder), None);
+            }
         }
+    }
+
+    /// Returns whether `file` is the live entry of its id (not a copy beside it).
+    pub fn is_entry(&self, file: &TaskFile) -> bool {
+        self.entries
+            .get(&file.id)
+            .is_some_and(|e| e.path == file.path)
     }
 
     /// Updates an agent's breaker state.

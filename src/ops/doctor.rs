@@ -226,8 +226,28 @@ fn task_findings(
     }
 }
 
+/// The finding of a new inbox file reusing the id of `all`'s other files: the next tick
+/// rejects it (SPEC 3.1), so the advice is to give it a free id.
+fn taken_id(id: &TaskId, file: &TaskFile, all: &[&TaskFile]) -> Finding {
+    let holder = all
+        .iter()
+        .find(|o| o.path != file.path)
+        .map_or("", |o| o.path.as_str());
+    let line = format!(
+        "new task file {} reuses id '{id}' of {holder}: the next tick moves it to invalid/; rename it to a free id",
+        file.path
+    );
+    Finding::new(FindingCode::Duplicate, Some(&file.path), line)
+}
+
 fn duplicates(board: &Board, out: &mut Vec<Finding>) {
-    for (id, live) in board.live_by_id() {
+    for (id, all) in board.live_by_id() {
+        let (taken, live): (Vec<&TaskFile>, Vec<&TaskFile>) = all
+            .iter()
+            .partition(|f| crate::board::reuses_a_taken_id(f, &all));
+        for f in taken {
+            out.push(taken_id(id, f, &all));
+        }
         if live.len() < 2 {
             continue;
         }

@@ -241,6 +241,40 @@ fn a_hand_move_between_agents_is_adopted() {
     assert_eq!(r.commit_count(), n);
 }
 
+/// SPEC 3.1: a new inbox file reusing a done task's id under another file name fails intake's
+/// unique-id check; it goes to invalid/ with its bytes, the done task keeps its id, and the
+/// tasks depending on it go on (they waited for ever while the copy sat in inbox/).
+#[test]
+fn a_new_inbox_file_reusing_a_done_tasks_id_is_rejected_and_its_dependents_go_on() {
+    let r = TestRepo::with_agents(&["alice"]);
+    r.task("d1", "title: D1\n");
+    r.ok(&["tick"]);
+    r.ok(&["complete", "d1", "--agent", "alice", "--attempt", "1"]);
+    r.ok(&["tick"]);
+    r.write("work/inbox/d1.yml", "title: another d1\n");
+    r.task("e", "title: needs d1\ndepends_on: [d1]\n");
+    let (doctor, _) = r.code(&["doctor"], 1);
+    assert!(
+        doctor.contains(
+            "new task file work/inbox/d1.yml reuses id 'd1' of work/done/d1.yaml: the next tick \
+             moves it to invalid/; rename it to a free id"
+        ),
+        "{doctor}"
+    );
+    r.ok(&["tick"]);
+    assert_eq!(r.find("d1"), ["work/done/d1.yaml", "work/invalid/d1.yml"]);
+    assert_eq!(r.read("work/invalid/d1.yml"), "title: another d1\n");
+    assert_eq!(
+        r.read("work/invalid/d1.yml.errors"),
+        "work/invalid/d1.yml:1:1: id 'd1' is taken by work/done/d1.yaml; rename this file to a \
+         free id and move it back to work/inbox/\n"
+    );
+    assert_eq!(r.where_is("e"), "work/assigned/alice/e.yaml");
+    let status = r.ok(&["status"]);
+    assert!(!status.contains("duplicate"), "{status}");
+    assert_eq!(r.git_status(), "");
+}
+
 #[test]
 fn a_duplicate_id_is_never_assigned_and_is_reported() {
     let r = TestRepo::with_agents(&["alice", "bob", "carol --max-active 5"]);

@@ -373,6 +373,62 @@ fn new_inbox_file_with_a_taken_id_is_a_duplicate_not_an_intake() {
     );
 }
 
+/// SPEC 3.1: a new inbox file under another name than the task holding its id (`d.yml` next
+/// to a done `d.yaml`) fails intake's unique-id check and goes to invalid/; the task keeping the
+/// id goes on, and so do the tasks depending on it.
+#[test]
+fn new_inbox_file_reusing_a_done_tasks_id_under_another_name_is_rejected() {
+    let mut s = Sim::new();
+    s.add_agent("alice", "");
+    s.files.insert(
+        "done/d.yaml".into(),
+        b"title: D\ncoord:\n  state: done\n".to_vec(),
+    );
+    s.files
+        .insert("inbox/d.yml".into(), b"title: another d\n".to_vec());
+    s.drop_task("e", "title: needs d\ndepends_on: [d]\n");
+    let p = s.tick(at(0));
+    assert_eq!(
+        summaries(&p),
+        [
+            "reject d: id 'd' is taken by work/done/d.yaml; rename this file to a free id and move it back to work/inbox/",
+            "accept e into ready",
+            "assign e to alice"
+        ]
+    );
+    assert!(p.notes.is_empty(), "{:?}", p.notes);
+    assert_eq!(s.text("invalid/d.yml"), "title: another d\n", "bytes kept");
+    assert_eq!(
+        s.text("invalid/d.yml.errors"),
+        "work/invalid/d.yml:1:1: id 'd' is taken by work/done/d.yaml; rename this file to a free id and move it back to work/inbox/\n"
+    );
+    assert_eq!(s.paths_of("d"), ["done/d.yaml", "invalid/d.yml"]);
+    assert!(s.tick(at(1)).is_empty());
+}
+
+/// Two new inbox files of one id (`a.yaml` and `a.yml`): neither is unique, both go to
+/// invalid/, each naming the other.
+#[test]
+fn two_new_inbox_files_of_one_id_are_both_rejected() {
+    let mut s = Sim::new();
+    s.drop_task("a", "title: one\n");
+    s.files
+        .insert("inbox/a.yml".into(), b"title: two\n".to_vec());
+    let p = s.tick(at(0));
+    assert_eq!(
+        summaries(&p),
+        [
+            "reject a: id 'a' is taken by work/inbox/a.yml; rename this file to a free id and move it back to work/inbox/",
+            "reject a: id 'a' is taken by work/inbox/a.yaml; rename this file to a free id and move it back to work/inbox/",
+        ]
+    );
+    assert!(
+        s.files.keys().all(|k| k.starts_with("invalid/")),
+        "{:?}",
+        s.files.keys()
+    );
+}
+
 /// Issue 15: a burst leaves tens of thousands of tasks in `ready/`; the queue orders them and
 /// the dependency step checks them from their summaries, so a pass parses only the tasks it
 /// assigns (memory bounded by the pass's work, not by the ready folder).
