@@ -64,13 +64,44 @@ pub fn child_id(parent: &TaskId, suffix: &str) -> TaskId {
     TaskId::new(&hashed).unwrap_or_else(|_| parent.clone())
 }
 
+/// Returns the id of `parent`'s step `suffix` (a child for an agent, or `join`) and whether
+/// that step exists already: the plain id ([`child_id`]), or, while another task holds it (a
+/// person named a task so), the first of `<id>.2`, `<id>.3`, … that is free or is the step.
+/// The same board gives the same id, so a repeated pass finds the step it made. None only if
+/// the candidates run out (ids too long to vary).
+fn step_id(w: &World<'_>, parent: &TaskId, suffix: &str) -> Option<(TaskId, bool)> {
+    (1..=w.all_ids.len() + 1)
+        .map(|n| match n {
+            1 => child_id(parent, suffix),
+            n => child_id(parent, &format!("{suffix}.{n}")),
+        })
+        .find_map(|id| match w.all_ids.contains(&id) {
+            false => Some((id, false)),
+            true if is_step_of(w, &id, parent) => Some((id, true)),
+            true => None,
+        })
+}
+
+/// Returns whether a file of `id` (planned this pass, or on the board) names `parent` as its
+/// handoff parent.
+fn is_step_of(w: &World<'_>, id: &TaskId, parent: &TaskId) -> bool {
+    let names = |coord: &CoordBlock| coord.parent.as_ref() == Some(parent);
+    w.entries.get(id).is_some_and(|e| names(&e.task.coord))
+        || w.board
+            .find(id)
+            .iter()
+            .any(|f| f.read.as_ref().is_ok_and(|task| names(&task.coord)))
+}
+
 /// Creates the children (and join task) of a task that just finished successfully.
 pub fn create_children(w: &mut World<'_>, e: &Entry, targets: &[AgentName]) {
     let mut created = Vec::new();
     for agent in targets {
-        let id = child_id(&e.id, agent.as_str());
+        let Some((id, exists)) = step_id(w, &e.id, agent.as_str()) else {
+            continue;
+        };
         created.push(id.clone());
-        if w.all_ids.contains(&id) {
+        if exists {
             continue;
         }
         let by = e
@@ -106,10 +137,9 @@ pub fn create_children(w: &mut World<'_>, e: &Entry, targets: &[AgentName]) {
 }
 
 fn create_join(w: &mut World<'_>, e: &Entry, join: &AgentName, children: &[TaskId]) {
-    let id = child_id(&e.id, "join");
-    if w.all_ids.contains(&id) {
+    let Some((id, false)) = step_id(w, &e.id, "join") else {
         return;
-    }
+    };
     let results: Map<String, Value> = children
         .iter()
         .map(|c| {

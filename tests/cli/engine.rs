@@ -275,6 +275,30 @@ fn a_new_inbox_file_reusing_a_done_tasks_id_is_rejected_and_its_dependents_go_on
     assert_eq!(r.git_status(), "");
 }
 
+/// A handoff whose child id (`<parent>.<agent>`) a person's new task took in the same pass
+/// takes the next free id instead of vanishing without a word.
+#[test]
+fn a_handoff_whose_child_id_a_person_took_gets_the_next_free_id() {
+    let r = TestRepo::with_agents(&["a", "c"]);
+    r.task("p", "title: P\nagent: a\n");
+    r.ok(&["tick"]);
+    let text = r.read("work/assigned/a/p.yaml");
+    r.write(
+        "work/assigned/a/p.yaml",
+        &format!("{text}result:\n  status: success\n  output: {{v: 1}}\n  next_agent: c\n"),
+    );
+    r.task("p.c", "title: a person's task named like the child\n");
+    r.ok(&["tick"]);
+    let log = r.git(&["log", "--format=%s"]);
+    assert!(log.contains("coord: hand off p to c as p.c.2"), "{log}");
+    assert_eq!(r.where_is("p.c.2"), "work/assigned/c/p.c.2.yaml");
+    assert!(r
+        .read("work/assigned/c/p.c.2.yaml")
+        .contains("\n  parent: p\n"));
+    assert!(!r.find("p.c").is_empty(), "the person's task stays");
+    assert_eq!(r.git_status(), "");
+}
+
 #[test]
 fn a_duplicate_id_is_never_assigned_and_is_reported() {
     let r = TestRepo::with_agents(&["alice", "bob", "carol --max-active 5"]);

@@ -455,6 +455,49 @@ fn do_it_and_show_me_holds_the_result_for_review_before_done_and_handoff() {
     assert_eq!(summaries(&s.tick(at(120))), ["assign a.bob to bob"]);
 }
 
+/// A handoff whose child id a person's task already holds (here one dropped in the same
+/// pass) takes the next free id, `<parent>.<agent>.2`, instead of being dropped; a repeated
+/// pass finds that child and creates no second one.
+#[test]
+fn a_handoff_whose_child_id_is_taken_by_another_task_takes_the_next_free_id() {
+    let mut s = sim_with(&["alice", "bob"]);
+    s.drop_task("a", "title: Draft\nagent: alice\nnext_agent: bob\n");
+    s.tick(at(0));
+    s.report("a", json!({"status": "success", "output": 1}));
+    s.drop_task("a.bob", "title: a person's task named like the child\n");
+    let p = s.plan_at(at(60));
+    // A pass that made the child but left the parent where it was: the next pass finds the
+    // child it made instead of making another.
+    let mut child_only = p.clone();
+    child_only
+        .transitions
+        .retain(|t| t.summary.starts_with("hand off"));
+    let mut s2 = s.clone();
+    s2.apply(&child_only);
+    assert_eq!(
+        summaries(&s2.plan_at(at(60))),
+        [
+            "accept a.bob into ready",
+            "complete a",
+            "assign a.bob to alice",
+            "assign a.bob.2 to bob"
+        ]
+    );
+    s.apply(&p);
+    assert_eq!(
+        summaries(&p),
+        [
+            "accept a.bob into ready",
+            "complete a",
+            "hand off a to bob as a.bob.2",
+            "assign a.bob to alice",
+            "assign a.bob.2 to bob",
+        ]
+    );
+    assert_eq!(s.task("a.bob.2").coord.parent, Some(tid("a")));
+    assert_eq!(s.task("a.bob").coord.parent, None);
+}
+
 #[test]
 fn reject_sends_a_task_in_review_to_failed() {
     let mut s = sim_with(&["alice"]);

@@ -33,6 +33,7 @@ pub fn at(secs: i64) -> Timestamp {
 }
 
 /// A simulated `work/` folder.
+#[derive(Clone)]
 pub struct Sim {
     /// Files by path under `work/` (`ready/a.yaml`).
     pub files: BTreeMap<String, Vec<u8>>,
