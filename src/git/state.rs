@@ -26,6 +26,9 @@ pub enum Unfinished {
     /// index flags them skip-worktree (a sparse checkout): coord would work on part of its
     /// tasks.
     SkippedInWorkTree(Vec<String>),
+    /// The index is a sparse index (`index.sparse`, git's `sdir` extension), which libgit2
+    /// cannot read.
+    SparseIndex,
 }
 
 impl std::fmt::Display for Unfinished {
@@ -58,6 +61,9 @@ impl std::fmt::Display for Unfinished {
                 f,
                 "git leaves {} out of the work tree (a sparse checkout, or git update-index --skip-worktree) and coord needs every task: check them out (git sparse-checkout disable, or git update-index --no-skip-worktree <file>)",
                 paths.join(", ")
+            ),
+            Unfinished::SparseIndex => f.write_str(
+                ".git/index is a sparse index (index.sparse), which coord cannot read: make it a full one (git sparse-checkout reapply --no-sparse-index)",
             ),
         }
     }
@@ -107,7 +113,10 @@ impl Repo {
         if state.is_some() {
             return Ok(state);
         }
-        let unmerged = self.unmerged_paths()?;
+        let unmerged = match self.unmerged_paths() {
+            Err(GitError::Unfinished(u)) => return Ok(Some(u)),
+            other => other?,
+        };
         if !unmerged.is_empty() {
             return Ok(Some(Unfinished::Unmerged(unmerged)));
         }
@@ -117,6 +126,7 @@ impl Repo {
 
     /// Returns the paths with unmerged entries in the index as it is on disk (at most five).
     /// An index whose checksum is the one last found (or written) without any is not read.
+    /// A sparse index is `Unfinished::SparseIndex`.
     fn unmerged_paths(&self) -> Result<Vec<String>, GitError> {
         let path = self.git_dir.join("index");
         if !path.exists() {
@@ -126,8 +136,14 @@ impl Repo {
         if checksum.is_some() && checksum == self.merged_index() {
             return Ok(Vec::new());
         }
-        let index =
-            git2::Index::open(&path).map_err(ctx(format!("cannot read {}", path.display())))?;
+        let index = git2::Index::open(&path).map_err(|source| {
+            // libgit2 names the extension it cannot read; a sparse index is one git writes on
+            // purpose, so it gets its fix rather than a read error.
+            match source.message().contains("'sdir'") {
+                true => GitError::Unfinished(Unfinished::SparseIndex),
+                false => ctx(format!("cannot read {}", path.display()))(source),
+            }
+        })?;
         if !index.has_conflicts() {
             // Noted only when the index read is the one the checksum was taken from (not
             // replaced between the two reads).

@@ -124,6 +124,35 @@ fn findings(store: &Store, board: &Board) -> Result<Vec<Finding>, Error> {
             ));
         }
     }
+    // The scan reads the index, which libgit2 cannot do while it is a sparse one.
+    if !matches!(unfinished, Some(crate::git::Unfinished::SparseIndex)) {
+        uncommitted(store, board, fix, &mut out)?;
+    }
+    if store.private_dir().join("journal.json").exists() {
+        out.push(Finding::new(
+            FindingCode::Journal,
+            None,
+            "an interrupted transition is journaled; the next coord command finishes it".into(),
+        ));
+    }
+    if store.repo.switch_journaled() {
+        out.push(Finding::new(
+            FindingCode::Journal,
+            None,
+            "a sync killed while it moved the branch onto the remote is journaled; the next coord command finishes it".into(),
+        ));
+    }
+    Ok(out)
+}
+
+/// The findings of a status scan of the work folder: files git leaves out of the work tree,
+/// and uncommitted changes.
+fn uncommitted(
+    store: &Store,
+    board: &Board,
+    fix: &str,
+    out: &mut Vec<Finding>,
+) -> Result<(), Error> {
     let scan = store
         .repo
         .changes_under(&format!("{}/", store.work_dir()))?;
@@ -146,21 +175,7 @@ fn findings(store: &Store, board: &Board) -> Result<Vec<Finding>, Error> {
         );
         out.push(Finding::new(FindingCode::Uncommitted, Some(&changed[0]), line).fixed_by_doctor());
     }
-    if store.private_dir().join("journal.json").exists() {
-        out.push(Finding::new(
-            FindingCode::Journal,
-            None,
-            "an interrupted transition is journaled; the next coord command finishes it".into(),
-        ));
-    }
-    if store.repo.switch_journaled() {
-        out.push(Finding::new(
-            FindingCode::Journal,
-            None,
-            "a sync killed while it moved the branch onto the remote is journaled; the next coord command finishes it".into(),
-        ));
-    }
-    Ok(out)
+    Ok(())
 }
 
 fn task_findings(

@@ -277,3 +277,46 @@ fn a_sparse_checkout_without_the_done_folder_stops_writing_commands() {
     );
     refused_until_checked_out(&r, "work/done/d.yaml", &[&["sparse-checkout", "disable"]]);
 }
+
+/// A sparse index (`git sparse-checkout set --sparse-index`: git's `sdir` extension) cannot be
+/// read by libgit2: writing commands say so in one line with the fix, instead of a read error,
+/// and work again once the index is a full one.
+#[test]
+fn a_sparse_index_stops_writing_commands_with_its_fix() {
+    let r = with_finished_and_held();
+    std::fs::create_dir_all(r.abs("other/deep")).expect("mkdir");
+    r.write("other/deep/notes.txt", "outside the cone\n");
+    r.git(&["add", "other"]);
+    r.git(&["commit", "-qm", "other"]);
+    r.git(&[
+        "sparse-checkout",
+        "set",
+        "--cone",
+        "--sparse-index",
+        "work",
+        "schemas",
+    ]);
+    let head = r.git(&["rev-parse", "HEAD"]);
+    for args in [&["tick"][..], &["new", "Another task", "--id", "n"]] {
+        let (_, err) = r.code(args, 1);
+        assert_eq!(
+            err.lines().count(),
+            1,
+            "coord {args:?}: one line expected:\n{err}"
+        );
+        for part in [
+            ".git/index is a sparse index",
+            "git sparse-checkout reapply --no-sparse-index",
+            "nothing was written",
+        ] {
+            assert!(err.contains(part), "coord {args:?}: {err}");
+        }
+    }
+    assert_eq!(r.git(&["rev-parse", "HEAD"]), head);
+    let (out, _) = r.code(&["doctor"], 1);
+    assert!(out.contains(".git/index is a sparse index"), "{out}");
+    r.git(&["sparse-checkout", "reapply", "--no-sparse-index"]);
+    r.ok(&["tick"]);
+    r.ok(&["new", "Another task", "--id", "n"]);
+    assert_eq!(r.git_status(), "");
+}
