@@ -13,6 +13,19 @@ impl Repo {
         Ok(self.changes_under(prefix)?.paths)
     }
 
+    /// Returns those of `paths` (repo-relative files) missing from the work tree while the
+    /// index flags them skip-worktree: a sparse checkout left them out. The index is read
+    /// only when one is missing.
+    pub fn left_out_of_work_tree(&self, paths: &[&str]) -> Vec<String> {
+        let mut skipped = SkippedInWorkTree::new(&self.repo);
+        paths
+            .iter()
+            .filter(|p| self.workdir.join(p).symlink_metadata().is_err())
+            .filter(|p| skipped.holds(Some(Path::new(p))))
+            .map(|p| p.to_string())
+            .collect()
+    }
+
     /// Returns what `changed_paths` returns, and whether any ignored file lies under `prefix`
     /// (a change to ignore rules alone could turn it into an untracked one).
     pub fn changes_under(&self, prefix: &str) -> Result<Changed, GitError> {

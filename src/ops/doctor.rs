@@ -156,8 +156,9 @@ fn uncommitted(
     let scan = store
         .repo
         .changes_under(&format!("{}/", store.work_dir()))?;
-    if !scan.skipped.is_empty() {
-        let state = crate::git::Unfinished::SkippedInWorkTree(scan.skipped);
+    let left_out = store.left_out_of_work_tree(&scan);
+    if !left_out.is_empty() {
+        let state = crate::git::Unfinished::SkippedInWorkTree(left_out);
         out.push(git_unfinished(store, &state));
     }
     // Files reported as problems (symlinks, stray files) are never recorded: no fix to offer.

@@ -809,8 +809,9 @@ impl Store {
         }
         let prefix = format!("{}/", self.work_dir());
         let scan = self.repo.changes_under(&prefix)?;
-        if !scan.skipped.is_empty() {
-            let left_out = crate::git::Unfinished::SkippedInWorkTree(scan.skipped);
+        let left_out = self.left_out_of_work_tree(&scan);
+        if !left_out.is_empty() {
+            let left_out = crate::git::Unfinished::SkippedInWorkTree(left_out);
             return Err(crate::git::GitError::Unfinished(left_out).into());
         }
         let settle = self.settle_rule(&self.seen_complete);

@@ -215,6 +215,17 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Returns the files a sparse checkout leaves out of the work tree that coord needs: the
+    /// task files `scan` found flagged skip-worktree, and the setup files (coord.yaml, the
+    /// task schema), without which coord would work from its defaults.
+    pub fn left_out_of_work_tree(&self, scan: &crate::git::Changed) -> Vec<String> {
+        let mut left_out = scan.skipped.clone();
+        left_out.extend(self.repo.left_out_of_work_tree(&quiet::SETUP_FILES));
+        left_out
+    }
+}
+
 /// Returns a digest of the stat keys of the setup files (`quiet::SETUP_FILES`), or None when
 /// one is too recent to trust.
 fn setup_keys(root: &Path) -> Option<u64> {

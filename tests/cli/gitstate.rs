@@ -205,9 +205,9 @@ fn with_finished_and_held() -> TestRepo {
     r
 }
 
-/// Returns the paths HEAD holds under `work/`.
+/// Returns the paths HEAD holds.
 fn committed(r: &TestRepo) -> String {
-    r.git(&["ls-tree", "-r", "--name-only", "HEAD", "work/"])
+    r.git(&["ls-tree", "-r", "--name-only", "HEAD"])
 }
 
 /// Asserts that writing commands are refused with one line naming `left_out` and the fix,
@@ -276,6 +276,24 @@ fn a_sparse_checkout_without_the_done_folder_stops_writing_commands() {
         "the sparse checkout left it out"
     );
     refused_until_checked_out(&r, "work/done/d.yaml", &[&["sparse-checkout", "disable"]]);
+}
+
+/// A cone sparse checkout of `work` leaves `schemas/` out: coord would validate every task
+/// against its built-in schema instead of the repo's. Writing commands are refused, as for a
+/// task file left out.
+#[test]
+fn a_sparse_checkout_without_the_task_schema_stops_writing_commands() {
+    let r = with_finished_and_held();
+    r.git(&["sparse-checkout", "set", "--cone", "work"]);
+    assert!(
+        !r.exists("schemas/task.schema.json"),
+        "the sparse checkout left it out"
+    );
+    refused_until_checked_out(
+        &r,
+        "schemas/task.schema.json",
+        &[&["sparse-checkout", "disable"]],
+    );
 }
 
 /// A sparse index (`git sparse-checkout set --sparse-index`: git's `sdir` extension) cannot be
