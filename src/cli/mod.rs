@@ -375,18 +375,36 @@ fn state_of(coord: &Coord, id: &crate::model::TaskId) -> Result<serde_json::Valu
 /// only when a process starts, hence the exec (the process keeps its id). It runs the same
 /// binary (`/proc/self/exe`, also when the file was replaced by an upgrade meanwhile) under
 /// the same `argv[0]`. Returns only when it did not exec; the command then runs as it is.
+/// The exec also sets [`RESTARTED`] to the process id, so a process that finds its own id
+/// there never execs again, even when the loader dropped `vars` (glibc drops `MALLOC_*` from
+/// a setuid program's environment).
 #[cfg_attr(not(target_os = "linux"), allow(unused_variables))]
 pub(crate) fn exec_again_with(ctx: &Ctx, vars: &[(&str, &str)]) {
     #[cfg(target_os = "linux")]
-    if ctx.restartable && vars.iter().all(|(k, _)| std::env::var_os(k).is_none()) {
+    if ctx.restartable
+        && vars.iter().all(|(k, _)| std::env::var_os(k).is_none())
+        && !restarted_already(std::env::var_os(RESTARTED).as_deref(), std::process::id())
+    {
         use std::os::unix::process::CommandExt;
         let mut args = std::env::args_os();
         let mut again = std::process::Command::new("/proc/self/exe");
         if let Some(name) = args.next() {
             again.arg0(name);
         }
+        again.env(RESTARTED, std::process::id().to_string());
         let _failed = again.args(args).envs(vars.iter().copied()).exec();
     }
+}
+
+/// The variable [`exec_again_with`] sets to the id of the process it started again.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+const RESTARTED: &str = "COORD_RESTARTED_PID";
+
+/// Returns whether `marker` ([`RESTARTED`]'s value) says process `pid` is one
+/// [`exec_again_with`] started again already (a child coord inherits another id).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn restarted_already(marker: Option<&std::ffi::OsStr>, pid: u32) -> bool {
+    marker.is_some_and(|m| m.to_str() == Some(pid.to_string().as_str()))
 }
 
 /// Prints a JSON value on stdout.
@@ -411,3 +429,19 @@ fn transition_json(t: &Transition) -> serde_json::Value {
 }
 
 pub use crate::term::{write_err, write_out};
+
+#[cfg(test)]
+mod tests {
+    use super::restarted_already;
+    use std::ffi::OsStr;
+
+    /// The exec's marker stops a second exec of the same process (whose malloc variables the
+    /// loader may have dropped), not a child coord's first one.
+    #[test]
+    fn only_the_process_started_again_counts_as_restarted() {
+        assert!(restarted_already(Some(OsStr::new("4242")), 4242));
+        assert!(!restarted_already(Some(OsStr::new("4242")), 4243));
+        assert!(!restarted_already(Some(OsStr::new("x")), 4242));
+        assert!(!restarted_already(None, 4242));
+    }
+}
