@@ -15,6 +15,7 @@ mod attempts;
 mod commit;
 mod edit;
 mod history;
+mod index_file;
 mod locks;
 mod pack;
 mod rewrite;
@@ -26,6 +27,7 @@ pub use commit::{IndexHold, IndexWritten, Staged};
 pub use edit::PathChange;
 pub use git2::Oid;
 pub use history::{recorded, Recorded};
+pub use index_file::{EntryStat, IndexFile};
 pub use pack::PACK_LOOSE_FROM;
 pub use rewrite::LocalCommit;
 pub use state::Unfinished;
@@ -258,6 +260,8 @@ pub struct Repo {
     git_dir: PathBuf,
     /// `core.filemode`: whether the executable bit in the work tree is trusted.
     filemode: bool,
+    /// The index as last read without libgit2 ([`Repo::index_file`]).
+    index_file: std::cell::RefCell<Option<std::sync::Arc<IndexFile>>>,
 }
 
 impl std::fmt::Debug for Repo {
@@ -325,6 +329,7 @@ impl Repo {
             workdir,
             git_dir,
             filemode,
+            index_file: std::cell::RefCell::new(None),
         })
     }
 
@@ -527,12 +532,15 @@ impl Repo {
         let Ok(oid) = Oid::hash_object(git2::ObjectType::Blob, bytes) else {
             return false;
         };
-        let staged = self
-            .repo
-            .index()
-            .and_then(|mut i| i.read(false).map(|()| i))
-            .ok()
-            .and_then(|i| i.get_path(Path::new(path), 0).map(|e| e.id));
+        let staged = match self.index_file() {
+            Some(index) => index.get(path).map(|e| e.id),
+            None => self
+                .repo
+                .index()
+                .and_then(|mut i| i.read(false).map(|()| i))
+                .ok()
+                .and_then(|i| i.get_path(Path::new(path), 0).map(|e| e.id)),
+        };
         if staged == Some(oid) {
             return true;
         }
@@ -613,3 +621,7 @@ fn remove_lock(path: &Path) -> Result<(), GitError> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod index_tests;

@@ -81,6 +81,29 @@ impl Repo {
         checksum_of(&self.git_dir.join("index"))
     }
 
+    /// Returns the index as read without libgit2 ([`IndexFile`]), read again only when its
+    /// checksum changed since the last read; None when there is none, it has no checksum, or
+    /// it is in a form that reader does not take.
+    pub fn index_file(&self) -> Option<std::sync::Arc<IndexFile>> {
+        let checksum = self.index_checksum()?;
+        let mut kept = self.index_file.borrow_mut();
+        if let Some(index) = kept.as_ref().filter(|i| i.checksum() == Some(checksum)) {
+            return Some(std::sync::Arc::clone(index));
+        }
+        let index = std::sync::Arc::new(IndexFile::read(&self.git_dir.join("index"))?);
+        *kept = Some(std::sync::Arc::clone(&index));
+        Some(index)
+    }
+
+    /// Returns the id of the tree HEAD's commit has at the folder `dir` (repo-relative);
+    /// None on an unborn branch or when it has none.
+    pub fn head_tree_id(&self, dir: &str) -> Option<Oid> {
+        let head = self.resolve_head().ok()?.oid?;
+        let tree = self.tree_of(head).ok()?;
+        let entry = tree.get_path(Path::new(dir)).ok()?;
+        (entry.kind() == Some(git2::ObjectType::Tree)).then(|| entry.id())
+    }
+
     /// Returns who made commit `oid` (the author's name) and the files under `prefix` it
     /// added, changed or deleted, compared with its first parent (with nothing, for a root
     /// commit), in path order.

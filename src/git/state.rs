@@ -136,6 +136,13 @@ impl Repo {
         if checksum.is_some() && checksum == self.merged_index() {
             return Ok(Vec::new());
         }
+        // Read without libgit2's map of every entry and its SHA-1 check when it can be.
+        if let Some(index) = self.index_file().filter(|i| i.checksum() == checksum) {
+            if !index.has_conflicts() {
+                self.note_merged_index(checksum);
+                return Ok(Vec::new());
+            }
+        }
         let index = git2::Index::open(&path).map_err(|source| {
             // libgit2 names the extension it cannot read; a sparse index is one git writes on
             // purpose, so it gets its fix rather than a read error.

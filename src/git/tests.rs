@@ -6,7 +6,7 @@ use tempfile::TempDir;
 
 const NOW: i64 = 1_700_000_000;
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(super) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)
@@ -31,13 +31,13 @@ fn status(dir: &Path) -> Vec<String> {
     lines
 }
 
-fn write(dir: &Path, path: &str, content: &str) {
+pub(super) fn write(dir: &Path, path: &str, content: &str) {
     let full = dir.join(path);
     std::fs::create_dir_all(full.parent().unwrap()).unwrap();
     std::fs::write(full, content).unwrap();
 }
 
-fn new_repo() -> (TempDir, Repo) {
+pub(super) fn new_repo() -> (TempDir, Repo) {
     let dir = tempfile::tempdir().unwrap();
     let repo = Repo::open_or_init(dir.path()).unwrap();
     (dir, repo)

@@ -71,6 +71,9 @@ impl Recorded {
             Some(Clean::Vouched(_)) => {
                 Some("coord: work/ is as the last coord operation left it; scan skipped")
             }
+            Some(Clean::Indexed(_)) => {
+                Some("coord: work/ is as the index records it (stat data); scan skipped")
+            }
             _ => None,
         }
     }
@@ -805,6 +808,14 @@ impl Store {
         if let Some(state) = state.filter(|s| self.clean_mark_is(*s)) {
             keep_base();
             *clean = Some(Clean::Marked(state));
+            return Ok(None);
+        }
+        if walked.as_ref().is_some_and(|(l, _)| self.clean_by_index(l)) {
+            keep_base();
+            *clean = Some(Clean::Indexed(state));
+            if let Some(state) = state {
+                self.set_clean_mark(state);
+            }
             return Ok(None);
         }
         let prefix = format!("{}/", self.work_dir());

@@ -63,6 +63,25 @@ impl StatKey {
         }
     }
 
+    /// Returns the stat data as an index entry keeps it: git truncates each field to 32 bits
+    /// (ctime and mtime as seconds and nanoseconds, device, inode, size).
+    pub fn entry_stat(&self) -> crate::git::EntryStat {
+        let split = |ns: i128| {
+            let (s, n) = (ns.div_euclid(1_000_000_000), ns.rem_euclid(1_000_000_000));
+            (s as u32, n as u32)
+        };
+        let ((cs, cn), (ms, mn)) = (split(self.ctime_ns), split(self.mtime_ns));
+        [
+            cs,
+            cn,
+            ms,
+            mn,
+            self.dev as u32,
+            self.ino as u32,
+            self.size as u32,
+        ]
+    }
+
     /// Returns the size in bytes.
     pub fn size(&self) -> u64 {
         self.size

@@ -27,8 +27,9 @@
 
 use super::cache::{checksum, StatKey};
 use super::Store;
+use crate::git::EntryStat;
 use crate::git::{Oid, Staged};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -58,6 +59,11 @@ pub struct Listing {
     /// Per file, the checksums of its path and of its entry (None when its stamp is too
     /// recent to trust), for comparing the walks of two windows ([`Vouch`]).
     files: Vec<(u64, Option<u64>)>,
+    /// Per file (as `files`), its stat data as an index entry keeps it (None when it
+    /// vanished), for telling whether the index still describes it (`Store::clean_by_index`).
+    stats: Vec<Option<EntryStat>>,
+    /// Whether the walk met a symlink.
+    linked: bool,
 }
 
 impl Listing {
@@ -70,6 +76,8 @@ impl Listing {
             complete: true,
             entered: true,
             files: Vec::new(),
+            stats: Vec::new(),
+            linked: false,
         }
     }
 
@@ -88,6 +96,7 @@ impl Listing {
         let entry = self.add_entry();
         self.files
             .push((checksum(rel.as_bytes()), settled.then_some(entry)));
+        self.stats.push(key.map(StatKey::entry_stat));
     }
 
     /// Adds a symlink (refused, never followed, so only its name counts).
@@ -95,6 +104,8 @@ impl Listing {
         self.start_entry(rel, b'l');
         let entry = self.add_entry();
         self.files.push((checksum(rel.as_bytes()), Some(entry)));
+        self.stats.push(None);
+        self.linked = true;
     }
 
     fn start_entry(&mut self, rel: &str, kind: u8) {
@@ -260,6 +271,18 @@ impl Listing {
     /// files has a stamp too recent to trust.
     fn digest_without(&self, skip: &HashSet<u64>) -> Option<u64> {
         digest_of(self.entered.then_some(&self.files[..])?, skip)
+    }
+
+    /// Returns each file's stat data as an index entry keeps it (None when it vanished),
+    /// by the checksum of its path, and the number of files; None when the walk did not
+    /// enter every folder or met a symlink.
+    pub(super) fn stats_by_path(&self) -> Option<(HashMap<u64, Option<EntryStat>>, usize)> {
+        if !self.entered || self.linked {
+            return None;
+        }
+        let paths = self.files.iter().map(|(path, _)| *path);
+        let stats: HashMap<_, _> = paths.zip(self.stats.iter().copied()).collect();
+        Some((stats, self.files.len()))
     }
 
     /// Returns the path checksums of the files whose stamps are too recent to trust.

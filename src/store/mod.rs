@@ -12,6 +12,7 @@ mod edit;
 #[cfg(test)]
 mod faults;
 pub mod fsutil;
+mod indexed;
 pub mod inject;
 mod load;
 mod quiet;
@@ -21,6 +22,8 @@ mod skipped;
 mod stats;
 pub use stats::{Rejection, Stats};
 mod walk;
+#[cfg(test)]
+pub(crate) use cache::StatKey;
 pub use walk::{Walk, INBOX_WINDOW};
 
 use crate::config::{Config, ConfigError};
@@ -128,16 +131,21 @@ pub(crate) enum Clean {
     /// The vouch the last operation left in `.git/coord/clean-vouch` held: the scan was
     /// skipped; with the clean-mark state when the walk can vouch for every file.
     Vouched(Option<u64>),
+    /// The walk's stat data matched what the index recorded, and the index's tree for
+    /// `work/` is HEAD's: the scan was skipped; with the clean-mark state when the walk can
+    /// vouch for every file.
+    Indexed(Option<u64>),
 }
 
 impl Clean {
     /// Returns the clean-mark state, when the recording computed one.
     fn state(self) -> Option<u64> {
         match self {
-            Clean::Marked(state) | Clean::Scanned(state) | Clean::Vouched(Some(state)) => {
-                Some(state)
-            }
-            Clean::Vouched(None) | Clean::ScannedRecent => None,
+            Clean::Marked(state)
+            | Clean::Scanned(state)
+            | Clean::Vouched(Some(state))
+            | Clean::Indexed(Some(state)) => Some(state),
+            Clean::Vouched(None) | Clean::Indexed(None) | Clean::ScannedRecent => None,
         }
     }
 }

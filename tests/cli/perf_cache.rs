@@ -528,3 +528,42 @@ fn a_setting_from_an_included_config_file_is_scanned_for() {
     assert!(!command_skips_the_scan(&r, &["new", "Next task"]));
     assert_eq!(r.git_status(), "");
 }
+
+/// Returns whether a verbose tick said the index's stat data told it `work/` was clean.
+fn tick_reads_the_index(r: &TestRepo) -> bool {
+    let out = r.run(&["tick", "-v"]);
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stderr).contains("as the index records it")
+}
+
+/// After a person's `git commit` no vouch or mark holds, and the tick tells that `work/` is
+/// clean from the walk's stat data and the index instead of libgit2's scan. A change made
+/// after that commit, even an in-place edit that keeps the file's size and mtime (only its
+/// ctime differs from what the index recorded), still sends it to the scan, which records it.
+#[test]
+fn after_a_persons_commit_the_index_tells_the_tick_and_a_later_edit_is_still_recorded() {
+    let r = TestRepo::with_agents(&["bot"]);
+    r.task("a", "title: First\n");
+    r.ok(&["tick"]);
+    let person_commits = |r: &TestRepo, name: &str| {
+        r.write(&format!("work/ready/{name}.yaml"), "title: By a person\n");
+        r.git(&["add", "-A"]);
+        r.git(&["commit", "-q", "-m", "tasks by a person"]);
+    };
+    person_commits(&r, "p1");
+    assert!(tick_reads_the_index(&r), "the index told a clean work/");
+    assert_eq!(r.git_status(), "");
+    person_commits(&r, "p2");
+    let before = recordings(&r);
+    let rel = r.where_is("a");
+    let mtime = std::fs::metadata(r.abs(&rel))
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    let text = r.read(&rel).replace("title: First", "title: Fyrst");
+    r.write(&rel, &text);
+    age(&r, &rel, mtime);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!tick_reads_the_index(&r), "same size and mtime, new bytes");
+    assert_eq!(recordings(&r), before + 1, "the edit was not recorded");
+    assert_eq!(r.git_status(), "");
+}

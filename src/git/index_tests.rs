@@ -1,0 +1,199 @@
+//! Tests of the index reader against indexes git and libgit2 wrote, and of the status
+//! answered from stat data (`Repo::clean_by_stat`), racy entries included.
+
+use super::tests::{git, new_repo, write};
+use super::*;
+use std::collections::HashMap;
+use std::process::Command;
+use std::time::{Duration, SystemTime};
+
+/// A repository where a person committed three task files with `git add` + `git commit`.
+fn committed() -> (tempfile::TempDir, Repo) {
+    let (dir, repo) = new_repo();
+    write(dir.path(), "README.md", "hello\n");
+    write(dir.path(), "work/ready/a.yaml", "title: A\n");
+    write(dir.path(), "work/done/b.yaml", "title: B\n");
+    write(dir.path(), "work/assigned/bot/c.yaml", "title: C\n");
+    git(dir.path(), &["add", "-A"]);
+    git(dir.path(), &["commit", "-q", "-m", "seed"]);
+    (dir, repo)
+}
+
+/// The stat data of every file under `work/` now, by path relative to it.
+fn stats_now(dir: &Path) -> HashMap<Vec<u8>, EntryStat> {
+    let mut found = HashMap::new();
+    for rel in [
+        "ready/a.yaml",
+        "done/b.yaml",
+        "assigned/bot/c.yaml",
+        "ready/d.yaml",
+    ] {
+        if let Ok(st) = rustix::fs::lstat(dir.join("work").join(rel)) {
+            let key = crate::store::StatKey::of(&st);
+            found.insert(rel.as_bytes().to_vec(), key.entry_stat());
+        }
+    }
+    found
+}
+
+/// Asks `clean_by_stat` about `work/` with the stat data of its files now.
+fn clean(dir: &Path, repo: &Repo) -> bool {
+    let stats = stats_now(dir);
+    repo.clean_by_stat("work", stats.len(), &|rel| stats.get(rel).copied())
+}
+
+#[test]
+fn entries_and_the_cache_tree_read_as_libgit2_reads_them() {
+    let (dir, repo) = committed();
+    let ours = IndexFile::read(&dir.path().join(".git/index")).expect("read");
+    let theirs = git2::Index::open(&dir.path().join(".git/index")).unwrap();
+    let ours: Vec<_> = ours.entries().collect();
+    assert_eq!(ours.len(), theirs.len());
+    for (o, t) in ours.iter().zip(theirs.iter()) {
+        assert_eq!(o.path, &t.path[..]);
+        assert_eq!((o.id, o.mode, o.stage), (t.id, t.mode, 0));
+        let stat = [
+            t.ctime.seconds() as u32,
+            t.ctime.nanoseconds(),
+            t.mtime.seconds() as u32,
+            t.mtime.nanoseconds(),
+            t.dev,
+            t.ino,
+            t.file_size,
+        ];
+        assert_eq!(o.stat, stat, "{:?}", String::from_utf8_lossy(o.path));
+        assert!(!o.special);
+    }
+    let index = repo.index_file().expect("index");
+    assert_eq!(index.tree_id("work"), repo.head_tree_id("work"));
+    assert!(
+        index.tree_id("work").is_some(),
+        "git commit writes the cache tree"
+    );
+    assert_eq!(
+        index.get("work/done/b.yaml").map(|e| e.id),
+        blob_id(b"title: B\n")
+    );
+    assert!(index.get("work/done").is_none());
+    assert!(!index.has_conflicts());
+}
+
+#[test]
+fn a_fresh_commit_is_clean_by_its_stat_data_and_any_change_is_not() {
+    let (dir, repo) = committed();
+    assert!(clean(dir.path(), &repo), "as git committed it");
+    let d = dir.path();
+    // An in-place edit that keeps the size and the mtime: only the ctime tells.
+    let a = d.join("work/ready/a.yaml");
+    let mtime = std::fs::metadata(&a).unwrap().modified().unwrap();
+    std::fs::write(&a, "title: Z\n").unwrap();
+    let f = std::fs::File::options().write(true).open(&a).unwrap();
+    f.set_modified(mtime).unwrap();
+    assert!(!clean(d, &repo), "same size and mtime, new bytes");
+    git(d, &["add", "-A"]);
+    git(d, &["commit", "-q", "-m", "edit"]);
+    assert!(clean(d, &repo));
+    // Staged but not committed: the index's stat data matches, its tree is not HEAD's.
+    write(d, "work/ready/a.yaml", "title: Y\n");
+    git(d, &["add", "work/ready/a.yaml"]);
+    assert!(!clean(d, &repo), "staged, not committed");
+    git(d, &["commit", "-q", "-m", "again"]);
+    assert!(clean(d, &repo));
+    write(d, "work/ready/d.yaml", "title: D\n");
+    assert!(!clean(d, &repo), "a file the index does not have");
+    std::fs::remove_file(d.join("work/ready/d.yaml")).unwrap();
+    std::fs::remove_file(d.join("work/done/b.yaml")).unwrap();
+    assert!(!clean(d, &repo), "a file gone");
+}
+
+/// An entry whose file has the stat data git recorded but other bytes (the file was
+/// rewritten within the timestamp granularity after git hashed it) is trusted only when the
+/// file is older than the index; one from the index's second or later is hashed again.
+#[test]
+fn a_racy_entry_is_hashed_again() {
+    let (dir, repo) = committed();
+    let d = dir.path();
+    let rel = "work/ready/a.yaml";
+    for (age, trusted) in [(Duration::from_secs(3600), true), (Duration::ZERO, false)] {
+        // On disk other bytes of the same size; the index keeps HEAD's blob with the stat
+        // data of the file now, as if git had hashed it just before the rewrite.
+        std::fs::write(d.join(rel), "title: Q\n").unwrap();
+        let f = std::fs::File::options()
+            .write(true)
+            .open(d.join(rel))
+            .unwrap();
+        f.set_modified(SystemTime::now() - age).unwrap();
+        let st = rustix::fs::lstat(d.join(rel)).unwrap();
+        let stat = crate::store::StatKey::of(&st).entry_stat();
+        let mut index = repo.repo.index().unwrap();
+        let mut entry = index.get_path(Path::new(rel), 0).unwrap();
+        entry.ctime = git2::IndexTime::new(stat[0] as i32, stat[1]);
+        entry.mtime = git2::IndexTime::new(stat[2] as i32, stat[3]);
+        (entry.dev, entry.ino, entry.file_size) = (stat[4], stat[5], stat[6]);
+        index.add(&entry).unwrap();
+        // The cache tree the add invalidated, computed again (HEAD's tree: same blob).
+        index.write_tree().unwrap();
+        index.write().unwrap();
+        // libgit2 may have smudged a racy entry on writing (size 0): put the size back, as
+        // an index written by another git would have it.
+        let path = d.join(".git/index");
+        let mut bytes = std::fs::read(&path).unwrap();
+        let found = IndexFile::parse(bytes.clone(), SystemTime::now()).unwrap();
+        let i = found
+            .entries()
+            .position(|e| e.path == rel.as_bytes())
+            .unwrap();
+        let at = found.entries[i] + 36;
+        bytes[at..at + 4].copy_from_slice(&stat[6].to_be_bytes());
+        std::fs::write(&path, bytes).unwrap();
+        let index = repo.index_file().unwrap();
+        assert_eq!(
+            index.get(rel).unwrap().stat,
+            stat,
+            "the index has the file's stat data"
+        );
+        assert_eq!(index.tree_id("work"), repo.head_tree_id("work"));
+        assert_eq!(
+            clean(d, &repo),
+            trusted,
+            "file {age:?} older than the index"
+        );
+    }
+}
+
+#[test]
+fn unmerged_entries_and_other_index_versions_are_seen() {
+    let (dir, repo) = committed();
+    let d = dir.path();
+    git(d, &["update-index", "--index-version", "4"]);
+    assert!(repo.index_file().is_none(), "version 4 is left to libgit2");
+    assert!(!clean(d, &repo));
+    git(d, &["update-index", "--index-version", "2"]);
+    assert!(clean(d, &repo), "version 2 is read");
+    git(d, &["update-index", "--skip-worktree", "work/done/b.yaml"]);
+    assert!(!clean(d, &repo), "an entry git does not compare");
+    git(
+        d,
+        &["update-index", "--no-skip-worktree", "work/done/b.yaml"],
+    );
+    git(d, &["checkout", "-q", "-b", "other"]);
+    write(d, "work/ready/a.yaml", "title: theirs\n");
+    git(d, &["commit", "-q", "-am", "theirs"]);
+    git(d, &["checkout", "-q", "-"]);
+    write(d, "work/ready/a.yaml", "title: ours\n");
+    git(d, &["commit", "-q", "-am", "ours"]);
+    let merged = Command::new("git")
+        .args(["merge", "-q", "other"])
+        .current_dir(d)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_COMMITTER_NAME", "user")
+        .env("GIT_COMMITTER_EMAIL", "user@example.com")
+        .output()
+        .unwrap();
+    assert!(!merged.status.success(), "a conflict: {merged:?}");
+    let index = repo.index_file().expect("read");
+    assert!(index.has_conflicts());
+    assert!(index.get("work/ready/a.yaml").is_none(), "no stage 0 entry");
+    assert!(!clean(d, &repo));
+}
