@@ -118,6 +118,10 @@ pub struct Board {
     /// Inbox files a tick over a big inbox takes in a later window (see `Walk::window_inbox`):
     /// not read yet, but their ids exist, so a task may depend on one.
     pub held: Vec<TaskId>,
+    /// Task files a single-task command's scoped load named without reading them (in the
+    /// folders it does not act on): their ids exist, and any of them may be a second copy
+    /// of a task on the board.
+    pub unread: Vec<TaskId>,
     /// The commit HEAD pointed at when the board was loaded (every layout file not settling
     /// is committed as read), when known.
     pub head: Option<String>,
@@ -145,6 +149,12 @@ impl Board {
             .collect();
         live.sort_by(|a, b| a.id.cmp(&b.id));
         live
+    }
+
+    /// Returns whether some file of `work/` has this id: a file on the board, or one a scoped
+    /// load named without reading it.
+    pub fn has_id(&self, id: &TaskId) -> bool {
+        self.tasks.iter().any(|t| &t.id == id) || self.unread.contains(id)
     }
 
     /// Returns the files of one id.

@@ -189,6 +189,7 @@ impl<'a> World<'a> {
                 .map(|t| t.id.clone())
                 .chain(board.settling.iter().filter_map(|s| s.id.clone()))
                 .chain(board.held.iter().cloned())
+                .chain(board.unread.iter().cloned())
                 .collect(),
             taken: Vec::new(),
             frozen: board

@@ -256,6 +256,52 @@ pub(super) fn checksum_of(path: &Path) -> Option<[u8; 32]> {
     tail[12..].iter().any(|&b| b != 0).then_some(tail)
 }
 
+impl Repo {
+    /// Returns whether each of `files` (a repo-relative path with its bytes in the work tree
+    /// and whether it is executable there; None when absent) is exactly as HEAD has it and as
+    /// the index stages it, and no index entry under `prefix` is flagged skip-worktree: a
+    /// commit of only these paths then carries no change anyone else made and drops nobody's
+    /// staged change. False on any doubt (a file that does not hash, a mode git may ignore).
+    pub fn as_committed(
+        &self,
+        prefix: &str,
+        files: &[(&str, Option<(&[u8], bool)>)],
+    ) -> Result<bool, GitError> {
+        let index = self.repo.index().map_err(ctx("cannot read the index"))?;
+        let skipped = |e: git2::IndexEntry| {
+            e.flags_extended & SKIP_WORKTREE != 0 && e.path.starts_with(prefix.as_bytes())
+        };
+        if index.version() >= 3 && index.iter().any(skipped) {
+            return Ok(false);
+        }
+        let tree = match self.resolve_head()?.oid {
+            Some(oid) => Some(self.tree_of(oid)?),
+            None => None,
+        };
+        for (path, disk) in files {
+            let head = tree.as_ref().and_then(|t| t.get_path(Path::new(path)).ok());
+            let head = head.map(|e| (e.id(), e.filemode()));
+            let staged = index
+                .get_path(Path::new(path), 0)
+                .map(|e| (e.id, e.mode as i32));
+            let disk = match disk {
+                Some((bytes, executable)) => {
+                    let Ok(oid) = Oid::hash_object(git2::ObjectType::Blob, bytes) else {
+                        return Ok(false);
+                    };
+                    let mode = if *executable { 0o100755 } else { 0o100644 };
+                    Some((oid, mode))
+                }
+                None => None,
+            };
+            if disk != head || staged != head {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
 /// The index entries git flags skip-worktree (sparse checkouts, `git update-index
 /// --skip-worktree`): git takes such a file as it is in the index whatever the work tree
 /// holds, so a missing or different file there is no change to record (libgit2's status

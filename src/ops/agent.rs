@@ -3,7 +3,7 @@
 //! Outcomes that are not failures — nothing to claim, a stale report kept in history — are
 //! values.
 
-use super::{apply, Coord, Error, Sink};
+use super::{apply, Coord, Error, Sink, AGENT_WAIT};
 use crate::engine::commands::{self, CommandError, Fence, Outcome, Receipt, Report};
 use crate::engine::Signer;
 use crate::model::{AgentName, TaskId};
@@ -123,6 +123,12 @@ impl Coord {
     /// Takes the best ready task for `agent` (pull model), here or on the tip of `remote` (see
     /// [`Coord::remote`]); after a lost race on the remote, the next best.
     pub fn claim(&self, agent: &AgentName, remote: Option<&str>) -> Result<Claimed, Error> {
+        let remote = self.remote(remote);
+        if remote.is_none() {
+            if let Some(receipt) = self.claim_in_scope(agent)? {
+                return Ok(Claimed::Granted(receipt));
+            }
+        }
         let mut granted = None;
         let mut step = |store: &Store| -> Result<usize, Error> {
             let (board, _) = store.load()?;
@@ -131,7 +137,7 @@ impl Coord {
             granted = Some(claim.receipt);
             Ok(n)
         };
-        match self.run_step(self.remote(remote), &mut step) {
+        match self.run_step(remote, &mut step) {
             Err(Error::Command(CommandError::NothingToClaim { agent, why })) => {
                 Ok(Claimed::Nothing { agent, why })
             }
@@ -139,6 +145,41 @@ impl Coord {
             Ok(()) => Ok(Claimed::Granted(granted.ok_or_else(|| {
                 CommandError::Unsafe("the claim made no commit; run coord claim again".into())
             })?)),
+        }
+    }
+
+    /// Claims for `agent` reading only `ready/`, the agent's folder and the profiles (the
+    /// other folders by name), without recording anyone's changes: done when the plan touches
+    /// only files exactly as committed, takes no task with a copy elsewhere and resolves no
+    /// expression; None (nothing done, the lock let go) when the claim must go the whole way.
+    fn claim_in_scope(&self, agent: &AgentName) -> Result<Option<Receipt>, Error> {
+        let _lock = self.lock(AGENT_WAIT)?;
+        let mine = format!("assigned/{agent}/");
+        let looked = |rel: &str| {
+            rel.starts_with("ready/") || rel.starts_with(&mine) || rel.starts_with("agents/")
+        };
+        let board = self.store.load_scoped(&looked)?;
+        let Ok(claim) = commands::claim(&board, &self.inputs(), agent) else {
+            return Ok(None);
+        };
+        if commands::reads_other_tasks(&board, &claim.receipt.id)
+            || !self.store.plan_stays_in_scope(&board, &claim.plan)?
+        {
+            return Ok(None);
+        }
+        self.emit(super::Event::Detail(
+            "read ready/, the agent's folder and the profiles only; nothing to record",
+        ));
+        apply(
+            &self.store,
+            &self.sink,
+            &claim.plan,
+            self.now,
+            Origin::Command,
+        )?;
+        match self.store.first_skipped() {
+            Some((path, why)) => Err(Error::Unchanged { path, why }),
+            None => Ok(Some(claim.receipt)),
         }
     }
 
@@ -153,19 +194,17 @@ impl Coord {
         remote: Option<&str>,
     ) -> Result<Reported, Error> {
         let remote = self.remote(remote);
+        if remote.is_none() {
+            if let Some(reported) = self.report_in_scope(id, verdict, how)? {
+                return Ok(reported);
+            }
+        }
         let result = verdict.to_value();
-        let signer: Option<&dyn Signer> = how.sign.then(|| self.keys() as &dyn Signer);
         let mut reported = None;
         let mut step = |store: &Store| -> Result<usize, Error> {
             let (board, _) = store.load()?;
             let inputs = self.inputs_on(store);
-            let report = Report {
-                result: result.clone(),
-                signer,
-                fence: how.fence.clone(),
-                replace: how.replace,
-            };
-            let done = match commands::report(&board, &inputs, id, report) {
+            let done = match commands::report(&board, &inputs, id, self.report_of(&result, how)) {
                 // On the remote the task moved on: keep the result in its history.
                 Err(CommandError::WrongState { state, .. })
                     if remote.is_some() && state != "assigned" =>
@@ -176,17 +215,8 @@ impl Coord {
                 }
                 other => other?,
             };
-            // A stale report's commit is the history entry; the refusal says the rest.
-            let silent: Sink = Box::new(|_| {});
-            let sink = match done.outcome {
-                Outcome::Stale(_) => &silent,
-                Outcome::Stamped { .. } => &self.sink,
-            };
-            let n = apply(store, sink, &done.plan, self.now, Origin::Command)?;
-            reported = Some(match done.outcome {
-                Outcome::Stamped { agent, attempt } => Reported::Written { agent, attempt },
-                Outcome::Stale(refused) => Reported::Stale(refused),
-            });
+            let (n, outcome) = self.apply_report(store, done)?;
+            reported = Some(outcome);
             Ok(n)
         };
         self.run_step(remote, &mut step)?;
@@ -195,6 +225,72 @@ impl Coord {
                 "the report made no commit; run the command again".into(),
             ))
         })
+    }
+
+    /// Writes a result reading only the files of task `id` and the profiles (the other task
+    /// files by name), without recording anyone's changes: done when the plan touches only
+    /// files exactly as committed and the task has no copy elsewhere; None (nothing done,
+    /// the lock let go) when the report must go the whole way.
+    fn report_in_scope(
+        &self,
+        id: &TaskId,
+        verdict: &Verdict,
+        how: &How,
+    ) -> Result<Option<Reported>, Error> {
+        let _lock = self.lock(AGENT_WAIT)?;
+        let names = [format!("{id}.yaml"), format!("{id}.yml")];
+        let looked = |rel: &str| {
+            rel.starts_with("agents/")
+                || rel
+                    .rsplit('/')
+                    .next()
+                    .is_some_and(|name| names.iter().any(|n| n == name))
+        };
+        let board = self.store.load_scoped(&looked)?;
+        let result = verdict.to_value();
+        let report = self.report_of(&result, how);
+        let Ok(done) = commands::report(&board, &self.inputs(), id, report) else {
+            return Ok(None);
+        };
+        if !self.store.plan_stays_in_scope(&board, &done.plan)? {
+            return Ok(None);
+        }
+        self.emit(super::Event::Detail(
+            "read the task's files and the profiles only; nothing to record",
+        ));
+        Ok(Some(self.apply_report(&self.store, done)?.1))
+    }
+
+    /// Returns the report of `result` as `how` says.
+    fn report_of<'a>(&'a self, result: &Value, how: &How) -> Report<'a> {
+        let signer: Option<&dyn Signer> = how.sign.then(|| self.keys() as &dyn Signer);
+        Report {
+            result: result.clone(),
+            signer,
+            fence: how.fence.clone(),
+            replace: how.replace,
+        }
+    }
+
+    /// Applies a report's plan on `store` (the caller holds the lock); returns the commits
+    /// and what became of the result. A stale report's commit is the history entry, so it
+    /// is not shown as applied: the refusal says the rest.
+    fn apply_report(
+        &self,
+        store: &Store,
+        done: commands::Reported,
+    ) -> Result<(usize, Reported), Error> {
+        let silent: Sink = Box::new(|_| {});
+        let sink = match done.outcome {
+            Outcome::Stale(_) => &silent,
+            Outcome::Stamped { .. } => &self.sink,
+        };
+        let n = apply(store, sink, &done.plan, self.now, Origin::Command)?;
+        let reported = match done.outcome {
+            Outcome::Stamped { agent, attempt } => Reported::Written { agent, attempt },
+            Outcome::Stale(refused) => Reported::Stale(refused),
+        };
+        Ok((n, reported))
     }
 
     /// Extends the lease of an assigned task, here or on the tip of `remote` (see

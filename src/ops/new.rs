@@ -74,24 +74,57 @@ impl Coord {
                 "the title is empty; give the task a title".into(),
             ));
         }
+        if task.idempotency_key.is_none() && task.depends_on.is_empty() {
+            if let Some(created) = self.new_in_scope(task)? {
+                return Ok(created);
+            }
+        }
         let _lock = self.session(AGENT_WAIT)?;
         let (board, _) = self.store.load()?;
         if let Some(existing) = same_key(&board, task) {
             return Ok(existing);
         }
+        let (plan, created) = self.plan_new(&board, task)?;
+        self.write_new(&plan)?;
+        Ok(created)
+    }
+
+    /// Writes a task without dependencies or idempotency key reading only the profiles (the
+    /// task files by name: its id must be new), without recording anyone's changes: done
+    /// when nothing is at the new file's path, on disk, in HEAD or in the index; None
+    /// (nothing done, the lock let go) when `new` must go the whole way.
+    fn new_in_scope(&self, task: &NewTask) -> Result<Option<Created>, Error> {
+        let _lock = self.lock(AGENT_WAIT)?;
+        let board = self.store.load_scoped(&|rel| rel.starts_with("agents/"))?;
+        let Ok((plan, created)) = self.plan_new(&board, task) else {
+            return Ok(None);
+        };
+        if !self.store.plan_stays_in_scope(&board, &plan)? {
+            return Ok(None);
+        }
+        self.emit(super::Event::Detail(
+            "read the profiles and the task files' names only; nothing to record",
+        ));
+        self.write_new(&plan)?;
+        Ok(Some(created))
+    }
+
+    /// Returns the plan writing `task` into the inbox under a fresh id (or its own), checked
+    /// as the tick will check it, and what it creates.
+    fn plan_new(&self, board: &Board, task: &NewTask) -> Result<(Plan, Created), Error> {
         let id = match &task.id {
-            Some(id) if !board.find(id).is_empty() => {
+            Some(id) if board.has_id(id) => {
                 return Err(Error::Refused(format!(
                     "a task with id '{id}' already exists; pick another --id"
                 )))
             }
             Some(id) => id.clone(),
-            None => fresh_id(&task.title, |id| !board.find(id).is_empty())?,
+            None => fresh_id(&task.title, |id| board.has_id(id))?,
         };
-        check_names(&board, task)?;
+        check_names(board, task)?;
         let path = format!("{}/inbox/{id}.yaml", self.store.work_dir());
         let text = task_text(task);
-        self.check_text(&board, &id, &text)?;
+        self.check_text(board, &id, &text)?;
         let t = Transition {
             subject: id.to_string(),
             from: Endpoint::New,
@@ -109,20 +142,19 @@ impl Coord {
                 pre: None,
             }),
         };
-        let silent: super::Sink = Box::new(|_| {});
-        super::apply(
-            &self.store,
-            &silent,
-            &Plan::one(t),
-            self.now,
-            Origin::Command,
-        )?;
-        Ok(Created {
+        let created = Created {
             id,
             path,
             created: true,
             same: true,
-        })
+        };
+        Ok((Plan::one(t), created))
+    }
+
+    /// Applies the plan of a new task (the caller holds the lock).
+    fn write_new(&self, plan: &Plan) -> Result<(), Error> {
+        let silent: super::Sink = Box::new(|_| {});
+        super::apply(&self.store, &silent, plan, self.now, Origin::Command).map(drop)
     }
 
     /// Refuses a task the schema or the cross-task checks would reject.

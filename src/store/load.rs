@@ -46,11 +46,32 @@ impl Store {
     /// its nodes (for reports such as `coord validate`); refreshes the stat cache.
     pub fn load_fresh(&self) -> Result<(Board, Loaded), StoreError> {
         let walked = self.walk_work()?;
-        self.build(walked, StatCache::empty(self.schema_salt))
+        self.build(walked, StatCache::empty(self.schema_salt), Save::Yes)
+    }
+
+    /// Loads the task files of `work/` whose work-relative path `looked` takes, as
+    /// [`Store::load`] does, and only the ids of the others, from their folders' listings
+    /// ([`walk::walk_in`]: no lstat, no read): what a single-task command needs from the
+    /// folders it does not act on. The stat cache is used, never rewritten (it would lose
+    /// the entries of the files left unread).
+    pub fn load_scoped(&self, looked: &dyn Fn(&str) -> bool) -> Result<Board, StoreError> {
+        let walked = self.walk_work_in(looked)?;
+        let unread: Vec<TaskId> = walked.unread.iter().filter_map(|r| task_id_of(r)).collect();
+        let cache = StatCache::read(&self.cache_path(), self.schema_salt);
+        let (mut board, _) = self.build(walked, cache, Save::No)?;
+        board.unread = unread;
+        Ok(board)
     }
 
     /// Walks `work/` (see [`Walk`]) without reading any file.
     pub fn walk_work(&self) -> Result<Walk, StoreError> {
+        let walked = self.walk_work_in(&|_| true)?;
+        self.fullest.set(walked.fullest_folder());
+        Ok(walked)
+    }
+
+    /// Walks `work/` looking only at the files `looked` takes ([`walk::walk_in`]).
+    fn walk_work_in(&self, looked: &dyn Fn(&str) -> bool) -> Result<Walk, StoreError> {
         use rustix::fs::FileType;
         let work = self.abs(self.work_dir());
         match super::fsutil::file_type(self.root(), self.work_dir()) {
@@ -63,15 +84,13 @@ impl Store {
             Err(e) => return Err(io_err(&work)(e)),
             _ => return Err(StoreError::NoWorkDir { path: work }),
         }
-        let walked = walk::walk(&work).map_err(|(p, e)| io_err(&p)(e))?;
-        self.fullest.set(walked.fullest_folder());
-        Ok(walked)
+        walk::walk_in(&work, looked).map_err(|(p, e)| io_err(&p)(e))
     }
 
     /// Loads the snapshot a walk of `work/` found, as [`Store::load`].
     pub fn load_walked(&self, walked: Walk) -> Result<(Board, Loaded), StoreError> {
         let cache = StatCache::read(&self.cache_path(), self.schema_salt);
-        self.build(walked, cache)
+        self.build(walked, cache, Save::Yes)
     }
 
     /// Walks and loads `work/` as [`Store::load`], taking only the window of the inbox after
@@ -110,8 +129,14 @@ impl Store {
         self.repo.git_dir().join(cache::PATH)
     }
 
-    /// Reads the files of a walk (from `cache` when their key matches) into a board.
-    fn build(&self, walked: Walk, mut cache: StatCache) -> Result<(Board, Loaded), StoreError> {
+    /// Reads the files of a walk (from `cache` when their key matches) into a board; with
+    /// `Save::Yes`, writes the cache again when it missed or dropped enough entries.
+    fn build(
+        &self,
+        walked: Walk,
+        mut cache: StatCache,
+        save: Save,
+    ) -> Result<(Board, Loaded), StoreError> {
         let limits = Limits::default();
         let settle = self.settle_rule(&self.seen_complete);
         // The key of every file the new cache may keep: hits and files read from disk.
@@ -170,14 +195,16 @@ impl Store {
             .ok()
             .and_then(|h| h.oid)
             .map(|o| o.to_string());
-        let cached = (&board.tasks[..], &board.agents);
-        cache.save(
-            &self.cache_path(),
-            cached,
-            self.work_dir(),
-            &keys,
-            walked.listing.start(),
-        );
+        if save == Save::Yes {
+            let cached = (&board.tasks[..], &board.agents);
+            cache.save(
+                &self.cache_path(),
+                cached,
+                self.work_dir(),
+                &keys,
+                walked.listing.start(),
+            );
+        }
         board
             .problems
             .extend(walked.symlinks.into_iter().map(|rel| Problem {
@@ -285,6 +312,13 @@ impl Store {
         let text = String::from_utf8(bytes.to_vec()).ok()?;
         crate::yaml::set_block(&text, &doc, "coord", &coord).ok()
     }
+}
+
+/// Whether a load may write the stat cache again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Save {
+    Yes,
+    No,
 }
 
 /// Returns whether some line of a file starts a `coord:` key (at any indentation).

@@ -16,6 +16,7 @@ mod indexed;
 pub mod inject;
 mod load;
 mod quiet;
+mod scoped;
 mod settle;
 pub use settle::Written;
 mod skipped;

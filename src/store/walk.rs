@@ -27,6 +27,9 @@ pub struct Walk {
     pub listing: Listing,
     /// Inbox files left out of `files` by [`Walk::window_inbox`], work-relative.
     pub held: Vec<String>,
+    /// Regular files a scoped walk ([`walk_in`]) named without looking at them,
+    /// work-relative: outside the folders a single-task command reads.
+    pub unread: Vec<String>,
 }
 
 /// How many inbox files one window of a tick takes (see [`Walk::window_inbox`]).
@@ -113,69 +116,83 @@ impl Named {
     }
 }
 
-/// Walks the folder `work` (absolute).
-pub fn walk(work: &Path) -> Result<Walk, WalkError> {
+/// Walks the folder `work` (absolute), looking only at the regular files whose work-relative
+/// path `looked` takes: the others are named in [`Walk::unread`] from their folder's listing,
+/// without an lstat each. Such a walk cannot vouch for `work/` (its listing is incomplete).
+pub fn walk_in(work: &Path, looked: &dyn Fn(&str) -> bool) -> Result<Walk, WalkError> {
     let mut found = Walk {
         files: Vec::new(),
         agent_dirs: Vec::new(),
         symlinks: Vec::new(),
         listing: Listing::new(SystemTime::now()),
         held: Vec::new(),
+        unread: Vec::new(),
     };
     let fd = rustix::fs::open(work, DIR_FLAGS, Mode::empty()).map_err(walk_error(work, ""))?;
-    visit_dir(fd, "", 0, work, &mut found)?;
+    let mut at = At {
+        work,
+        looked,
+        found: &mut found,
+    };
+    at.visit_dir(fd, "", 0)?;
     Ok(found)
+}
+
+/// Where a walk is and what it found so far.
+struct At<'a> {
+    work: &'a Path,
+    looked: &'a dyn Fn(&str) -> bool,
+    found: &'a mut Walk,
 }
 
 fn walk_error<'a>(work: &'a Path, rel: &'a str) -> impl FnOnce(Errno) -> WalkError + 'a {
     move |e| (work.join(rel), e.into())
 }
 
-/// Visits the entries of the open folder `rel` in byte order of their names; looks at its
-/// files relative to it, so a symlink swapped in meanwhile is never followed.
-fn visit_dir(
-    fd: OwnedFd,
-    rel: &str,
-    depth: usize,
-    work: &Path,
-    found: &mut Walk,
-) -> Result<(), WalkError> {
-    let (dir, entries) = sorted_entries(fd, rel).map_err(walk_error(work, rel))?;
-    let fd = dir.fd().map_err(walk_error(work, rel))?;
-    let files: Vec<&str> = entries
-        .iter()
-        .filter(|e| e.kind == FileType::RegularFile)
-        .map(Named::name)
-        .collect();
-    let mut keys = stat_keys(fd, &files, threads_for(files.len())).into_iter();
-    found.files.reserve(files.len());
-    for entry in entries {
-        match entry.kind {
-            FileType::RegularFile => {
-                let key = keys.next().flatten();
-                found.listing.file(&entry.rel, key.as_ref());
-                found.files.push((entry.rel, key));
-            }
-            FileType::Symlink => {
-                found.listing.symlink(&entry.rel);
-                found.symlinks.push(entry.rel);
-            }
-            FileType::Directory if depth < MAX_DEPTH => {
-                if let Some(agent) = entry.rel.strip_prefix("assigned/") {
-                    found.agent_dirs.extend(AgentName::new(agent).ok());
+impl At<'_> {
+    /// Visits the entries of the open folder `rel` in byte order of their names; looks at
+    /// its files relative to it, so a symlink swapped in meanwhile is never followed.
+    fn visit_dir(&mut self, fd: OwnedFd, rel: &str, depth: usize) -> Result<(), WalkError> {
+        let work = self.work;
+        let (dir, entries) = sorted_entries(fd, rel).map_err(walk_error(work, rel))?;
+        let fd = dir.fd().map_err(walk_error(work, rel))?;
+        let looked = |e: &&Named| e.kind == FileType::RegularFile && (self.looked)(&e.rel);
+        let files: Vec<&str> = entries.iter().filter(looked).map(Named::name).collect();
+        let mut keys = stat_keys(fd, &files, threads_for(files.len())).into_iter();
+        self.found.files.reserve(files.len());
+        for entry in entries {
+            let found = &mut *self.found;
+            match entry.kind {
+                FileType::RegularFile if (self.looked)(&entry.rel) => {
+                    let key = keys.next().flatten();
+                    found.listing.file(&entry.rel, key.as_ref());
+                    found.files.push((entry.rel, key));
                 }
-                match rustix::fs::openat(fd, entry.name(), DIR_FLAGS, Mode::empty()) {
-                    Ok(sub) => visit_dir(sub, &entry.rel, depth + 1, work, found)?,
-                    // Gone or replaced since the folder was read: the next walk sees it.
-                    Err(Errno::NOENT | Errno::LOOP | Errno::NOTDIR) => found.listing.unwalked(),
-                    Err(e) => return Err(walk_error(work, &entry.rel)(e)),
+                FileType::RegularFile => {
+                    found.listing.unwalked();
+                    found.unread.push(entry.rel);
                 }
+                FileType::Symlink => {
+                    found.listing.symlink(&entry.rel);
+                    found.symlinks.push(entry.rel);
+                }
+                FileType::Directory if depth < MAX_DEPTH => {
+                    if let Some(agent) = entry.rel.strip_prefix("assigned/") {
+                        found.agent_dirs.extend(AgentName::new(agent).ok());
+                    }
+                    match rustix::fs::openat(fd, entry.name(), DIR_FLAGS, Mode::empty()) {
+                        Ok(sub) => self.visit_dir(sub, &entry.rel, depth + 1)?,
+                        // Gone or replaced since the folder was read: the next walk sees it.
+                        Err(Errno::NOENT | Errno::LOOP | Errno::NOTDIR) => found.listing.unwalked(),
+                        Err(e) => return Err(walk_error(work, &entry.rel)(e)),
+                    }
+                }
+                FileType::Directory => found.listing.unwalked(),
+                _ => {}
             }
-            FileType::Directory => found.listing.unwalked(),
-            _ => {}
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Reads the open folder `rel`: its entries in byte order of their names, leaving out `.`,
@@ -312,7 +329,7 @@ mod tests {
         }
         write(work, "assigned/bot/deep/e.txt", "not walked");
         symlink(work.join("a/x.yaml"), work.join("ready/link.yaml")).expect("symlink");
-        let found = walk(work).expect("walk");
+        let found = walk_in(work, &|_| true).expect("walk");
         let mut expected: Vec<&str> = rels.iter().map(String::as_str).collect();
         expected.sort_by(|a, b| crate::store::cache::walk_order(a, b));
         let listed: Vec<&str> = found.files.iter().map(|(rel, _)| rel.as_str()).collect();
@@ -330,6 +347,28 @@ mod tests {
         assert_eq!(found.symlinks, ["ready/link.yaml"]);
         let agents: Vec<&str> = found.agent_dirs.iter().map(AgentName::as_str).collect();
         assert_eq!(agents, ["bot"]);
+    }
+
+    #[test]
+    fn a_scoped_walk_names_the_files_it_does_not_look_at() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let work = dir.path();
+        for rel in [
+            "ready/a.yaml",
+            "done/b.yaml",
+            "archive/2026-07/c.yaml",
+            "agents/p.yaml",
+        ] {
+            write(work, rel, "x");
+        }
+        let found = walk_in(work, &|rel| rel.starts_with("ready/")).expect("walk");
+        let looked: Vec<&str> = found.files.iter().map(|(rel, _)| rel.as_str()).collect();
+        assert_eq!(looked, ["ready/a.yaml"]);
+        assert!(found.files[0].1.is_some(), "looked at");
+        assert_eq!(
+            found.unread,
+            ["agents/p.yaml", "archive/2026-07/c.yaml", "done/b.yaml"]
+        );
     }
 
     #[test]

@@ -33,6 +33,7 @@ mod perf_cache;
 mod resilience;
 mod scale;
 mod schemas;
+mod scoped;
 mod serve;
 mod serve_memory;
 mod ship;

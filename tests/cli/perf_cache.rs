@@ -350,6 +350,13 @@ fn command_skips_the_scan(r: &TestRepo, args: &[&str]) -> bool {
     String::from_utf8_lossy(&out.stderr).contains("scan skipped")
 }
 
+/// Returns the arguments of a `coord new` of task `id` that goes the whole way (an
+/// idempotency key makes it look at every task): it records people's changes first, trusting
+/// the vouch the last operation left when it holds, and leaves one for the next operation.
+fn full_new(id: &str) -> [&str; 6] {
+    ["new", "Task by key", "--id", id, "--idempotency-key", id]
+}
+
 /// A repo with a pull agent `p` (up to 10 tasks at once) and ten ready tasks `t0`..`t9`,
 /// where the last command left a vouch.
 fn ready_for_commands() -> TestRepo {
@@ -360,7 +367,7 @@ fn ready_for_commands() -> TestRepo {
     r.ok(&["tick"]);
     std::thread::sleep(Duration::from_millis(200));
     // Every stamp settled, the command's walk vouches for every file: it leaves a vouch.
-    r.ok(&["new", "Warm-up task", "--id", "warmup"]);
+    r.ok(&full_new("warmup"));
     assert!(
         r.exists(".git/coord/clean-vouch"),
         "a vouch after the warm-up"
@@ -368,19 +375,16 @@ fn ready_for_commands() -> TestRepo {
     r
 }
 
-/// Issue 15: a single-task command after coord's own commits trusts the vouch they left
-/// instead of scanning all of `work/` (what made `coord claim` several times `git mv` +
+/// Issue 15: a command going the whole way after coord's own commits trusts the vouch they
+/// left instead of scanning all of `work/` (what made `coord claim` several times `git mv` +
 /// `git commit` on 10,000 tasks), and leaves one for the next command in turn.
 #[test]
-fn single_task_commands_after_coords_own_commits_skip_the_status_scan() {
+fn commands_after_coords_own_commits_skip_the_status_scan() {
     let r = ready_for_commands();
     let before = recordings(&r);
-    assert!(command_skips_the_scan(&r, &["new", "Fresh task"]));
-    assert!(command_skips_the_scan(&r, &["claim", "--agent", "p"]));
-    assert!(r.where_is("t0").starts_with("work/assigned/p/"));
-    let complete = ["complete", "t0", "--agent", "p", "--attempt", "1"];
-    assert!(command_skips_the_scan(&r, &complete));
-    assert!(command_skips_the_scan(&r, &["new", "Another task"]));
+    assert!(command_skips_the_scan(&r, &full_new("fresh")));
+    assert!(command_skips_the_scan(&r, &full_new("another")));
+    assert!(command_skips_the_scan(&r, &["tick"]));
     assert_eq!(r.git_status(), "");
     assert_eq!(recordings(&r), before, "nothing was anyone else's");
 }
@@ -429,7 +433,7 @@ fn a_persons_change_before_a_command_is_recorded_as_theirs() {
         // A command whose own commit leaves the vouch the next one would trust (every other
         // stamp settled first, so that its walk vouches for every file).
         std::thread::sleep(Duration::from_millis(200));
-        r.ok(&["new", "Last task", "--id", &format!("last{i}")]);
+        r.ok(&full_new(&format!("last{i}")));
         assert!(
             r.exists(".git/coord/clean-vouch"),
             "{what}: no vouch to trust"
@@ -438,7 +442,7 @@ fn a_persons_change_before_a_command_is_recorded_as_theirs() {
         change(&r, i);
         // Past the racy window, only the vouch's stat keys tell the change apart.
         std::thread::sleep(Duration::from_millis(200));
-        let skipped = command_skips_the_scan(&r, &["claim", "--agent", "p"]);
+        let skipped = command_skips_the_scan(&r, &full_new(&format!("probe{i}")));
         let (changed, committed) = (i > 0, (1..7).contains(&i));
         assert_eq!(skipped, !changed, "{what}: scan skipped");
         assert_eq!(recordings(&r), before + usize::from(committed), "{what}");
@@ -454,11 +458,11 @@ fn without_file_modes_a_chmod_is_no_change_for_the_vouch_either() {
     let r = ready_for_commands();
     r.git(&["config", "core.fileMode", "false"]);
     std::thread::sleep(Duration::from_millis(200));
-    r.ok(&["new", "Vouching task", "--id", "vouching"]);
+    r.ok(&full_new("vouching"));
     make_executable(&r.abs("work/inbox/vouching.yaml"));
     assert_eq!(status_unrefreshed(&r), "", "git ignores the mode");
     std::thread::sleep(Duration::from_millis(200));
-    assert!(command_skips_the_scan(&r, &["claim", "--agent", "p"]));
+    assert!(command_skips_the_scan(&r, &full_new("probe")));
     assert_eq!(r.git_status(), "");
 }
 
@@ -488,12 +492,12 @@ fn a_config_change_seen_from_a_linked_worktree_is_scanned_for() {
     linked.ok(&["tick"]);
     make_executable(&linked.abs("work/ready/t9.yaml"));
     std::thread::sleep(Duration::from_millis(200));
-    linked.ok(&["new", "Vouching task", "--id", "vouching"]);
+    linked.ok(&full_new("vouching"));
     // Read without refreshing the index: a refresh that rewrites it voids the vouch.
     assert_eq!(status_unrefreshed(&linked), "", "git ignores the mode yet");
     std::thread::sleep(Duration::from_millis(200));
     assert!(
-        command_skips_the_scan(&linked, &["new", "Control task"]),
+        command_skips_the_scan(&linked, &full_new("control")),
         "a vouch holds in a linked worktree"
     );
     r.git(&["config", "core.fileMode", "true"]);
@@ -502,7 +506,7 @@ fn a_config_change_seen_from_a_linked_worktree_is_scanned_for() {
         "the mode shows now"
     );
     std::thread::sleep(Duration::from_millis(200));
-    assert!(!command_skips_the_scan(&linked, &["new", "Next task"]));
+    assert!(!command_skips_the_scan(&linked, &full_new("next")));
     assert_eq!(linked.git_status(), "");
 }
 
@@ -519,13 +523,13 @@ fn a_setting_from_an_included_config_file_is_scanned_for() {
     r.git(&["config", "include.path", included.to_str().expect("utf8")]);
     make_executable(&r.abs("work/ready/t9.yaml"));
     std::thread::sleep(Duration::from_millis(200));
-    r.ok(&["new", "Vouching task", "--id", "vouching"]);
+    r.ok(&full_new("vouching"));
     assert!(r.exists(".git/coord/clean-vouch"), "a vouch to trust");
     assert_eq!(r.git_status(), "", "git ignores the mode yet");
     std::fs::write(&included, "[core]\n\tfileMode = true\n").expect("write");
     assert!(!status_unrefreshed(&r).is_empty(), "the mode shows now");
     std::thread::sleep(Duration::from_millis(200));
-    assert!(!command_skips_the_scan(&r, &["new", "Next task"]));
+    assert!(!command_skips_the_scan(&r, &full_new("next")));
     assert_eq!(r.git_status(), "");
 }
 
