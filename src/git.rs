@@ -26,7 +26,7 @@ use commit::check_path;
 pub use commit::{IndexHold, IndexWritten, Staged};
 pub use edit::PathChange;
 pub use git2::Oid;
-pub use history::{recorded, Recorded};
+pub use history::{recorded, OnDisk, Recorded};
 pub use index_file::{EntryStat, IndexFile};
 pub use pack::PACK_LOOSE_FROM;
 pub use rewrite::LocalCommit;

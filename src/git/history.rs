@@ -256,6 +256,10 @@ pub(super) fn checksum_of(path: &Path) -> Option<[u8; 32]> {
     tail[12..].iter().any(|&b| b != 0).then_some(tail)
 }
 
+/// A file as the work tree has it: its bytes and whether its owner may execute it; None
+/// when there is none.
+pub type OnDisk<'a> = Option<(&'a [u8], bool)>;
+
 impl Repo {
     /// Returns whether each of `files` (a repo-relative path with its bytes in the work tree
     /// and whether it is executable there; None when absent) is exactly as HEAD has it and as
@@ -265,7 +269,7 @@ impl Repo {
     pub fn as_committed(
         &self,
         prefix: &str,
-        files: &[(&str, Option<(&[u8], bool)>)],
+        files: &[(&str, OnDisk<'_>)],
     ) -> Result<bool, GitError> {
         let index = self.repo.index().map_err(ctx("cannot read the index"))?;
         let skipped = |e: git2::IndexEntry| {

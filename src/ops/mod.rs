@@ -283,6 +283,8 @@ impl Coord {
         store.repo.refuse_unfinished()?;
         let say = &mut |line: &str| self.emit(Event::Status(&format!("coord: {line}")));
         let guard = lock::acquire_saying(store.repo.git_dir(), self.wait.unwrap_or(default), say)?;
+        // A walk an earlier operation kept and did not load is stale now.
+        store.keep_walk(None);
         if guard.previous_killed() {
             self.emit_lines(&store.remove_temp_objects()?);
         }
@@ -378,5 +380,7 @@ pub(crate) fn apply(
     })?;
     store.finish()?;
     store.leave_vouch();
+    // The walk a session kept shows `work/` before these commits: a later load walks again.
+    store.keep_walk(None);
     Ok(n)
 }

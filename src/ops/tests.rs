@@ -443,3 +443,29 @@ fn a_load_from_the_stat_cache_holds_no_task_text() {
         );
     }
 }
+
+/// An operation that recorded people's changes keeps its walk for its own load only: a later
+/// operation of the same `Coord` (an embedder's, a test's) reads `work/` as it is then.
+#[test]
+fn a_later_operation_never_reads_the_walk_an_earlier_one_kept() {
+    let t = tempfile::tempdir().expect("tempdir");
+    init(t.path());
+    // alice's profile committed: the session below records nothing and keeps its walk.
+    open(t.path()).tick().expect("tick");
+    let coord = open(t.path());
+    let bob = super::NewAgent {
+        name: crate::model::AgentName::new("bob").expect("name"),
+        capabilities: vec!["code".into()],
+        max_active: 1,
+        pull: false,
+    };
+    coord.add_agent(&bob).expect("add");
+    let status = coord.status(None).expect("status");
+    let agents: Vec<&str> = status.board["agents"]
+        .as_array()
+        .expect("agents")
+        .iter()
+        .filter_map(|a| a["name"].as_str())
+        .collect();
+    assert_eq!(agents, ["alice", "bob"], "the profile add_agent wrote");
+}
