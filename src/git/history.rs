@@ -263,31 +263,21 @@ pub type OnDisk<'a> = Option<(&'a [u8], bool)>;
 impl Repo {
     /// Returns whether each of `files` (a repo-relative path with its bytes in the work tree
     /// and whether it is executable there; None when absent) is exactly as HEAD has it and as
-    /// the index stages it, and no index entry under `prefix` is flagged skip-worktree: a
-    /// commit of only these paths then carries no change anyone else made and drops nobody's
-    /// staged change. False on any doubt (a file that does not hash, a mode git may ignore).
-    pub fn as_committed(
-        &self,
-        prefix: &str,
-        files: &[(&str, OnDisk<'_>)],
-    ) -> Result<bool, GitError> {
-        let index = self.repo.index().map_err(ctx("cannot read the index"))?;
-        let skipped = |e: git2::IndexEntry| {
-            e.flags_extended & SKIP_WORKTREE != 0 && e.path.starts_with(prefix.as_bytes())
-        };
-        if index.version() >= 3 && index.iter().any(skipped) {
+    /// the index stages it, and no index entry is one git does not compare with the work tree
+    /// (skip-worktree: a sparse checkout; assume-unchanged; intent-to-add): a commit of only
+    /// these paths then carries no change anyone else made and drops nobody's staged change.
+    /// False on any doubt (a file that does not hash, a mode git may ignore).
+    pub fn as_committed(&self, files: &[(&str, OnDisk<'_>)]) -> Result<bool, GitError> {
+        let Some(staged) = self.staged_plainly(files)? else {
             return Ok(false);
-        }
+        };
         let tree = match self.resolve_head()?.oid {
             Some(oid) => Some(self.tree_of(oid)?),
             None => None,
         };
-        for (path, disk) in files {
+        for ((path, disk), staged) in files.iter().zip(staged) {
             let head = tree.as_ref().and_then(|t| t.get_path(Path::new(path)).ok());
-            let head = head.map(|e| (e.id(), e.filemode()));
-            let staged = index
-                .get_path(Path::new(path), 0)
-                .map(|e| (e.id, e.mode as i32));
+            let head = head.map(|e| (e.id(), e.filemode() as u32));
             let disk = match disk {
                 Some((bytes, executable)) => {
                     let Ok(oid) = Oid::hash_object(git2::ObjectType::Blob, bytes) else {
@@ -304,7 +294,38 @@ impl Repo {
         }
         Ok(true)
     }
+
+    /// Returns the blob id and mode the index stages at each of `files`' paths (None for a
+    /// path it does not have), or None when an entry of the index is one git does not
+    /// compare with the work tree.
+    fn staged_plainly(
+        &self,
+        files: &[(&str, OnDisk<'_>)],
+    ) -> Result<Option<Vec<Option<(Oid, u32)>>>, GitError> {
+        if let Some(index) = self.index_file() {
+            if index.entries().any(|e| e.special) {
+                return Ok(None);
+            }
+            let staged = files.iter().map(|(p, _)| index.get(p));
+            return Ok(Some(staged.map(|e| e.map(|e| (e.id, e.mode))).collect()));
+        }
+        let mut index = self.repo.index().map_err(ctx("cannot open the index"))?;
+        index.read(false).map_err(ctx("cannot read the index"))?;
+        let special = |e: git2::IndexEntry| {
+            e.flags & ASSUME_VALID != 0 || e.flags_extended & (SKIP_WORKTREE | INTENT_TO_ADD) != 0
+        };
+        if index.iter().any(special) {
+            return Ok(None);
+        }
+        let staged = files.iter().map(|(p, _)| index.get_path(Path::new(p), 0));
+        Ok(Some(staged.map(|e| e.map(|e| (e.id, e.mode))).collect()))
+    }
 }
+
+/// The assume-unchanged bit of an index entry's flags (`CE_VALID`).
+const ASSUME_VALID: u16 = 0x8000;
+/// The intent-to-add bit of an index entry's extended flags (`CE_INTENT_TO_ADD`).
+const INTENT_TO_ADD: u16 = 1 << 13;
 
 /// The index entries git flags skip-worktree (sparse checkouts, `git update-index
 /// --skip-worktree`): git takes such a file as it is in the index whatever the work tree

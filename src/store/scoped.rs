@@ -35,8 +35,7 @@ impl Store {
             .iter()
             .map(|(p, f)| (*p, f.as_ref().map(|(b, x)| (&b[..], *x))))
             .collect();
-        let prefix = format!("{}/", self.work_dir());
-        Ok(self.repo.as_committed(&prefix, &files)?)
+        Ok(self.repo.as_committed(&files)?)
     }
 
     /// Returns a repo-relative file's bytes and whether its owner may execute it, None when
