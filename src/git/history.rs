@@ -301,7 +301,7 @@ impl Repo {
     fn staged_plainly(
         &self,
         files: &[(&str, OnDisk<'_>)],
-    ) -> Result<Option<Vec<Option<(Oid, u32)>>>, GitError> {
+    ) -> Result<Option<Vec<StagedAt>>, GitError> {
         if let Some(index) = self.index_file() {
             if index.entries().any(|e| e.special) {
                 return Ok(None);
@@ -321,6 +321,9 @@ impl Repo {
         Ok(Some(staged.map(|e| e.map(|e| (e.id, e.mode))).collect()))
     }
 }
+
+/// The blob id and mode the index stages at a path; None when it has no entry there.
+type StagedAt = Option<(Oid, u32)>;
 
 /// The assume-unchanged bit of an index entry's flags (`CE_VALID`).
 const ASSUME_VALID: u16 = 0x8000;
