@@ -35,11 +35,13 @@ pub struct TaskFile {
 }
 
 /// Returns whether `file` is a new inbox file reusing the id of the other `live` files of its
-/// id: it is in `inbox/` and none of them has its file name. A copy under the same name is
-/// rather a moved file reappearing at its old path (an editor saving it), which SPEC 3.11
-/// keeps and reports as a duplicate.
+/// id: it is in `inbox/`, settled, and none of them has its file name. A copy under the same
+/// name is rather a moved file reappearing at its old path (an editor saving it), which SPEC
+/// 3.11 keeps and reports as a duplicate; a file still being written is judged once it
+/// settles.
 pub fn reuses_a_taken_id(file: &TaskFile, live: &[&TaskFile]) -> bool {
     file.folder.state == State::Inbox
+        && !matches!(file.stand_in, Some(StandIn::Settling(_)))
         && live.len() > 1
         && live
             .iter()

@@ -4,6 +4,7 @@
 
 use super::retry::fnv1a;
 use super::world::{Entry, World};
+use crate::check::Task;
 use crate::model::{AgentName, CoordBlock, Folder, NextAgent, State, TaskId};
 use crate::yaml;
 use serde_json::{json, Map, Value};
@@ -60,44 +61,75 @@ pub fn child_id(parent: &TaskId, suffix: &str) -> TaskId {
         return id;
     }
     let head: String = parent.as_str().chars().take(100).collect();
+    // A cut right after a `.` would make `..`, which no id may hold.
+    let head = head.trim_end_matches('.');
     let hashed = format!("{head}.{:016x}", fnv1a(plain.as_bytes()));
     TaskId::new(&hashed).unwrap_or_else(|_| parent.clone())
 }
 
-/// Returns the id of `parent`'s step `suffix` (a child for an agent, or `join`) and whether
-/// that step exists already: the plain id ([`child_id`]), or, while another task holds it (a
-/// person named a task so), the first of `<id>.2`, `<id>.3`, … that is free or is the step.
-/// The same board gives the same id, so a repeated pass finds the step it made. None only if
-/// the candidates run out (ids too long to vary).
-fn step_id(w: &World<'_>, parent: &TaskId, suffix: &str) -> Option<(TaskId, bool)> {
-    (1..=w.all_ids.len() + 1)
-        .map(|n| match n {
-            1 => child_id(parent, suffix),
-            n => child_id(parent, &format!("{suffix}.{n}")),
-        })
-        .find_map(|id| match w.all_ids.contains(&id) {
-            false => Some((id, false)),
-            true if is_step_of(w, &id, parent) => Some((id, true)),
-            true => None,
-        })
+/// One step a handoff makes of a parent: the child for an agent, or the join task of a
+/// fan-out (which waits on the children, and no child does).
+#[derive(Clone, Copy)]
+enum StepOf<'s> {
+    Child(&'s AgentName),
+    Join(&'s AgentName),
 }
 
-/// Returns whether a file of `id` (planned this pass, or on the board) names `parent` as its
-/// handoff parent.
-fn is_step_of(w: &World<'_>, id: &TaskId, parent: &TaskId) -> bool {
-    let names = |coord: &CoordBlock| coord.parent.as_ref() == Some(parent);
-    w.entries.get(id).is_some_and(|e| names(&e.task.coord))
+/// Returns the id of `parent`'s step `step` (id suffix `suffix`) and whether that step exists
+/// already. The candidates are the plain id ([`child_id`]) then `<id>.2`, `<id>.3`, …: a
+/// task among them that is this step (see [`is_step`]) is the step, wherever it is in the
+/// run of taken candidates after the plain id; else the first free candidate is the new
+/// step's id (a person may have named a task like the step). The same board gives the same
+/// answer, so a repeated pass finds the step it made. None only if the candidates run out.
+fn step_id(
+    w: &World<'_>,
+    parent: &TaskId,
+    suffix: &str,
+    step: StepOf<'_>,
+) -> Option<(TaskId, bool)> {
+    let mut free = None;
+    for n in 1..=w.all_ids.len() + 1 {
+        let id = match n {
+            1 => child_id(parent, suffix),
+            n => child_id(parent, &format!("{suffix}.{n}")),
+        };
+        if !w.all_ids.contains(&id) {
+            if n > 1 {
+                return Some((free.unwrap_or(id), false));
+            }
+            free = Some(id);
+        } else if is_step(w, &id, parent, step) {
+            return Some((id, true));
+        }
+    }
+    free.map(|id| (id, false))
+}
+
+/// Returns whether a file of `id` (planned this pass, or on the board) is `parent`'s `step`:
+/// its `coord.parent` names the parent, its `agent` is the step's, and it waits on other
+/// tasks exactly when the step is a join.
+fn is_step(w: &World<'_>, id: &TaskId, parent: &TaskId, step: StepOf<'_>) -> bool {
+    let (agent, join) = match step {
+        StepOf::Child(a) => (a, false),
+        StepOf::Join(a) => (a, true),
+    };
+    let is = |task: &Task| {
+        task.coord.parent.as_ref() == Some(parent)
+            && task.spec.agent.as_ref() == Some(agent)
+            && task.spec.depends_on.is_empty() != join
+    };
+    w.entries.get(id).is_some_and(|e| is(&e.task))
         || w.board
             .find(id)
             .iter()
-            .any(|f| f.read.as_ref().is_ok_and(|task| names(&task.coord)))
+            .any(|f| f.read.as_ref().is_ok_and(|task| is(task)))
 }
 
 /// Creates the children (and join task) of a task that just finished successfully.
 pub fn create_children(w: &mut World<'_>, e: &Entry, targets: &[AgentName]) {
     let mut created = Vec::new();
     for agent in targets {
-        let Some((id, exists)) = step_id(w, &e.id, agent.as_str()) else {
+        let Some((id, exists)) = step_id(w, &e.id, agent.as_str(), StepOf::Child(agent)) else {
             continue;
         };
         created.push(id.clone());
@@ -137,7 +169,7 @@ pub fn create_children(w: &mut World<'_>, e: &Entry, targets: &[AgentName]) {
 }
 
 fn create_join(w: &mut World<'_>, e: &Entry, join: &AgentName, children: &[TaskId]) {
-    let Some((id, false)) = step_id(w, &e.id, "join") else {
+    let Some((id, false)) = step_id(w, &e.id, "join", StepOf::Join(join)) else {
         return;
     };
     let results: Map<String, Value> = children

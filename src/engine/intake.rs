@@ -5,20 +5,23 @@
 
 use super::world::{ResultEdit, World};
 use super::{Op, Transition};
-use crate::board::TaskFile;
-use crate::check::{self, Context};
+use crate::board::{StandIn, TaskFile};
+use crate::check::{self, Context, Task};
 use crate::model::HistoryEntry;
 use crate::model::{AgentName, Authority, Folder, Review, State, TaskId};
 use crate::schema::Violation;
 
 /// Admits or rejects every inbox file.
 pub fn run(w: &mut World<'_>) {
-    reject_taken_ids(w);
+    let taken = std::mem::take(&mut w.taken);
+    reject_taken_ids(w, &taken);
     let board = w.board;
     let inbox: Vec<&TaskFile> = board
         .tasks
         .iter()
         .filter(|t| t.folder.state == State::Inbox)
+        .filter(|t| !matches!(t.stand_in, Some(StandIn::Settling(_))))
+        .filter(|t| !taken.iter().any(|(r, _)| r.path == t.path))
         .collect();
     // Every file is checked against the board as it was before any of them moved, so two
     // inbox files naming each other are both rejected with the cycle, not just the first.
@@ -28,13 +31,13 @@ pub fn run(w: &mut World<'_>) {
             Ok(task) if w.is_entry(f) => check::check_in_context(&f.id, task, &Ctx(w))
                 .iter()
                 .map(|(_, v)| v.render(&f.path))
+                .chain(on_a_rejected_id(task, &taken, &f.path))
                 .collect(),
             _ => Vec::new(),
         })
         .collect();
     for (f, lines) in inbox.into_iter().zip(findings) {
         match &f.read {
-            _ if w.taken.iter().any(|(t, _)| t.path == f.path) => {}
             Err(errors) => {
                 let lines = errors
                     .iter()
@@ -49,10 +52,29 @@ pub fn run(w: &mut World<'_>) {
     }
 }
 
+/// Returns a line for each dependency of `task` (the inbox file at `path`) naming an id
+/// whose new file this pass rejects as taken: which of the two tasks it means cannot be
+/// told, so the dependent is not let go against the old one.
+fn on_a_rejected_id(task: &Task, taken: &[(&TaskFile, Vec<String>)], path: &str) -> Vec<String> {
+    task.spec
+        .depends_on
+        .iter()
+        .filter_map(|d| taken.iter().find(|(f, _)| &f.id == d))
+        .map(|(f, holders)| {
+            let holder = holders.first().map_or("another file", String::as_str);
+            let message = format!(
+                "depends on '{}', whose new file {} is rejected in this pass (the id is taken by {holder}): give that task a free id, name it in depends_on, and move this file back to the inbox",
+                f.id, f.path
+            );
+            Violation::file(message).render(path)
+        })
+        .collect()
+}
+
 /// Sends each new inbox file whose id another file holds to invalid/ (SPEC 3.1: ids are
 /// unique across `work/`), naming the holder; the holder keeps the id and goes on.
-fn reject_taken_ids(w: &mut World<'_>) {
-    for (f, holders) in std::mem::take(&mut w.taken) {
+fn reject_taken_ids(w: &mut World<'_>, taken: &[(&TaskFile, Vec<String>)]) {
+    for (f, holders) in taken {
         let holder = holders.first().map_or("another file", String::as_str);
         let message =
             format!(

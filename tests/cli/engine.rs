@@ -242,10 +242,12 @@ fn a_hand_move_between_agents_is_adopted() {
 }
 
 /// SPEC 3.1: a new inbox file reusing a done task's id under another file name fails intake's
-/// unique-id check; it goes to invalid/ with its bytes, the done task keeps its id, and the
-/// tasks depending on it go on (they waited for ever while the copy sat in inbox/).
+/// unique-id check; it goes to invalid/ with its bytes and the done task keeps its id. A task
+/// sent in with it naming that id goes to invalid/ too (which d1 it means cannot be told);
+/// sent in again, it runs after the done d1. Before, the copy sat in inbox/ as a duplicate
+/// and the dependent waited for ever.
 #[test]
-fn a_new_inbox_file_reusing_a_done_tasks_id_is_rejected_and_its_dependents_go_on() {
+fn a_new_inbox_file_reusing_a_done_tasks_id_is_rejected_and_nothing_waits_for_ever() {
     let r = TestRepo::with_agents(&["alice"]);
     r.task("d1", "title: D1\n");
     r.ok(&["tick"]);
@@ -269,9 +271,14 @@ fn a_new_inbox_file_reusing_a_done_tasks_id_is_rejected_and_its_dependents_go_on
         "work/invalid/d1.yml:1:1: id 'd1' is taken by work/done/d1.yaml; rename this file to a \
          free id and move it back to work/inbox/\n"
     );
-    assert_eq!(r.where_is("e"), "work/assigned/alice/e.yaml");
+    assert!(r
+        .read("work/invalid/e.yaml.errors")
+        .contains("depends on 'd1', whose new file work/inbox/d1.yml is rejected in this pass"));
     let status = r.ok(&["status"]);
     assert!(!status.contains("duplicate"), "{status}");
+    std::fs::rename(r.abs("work/invalid/e.yaml"), r.abs("work/inbox/e.yaml")).expect("mv");
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("e"), "work/assigned/alice/e.yaml");
     assert_eq!(r.git_status(), "");
 }
 

@@ -223,3 +223,41 @@ fn files_that_are_not_tasks_are_listed_as_stray_and_never_committed() {
         .git(&["log", "--name-only", "--format="])
         .contains("scratch.bin"));
 }
+
+/// A committed inbox file being rewritten in place is, until it settles, its committed
+/// version standing in (SPEC 3.12): neither a committed copy reusing a taken id nor a
+/// committed invalid one is moved to invalid/ with its half-written bytes; each is rejected
+/// whole once it settles.
+#[test]
+fn a_committed_inbox_file_being_rewritten_is_not_rejected_before_it_settles() {
+    let r = repo();
+    r.task("d1", "title: d1\nagent: alice\n");
+    r.ok(&["tick"]);
+    r.ok(&["complete", "d1", "--agent", "alice", "--attempt", "1"]);
+    r.ok(&["tick"]);
+    r.write("work/inbox/d1.yml", "title: new d1\n");
+    r.write("work/inbox/bad.yaml", "title: [unclosed\n");
+    r.git(&["add", "-A", "work"]);
+    r.git(&["commit", "-qm", "a person's new files"]);
+    r.write_now("work/inbox/d1.yml", "title: new d1, now being rewri");
+    r.write_now("work/inbox/bad.yaml", "title: still bad, being rewri");
+    r.ok(&["tick"]);
+    for rel in ["work/inbox/d1.yml", "work/inbox/bad.yaml"] {
+        assert!(r.exists(rel), "{rel} moved before it settled");
+    }
+    assert!(!r.exists("work/invalid/d1.yml") && !r.exists("work/invalid/bad.yaml"));
+    append(&r, "work/inbox/d1.yml", "tten\n");
+    append(&r, "work/inbox/bad.yaml", "tten: [\n");
+    settle(&r, "work/inbox/d1.yml");
+    settle(&r, "work/inbox/bad.yaml");
+    r.ok(&["tick"]);
+    assert_eq!(
+        r.read("work/invalid/d1.yml"),
+        "title: new d1, now being rewritten\n"
+    );
+    assert_eq!(
+        r.read("work/invalid/bad.yaml"),
+        "title: still bad, being rewritten: [\n"
+    );
+    assert_eq!(r.git_status(), "");
+}

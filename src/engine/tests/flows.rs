@@ -498,6 +498,102 @@ fn a_handoff_whose_child_id_is_taken_by_another_task_takes_the_next_free_id() {
     assert_eq!(s.task("a.bob").coord.parent, None);
 }
 
+/// The step made at `<id>.2` is found again when the parent's completion runs again (a
+/// revert of "complete a") after the person's task holding the plain id is gone: no second
+/// step at the plain id.
+#[test]
+fn a_step_at_a_numbered_id_is_found_again_after_the_plain_id_is_freed() {
+    let mut s = sim_with(&["alice", "bob"]);
+    s.drop_task("a", "title: Draft\nagent: alice\nnext_agent: bob\n");
+    s.tick(at(0));
+    s.report("a", json!({"status": "success", "output": 1}));
+    s.drop_task("a.bob", "title: a person's task\nagent: alice\n");
+    let before = s.files.clone();
+    s.tick(at(60));
+    assert_eq!(s.task("a.bob.2").coord.parent, Some(tid("a")));
+    s.files
+        .retain(|p, _| !p.ends_with("/a.bob.yaml") && p != "done/a.yaml");
+    let assigned = "assigned/alice/a.yaml".to_string();
+    s.files.insert(assigned.clone(), before[&assigned].clone());
+    assert_eq!(summaries(&s.tick(at(120))), ["complete a"]);
+    assert_eq!(s.paths_of("a.bob"), Vec::<String>::new());
+}
+
+/// Steps are told apart by agent: with `p.alice` taken, alice's step is `p.alice.2`, which is
+/// also the plain id of agent `alice.2`'s step; that one takes the next free id, and the join
+/// waits on both.
+#[test]
+fn steps_for_agents_whose_names_collide_with_numbered_ids_are_each_made() {
+    let mut s = sim_with(&["lead", "alice", "alice.2", "pm"]);
+    s.drop_task(
+        "p",
+        "title: Plan\nagent: lead\nnext_agent: [alice, alice.2]\njoin_agent: pm\n",
+    );
+    s.tick(at(0));
+    s.report("p", json!({"status": "success", "output": "go"}));
+    s.drop_task("p.alice", "title: a person's task\nagent: pm\n");
+    let p = s.tick(at(60));
+    let made: Vec<String> = summaries(&p)
+        .into_iter()
+        .filter(|t| t.starts_with("hand off") || t.starts_with("create join"))
+        .collect();
+    assert_eq!(
+        made,
+        [
+            "hand off p to alice as p.alice.2",
+            "hand off p to alice.2 as p.alice.2.2",
+            "create join task p.join for pm",
+        ]
+    );
+    assert_eq!(
+        s.task("p.join").spec.depends_on,
+        [tid("p.alice.2"), tid("p.alice.2.2")]
+    );
+}
+
+/// An agent named `join` gets the child `p.join`; the join task of the fan-out then takes
+/// the next free id instead of being left out.
+#[test]
+fn a_fan_out_to_an_agent_named_join_still_gets_its_join_task() {
+    let mut s = sim_with(&["lead", "join", "x", "pm"]);
+    s.drop_task(
+        "p",
+        "title: Plan\nagent: lead\nnext_agent: [join, x]\njoin_agent: pm\n",
+    );
+    s.tick(at(0));
+    s.report("p", json!({"status": "success", "output": "go"}));
+    let p = s.tick(at(60));
+    assert!(
+        summaries(&p).contains(&"create join task p.join.2 for pm".to_string()),
+        "{:?}",
+        summaries(&p)
+    );
+    assert_eq!(
+        s.task("p.join.2").spec.depends_on,
+        [tid("p.join"), tid("p.x")]
+    );
+}
+
+/// A parent id long enough for its step's id to be hashed, with a `.` where the hashed id
+/// cuts it, still gets its step (the cut would have made `..`, an invalid id).
+#[test]
+fn a_long_parent_id_cut_at_a_dot_still_gets_its_step() {
+    let mut s = sim_with(&["alice", "bob"]);
+    let id = format!("{}.{}", "a".repeat(99), "b".repeat(26));
+    s.drop_task(&id, "title: Long\nagent: alice\nnext_agent: bob\n");
+    s.tick(at(0));
+    s.report(&id, json!({"status": "success", "output": 1}));
+    let p = s.tick(at(60));
+    let handoff = summaries(&p)
+        .into_iter()
+        .find(|t| t.starts_with("hand off"))
+        .expect("a step is made");
+    assert!(
+        handoff.contains(&format!(" as {}.", "a".repeat(99))),
+        "{handoff}"
+    );
+}
+
 #[test]
 fn reject_sends_a_task_in_review_to_failed() {
     let mut s = sim_with(&["alice"]);

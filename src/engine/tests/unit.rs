@@ -375,7 +375,8 @@ fn new_inbox_file_with_a_taken_id_is_a_duplicate_not_an_intake() {
 
 /// SPEC 3.1: a new inbox file under another name than the task holding its id (`d.yml` next
 /// to a done `d.yaml`) fails intake's unique-id check and goes to invalid/; the task keeping the
-/// id goes on, and so do the tasks depending on it.
+/// id goes on. A task sent in with it naming that id in `depends_on` cannot be told which of
+/// the two it means, so it goes to invalid/ too rather than run against the old one.
 #[test]
 fn new_inbox_file_reusing_a_done_tasks_id_under_another_name_is_rejected() {
     let mut s = Sim::new();
@@ -392,8 +393,7 @@ fn new_inbox_file_reusing_a_done_tasks_id_under_another_name_is_rejected() {
         summaries(&p),
         [
             "reject d: id 'd' is taken by work/done/d.yaml; rename this file to a free id and move it back to work/inbox/",
-            "accept e into ready",
-            "assign e to alice"
+            "reject e: depends on 'd', whose new file work/inbox/d.yml is rejected in this pass (the id is taken by work/done/d.yaml): give that task a free id, name it in depends_on, and move this file back to the inbox",
         ]
     );
     assert!(p.notes.is_empty(), "{:?}", p.notes);
@@ -404,6 +404,29 @@ fn new_inbox_file_reusing_a_done_tasks_id_under_another_name_is_rejected() {
     );
     assert_eq!(s.paths_of("d"), ["done/d.yaml", "invalid/d.yml"]);
     assert!(s.tick(at(1)).is_empty());
+    // Sent in again on its own, the dependent means the task holding the id.
+    s.hand_move("invalid/e.yaml", "inbox/e.yaml");
+    assert_eq!(
+        summaries(&s.tick(at(2))),
+        ["accept e into ready", "assign e to alice"]
+    );
+}
+
+/// An unreadable new inbox file reusing a taken id is rejected once, with both reasons.
+#[test]
+fn an_unreadable_inbox_file_reusing_a_taken_id_is_rejected_once() {
+    let mut s = Sim::new();
+    s.files.insert(
+        "done/d.yaml".into(),
+        b"title: D\ncoord:\n  state: done\n".to_vec(),
+    );
+    s.files
+        .insert("inbox/d.yml".into(), b"title: [unclosed\n".to_vec());
+    let p = s.tick(at(0));
+    assert_eq!(p.transitions.len(), 1, "{:?}", summaries(&p));
+    let errors = s.text("invalid/d.yml.errors");
+    assert_eq!(errors.lines().count(), 2, "{errors}");
+    assert!(errors.starts_with("work/invalid/d.yml:1:1: id 'd' is taken by work/done/d.yaml"));
 }
 
 /// Two new inbox files of one id (`a.yaml` and `a.yml`): neither is unique, both go to
