@@ -436,6 +436,18 @@ impl Repo {
             move |source| GitError::Write { path, source }
         };
         std::fs::create_dir_all(self.git_dir.join("coord")).map_err(io(&next))?;
+        let ops: Vec<IndexOp<'p>> = ops.into_iter().collect();
+        self.refuse_operation()?;
+        if let Some(bytes) = self.index_rewritten(&ops) {
+            std::fs::write(&next, &bytes).map_err(io(&next))?;
+            let checksum = super::history::checksum_of(&next);
+            self.note_merged_index(checksum);
+            std::fs::rename(&next, &hold.path).map_err(io(&hold.path))?;
+            std::fs::rename(&hold.path, &index_path).map_err(io(&index_path))?;
+            hold.held = false;
+            self.keep_index_file(bytes, &index_path);
+            return Ok(checksum);
+        }
         // The copy is coord's alone while it holds git's index lock: a lock libgit2 left on it
         // is a killed run's, and would fail this write and every later one.
         let next_lock = self.git_dir.join("coord/index.next.lock");
@@ -468,6 +480,23 @@ impl Repo {
         std::fs::rename(&hold.path, &index_path).map_err(io(&index_path))?;
         hold.held = false;
         Ok(checksum)
+    }
+
+    /// Returns the bytes of the index on disk with `ops` made, written without libgit2
+    /// ([`IndexFile::rewritten`]); None when that reader does not take the index or it has
+    /// unmerged entries (libgit2 then writes it, or refuses).
+    fn index_rewritten(&self, ops: &[IndexOp<'_>]) -> Option<Vec<u8>> {
+        let index = self.index_file()?;
+        let mut changes: Vec<IndexChange<'_>> = ops
+            .iter()
+            .map(|op| match op {
+                IndexOp::Add(entry) => (&entry.path[..], Some(entry)),
+                IndexOp::Remove(path) => (path.as_bytes(), None),
+            })
+            .collect();
+        changes.sort_by(|a, b| a.0.cmp(b.0));
+        changes.dedup_by(|a, b| a.0 == b.0);
+        index.rewritten(&changes)
     }
 
     /// Applies `ops` to `index`, after checking no merge, rebase or stash pop started since

@@ -84,7 +84,7 @@ impl Repo {
     /// Returns the index as read without libgit2 ([`IndexFile`]), read again only when its
     /// checksum changed since the last read; None when there is none, it has no checksum, or
     /// it is in a form that reader does not take.
-    pub fn index_file(&self) -> Option<std::sync::Arc<IndexFile>> {
+    pub(crate) fn index_file(&self) -> Option<std::sync::Arc<IndexFile>> {
         let checksum = self.index_checksum()?;
         let mut kept = self.index_file.borrow_mut();
         if let Some(index) = kept.as_ref().filter(|i| i.checksum() == Some(checksum)) {
@@ -93,6 +93,16 @@ impl Repo {
         let index = std::sync::Arc::new(IndexFile::read(&self.git_dir.join("index"))?);
         *kept = Some(std::sync::Arc::clone(&index));
         Some(index)
+    }
+
+    /// Keeps `bytes`, the index just written at `path`, as the one [`Repo::index_file`]
+    /// returns until it changes (it need not be read back).
+    pub(super) fn keep_index_file(&self, bytes: Vec<u8>, path: &Path) {
+        let index = std::fs::metadata(path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|mtime| IndexFile::parse(bytes, mtime));
+        *self.index_file.borrow_mut() = index.map(std::sync::Arc::new);
     }
 
     /// Returns the id of the tree HEAD's commit has at the folder `dir` (repo-relative);

@@ -10,6 +10,10 @@
 //! None and the caller asks libgit2, as before. Reads the index file only.
 
 use super::{Oid, Repo};
+
+mod write;
+pub use write::IndexChange;
+
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -48,10 +52,12 @@ pub struct Entry<'a> {
     pub special: bool,
 }
 
-/// A node of the cache tree: a folder, the tree id of its entries when still valid.
-#[derive(Debug)]
+/// A node of the cache tree: a folder, the number of index entries under it and the tree id
+/// of those entries, when still valid (else -1 and None).
+#[derive(Debug, Clone)]
 struct TreeNode {
     name: Vec<u8>,
+    count: i64,
     id: Option<Oid>,
     children: Vec<TreeNode>,
 }
@@ -62,7 +68,12 @@ pub struct IndexFile {
     bytes: Vec<u8>,
     /// Where each entry starts, in the index's order (path, then stage).
     pub(super) entries: Vec<usize>,
+    /// Where the entries end (the extensions start).
+    entries_end: usize,
+    version: u32,
     tree: Option<TreeNode>,
+    /// The extensions a rewrite keeps as they are (resolve-undo), with where they lie.
+    kept: Vec<std::ops::Range<usize>>,
     /// The index file's mtime: an entry whose file changed at or after it is "racy".
     pub mtime: SystemTime,
 }
@@ -95,11 +106,14 @@ impl IndexFile {
             entries.push(at);
             at = next_entry(&bytes, at, end)?;
         }
-        let tree = extensions(&bytes, at, end)?;
+        let (tree, kept) = extensions(&bytes, at, end)?;
         Some(IndexFile {
             bytes,
             entries,
+            entries_end: at,
+            version,
             tree,
+            kept,
             mtime,
         })
     }
@@ -248,26 +262,30 @@ fn next_entry(bytes: &[u8], at: usize, end: usize) -> Option<usize> {
     (next <= end).then_some(next)
 }
 
-/// Reads the extensions from `at` to `end`; returns the cache tree when there is one. None
-/// when an extension does not fit, or one this reader cannot honour is there (a split index,
-/// sparse folder entries).
-fn extensions(bytes: &[u8], mut at: usize, end: usize) -> Option<Option<TreeNode>> {
-    let mut tree = None;
+/// The extensions of an index: the cache tree, and where those a rewrite keeps lie.
+type Extensions = (Option<TreeNode>, Vec<std::ops::Range<usize>>);
+
+/// Reads the extensions from `at` to `end`. None when an extension does not fit, or one
+/// this reader cannot honour is there: a split index, sparse folder entries, or any other
+/// extension git marks as required (a lowercase signature). Optional ones other than the
+/// cache tree and resolve-undo (the untracked cache, the fsmonitor state, offset tables) are
+/// dropped by a rewrite, which git allows: it rebuilds them.
+fn extensions(bytes: &[u8], mut at: usize, end: usize) -> Option<Extensions> {
+    let (mut tree, mut kept) = (None, Vec::new());
     while at < end {
         let sig = bytes.get(at..at + 4)?;
         let len = be32(bytes, at + 4)? as usize;
-        let data = bytes.get(at + 8..(at + 8).checked_add(len)?)?;
-        if at + 8 + len > end {
-            return None;
-        }
+        let next = (at + 8).checked_add(len).filter(|&n| n <= end)?;
+        let data = bytes.get(at + 8..next)?;
         match sig {
-            b"TREE" => tree = parse_tree(data, &mut 0),
-            b"link" | b"sdir" => return None,
-            _ => {}
+            b"TREE" => tree = Some(parse_tree(data, &mut 0)?),
+            b"REUC" => kept.push(at..next),
+            [b'A'..=b'Z', ..] => {}
+            _ => return None,
         }
-        at += 8 + len;
+        at = next;
     }
-    Some(tree)
+    Some((tree, kept))
 }
 
 /// Parses one node of the cache tree and its children from `pos` (git's format: name, NUL,
@@ -290,6 +308,7 @@ fn parse_tree(data: &[u8], pos: &mut usize) -> Option<TreeNode> {
     };
     let mut node = TreeNode {
         name,
+        count,
         id,
         children: Vec::with_capacity(children.min(data.len())),
     };

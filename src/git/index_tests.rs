@@ -197,3 +197,48 @@ fn unmerged_entries_and_other_index_versions_are_seen() {
     assert!(index.get("work/ready/a.yaml").is_none(), "no stage 0 entry");
     assert!(!clean(d, &repo));
 }
+
+/// coord's index write under its hold of the lock goes through the index reader: the
+/// entries it did not change are copied, the cache tree keeps the folders no change is under,
+/// and git and libgit2 read the result (its SHA-1 checks) as the index of HEAD.
+#[test]
+fn an_index_written_again_is_what_git_reads_and_keeps_the_untouched_trees() {
+    let (dir, repo) = committed();
+    let d = dir.path();
+    write(d, "work/ready/a.yaml", "title: A again\n");
+    write(d, "work/ready/n.yaml", "title: N\n");
+    std::fs::remove_file(d.join("work/done/b.yaml")).unwrap();
+    let paths: Vec<String> = ["work/done/b.yaml", "work/ready/a.yaml", "work/ready/n.yaml"]
+        .map(str::to_string)
+        .to_vec();
+    let now = jiff::Timestamp::from_second(1_700_000_000).unwrap();
+    let kept_before = repo.index_file().unwrap().tree_id("work/assigned");
+    assert!(kept_before.is_some());
+    repo.commit_paths(&paths, "by coord", &Identity::default(), now)
+        .unwrap();
+    let hold = repo.hold_index().unwrap();
+    let written = repo.update_index_holding(&paths, Some(hold)).unwrap();
+    assert!(!d.join(".git/index.lock").exists(), "the lock is let go");
+    assert_eq!(written.checksum, repo.index_checksum());
+    let index = IndexFile::read(&d.join(".git/index")).unwrap();
+    assert_eq!(
+        index.tree_id("work/assigned"),
+        kept_before,
+        "untouched folder kept"
+    );
+    assert_eq!(
+        index.tree_id("work/ready"),
+        None,
+        "a changed folder is invalid"
+    );
+    assert_eq!(index.tree_id("work"), None);
+    git2::Index::open(&d.join(".git/index")).expect("libgit2 reads it, checksum and all");
+    assert_eq!(git(d, &["status", "--porcelain"]), "");
+    let head_tree = git(d, &["rev-parse", "HEAD^{tree}"]);
+    assert_eq!(git(d, &["write-tree"]), head_tree, "the index is HEAD's");
+    let listed = git(d, &["ls-files"]);
+    assert_eq!(
+        listed,
+        "README.md\nwork/assigned/bot/c.yaml\nwork/ready/a.yaml\nwork/ready/n.yaml\n"
+    );
+}

@@ -1,0 +1,124 @@
+//! An index written again from the one read, with a few entries added, replaced or removed:
+//! the other entries are copied as bytes, the cache tree keeps every folder no change is
+//! under, and the file ends with the SHA-1 of its content, as git writes it. libgit2 reads
+//! the whole index into a map (checking its SHA-1 with collision detection) and encodes every
+//! entry again to change a few: ~15 % of a 200-task tick at 100,000 tasks. No I/O.
+
+use super::{IndexFile, TreeNode, ID_LEN};
+use git2::IndexEntry;
+use sha1::{Digest, Sha1};
+
+/// One change: the path, and the entry it gets (None: it leaves the index).
+pub type IndexChange<'e> = (&'e [u8], Option<&'e IndexEntry>);
+
+impl IndexFile {
+    /// Returns the bytes of this index with `changes` (sorted by path, distinct) made; None
+    /// when it has unmerged entries (the caller refuses those) or an entry does not read.
+    pub fn rewritten(&self, changes: &[IndexChange<'_>]) -> Option<Vec<u8>> {
+        if self.has_conflicts() {
+            return None;
+        }
+        let mut out = Vec::with_capacity(self.bytes.len() + changes.len() * 128);
+        out.extend_from_slice(b"DIRC");
+        out.extend_from_slice(&self.version.to_be_bytes());
+        out.extend_from_slice(&[0; 4]);
+        let mut count: u32 = 0;
+        let all = changes;
+        let mut changes = changes.iter().peekable();
+        for (i, &at) in self.entries.iter().enumerate() {
+            let path = self.entry_path(at)?;
+            while let Some((p, entry)) = changes.next_if(|(p, _)| *p < path) {
+                count += encode(&mut out, p, *entry);
+            }
+            if let Some((p, entry)) = changes.next_if(|(p, _)| *p == path) {
+                count += encode(&mut out, p, *entry);
+                continue;
+            }
+            let end = self.entries.get(i + 1).copied().unwrap_or(self.entries_end);
+            out.extend_from_slice(self.bytes.get(at..end)?);
+            count += 1;
+        }
+        for (p, entry) in changes {
+            count += encode(&mut out, p, *entry);
+        }
+        out[8..12].copy_from_slice(&count.to_be_bytes());
+        if let Some(tree) = &self.tree {
+            let mut tree = tree.clone();
+            for (path, _) in all {
+                invalidate(&mut tree, path);
+            }
+            let mut data = Vec::new();
+            encode_tree(&mut data, &tree);
+            out.extend_from_slice(b"TREE");
+            out.extend_from_slice(&u32::try_from(data.len()).ok()?.to_be_bytes());
+            out.extend_from_slice(&data);
+        }
+        for kept in &self.kept {
+            out.extend_from_slice(self.bytes.get(kept.clone())?);
+        }
+        let sum = Sha1::digest(&out);
+        out.extend_from_slice(&sum);
+        Some(out)
+    }
+}
+
+/// Marks the folders of `path` in the cache tree as changed (git's invalidation: the root and
+/// each folder down to the file's own; the others keep their tree ids).
+fn invalidate(node: &mut TreeNode, path: &[u8]) {
+    node.count = -1;
+    node.id = None;
+    let Some(slash) = path.iter().position(|&c| c == b'/') else {
+        return;
+    };
+    let (folder, rest) = (&path[..slash], &path[slash + 1..]);
+    if let Some(child) = node.children.iter_mut().find(|c| c.name == folder) {
+        invalidate(child, rest);
+    }
+}
+
+/// Appends `node` and its children in git's cache tree format.
+fn encode_tree(out: &mut Vec<u8>, node: &TreeNode) {
+    out.extend_from_slice(&node.name);
+    out.push(0);
+    let count = if node.id.is_some() { node.count } else { -1 };
+    out.extend_from_slice(format!("{count} {}\n", node.children.len()).as_bytes());
+    if let Some(id) = node.id.filter(|_| count >= 0) {
+        out.extend_from_slice(id.as_bytes());
+    }
+    for child in &node.children {
+        encode_tree(out, child);
+    }
+}
+
+/// Appends the entry for `path` (version 2 layout, which version 3 shares for entries
+/// without extended flags); returns 1 when one was written, 0 for a removal.
+fn encode(out: &mut Vec<u8>, path: &[u8], entry: Option<&IndexEntry>) -> u32 {
+    let Some(e) = entry else {
+        return 0;
+    };
+    let start = out.len();
+    // The index stores 32-bit stat fields; truncating is what git does too.
+    let fields = [
+        e.ctime.seconds() as u32,
+        e.ctime.nanoseconds(),
+        e.mtime.seconds() as u32,
+        e.mtime.nanoseconds(),
+        e.dev,
+        e.ino,
+        e.mode,
+        e.uid,
+        e.gid,
+        e.file_size,
+    ];
+    for field in fields {
+        out.extend_from_slice(&field.to_be_bytes());
+    }
+    out.extend_from_slice(e.id.as_bytes());
+    let len = path.len().min(0xFFF) as u16;
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(path);
+    // Padded with 1 to 8 NUL bytes to a multiple of 8.
+    let fixed = 40 + ID_LEN + 2 + path.len();
+    out.resize(start + (fixed + 8) / 8 * 8, 0);
+    1
+}
