@@ -436,6 +436,13 @@ impl Repo {
             move |source| GitError::Write { path, source }
         };
         std::fs::create_dir_all(self.git_dir.join("coord")).map_err(io(&next))?;
+        // The copy is coord's alone while it holds git's index lock: a lock libgit2 left on it
+        // is a killed run's, and would fail this write and every later one.
+        let next_lock = self.git_dir.join("coord/index.next.lock");
+        match std::fs::remove_file(&next_lock) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io(&next_lock)(e)),
+            _ => {}
+        }
         let ops: Vec<IndexOp<'p>> = ops.into_iter().collect();
         self.refuse_operation()?;
         if let Some(bytes) = self.index_rewritten(&ops) {
@@ -447,13 +454,6 @@ impl Repo {
             hold.held = false;
             self.keep_index_file(bytes, &index_path);
             return Ok(checksum);
-        }
-        // The copy is coord's alone while it holds git's index lock: a lock libgit2 left on it
-        // is a killed run's, and would fail this write and every later one.
-        let next_lock = self.git_dir.join("coord/index.next.lock");
-        match std::fs::remove_file(&next_lock) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io(&next_lock)(e)),
-            _ => {}
         }
         match std::fs::copy(&index_path, &next) {
             Ok(_) => {}

@@ -6,10 +6,11 @@
 //! staged, is `work/` as HEAD has it and as the walk saw it) need only a pass over the bytes.
 //!
 //! Only what this reader fully understands is answered: index versions 2 and 3, SHA-1 ids,
-//! no split index, no sparse folder entries. Anything else (or bytes that do not parse) gives
+//! no split index, no sparse folder entries, the file's SHA-1 checksum right. Anything else (or bytes that do not parse) gives
 //! None and the caller asks libgit2, as before. Reads the index file only.
 
 use super::{Oid, Repo};
+use sha1::{Digest, Sha1};
 
 mod write;
 pub use write::IndexChange;
@@ -100,6 +101,11 @@ impl IndexFile {
         }
         let count = be32(&bytes, 8)? as usize;
         let end = bytes.len().checked_sub(ID_LEN)?;
+        // The checksum git and libgit2 check too (zeros: written with `index.skipHash`).
+        let (content, sum) = bytes.split_at(end);
+        if sum.iter().any(|&b| b != 0) && Sha1::digest(content)[..] != *sum {
+            return None;
+        }
         let mut entries = Vec::with_capacity(count.min(end / 62));
         let mut at = 12;
         for _ in 0..count {

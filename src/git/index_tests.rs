@@ -134,8 +134,8 @@ fn a_racy_entry_is_hashed_again() {
         // The cache tree the add invalidated, computed again (HEAD's tree: same blob).
         index.write_tree().unwrap();
         index.write().unwrap();
-        // libgit2 may have smudged a racy entry on writing (size 0): put the size back, as
-        // an index written by another git would have it.
+        // libgit2 may have smudged a racy entry on writing (size 0): put the size back (and
+        // the checksum after it), as an index written by another git would have it.
         let path = d.join(".git/index");
         let mut bytes = std::fs::read(&path).unwrap();
         let found = IndexFile::parse(bytes.clone(), SystemTime::now()).unwrap();
@@ -145,6 +145,9 @@ fn a_racy_entry_is_hashed_again() {
             .unwrap();
         let at = found.entries[i] + 36;
         bytes[at..at + 4].copy_from_slice(&stat[6].to_be_bytes());
+        let end = bytes.len() - 20;
+        let sum = <sha1::Sha1 as sha1::Digest>::digest(&bytes[..end]);
+        bytes[end..].copy_from_slice(&sum);
         std::fs::write(&path, bytes).unwrap();
         let index = repo.index_file().unwrap();
         assert_eq!(
@@ -240,5 +243,25 @@ fn an_index_written_again_is_what_git_reads_and_keeps_the_untouched_trees() {
     assert_eq!(
         listed,
         "README.md\nwork/assigned/bot/c.yaml\nwork/ready/a.yaml\nwork/ready/n.yaml\n"
+    );
+}
+
+#[test]
+fn an_index_whose_checksum_does_not_match_is_left_to_libgit2() {
+    let (dir, repo) = committed();
+    let path = dir.path().join(".git/index");
+    let mut bytes = std::fs::read(&path).unwrap();
+    assert!(IndexFile::parse(bytes.clone(), SystemTime::now()).is_some());
+    let i = bytes.len() - 30;
+    bytes[i] ^= 1;
+    assert!(IndexFile::parse(bytes.clone(), SystemTime::now()).is_none());
+    std::fs::write(&path, &bytes).unwrap();
+    assert!(repo.index_file().is_none());
+    assert!(!clean(dir.path(), &repo));
+    let n = bytes.len();
+    bytes[n - 20..].fill(0);
+    assert!(
+        IndexFile::parse(bytes, SystemTime::now()).is_some(),
+        "no checksum (index.skipHash) is not checked"
     );
 }
