@@ -174,6 +174,7 @@ impl Runner {
             workdir,
             remote,
             stop_now: Arc::new(AtomicBool::new(false)),
+            ran: std::cell::RefCell::default(),
         }
         .serve()
     }
@@ -278,6 +279,11 @@ struct Harness<'a> {
     remote: Option<Remote>,
     /// Set when the grace period is over: workers kill their commands.
     stop_now: Arc<AtomicBool>,
+    /// The attempt of each task this runner last ran, kept while the task is still the
+    /// agent's: an attempt runs once. One whose result could not be recorded (a writing
+    /// command refused, a heartbeat failed) waits for its lease like any unreported one,
+    /// instead of running again at once, in a loop.
+    ran: std::cell::RefCell<BTreeMap<TaskId, u32>>,
 }
 
 /// How often progress is told.
@@ -382,6 +388,7 @@ impl Harness<'_> {
 
     fn ended(&self, running: &mut Tasks, e: Ended) {
         running.remove(&e.id);
+        self.ran.borrow_mut().insert(e.id.clone(), e.attempt);
         self.tell.ended(&e.id, e.attempt, &e.told);
     }
 
@@ -395,7 +402,9 @@ impl Harness<'_> {
         if !self.pull {
             let landed_on = self.remote.as_ref().map(|r| r.name.as_str());
             let mut found = self.runner.opener.open()?.work_of(agent, landed_on)?;
-            found.retain(|t| !running.contains_key(&t.id));
+            let mut ran = self.ran.borrow_mut();
+            ran.retain(|id, _| found.iter().any(|t| &t.id == id));
+            found.retain(|t| !running.contains_key(&t.id) && ran.get(&t.id) != Some(&t.attempt));
             found.truncate(free);
             return Ok(found);
         }
@@ -457,7 +466,11 @@ fn chain(e: &dyn std::error::Error) -> String {
     let mut line = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
-        line = format!("{line}: {s}");
+        // A wrapper that only passes its source on says the same words again.
+        let text = s.to_string();
+        if !line.ends_with(&text) {
+            line = format!("{line}: {text}");
+        }
         source = s.source();
     }
     line

@@ -499,3 +499,50 @@ fn run_off_a_terminal_prints_plain_lines_only() {
         "no live line off a terminal: {err:?}"
     );
 }
+
+/// A result the runner cannot record (here git is in the middle of a merge, so every writing
+/// command refuses) is not a reason to run the same attempt again: the command runs once,
+/// `--once` ends, and the task waits for its lease as any unreported one does.
+#[test]
+fn a_result_that_cannot_be_recorded_does_not_run_the_attempt_again() {
+    let r = repo(&[("a", "")]);
+    r.task("t", "title: once\nagent: a\n");
+    // Assigned on the clock the runner reads, so its lease is not over already.
+    let mut tick = r.spawn_cmd(&["tick"]);
+    assert!(tick
+        .env_remove("COORD_NOW")
+        .status()
+        .expect("tick")
+        .success());
+    let head = r.git(&["rev-parse", "HEAD"]);
+    std::fs::write(r.abs(".git/MERGE_HEAD"), format!("{}\n", head.trim())).expect("merge");
+    let runs = r.abs(".git/runs");
+    let cmd = format!(
+        "echo run $COORD_TASK $COORD_ATTEMPT >> {}; echo '{{}}'",
+        runs.display()
+    );
+    let mut child = runner(&r, &["a", "--once", "--", "sh", "-c", &cmd])
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().expect("wait").is_none() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let ended = child.try_wait().expect("wait").is_some();
+    let _ = child.kill();
+    let out = child.wait_with_output().expect("output");
+    let out = String::from_utf8_lossy(&out.stdout);
+    let ran = std::fs::read_to_string(&runs).expect("the command ran");
+    assert_eq!(
+        ran.lines().count(),
+        1,
+        "the attempt ran again: {ran}\n{out}"
+    );
+    assert!(ended, "--once did not end");
+    let told = out
+        .lines()
+        .find(|l| l.contains("not recorded"))
+        .unwrap_or_default();
+    assert_eq!(told.matches("a merge is in progress").count(), 1, "{out}");
+}
