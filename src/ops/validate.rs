@@ -5,7 +5,7 @@
 //! against the built-in schema.
 
 use super::Error;
-use crate::board::{Board, Checks};
+use crate::board::{Board, Checks, TaskFile};
 use crate::check::{self, Severity};
 use crate::model::{State, TaskId};
 use crate::schema::{Schema, Violation};
@@ -37,10 +37,47 @@ pub fn validate(dir: &Path, paths: &[PathBuf]) -> Result<Validation, Error> {
     let builtin = Schema::builtin_task();
     let schema = store.as_ref().map_or(&builtin, |s| s.task_schema());
     let board = store.as_ref().and_then(|s| s.load().ok()).map(|(b, _)| b);
+    let root = store.as_ref().map(|s| s.root().to_path_buf());
     for p in paths {
         check_path(dir, p, schema, board.as_ref(), errors, warnings);
+        if let (Some(board), Some(root)) = (&board, &root) {
+            errors.extend(taken_id(
+                board,
+                root,
+                &dir.join(p),
+                &p.display().to_string(),
+            ));
+        }
     }
     Ok(found)
+}
+
+/// Returns the error of a task file at `full` (shown as `shown`) whose id other live files
+/// of the board hold, as intake would find it: a new inbox file (or a file outside the
+/// board) reusing a taken id, or one copy of a duplicate id.
+fn taken_id(board: &Board, root: &Path, full: &Path, shown: &str) -> Option<String> {
+    let stem = full.file_stem()?.to_string_lossy().into_owned();
+    let id = TaskId::new(&stem).ok()?;
+    let same = |f: &&TaskFile| root.join(&f.path) == *full;
+    let live: Vec<&TaskFile> = board
+        .find(&id)
+        .into_iter()
+        .filter(|f| f.folder.state != State::Invalid)
+        .collect();
+    let others: Vec<&str> = live
+        .iter()
+        .filter(|f| !same(f))
+        .map(|f| f.path.as_str())
+        .collect();
+    let holder = others.first()?;
+    let this = live.iter().find(|f| same(f));
+    let message = match this {
+        Some(f) if !crate::board::reuses_a_taken_id(f, &live) => {
+            format!("duplicate id '{id}', also in {}", others.join(", "))
+        }
+        _ => format!("id '{id}' is taken by {holder}; give this task a free id (rename the file)"),
+    };
+    Some(Violation::file(message).render(shown))
 }
 
 fn check_path(
@@ -150,7 +187,20 @@ fn read_checked(p: &Path) -> Result<Vec<u8>, String> {
 
 fn check_board(board: &Board, errors: &mut Vec<String>, warnings: &mut Vec<String>) {
     let ctx = Checks::new(board);
-    for (id, live) in board.live_by_id() {
+    for (id, all) in board.live_by_id() {
+        let (taken, live): (Vec<&TaskFile>, Vec<&TaskFile>) = all
+            .iter()
+            .partition(|f| crate::board::reuses_a_taken_id(f, &all));
+        for f in taken {
+            let holder = all
+                .iter()
+                .find(|o| o.path != f.path)
+                .map_or("", |o| &o.path);
+            errors.push(format!(
+                "{}:1:1: id '{id}' is taken by {holder}; give this task a free id (rename the file)",
+                f.path
+            ));
+        }
         if live.len() > 1 {
             let paths: Vec<&str> = live.iter().map(|f| f.path.as_str()).collect();
             errors.push(format!(

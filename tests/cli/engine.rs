@@ -263,6 +263,15 @@ fn a_new_inbox_file_reusing_a_done_tasks_id_is_rejected_and_nothing_waits_for_ev
         ),
         "{doctor}"
     );
+    let taken = "work/inbox/d1.yml:1:1: id 'd1' is taken by work/done/d1.yaml; give this task \
+                 a free id (rename the file)";
+    for args in [&["validate", "work/inbox/d1.yml"][..], &["validate"]] {
+        let (out, err) = r.code(args, 1);
+        assert!(
+            out.contains(taken) || err.contains(taken),
+            "{args:?}: {out}{err}"
+        );
+    }
     r.ok(&["tick"]);
     assert_eq!(r.find("d1"), ["work/done/d1.yaml", "work/invalid/d1.yml"]);
     assert_eq!(r.read("work/invalid/d1.yml"), "title: another d1\n");
