@@ -27,6 +27,7 @@ pub use commit::{IndexHold, IndexWritten, Staged};
 pub use edit::PathChange;
 pub use git2::Oid;
 pub use history::{recorded, OnDisk, Recorded};
+use index_file::Entry as IndexFileEntry;
 pub use index_file::EntryStat;
 pub(crate) use index_file::{IndexChange, IndexFile};
 pub use pack::PACK_LOOSE_FROM;

@@ -496,7 +496,13 @@ impl Repo {
             .collect();
         changes.sort_by(|a, b| a.0.cmp(b.0));
         changes.dedup_by(|a, b| a.0 == b.0);
-        index.rewritten(&changes)
+        let differs = |entry: &IndexFileEntry<'_>| {
+            let bytes = std::str::from_utf8(entry.path)
+                .ok()
+                .and_then(|path| std::fs::read(self.workdir.join(path)).ok());
+            bytes.is_none_or(|b| super::blob_id(&b) != Some(entry.id))
+        };
+        index.rewritten(&changes, &differs)
     }
 
     /// Applies `ops` to `index`, after checking no merge, rebase or stash pop started since

@@ -265,3 +265,34 @@ fn an_index_whose_checksum_does_not_match_is_left_to_libgit2() {
         "no checksum (index.skipHash) is not checked"
     );
 }
+
+/// An entry racy in the index read (its file's mtime at or after the index's second) whose
+/// file changed is written again with its size smudged to 0, as git writes it, so a reader of
+/// the new, later index hashes it instead of trusting its stat data; an unchanged racy entry,
+/// and any entry older than the index, keeps its size.
+#[test]
+fn a_racy_entry_of_a_changed_file_is_written_again_smudged() {
+    let (dir, _repo) = committed();
+    let bytes = std::fs::read(dir.path().join(".git/index")).unwrap();
+    let sizes = |index: &IndexFile| -> Vec<u32> { index.entries().map(|e| e.stat[6]).collect() };
+    let read = IndexFile::parse(bytes.clone(), SystemTime::UNIX_EPOCH).unwrap();
+    let changed = |e: &IndexFileEntry<'_>| e.path == b"work/ready/a.yaml";
+    let racy = read.rewritten(&[], &changed).unwrap();
+    let racy = IndexFile::parse(racy, SystemTime::UNIX_EPOCH).unwrap();
+    let mut expected = sizes(&read);
+    let a = read
+        .entries()
+        .position(|e| e.path == b"work/ready/a.yaml")
+        .unwrap();
+    expected[a] = 0;
+    assert!(sizes(&read).iter().all(|&s| s > 0));
+    assert_eq!(
+        sizes(&racy),
+        expected,
+        "only the changed racy entry is smudged"
+    );
+    let later = SystemTime::now() + Duration::from_secs(3600);
+    let old = IndexFile::parse(bytes, later).unwrap();
+    let kept = IndexFile::parse(old.rewritten(&[], &changed).unwrap(), later).unwrap();
+    assert_eq!(sizes(&kept), sizes(&read), "no entry was racy");
+}

@@ -4,7 +4,7 @@
 //! the whole index into a map (checking its SHA-1 with collision detection) and encodes every
 //! entry again to change a few: ~15 % of a 200-task tick at 100,000 tasks. No I/O.
 
-use super::{IndexFile, TreeNode, ID_LEN};
+use super::{Entry, IndexFile, TreeNode, ID_LEN};
 use git2::IndexEntry;
 use sha1::{Digest, Sha1};
 
@@ -14,7 +14,20 @@ pub type IndexChange<'e> = (&'e [u8], Option<&'e IndexEntry>);
 impl IndexFile {
     /// Returns the bytes of this index with `changes` (sorted by path, distinct) made; None
     /// when it has unmerged entries (the caller refuses those) or an entry does not read.
-    pub fn rewritten(&self, changes: &[IndexChange<'_>]) -> Option<Vec<u8>> {
+    /// A copied entry that was racy in this index (its file's mtime at or after the index's
+    /// second) and whose file `differs` from its blob now is written with its size smudged
+    /// to 0, as git and libgit2 write it: the new index is later, so without that a reader
+    /// would trust the entry's stat data for a file changed in that second.
+    pub fn rewritten(
+        &self,
+        changes: &[IndexChange<'_>],
+        differs: &dyn Fn(&Entry<'_>) -> bool,
+    ) -> Option<Vec<u8>> {
+        let racy_from = self
+            .mtime
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_secs();
         if self.has_conflicts() {
             return None;
         }
@@ -35,7 +48,12 @@ impl IndexFile {
                 continue;
             }
             let end = self.entries.get(i + 1).copied().unwrap_or(self.entries_end);
+            let copied_at = out.len();
             out.extend_from_slice(self.bytes.get(at..end)?);
+            let entry = self.entry(i)?;
+            if u64::from(entry.stat[2]) >= racy_from && differs(&entry) {
+                out[copied_at + SIZE_AT..copied_at + SIZE_AT + 4].fill(0);
+            }
             count += 1;
         }
         for (p, entry) in changes {
@@ -61,6 +79,9 @@ impl IndexFile {
         Some(out)
     }
 }
+
+/// Where an entry's file size sits in it (after ctime, mtime, device, inode, mode, uid, gid).
+const SIZE_AT: usize = 36;
 
 /// Marks the folders of `path` in the cache tree as changed (git's invalidation: the root and
 /// each folder down to the file's own; the others keep their tree ids).
