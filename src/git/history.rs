@@ -66,8 +66,13 @@ impl Repo {
                 }
             }
         }
+        changed
+            .skipped
+            .extend(skipped.changed_in_work_tree(&self.workdir, prefix));
         changed.paths.retain(|p| p.starts_with(prefix));
         changed.skipped.retain(|p| p.starts_with(prefix));
+        changed.skipped.sort();
+        changed.skipped.dedup();
         changed.skipped.truncate(5);
         changed.paths.sort();
         changed.paths.dedup();
@@ -356,6 +361,30 @@ const SKIP_WORKTREE: u16 = 1 << 14;
 impl<'r> SkippedInWorkTree<'r> {
     fn new(repo: &'r git2::Repository) -> Self {
         SkippedInWorkTree { repo, index: None }
+    }
+
+    /// Returns the files under `prefix` flagged skip-worktree that are in the work tree with
+    /// other bytes than their entry's: libgit2's status does not look at them, as git does
+    /// not. Only an index of version 3 or later can flag an entry, so a version 2 index
+    /// (git's usual) is not gone through.
+    fn changed_in_work_tree(&mut self, workdir: &Path, prefix: &str) -> Vec<String> {
+        let repo = self.repo;
+        let Some(index) = self.index.get_or_insert_with(|| repo.index().ok()) else {
+            return Vec::new();
+        };
+        if index.version() < 3 {
+            return Vec::new();
+        }
+        index
+            .iter()
+            .filter(|e| e.flags_extended & SKIP_WORKTREE != 0)
+            .filter_map(|e| Some((String::from_utf8(e.path).ok()?, e.id)))
+            .filter(|(path, _)| path.starts_with(prefix))
+            .filter(|(path, id)| {
+                std::fs::read(workdir.join(path)).is_ok_and(|b| super::blob_id(&b) != Some(*id))
+            })
+            .map(|(path, _)| path)
+            .collect()
     }
 
     /// Returns whether the index entry at `path` is flagged skip-worktree.

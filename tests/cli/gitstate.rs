@@ -278,6 +278,23 @@ fn a_sparse_checkout_without_the_done_folder_stops_writing_commands() {
     refused_until_checked_out(&r, "work/done/d.yaml", &[&["sparse-checkout", "disable"]]);
 }
 
+/// A task file flagged skip-worktree that is present but *changed* in the work tree: git
+/// shows no change, so coord would act on the edit and commit it under its own name.
+/// Writing commands refuse, as for a file left out.
+#[test]
+fn a_changed_task_file_git_is_told_to_skip_stops_writing_commands() {
+    let r = with_finished_and_held();
+    let path = "work/done/d.yaml";
+    r.git(&["update-index", "--skip-worktree", path]);
+    let text = r.read(path);
+    r.write(path, &format!("# a person's hidden edit\n{text}"));
+    assert_eq!(r.git_status(), "", "git shows nothing");
+    refused_until_checked_out(&r, path, &[&["update-index", "--no-skip-worktree", path]]);
+    assert!(r
+        .git(&["show", &format!("HEAD:{path}")])
+        .contains("hidden edit"));
+}
+
 /// A cone sparse checkout of `work` leaves `schemas/` out: coord would validate every task
 /// against its built-in schema instead of the repo's. Writing commands are refused, as for a
 /// task file left out.
