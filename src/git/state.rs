@@ -59,7 +59,7 @@ impl std::fmt::Display for Unfinished {
             ),
             Unfinished::SkippedInWorkTree(paths) => write!(
                 f,
-                "git leaves {} out of the work tree (a sparse checkout, or git update-index --skip-worktree) and coord needs every task: check them out (git sparse-checkout disable, or git update-index --no-skip-worktree <file>)",
+                "git skips {} in the work tree, where they are missing or changed (a sparse checkout, or git update-index --skip-worktree), and coord needs them as they are: check them out (git sparse-checkout disable, or git update-index --no-skip-worktree <file>)",
                 paths.join(", ")
             ),
             Unfinished::SparseIndex => f.write_str(
