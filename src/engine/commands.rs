@@ -165,7 +165,7 @@ pub fn claim(board: &Board, inputs: &Inputs<'_>, agent: &AgentName) -> Result<Cl
     let w = World::new(board, inputs);
     let mut why = Vec::new();
     for id in queue(&w) {
-        if backoff_wait(&w, &id).is_some() {
+        if backoff_wait(&w, &id).is_some() || w.is_frozen(&id) {
             continue;
         }
         match pick(&w, &id, Some(agent)) {
@@ -216,6 +216,11 @@ pub fn claim_task(
     };
     if let Some(why) = backoff_wait(&w, id) {
         return Err(refuse(format!("task '{id}' is {why}")));
+    }
+    if w.is_frozen(id) {
+        return Err(refuse(format!(
+            "task '{id}' is being written; claim it once its file has settled"
+        )));
     }
     let a = pick(&w, id, Some(agent)).map_err(|why| refuse(why.to_string()))?;
     take(w, board, id.clone(), &a)

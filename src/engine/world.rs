@@ -540,6 +540,12 @@ impl<'a> World<'a> {
         }
     }
 
+    /// Returns whether task `id`'s file is still being written: it stands on the board as
+    /// committed and nothing moves it until it settles.
+    pub fn is_frozen(&self, id: &TaskId) -> bool {
+        self.frozen.contains(id)
+    }
+
     /// Returns whether `file` is the live entry of its id (not a copy beside it).
     pub fn is_entry(&self, file: &TaskFile) -> bool {
         self.entries

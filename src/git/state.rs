@@ -29,6 +29,9 @@ pub enum Unfinished {
     /// The index is a sparse index (`index.sparse`, git's `sdir` extension), which libgit2
     /// cannot read.
     SparseIndex,
+    /// The index is split (`core.splitIndex`, git's `link` extension), which libgit2 cannot
+    /// read.
+    SplitIndex,
 }
 
 impl std::fmt::Display for Unfinished {
@@ -61,6 +64,9 @@ impl std::fmt::Display for Unfinished {
                 f,
                 "git skips {} in the work tree, where they are missing or changed (a sparse checkout, or git update-index --skip-worktree), and coord needs them as they are: check them out (git sparse-checkout disable, or git update-index --no-skip-worktree <file>)",
                 paths.join(", ")
+            ),
+            Unfinished::SplitIndex => f.write_str(
+                ".git/index is split (core.splitIndex), which coord cannot read: make it one file (git config core.splitIndex false && git update-index --no-split-index)",
             ),
             Unfinished::SparseIndex => f.write_str(
                 ".git/index is a sparse index (index.sparse), which coord cannot read: make it a full one (git sparse-checkout reapply --no-sparse-index)",
@@ -146,9 +152,13 @@ impl Repo {
         let index = git2::Index::open(&path).map_err(|source| {
             // libgit2 names the extension it cannot read; a sparse index is one git writes on
             // purpose, so it gets its fix rather than a read error.
-            match source.message().contains("'sdir'") {
-                true => GitError::Unfinished(Unfinished::SparseIndex),
-                false => ctx(format!("cannot read {}", path.display()))(source),
+            let message = source.message();
+            if message.contains("'sdir'") {
+                GitError::Unfinished(Unfinished::SparseIndex)
+            } else if message.contains("'link'") {
+                GitError::Unfinished(Unfinished::SplitIndex)
+            } else {
+                ctx(format!("cannot read {}", path.display()))(source)
             }
         })?;
         if !index.has_conflicts() {

@@ -124,8 +124,11 @@ fn findings(store: &Store, board: &Board) -> Result<Vec<Finding>, Error> {
             ));
         }
     }
-    // The scan reads the index, which libgit2 cannot do while it is a sparse one.
-    if !matches!(unfinished, Some(crate::git::Unfinished::SparseIndex)) {
+    // The scan reads the index, which libgit2 cannot do while it is sparse or split.
+    if !matches!(
+        unfinished,
+        Some(crate::git::Unfinished::SparseIndex | crate::git::Unfinished::SplitIndex)
+    ) {
         uncommitted(store, board, fix, &mut out)?;
     }
     if store.private_dir().join("journal.json").exists() {

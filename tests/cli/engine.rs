@@ -492,3 +492,17 @@ fn doctor_finds_and_fixes() {
     assert_eq!(r.git_status(), "");
     r.code(&["doctor"], 0);
 }
+
+/// A ready task whose file a person is editing (not settled yet) is passed over by a claim,
+/// which takes the next task instead of failing with "does not read".
+#[test]
+fn a_claim_passes_over_a_ready_task_being_edited() {
+    let r = TestRepo::with_agents(&["p --pull --max-active 5"]);
+    r.task("t0", "title: T0\npriority: critical\n");
+    r.task("t1", "title: T1\n");
+    r.ok(&["tick"]);
+    let text = r.read("work/ready/t0.yaml");
+    r.write_now("work/ready/t0.yaml", &format!("{text}# a note\n"));
+    assert_eq!(r.ok(&["claim", "--agent", "p"]).trim(), "t1");
+    assert!(r.exists("work/ready/t0.yaml"));
+}

@@ -355,3 +355,22 @@ fn a_sparse_index_stops_writing_commands_with_its_fix() {
     r.ok(&["new", "Another task", "--id", "n"]);
     assert_eq!(r.git_status(), "");
 }
+
+/// A split index (`core.splitIndex`: git's `link` extension) cannot be read by libgit2 either:
+/// one line with the fix, then everything works once the index is one file again.
+#[test]
+fn a_split_index_stops_writing_commands_with_its_fix() {
+    let r = with_finished_and_held();
+    r.git(&["config", "core.splitIndex", "true"]);
+    r.git(&["update-index", "--split-index"]);
+    let (_, err) = r.code(&["tick"], 1);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(".git/index is split"), "{err}");
+    assert!(err.contains("git update-index --no-split-index"), "{err}");
+    let (out, _) = r.code(&["doctor"], 1);
+    assert!(out.contains(".git/index is split"), "{out}");
+    r.git(&["config", "core.splitIndex", "false"]);
+    r.git(&["update-index", "--no-split-index"]);
+    r.ok(&["tick"]);
+    assert_eq!(r.git_status(), "");
+}
