@@ -188,6 +188,12 @@ impl Sim {
             .insert(format!("inbox/{id}.yaml"), yaml.as_bytes().to_vec());
     }
 
+    /// Writes a file under `work/` (a path like `done/d.yaml`) with `text`.
+    pub fn put(&mut self, path: &str, text: &str) {
+        self.files
+            .insert(path.to_string(), text.as_bytes().to_vec());
+    }
+
     /// Writes an agent profile.
     pub fn add_agent(&mut self, name: &str, yaml: &str) {
         self.files

@@ -381,12 +381,8 @@ fn new_inbox_file_with_a_taken_id_is_a_duplicate_not_an_intake() {
 fn new_inbox_file_reusing_a_done_tasks_id_under_another_name_is_rejected() {
     let mut s = Sim::new();
     s.add_agent("alice", "");
-    s.files.insert(
-        "done/d.yaml".into(),
-        b"title: D\ncoord:\n  state: done\n".to_vec(),
-    );
-    s.files
-        .insert("inbox/d.yml".into(), b"title: another d\n".to_vec());
+    s.put("done/d.yaml", "title: D\ncoord:\n  state: done\n");
+    s.put("inbox/d.yml", "title: another d\n");
     s.drop_task("e", "title: needs d\ndepends_on: [d]\n");
     let p = s.tick(at(0));
     assert_eq!(
@@ -416,12 +412,8 @@ fn new_inbox_file_reusing_a_done_tasks_id_under_another_name_is_rejected() {
 #[test]
 fn an_unreadable_inbox_file_reusing_a_taken_id_is_rejected_once() {
     let mut s = Sim::new();
-    s.files.insert(
-        "done/d.yaml".into(),
-        b"title: D\ncoord:\n  state: done\n".to_vec(),
-    );
-    s.files
-        .insert("inbox/d.yml".into(), b"title: [unclosed\n".to_vec());
+    s.put("done/d.yaml", "title: D\ncoord:\n  state: done\n");
+    s.put("inbox/d.yml", "title: [unclosed\n");
     let p = s.tick(at(0));
     assert_eq!(p.transitions.len(), 1, "{:?}", summaries(&p));
     let errors = s.text("invalid/d.yml.errors");
@@ -435,8 +427,7 @@ fn an_unreadable_inbox_file_reusing_a_taken_id_is_rejected_once() {
 fn two_new_inbox_files_of_one_id_are_both_rejected() {
     let mut s = Sim::new();
     s.drop_task("a", "title: one\n");
-    s.files
-        .insert("inbox/a.yml".into(), b"title: two\n".to_vec());
+    s.put("inbox/a.yml", "title: two\n");
     let p = s.tick(at(0));
     assert_eq!(
         summaries(&p),
@@ -459,10 +450,7 @@ fn two_new_inbox_files_of_one_id_are_both_rejected() {
 fn a_pass_parses_only_the_ready_tasks_it_assigns() {
     let mut s = Sim::new();
     s.add_agent("alice", "max_active: 2\n");
-    s.files.insert(
-        "done/d.yaml".into(),
-        b"title: D\ncoord:\n  state: done\n".to_vec(),
-    );
+    s.put("done/d.yaml", "title: D\ncoord:\n  state: done\n");
     for i in 0..40 {
         let priority = if i == 17 || i == 33 { "high" } else { "normal" };
         let deps = if i % 2 == 0 { "depends_on: [d]\n" } else { "" };
@@ -503,13 +491,13 @@ fn checking_a_new_task_parses_only_the_tasks_on_its_dependency_paths() {
             .insert(format!("done/d{i:02}.yaml"), text.into_bytes());
     }
     // b (done) depends on c (done), which depends on the id the new task takes: a cycle.
-    s.files.insert(
-        "done/b.yaml".into(),
-        b"title: B\ndepends_on: [c]\ncoord:\n  state: done\n".to_vec(),
+    s.put(
+        "done/b.yaml",
+        "title: B\ndepends_on: [c]\ncoord:\n  state: done\n",
     );
-    s.files.insert(
-        "done/c.yaml".into(),
-        b"title: C\ndepends_on: [n]\ncoord:\n  state: done\n".to_vec(),
+    s.put(
+        "done/c.yaml",
+        "title: C\ndepends_on: [n]\ncoord:\n  state: done\n",
     );
     let board = s.board();
     let new = crate::check::reread("title: N\ndepends_on: [b]\n").expect("parses");
