@@ -81,6 +81,15 @@ impl Listing {
         }
     }
 
+    /// Returns the checksum a walk's listing gives the file `rel` (work-relative) with the
+    /// settled stat key `key` (as [`Listing::file`] computes it).
+    fn file_entry(rel: &str, key: &StatKey) -> u64 {
+        let mut listing = Listing::new(SystemTime::UNIX_EPOCH);
+        listing.start_entry(rel, b'f');
+        key.write_to(&mut listing.entry);
+        checksum(&listing.entry)
+    }
+
     /// Adds a file with its stat key; a file without one (it vanished) or with a stamp too
     /// recent to trust makes the listing unable to vouch for the folder.
     pub fn file(&mut self, rel: &str, key: Option<&StatKey>) {
@@ -191,6 +200,9 @@ impl RepoState {
 #[derive(Debug)]
 pub(super) struct Base {
     files: Vec<(u64, Option<u64>)>,
+    /// What the digest of files an earlier vouch listed adds (an operation that carried
+    /// that vouch without walking: [`Store::carry_vouch`]); 0 otherwise.
+    carried: u64,
     state: RepoState,
     committed: Vec<(String, Option<Staged>)>,
 }
@@ -210,7 +222,7 @@ pub(super) struct Vouch {
 /// The vouch file, relative to the git directory.
 const VOUCH_PATH: &str = "coord/clean-vouch";
 /// The first bytes of the vouch file.
-const VOUCH_MAGIC: &[u8] = b"coord clean-vouch 2\n";
+const VOUCH_MAGIC: &[u8] = b"coord clean-vouch 3\n";
 
 impl Vouch {
     fn encode(&self) -> Vec<u8> {
@@ -291,15 +303,24 @@ impl Listing {
     }
 }
 
+/// Returns the vouch's digest of `files` other than those in `skip`: a sum of each entry's
+/// mix, so that the order of the files does not count (each entry names its path) and an
+/// operation that did not walk can take out the entries of the files it commits
+/// ([`Store::carry_vouch`]).
 fn digest_of(files: &[(u64, Option<u64>)], skip: &HashSet<u64>) -> Option<u64> {
     let mut digest = 0u64;
     for (path, entry) in files {
         if skip.contains(path) {
             continue;
         }
-        digest = (digest.rotate_left(29) ^ (*entry)?).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        digest = digest.wrapping_add(mixed((*entry)?));
     }
     Some(digest)
+}
+
+/// Returns a file entry's checksum spread over all 64 bits, as the vouch's sum adds it.
+fn mixed(entry: u64) -> u64 {
+    (entry ^ (entry >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 fn recent_in(files: &[(u64, Option<u64>)]) -> HashSet<u64> {
@@ -427,9 +448,50 @@ impl Store {
     ) {
         *self.base.borrow_mut() = listing.entered.then(|| Base {
             files: listing.files.clone(),
+            carried: 0,
             state,
             committed: carried,
         });
+    }
+
+    /// Carries the vouch the last operation left over an operation that does not walk
+    /// `work/` (a scoped single-task command, docs/design.md) and is about to commit the
+    /// repo-relative `paths`: when HEAD, the index and the watched files are as that vouch
+    /// says, the base this operation leaves its vouch from is that vouch with `paths` taken
+    /// out of its digest (each file's entry as its stat key is now) and added to its
+    /// committed files. Nothing is checked here: the next operation checks the whole vouch,
+    /// and a file changed since the old vouch (its entry no longer the one taken out, or
+    /// any other) fails that check, which then scans. Otherwise there is no base, and no
+    /// vouch is left.
+    pub(crate) fn carry_vouch(&self, paths: &[String]) {
+        *self.base.borrow_mut() = self.carried_base(paths);
+    }
+
+    fn carried_base(&self, paths: &[String]) -> Option<Base> {
+        let bytes = std::fs::read(self.repo.git_dir().join(VOUCH_PATH)).ok()?;
+        let vouch = Vouch::decode(&bytes)?;
+        let state = self.repo_state(SystemTime::now())?;
+        if state.bytes() != vouch.state {
+            return None;
+        }
+        let listed = self.work_checksums(vouch.committed.iter().map(|(p, _)| p));
+        let work = format!("{}/", self.work_dir());
+        let mut digest = vouch.digest;
+        for rel in paths.iter().filter_map(|p| p.strip_prefix(&work)) {
+            if listed.contains(&checksum(rel.as_bytes())) {
+                continue;
+            }
+            if let Ok(st) = rustix::fs::lstat(self.abs(&format!("{work}{rel}"))) {
+                let entry = Listing::file_entry(rel, &StatKey::of(&st));
+                digest = digest.wrapping_sub(mixed(entry));
+            }
+        }
+        Some(Base {
+            files: Vec::new(),
+            carried: digest,
+            state,
+            committed: vouch.committed,
+        })
     }
 
     /// Before coord's own commit (the index lock held): forgets the base when HEAD or the
@@ -484,7 +546,7 @@ impl Store {
             committed.dedup();
             let skip = self.work_checksums(committed.iter().map(|(p, _)| p));
             Some(Vouch {
-                digest: digest_of(&base.files, &skip)?,
+                digest: digest_of(&base.files, &skip)?.wrapping_add(base.carried),
                 committed,
                 state: base.state.bytes(),
             })

@@ -53,9 +53,10 @@ impl Store {
     /// [`Store::load`] does, and only the ids of the others, from their folders' listings
     /// ([`walk::walk_in`]: no lstat, no read): what a single-task command needs from the
     /// folders it does not act on. The stat cache is used, never rewritten (it would lose
-    /// the entries of the files left unread); the operation leaves no vouch.
+    /// the entries of the files left unread).
     pub fn load_scoped(&self, looked: &dyn Fn(&str) -> bool) -> Result<Board, StoreError> {
-        // No recording vouched for `work/`: what an earlier operation's did is not carried.
+        // No recording vouched for `work/`: what an earlier operation's did is not carried
+        // (`Store::carry_vouch` carries the last vouch left on disk).
         *self.base.borrow_mut() = None;
         let walked = self.walk_work_in(looked)?;
         let unread: Vec<TaskId> = walked.unread.iter().filter_map(|r| task_id_of(r)).collect();

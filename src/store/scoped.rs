@@ -14,7 +14,8 @@ impl Store {
     /// task it acts on has a copy among the files the load left unread, and every file it
     /// touches is in the work tree exactly as HEAD has it and as the index stages it (absent
     /// from all three for a file it creates). Otherwise the command goes the whole way:
-    /// people's changes recorded first, every folder read.
+    /// people's changes recorded first, every folder read. When it may, the vouch the last
+    /// operation left is carried over it (`Store::carry_vouch`).
     pub fn plan_stays_in_scope(&self, board: &Board, plan: &Plan) -> Result<bool, StoreError> {
         let copied = plan
             .transitions
@@ -35,7 +36,11 @@ impl Store {
             .iter()
             .map(|(p, f)| (*p, f.as_ref().map(|(b, x)| (&b[..], *x))))
             .collect();
-        Ok(self.repo.as_committed(&files)?)
+        if !self.repo.as_committed(&files)? {
+            return Ok(false);
+        }
+        self.carry_vouch(&paths);
+        Ok(true)
     }
 
     /// Returns a repo-relative file's bytes and whether its owner may execute it, None when

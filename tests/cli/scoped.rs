@@ -179,3 +179,48 @@ fn a_claim_whose_input_reads_another_task_goes_the_whole_way() {
         "resolved from the dependency: {text}"
     );
 }
+
+/// Runs a verbose tick; returns whether it trusted the vouch left before it (no scan).
+fn tick_skips_the_scan(r: &TestRepo) -> bool {
+    let out = r.run(&["-v", "tick"]);
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stderr).contains("scan skipped")
+}
+
+/// `ready()` with a vouch left: every stamp settled, then a `new` that goes the whole way.
+fn vouched() -> TestRepo {
+    let r = ready();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    r.ok(&["new", "By key", "--idempotency-key", "k"]);
+    assert!(r.exists(".git/coord/clean-vouch"), "a vouch to carry");
+    r
+}
+
+#[test]
+fn scoped_commands_carry_the_vouch_to_the_next_tick() {
+    let r = vouched();
+    assert!(in_scope(&r, &["new", "Fresh task"]));
+    assert!(in_scope(&r, &["claim", "--agent", "p"]));
+    let complete = ["complete", "t0", "--agent", "p", "--attempt", "1"];
+    assert!(in_scope(&r, &complete));
+    let before = recordings(&r);
+    assert!(tick_skips_the_scan(&r), "the carried vouch holds");
+    assert_eq!(recordings(&r), before);
+    assert_eq!(r.git_status(), "");
+}
+
+#[test]
+fn a_persons_edit_between_scoped_commands_is_still_recorded_by_the_tick() {
+    let r = vouched();
+    assert!(in_scope(&r, &["claim", "--agent", "p"]));
+    let text = r.read("work/ready/t4.yaml").replace("Task 4", "Task N");
+    r.write("work/ready/t4.yaml", &text);
+    r.write("work/inbox/byhand.yaml", "title: By hand\n");
+    // Past the racy window: only the carried vouch's stat keys tell the edit apart.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(in_scope(&r, &["claim", "--agent", "p"]));
+    let before = recordings(&r);
+    assert!(!tick_skips_the_scan(&r), "the vouch no longer holds");
+    assert_eq!(recordings(&r), before + 1, "recorded as the person's");
+    assert_eq!(r.git_status(), "");
+}
