@@ -78,6 +78,12 @@ impl Problem {
         if let Some(e) = c.downcast_ref::<CommandError>() {
             return Some(Problem::of_command(e));
         }
+        // Git in the middle of something (a merge, a sparse checkout leaving tasks out): a
+        // person settles it, as the message says.
+        if let Some(crate::git::GitError::Unfinished(_)) = c.downcast_ref::<crate::git::GitError>()
+        {
+            return Some(Problem::conflict(c.to_string()));
+        }
         let refused = matches!(
             c.downcast_ref::<ops::Error>(),
             Some(ops::Error::Usage(_) | ops::Error::Refused(_))

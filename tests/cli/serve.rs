@@ -642,3 +642,21 @@ fn serve_metrics_count_retries_lease_expiries_dead_letters_and_ages() {
         "finished states get no age: {m}"
     );
 }
+
+/// A git state that stops writing commands (here a merge in progress) is a conflict a person
+/// must settle, not a server error: 409 with the one-line fix.
+#[test]
+fn serve_answers_409_while_git_stops_writing_commands() {
+    let r = TestRepo::with_agents(&["puller --pull"]);
+    r.ok(&["new", "Write the docs", "--id", "docs", "--agent", "puller"]);
+    r.ok(&["tick"]);
+    let head = r.git(&["rev-parse", "HEAD"]);
+    std::fs::write(r.abs(".git/MERGE_HEAD"), format!("{}\n", head.trim())).expect("merge");
+    let s = Server::start(&r);
+    let claim = s.post("/v1/tasks/docs/claim", r#"{"agent": "puller"}"#);
+    assert_eq!(claim.status, 409, "{}", claim.body);
+    assert!(claim.json()["detail"]
+        .as_str()
+        .unwrap_or("")
+        .contains("git merge --abort"));
+}
