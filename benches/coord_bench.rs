@@ -80,9 +80,10 @@ fn main() {
 }
 
 /// The binary measured: `COORD_BENCH_BIN` (e.g. a copy of an older build, to compare), else
-/// the one this bench was built with.
+/// (also when it is set empty) the one this bench was built with.
 fn coord_bin() -> PathBuf {
     std::env::var_os("COORD_BENCH_BIN")
+        .filter(|bin| !bin.is_empty())
         .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_coord")), PathBuf::from)
 }
 
