@@ -153,10 +153,14 @@ impl Board {
         live
     }
 
-    /// Returns whether some file of `work/` has this id: a file on the board, or one a scoped
-    /// load named without reading it.
+    /// Returns whether some file of `work/` has this id: a file on the board, one a scoped
+    /// load named without reading it, an inbox file held for a later window, or a new file
+    /// still being written (its id counts as taken).
     pub fn has_id(&self, id: &TaskId) -> bool {
-        self.tasks.iter().any(|t| &t.id == id) || self.unread.contains(id)
+        self.tasks.iter().any(|t| &t.id == id)
+            || self.unread.contains(id)
+            || self.held.contains(id)
+            || self.settling.iter().any(|s| s.id.as_ref() == Some(id))
     }
 
     /// Returns the files of one id.

@@ -112,3 +112,15 @@ fn new_refuses_what_the_tick_would_reject_with_a_usage_error() {
     assert!(err.contains("ghost"), "{err}");
     assert_eq!(r.find("T"), Vec::<String>::new());
 }
+
+/// A file still being written in the inbox is not read yet, but its id counts as taken (README
+/// "Half-written files"): `coord new --id` refuses it, rather than make a second file of the
+/// id that the next tick would send to invalid/ with the person's.
+#[test]
+fn new_refuses_the_id_of_an_inbox_file_still_being_written() {
+    let r = TestRepo::new();
+    r.write_now("work/inbox/s1.yml", "title: a person's s1\n");
+    let (_, err) = r.code(&["new", "coord new s1", "--id", "s1"], 1);
+    assert!(err.contains("a task with id 's1' already exists"), "{err}");
+    assert!(!r.exists("work/inbox/s1.yaml"));
+}
