@@ -34,18 +34,35 @@ pub struct TaskFile {
     pub hash: u64,
 }
 
-/// Returns whether `file` is a new inbox file reusing the id of the other `live` files of its
-/// id: it is in `inbox/`, settled, and none of them has its file name. A copy under the same
+/// The live copies of one id, split as intake judges them (SPEC 3.1 and 3.11).
+pub struct Copies<'a> {
+    /// New inbox files reusing the id, each with the path of another file holding it.
+    pub taken: Vec<(&'a TaskFile, &'a str)>,
+    /// The others: the task itself, or the copies of a duplicate id.
+    pub kept: Vec<&'a TaskFile>,
+}
+
+/// Splits the `live` files of one id. A file is a new one reusing a taken id when it is in
+/// `inbox/`, settled, and no other file of the id has its file name. A copy under the same
 /// name is rather a moved file reappearing at its old path (an editor saving it), which SPEC
 /// 3.11 keeps and reports as a duplicate; a file still being written is judged once it
 /// settles.
-pub fn reuses_a_taken_id(file: &TaskFile, live: &[&TaskFile]) -> bool {
-    file.folder.state == State::Inbox
-        && !matches!(file.stand_in, Some(StandIn::Settling(_)))
-        && live.len() > 1
-        && live
-            .iter()
-            .all(|o| o.path == file.path || o.file_name() != file.file_name())
+pub fn split_copies<'a>(live: &[&'a TaskFile]) -> Copies<'a> {
+    let mut copies = Copies {
+        taken: Vec::new(),
+        kept: Vec::new(),
+    };
+    for &file in live {
+        let others = || live.iter().filter(|o| o.path != file.path);
+        let reuses = file.folder.state == State::Inbox
+            && !matches!(file.stand_in, Some(StandIn::Settling(_)))
+            && others().all(|o| o.file_name() != file.file_name());
+        match others().next() {
+            Some(holder) if reuses => copies.taken.push((file, holder.path.as_str())),
+            _ => copies.kept.push(file),
+        }
+    }
+    copies
 }
 
 impl TaskFile {

@@ -55,13 +55,12 @@ pub fn run(w: &mut World<'_>) {
 /// Returns a line for each dependency of `task` (the inbox file at `path`) naming an id
 /// whose new file this pass rejects as taken: which of the two tasks it means cannot be
 /// told, so the dependent is not let go against the old one.
-fn on_a_rejected_id(task: &Task, taken: &[(&TaskFile, Vec<String>)], path: &str) -> Vec<String> {
+fn on_a_rejected_id(task: &Task, taken: &[(&TaskFile, &str)], path: &str) -> Vec<String> {
     task.spec
         .depends_on
         .iter()
         .filter_map(|d| taken.iter().find(|(f, _)| &f.id == d))
-        .map(|(f, holders)| {
-            let holder = holders.first().map_or("another file", String::as_str);
+        .map(|(f, holder)| {
             let message = format!(
                 "depends on '{}', whose new file {} is rejected in this pass (the id is taken by {holder}): give that task a free id, name it in depends_on, and move this file back to the inbox",
                 f.id, f.path
@@ -73,9 +72,8 @@ fn on_a_rejected_id(task: &Task, taken: &[(&TaskFile, Vec<String>)], path: &str)
 
 /// Sends each new inbox file whose id another file holds to invalid/ (SPEC 3.1: ids are
 /// unique across `work/`), naming the holder; the holder keeps the id and goes on.
-fn reject_taken_ids(w: &mut World<'_>, taken: &[(&TaskFile, Vec<String>)]) {
-    for (f, holders) in taken {
-        let holder = holders.first().map_or("another file", String::as_str);
+fn reject_taken_ids(w: &mut World<'_>, taken: &[(&TaskFile, &str)]) {
+    for &(f, holder) in taken {
         let message =
             format!(
             "id '{}' is taken by {holder}; rename this file to a free id and move it back to {}/",

@@ -3,7 +3,7 @@
 //! a transition (new text spliced, ops listed, entry updated).
 
 use super::{Clock, Inputs, Note, Op, Plan, Transition};
-use crate::board::{Board, StandIn, TaskFile};
+use crate::board::{split_copies, Board, Copies, StandIn, TaskFile};
 use crate::check::{self, Task, TaskDoc};
 use crate::config::Config;
 use crate::model::time::whole_second;
@@ -146,7 +146,7 @@ pub struct World<'a> {
     pub all_ids: HashSet<TaskId>,
     /// New inbox files whose id another live file holds under another file name (SPEC 3.1:
     /// the id is not unique), each with the paths of the files holding it.
-    pub taken: Vec<(&'a TaskFile, Vec<String>)>,
+    pub taken: Vec<(&'a TaskFile, &'a str)>,
     /// Agents by name.
     pub agents: BTreeMap<AgentName, AgentState>,
     /// Tasks whose file is still being written: on the board as committed, never moved.
@@ -229,14 +229,8 @@ impl<'a> World<'a> {
         let board = self.board;
         for live in board.live_sorted().chunk_by(|a, b| a.id == b.id) {
             let id = &live[0].id;
-            let (taken, kept): (Vec<&TaskFile>, Vec<&TaskFile>) = live
-                .iter()
-                .partition(|f| crate::board::reuses_a_taken_id(f, live));
-            for f in taken {
-                let holders = live.iter().filter(|o| o.path != f.path);
-                let holders = holders.map(|o| o.path.clone()).collect();
-                self.taken.push((f, holders));
-            }
+            let Copies { taken, kept } = split_copies(live);
+            self.taken.extend(taken);
             if kept.len() > 1 {
                 self.note(Note::Duplicate {
                     id: id.clone(),

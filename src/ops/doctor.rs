@@ -3,7 +3,7 @@
 //! adopting hand moves. Reads the store and git; the fix commits.
 
 use super::{Coord, Error};
-use crate::board::{Board, TaskFile};
+use crate::board::{split_copies, Board, Copies, TaskFile};
 use crate::engine;
 use crate::model::{State, TaskId};
 use crate::store::{Origin, Store};
@@ -245,13 +245,9 @@ fn task_findings(
     }
 }
 
-/// The finding of a new inbox file reusing the id of `all`'s other files: the next tick
-/// rejects it (SPEC 3.1), so the advice is to give it a free id.
-fn taken_id(id: &TaskId, file: &TaskFile, all: &[&TaskFile]) -> Finding {
-    let holder = all
-        .iter()
-        .find(|o| o.path != file.path)
-        .map_or("", |o| o.path.as_str());
+/// The finding of a new inbox file reusing the id `holder` has: the next tick rejects it
+/// (SPEC 3.1), so the advice is to give it a free id.
+fn taken_id(id: &TaskId, file: &TaskFile, holder: &str) -> Finding {
     let line = format!(
         "new task file {} reuses id '{id}' of {holder}: the next tick moves it to invalid/; rename it to a free id",
         file.path
@@ -261,11 +257,9 @@ fn taken_id(id: &TaskId, file: &TaskFile, all: &[&TaskFile]) -> Finding {
 
 fn duplicates(board: &Board, out: &mut Vec<Finding>) {
     for (id, all) in board.live_by_id() {
-        let (taken, live): (Vec<&TaskFile>, Vec<&TaskFile>) = all
-            .iter()
-            .partition(|f| crate::board::reuses_a_taken_id(f, &all));
-        for f in taken {
-            out.push(taken_id(id, f, &all));
+        let Copies { taken, kept: live } = split_copies(&all);
+        for (f, holder) in taken {
+            out.push(taken_id(id, f, holder));
         }
         if live.len() < 2 {
             continue;

@@ -5,7 +5,7 @@
 //! against the built-in schema.
 
 use super::Error;
-use crate::board::{Board, Checks, TaskFile};
+use crate::board::{split_copies, Board, Checks, Copies, TaskFile};
 use crate::check::{self, Severity};
 use crate::model::{State, TaskId};
 use crate::schema::{Schema, Violation};
@@ -52,6 +52,11 @@ pub fn validate(dir: &Path, paths: &[PathBuf]) -> Result<Validation, Error> {
     Ok(found)
 }
 
+/// What a file reusing the id `holder` has is told (intake rejects it).
+fn taken_message(id: &TaskId, holder: &str) -> String {
+    format!("id '{id}' is taken by {holder}; give this task a free id (rename the file)")
+}
+
 /// Returns the error of a task file at `full` (shown as `shown`) whose id other live files
 /// of the board hold, as intake would find it: a new inbox file (or a file outside the
 /// board) reusing a taken id, or one copy of a duplicate id.
@@ -64,18 +69,17 @@ fn taken_id(board: &Board, root: &Path, full: &Path, shown: &str) -> Option<Stri
         .into_iter()
         .filter(|f| f.folder.state != State::Invalid)
         .collect();
-    let others: Vec<&str> = live
-        .iter()
-        .filter(|f| !same(f))
-        .map(|f| f.path.as_str())
-        .collect();
-    let holder = others.first()?;
-    let this = live.iter().find(|f| same(f));
-    let message = match this {
-        Some(f) if !crate::board::reuses_a_taken_id(f, &live) => {
+    let holder = live.iter().find(|f| !same(f))?;
+    let message = match split_copies(&live).kept.iter().any(same) {
+        true => {
+            let others: Vec<&str> = live
+                .iter()
+                .filter(|f| !same(f))
+                .map(|f| f.path.as_str())
+                .collect();
             format!("duplicate id '{id}', also in {}", others.join(", "))
         }
-        _ => format!("id '{id}' is taken by {holder}; give this task a free id (rename the file)"),
+        false => taken_message(&id, &holder.path),
     };
     Some(Violation::file(message).render(shown))
 }
@@ -188,18 +192,9 @@ fn read_checked(p: &Path) -> Result<Vec<u8>, String> {
 fn check_board(board: &Board, errors: &mut Vec<String>, warnings: &mut Vec<String>) {
     let ctx = Checks::new(board);
     for (id, all) in board.live_by_id() {
-        let (taken, live): (Vec<&TaskFile>, Vec<&TaskFile>) = all
-            .iter()
-            .partition(|f| crate::board::reuses_a_taken_id(f, &all));
-        for f in taken {
-            let holder = all
-                .iter()
-                .find(|o| o.path != f.path)
-                .map_or("", |o| &o.path);
-            errors.push(format!(
-                "{}:1:1: id '{id}' is taken by {holder}; give this task a free id (rename the file)",
-                f.path
-            ));
+        let Copies { taken, kept: live } = split_copies(&all);
+        for (f, holder) in taken {
+            errors.push(format!("{}:1:1: {}", f.path, taken_message(id, holder)));
         }
         if live.len() > 1 {
             let paths: Vec<&str> = live.iter().map(|f| f.path.as_str()).collect();
