@@ -31,13 +31,14 @@ pub fn run(w: &mut World<'_>) {
 }
 
 /// Returns the ready tasks in assignment order: priority, due, age, id. Reads each task's
-/// summary ([`crate::check::Waiting`]), so ordering parses no task.
+/// summary ([`crate::check::Waiting`]), so ordering parses no task. A task whose file is
+/// still being written is not among them: nothing moves it until it settles.
 pub fn queue(w: &World<'_>) -> Vec<TaskId> {
     let default = w.config.defaults.priority;
     let mut ready: Vec<_> = w
         .entries
         .values()
-        .filter(|e| e.folder.state == State::Ready)
+        .filter(|e| e.folder.state == State::Ready && !w.is_frozen(&e.id))
         .map(|e| {
             let s = e.task.waiting();
             let due = s.due_at();

@@ -165,7 +165,7 @@ pub fn claim(board: &Board, inputs: &Inputs<'_>, agent: &AgentName) -> Result<Cl
     let w = World::new(board, inputs);
     let mut why = Vec::new();
     for id in queue(&w) {
-        if backoff_wait(&w, &id).is_some() || w.is_frozen(&id) {
+        if backoff_wait(&w, &id).is_some() {
             continue;
         }
         match pick(&w, &id, Some(agent)) {
