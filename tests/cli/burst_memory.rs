@@ -90,10 +90,15 @@ fn a_tick_over_an_inbox_burst_stays_within_the_memory_bound() {
 /// the test holds: the restart with tuned malloc thresholds comes before the lock, so by the
 /// time the tick says it is waiting, it has restarted or never will.
 fn environment_of_a_waiting_tick(r: &TestRepo) -> Vec<String> {
+    environment_of_waiting(r, r.spawn_cmd(&["tick", "--wait", "30s"]))
+}
+
+/// Returns the environment of `tick` (a command running `coord tick --wait`) as it waits for
+/// the coordinator lock the test holds; the tick is killed then.
+fn environment_of_waiting(r: &TestRepo, mut tick: std::process::Command) -> Vec<String> {
     use std::io::BufRead;
     let lock = r.hold_coord_lock();
-    let mut child = r
-        .spawn_cmd(&["tick", "--wait", "30s"])
+    let mut child = tick
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -103,16 +108,59 @@ fn environment_of_a_waiting_tick(r: &TestRepo) -> Vec<String> {
     std::io::BufReader::new(stderr)
         .read_line(&mut said)
         .expect("read");
+    let raw = std::fs::read(format!("/proc/{}/environ", child.id())).expect("environ");
+    let _ = child.kill();
+    let _ = child.wait();
+    drop(lock);
     assert!(
         said.contains("waiting for"),
         "the tick waits for the lock: {said}"
     );
-    let raw = std::fs::read(format!("/proc/{}/environ", child.id())).expect("environ");
-    drop(lock);
-    assert!(child.wait().expect("wait").success(), "the tick failed");
     raw.split(|&b| b == 0)
         .map(|v| String::from_utf8_lossy(v).into_owned())
         .collect()
+}
+
+/// A process the malloc restart started again finds its own id in `COORD_RESTARTED_PID` and
+/// never execs again, even when the loader dropped its malloc variables (glibc does for a
+/// setuid program), which would exec it for ever. Here a shell sets the marker to its own
+/// id and execs coord (exec keeps the id), with no `MALLOC_*` set, over a burst that would
+/// restart it.
+#[test]
+fn a_tick_marked_as_started_again_does_not_start_again() {
+    let r = TestRepo::empty_in_memory();
+    r.ok(&["init"]);
+    std::fs::create_dir_all(r.abs("work/inbox")).expect("mkdir");
+    for i in 0..=4_096 {
+        let path = r.abs(&format!("work/inbox/t-{i:06}.yaml"));
+        std::fs::write(path, format!("title: Task {i}\n")).expect("write");
+    }
+    let tick = r.spawn_cmd(&["tick", "--wait", "30s"]);
+    let mut marked = std::process::Command::new("sh");
+    marked
+        .arg("-c")
+        .arg("COORD_RESTARTED_PID=$$ exec \"$@\"")
+        .arg("sh")
+        .arg(tick.get_program())
+        .args(tick.get_args())
+        .env_clear()
+        .envs(tick.get_envs().filter_map(|(k, v)| Some((k, v?))));
+    let env = environment_of_waiting(&r, marked);
+    assert!(
+        env.iter().any(|v| v.starts_with("COORD_RESTARTED_PID=")),
+        "the marker reached coord: {env:?}"
+    );
+    assert!(
+        !env.iter().any(|v| v.starts_with("MALLOC_")),
+        "a process marked as started again started again: {env:?}"
+    );
+    let control = environment_of_a_waiting_tick(&r);
+    assert!(
+        control
+            .iter()
+            .any(|v| v.starts_with("MALLOC_MMAP_THRESHOLD_=")),
+        "without the marker the same burst restarts the tick: {control:?}"
+    );
 }
 
 /// Only a tick over more than one window of inbox files pays for the restart (the test
