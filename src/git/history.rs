@@ -66,9 +66,17 @@ impl Repo {
                 }
             }
         }
-        changed
-            .skipped
-            .extend(skipped.changed_in_work_tree(&self.workdir, prefix));
+        let read = self.index_file();
+        let flagged = skipped.flagged_under(read.as_deref(), prefix);
+        changed.skipped.extend(
+            flagged
+                .into_iter()
+                .filter(|(path, id)| {
+                    let bytes = std::fs::read(self.workdir.join(path));
+                    bytes.is_ok_and(|b| super::blob_id(&b) != Some(*id))
+                })
+                .map(|(path, _)| path),
+        );
         changed.paths.retain(|p| p.starts_with(prefix));
         changed.skipped.retain(|p| p.starts_with(prefix));
         changed.skipped.sort();
@@ -355,19 +363,22 @@ struct SkippedInWorkTree<'r> {
     index: Option<Option<git2::Index>>,
 }
 
-/// The skip-worktree bit of an index entry's extended flags (`CE_SKIP_WORKTREE`).
-const SKIP_WORKTREE: u16 = 1 << 14;
+use super::index_file::SKIP_WORKTREE;
 
 impl<'r> SkippedInWorkTree<'r> {
     fn new(repo: &'r git2::Repository) -> Self {
         SkippedInWorkTree { repo, index: None }
     }
 
-    /// Returns the files under `prefix` flagged skip-worktree that are in the work tree with
-    /// other bytes than their entry's: libgit2's status does not look at them, as git does
-    /// not. Only an index of version 3 or later can flag an entry, so a version 2 index
-    /// (git's usual) is not gone through.
-    fn changed_in_work_tree(&mut self, workdir: &Path, prefix: &str) -> Vec<String> {
+    /// Returns the path and blob id of each entry under `prefix` flagged skip-worktree (a
+    /// file there with other bytes is a change libgit2's status does not see, as git does
+    /// not): from `read`, the index as read without libgit2 and kept for the operation, else
+    /// through libgit2. Only an index of version 3 or later can flag an entry, so a version 2
+    /// index (git's usual) is not gone through.
+    fn flagged_under(&mut self, read: Option<&IndexFile>, prefix: &str) -> Vec<(String, Oid)> {
+        if let Some(read) = read {
+            return read.skipped_under(prefix);
+        }
         let repo = self.repo;
         let Some(index) = self.index.get_or_insert_with(|| repo.index().ok()) else {
             return Vec::new();
@@ -380,10 +391,6 @@ impl<'r> SkippedInWorkTree<'r> {
             .filter(|e| e.flags_extended & SKIP_WORKTREE != 0)
             .filter_map(|e| Some((String::from_utf8(e.path).ok()?, e.id)))
             .filter(|(path, _)| path.starts_with(prefix))
-            .filter(|(path, id)| {
-                std::fs::read(workdir.join(path)).is_ok_and(|b| super::blob_id(&b) != Some(*id))
-            })
-            .map(|(path, _)| path)
             .collect()
     }
 

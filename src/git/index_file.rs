@@ -28,8 +28,10 @@ const STAT_LEN: usize = 40;
 const ASSUME_VALID: u16 = 0x8000;
 /// Entry flag: an extended flags word follows (version 3).
 const EXTENDED: u16 = 0x4000;
+/// Extended flag: skip-worktree (sparse checkouts, `git update-index --skip-worktree`).
+pub(super) const SKIP_WORKTREE: u16 = 0x4000;
 /// Extended flags that make git look at an entry otherwise: skip-worktree, intent-to-add.
-const SKIP_OR_INTENT: u16 = 0x4000 | 0x2000;
+const SKIP_OR_INTENT: u16 = SKIP_WORKTREE | 0x2000;
 
 /// The stat data an index entry keeps, as git truncates it to 32 bits: ctime (seconds,
 /// nanoseconds), mtime (seconds, nanoseconds), device, inode, size.
@@ -51,6 +53,8 @@ pub struct Entry<'a> {
     /// Whether git is told not to compare the entry with the work tree (assume-unchanged,
     /// skip-worktree) or it holds no content yet (intent-to-add).
     pub special: bool,
+    /// Whether the entry is flagged skip-worktree.
+    pub skip_worktree: bool,
 }
 
 /// A node of the cache tree: a folder, the number of index entries under it and the tree id
@@ -147,6 +151,7 @@ impl IndexFile {
             id: Oid::from_bytes(b.get(at + STAT_LEN..at + STAT_LEN + ID_LEN)?).ok()?,
             stat,
             special: flags & ASSUME_VALID != 0 || ext & SKIP_OR_INTENT != 0,
+            skip_worktree: ext & SKIP_WORKTREE != 0,
         })
     }
 
@@ -160,6 +165,18 @@ impl IndexFile {
     /// Returns every entry, in the index's order.
     pub fn entries(&self) -> impl Iterator<Item = Entry<'_>> {
         (0..self.entries.len()).filter_map(|i| self.entry(i))
+    }
+
+    /// Returns the path and blob id of each entry under `prefix` flagged skip-worktree; only
+    /// an index of version 3 or later can flag one, so a version 2 index is not gone through.
+    pub fn skipped_under(&self, prefix: &str) -> Vec<(String, Oid)> {
+        if self.version < 3 {
+            return Vec::new();
+        }
+        self.entries()
+            .filter(|e| e.skip_worktree && e.path.starts_with(prefix.as_bytes()))
+            .filter_map(|e| Some((String::from_utf8(e.path.to_vec()).ok()?, e.id)))
+            .collect()
     }
 
     /// Returns whether any entry is unmerged (a stage other than 0).
