@@ -257,6 +257,11 @@ impl Repo {
             if entry.special || entry.stage != 0 || !REGULAR.contains(&entry.mode) {
                 return None;
             }
+            // A size of 0 on a non-empty blob is git's smudge: such an entry is never clean
+            // by its stat data.
+            if entry.stat[6] == 0 && Some(entry.id) != super::blob_id(b"") {
+                return None;
+            }
             let stat = stat_of(rel)?;
             if stat != entry.stat {
                 return None;

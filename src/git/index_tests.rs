@@ -296,3 +296,29 @@ fn a_racy_entry_of_a_changed_file_is_written_again_smudged() {
     let kept = IndexFile::parse(old.rewritten(&[], &changed).unwrap(), later).unwrap();
     assert_eq!(sizes(&kept), sizes(&read), "no entry was racy");
 }
+
+/// An entry git smudged (size 0 on a non-empty blob: racily clean when written) is never
+/// clean by its stat data, even when a file's stat data were to match it: git's own rule.
+#[test]
+fn a_smudged_entry_is_never_clean_by_its_stat_data() {
+    let (dir, repo) = committed();
+    let path = dir.path().join(".git/index");
+    let read = IndexFile::parse(std::fs::read(&path).unwrap(), SystemTime::UNIX_EPOCH).unwrap();
+    let smudged = read.rewritten(&[], &|_| true).unwrap();
+    std::fs::write(&path, smudged).unwrap();
+    let later = SystemTime::now() + Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    let index = repo.index_file().expect("the smudged index reads");
+    let stats: HashMap<Vec<u8>, EntryStat> = index
+        .entries()
+        .filter_map(|e| Some((e.path.strip_prefix(b"work/")?.to_vec(), e.stat)))
+        .collect();
+    assert!(stats.values().all(|s| s[6] == 0), "every entry smudged");
+    let clean = repo.clean_by_stat("work", stats.len(), &|rel| stats.get(rel).copied());
+    assert!(!clean, "a smudged entry was taken as clean");
+}
