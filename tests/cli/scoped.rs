@@ -224,3 +224,24 @@ fn a_persons_edit_between_scoped_commands_is_still_recorded_by_the_tick() {
     assert_eq!(recordings(&r), before + 1, "recorded as the person's");
     assert_eq!(r.git_status(), "");
 }
+
+/// A person's `git rm --cached` + `git commit` between two scoped commands moves HEAD and the
+/// index without touching a file's stat data: the carried vouch must not hold, so the next
+/// tick scans and records the untracked task file as the person's change (once it has
+/// settled: the test wrote it a moment ago), leaving `git status` clean.
+#[test]
+fn a_persons_commit_between_scoped_commands_voids_the_carried_vouch() {
+    let r = vouched();
+    assert!(in_scope(&r, &["claim", "--agent", "p"]));
+    r.git(&["rm", "-q", "--cached", "work/ready/t4.yaml"]);
+    r.git(&["commit", "-qm", "a person untracks t4"]);
+    assert!(in_scope(&r, &["claim", "--agent", "p"]));
+    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    let before = recordings(&r);
+    assert!(!tick_skips_the_scan(&r), "the vouch no longer holds");
+    assert_eq!(recordings(&r), before + 1, "recorded as the person's");
+    assert_eq!(r.git_status(), "");
+    assert!(r
+        .git(&["ls-files", "work/ready/t4.yaml"])
+        .contains("t4.yaml"));
+}
