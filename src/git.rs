@@ -24,7 +24,7 @@ mod state;
 pub use attempts::Granted;
 use commit::check_path;
 pub use commit::{IndexHold, IndexWritten, Staged};
-pub use edit::PathChange;
+pub use edit::{PathChange, TreeEdit};
 pub use git2::Oid;
 pub use history::{recorded, OnDisk, Recorded};
 use index_file::Entry as IndexFileEntry;

@@ -7,8 +7,10 @@
 //! are sorted: commits the tick derived from the files alone (`Coord-Origin: tick`) are dropped,
 //! because the next tick redoes them on the newer base; every other coord commit (recorded
 //! external changes, `coord new`, `complete`, `fail`, ...) carries someone's input and is replayed
-//! onto the remote tip; a commit by anyone else stops the sync before anything is changed. A
-//! rejected push starts the next attempt after a jittered backoff. Nothing is ever force-pushed.
+//! onto the remote tip, and so is a person's own commit (as an edit, path by path, keeping its
+//! author, committer and message); a merge or a signed commit stops the sync before anything
+//! is changed. A rejected push starts the next attempt after a jittered backoff. Nothing is
+//! ever force-pushed.
 //!
 //! Fetch and push run the `git` command (it honours the credentials people and CI configured);
 //! commits, replays and the branch move go through [`crate::git`] (libgit2). A killed sync
@@ -89,17 +91,17 @@ pub enum SyncError {
         /// What git said (last lines of its stderr) or why it did not run.
         message: String,
     },
-    /// A person's commit is not on the remote and the branches diverged.
-    #[error("{branch} has a commit by {author} that {remote} does not have ({commit} {summary:?}), and {remote} moved on; coord never rewrites a person's work: integrate it yourself (git pull --rebase {remote} {branch}), then run coord sync again")]
+    /// A person's merge or signed commit is not on the remote and the branches diverged.
+    #[error("{branch} has {what} by {author} that {remote} does not have ({commit}), and {remote} moved on; coord copies a person's commits onto {remote}'s tip but not {what}: integrate it yourself (git pull --rebase {remote} {branch}), run coord doctor (it names any task git's text merge left in two places), then run coord sync again")]
     PersonsCommit {
+        /// `a merge` or `a signed commit`.
+        what: &'static str,
         /// The branch.
         branch: String,
         /// The remote.
         remote: String,
-        /// The commit, abbreviated.
+        /// The commit, abbreviated, and its summary in quotes.
         commit: String,
-        /// Its summary.
-        summary: String,
         /// Its author.
         author: String,
     },
@@ -197,36 +199,39 @@ pub enum Integration {
         /// The remote tip.
         onto: Oid,
         /// Local commits to replay, oldest first.
-        keep: Vec<LocalCommit>,
+        keep: Vec<replay::Kept>,
         /// How many tick commits are dropped.
         dropped: usize,
     },
-    /// Both moved and a local commit is not coord's: touch nothing.
+    /// Both moved and a local commit cannot be copied (a merge, or a signed commit): touch
+    /// nothing.
     Refuse(Box<LocalCommit>),
 }
 
-/// Sorts the local-only commits: tick commits are dropped, other coord commits kept (replayed),
-/// and the first commit that coord did not make (another author, or a merge) is returned as
-/// the reason to refuse.
+/// Sorts the local-only commits: tick commits are dropped, coord's other commits and people's
+/// commits kept (replayed), and the first merge or signed commit is returned as the reason
+/// to refuse: a copy of it would lose a parent or its signature.
 pub fn sort_local(
     commits: &[LocalCommit],
     identity: &Identity,
-) -> Result<(Vec<LocalCommit>, usize), Box<LocalCommit>> {
+) -> Result<(Vec<replay::Kept>, usize), Box<LocalCommit>> {
     let mut keep = Vec::new();
     let mut dropped = 0;
     for c in commits {
-        let coords = c.parents == 1
-            && c.author_email == identity.email
-            && c.author_name == identity.name
-            && c.info.summary.starts_with("coord: ");
-        if !coords {
+        if c.parents != 1 || c.signed {
             return Err(Box::new(c.clone()));
         }
+        let coords = c.author_email == identity.email
+            && c.author_name == identity.name
+            && c.info.summary.starts_with("coord: ");
         let (key, value) = TICK_TRAILER.split_once(": ").unwrap_or_default();
-        if c.info.trailers.iter().any(|(k, v)| k == key && v == value) {
+        if coords && c.info.trailers.iter().any(|(k, v)| k == key && v == value) {
             dropped += 1;
         } else {
-            keep.push(c.clone());
+            keep.push(replay::Kept {
+                commit: c.clone(),
+                persons: !coords,
+            });
         }
     }
     Ok((keep, dropped))
@@ -481,10 +486,14 @@ fn integrate(
         Integration::Ahead => Ok(()),
         Integration::FastForward(tip) => Ok(store.repo.switch_to(head, tip)?),
         Integration::Refuse(c) => Err(SyncError::PersonsCommit {
+            what: if c.parents == 1 {
+                "a signed commit"
+            } else {
+                "a merge"
+            },
             branch: branch.to_string(),
             remote: opts.remote.clone(),
-            commit: short(&c.info.oid),
-            summary: c.info.summary.clone(),
+            commit: format!("{} {:?}", short(&c.info.oid), c.info.summary),
             author: format!("{} <{}>", c.author_name, c.author_email),
         }),
         Integration::Rebuild {
@@ -695,11 +704,12 @@ mod tests {
             author_email: format!("{author}@localhost"),
             author_name: author.to_string(),
             parents: 1,
+            signed: false,
         }
     }
 
     #[test]
-    fn tick_commits_drop_other_coord_commits_replay_people_refuse() {
+    fn tick_commits_drop_other_commits_replay_merges_and_signed_commits_refuse() {
         let id = Identity::default();
         let tick = [("Coord-Task", "a"), ("Coord-Origin", "tick")];
         let commits = [
@@ -715,21 +725,31 @@ mod tests {
         ];
         let (keep, dropped) = sort_local(&commits, &id).unwrap();
         assert_eq!(dropped, 2);
-        assert_eq!(keep.len(), 2);
-        assert_eq!(keep[0], commits[0]);
-        assert_eq!(keep[1], commits[2]);
+        let kept = |c: &LocalCommit, persons| replay::Kept {
+            commit: c.clone(),
+            persons,
+        };
+        assert_eq!(keep, [kept(&commits[0], false), kept(&commits[2], false)]);
 
         let mut person = commits.to_vec();
-        person.insert(2, commit(5, "alice", "fix typo", &[]));
-        assert_eq!(sort_local(&person, &id).unwrap_err().author_name, "alice");
+        person.insert(2, commit(5, "alice", "fix typo", &tick));
+        let (keep, dropped) = sort_local(&person, &id).unwrap();
+        assert_eq!(
+            dropped, 2,
+            "a person's tick trailer does not make it coord's"
+        );
+        assert_eq!(keep[1], kept(&person[2], true));
+        let impostor = commit(7, "coord", "add a file by hand", &tick);
+        let (keep, _) = sort_local(std::slice::from_ref(&impostor), &id).unwrap();
+        assert_eq!(keep, [kept(&impostor, true)], "summary must be coord's");
+
         let mut merge = commit(6, "coord", "coord: merge", &[]);
         merge.parents = 2;
         assert!(sort_local(&[merge], &id).is_err());
-        let impostor = commit(7, "coord", "add a file by hand", &[]);
-        assert!(
-            sort_local(&[impostor], &id).is_err(),
-            "summary must be coord's"
-        );
+        let mut signed = commit(8, "alice", "signed", &[]);
+        signed.signed = true;
+        person.insert(0, signed);
+        assert_eq!(sort_local(&person, &id).unwrap_err().info.summary, "signed");
     }
 
     #[test]

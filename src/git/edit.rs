@@ -1,6 +1,6 @@
 //! Reading and writing commits as trees of blobs, without a work tree, for `coord sync`'s
-//! replay by meaning: what one commit changed (path, blob before, blob after), the blob a
-//! commit holds at a path, finding a task file by name, a three-way merge of text, and a new
+//! replay by meaning: what one commit changed (path, blob and mode before and after), the blob
+//! and mode a commit holds at a path, finding a task file by name, a three-way merge of text, and a new
 //! commit made of a base commit's tree with some paths set or removed, keeping another commit's
 //! author, committer and message. Writes objects only: no ref, index or work tree changes.
 
@@ -9,7 +9,7 @@ use git2::build::TreeUpdateBuilder;
 use git2::{FileMode, MergeFileInput, Oid, TreeWalkMode, TreeWalkResult};
 use std::path::Path;
 
-/// One path a commit changed: its blob in the parent and in the commit (None: absent).
+/// One path a commit changed: its blob and mode in the parent and in the commit (None: absent).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PathChange {
     /// The repo-relative path.
@@ -18,6 +18,30 @@ pub struct PathChange {
     pub old: Option<Oid>,
     /// The blob in the commit.
     pub new: Option<Oid>,
+    /// The mode in the first parent (`Unreadable` when absent).
+    pub old_mode: FileMode,
+    /// The mode in the commit (`Unreadable` when absent).
+    pub new_mode: FileMode,
+}
+
+/// One path to set in a tree, with the blob (or submodule commit) and mode it gets, or to
+/// remove (`to: None`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TreeEdit {
+    /// The repo-relative path.
+    pub path: String,
+    /// The object and mode it gets; None removes it.
+    pub to: Option<(Oid, FileMode)>,
+}
+
+impl TreeEdit {
+    /// Sets `path` to `blob` as a plain file, or removes it (`None`): what coord writes.
+    pub fn file(path: &str, blob: Option<Oid>) -> TreeEdit {
+        TreeEdit {
+            path: path.to_string(),
+            to: blob.map(|b| (b, FileMode::Blob)),
+        }
+    }
 }
 
 impl Repo {
@@ -41,6 +65,8 @@ impl Repo {
                         path: path.to_string_lossy().into_owned(),
                         old: oid(d.old_file()),
                         new: oid(d.new_file()),
+                        old_mode: d.old_file().mode(),
+                        new_mode: d.new_file().mode(),
                     })
                 })
                 .collect())
@@ -54,6 +80,16 @@ impl Repo {
         match tree.get_path(Path::new(path)) {
             Ok(e) if e.kind() == Some(git2::ObjectType::Blob) => Ok(Some(e.id())),
             Ok(_) => Ok(None),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(ctx(format!("cannot look up {path} in {commit}"))(e)),
+        }
+    }
+
+    /// Returns the mode of what commit `commit` holds at `path`, if it holds anything there.
+    pub fn mode_at(&self, commit: Oid, path: &str) -> Result<Option<FileMode>, GitError> {
+        let tree = self.tree_of(commit)?;
+        match tree.get_path(Path::new(path)) {
+            Ok(e) => Ok(Some(file_mode(e.filemode()))),
             Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
             Err(e) => Err(ctx(format!("cannot look up {path} in {commit}"))(e)),
         }
@@ -119,27 +155,27 @@ impl Repo {
         Ok(merged.is_automergeable().then(|| merged.content().to_vec()))
     }
 
-    /// Writes a commit whose parent is `base` and whose tree is `base`'s with `edits` applied
-    /// (a blob, or None to remove the path), with the author, committer and message of
-    /// `like` (or `message` when given). Returns None when the tree would not change.
+    /// Writes a commit whose parent is `base` and whose tree is `base`'s with `edits` applied,
+    /// with the author, committer and message of `like` (or `message` when given). Returns
+    /// None when the tree would not change.
     pub fn commit_edits(
         &self,
         base: Oid,
         like: Oid,
-        edits: &[(String, Option<Oid>)],
+        edits: &[TreeEdit],
         message: Option<&str>,
     ) -> Result<Option<Oid>, GitError> {
-        for (path, _) in edits {
-            check_path(path)?;
+        for e in edits {
+            check_path(&e.path)?;
         }
         let write = || -> Result<Option<Oid>, git2::Error> {
             let parent = self.repo.find_commit(base)?;
             let model = self.repo.find_commit(like)?;
             let mut update = TreeUpdateBuilder::new();
-            for (path, blob) in edits {
-                match blob {
-                    Some(b) => update.upsert(path.as_str(), *b, FileMode::Blob),
-                    None => update.remove(path.as_str()),
+            for e in edits {
+                match e.to {
+                    Some((id, mode)) => update.upsert(e.path.as_str(), id, mode),
+                    None => update.remove(e.path.as_str()),
                 };
             }
             let tree_id = update.create_updated(&self.repo, &parent.tree()?)?;
@@ -160,4 +196,19 @@ impl Repo {
         };
         write().map_err(ctx(format!("cannot write a commit onto {base}")))
     }
+}
+
+/// Reads a tree entry's mode as libgit2 gives it.
+fn file_mode(raw: i32) -> FileMode {
+    [
+        FileMode::Blob,
+        FileMode::BlobExecutable,
+        FileMode::BlobGroupWritable,
+        FileMode::Link,
+        FileMode::Commit,
+        FileMode::Tree,
+    ]
+    .into_iter()
+    .find(|m| i32::from(*m) == raw)
+    .unwrap_or(FileMode::Unreadable)
 }

@@ -22,6 +22,8 @@ pub struct LocalCommit {
     pub author_name: String,
     /// How many parents it has (more than one: a merge).
     pub parents: usize,
+    /// Whether it carries a signature (`gpgsig`): a copy of it onto another parent would not.
+    pub signed: bool,
 }
 
 impl Repo {
@@ -69,6 +71,9 @@ impl Repo {
                 author_email: String::from_utf8_lossy(author.email_bytes()).into_owned(),
                 author_name: String::from_utf8_lossy(author.name_bytes()).into_owned(),
                 parents: commit.parent_count(),
+                signed: ["gpgsig", "gpgsig-sha256"]
+                    .iter()
+                    .any(|f| commit.header_field_bytes(f).is_ok()),
             });
         }
         Ok(out)

@@ -16,7 +16,7 @@
 
 use crate::engine::operation::Pre;
 use crate::engine::{OpKind, Operation};
-use crate::git::{GitError, LocalCommit, Oid, PathChange, Repo};
+use crate::git::{GitError, LocalCommit, Oid, PathChange, Repo, TreeEdit};
 use crate::model::State;
 use crate::yaml::{parse_bytes, remove_block, set_block, Limits};
 use serde_json::Value;
@@ -29,6 +29,16 @@ pub struct Stale {
     pub id: String,
     /// The result as the agent wrote it.
     pub result: Value,
+}
+
+/// A local commit to replay, and whose it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kept {
+    /// The commit.
+    pub commit: LocalCommit,
+    /// A person's commit, not coord's: replayed as an edit, path by path, whatever its
+    /// message says (a person may write `Coord-Task:` in one).
+    pub persons: bool,
 }
 
 /// What a replay made.
@@ -111,13 +121,13 @@ impl std::str::FromStr for DropEdit {
     }
 }
 
-/// Replays `commits` (local coord commits, oldest first) onto `onto`, leaving out the
-/// conflicting edits named in `drop`.
+/// Replays `commits` (local commits, oldest first) onto `onto`, leaving out the conflicting
+/// edits named in `drop`.
 pub fn replay(
     repo: &Repo,
     work_dir: &str,
     onto: Oid,
-    commits: &[LocalCommit],
+    commits: &[Kept],
     drop: &[DropEdit],
 ) -> Result<Replay, Stop> {
     let mut out = Replay {
@@ -125,7 +135,8 @@ pub fn replay(
         ..Replay::default()
     };
     let mut tip = onto;
-    for c in commits {
+    for kept in commits {
+        let c = &kept.commit;
         let oid = Oid::from_str(&c.info.oid).map_err(|e| GitError::Git {
             context: format!("bad commit id {}", c.info.oid),
             source: e,
@@ -136,6 +147,7 @@ pub fn replay(
             tip,
             oid,
             commit: c,
+            persons: kept.persons,
             drop,
         };
         match r.step()? {
@@ -165,6 +177,7 @@ struct Replayer<'a> {
     tip: Oid,
     oid: Oid,
     commit: &'a LocalCommit,
+    persons: bool,
     drop: &'a [DropEdit],
 }
 
@@ -172,14 +185,15 @@ impl Replayer<'_> {
     fn step(&self) -> Result<Step, Stop> {
         let changes = self.repo.commit_changes(self.oid)?;
         if self.applies_as_is(&changes)? {
-            let edits: Vec<_> = changes.iter().map(|c| (c.path.clone(), c.new)).collect();
+            let edits: Vec<_> = changes.iter().map(as_committed).collect();
             return Ok(Step::Redone(self.commit_with(&edits)?));
         }
         // A new file and a person's edit are merged path by path; an operation on a task is
         // redone by its precondition.
-        let files = self
-            .op()
-            .is_some_and(|op| matches!(op.kind, OpKind::New | OpKind::Edit));
+        let files = self.persons
+            || self
+                .op()
+                .is_some_and(|op| matches!(op.kind, OpKind::New | OpKind::Edit));
         match self.trailer("Coord-Task").filter(|_| !files) {
             Some(id) => self.operation(id, &changes),
             None => self.edit(&changes),
@@ -195,12 +209,15 @@ impl Replayer<'_> {
             .map(|(_, v)| v.as_str())
     }
 
-    /// Returns whether every path still holds the bytes the commit started from, and no task
-    /// file it adds is elsewhere on the tip (another clone's task of that id, or the task
-    /// moved on): carrying such a commit over would put one id in two places.
+    /// Returns whether every path still holds the bytes and mode the commit started from, and
+    /// no task file it adds is elsewhere on the tip (another clone's task of that id, or the
+    /// task moved on): carrying such a commit over would put one id in two places.
     fn applies_as_is(&self, changes: &[PathChange]) -> Result<bool, GitError> {
         for c in changes {
-            if self.repo.blob_at(self.tip, &c.path)? != c.old {
+            let mode = c.old.map(|_| c.old_mode);
+            if self.repo.blob_at(self.tip, &c.path)? != c.old
+                || self.repo.mode_at(self.tip, &c.path)? != mode
+            {
                 return Ok(false);
             }
         }
@@ -219,7 +236,7 @@ impl Replayer<'_> {
         Ok(true)
     }
 
-    fn commit_with(&self, edits: &[(String, Option<Oid>)]) -> Result<Option<Oid>, GitError> {
+    fn commit_with(&self, edits: &[TreeEdit]) -> Result<Option<Oid>, GitError> {
         self.repo.commit_edits(self.tip, self.oid, edits, None)
     }
 
@@ -257,16 +274,19 @@ impl Replayer<'_> {
         let Some(text) = redone else {
             return Ok(self.moved_on(id, &after));
         };
-        let mut edits = vec![(dst.path.clone(), Some(self.repo.write_blob(&text)?))];
+        let mut edits = vec![TreeEdit::file(
+            &dst.path,
+            Some(self.repo.write_blob(&text)?),
+        )];
         if src.path != dst.path {
-            edits.push((src.path.clone(), None));
+            edits.push(TreeEdit::file(&src.path, None));
         }
         for c in changes
             .iter()
             .filter(|c| c.path != src.path && c.path != dst.path)
         {
             if self.repo.blob_at(self.tip, &c.path)? == c.old {
-                edits.push((c.path.clone(), c.new));
+                edits.push(as_committed(c));
             }
         }
         Ok(Step::Redone(self.commit_with(&edits)?))
@@ -341,8 +361,17 @@ impl Replayer<'_> {
                     continue;
                 }
             }
-            if now == c.old {
-                edits.push((c.path.clone(), c.new));
+            let tip_mode = self.repo.mode_at(self.tip, &c.path)?;
+            if now == c.old || (now == c.new && tip_mode != c.new.map(|_| c.new_mode)) {
+                let mode = if c.old_mode == c.new_mode {
+                    tip_mode
+                } else {
+                    None
+                };
+                edits.push(TreeEdit {
+                    path: c.path.clone(),
+                    to: c.new.map(|b| (b, mode.unwrap_or(c.new_mode))),
+                });
                 continue;
             }
             if now == c.new {
@@ -361,8 +390,15 @@ impl Replayer<'_> {
                 self.repo.blob_bytes(new)?,
                 self.repo.blob_bytes(theirs)?,
             );
+            let mode = match c.old_mode == c.new_mode {
+                true => self.repo.mode_at(self.tip, &at)?.unwrap_or(c.new_mode),
+                false => c.new_mode,
+            };
             match merge_person(self.repo, &base, &ours, &theirs)? {
-                Some(text) => edits.push((at, Some(self.repo.write_blob(&text)?))),
+                Some(text) => edits.push(TreeEdit {
+                    path: at,
+                    to: Some((self.repo.write_blob(&text)?, mode)),
+                }),
                 None => moot.push(self.conflict_unless_dropped(&c.path, Some(at))?),
             }
         }
@@ -436,6 +472,14 @@ impl Replayer<'_> {
             path: path.to_string(),
             remote_path,
         })
+    }
+}
+
+/// The path as the commit left it: its blob and mode, or removed.
+fn as_committed(c: &PathChange) -> TreeEdit {
+    TreeEdit {
+        path: c.path.clone(),
+        to: c.new.map(|b| (b, c.new_mode)),
     }
 }
 

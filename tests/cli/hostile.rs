@@ -310,10 +310,10 @@ fn people_running_git_in_a_clone_where_coord_works_never_corrupt_it() {
                 let out = repo.run(&["sync", "--wait", "5s"]);
                 let err = String::from_utf8_lossy(&out.stderr).into_owned();
                 syncs += 1;
-                // Expected refusals: a person's commit to integrate, an operation in progress,
+                // Expected refusals: a person's merge to integrate, an operation in progress,
                 // uncommitted changes in the way, the branch moved meanwhile.
                 let expected = [
-                    "coord never rewrites",
+                    "but not a merge",
                     "in progress",
                     "unmerged",
                     "uncommitted",

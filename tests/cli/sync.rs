@@ -239,32 +239,143 @@ fn a_persons_unpushed_commit_is_pushed_when_it_can_be_and_never_dropped() {
         "pushed when the remote had not moved"
     );
 
-    // Now the remote moves on while the person has another local commit.
+    // Now the remote moves on while the person has another local commit: sync copies it onto
+    // the remote tip, as `git pull --rebase` would, but by meaning.
     mine.write("NOTES.md", "more notes\n");
     mine.git(&["commit", "-q", "-am", "more notes"]);
     mine.task("local-task", &task_yaml("local-task"));
     net.person_adds("other", 2);
-    let before = mine.git(&["rev-parse", "HEAD"]);
-    let (_, err) = mine.code(&["sync"], 1);
-    assert!(
-        err.contains("coord never rewrites a person's work"),
-        "{err}"
-    );
-    assert!(err.contains("more notes"), "{err}");
-    let log = mine.git(&["log", "--format=%s"]);
-    assert!(log.contains("more notes"), "{log}");
-    assert!(mine
-        .git(&["merge-base", "--is-ancestor", before.trim(), "HEAD"])
-        .is_empty());
-    assert_eq!(mine.read("NOTES.md"), "more notes\n");
-    assert_eq!(mine.find("local-task"), ["work/inbox/local-task.yaml"]);
-
-    // Once the person integrates, sync goes through and carries everything.
-    mine.git(&["pull", "-q", "--rebase", "origin", "main"]);
     mine.ok(&["sync"]);
     let check = net.clone();
     assert_eq!(check.read("NOTES.md"), "more notes\n");
     assert_eq!(check.find("local-task").len(), 1);
+    assert_eq!(check.find("other-0").len(), 1);
+    let log = check.git(&["log", "--format=%an|%s", "--", "NOTES.md"]);
+    assert_eq!(log, "Test Person|more notes\nTest Person|my notes\n");
+
+    // A merge cannot be copied without losing a parent: sync stops and changes nothing.
+    mine.git(&["switch", "-q", "-c", "side"]);
+    mine.write("SIDE.md", "side\n");
+    mine.git(&["add", "SIDE.md"]);
+    mine.git(&["commit", "-q", "-m", "side work"]);
+    mine.git(&["switch", "-q", "main"]);
+    mine.git(&["merge", "-q", "--no-ff", "-m", "merge side", "side"]);
+    net.person_adds("more", 1);
+    let before = mine.git(&["rev-parse", "HEAD"]);
+    let (_, err) = mine.code(&["sync"], 1);
+    assert!(err.contains("a merge by Test Person"), "{err}");
+    assert!(err.contains("merge side"), "{err}");
+    assert!(err.contains("coord doctor"), "{err}");
+    assert_eq!(mine.git(&["rev-parse", "HEAD"]), before);
+    assert_eq!(mine.git_status(), "");
+}
+
+/// A remote where task `t-0` is ready, with a push agent `a1` and a pull agent `p2`, and two
+/// clones of it.
+fn one_ready_task_two_agents() -> (Net, TestRepo, TestRepo) {
+    let net = Net::new(&[]);
+    net.seed.ok(&["agents", "add", "p2", "--pull"]);
+    net.seed.git(&["push", "-q", "origin", "main"]);
+    net.person_adds("t", 1);
+    net.clone().ok(&["sync"]);
+    net.seed.git(&["pull", "-q", "--ff-only", "origin", "main"]);
+    net.seed.ok(&["agents", "add", "a1", "--max-active", "10"]);
+    net.seed.git(&["push", "-q", "origin", "main"]);
+    let (mine, theirs) = (net.clone(), net.clone());
+    assert_eq!(mine.find("t-0"), ["work/ready/t-0.yaml"]);
+    (net, mine, theirs)
+}
+
+/// The commit that last changed `path`: author, committer and message.
+fn last_change(repo: &TestRepo, path: &str) -> String {
+    repo.git(&[
+        "log",
+        "-1",
+        "--format=%an <%ae> %ad|%cn <%ce> %cd|%B",
+        "--",
+        path,
+    ])
+}
+
+#[test]
+fn a_persons_commit_over_an_unpushed_assignment_is_replayed_and_the_task_stays_assigned_once() {
+    let (net, mine, theirs) = one_ready_task_two_agents();
+    theirs.ok(&["claim", "--agent", "p2", "--sync"]);
+    mine.ok(&["tick"]);
+    assert_eq!(mine.find("t-0"), ["work/assigned/a1/t-0.yaml"]);
+    mine.write("NOTES.md", "my notes\n");
+    mine.git(&["add", "NOTES.md"]);
+    mine.git(&["commit", "-q", "-m", "my notes"]);
+
+    mine.ok(&["sync"]);
+
+    let check = net.clone();
+    assert_eq!(
+        check.find("t-0"),
+        ["work/assigned/p2/t-0.yaml"],
+        "p2's claim won"
+    );
+    assert_eq!(check.read("NOTES.md"), "my notes\n");
+    assert_eq!(
+        last_change(&check, "NOTES.md"),
+        last_change(&mine, "NOTES.md")
+    );
+    let view = look_at_remote(&net);
+    assert!(
+        view.places.values().all(|p| p.len() == 1),
+        "{:?}",
+        view.places
+    );
+    assert_eq!(mine.find("t-0"), ["work/assigned/p2/t-0.yaml"]);
+    assert_eq!(mine.git_status(), "");
+}
+
+#[test]
+fn a_persons_commit_editing_a_task_coord_assigned_here_lands_on_the_remotes_copy() {
+    let (net, mine, theirs) = one_ready_task_two_agents();
+    theirs.ok(&["claim", "--agent", "p2", "--sync"]);
+    mine.ok(&["tick"]);
+    let path = "work/assigned/a1/t-0.yaml";
+    let text = mine
+        .read(path)
+        .replace("title: Task t-0", "title: Task t-0, clarified");
+    mine.write(path, &text);
+    mine.git(&["commit", "-q", "-am", "clarify t-0"]);
+
+    mine.ok(&["sync"]);
+
+    let check = net.clone();
+    assert_eq!(check.find("t-0"), ["work/assigned/p2/t-0.yaml"]);
+    let task = check.read("work/assigned/p2/t-0.yaml");
+    assert!(task.contains("title: Task t-0, clarified"), "{task}");
+    assert!(task.contains("assigned_to: p2"), "{task}");
+}
+
+#[test]
+fn a_persons_commits_are_replayed_with_their_modes_and_links() {
+    let net = Net::new(&["alice"]);
+    let mine = net.clone();
+    mine.write("run.sh", "echo hi\n");
+    mine.write("tool.sh", "echo tool\n");
+    mine.git(&["add", "run.sh", "tool.sh"]);
+    mine.git(&["commit", "-q", "-m", "scripts"]);
+    mine.ok(&["sync"]);
+
+    mine.git(&["update-index", "--chmod=+x", "tool.sh"]);
+    mine.git(&["commit", "-q", "-m", "make tool.sh executable"]);
+    mine.write("run.sh", "echo hello\n");
+    mine.git(&["update-index", "--add", "--chmod=+x", "run.sh"]);
+    std::os::unix::fs::symlink("run.sh", mine.abs("go")).expect("symlink");
+    mine.git(&["add", "go"]);
+    mine.git(&["commit", "-q", "-m", "run.sh executable, a link to it"]);
+    net.person_adds("other", 1);
+    mine.ok(&["sync"]);
+
+    let check = net.clone();
+    let tree = check.git(&["ls-tree", "HEAD", "run.sh", "tool.sh", "go"]);
+    let modes: Vec<&str> = tree.lines().map(|l| &l[..6]).collect();
+    assert_eq!(modes, ["120000", "100755", "100755"], "{tree}");
+    assert_eq!(check.read("run.sh"), "echo hello\n");
     assert_eq!(check.find("other-0").len(), 1);
 }
 
