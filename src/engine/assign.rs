@@ -32,13 +32,18 @@ pub fn run(w: &mut World<'_>) {
 
 /// Returns the ready tasks in assignment order: priority, due, age, id. Reads each task's
 /// summary ([`crate::check::Waiting`]), so ordering parses no task. A task whose file is
-/// still being written is not among them: nothing moves it until it settles.
+/// still being written is not among them: nothing moves it until it settles; nor is one whose
+/// dependency a person moved back out of `done/`.
 pub fn queue(w: &World<'_>) -> Vec<TaskId> {
     let default = w.config.defaults.priority;
     let mut ready: Vec<_> = w
         .entries
         .values()
-        .filter(|e| e.folder.state == State::Ready && !w.is_frozen(&e.id))
+        .filter(|e| {
+            e.folder.state == State::Ready
+                && !w.is_frozen(&e.id)
+                && super::deps::reopened_dep(w, &e.id).is_none()
+        })
         .map(|e| {
             let s = e.task.waiting();
             let due = s.due_at();

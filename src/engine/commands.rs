@@ -181,16 +181,17 @@ pub fn claim(board: &Board, inputs: &Inputs<'_>, agent: &AgentName) -> Result<Cl
     })
 }
 
-/// Returns whether assigning task `id` reads other tasks: its input holds expressions (or
-/// cannot be told not to), which resolve from its dependencies' results, or its file does
-/// not read. A claim planned on a load that left other folders unread must not rely on it.
+/// Returns whether assigning task `id` reads other tasks: it depends on some (each must still
+/// be done), its input holds expressions (or cannot be told not to), which resolve from its
+/// dependencies' results, or its file does not read. A claim planned on a load that left other folders unread must not rely on it.
 pub fn reads_other_tasks(board: &Board, id: &TaskId) -> bool {
     board.find(id).iter().any(|f| match &f.read {
-        Ok(task) => task
-            .spec
-            .input
-            .as_ref()
-            .is_some_and(|input| crate::expr::collect(input).map_or(true, |e| !e.is_empty())),
+        Ok(task) => {
+            !task.spec.depends_on.is_empty()
+                || task.spec.input.as_ref().is_some_and(|input| {
+                    crate::expr::collect(input).map_or(true, |e| !e.is_empty())
+                })
+        }
         Err(_) => true,
     })
 }

@@ -1,5 +1,6 @@
-//! Dependencies (SPEC 3.2): a blocked task becomes ready when every dependency is done, and a
-//! task not yet started (blocked, ready, or in review waiting to start) fails with
+//! Dependencies (SPEC 3.2): a blocked task becomes ready when every dependency is done, a ready
+//! one goes back to blocked when a person moved a dependency back out of `done/`, and a task
+//! not yet started (blocked, ready, or in review waiting to start) fails with
 //! `dependency_failed` when one failed or was cancelled, the whole graph in one pass.
 
 use super::intake::{quarantine, Ctx};
@@ -85,6 +86,15 @@ fn step(w: &mut World<'_>, id: &TaskId) -> bool {
         let summary = format!("fail {id}: dependency {dep} {how}");
         return w.end(id, c, State::Failed, error, summary);
     }
+    if !blocked && e.folder.state == State::Ready {
+        let Some(dep) = reopened_dep(w, id) else {
+            return false;
+        };
+        let mut c = e.task.coord.clone();
+        c.state = Some(State::Blocked);
+        let summary = format!("block {id}: dependency {dep} is no longer done");
+        return w.transit(id, Folder::of(State::Blocked), c, ResultEdit::Keep, summary);
+    }
     if blocked
         && deps
             .iter()
@@ -96,6 +106,20 @@ fn step(w: &mut World<'_>, id: &TaskId) -> bool {
         return w.transit(id, Folder::of(State::Ready), c, ResultEdit::Keep, summary);
     }
     false
+}
+
+/// Returns a dependency of task `id` that is there but no longer done: a person moved it back
+/// out of `done/` to work on it again, so its dependents wait again. A dependency whose file is
+/// gone does not count (it was done when the task became ready); a failed or cancelled one
+/// fails the task instead.
+pub fn reopened_dep(w: &World<'_>, id: &TaskId) -> Option<TaskId> {
+    let deps = &w.entries.get(id)?.task.waiting().depends_on;
+    deps.iter()
+        .find(|d| {
+            effective_state(w, d)
+                .is_some_and(|s| !matches!(s, State::Done | State::Failed | State::Cancelled))
+        })
+        .cloned()
 }
 
 fn reject_cycles(w: &mut World<'_>) {

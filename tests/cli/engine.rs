@@ -506,3 +506,31 @@ fn a_claim_passes_over_a_ready_task_being_edited() {
     assert_eq!(r.ok(&["claim", "--agent", "p"]).trim(), "t1");
     assert!(r.exists("work/ready/t0.yaml"));
 }
+
+/// A person re-opens a finished dependency by moving its file back out of `done/`: its ready
+/// dependent is neither claimed nor assigned until the dependency is done again, and the tick
+/// moves it back to `blocked/` naming what it waits for.
+#[test]
+fn a_dependency_moved_back_out_of_done_stops_its_ready_dependent_until_done_again() {
+    let r = TestRepo::with_agents(&["p --pull --max-active 5"]);
+    r.ok(&["new", "--id", "a", "A"]);
+    r.ok(&["new", "--id", "b", "B", "--depends-on", "a"]);
+    r.ok(&["tick"]);
+    r.ok(&["claim", "--agent", "p"]);
+    r.ok(&["complete", "a", "--agent", "p"]);
+    r.ok(&["tick"]);
+    assert_eq!(r.find("b"), ["work/ready/b.yaml"]);
+
+    std::fs::rename(r.abs("work/done/a.yaml"), r.abs("work/ready/a.yaml")).expect("mv");
+    let claimed = r.json(&["claim", "--agent", "p"]);
+    assert_eq!(claimed["id"], "a", "{claimed}");
+    r.code(&["claim", "--agent", "p"], 4);
+    assert_eq!(r.find("b"), ["work/ready/b.yaml"]);
+    let ticked = r.ok(&["tick"]);
+    assert_eq!(r.find("b"), ["work/blocked/b.yaml"], "{ticked}");
+
+    r.ok(&["complete", "a", "--agent", "p"]);
+    r.ok(&["tick"]);
+    assert_eq!(r.find("b"), ["work/ready/b.yaml"]);
+    assert_eq!(r.json(&["claim", "--agent", "p"])["id"], "b");
+}
