@@ -223,6 +223,11 @@ pub fn claim_task(
             "task '{id}' is being written; claim it once its file has settled"
         )));
     }
+    if let Some(dep) = super::deps::reopened_dep(&w, id) {
+        return Err(refuse(format!(
+            "task '{id}' waits for its dependency '{dep}' again (moved back out of done/)"
+        )));
+    }
     let a = pick(&w, id, Some(agent)).map_err(|why| refuse(why.to_string()))?;
     take(w, board, id.clone(), &a)
 }
