@@ -513,13 +513,7 @@ fn a_claim_passes_over_a_ready_task_being_edited() {
 #[test]
 fn a_dependency_moved_back_out_of_done_stops_its_ready_dependent_until_done_again() {
     let r = TestRepo::with_agents(&["p --pull --max-active 5"]);
-    r.ok(&["new", "--id", "a", "A"]);
-    r.ok(&["new", "--id", "b", "B", "--depends-on", "a"]);
-    r.ok(&["tick"]);
-    r.ok(&["claim", "--agent", "p"]);
-    r.ok(&["complete", "a", "--agent", "p"]);
-    r.ok(&["tick"]);
-    assert_eq!(r.find("b"), ["work/ready/b.yaml"]);
+    r.done_dependency_and_ready_dependent("p");
 
     std::fs::rename(r.abs("work/done/a.yaml"), r.abs("work/ready/a.yaml")).expect("mv");
     let claimed = r.json(&["claim", "--agent", "p"]);

@@ -231,6 +231,24 @@ impl TestRepo {
         self.write(&format!("work/inbox/{id}.yaml"), yaml);
     }
 
+    /// Writes `rel` and commits it by hand, as a person does, with `message`.
+    pub fn commit_file(&self, rel: &str, text: &str, message: &str) {
+        self.write(rel, text);
+        self.git(&["add", rel]);
+        self.git(&["commit", "-q", "-m", message]);
+    }
+
+    /// Makes task `a` done by `agent` (a pull agent) and `b`, depending on it, ready.
+    pub fn done_dependency_and_ready_dependent(&self, agent: &str) {
+        self.ok(&["new", "A", "--id", "a"]);
+        self.ok(&["new", "B", "--id", "b", "--depends-on", "a"]);
+        self.ok(&["tick"]);
+        self.ok(&["claim", "--agent", agent]);
+        self.ok(&["complete", "a", "--agent", agent]);
+        self.ok(&["tick"]);
+        assert_eq!(self.find("b"), ["work/ready/b.yaml"]);
+    }
+
     /// Returns the repo-relative paths of every file of task `id` under work/.
     pub fn find(&self, id: &str) -> Vec<String> {
         let mut out = Vec::new();

@@ -664,12 +664,7 @@ fn serve_answers_409_while_git_stops_writing_commands() {
 #[test]
 fn serve_refuses_to_claim_a_task_whose_dependency_was_moved_back_out_of_done() {
     let r = TestRepo::with_agents(&["puller --pull --max-active 5"]);
-    r.ok(&["new", "A", "--id", "a"]);
-    r.ok(&["new", "B", "--id", "b", "--depends-on", "a"]);
-    r.ok(&["tick"]);
-    r.ok(&["claim", "--agent", "puller"]);
-    r.ok(&["complete", "a", "--agent", "puller"]);
-    r.ok(&["tick"]);
+    r.done_dependency_and_ready_dependent("puller");
     std::fs::rename(r.abs("work/done/a.yaml"), r.abs("work/ready/a.yaml")).expect("mv");
     let s = Server::start(&r);
     let claim = s.post("/v1/tasks/b/claim", r#"{"agent": "puller"}"#);

@@ -228,9 +228,7 @@ fn agents_pushing_results_from_another_clone_lose_nothing() {
 fn a_persons_unpushed_commit_is_pushed_when_it_can_be_and_never_dropped() {
     let net = Net::new(&["alice"]);
     let mine = net.clone();
-    mine.write("NOTES.md", "my notes\n");
-    mine.git(&["add", "NOTES.md"]);
-    mine.git(&["commit", "-q", "-m", "my notes"]);
+    mine.commit_file("NOTES.md", "my notes\n", "my notes");
     mine.ok(&["sync"]);
     let check = net.clone();
     assert_eq!(
@@ -303,9 +301,7 @@ fn a_persons_commit_over_an_unpushed_assignment_is_replayed_and_the_task_stays_a
     theirs.ok(&["claim", "--agent", "p2", "--sync"]);
     mine.ok(&["tick"]);
     assert_eq!(mine.find("t-0"), ["work/assigned/a1/t-0.yaml"]);
-    mine.write("NOTES.md", "my notes\n");
-    mine.git(&["add", "NOTES.md"]);
-    mine.git(&["commit", "-q", "-m", "my notes"]);
+    mine.commit_file("NOTES.md", "my notes\n", "my notes");
 
     mine.ok(&["sync"]);
 
