@@ -66,10 +66,10 @@ impl std::fmt::Display for Unfinished {
                 paths.join(", ")
             ),
             Unfinished::SplitIndex => f.write_str(
-                ".git/index is split (core.splitIndex), which coord cannot read: make it one file (git config core.splitIndex false && git update-index --no-split-index)",
+                "git's index is split (core.splitIndex), which coord cannot read: make it one file (git config core.splitIndex false && git update-index --no-split-index)",
             ),
             Unfinished::SparseIndex => f.write_str(
-                ".git/index is a sparse index (index.sparse), which coord cannot read: make it a full one (git sparse-checkout reapply --no-sparse-index)",
+                "git's index is a sparse index (index.sparse), which coord cannot read: make it a full one (git sparse-checkout reapply --no-sparse-index)",
             ),
         }
     }

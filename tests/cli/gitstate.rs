@@ -340,7 +340,7 @@ fn a_sparse_index_stops_writing_commands_with_its_fix() {
             "coord {args:?}: one line expected:\n{err}"
         );
         for part in [
-            ".git/index is a sparse index",
+            "git's index is a sparse index",
             "git sparse-checkout reapply --no-sparse-index",
             "nothing was written",
         ] {
@@ -349,7 +349,7 @@ fn a_sparse_index_stops_writing_commands_with_its_fix() {
     }
     assert_eq!(r.git(&["rev-parse", "HEAD"]), head);
     let (out, _) = r.code(&["doctor"], 1);
-    assert!(out.contains(".git/index is a sparse index"), "{out}");
+    assert!(out.contains("git's index is a sparse index"), "{out}");
     r.git(&["sparse-checkout", "reapply", "--no-sparse-index"]);
     r.ok(&["tick"]);
     r.ok(&["new", "Another task", "--id", "n"]);
@@ -365,10 +365,10 @@ fn a_split_index_stops_writing_commands_with_its_fix() {
     r.git(&["update-index", "--split-index"]);
     let (_, err) = r.code(&["tick"], 1);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains(".git/index is split"), "{err}");
+    assert!(err.contains("git's index is split"), "{err}");
     assert!(err.contains("git update-index --no-split-index"), "{err}");
     let (out, _) = r.code(&["doctor"], 1);
-    assert!(out.contains(".git/index is split"), "{out}");
+    assert!(out.contains("git's index is split"), "{out}");
     r.git(&["config", "core.splitIndex", "false"]);
     r.git(&["update-index", "--no-split-index"]);
     r.ok(&["tick"]);
