@@ -156,6 +156,7 @@ impl Coord {
 
     /// Plans a tick without the lock and changes nothing (`coord tick --dry-run`).
     pub fn plan(&self) -> Result<Planned, Error> {
+        self.store.refuse_setup_left_out()?;
         let (board, _) = self.store.load()?;
         let plan = engine::plan(&board, &self.inputs());
         let attention = attention(&board, &plan.notes);

@@ -29,11 +29,16 @@ pub fn validate(dir: &Path, paths: &[PathBuf]) -> Result<Validation, Error> {
     let mut found = Validation::default();
     let (errors, warnings) = (&mut found.errors, &mut found.warnings);
     if paths.is_empty() {
-        let (board, _) = Store::open(dir)?.load_fresh()?;
+        let store = Store::open(dir)?;
+        store.refuse_setup_left_out()?;
+        let (board, _) = store.load_fresh()?;
         check_board(&board, errors, warnings);
         return Ok(found);
     }
     let store = Store::open(dir).ok();
+    if let Some(store) = &store {
+        store.refuse_setup_left_out()?;
+    }
     let builtin = Schema::builtin_task();
     let schema = store.as_ref().map_or(&builtin, |s| s.task_schema());
     let board = store.as_ref().and_then(|s| s.load().ok()).map(|(b, _)| b);

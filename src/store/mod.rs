@@ -233,6 +233,16 @@ impl Store {
         left_out.extend(self.repo.left_out_of_work_tree(&quiet::SETUP_FILES));
         left_out
     }
+
+    /// Refuses when a sparse checkout left a setup file out of the work tree: a read-only
+    /// check (`validate`, `tick --dry-run`) would judge the tasks by coord's defaults.
+    pub fn refuse_setup_left_out(&self) -> Result<(), StoreError> {
+        let left_out = self.repo.left_out_of_work_tree(&quiet::SETUP_FILES);
+        if left_out.is_empty() {
+            return Ok(());
+        }
+        Err(GitError::Unfinished(crate::git::Unfinished::SkippedInWorkTree(left_out)).into())
+    }
 }
 
 /// Returns a digest of the stat keys of the setup files (`quiet::SETUP_FILES`), or None when

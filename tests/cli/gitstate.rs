@@ -306,6 +306,18 @@ fn a_sparse_checkout_without_the_task_schema_stops_writing_commands() {
         !r.exists("schemas/task.schema.json"),
         "the sparse checkout left it out"
     );
+    // Read-only checks would judge tasks by the built-in schema, without a word.
+    for args in [&["validate"][..], &["tick", "--dry-run"]] {
+        let (_, err) = r.code(args, 1);
+        assert!(
+            err.contains("schemas/task.schema.json"),
+            "coord {args:?}: {err}"
+        );
+        assert!(
+            err.contains("git sparse-checkout disable"),
+            "coord {args:?}: {err}"
+        );
+    }
     refused_until_checked_out(
         &r,
         "schemas/task.schema.json",
