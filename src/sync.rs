@@ -529,9 +529,51 @@ fn integrate(
                 say(&format!("coord: {line}"));
             }
             report.lost.extend(replay.dropped);
-            set_aside(store, opts.now, replay.stale, say)
+            set_aside(store, opts.now, replay.stale, say)?;
+            hand_off_again(store, opts.now, &replay.hand_off_again, say)
         }
     }
+}
+
+/// Makes the handoff steps of `parents` again, through the engine, where the replay could not
+/// place them (another clone took a step's id meanwhile): the missing ones get free ids.
+fn hand_off_again(
+    store: &Store,
+    now: Timestamp,
+    parents: &[String],
+    say: &mut dyn FnMut(&str),
+) -> Result<(), SyncError> {
+    for parent in parents {
+        let Ok(id) = parent.parse::<TaskId>() else {
+            continue;
+        };
+        let (board, _) = store.load()?;
+        let inputs = Inputs {
+            config: &store.config,
+            now,
+            verifier: &AcceptAll,
+            attempts: store,
+        };
+        match commands::hand_off_again(&board, &inputs, &id) {
+            Ok(plan) => {
+                store.apply_plan(&plan.transitions, now, Origin::Command, &mut |_, _| {})?;
+                store.finish()?;
+                let made: Vec<&str> = plan
+                    .transitions
+                    .iter()
+                    .map(|t| t.subject.as_str())
+                    .collect();
+                say(&format!(
+                    "coord: a handoff step id of {id} was taken on the remote meanwhile: handed off again as {}",
+                    made.join(", ")
+                ));
+            }
+            Err(e) => say(&format!(
+                "coord: the handoff of {id} could not be made again: {e}"
+            )),
+        }
+    }
+    Ok(())
 }
 
 /// Records results whose task moved on upstream in the task's history, through the engine.

@@ -279,6 +279,30 @@ pub fn approve(board: &Board, inputs: &Inputs<'_>, id: &TaskId) -> Result<Plan, 
     Ok(stamp(done(w)?, board, OpKind::Approve, None))
 }
 
+/// Makes the handoff steps of `id`, a done task, that are missing: a step that exists is found
+/// wherever its id ended up ([`super::handoff::create_children`]), a missing one is made at
+/// the first free id. For sync, whose replay of an `approve` could not place a step because
+/// another clone took its id meanwhile; an empty plan when every step is there.
+pub fn hand_off_again(
+    board: &Board,
+    inputs: &Inputs<'_>,
+    id: &TaskId,
+) -> Result<Plan, CommandError> {
+    let mut w = world(board, inputs, id)?;
+    let state = state_of(&w, id)?;
+    if state != State::Done {
+        return Err(wrong(id, state, "only done tasks hand off"));
+    }
+    let e = w
+        .entries
+        .get(id)
+        .cloned()
+        .ok_or_else(|| CommandError::Unreadable(id.clone()))?;
+    let targets = super::handoff::targets(&w, &e);
+    super::handoff::create_children(&mut w, &e, &targets);
+    Ok(stamp(done(w)?, board, OpKind::Approve, None))
+}
+
 /// Rejects a task in review: it goes to failed/ with the reason.
 pub fn reject(
     board: &Board,

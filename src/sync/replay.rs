@@ -52,6 +52,9 @@ pub struct Replay {
     pub dropped: Vec<String>,
     /// Results whose task moved on.
     pub stale: Vec<Stale>,
+    /// Done tasks whose handoff step could not be placed (another clone took its id
+    /// meanwhile): their steps are to be made again through the engine, at free ids.
+    pub hand_off_again: Vec<String>,
 }
 
 /// Two edits of the same lines: the replay stopped and nothing was changed.
@@ -89,6 +92,9 @@ enum Step {
     Partly(Option<Oid>, Vec<String>),
     Dropped(String),
     Stale(Stale),
+    /// A handoff step whose id the remote has for another task: the parent's steps are made
+    /// again after the replay.
+    HandOffAgain(String),
 }
 
 /// A person's edit to leave out of the replay when it conflicts (`coord sync --drop-edit
@@ -135,8 +141,18 @@ pub fn replay(
         ..Replay::default()
     };
     let mut tip = onto;
+    // Operations whose handoff is made again after the replay: their other steps are left
+    // out too (a fan-out's join names its children).
+    let mut handed_again: Vec<&str> = Vec::new();
     for kept in commits {
         let c = &kept.commit;
+        let op_id = trailer(c, "Coord-Op-Id");
+        if !kept.persons
+            && trailer(c, "Coord-From") == Some("new")
+            && op_id.is_some_and(|op| handed_again.contains(&op))
+        {
+            continue;
+        }
         let oid = Oid::from_str(&c.info.oid).map_err(|e| GitError::Git {
             context: format!("bad commit id {}", c.info.oid),
             source: e,
@@ -165,6 +181,10 @@ pub fn replay(
             }
             Step::Dropped(line) => out.dropped.push(line),
             Step::Stale(s) => out.stale.push(s),
+            Step::HandOffAgain(parent) => {
+                handed_again.extend(op_id);
+                out.hand_off_again.push(parent);
+            }
         }
     }
     out.tip = Some(tip);
@@ -194,6 +214,11 @@ impl Replayer<'_> {
             || self
                 .op()
                 .is_some_and(|op| matches!(op.kind, OpKind::New | OpKind::Edit));
+        if !files && self.trailer("Coord-From") == Some("new") {
+            if let Some(parent) = self.step_parent(&changes)? {
+                return Ok(Step::HandOffAgain(parent));
+            }
+        }
         match self.trailer("Coord-Task").filter(|_| !files) {
             Some(id) => self.operation(id, &changes),
             None => self.edit(&changes),
@@ -201,12 +226,7 @@ impl Replayer<'_> {
     }
 
     fn trailer(&self, key: &str) -> Option<&str> {
-        self.commit
-            .info
-            .trailers
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        trailer(self.commit, key)
     }
 
     /// Returns whether every path still holds the bytes and mode the commit started from, and
@@ -290,6 +310,27 @@ impl Replayer<'_> {
             }
         }
         Ok(Step::Redone(self.commit_with(&edits)?))
+    }
+
+    /// Returns the parent of the handoff step this commit creates (its `coord.parent`), if it
+    /// creates one.
+    fn step_parent(&self, changes: &[PathChange]) -> Result<Option<String>, GitError> {
+        let [PathChange {
+            old: None,
+            new: Some(blob),
+            ..
+        }] = changes
+        else {
+            return Ok(None);
+        };
+        let doc = parse_bytes(&self.repo.blob_bytes(*blob)?, &Limits::default()).ok();
+        Ok(doc.and_then(|d| {
+            d.value
+                .get("coord")?
+                .get("parent")?
+                .as_str()
+                .map(String::from)
+        }))
     }
 
     /// Returns the operation the commit's trailers name, if they name one.
@@ -473,6 +514,15 @@ impl Replayer<'_> {
             remote_path,
         })
     }
+}
+
+/// Returns the value of the commit's trailer `key`, if it has one.
+fn trailer<'c>(c: &'c LocalCommit, key: &str) -> Option<&'c str> {
+    c.info
+        .trailers
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
 }
 
 /// The path as the commit left it: its blob and mode, or removed.

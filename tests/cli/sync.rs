@@ -376,6 +376,62 @@ fn a_persons_commits_are_replayed_with_their_modes_and_links() {
 }
 
 #[test]
+fn an_approve_whose_handoff_step_id_another_clone_took_hands_off_at_a_free_id() {
+    let net = Net::new(&[]);
+    let seed = &net.seed;
+    seed.ok(&["agents", "add", "alice", "--pull"]);
+    seed.ok(&["agents", "add", "bob", "--pull"]);
+    let shown = ["--authority", "do_it_and_show_me"];
+    seed.ok(&[
+        &[
+            "new",
+            "P",
+            "--id",
+            "p",
+            "--agent",
+            "alice",
+            "--next-agent",
+            "bob",
+        ][..],
+        &shown,
+    ]
+    .concat());
+    seed.ok(&["tick"]);
+    seed.ok(&["claim", "--agent", "alice"]);
+    seed.ok(&["complete", "p", "--agent", "alice"]);
+    seed.ok(&["tick"]);
+    assert_eq!(seed.find("p"), ["work/review/p.yaml"]);
+    seed.git(&["push", "-q", "origin", "main"]);
+    let (mine, theirs) = (net.clone(), net.clone());
+    theirs.ok(&["new", "Someone else's task", "--id", "p.bob"]);
+    theirs.ok(&["sync"]);
+    mine.ok(&["approve", "p"]);
+    assert_eq!(mine.find("p.bob"), ["work/ready/p.bob.yaml"]);
+
+    let out = mine.ok(&["sync"]);
+
+    let check = net.clone();
+    assert_eq!(check.find("p"), ["work/done/p.yaml"]);
+    assert!(check
+        .read(&check.where_is("p.bob"))
+        .contains("Someone else's task"));
+    let steps: Vec<String> = check
+        .git(&["grep", "-l", "parent: p$", "--", "work"])
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(steps, ["work/ready/p.bob.2.yaml"], "{out}");
+    assert!(check.read(&steps[0]).contains("agent: bob"));
+    check.ok(&["tick"]);
+    let again = check.git(&["grep", "-l", "parent: p$", "--", "work"]);
+    assert_eq!(
+        again.lines().count(),
+        1,
+        "a tick makes no second step: {again}"
+    );
+}
+
+#[test]
 fn a_replayed_change_that_conflicts_stops_sync_and_keeps_the_local_branch() {
     let net = Net::new(&["alice"]);
     let (a, b) = (net.clone(), net.clone());
