@@ -375,27 +375,23 @@ fn a_persons_commits_are_replayed_with_their_modes_and_links() {
     assert_eq!(check.find("other-0").len(), 1);
 }
 
-#[test]
-fn an_approve_whose_handoff_step_id_another_clone_took_hands_off_at_a_free_id() {
+/// A remote with task `p` of `alice`, handing off to `next` (with a join by `dave` when
+/// several), done and waiting in review for its result's approval, and two clones of it.
+fn awaiting_approval(next: &[&str]) -> (Net, TestRepo, TestRepo) {
     let net = Net::new(&[]);
     let seed = &net.seed;
-    seed.ok(&["agents", "add", "alice", "--pull"]);
-    seed.ok(&["agents", "add", "bob", "--pull"]);
-    let shown = ["--authority", "do_it_and_show_me"];
-    seed.ok(&[
-        &[
-            "new",
-            "P",
-            "--id",
-            "p",
-            "--agent",
-            "alice",
-            "--next-agent",
-            "bob",
-        ][..],
-        &shown,
-    ]
-    .concat());
+    for agent in ["alice", "bob", "carol", "dave"] {
+        seed.ok(&["agents", "add", agent, "--pull"]);
+    }
+    let mut new = vec!["new", "P", "--id", "p", "--agent", "alice"];
+    new.extend(["--authority", "do_it_and_show_me"]);
+    for n in next {
+        new.extend(["--next-agent", n]);
+    }
+    if next.len() > 1 {
+        new.extend(["--join-agent", "dave"]);
+    }
+    seed.ok(&new);
     seed.ok(&["tick"]);
     seed.ok(&["claim", "--agent", "alice"]);
     seed.ok(&["complete", "p", "--agent", "alice"]);
@@ -403,6 +399,18 @@ fn an_approve_whose_handoff_step_id_another_clone_took_hands_off_at_a_free_id() 
     assert_eq!(seed.find("p"), ["work/review/p.yaml"]);
     seed.git(&["push", "-q", "origin", "main"]);
     let (mine, theirs) = (net.clone(), net.clone());
+    (net, mine, theirs)
+}
+
+/// The task files on `repo`'s HEAD whose `coord.parent` is `p`.
+fn steps_of_p(repo: &TestRepo) -> Vec<String> {
+    let found = repo.git(&["grep", "-l", "parent: p$", "--", "work"]);
+    found.lines().map(String::from).collect()
+}
+
+#[test]
+fn an_approve_whose_handoff_step_id_another_clone_took_hands_off_at_a_free_id() {
+    let (net, mine, theirs) = awaiting_approval(&["bob"]);
     theirs.ok(&["new", "Someone else's task", "--id", "p.bob"]);
     theirs.ok(&["sync"]);
     mine.ok(&["approve", "p"]);
@@ -415,20 +423,40 @@ fn an_approve_whose_handoff_step_id_another_clone_took_hands_off_at_a_free_id() 
     assert!(check
         .read(&check.where_is("p.bob"))
         .contains("Someone else's task"));
-    let steps: Vec<String> = check
-        .git(&["grep", "-l", "parent: p$", "--", "work"])
-        .lines()
-        .map(String::from)
-        .collect();
-    assert_eq!(steps, ["work/ready/p.bob.2.yaml"], "{out}");
-    assert!(check.read(&steps[0]).contains("agent: bob"));
+    assert_eq!(steps_of_p(&check), ["work/ready/p.bob.2.yaml"], "{out}");
+    assert!(check.read("work/ready/p.bob.2.yaml").contains("agent: bob"));
     check.ok(&["tick"]);
-    let again = check.git(&["grep", "-l", "parent: p$", "--", "work"]);
+    assert_eq!(steps_of_p(&check).len(), 1, "a tick makes no second step");
+}
+
+#[test]
+fn a_fan_out_whose_step_id_another_clone_took_joins_the_steps_it_really_made() {
+    let (net, mine, theirs) = awaiting_approval(&["bob", "carol"]);
+    theirs.ok(&["new", "Someone else's task", "--id", "p.carol"]);
+    theirs.ok(&["sync"]);
+    mine.ok(&["approve", "p"]);
+
+    let out = mine.ok(&["sync"]);
+
+    let check = net.clone();
+    let steps = steps_of_p(&check);
     assert_eq!(
-        again.lines().count(),
-        1,
-        "a tick makes no second step: {again}"
+        steps,
+        [
+            "work/blocked/p.join.yaml",
+            "work/ready/p.bob.yaml",
+            "work/ready/p.carol.2.yaml"
+        ],
+        "{out}"
     );
+    let join = check.read("work/blocked/p.join.yaml");
+    assert!(join.contains("p.carol.2"), "{join}");
+    assert!(
+        !join.contains("p.carol\n") && !join.contains("p.carol,"),
+        "{join}"
+    );
+    check.ok(&["tick"]);
+    assert_eq!(steps_of_p(&check).len(), 3, "a tick makes no second step");
 }
 
 #[test]
