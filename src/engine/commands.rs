@@ -225,7 +225,7 @@ pub fn claim_task(
     }
     if let Some(dep) = super::deps::reopened_dep(&w, id) {
         return Err(refuse(format!(
-            "task '{id}' waits for its dependency '{dep}' again (moved back out of done/)"
+            "task '{id}' waits: its dependency '{dep}' is not done (moved back out of done/)"
         )));
     }
     let a = pick(&w, id, Some(agent)).map_err(|why| refuse(why.to_string()))?;

@@ -108,17 +108,14 @@ fn step(w: &mut World<'_>, id: &TaskId) -> bool {
     false
 }
 
-/// Returns a dependency of task `id` that is there but no longer done: a person moved it back
-/// out of `done/` to work on it again, so its dependents wait again. A dependency whose file is
-/// gone does not count (it was done when the task became ready); a failed or cancelled one
-/// fails the task instead.
+/// Returns a dependency of task `id` that is there but not done: a person moved it back out
+/// of `done/` (to work on it again: its dependents wait again; or to `failed/`: the next tick
+/// fails them). A dependency whose file is gone does not count (it was done when the task
+/// became ready).
 pub fn reopened_dep(w: &World<'_>, id: &TaskId) -> Option<TaskId> {
     let deps = &w.entries.get(id)?.task.waiting().depends_on;
     deps.iter()
-        .find(|d| {
-            effective_state(w, d)
-                .is_some_and(|s| !matches!(s, State::Done | State::Failed | State::Cancelled))
-        })
+        .find(|d| effective_state(w, d).is_some_and(|s| s != State::Done))
         .cloned()
 }
 

@@ -391,10 +391,22 @@ impl Replayer<'_> {
     fn edit(&self, changes: &[PathChange]) -> Result<Step, Stop> {
         let mut edits = Vec::new();
         let mut moot = Vec::new();
+        // A hand move (the file removed here and added there in one commit) is no copy.
+        let removed: Vec<&str> = changes
+            .iter()
+            .filter(|c| c.new.is_none())
+            .map(|c| c.path.as_str())
+            .collect();
         for c in changes {
             let now = self.repo.blob_at(self.tip, &c.path)?;
             if c.old.is_none() && now.is_none() {
-                if let Some(at) = self.elsewhere(&c.path)? {
+                let at = self.elsewhere(&c.path)?;
+                if let Some(at) = at.filter(|at| !removed.contains(&at.as_str())) {
+                    // A person's file is theirs to drop; coord's own `new` is reported.
+                    if self.persons {
+                        moot.push(self.conflict_unless_dropped(&c.path, Some(at))?);
+                        continue;
+                    }
                     moot.push(format!(
                         "dropped: {} ({}: the task is at {at} on the remote)",
                         self.commit.info.summary, c.path
@@ -413,6 +425,13 @@ impl Replayer<'_> {
                     path: c.path.clone(),
                     to: c.new.map(|b| (b, mode.unwrap_or(c.new_mode))),
                 });
+                continue;
+            }
+            if c.new.is_none() && now.is_none() {
+                // Deleted here, moved on there: the task lives on unless the person says so.
+                if let Some((at, _)) = self.moved_copy(&c.path, None)? {
+                    moot.push(self.conflict_unless_dropped(&c.path, Some(at))?);
+                }
                 continue;
             }
             if now == c.new {
@@ -435,7 +454,11 @@ impl Replayer<'_> {
                 true => self.repo.mode_at(self.tip, &at)?.unwrap_or(c.new_mode),
                 false => c.new_mode,
             };
-            match merge_person(self.repo, &base, &ours, &theirs)? {
+            let merged = match self.is_task_path(&at) {
+                true => merge_person(self.repo, &base, &ours, &theirs)?,
+                false => self.repo.merge_text(&base, &ours, &theirs)?,
+            };
+            match merged {
                 Some(text) => edits.push(TreeEdit {
                     path: at,
                     to: Some((self.repo.write_blob(&text)?, mode)),
@@ -449,6 +472,15 @@ impl Replayer<'_> {
         } else {
             Step::Partly(tip, moot)
         })
+    }
+
+    /// Returns whether `path` is a task file: a `.yaml`/`.yml` file under the work folder,
+    /// agent profiles aside. Only a task file has `coord:` and `result:` blocks of coord's.
+    fn is_task_path(&self, path: &str) -> bool {
+        let profiles = format!("{}/agents/", self.work_dir);
+        path.starts_with(&format!("{}/", self.work_dir))
+            && !path.starts_with(&profiles)
+            && path.rsplit('/').next().is_some_and(is_task_file)
     }
 
     /// Returns where the remote tip has the task file named like `path` at another path under

@@ -528,3 +528,15 @@ fn a_dependency_moved_back_out_of_done_stops_its_ready_dependent_until_done_agai
     assert_eq!(r.find("b"), ["work/ready/b.yaml"]);
     assert_eq!(r.json(&["claim", "--agent", "p"])["id"], "b");
 }
+
+/// A dependency a person moves from `done/` to `failed/`: its ready dependent is not claimed
+/// before the next tick fails it with the dependency.
+#[test]
+fn a_dependency_moved_to_failed_by_hand_fails_its_ready_dependent_unclaimed() {
+    let r = TestRepo::with_agents(&["p --pull --max-active 5"]);
+    r.done_dependency_and_ready_dependent("p");
+    std::fs::rename(r.abs("work/done/a.yaml"), r.abs("work/failed/a.yaml")).expect("mv");
+    r.code(&["claim", "--agent", "p"], 4);
+    r.ok(&["tick"]);
+    assert_eq!(r.find("b"), ["work/failed/b.yaml"]);
+}

@@ -459,6 +459,58 @@ fn a_fan_out_whose_step_id_another_clone_took_joins_the_steps_it_really_made() {
     assert_eq!(steps_of_p(&check).len(), 3, "a tick makes no second step");
 }
 
+/// A remote with `t-0` in `ready/` and a three-line `notes.yaml` (with a `result:` key, as
+/// any YAML file may have), a clone of it, and the remote then moved on by another clone that
+/// changed the notes' last line.
+fn notes_and_a_ready_task() -> (Net, TestRepo) {
+    let (net, mine, _) = one_ready_task_two_agents();
+    let seed = &net.seed;
+    seed.git(&["pull", "-q", "--ff-only", "origin", "main"]);
+    seed.commit_file("notes.yaml", "a: 1\nb: 2\nresult: 3\n", "notes");
+    seed.git(&["push", "-q", "origin", "main"]);
+    mine.git(&["pull", "-q", "--ff-only", "origin", "main"]);
+    seed.commit_file("notes.yaml", "a: 1\nb: 2\nresult: 30\n", "their notes");
+    seed.git(&["push", "-q", "origin", "main"]);
+    (net, mine)
+}
+
+#[test]
+fn a_persons_hand_move_replayed_with_a_merged_edit_keeps_the_task() {
+    let (net, mine) = notes_and_a_ready_task();
+    mine.git(&["mv", "work/ready/t-0.yaml", "work/cancelled/t-0.yaml"]);
+    mine.commit_file(
+        "notes.yaml",
+        "a: 10\nb: 2\nresult: 3\n",
+        "cancel t-0, notes",
+    );
+
+    mine.ok(&["sync"]);
+
+    let check = net.clone();
+    assert_eq!(check.find("t-0"), ["work/cancelled/t-0.yaml"]);
+    assert_eq!(
+        check.read("notes.yaml"),
+        "a: 10\nb: 2\nresult: 30\n",
+        "merged as text"
+    );
+}
+
+#[test]
+fn a_persons_deletion_of_a_task_coord_moved_meanwhile_stops_sync() {
+    let (net, mine, theirs) = one_ready_task_two_agents();
+    theirs.ok(&["claim", "--agent", "p2", "--sync"]);
+    mine.git(&["rm", "-q", "work/ready/t-0.yaml"]);
+    mine.git(&["commit", "-q", "-m", "drop t-0"]);
+    let before = mine.git(&["rev-parse", "HEAD"]);
+
+    let (_, err) = mine.code(&["sync"], 1);
+
+    assert!(err.contains("work/ready/t-0.yaml"), "{err}");
+    assert!(err.contains("--drop-edit"), "{err}");
+    assert_eq!(mine.git(&["rev-parse", "HEAD"]), before);
+    assert_eq!(net.clone().find("t-0"), ["work/assigned/p2/t-0.yaml"]);
+}
+
 #[test]
 fn a_replayed_change_that_conflicts_stops_sync_and_keeps_the_local_branch() {
     let net = Net::new(&["alice"]);
