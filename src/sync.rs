@@ -210,7 +210,9 @@ pub enum Integration {
 
 /// Sorts the local-only commits: tick commits are dropped, coord's other commits and people's
 /// commits kept (replayed), and the first merge or signed commit is returned as the reason
-/// to refuse: a copy of it would lose a parent or its signature.
+/// to refuse: a copy of it would lose a parent or its signature. A commit is coord's when its
+/// summary is, nobody else committed it (an amend would), and it has coord's author or names
+/// its task in a `Coord-Task` trailer (coord.yaml's author may have changed since).
 pub fn sort_local(
     commits: &[LocalCommit],
     identity: &Identity,
@@ -221,9 +223,10 @@ pub fn sort_local(
         if c.parents != 1 || c.signed {
             return Err(Box::new(c.clone()));
         }
-        let coords = c.author_email == identity.email
-            && c.author_name == identity.name
-            && c.info.summary.starts_with("coord: ");
+        let coords = c.committed_by_author
+            && c.info.summary.starts_with("coord: ")
+            && (c.author_email == identity.email && c.author_name == identity.name
+                || c.info.trailers.iter().any(|(k, _)| k == "Coord-Task"));
         let (key, value) = TICK_TRAILER.split_once(": ").unwrap_or_default();
         if coords && c.info.trailers.iter().any(|(k, v)| k == key && v == value) {
             dropped += 1;
@@ -747,6 +750,7 @@ mod tests {
             author_name: author.to_string(),
             parents: 1,
             signed: false,
+            committed_by_author: true,
         }
     }
 
@@ -784,6 +788,17 @@ mod tests {
         let impostor = commit(7, "coord", "add a file by hand", &tick);
         let (keep, _) = sort_local(std::slice::from_ref(&impostor), &id).unwrap();
         assert_eq!(keep, [kept(&impostor, true)], "summary must be coord's");
+        let mut amended = commits[1].clone();
+        amended.committed_by_author = false;
+        let (keep, _) = sort_local(std::slice::from_ref(&amended), &id).unwrap();
+        assert_eq!(keep, [kept(&amended, true)], "a person amended it");
+        let old_author = commit(9, "coord-bot", "coord: assign c to carl", &tick);
+        let (keep, dropped) = sort_local(&[old_author], &id).unwrap();
+        assert_eq!(
+            (keep.len(), dropped),
+            (0, 1),
+            "coord.yaml's author changed since"
+        );
 
         let mut merge = commit(6, "coord", "coord: merge", &[]);
         merge.parents = 2;

@@ -157,13 +157,15 @@ impl Repo {
 
     /// Writes a commit whose parent is `base` and whose tree is `base`'s with `edits` applied,
     /// with the author, committer and message of `like` (or `message` when given). Returns
-    /// None when the tree would not change.
+    /// None when the tree would not change, unless `keep_empty` (a commit made empty on
+    /// purpose).
     pub fn commit_edits(
         &self,
         base: Oid,
         like: Oid,
         edits: &[TreeEdit],
         message: Option<&str>,
+        keep_empty: bool,
     ) -> Result<Option<Oid>, GitError> {
         for e in edits {
             check_path(&e.path)?;
@@ -179,7 +181,7 @@ impl Repo {
                 };
             }
             let tree_id = update.create_updated(&self.repo, &parent.tree()?)?;
-            if tree_id == parent.tree_id() {
+            if tree_id == parent.tree_id() && !keep_empty {
                 return Ok(None);
             }
             let tree = self.repo.find_tree(tree_id)?;

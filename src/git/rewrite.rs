@@ -20,6 +20,9 @@ pub struct LocalCommit {
     pub author_email: String,
     /// The author's name.
     pub author_name: String,
+    /// Whether its committer is its author (name and email): not so after a person amended
+    /// or rebased someone else's commit.
+    pub committed_by_author: bool,
     /// How many parents it has (more than one: a merge).
     pub parents: usize,
     /// Whether it carries a signature (`gpgsig`): a copy of it onto another parent would not.
@@ -66,7 +69,10 @@ impl Repo {
                 .find_commit(oid)
                 .map_err(ctx(format!("cannot read commit {oid}")))?;
             let author = commit.author();
+            let committer = commit.committer();
             out.push(LocalCommit {
+                committed_by_author: committer.name_bytes() == author.name_bytes()
+                    && committer.email_bytes() == author.email_bytes(),
                 info: commit_info(&commit),
                 author_email: String::from_utf8_lossy(author.email_bytes()).into_owned(),
                 author_name: String::from_utf8_lossy(author.name_bytes()).into_owned(),

@@ -204,6 +204,13 @@ struct Replayer<'a> {
 impl Replayer<'_> {
     fn step(&self) -> Result<Step, Stop> {
         let changes = self.repo.commit_changes(self.oid)?;
+        if changes.is_empty() && self.persons {
+            // `git commit --allow-empty`: kept as made.
+            let tip = self
+                .repo
+                .commit_edits(self.tip, self.oid, &[], None, true)?;
+            return Ok(Step::Redone(tip));
+        }
         if self.applies_as_is(&changes)? {
             let edits: Vec<_> = changes.iter().map(as_committed).collect();
             return Ok(Step::Redone(self.commit_with(&edits)?));
@@ -257,7 +264,8 @@ impl Replayer<'_> {
     }
 
     fn commit_with(&self, edits: &[TreeEdit]) -> Result<Option<Oid>, GitError> {
-        self.repo.commit_edits(self.tip, self.oid, edits, None)
+        self.repo
+            .commit_edits(self.tip, self.oid, edits, None, false)
     }
 
     /// Redoes an operation on one task when the task is still as it found it; else drops it.
@@ -429,8 +437,10 @@ impl Replayer<'_> {
             }
             if c.new.is_none() && now.is_none() {
                 // Deleted here, moved on there: the task lives on unless the person says so.
-                if let Some((at, _)) = self.moved_copy(&c.path, None)? {
-                    moot.push(self.conflict_unless_dropped(&c.path, Some(at))?);
+                // (A hand move, which adds the same name elsewhere, goes as its add does.)
+                let moved = self.moved_copy(&c.path, None)?;
+                if let Some(at) = moved.filter(|_| !adds_same_name(changes, &c.path)) {
+                    moot.push(self.conflict_unless_dropped(&c.path, Some(at.0))?);
                 }
                 continue;
             }
@@ -546,6 +556,14 @@ impl Replayer<'_> {
             remote_path,
         })
     }
+}
+
+/// Returns whether `changes` add a file named like `path` at another path: a move.
+fn adds_same_name(changes: &[PathChange], path: &str) -> bool {
+    let name = path.rsplit('/').next();
+    changes
+        .iter()
+        .any(|c| c.old.is_none() && c.path != path && c.path.rsplit('/').next() == name)
 }
 
 /// Returns the value of the commit's trailer `key`, if it has one.

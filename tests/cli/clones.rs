@@ -660,7 +660,18 @@ fn a_claim_written_before_operations_were_named_is_still_replayed_by_meaning() {
         })
         .map(|l| format!("{l}\n"))
         .collect();
-    a.git(&["commit", "--amend", "-q", "-m", &old]);
+    // Amended as coord would have committed it (an amend by a person makes it theirs).
+    let mut amend = std::process::Command::new("git");
+    amend
+        .current_dir(a.path())
+        .args(["commit", "--amend", "-q", "-m", &old]);
+    for (k, v) in crate::harness::git_env() {
+        amend.env(k, v);
+    }
+    amend
+        .env("GIT_COMMITTER_NAME", "coord")
+        .env("GIT_COMMITTER_EMAIL", "coord@localhost");
+    assert!(amend.status().expect("git").success());
     let log: serde_json::Value =
         serde_json::from_str(&a.ok(&["log", "t-0", "--json"])).expect("json");
     let log = &log["entries"];

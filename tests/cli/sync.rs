@@ -512,6 +512,32 @@ fn a_persons_deletion_of_a_task_coord_moved_meanwhile_stops_sync() {
 }
 
 #[test]
+fn a_persons_empty_commit_and_amended_tick_commit_are_not_dropped() {
+    let (net, mine, _) = one_ready_task_two_agents();
+    mine.git(&["commit", "-q", "--allow-empty", "-m", "release marker"]);
+    mine.ok(&["tick"]);
+    assert_eq!(mine.find("t-0"), ["work/assigned/a1/t-0.yaml"]);
+    mine.write("NOTES.md", "added to coord's commit\n");
+    mine.git(&["add", "NOTES.md"]);
+    mine.git(&["commit", "-q", "--amend", "--no-edit"]);
+    net.person_adds("other", 1);
+
+    mine.ok(&["sync"]);
+
+    let check = net.clone();
+    let log = check.git(&["log", "--format=%s"]);
+    assert!(log.contains("release marker"), "{log}");
+    assert_eq!(check.read("NOTES.md"), "added to coord's commit\n");
+    assert_eq!(check.find("t-0"), ["work/assigned/a1/t-0.yaml"]);
+    let view = look_at_remote(&net);
+    assert!(
+        view.places.values().all(|p| p.len() == 1),
+        "{:?}",
+        view.places
+    );
+}
+
+#[test]
 fn a_replayed_change_that_conflicts_stops_sync_and_keeps_the_local_branch() {
     let net = Net::new(&["alice"]);
     let (a, b) = (net.clone(), net.clone());
