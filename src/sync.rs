@@ -94,7 +94,7 @@ pub enum SyncError {
     /// A person's merge or signed commit is not on the remote and the branches diverged.
     #[error("{branch} has {what} by {author} that {remote} does not have ({commit}), and {remote} moved on; coord copies a person's commits onto {remote}'s tip but not {what}: integrate it yourself (git pull --rebase {remote} {branch}), run coord doctor (it names any task git's text merge left in two places), then run coord sync again")]
     PersonsCommit {
-        /// `a merge` or `a signed commit`.
+        /// `a merge`, `a signed commit`, ... ([`LocalCommit::not_copyable`]).
         what: &'static str,
         /// The branch.
         branch: String,
@@ -220,7 +220,7 @@ pub fn sort_local(
     let mut keep = Vec::new();
     let mut dropped = 0;
     for c in commits {
-        if c.parents != 1 || c.signed {
+        if c.not_copyable.is_some() {
             return Err(Box::new(c.clone()));
         }
         let coords = c.committed_by_author
@@ -489,11 +489,7 @@ fn integrate(
         Integration::Ahead => Ok(()),
         Integration::FastForward(tip) => Ok(store.repo.switch_to(head, tip)?),
         Integration::Refuse(c) => Err(SyncError::PersonsCommit {
-            what: if c.parents == 1 {
-                "a signed commit"
-            } else {
-                "a merge"
-            },
+            what: c.not_copyable.unwrap_or("a merge"),
             branch: branch.to_string(),
             remote: opts.remote.clone(),
             commit: format!("{} {:?}", short(&c.info.oid), c.info.summary),
@@ -749,7 +745,7 @@ mod tests {
             author_email: format!("{author}@localhost"),
             author_name: author.to_string(),
             parents: 1,
-            signed: false,
+            not_copyable: None,
             committed_by_author: true,
         }
     }
@@ -802,9 +798,10 @@ mod tests {
 
         let mut merge = commit(6, "coord", "coord: merge", &[]);
         merge.parents = 2;
+        merge.not_copyable = Some("a merge");
         assert!(sort_local(&[merge], &id).is_err());
         let mut signed = commit(8, "alice", "signed", &[]);
-        signed.signed = true;
+        signed.not_copyable = Some("a signed commit");
         person.insert(0, signed);
         assert_eq!(sort_local(&person, &id).unwrap_err().info.summary, "signed");
     }

@@ -60,9 +60,10 @@ impl Repo {
             Ok(diff
                 .deltas()
                 .filter_map(|d| {
-                    let path = d.new_file().path().or(d.old_file().path())?;
+                    let path = d.new_file().path_bytes().or(d.old_file().path_bytes())?;
                     Some(PathChange {
-                        path: path.to_string_lossy().into_owned(),
+                        // Not UTF-8: kept as bytes here, refused below.
+                        path: String::from_utf8(path.to_vec()).unwrap_or_default(),
                         old: oid(d.old_file()),
                         new: oid(d.new_file()),
                         old_mode: d.old_file().mode(),
@@ -71,7 +72,14 @@ impl Repo {
                 })
                 .collect())
         };
-        read().map_err(ctx(format!("cannot read the changes of commit {commit}")))
+        let changes = read().map_err(ctx(format!("cannot read the changes of commit {commit}")))?;
+        if changes.iter().any(|c| c.path.is_empty()) {
+            return Err(GitError::BadPath {
+                path: commit.to_string(),
+                reason: "it changes a file whose name is not UTF-8, which coord cannot copy: rename the file, or push the commit before the remote moves on",
+            });
+        }
+        Ok(changes)
     }
 
     /// Returns the blob commit `commit` holds at `path`, if any.

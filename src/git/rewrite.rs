@@ -25,8 +25,10 @@ pub struct LocalCommit {
     pub committed_by_author: bool,
     /// How many parents it has (more than one: a merge).
     pub parents: usize,
-    /// Whether it carries a signature (`gpgsig`): a copy of it onto another parent would not.
-    pub signed: bool,
+    /// Why a copy of it onto another parent could not be the same commit, if it could not:
+    /// `a merge`, `a signed commit` (the copy would lose the signature), `a commit whose
+    /// message is not UTF-8` (or names another encoding).
+    pub not_copyable: Option<&'static str>,
 }
 
 impl Repo {
@@ -77,9 +79,7 @@ impl Repo {
                 author_email: String::from_utf8_lossy(author.email_bytes()).into_owned(),
                 author_name: String::from_utf8_lossy(author.name_bytes()).into_owned(),
                 parents: commit.parent_count(),
-                signed: ["gpgsig", "gpgsig-sha256"]
-                    .iter()
-                    .any(|f| commit.header_field_bytes(f).is_ok()),
+                not_copyable: not_copyable(&commit),
             });
         }
         Ok(out)
@@ -300,5 +300,19 @@ impl Switch {
         };
         let to = Oid::from_str(lines.next()?).ok()?;
         Some(Switch { refname, from, to })
+    }
+}
+
+/// Returns why a copy of `commit` onto another parent could not be the same commit.
+fn not_copyable(commit: &git2::Commit<'_>) -> Option<&'static str> {
+    let header = |f: &str| commit.header_field_bytes(f).is_ok();
+    if commit.parent_count() != 1 {
+        Some("a merge")
+    } else if header("gpgsig") || header("gpgsig-sha256") {
+        Some("a signed commit")
+    } else if header("encoding") || std::str::from_utf8(commit.message_raw_bytes()).is_err() {
+        Some("a commit whose message is not UTF-8")
+    } else {
+        None
     }
 }

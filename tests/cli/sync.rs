@@ -538,6 +538,41 @@ fn a_persons_empty_commit_and_amended_tick_commit_are_not_dropped() {
 }
 
 #[test]
+fn a_commit_in_another_encoding_or_with_a_non_utf8_file_name_stops_sync() {
+    use std::os::unix::ffi::OsStrExt;
+    let net = Net::new(&["alice"]);
+    let mine = net.clone();
+    let mut commit = std::process::Command::new("git");
+    commit
+        .current_dir(mine.path())
+        .args([
+            "-c",
+            "i18n.commitEncoding=ISO-8859-1",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+        ])
+        .arg(std::ffi::OsStr::from_bytes(b"Caf\xe9"));
+    for (k, v) in crate::harness::git_env() {
+        commit.env(k, v);
+    }
+    assert!(commit.status().expect("git").success());
+    net.person_adds("other", 1);
+    let (_, err) = mine.code(&["sync"], 1);
+    assert!(err.contains("a commit whose message is not UTF-8"), "{err}");
+
+    mine.git(&["reset", "-q", "--hard", "HEAD~1"]);
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
+    std::fs::write(mine.path().join(name), "x\n").expect("write");
+    mine.git(&["add", "-A"]);
+    mine.git(&["commit", "-q", "-m", "a file"]);
+    let (_, err) = mine.code(&["sync"], 1);
+    assert!(err.contains("not UTF-8"), "{err}");
+    assert_eq!(mine.git_status(), "");
+}
+
+#[test]
 fn a_replayed_change_that_conflicts_stops_sync_and_keeps_the_local_branch() {
     let net = Net::new(&["alice"]);
     let (a, b) = (net.clone(), net.clone());
