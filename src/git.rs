@@ -12,11 +12,13 @@ use git2::build::TreeUpdateBuilder;
 use git2::{ErrorCode, FileMode, IndexEntry, IndexTime, Repository, Signature, Time};
 
 mod attempts;
+mod bitmap;
 mod commit;
 mod edit;
 mod history;
 mod index_file;
 mod locks;
+mod merge;
 mod pack;
 mod rewrite;
 mod state;
@@ -121,6 +123,15 @@ pub enum GitError {
     /// Git is in the middle of an operation (or HEAD is detached); coord wrote nothing.
     #[error("{0}; then run coord again (nothing was written)")]
     Unfinished(Unfinished),
+    /// A pack or pack index coord was merging is not what git writes; the merge was given
+    /// up and every pack left as it was.
+    #[error("cannot merge {}: {reason}; run `git fsck` and `git repack -a -d` to check and repack it", path.display())]
+    BadPack {
+        /// The pack or index file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// An author string is not of the form `name <email>`.
     #[error("bad commit author {0:?}; expected `name <email>`, e.g. `coord <coord@localhost>`")]
     BadIdentity(String),
@@ -627,3 +638,7 @@ mod tests;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod index_tests;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod merge_tests;

@@ -43,7 +43,7 @@ pub(super) fn new_repo() -> (TempDir, Repo) {
     (dir, repo)
 }
 
-fn commit(repo: &Repo, paths: &[&str], message: &str) -> Option<Oid> {
+pub(super) fn commit(repo: &Repo, paths: &[&str], message: &str) -> Option<Oid> {
     let paths: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
     let now = jiff::Timestamp::from_second(NOW).unwrap();
     let made = repo
