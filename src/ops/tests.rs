@@ -342,6 +342,49 @@ fn a_tick_packs_once_per_window_after_the_windows_board() {
     assert_eq!(loose, 0, "the last pack was made after the last commit");
 }
 
+/// Issue 15, clone time: each time a tick packs, it merges the packs into one with a bitmap
+/// of HEAD's history, so a clone sends that pack as it is. Checked by git: the bitmap agrees
+/// with a walk of the history, every object is there, and every transition of the tick is
+/// still in `coord log`.
+#[test]
+fn a_tick_that_packs_leaves_one_pack_with_a_bitmap_git_verifies() {
+    let dir = tempfile::tempdir().expect("dir");
+    init(dir.path());
+    drop_burst(dir.path());
+    let coord = open(dir.path());
+    coord.store().set_inbox_window(16);
+    coord.store().pack_always();
+    coord.tick().expect("tick");
+    let pack_dir = dir.path().join(".git/objects/pack");
+    let names: Vec<String> = std::fs::read_dir(&pack_dir)
+        .expect("pack dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let count = |ext: &str| names.iter().filter(|n| n.ends_with(ext)).count();
+    assert_eq!((count(".idx"), count(".bitmap")), (1, 1), "{names:?}");
+    for args in [
+        &["rev-list", "--test-bitmap", "HEAD"][..],
+        &["fsck", "--strict", "--no-dangling"],
+    ] {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir.path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .expect("git");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+    let every = coord.log(None, None).expect("log");
+    let moved = every.iter().filter(|e| e.from.is_some()).count();
+    assert!(
+        moved >= 50,
+        "every intake of the 50 tasks is in the log: {moved}"
+    );
+    let id = crate::model::TaskId::new("t07").expect("id");
+    assert!(!coord.log(Some(&id), None).expect("log").is_empty());
+}
+
 /// Issue 15: a window's board (every task of `work/`, the window's inbox files parsed) was
 /// still held while the window's plan was applied, under the commits' trees and the index:
 /// the heap peak of a 50,000-task burst. The plan holds every text it writes, so no task is

@@ -615,16 +615,19 @@ impl Store {
         Ok(())
     }
 
-    /// Packs the loose objects when there are many, as `git gc --auto` after a commit, or
-    /// owes it to the [`PackLater`] guard while one is alive. A failure leaves the loose
-    /// objects as they were, all readable, so it does not fail the command that committed.
+    /// Packs the loose objects when there are many, as `git gc --auto` after a commit, and
+    /// then merges the packs into one with a bitmap ([`Repo::merge_packs`]), or owes it to
+    /// the [`PackLater`] guard while one is alive. A failure leaves every object readable
+    /// where it was, so it does not fail the command that committed.
     fn pack_or_owe(&self) {
         let mut packing = self.packing.get();
         if packing.later {
             packing.owed = true;
             self.packing.set(packing);
         } else {
-            let _ = self.repo.pack_loose_objects(packing.from);
+            if self.repo.pack_loose_objects(packing.from).unwrap_or(0) > 0 {
+                let _ = self.repo.merge_packs();
+            }
             #[cfg(test)]
             self.packing.set(Packing {
                 runs: packing.runs + 1,
