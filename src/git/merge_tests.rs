@@ -262,3 +262,45 @@ fn delta_distances_and_crcs_are_encoded_as_git_does() {
     assert_eq!(ofs_encode(128), vec![0x80, 0x00]);
     assert_eq!(crc32(b"123456789"), 0xcbf4_3926);
 }
+
+/// Adds `rounds` commits to `repo` and packs them (one more pack).
+fn more_history(dir: &Path, repo: &Repo, tag: &str, rounds: usize) {
+    for c in 0..rounds {
+        let path = format!("work/ready/{tag}-{c}.yaml");
+        write(dir, &path, &format!("title: {tag} {c}\n"));
+        commit(repo, &[path.as_str()], &format!("{tag} {c}")).unwrap();
+    }
+    assert!(repo.pack_loose_objects(0).unwrap() > 0);
+}
+
+/// The next merge reads what the last one's bitmap says its HEAD reached and walks only the
+/// commits since; the bitmap it writes still agrees with a walk of the whole history.
+#[test]
+fn the_next_merge_starts_from_the_last_bitmap_and_its_own_is_exact() {
+    let (dir, repo) = packed_history(2, 4);
+    let d = dir.path();
+    assert_eq!(repo.merge_packs().unwrap(), 2);
+    let base = d.join(".git/objects/pack").join(&packs(d)[0]);
+    let (tip, reached) = super::bitmap::read(&base).expect("coord's own bitmap reads back");
+    assert_eq!(tip.to_string(), git(d, &["rev-parse", "HEAD"]).trim());
+    assert_eq!(reached.len(), objects(d).len());
+    more_history(d, &repo, "later", 3);
+    assert_eq!(repo.merge_packs().unwrap(), 2);
+    assert_eq!(packs(d).len(), 1);
+    test_bitmap(d);
+    fsck(d);
+}
+
+/// When the last bitmap's commit is no longer in HEAD's history (a reset, or `coord sync`
+/// dropping tick commits), what it reached is not taken: HEAD may not reach it all.
+#[test]
+fn a_bitmap_of_a_commit_head_left_behind_is_not_taken() {
+    let (dir, repo) = packed_history(2, 4);
+    let d = dir.path();
+    assert_eq!(repo.merge_packs().unwrap(), 2);
+    git(d, &["reset", "-q", "--hard", "HEAD~3"]);
+    more_history(d, &repo, "other", 2);
+    assert_eq!(repo.merge_packs().unwrap(), 2);
+    test_bitmap(d);
+    fsck(d);
+}
