@@ -162,10 +162,9 @@ impl Repo {
             for entry in tree.iter() {
                 match entry.kind() {
                     Some(git2::ObjectType::Tree) => stack.push(entry.id()),
-                    Some(git2::ObjectType::Blob) => {
-                        if reach.mark(objects, entry.id()).is_none() {
-                            return Ok(false);
-                        }
+                    // Marks the blob; one no pack merged holds ends the walk.
+                    Some(git2::ObjectType::Blob) if reach.mark(objects, entry.id()).is_none() => {
+                        return Ok(false);
                     }
                     _ => {}
                 }
