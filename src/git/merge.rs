@@ -60,7 +60,9 @@ impl Repo {
         let idxs: Vec<PathBuf> = packs.iter().map(|p| p.with_extension("idx")).collect();
         let mut objects = Objects::list(&idxs)?;
         let reach = self.reachable_from_head(&objects, &packs)?;
-        let temp = dir.join("tmp_coord_merge");
+        // The process's own names: another coord merging in a linked work tree of the same
+        // repository, which shares `objects/`, must not write into this one's files.
+        let temp = dir.join(format!("tmp_coord_merge_{}", std::process::id()));
         let sum = copy::copy_packs(&packs, &mut objects, &temp.with_extension("pack"))?;
         let bitmap_bytes = reach.and_then(|r| bitmap::build(&objects, &r, &sum));
         if let Some(bytes) = &bitmap_bytes {

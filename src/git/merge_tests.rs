@@ -156,19 +156,16 @@ fn a_merge_killed_at_any_step_leaves_every_object_readable_and_the_next_one_fini
     }
 }
 
-/// A kill in the middle of writing the pack leaves a truncated temporary file; the next
-/// merge writes it again from the start.
+/// A kill in the middle of writing the pack leaves a truncated temporary file; a merge of a
+/// process that got the same id writes it again from the start.
 #[test]
 fn a_truncated_temporary_pack_is_written_again() {
     let (dir, repo) = packed_history(2, 4);
     let d = dir.path();
     let pack_dir = d.join(".git/objects/pack");
-    std::fs::write(
-        pack_dir.join("tmp_coord_merge.pack"),
-        b"PACK\0\0\0\x02trunc",
-    )
-    .unwrap();
-    std::fs::write(pack_dir.join("tmp_coord_merge.idx"), b"\xfftOc").unwrap();
+    let temp = pack_dir.join(format!("tmp_coord_merge_{}", std::process::id()));
+    std::fs::write(temp.with_extension("pack"), b"PACK\0\0\0\x02trunc").unwrap();
+    std::fs::write(temp.with_extension("idx"), b"\xfftOc").unwrap();
     assert_eq!(repo.merge_packs().unwrap(), 2);
     fsck(d);
     test_bitmap(d);
