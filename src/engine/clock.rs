@@ -53,6 +53,13 @@ impl Clock {
         reached
     }
 
+    /// Returns whether the instant `t` lies before now (strictly: `t < now`); when it does
+    /// not, remembers the first instant after it, when the answer changes.
+    pub fn passed(&self, t: Timestamp) -> bool {
+        t.checked_add(SignedDuration::from_nanos(1))
+            .is_ok_and(|next| self.reached(next))
+    }
+
     /// Returns the earliest instant after `now` that a decision compared against: until
     /// then, every `reached` asked so far gives the same answer. None when none was asked
     /// about a later instant.
@@ -76,6 +83,20 @@ mod tests {
         assert!(!clock.reached(at("2026-11-22T11:00:00Z")));
         assert!(!clock.reached(at("2026-11-22T13:00:00Z")));
         assert_eq!(clock.deadline(), Some(at("2026-11-22T11:00:00Z")));
+    }
+
+    #[test]
+    fn passed_is_strict_and_remembers_when_it_turns() {
+        let at = |s: &str| s.parse::<Timestamp>().expect("time");
+        let clock = Clock::new(at("2026-11-22T10:00:00Z"));
+        assert!(clock.passed(at("2026-11-22T09:59:59Z")));
+        assert_eq!(clock.deadline(), None);
+        assert!(
+            !clock.passed(at("2026-11-22T10:00:00Z")),
+            "now itself has not passed"
+        );
+        assert_eq!(clock.deadline(), Some(at("2026-11-22T10:00:00.000000001Z")));
+        assert!(!Clock::new(Timestamp::MAX).passed(Timestamp::MAX));
     }
 
     #[test]

@@ -1,14 +1,18 @@
 //! The reading operations: `status` (the board view and the assignments not yet on the
 //! remote), `show` (one task's files) and `tasks`/`list` (one line per task, filtered). They take no
-//! lock and write nothing; they read the store and git.
+//! lock and write nothing; they read the store and git. Also what a tick that found nothing to
+//! do saves for `status` ([`saved_status`]), which status shows while the repository is in the
+//! same state and nothing the board shows has come due.
 
-use super::{Coord, Error};
-use crate::board::Board;
+use super::{Coord, Error, Event};
+use crate::board::{Board, TaskFile};
 use crate::engine::commands::known_agent;
+use crate::engine::Plan;
 use crate::model::time;
 use crate::model::{AgentName, Priority, State, TaskId, TaskSpec};
 use crate::redact::redact_value;
 use crate::store::Store;
+use jiff::Timestamp;
 use serde_json::{json, Value};
 
 /// The board as `coord status` shows it.
@@ -33,7 +37,23 @@ pub struct Tentative {
 impl Coord {
     /// Returns the board (only `agent`'s tasks and profile when given; an unknown agent is an
     /// error) and the assignments not yet on the remote.
+    /// The whole board is what the last tick saved when it found nothing to do, while the
+    /// repository is in the state it saw and nothing the board shows has come due
+    /// ([`Store::quiet_board`]); otherwise it is loaded and planned.
     pub fn status(&self, agent: Option<&AgentName>) -> Result<Status, Error> {
+        if agent.is_none() && !self.store.has_kept_walk() {
+            let walked = self.store.walk_work()?;
+            let saved = self.store.quiet_board(&walked, self.now);
+            if let Some((board, assigned)) = saved.as_deref().and_then(decode_saved) {
+                self.emit(Event::Detail(SHOWN_SAVED));
+                let assigned = assigned.iter().map(|(id, path)| (id, path.as_str()));
+                return Ok(Status {
+                    board,
+                    tentative: tentative(&self.store, assigned)?,
+                });
+            }
+            self.store.keep_walk(Some(walked));
+        }
         let (mut board, _) = self.store.load()?;
         if let Some(a) = agent {
             known_agent(&board, a)?;
@@ -44,7 +64,7 @@ impl Coord {
         let view = crate::view::board::view(&board, &self.inputs(), &reasons);
         Ok(Status {
             board: redact_value(&view),
-            tentative: tentative(&self.store, &board)?,
+            tentative: tentative(&self.store, assigned(&board))?,
         })
     }
 
@@ -158,9 +178,74 @@ fn task_line(t: &crate::board::TaskFile) -> Value {
     }))
 }
 
-/// Returns the assignments in this clone's `work/` that the remote-tracking branch does not
-/// have in the same folder; None without a remote-tracking branch.
-fn tentative(store: &Store, board: &Board) -> Result<Option<Tentative>, Error> {
+/// What `coord status -v` says when it shows the board a tick saved.
+const SHOWN_SAVED: &str = "coord: nothing changed since a tick found nothing to do, and nothing the board shows has come due; showing the board it saved";
+
+/// What a tick that found nothing to do saves for `coord status`, encoded, and until when it
+/// holds.
+#[derive(Debug)]
+pub(crate) struct SavedStatus {
+    /// The view (secrets redacted) and the assigned tasks' ids and paths, as JSON.
+    pub bytes: Vec<u8>,
+    /// The view's deadline ([`crate::view::board::Shown::until`]).
+    pub until: Option<Timestamp>,
+}
+
+/// Returns what `coord status` shows of `board`, planned as `plan` at `now`, for the tick to
+/// save: the view status builds, and the assigned tasks in board order (whether each is on
+/// the remote-tracking branch is looked up when status runs: that branch is not part of the
+/// state the save is bound to). None when it cannot be encoded.
+pub(crate) fn saved_status(
+    store: &Store,
+    board: &Board,
+    plan: &Plan,
+    now: Timestamp,
+) -> Option<SavedStatus> {
+    let reasons = crate::view::invalid_reasons(store, board);
+    let shown = crate::view::board::planned(board, plan, now, &reasons);
+    let assigned: Vec<Value> = assigned(board)
+        .map(|(id, path)| json!([id, path]))
+        .collect();
+    let saved = json!({"board": redact_value(&shown.view), "assigned": assigned});
+    Some(SavedStatus {
+        bytes: serde_json::to_vec(&saved).ok()?,
+        until: shown.until,
+    })
+}
+
+/// Decodes what [`saved_status`] encoded into the board view and the assigned tasks; None
+/// for anything else.
+fn decode_saved(bytes: &[u8]) -> Option<(Value, Vec<(TaskId, String)>)> {
+    let mut saved: Value = serde_json::from_slice(bytes).ok()?;
+    let assigned = saved
+        .get("assigned")?
+        .as_array()?
+        .iter()
+        .map(|pair| {
+            let id = TaskId::new(pair.get(0)?.as_str()?).ok()?;
+            Some((id, pair.get(1)?.as_str()?.to_string()))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let board = saved.get_mut("board").filter(|b| b.is_object())?.take();
+    Some((board, assigned))
+}
+
+/// Returns the assigned tasks of `board` with their paths, in board order.
+fn assigned(board: &Board) -> impl Iterator<Item = (&TaskId, &str)> {
+    board
+        .tasks
+        .iter()
+        .filter(|t| t.folder.state == State::Assigned)
+        .map(|t: &TaskFile| (&t.id, t.path.as_str()))
+}
+
+/// Returns the assignments (`assigned`: ids and paths in this clone's `work/`) that the
+/// remote-tracking branch does not have in the same folder; None without a remote-tracking
+/// branch.
+fn tentative<'a>(
+    store: &Store,
+    assigned: impl Iterator<Item = (&'a TaskId, &'a str)>,
+) -> Result<Option<Tentative>, Error> {
     let remote = store.config.sync.remote.as_deref().unwrap_or("origin");
     let Some(branch) = store.repo.head()?.branch else {
         return Ok(None);
@@ -170,13 +255,9 @@ fn tentative(store: &Store, board: &Board) -> Result<Option<Tentative>, Error> {
         return Ok(None);
     };
     let mut ids = Vec::new();
-    for t in board
-        .tasks
-        .iter()
-        .filter(|t| t.folder.state == State::Assigned)
-    {
-        if store.repo.blob_at(tip, &t.path)?.is_none() {
-            ids.push(t.id.clone());
+    for (id, path) in assigned {
+        if store.repo.blob_at(tip, path)?.is_none() {
+            ids.push(id.clone());
         }
     }
     Ok(Some(Tentative { tracking, ids }))

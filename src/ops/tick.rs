@@ -2,6 +2,7 @@
 //! changes, plan, apply, plan again without files that could not be moved), and the dry run
 //! that only plans. Reports what a person must look at as lines.
 
+use super::status::saved_status;
 use super::{apply, inputs_for, Coord, Error, Event, Opener, Options, Sink};
 use crate::board::Board;
 use crate::engine::{self, Note, Plan, Transition};
@@ -235,6 +236,11 @@ struct Found {
 }
 
 impl Found {
+    /// Returns whether nothing shown asks for a person or settles later.
+    fn is_calm(&self) -> bool {
+        self.attention.is_empty() && self.settles.is_none()
+    }
+
     /// Returns what `board` and its `plan` show.
     fn of(board: &Board, plan: &Plan) -> Found {
         Found {
@@ -270,24 +276,33 @@ fn window_pass(
         sink(event);
     };
     let mut rounds = 0;
-    let (plan, found) = loop {
+    let alone = first && last.is_none();
+    let (plan, found, saved) = loop {
         let plan = engine::plan(&board, &inputs);
         let found = Found::of(&board, &plan);
+        // What status shows of the board the recording found, should this pass stay quiet
+        // (only the first round's board is that one; a round after it ends the loop).
+        let may_stay_quiet = rounds == 0 && alone && plan.is_empty() && found.is_calm();
+        let saved = (may_stay_quiet && store.may_mark_quiet(&recorded))
+            .then(|| saved_status(store, &board, &plan, now))
+            .flatten();
         drop(board);
         let skipped = store.skipped_count();
         ticked.commits += apply(store, &collect, &plan, now, Origin::Tick)?;
         rounds += 1;
         if store.skipped_count() == skipped || rounds == MAX_ROUNDS {
-            break (plan, found);
+            break (plan, found, saved);
         }
         (board, _, last) = store.load_window(after)?;
     };
     store.save_skipped()?;
     // A pass that leaves files for a person is not quiet: the next one says so again.
     let clean = store.skipped_count() == 0 && found.attention.is_empty();
-    let alone = first && last.is_none();
     if alone && ticked.commits == 0 && plan.is_empty() && found.settles.is_none() && clean {
         store.set_quiet_mark(&recorded, now, plan.deadline);
+        if let Some(saved) = saved {
+            store.save_quiet_board(&recorded, now, saved.until, &saved.bytes);
+        }
     }
     for note in &plan.notes {
         sink(&Event::Detail(&format!("note: {}", describe(note))));

@@ -42,6 +42,11 @@ impl Store {
         *self.kept_walk.borrow_mut() = walked;
     }
 
+    /// Returns whether a walk is kept for the next [`Store::load`] ([`Store::keep_walk`]).
+    pub fn has_kept_walk(&self) -> bool {
+        self.kept_walk.borrow().is_some()
+    }
+
     /// Loads a snapshot of `work/` reading every file, so every document has the positions of
     /// its nodes (for reports such as `coord validate`); refreshes the stat cache.
     pub fn load_fresh(&self) -> Result<(Board, Loaded), StoreError> {

@@ -12,8 +12,12 @@
 //! it planned at (a clock set back is not trusted) until then.
 //! A tick leaves a mark only when it planned no transition and no inbox file was invalid (one
 //! that is still invalid next tick is quarantined). Not for repos that require signed results:
-//! whether a result is accepted there also depends on keys outside the repository. Does file
-//! I/O under `.git/coord/` only.
+//! whether a result is accepted there also depends on keys outside the repository.
+//!
+//! With the mark, the tick saves what `coord status` shows of that board (`.git/coord/
+//! quiet-board`: an opaque payload the caller encodes, checksummed, with the same state and
+//! the instant until which the view holds), so that status in the same state shows it instead
+//! of loading and planning. Does file I/O under `.git/coord/` only.
 
 use super::cache::checksum;
 use super::walk::Walk;
@@ -24,6 +28,10 @@ use jiff::Timestamp;
 const PATH: &str = "coord/quiet-mark";
 /// The first bytes of the mark file.
 const MAGIC: &[u8] = b"coord quiet-mark 1\n";
+/// The saved board file, relative to the git directory.
+const BOARD_PATH: &str = "coord/quiet-board";
+/// The first bytes of the saved board file.
+const BOARD_MAGIC: &[u8] = b"coord quiet-board 1\n";
 /// The files besides `work/` that a plan depends on, relative to the work tree root.
 pub(super) const SETUP_FILES: [&str; 2] = ["coord.yaml", "schemas/task.schema.json"];
 
@@ -32,16 +40,67 @@ impl Store {
     /// none of the instants its decisions waited for has come by `now`: planning again would
     /// find nothing to do. Call it before anything is read or changed.
     pub fn is_quiet(&self, walked: &Walk, now: Timestamp) -> bool {
-        let state = self
-            .clean_state(&walked.listing)
-            .and_then(|clean| self.quiet_state(clean));
-        let Some(state) = state else {
+        let Some(state) = self.walked_quiet_state(walked) else {
             return false;
         };
         let Ok(bytes) = std::fs::read(self.repo.git_dir().join(PATH)) else {
             return false;
         };
         decode(&bytes).is_some_and(|mark| mark.state == state && mark.holds_at(now))
+    }
+
+    /// Returns whether a quiet mark made from the recording `recorded` would be kept: what
+    /// [`Store::set_quiet_mark`] and [`Store::save_quiet_board`] need.
+    pub fn may_mark_quiet(&self, recorded: &Recorded) -> bool {
+        self.recorded_quiet_state(recorded).is_some()
+    }
+
+    /// Saves `payload` (what `coord status` shows of the board the recording `recorded`
+    /// found, as the caller encodes it) with the state a quiet mark made from that recording
+    /// holds, good from `planned_at` until `until`. Does nothing when no mark would be made; a
+    /// failure only means status loads the board.
+    pub fn save_quiet_board(
+        &self,
+        recorded: &Recorded,
+        planned_at: Timestamp,
+        until: Option<Timestamp>,
+        payload: &[u8],
+    ) {
+        let Some(state) = self.recorded_quiet_state(recorded) else {
+            return;
+        };
+        let mark = Mark {
+            state,
+            planned_at,
+            deadline: until,
+        };
+        let path = self.repo.git_dir().join(BOARD_PATH);
+        let _ = super::fsutil::write_private(&path, &encode_board(&mark, payload), false);
+    }
+
+    /// Returns the payload [`Store::save_quiet_board`] saved when this walk shows the state
+    /// it was saved in and `now` lies from its planning time until before its deadline; None
+    /// otherwise (no file, another format, a damaged or cut file, another state, past the
+    /// deadline or before the planning time). Call it before anything is read.
+    pub fn quiet_board(&self, walked: &Walk, now: Timestamp) -> Option<Vec<u8>> {
+        let state = self.walked_quiet_state(walked)?;
+        let bytes = std::fs::read(self.repo.git_dir().join(BOARD_PATH)).ok()?;
+        let (mark, payload) = decode_board(&bytes)?;
+        (mark.state == state && mark.holds_at(now)).then(|| payload.to_vec())
+    }
+
+    /// Returns the quiet state the walk shows; None when it cannot be vouched for.
+    fn walked_quiet_state(&self, walked: &Walk) -> Option<u64> {
+        self.clean_state(&walked.listing)
+            .and_then(|clean| self.quiet_state(clean))
+    }
+
+    /// Returns the quiet state of the load a recording found clean; None when it did not.
+    fn recorded_quiet_state(&self, recorded: &Recorded) -> Option<u64> {
+        recorded
+            .clean
+            .and_then(Clean::state)
+            .and_then(|s| self.quiet_state(s))
     }
 
     /// Records that a tick planned nothing at `planned_at` for the board it loaded, until
@@ -54,11 +113,7 @@ impl Store {
         planned_at: Timestamp,
         deadline: Option<Timestamp>,
     ) {
-        let Some(state) = recorded
-            .clean
-            .and_then(Clean::state)
-            .and_then(|s| self.quiet_state(s))
-        else {
+        let Some(state) = self.recorded_quiet_state(recorded) else {
             return;
         };
         let mark = Mark {
@@ -135,6 +190,30 @@ fn decode(bytes: &[u8]) -> Option<Mark> {
     })
 }
 
+/// Encodes a saved board: magic, the checksum of the rest, the payload's length, the payload,
+/// then the mark as [`encode`] writes it; integers little-endian.
+fn encode_board(mark: &Mark, payload: &[u8]) -> Vec<u8> {
+    let mut rest = (payload.len() as u64).to_le_bytes().to_vec();
+    rest.extend_from_slice(payload);
+    rest.extend_from_slice(&encode(mark));
+    let mut bytes = BOARD_MAGIC.to_vec();
+    bytes.extend_from_slice(&checksum(&rest).to_le_bytes());
+    bytes.extend_from_slice(&rest);
+    bytes
+}
+
+/// Decodes what `encode_board` wrote, checking its checksum; None for anything else.
+fn decode_board(bytes: &[u8]) -> Option<(Mark, &[u8])> {
+    let (sum, rest) = bytes.strip_prefix(BOARD_MAGIC)?.split_first_chunk::<8>()?;
+    if checksum(rest) != u64::from_le_bytes(*sum) {
+        return None;
+    }
+    let (len, rest) = rest.split_first_chunk::<8>()?;
+    let len = usize::try_from(u64::from_le_bytes(*len)).ok()?;
+    let (payload, mark) = rest.split_at_checked(len)?;
+    Some((decode(mark)?, payload))
+}
+
 fn timestamp(nanos: [u8; 16]) -> Option<Timestamp> {
     Timestamp::from_nanosecond(i128::from_le_bytes(nanos)).ok()
 }
@@ -168,6 +247,29 @@ mod tests {
         let mut longer = whole.clone();
         longer.push(0);
         assert_eq!(decode(&longer), None);
+    }
+
+    #[test]
+    fn a_saved_board_reads_back_and_nothing_damaged_does() {
+        let mark = Mark {
+            state: 7,
+            planned_at: at("2026-11-22T10:00:00Z"),
+            deadline: Some(at("2026-11-22T11:00:00Z")),
+        };
+        let whole = encode_board(&mark, b"{\"board\": 1}");
+        let (read, payload) = decode_board(&whole).expect("reads back");
+        assert_eq!((read, payload), (mark, &b"{\"board\": 1}"[..]));
+        for cut in 0..whole.len() {
+            assert_eq!(decode_board(&whole[..cut]), None, "cut at {cut}");
+        }
+        for at in 0..whole.len() {
+            let mut flipped = whole.clone();
+            flipped[at] ^= 0x20;
+            assert_eq!(decode_board(&flipped), None, "byte {at} changed");
+        }
+        let mut longer = whole.clone();
+        longer.push(0);
+        assert_eq!(decode_board(&longer), None);
     }
 
     #[test]

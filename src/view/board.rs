@@ -5,7 +5,7 @@
 //! show it.
 
 use crate::board::{AgentEntry, Board, TaskFile};
-use crate::engine::{self, Inputs, Note};
+use crate::engine::{self, Clock, Inputs, Note, Plan};
 use crate::model::time;
 use crate::model::{AgentName, State};
 use jiff::Timestamp;
@@ -19,6 +19,30 @@ pub fn view(
     invalid_reasons: &BTreeMap<String, String>,
 ) -> Value {
     let plan = engine::plan(board, inputs);
+    planned(board, &plan, inputs.now, invalid_reasons).view
+}
+
+/// The board view with the instant until which it holds.
+#[derive(Debug)]
+pub struct Shown {
+    /// The view, as [`view`] builds it.
+    pub view: Value,
+    /// The earliest instant after the planning time at which any part of the view could read
+    /// differently (a plan's decision, an overdue task, an agent's probe coming due): the same
+    /// board shows the same view at any time from then until this instant. None when nothing
+    /// in it depends on the clock.
+    pub until: Option<Timestamp>,
+}
+
+/// Builds the board view from `plan`, the plan of `board` at `now` (`engine::plan`), and
+/// tells until when it holds.
+pub fn planned(
+    board: &Board,
+    plan: &Plan,
+    now: Timestamp,
+    invalid_reasons: &BTreeMap<String, String>,
+) -> Shown {
+    let clock = Clock::new(now);
     let counts: BTreeMap<&str, usize> = State::ALL
         .iter()
         .map(|s| {
@@ -30,7 +54,7 @@ pub fn view(
         .collect();
     let mut view = json!({
         "counts": counts,
-        "agents": agents(board, inputs.now),
+        "agents": agents(board, &clock),
         "oldest_ready": oldest_ready(board),
         "review": review(board),
         "waiting": waiting(&plan.notes),
@@ -39,7 +63,7 @@ pub fn view(
             _ => None,
         }).collect::<Vec<_>>(),
         "blocked": blocked(board, &plan.notes),
-        "overdue": overdue(board, inputs.now),
+        "overdue": overdue(board, &clock),
         "invalid": invalid_reasons,
         "duplicates": plan.notes.iter().filter_map(|n| match n {
             Note::Duplicate { id, paths } => Some(json!({"id": id, "paths": paths})),
@@ -49,7 +73,8 @@ pub fn view(
         "settling": board.settling.iter().map(|s| json!({"path": s.path, "id": s.id, "until": s.until.to_string()})).collect::<Vec<_>>(),
     });
     add_titles(board, &mut view);
-    view
+    let until = plan.deadline.into_iter().chain(clock.deadline()).min();
+    Shown { view, until }
 }
 
 /// Gives every task listed in the view (waiting, held, blocked, overdue) its title. The
@@ -159,8 +184,8 @@ fn split_rendered(path: &str, line: &str) -> (String, String) {
 }
 
 /// Returns each agent's load, limit and circuit; `probe_due` when an open circuit's time is
-/// up, so its next task is the single half-open probe.
-fn agents(board: &Board, now: Timestamp) -> Vec<Value> {
+/// up (as `clock` tells), so its next task is the single half-open probe.
+fn agents(board: &Board, clock: &Clock) -> Vec<Value> {
     board
         .agents
         .values()
@@ -174,7 +199,7 @@ fn agents(board: &Board, now: Timestamp) -> Vec<Value> {
                 "assign": a.profile.assign,
                 "circuit": a.profile.coord.circuit.as_str(),
                 "open_until": a.profile.coord.open_until.map(time::format),
-                "probe_due": engine::retry::gate(&a.profile.coord, &engine::Clock::new(now)) == engine::retry::Gate::Probe,
+                "probe_due": engine::retry::gate(&a.profile.coord, clock) == engine::retry::Gate::Probe,
                 "disabled_because": disabled_because(a),
                 "tasks": lane(board, &a.name),
             })
@@ -247,7 +272,8 @@ fn blocked(board: &Board, notes: &[Note]) -> Vec<Value> {
         .collect()
 }
 
-fn overdue(board: &Board, now: Timestamp) -> Vec<Value> {
+/// Returns the tasks not final whose due time `clock` has passed.
+fn overdue(board: &Board, clock: &Clock) -> Vec<Value> {
     board
         .tasks
         .iter()
@@ -255,7 +281,9 @@ fn overdue(board: &Board, now: Timestamp) -> Vec<Value> {
         .filter_map(|t| {
             let spec = &t.read.as_ref().ok()?.spec;
             let (due, at) = (spec.due.clone()?, spec.due_at()?);
-            (at < now).then(|| json!({"id": t.id, "due": due, "state": t.folder.state.as_str()}))
+            clock
+                .passed(at)
+                .then(|| json!({"id": t.id, "due": due, "state": t.folder.state.as_str()}))
         })
         .collect()
 }
