@@ -30,6 +30,7 @@ mod new_task;
 mod numbers;
 mod patterns;
 mod perf_cache;
+mod quiet_status;
 mod resilience;
 mod scale;
 mod schemas;
