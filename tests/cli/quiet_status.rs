@@ -44,8 +44,8 @@ fn settle(r: &TestRepo) {
     r.ok(&["tick"]);
     std::thread::sleep(Duration::from_millis(200));
     let _ = std::fs::remove_file(r.abs(".git/coord/quiet-mark"));
-    r.ok(&["tick"]);
-    assert!(r.exists(SAVED), "a quiet tick saves the board");
+    let said = status(r, &["tick", "-v"]).1;
+    assert!(r.exists(SAVED), "a quiet tick saves the board: {said}");
     assert!(shows_saved(r), "status should show the saved board");
 }
 
