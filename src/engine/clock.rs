@@ -3,7 +3,9 @@
 //! a backoff that passes, a circuit that half-opens) asks [`Clock::reached`], so a pass knows
 //! until when planning the same board again must decide the same: before that instant every
 //! comparison it made comes out the same way. The tick uses it to skip planning a board that
-//! has not changed since a pass that found nothing to do (the store's quiet mark).
+//! has not changed since a pass that found nothing to do (the store's quiet mark); the board
+//! view asks it too (overdue tasks, circuits' probes), so `coord status` knows until when a
+//! saved view holds.
 
 use jiff::{SignedDuration, Timestamp};
 use std::cell::Cell;

@@ -35,6 +35,8 @@ enum Action {
         agent: Option<usize>,
         dep: Option<usize>,
         handoff: Option<Handoff>,
+        /// Seconds from now to the task's `due` time.
+        due: Option<i64>,
     },
     Result {
         pick: usize,
@@ -60,14 +62,18 @@ fn action() -> impl Strategy<Value = Action> {
         proptest::option::weighted(0.3, 0..3usize),
         proptest::option::weighted(0.3, any::<usize>()),
         proptest::option::weighted(0.3, handoff),
+        proptest::option::weighted(0.3, -3600..7200i64),
     )
-        .prop_map(|(priority, capability, agent, dep, handoff)| Action::Drop {
-            priority,
-            capability,
-            agent,
-            dep,
-            handoff,
-        });
+        .prop_map(
+            |(priority, capability, agent, dep, handoff, due)| Action::Drop {
+                priority,
+                capability,
+                agent,
+                dep,
+                handoff,
+                due,
+            },
+        );
     let result = (any::<usize>(), any::<bool>(), proptest::bool::weighted(0.8)).prop_map(
         |(pick, success, retryable)| Action::Result {
             pick,
@@ -86,6 +92,12 @@ fn action() -> impl Strategy<Value = Action> {
         2 => (0..7200i64).prop_map(Action::Advance),
         4 => Just(Action::Tick),
     ]
+}
+
+/// What a dropped task has besides its priority, capability, agent and dependency.
+struct Extra<'a> {
+    handoff: Option<&'a Handoff>,
+    due: Option<i64>,
 }
 
 /// What the run has seen so far.
@@ -120,7 +132,14 @@ impl Run {
                 agent,
                 dep,
                 handoff,
-            } => self.drop_task(*priority, *capability, *agent, *dep, handoff.as_ref()),
+                due,
+            } => {
+                let extra = Extra {
+                    handoff: handoff.as_ref(),
+                    due: *due,
+                };
+                self.drop_task(*priority, *capability, *agent, *dep, extra)
+            }
             Action::Result {
                 pick,
                 success,
@@ -177,7 +196,7 @@ impl Run {
         capability: Option<usize>,
         agent: Option<usize>,
         dep: Option<usize>,
-        handoff: Option<&Handoff>,
+        extra: Extra<'_>,
     ) {
         let id = format!("t{}", self.dropped.len());
         let mut y = format!("title: task {id}\npriority: {}\n", PRIORITIES[priority]);
@@ -190,7 +209,11 @@ impl Run {
         if let Some(d) = dep.and_then(|d| nth(&self.dropped, d)) {
             y.push_str(&format!("depends_on: [{d}]\n"));
         }
-        match handoff {
+        if let Some(secs) = extra.due {
+            let due = self.sim.now + SignedDuration::from_secs(secs);
+            y.push_str(&format!("due: {due}\n"));
+        }
+        match extra.handoff {
             Some(Handoff::One(a)) => y.push_str(&format!("next_agent: {}\n", AGENTS[*a].0)),
             Some(Handoff::FanOut) => y.push_str("next_agent: [alice, bob]\njoin_agent: carol\n"),
             None => {}
@@ -251,6 +274,34 @@ impl Run {
             summaries(&plan)
         );
         self.check_quiet_until_deadline(&again);
+        self.check_view_until();
+    }
+
+    /// (g) The board view of a board with nothing to do reads the same until the instant it
+    /// reports (or a month later, without one): `coord status` shows the view a quiet tick
+    /// saved until then.
+    fn check_view_until(&self) {
+        let board = self.sim.board();
+        let reasons = BTreeMap::new();
+        let at = |now| {
+            let plan = self.sim.plan_board(&board, now);
+            crate::view::board::planned(&board, &plan, now, &reasons)
+        };
+        let now = self.sim.now;
+        let shown = at(now);
+        let later = match shown.until {
+            Some(until) => {
+                assert!(until > now, "(g) the view's instant already passed");
+                until - SignedDuration::from_nanos(1)
+            }
+            None => now + SignedDuration::from_hours(24 * 30),
+        };
+        assert_eq!(
+            shown.view,
+            at(later).view,
+            "(g) the view at {now} (until {:?}) differs at {later}",
+            shown.until
+        );
     }
 
     /// (f) A plan with nothing to do stays so until its deadline: planning the same files at
