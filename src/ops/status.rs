@@ -11,7 +11,7 @@ use crate::engine::Plan;
 use crate::model::time;
 use crate::model::{AgentName, Priority, State, TaskId, TaskSpec};
 use crate::redact::redact_value;
-use crate::store::Store;
+use crate::store::{Store, Walk};
 use jiff::Timestamp;
 use serde_json::{json, Value};
 
@@ -37,21 +37,17 @@ pub struct Tentative {
 impl Coord {
     /// Returns the board (only `agent`'s tasks and profile when given; an unknown agent is an
     /// error) and the assignments not yet on the remote.
+    ///
     /// The whole board is what the last tick saved when it found nothing to do, while the
     /// repository is in the state it saw and nothing the board shows has come due
     /// ([`Store::quiet_board`]); otherwise it is loaded and planned.
     pub fn status(&self, agent: Option<&AgentName>) -> Result<Status, Error> {
         if agent.is_none() && !self.store.has_kept_walk() {
             let walked = self.store.walk_work()?;
-            let saved = self.store.quiet_board(&walked, self.now);
-            if let Some((board, assigned)) = saved.as_deref().and_then(decode_saved) {
-                self.emit(Event::Detail(SHOWN_SAVED));
-                let assigned = assigned.iter().map(|(id, path)| (id, path.as_str()));
-                return Ok(Status {
-                    board,
-                    tentative: tentative(&self.store, assigned)?,
-                });
+            if let Some(status) = self.saved_board(&walked)? {
+                return Ok(status);
             }
+            // The load takes this walk instead of walking again.
             self.store.keep_walk(Some(walked));
         }
         let (mut board, _) = self.store.load()?;
@@ -66,6 +62,21 @@ impl Coord {
             board: redact_value(&view),
             tentative: tentative(&self.store, assigned(&board))?,
         })
+    }
+
+    /// Returns the whole board as the last quiet tick saved it when `walked` shows the state
+    /// it saw and nothing the board shows has come due; None otherwise.
+    fn saved_board(&self, walked: &Walk) -> Result<Option<Status>, Error> {
+        let saved = self.store.quiet_board(walked, self.now);
+        let Some((board, assigned)) = saved.as_deref().and_then(decode_saved) else {
+            return Ok(None);
+        };
+        self.emit(Event::Detail(SHOWN_SAVED));
+        let assigned = assigned.iter().map(|(id, path)| (id, path.as_str()));
+        Ok(Some(Status {
+            board,
+            tentative: tentative(&self.store, assigned)?,
+        }))
     }
 
     /// Returns every file of task `id` (one, unless the id is duplicated) as `coord show
