@@ -127,6 +127,21 @@ impl Repo {
         (entry.kind() == Some(git2::ObjectType::Tree)).then(|| entry.id())
     }
 
+    /// Returns, by name, the tree id of each subfolder of the folder `dir` (repo-relative) in
+    /// HEAD's commit; empty on an unborn branch or when HEAD has no `dir`.
+    pub fn head_subtrees(&self, dir: &str) -> std::collections::HashMap<String, Oid> {
+        let tree = self
+            .head_tree_id(dir)
+            .and_then(|id| self.repo.find_tree(id).ok());
+        let Some(tree) = tree else {
+            return std::collections::HashMap::new();
+        };
+        tree.iter()
+            .filter(|e| e.kind() == Some(git2::ObjectType::Tree))
+            .filter_map(|e| Some((e.name().ok()?.to_string(), e.id())))
+            .collect()
+    }
+
     /// Returns who made commit `oid` (the author's name) and the files under `prefix` it
     /// added, changed or deleted, compared with its first parent (with nothing, for a root
     /// commit), in path order.

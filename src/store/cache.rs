@@ -111,7 +111,7 @@ impl StatKey {
     }
 
     /// Reads the fields `write_to` appends.
-    fn read_from(r: &mut Reader<'_>) -> Option<StatKey> {
+    pub(super) fn read_from(r: &mut Reader<'_>) -> Option<StatKey> {
         let (size, ino, dev) = (r.u64()?, r.u64()?, r.u64()?);
         let (mtime_ns, ctime_ns) = (r.i128()?, r.i128()?);
         Some(StatKey {
@@ -800,16 +800,16 @@ fn entry_at(bytes: &[u8], at: usize) -> Option<(EntryRef<'_>, usize)> {
 }
 
 /// The unread rest of the cache file.
-struct Reader<'b>(&'b [u8]);
+pub(super) struct Reader<'b>(pub(super) &'b [u8]);
 
 impl<'b> Reader<'b> {
-    fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
+    pub(super) fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
         let (head, rest) = self.0.split_first_chunk::<N>()?;
         self.0 = rest;
         Some(*head)
     }
 
-    fn u64(&mut self) -> Option<u64> {
+    pub(super) fn u64(&mut self) -> Option<u64> {
         self.take().map(u64::from_le_bytes)
     }
 
@@ -817,7 +817,7 @@ impl<'b> Reader<'b> {
         self.take().map(i128::from_le_bytes)
     }
 
-    fn str(&mut self) -> Option<&'b str> {
+    pub(super) fn str(&mut self) -> Option<&'b str> {
         let n = usize::try_from(self.u64()?).ok()?;
         if n > self.0.len() {
             return None;

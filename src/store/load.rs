@@ -5,6 +5,7 @@
 
 use super::cache::{self, Hit, StatCache};
 use super::clean::Listing;
+use super::months::{self, Months};
 use super::settle::{Settle, Written};
 use super::walk::{self, Walk};
 use super::{io_err, Store, StoreError};
@@ -50,7 +51,9 @@ impl Store {
     /// Loads a snapshot of `work/` reading every file, so every document has the positions of
     /// its nodes (for reports such as `coord validate`); refreshes the stat cache.
     pub fn load_fresh(&self) -> Result<(Board, Loaded), StoreError> {
-        let walked = self.walk_work()?;
+        // Every file looked at: an archived file edited in place is reported too.
+        let walked = self.walk_work_in(&|_| true, None)?;
+        self.fullest.set(walked.fullest_folder());
         self.build(walked, StatCache::empty(self.schema_salt), Save::Yes)
     }
 
@@ -63,7 +66,7 @@ impl Store {
         // No recording vouched for `work/`: what an earlier operation's did is not carried
         // (`Store::carry_vouch` carries the last vouch left on disk).
         *self.base.borrow_mut() = None;
-        let walked = self.walk_work_in(looked)?;
+        let walked = self.walk_work_in(looked, None)?;
         let unread: Vec<TaskId> = walked.unread.iter().filter_map(|r| task_id_of(r)).collect();
         let cache = StatCache::read(&self.cache_path(), self.schema_salt);
         let (mut board, _) = self.build(walked, cache, Save::No)?;
@@ -71,15 +74,28 @@ impl Store {
         Ok(board)
     }
 
-    /// Walks `work/` (see [`Walk`]) without reading any file.
+    /// Walks `work/` (see [`Walk`]) without reading any file, taking the files of the month
+    /// folders of `archive/` the record holds as they are from it, and recording those
+    /// walked file by file ([`Months`]).
     pub fn walk_work(&self) -> Result<Walk, StoreError> {
-        let walked = self.walk_work_in(&|_| true)?;
+        let trees = self
+            .repo
+            .head_subtrees(&format!("{}/archive", self.work_dir()));
+        let path = self.repo.git_dir().join(months::PATH);
+        let mut months = Months::read(&path, trees);
+        let walked = self.walk_work_in(&|_| true, Some(&mut months))?;
+        months.save(&path);
         self.fullest.set(walked.fullest_folder());
         Ok(walked)
     }
 
-    /// Walks `work/` looking only at the files `looked` takes ([`walk::walk_in`]).
-    fn walk_work_in(&self, looked: &dyn Fn(&str) -> bool) -> Result<Walk, StoreError> {
+    /// Walks `work/` looking only at the files `looked` takes ([`walk::walk_in`]), with the
+    /// archive-month record when given.
+    fn walk_work_in(
+        &self,
+        looked: &dyn Fn(&str) -> bool,
+        months: Option<&mut Months>,
+    ) -> Result<Walk, StoreError> {
         use rustix::fs::FileType;
         let work = self.abs(self.work_dir());
         match super::fsutil::file_type(self.root(), self.work_dir()) {
@@ -92,7 +108,7 @@ impl Store {
             Err(e) => return Err(io_err(&work)(e)),
             _ => return Err(StoreError::NoWorkDir { path: work }),
         }
-        walk::walk_in(&work, looked).map_err(|(p, e)| io_err(&p)(e))
+        walk::walk_in(&work, looked, months).map_err(|(p, e)| io_err(&p)(e))
     }
 
     /// Loads the snapshot a walk of `work/` found, as [`Store::load`].
@@ -166,7 +182,11 @@ impl Store {
             }
             let path = format!("{}/{rel}", self.work_dir());
             let until = key.and_then(|k| settle.until(&path, k.written(), k.ctime_ns()));
-            let raw = self.read_raw(rel, &limits);
+            let raw = if taken_from_record(&walked.taken, &rel) {
+                self.read_committed(rel, &limits)
+            } else {
+                self.read_raw(rel, &limits)
+            };
             match until {
                 Some(until) if !self.committed_as_is(&path, &raw) => {
                     settling.push(Settling {
@@ -363,7 +383,27 @@ fn from_cache(rel: String, hit: Hit) -> RawFile {
     }
 }
 
+/// Returns whether the walk took the key of the file `rel` (work-relative) from the
+/// archive-month record.
+fn taken_from_record(taken: &[String], rel: &str) -> bool {
+    rel.rsplit_once('/')
+        .is_some_and(|(dir, _)| taken.iter().any(|t| t == dir))
+}
+
 impl Store {
+    /// Reads the committed version of a file whose stat key a walk took from the archive-month
+    /// record ([`super::months`]) when the stat cache did not have it: the rule is that coord
+    /// sees an archived file as committed, so an in-place edit nobody committed is not read
+    /// (and so never paired with the recorded key in the cache). The file itself when HEAD's
+    /// version is missing or over the size limit.
+    fn read_committed(&self, rel: String, limits: &Limits) -> RawFile {
+        let path = format!("{}/{rel}", self.work_dir());
+        match self.repo.read_head_file(&path) {
+            Ok(Some(bytes)) if bytes.len() <= limits.max_bytes => RawFile::new(rel, Ok(bytes)),
+            _ => self.read_raw(rel, limits),
+        }
+    }
+
     /// Reads one file of `work/` within the size limit, never following a symlink (one
     /// swapped in after the walk looked is refused too).
     fn read_raw(&self, rel: String, limits: &Limits) -> RawFile {

@@ -15,6 +15,7 @@ pub mod fsutil;
 mod indexed;
 pub mod inject;
 mod load;
+mod months;
 mod quiet;
 mod scoped;
 mod settle;

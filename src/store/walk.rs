@@ -5,6 +5,7 @@
 
 use super::cache::StatKey;
 use super::clean::Listing;
+use super::months::Months;
 use crate::model::AgentName;
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 use rustix::io::Errno;
@@ -30,6 +31,9 @@ pub struct Walk {
     /// Regular files a scoped walk ([`walk_in`]) named without looking at them,
     /// work-relative: outside the folders a single-task command reads.
     pub unread: Vec<String>,
+    /// The month folders of `archive/` whose files' keys came from the record ([`Months`]),
+    /// work-relative.
+    pub taken: Vec<String>,
 }
 
 /// How many inbox files one window of a tick takes (see [`Walk::window_inbox`]).
@@ -119,7 +123,14 @@ impl Named {
 /// Walks the folder `work` (absolute), looking only at the regular files whose work-relative
 /// path `looked` takes: the others are named in [`Walk::unread`] from their folder's listing,
 /// without an lstat each. Such a walk cannot vouch for `work/` (its listing is incomplete).
-pub fn walk_in(work: &Path, looked: &dyn Fn(&str) -> bool) -> Result<Walk, WalkError> {
+/// With `months`, the files of a month folder of `archive/` the record holds as it still is
+/// are taken from it, without reading the folder or an lstat each ([`Months`]), and the
+/// month folders walked file by file are noted for the record.
+pub fn walk_in(
+    work: &Path,
+    looked: &dyn Fn(&str) -> bool,
+    months: Option<&mut Months>,
+) -> Result<Walk, WalkError> {
     let mut found = Walk {
         files: Vec::new(),
         agent_dirs: Vec::new(),
@@ -127,12 +138,14 @@ pub fn walk_in(work: &Path, looked: &dyn Fn(&str) -> bool) -> Result<Walk, WalkE
         listing: Listing::new(SystemTime::now()),
         held: Vec::new(),
         unread: Vec::new(),
+        taken: Vec::new(),
     };
     let fd = rustix::fs::open(work, DIR_FLAGS, Mode::empty()).map_err(walk_error(work, ""))?;
     let mut at = At {
         work,
         looked,
         found: &mut found,
+        months,
     };
     at.visit_dir(fd, "", 0)?;
     Ok(found)
@@ -143,6 +156,7 @@ struct At<'a> {
     work: &'a Path,
     looked: &'a dyn Fn(&str) -> bool,
     found: &'a mut Walk,
+    months: Option<&'a mut Months>,
 }
 
 fn walk_error<'a>(work: &'a Path, rel: &'a str) -> impl FnOnce(Errno) -> WalkError + 'a {
@@ -150,9 +164,59 @@ fn walk_error<'a>(work: &'a Path, rel: &'a str) -> impl FnOnce(Errno) -> WalkErr
 }
 
 impl At<'_> {
+    /// Visits the open folder `rel` at `depth`: a month folder of `archive/` through the
+    /// record when it has one ([`At::visit_month`]), any other as [`At::visit_entries`].
+    fn visit_dir(&mut self, fd: OwnedFd, rel: &str, depth: usize) -> Result<(), WalkError> {
+        if depth == MAX_DEPTH && Months::is_month(rel) {
+            if let Some(months) = self.months.take() {
+                let visited = self.visit_month(fd, rel, &mut *months);
+                self.months = Some(months);
+                return visited;
+            }
+        }
+        self.visit_entries(fd, rel, depth).map(|_| ())
+    }
+
+    /// Visits the month folder `rel`: its files as the record holds them when it still holds
+    /// the folder as it is, else file by file, noting what it found for the record. The
+    /// folder's stat key is taken before its entries are read, so a change made meanwhile
+    /// makes the next walk's key differ.
+    fn visit_month(
+        &mut self,
+        fd: OwnedFd,
+        rel: &str,
+        months: &mut Months,
+    ) -> Result<(), WalkError> {
+        let folder = rustix::fs::fstat(&fd).ok().map(|st| StatKey::of(&st));
+        if let Some(files) = folder.as_ref().and_then(|f| months.take(rel, f)) {
+            let found = &mut *self.found;
+            found.files.reserve(files.len());
+            for (name, key) in files {
+                let child = child_rel(rel, name);
+                found.listing.file(&child, Some(key));
+                found.files.push((child, Some(*key)));
+            }
+            found.taken.push(rel.to_string());
+            return Ok(());
+        }
+        let from = self.found.files.len();
+        let only_files = self.visit_entries(fd, rel, MAX_DEPTH)?;
+        let name_at = rel.len() + 1;
+        let files = only_files.then(|| {
+            self.found.files[from..]
+                .iter()
+                .map(|(r, key)| Some((r[name_at..].to_string(), (*key)?)))
+                .collect::<Option<Vec<_>>>()
+        });
+        let start = self.found.listing.start();
+        months.walked(rel, folder, files.flatten(), start);
+        Ok(())
+    }
+
     /// Visits the entries of the open folder `rel` in byte order of their names; looks at
     /// its files relative to it, so a symlink swapped in meanwhile is never followed.
-    fn visit_dir(&mut self, fd: OwnedFd, rel: &str, depth: usize) -> Result<(), WalkError> {
+    /// Returns whether every entry was a regular file it looked at.
+    fn visit_entries(&mut self, fd: OwnedFd, rel: &str, depth: usize) -> Result<bool, WalkError> {
         let work = self.work;
         let (dir, entries) = sorted_entries(fd, rel).map_err(walk_error(work, rel))?;
         let fd = dir.fd().map_err(walk_error(work, rel))?;
@@ -160,6 +224,7 @@ impl At<'_> {
         let files: Vec<&str> = entries.iter().filter(looked).map(Named::name).collect();
         let mut keys = stat_keys(fd, &files, threads_for(files.len())).into_iter();
         self.found.files.reserve(files.len());
+        let only_files = files.len() == entries.len();
         for entry in entries {
             let found = &mut *self.found;
             match entry.kind {
@@ -191,7 +256,7 @@ impl At<'_> {
                 _ => {}
             }
         }
-        Ok(())
+        Ok(only_files)
     }
 }
 
@@ -329,7 +394,7 @@ mod tests {
         }
         write(work, "assigned/bot/deep/e.txt", "not walked");
         symlink(work.join("a/x.yaml"), work.join("ready/link.yaml")).expect("symlink");
-        let found = walk_in(work, &|_| true).expect("walk");
+        let found = walk_in(work, &|_| true, None).expect("walk");
         let mut expected: Vec<&str> = rels.iter().map(String::as_str).collect();
         expected.sort_by(|a, b| crate::store::cache::walk_order(a, b));
         let listed: Vec<&str> = found.files.iter().map(|(rel, _)| rel.as_str()).collect();
@@ -361,7 +426,7 @@ mod tests {
         ] {
             write(work, rel, "x");
         }
-        let found = walk_in(work, &|rel| rel.starts_with("ready/")).expect("walk");
+        let found = walk_in(work, &|rel| rel.starts_with("ready/"), None).expect("walk");
         let looked: Vec<&str> = found.files.iter().map(|(rel, _)| rel.as_str()).collect();
         assert_eq!(looked, ["ready/a.yaml"]);
         assert!(found.files[0].1.is_some(), "looked at");
@@ -369,6 +434,51 @@ mod tests {
             found.unread,
             ["agents/p.yaml", "archive/2026-07/c.yaml", "done/b.yaml"]
         );
+    }
+
+    #[test]
+    fn a_recorded_month_gives_what_a_walk_file_by_file_gives() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let work = dir.path();
+        for rel in [
+            "archive/2026-07/a.yaml",
+            "archive/2026-07/b.yaml",
+            "done/c.yaml",
+        ] {
+            write(work, rel, "x");
+        }
+        write(work, "archive/2026-08/d.yaml", "x");
+        symlink(
+            work.join("done/c.yaml"),
+            work.join("archive/2026-08/l.yaml"),
+        )
+        .expect("symlink");
+        let git_dir = tempfile::tempdir().expect("tempdir");
+        let record = git_dir.path().join("record");
+        let tree = crate::git::Oid::from_bytes(&[1; 20]).expect("oid");
+        let trees = || {
+            std::collections::HashMap::from([
+                ("2026-07".to_string(), tree),
+                ("2026-08".to_string(), tree),
+            ])
+        };
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let plain = walk_in(work, &|_| true, None).expect("walk");
+        let mut months = Months::read(&record, trees());
+        let first = walk_in(work, &|_| true, Some(&mut months)).expect("walk");
+        months.save(&record);
+        assert!(first.taken.is_empty(), "nothing recorded yet");
+        let mut months = Months::read(&record, trees());
+        let second = walk_in(work, &|_| true, Some(&mut months)).expect("walk");
+        assert_eq!(
+            second.taken,
+            ["archive/2026-07"],
+            "a symlink is never recorded"
+        );
+        for found in [&first, &second] {
+            assert_eq!(found.files, plain.files);
+            assert_eq!(found.symlinks, plain.symlinks);
+        }
     }
 
     #[test]

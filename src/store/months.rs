@@ -1,0 +1,264 @@
+//! The archive-month record, `.git/coord/archive-months`: for each folder `archive/<month>/`
+//! a full walk found settled, the folder's own stat key, the tree id HEAD had for it before
+//! the walk looked, and its files' names with their stat keys. A later walk that finds the
+//! folder with the same stat key (no file added, removed or renamed in it: each changes the
+//! folder's mtime and ctime) and HEAD with the same tree id there takes the files' keys from
+//! the record instead of an `lstat` each, so archived tasks (history no transition changes)
+//! cost a walk nothing per file.
+//!
+//! The rule this makes (README, "Archived tasks are history"): an in-place edit of an archived
+//! file is not seen while nobody commits it: its stat key is taken as recorded, so the stat
+//! cache (or, when it lacks the file, HEAD) gives the committed text, and the clean and quiet
+//! marks hold. Once committed, HEAD's tree id differs and the folder is walked file by file
+//! again. A staged edit gives the index stat data other than the recorded key, so the
+//! recording's check against the index fails and libgit2's scan records it, as any change;
+//! so does any scan that runs for another reason.
+//! A folder is recorded only when its stat key and every file's key are settled at the
+//! walk's start (the racy-timestamp rule of the stat cache), and only when it holds regular
+//! files alone. A missing, unreadable or corrupt record only means a full walk. Does file I/O
+//! under `.git/` only.
+
+use super::cache::{checksum, Reader, StatKey};
+use crate::git::Oid;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::time::SystemTime;
+
+/// The record file, relative to the git directory.
+pub const PATH: &str = "coord/archive-months";
+/// The first bytes of the record file.
+const MAGIC: &[u8] = b"coord archive-months 1\n";
+
+/// One month folder as a walk found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Month {
+    /// The folder's own stat key.
+    pub folder: StatKey,
+    /// The tree id HEAD had for the folder before the walk looked.
+    pub tree: Oid,
+    /// Its files' names in walk order, each with its stat key.
+    pub files: Vec<(String, StatKey)>,
+}
+
+/// What a walk may take from the record, and what it found to record.
+#[derive(Debug, Default)]
+pub struct Months {
+    /// HEAD's tree id of each month folder (work-relative, `archive/2026-07`), read before
+    /// the walk looks at any file.
+    trees: HashMap<String, Oid>,
+    /// The record as read.
+    kept: HashMap<String, Month>,
+    /// The folders this walk took from the record or may record, by work-relative path.
+    found: BTreeMap<String, Month>,
+    /// Whether `found` differs from `kept`.
+    changed: bool,
+}
+
+impl Months {
+    /// Starts a walk's months from the record at `path` and HEAD's tree ids of the month
+    /// folders (by name).
+    pub fn read(path: &Path, trees: HashMap<String, Oid>) -> Months {
+        let trees = trees
+            .into_iter()
+            .map(|(name, id)| (format!("archive/{name}"), id))
+            .collect();
+        let kept = std::fs::read(path)
+            .ok()
+            .and_then(|bytes| decode(&bytes))
+            .unwrap_or_default();
+        Months {
+            trees,
+            kept,
+            ..Months::default()
+        }
+    }
+
+    /// Returns whether the folder `rel` (work-relative) is a month folder, the only ones
+    /// recorded.
+    pub fn is_month(rel: &str) -> bool {
+        rel.strip_prefix("archive/")
+            .is_some_and(|name| !name.is_empty() && !name.contains('/'))
+    }
+
+    /// Returns the recorded files of the month folder `rel` when its stat key is `folder` and
+    /// HEAD still has the recorded tree id for it; the walk takes them as they are.
+    pub fn take(&mut self, rel: &str, folder: &StatKey) -> Option<&[(String, StatKey)]> {
+        let tree = self.trees.get(rel)?;
+        let kept = self.kept.remove(rel)?;
+        if kept.folder != *folder || kept.tree != *tree {
+            self.changed = true;
+            return None;
+        }
+        Some(&self.found.entry(rel.to_string()).or_insert(kept).files)
+    }
+
+    /// Notes the month folder `rel` as a walk found it file by file: `files` when it held
+    /// regular files alone, each with a key; recorded when that and the folder's key are
+    /// settled at `start` and HEAD has a tree for it.
+    pub fn walked(
+        &mut self,
+        rel: &str,
+        folder: Option<StatKey>,
+        files: Option<Vec<(String, StatKey)>>,
+        start: SystemTime,
+    ) {
+        let kept = self.kept.remove(rel);
+        let settled = |k: &StatKey| k.settled(start);
+        let month = match (folder, files, self.trees.get(rel)) {
+            (Some(folder), Some(files), Some(tree))
+                if settled(&folder) && files.iter().all(|(_, k)| settled(k)) =>
+            {
+                Some(Month {
+                    folder,
+                    tree: *tree,
+                    files,
+                })
+            }
+            _ => None,
+        };
+        self.changed |= kept != month;
+        if let Some(month) = month {
+            self.found.insert(rel.to_string(), month);
+        }
+    }
+
+    /// Writes the record again at `path` when this walk found it changed (a month folder
+    /// walked anew, or one no longer there). Failures are ignored: the record is only an
+    /// optimisation, and one left stale is checked before any use.
+    pub fn save(self, path: &Path) {
+        if !self.changed && self.kept.is_empty() {
+            return;
+        }
+        if self.found.is_empty() {
+            let _ = std::fs::remove_file(path);
+            return;
+        }
+        let _ = super::fsutil::write_private(path, &encode(&self.found), false);
+    }
+}
+
+/// Appends a length-prefixed string.
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u64).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// Encodes the record: the magic, the number of months, each month (path, folder key, tree
+/// id, number of files, each file's name and key), then a checksum of all before it.
+fn encode(months: &BTreeMap<String, Month>) -> Vec<u8> {
+    let mut out = MAGIC.to_vec();
+    out.extend_from_slice(&(months.len() as u64).to_le_bytes());
+    for (rel, month) in months {
+        put_str(&mut out, rel);
+        month.folder.write_to(&mut out);
+        out.extend_from_slice(month.tree.as_bytes());
+        out.extend_from_slice(&(month.files.len() as u64).to_le_bytes());
+        for (name, key) in &month.files {
+            put_str(&mut out, name);
+            key.write_to(&mut out);
+        }
+    }
+    let sum = checksum(&out);
+    out.extend_from_slice(&sum.to_le_bytes());
+    out
+}
+
+/// Decodes what [`encode`] wrote; None when anything does not read or the checksum differs.
+fn decode(bytes: &[u8]) -> Option<HashMap<String, Month>> {
+    let (body, sum) = bytes.split_last_chunk::<8>()?;
+    if checksum(body) != u64::from_le_bytes(*sum) {
+        return None;
+    }
+    let mut r = Reader(body.strip_prefix(MAGIC)?);
+    let count = r.u64()?;
+    let mut months = HashMap::new();
+    for _ in 0..count {
+        let rel = r.str()?.to_string();
+        let folder = StatKey::read_from(&mut r)?;
+        let tree = Oid::from_bytes(&r.take::<20>()?).ok()?;
+        let n = usize::try_from(r.u64()?).ok()?;
+        // Each file takes at least its 8-byte length: a bad count fails here, not in alloc.
+        if n > r.0.len() / 8 {
+            return None;
+        }
+        let mut files = Vec::with_capacity(n);
+        for _ in 0..n {
+            let name = r.str()?.to_string();
+            files.push((name, StatKey::read_from(&mut r)?));
+        }
+        months.insert(
+            rel,
+            Month {
+                folder,
+                tree,
+                files,
+            },
+        );
+    }
+    r.0.is_empty().then_some(months)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(n: u64) -> StatKey {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![b'x'; n as usize]).expect("write");
+        StatKey::of(&rustix::fs::lstat(&path).expect("lstat"))
+    }
+
+    fn month(files: &[&str]) -> Month {
+        Month {
+            folder: key(1),
+            tree: Oid::from_bytes(&[7; 20]).expect("oid"),
+            files: files.iter().map(|n| (n.to_string(), key(2))).collect(),
+        }
+    }
+
+    #[test]
+    fn a_record_reads_back_and_any_changed_byte_voids_it() {
+        let mut months = BTreeMap::new();
+        months.insert("archive/2026-07".to_string(), month(&["a.yaml", "b.yaml"]));
+        months.insert("archive/2026-08".to_string(), month(&[]));
+        let bytes = encode(&months);
+        let back = decode(&bytes).expect("reads");
+        assert_eq!(back.len(), 2);
+        assert_eq!(back["archive/2026-07"], months["archive/2026-07"]);
+        for at in [0, MAGIC.len() + 3, bytes.len() / 2, bytes.len() - 1] {
+            let mut bad = bytes.clone();
+            bad[at] ^= 1;
+            assert!(decode(&bad).is_none(), "byte {at} changed");
+        }
+        assert!(decode(&bytes[..bytes.len() - 1]).is_none(), "cut short");
+    }
+
+    #[test]
+    fn a_month_is_taken_only_with_its_folder_key_and_tree() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("record");
+        let m = month(&["a.yaml"]);
+        let mut record = BTreeMap::new();
+        record.insert("archive/2026-07".to_string(), m.clone());
+        std::fs::write(&path, encode(&record)).expect("write");
+        let trees = |id: Oid| HashMap::from([("2026-07".to_string(), id)]);
+        let mut same = Months::read(&path, trees(m.tree));
+        assert_eq!(same.take("archive/2026-07", &m.folder), Some(&m.files[..]));
+        let mut moved = Months::read(&path, trees(m.tree));
+        assert_eq!(
+            moved.take("archive/2026-07", &key(9)),
+            None,
+            "folder changed"
+        );
+        let other = Oid::from_bytes(&[8; 20]).expect("oid");
+        let mut staged = Months::read(&path, trees(other));
+        assert_eq!(
+            staged.take("archive/2026-07", &m.folder),
+            None,
+            "tree changed"
+        );
+        let mut unknown = Months::read(&path, HashMap::new());
+        assert_eq!(unknown.take("archive/2026-07", &m.folder), None, "no tree");
+    }
+}
