@@ -169,8 +169,13 @@ impl Store {
         let schemas = (&self.task_schema, &self.agent_schema);
         let mut board = Board::start(self.work_dir(), walked.agent_dirs);
         let mut add = |f: RawFile| board.add(f, schemas, &limits);
+        // Most runs skipped no file: then no path is made to look one up.
+        let skips = self.skipped_count() > 0;
         for (rel, key) in walked.files {
-            if let Some(why) = self.skipped_because(&format!("{}/{rel}", self.work_dir())) {
+            let skipped = skips
+                .then(|| self.skipped_because(&format!("{}/{rel}", self.work_dir())))
+                .flatten();
+            if let Some(why) = skipped {
                 let why = format!("left where it is this tick: {why}");
                 add(RawFile::new(rel, Err(why)));
                 continue;
