@@ -14,6 +14,7 @@ use crate::model::{
 use crate::yaml::{self, Limits};
 use jiff::Timestamp;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
@@ -142,8 +143,9 @@ pub struct World<'a> {
     pub attempts: &'a dyn AttemptFloor,
     /// Live, unique, readable tasks by id.
     pub entries: BTreeMap<TaskId, Entry>,
-    /// Every id present on the board in any form.
-    pub all_ids: HashSet<TaskId>,
+    /// Every id present on the board in any form (the board's own, borrowed: a world at
+    /// 100,000 tasks copied each).
+    pub all_ids: HashSet<Cow<'a, TaskId>>,
     /// New inbox files whose id another live file holds under another file name (SPEC 3.1:
     /// the id is not unique), each with the paths of the files holding it.
     pub taken: Vec<(&'a TaskFile, &'a str)>,
@@ -186,10 +188,11 @@ impl<'a> World<'a> {
             all_ids: board
                 .tasks
                 .iter()
-                .map(|t| t.id.clone())
-                .chain(board.settling.iter().filter_map(|s| s.id.clone()))
-                .chain(board.held.iter().cloned())
-                .chain(board.unread.iter().cloned())
+                .map(|t| &t.id)
+                .chain(board.settling.iter().filter_map(|s| s.id.as_ref()))
+                .chain(&board.held)
+                .chain(&board.unread)
+                .map(Cow::Borrowed)
                 .collect(),
             taken: Vec::new(),
             frozen: board
@@ -490,7 +493,7 @@ impl<'a> World<'a> {
             });
             return;
         };
-        self.all_ids.insert(id.clone());
+        self.all_ids.insert(Cow::Owned(id.clone()));
         shift(&mut self.loads, None, Some(&folder));
         let replaced = self.entries.insert(
             id.clone(),
