@@ -8,7 +8,8 @@
 //! docs/performance.md.
 //!
 //! a. one tick assigning 1,000 ready tasks next to a `git mv` + `git commit` loop;
-//! b. time per transition with 1,000 vs 20,000 (big: 100,000) tasks already in the repo;
+//! b. time per transition with 1,000 vs 20,000 (big: 100,000) tasks already in the repo, and
+//!    the marginal time per transition (a tick of twice the batch minus one of the batch);
 //! c. a no-op `coord tick` and `coord status` on 10,000 (big: and 100,000) tasks next to
 //!    `git status --porcelain`;
 //! d. `coord new`, `claim`, `complete` at 10,000 tasks next to `git add` + `git commit` and
@@ -312,31 +313,52 @@ fn assign_vs_shell(n: usize) {
 fn growth(small: usize, large: usize, batch: usize) {
     println!("## b. assign {batch} tasks with {small} vs {large} tasks already in the repo");
     let mut results = Vec::new();
+    let mut marginal = Vec::new();
     for existing in [small, large] {
-        let repo = Repo::new();
-        let months = ["2026-07", "2026-08", "2026-09", "2026-10"];
-        let in_done = existing / 5;
-        repo.seed("done", "d", in_done);
-        for (m, month) in months.iter().enumerate() {
-            let share = (existing - in_done) / months.len();
-            repo.seed(&format!("archive/{month}"), &format!("a{m}"), share);
-        }
-        // A real repo has a stat cache: one tick over the committed tasks warms it, so the
-        // timed tick pays what each writing tick pays, not a fresh clone's first load.
-        repo.commit_packed();
-        repo.coord(&["tick", "-q"]);
-        repo.seed("ready", "t", batch);
-        repo.git(&["add", "-A"]);
-        repo.git(&["-c", "gc.auto=0", "commit", "-q", "-m", "ready"]);
-        let (tick, made) = timed_tick(&repo);
+        let (tick, made) = growth_tick(existing, batch);
         let per = tick / batch as f64;
         println!("{existing} existing: {made} commits, {per:.2} ms per transition");
         results.push(per);
+        // The same on a repo of the same size with twice the batch: what each transition
+        // adds beyond the tick's fixed cost (the O(changed) part).
+        let (twice, made) = growth_tick(existing, 2 * batch);
+        let more = (twice - tick) / batch as f64;
+        println!(
+            "{existing} existing, {} assigned: {made} commits, {twice:.0} ms; marginal {more:.2} ms per transition",
+            2 * batch
+        );
+        marginal.push(more);
     }
     println!(
-        "ratio per transition, {large} / {small}: {:.2}\n",
+        "ratio per transition, {large} / {small}: {:.2}",
         results[1] / results[0]
     );
+    println!(
+        "ratio marginal per transition, {large} / {small}: {:.2}\n",
+        marginal[1] / marginal[0]
+    );
+}
+
+/// One timed tick assigning `batch` ready tasks in a repo of `existing` finished tasks (1/5
+/// in `done/`, the rest in four archive months), committed and packed, after a warm-up tick;
+/// returns (ms, commits made).
+fn growth_tick(existing: usize, batch: usize) -> (f64, usize) {
+    let repo = Repo::new();
+    let months = ["2026-07", "2026-08", "2026-09", "2026-10"];
+    let in_done = existing / 5;
+    repo.seed("done", "d", in_done);
+    for (m, month) in months.iter().enumerate() {
+        let share = (existing - in_done) / months.len();
+        repo.seed(&format!("archive/{month}"), &format!("a{m}"), share);
+    }
+    // A real repo has a stat cache: one tick over the committed tasks warms it, so the
+    // timed tick pays what each writing tick pays, not a fresh clone's first load.
+    repo.commit_packed();
+    repo.coord(&["tick", "-q"]);
+    repo.seed("ready", "t", batch);
+    repo.git(&["add", "-A"]);
+    repo.git(&["-c", "gc.auto=0", "commit", "-q", "-m", "ready"]);
+    timed_tick(&repo)
 }
 
 fn noop(n: usize, reps: usize) {
