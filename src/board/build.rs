@@ -320,7 +320,8 @@ fn classify(rel: &str) -> Kind {
     }
 }
 
-fn is_month(s: &str) -> bool {
+/// Returns whether `s` names a month folder of `archive/` (`YYYY-MM`).
+pub fn is_month(s: &str) -> bool {
     let b = s.as_bytes();
     b.len() == 7
         && b[4] == b'-'

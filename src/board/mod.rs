@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 mod build;
 mod checks;
-pub use build::{content_hash, is_layout, task_at, Cached, RawFile, StandIn};
+pub use build::{content_hash, is_layout, is_month, task_at, Cached, RawFile, StandIn};
 pub use checks::Checks;
 use jiff::Timestamp;
 

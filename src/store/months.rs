@@ -73,11 +73,11 @@ impl Months {
         }
     }
 
-    /// Returns whether the folder `rel` (work-relative) is a month folder, the only ones
-    /// recorded.
+    /// Returns whether the folder `rel` (work-relative) is a month folder
+    /// (`archive/YYYY-MM`), the only ones recorded.
     pub fn is_month(rel: &str) -> bool {
         rel.strip_prefix("archive/")
-            .is_some_and(|name| !name.is_empty() && !name.contains('/'))
+            .is_some_and(crate::board::is_month)
     }
 
     /// Returns the recorded files of the month folder `rel` when its stat key is `folder` and
