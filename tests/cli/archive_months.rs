@@ -202,3 +202,45 @@ fn validate_reports_an_archived_file_broken_in_place() {
     assert_eq!(input_v(&r, "next"), json!(1));
     assert_eq!(r.git_status(), format!(" M {old}\n"));
 }
+
+/// `coord archive` killed at any point while it moves tasks into a recorded month: the folder
+/// changed, so the recovery tick walks it file by file; every task is in one place, dependents
+/// read the archived ones and `git status` is clean.
+#[test]
+fn a_killed_archive_into_a_recorded_month_loses_nothing() {
+    for delay_ms in [0, 5, 15, 40, 100] {
+        let r = recorded_repo();
+        for i in 0..20 {
+            r.write(&format!("work/done/d{i}.yaml"), &archived("Done", 1));
+        }
+        person_commits(&r, "done tasks");
+        tick(&r);
+        let mut child = r.spawn(&["archive", "--older-than", "0s"]);
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        r.ok(&["tick"]);
+        r.ok(&["archive", "--older-than", "0s"]);
+        tick(&r);
+        let places = crate::harness::task_places(r.path());
+        for (id, paths) in &places {
+            assert_eq!(
+                paths.len(),
+                1,
+                "{id} at {paths:?} (killed after {delay_ms} ms)"
+            );
+        }
+        for i in 0..20 {
+            assert_eq!(r.where_is(&format!("d{i}")), format!("{MONTH}/d{i}.yaml"));
+        }
+        r.task(
+            "next",
+            &dependent()
+                .replace("[old]", "[d7]")
+                .replace(".old.", ".d7."),
+        );
+        tick(&r);
+        assert_eq!(input_v(&r, "next"), json!(1), "killed after {delay_ms} ms");
+        assert_eq!(r.git_status(), "", "killed after {delay_ms} ms");
+    }
+}
