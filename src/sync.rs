@@ -19,8 +19,9 @@
 mod guard;
 pub mod replay;
 
+use crate::board::Board;
 use crate::engine::commands;
-use crate::engine::{AcceptAll, Inputs};
+use crate::engine::{AcceptAll, Inputs, Plan};
 use crate::git::{GitError, Identity, LocalCommit, Oid, Repo};
 use crate::lock::{self, LockError};
 use crate::model::TaskId;
@@ -546,17 +547,10 @@ fn hand_off_again(
         let Ok(id) = parent.parse::<TaskId>() else {
             continue;
         };
-        let (board, _) = store.load()?;
-        let inputs = Inputs {
-            config: &store.config,
-            now,
-            verifier: &AcceptAll,
-            attempts: store,
-        };
-        match commands::hand_off_again(&board, &inputs, &id) {
+        match command(store, now, |board, inputs| {
+            commands::hand_off_again(board, inputs, &id)
+        })? {
             Ok(plan) => {
-                store.apply_plan(&plan.transitions, now, Origin::Command, &mut |_, _| {})?;
-                store.finish()?;
                 let made: Vec<&str> = plan
                     .transitions
                     .iter()
@@ -575,6 +569,28 @@ fn hand_off_again(
     Ok(())
 }
 
+/// Plans a command through the engine on the board as it is now and applies it; the plan on
+/// success, the command's refusal otherwise.
+fn command(
+    store: &Store,
+    now: Timestamp,
+    plan: impl FnOnce(&Board, &Inputs<'_>) -> Result<Plan, commands::CommandError>,
+) -> Result<Result<Plan, commands::CommandError>, SyncError> {
+    let (board, _) = store.load()?;
+    let inputs = Inputs {
+        config: &store.config,
+        now,
+        verifier: &AcceptAll,
+        attempts: store,
+    };
+    let planned = plan(&board, &inputs);
+    if let Ok(p) = &planned {
+        store.apply_plan(&p.transitions, now, Origin::Command, &mut |_, _| {})?;
+        store.finish()?;
+    }
+    Ok(planned)
+}
+
 /// Records results whose task moved on upstream in the task's history, through the engine.
 fn set_aside(
     store: &Store,
@@ -583,20 +599,13 @@ fn set_aside(
     say: &mut dyn FnMut(&str),
 ) -> Result<(), SyncError> {
     for s in stale {
-        let (board, _) = store.load()?;
-        let inputs = Inputs {
-            config: &store.config,
-            now,
-            verifier: &AcceptAll,
-            attempts: store,
-        };
         let Ok(id) = s.id.parse::<TaskId>() else {
             continue;
         };
-        match commands::set_aside(&board, &inputs, &id, s.result) {
-            Ok(plan) => {
-                store.apply_plan(&plan.transitions, now, Origin::Command, &mut |_, _| {})?;
-                store.finish()?;
+        match command(store, now, |board, inputs| {
+            commands::set_aside(board, inputs, &id, s.result)
+        })? {
+            Ok(_) => {
                 say(&format!(
                     "coord: the result for {id} arrived after it moved on: kept in its coord.history as stale_result"
                 ));

@@ -40,7 +40,7 @@ impl Coord {
     ///
     /// The whole board is what the last tick saved when it found nothing to do, while the
     /// repository is in the state it saw and nothing the board shows has come due
-    /// ([`Store::quiet_board`]); otherwise it is loaded and planned.
+    /// (the store's quiet board); otherwise it is loaded and planned.
     pub fn status(&self, agent: Option<&AgentName>) -> Result<Status, Error> {
         if agent.is_none() && !self.store.has_kept_walk() {
             let walked = self.store.walk_work()?;
