@@ -306,6 +306,8 @@ pub fn read_push(stdout: &str) -> Option<Pushed> {
             "failed to update ref",
             "cannot lock ref",
             "incorrect old value",
+            // Two pushes storing the same pack at once (receive-pack's quarantine).
+            "unable to migrate objects",
         ];
         return Some(if stale.iter().any(|s| reason.contains(s)) {
             Pushed::Stale(reason)
@@ -827,6 +829,8 @@ mod tests {
         assert!(matches!(read_push(stale), Some(Pushed::Stale(r)) if r.contains("fetch first")));
         let lock = "To /r.git\n!\tabc:refs/heads/main\t[remote rejected] (failed to update ref)\n";
         assert!(matches!(read_push(lock), Some(Pushed::Stale(_))));
+        let quarantine = "To /r.git\n!\tabc:refs/heads/main\t[remote rejected] (unable to migrate objects to permanent storage)\nDone\n";
+        assert!(matches!(read_push(quarantine), Some(Pushed::Stale(_))));
         let hook =
             "To /r.git\n!\tabc:refs/heads/main\t[remote rejected] (pre-receive hook declined)\n";
         assert!(matches!(read_push(hook), Some(Pushed::Refused(r)) if r.contains("hook declined")));
