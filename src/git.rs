@@ -414,13 +414,15 @@ impl Repo {
 
     /// Removes the `tmp_object_git2_*` files a killed libgit2 writer left in the object
     /// database (in `objects/` or a fan-out folder), those last written before `before`; a
-    /// writer that is alive renames its file away within milliseconds. Returns how many it
-    /// removed.
+    /// writer that is alive renames its file away within milliseconds. Also the
+    /// `tmp_coord_merge_<pid>.*` files of a pack merge whose process is gone. Returns how many
+    /// it removed.
     pub fn remove_stale_temp_objects(
         &self,
         before: std::time::SystemTime,
     ) -> Result<usize, GitError> {
         let objects = self.repo.commondir().join("objects");
+        let mut removed = self.remove_dead_merge_files(&objects.join("pack"))?;
         let mut dirs = vec![objects.clone()];
         if let Ok(entries) = std::fs::read_dir(&objects) {
             dirs.extend(
@@ -430,7 +432,6 @@ impl Repo {
                     .map(|e| e.path()),
             );
         }
-        let mut removed = 0;
         for dir in dirs {
             let Ok(entries) = std::fs::read_dir(&dir) else {
                 continue;
@@ -447,6 +448,27 @@ impl Repo {
                     remove_lock(&e.path())?;
                     removed += 1;
                 }
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Removes the temporary files of pack merges (`tmp_coord_merge_<pid>.*`) whose process is
+    /// gone; returns how many.
+    fn remove_dead_merge_files(&self, pack: &Path) -> Result<usize, GitError> {
+        let Ok(entries) = std::fs::read_dir(pack) else {
+            return Ok(0);
+        };
+        let mut removed = 0;
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let pid = name
+                .strip_prefix("tmp_coord_merge_")
+                .and_then(|rest| rest.split('.').next())
+                .and_then(|pid| pid.parse::<u32>().ok());
+            if pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+                remove_lock(&e.path())?;
+                removed += 1;
             }
         }
         Ok(removed)
