@@ -121,6 +121,18 @@ fn wrong(id: &TaskId, state: State, hint: &str) -> CommandError {
     }
 }
 
+/// Returns task `id`'s entry when it is in `state`; else `WrongState` with `hint`.
+fn entry_in(w: &World<'_>, id: &TaskId, state: State, hint: &str) -> Result<Entry, CommandError> {
+    let found = state_of(w, id)?;
+    if found != state {
+        return Err(wrong(id, found, hint));
+    }
+    w.entries
+        .get(id)
+        .cloned()
+        .ok_or_else(|| CommandError::Unreadable(id.clone()))
+}
+
 fn done(w: World<'_>) -> Result<Plan, CommandError> {
     let plan = w.finish();
     if let Some(super::Note::Skipped { message, .. }) = plan
@@ -257,15 +269,12 @@ fn take(
 /// Approves a task in review: before start (ask_me_first) or its result (do_it_and_show_me).
 pub fn approve(board: &Board, inputs: &Inputs<'_>, id: &TaskId) -> Result<Plan, CommandError> {
     let mut w = world(board, inputs, id)?;
-    let state = state_of(&w, id)?;
-    if state != State::Review {
-        return Err(wrong(id, state, "only tasks in review/ can be approved"));
-    }
-    let e = w
-        .entries
-        .get(id)
-        .cloned()
-        .ok_or_else(|| CommandError::Unreadable(id.clone()))?;
+    let e = entry_in(
+        &w,
+        id,
+        State::Review,
+        "only tasks in review/ can be approved",
+    )?;
     if e.task.coord.review == Some(Review::Result) || e.task.result.is_some() {
         finish_success(&mut w, id);
     } else {
@@ -289,15 +298,7 @@ pub fn hand_off_again(
     id: &TaskId,
 ) -> Result<Plan, CommandError> {
     let mut w = world(board, inputs, id)?;
-    let state = state_of(&w, id)?;
-    if state != State::Done {
-        return Err(wrong(id, state, "only done tasks hand off"));
-    }
-    let e = w
-        .entries
-        .get(id)
-        .cloned()
-        .ok_or_else(|| CommandError::Unreadable(id.clone()))?;
+    let e = entry_in(&w, id, State::Done, "only done tasks hand off")?;
     let targets = super::handoff::targets(&w, &e);
     super::handoff::create_children(&mut w, &e, &targets);
     Ok(stamp(done(w)?, board, OpKind::Approve, None))

@@ -315,6 +315,18 @@ fn windows_after_the_first_skip_the_status_scan_when_only_the_tick_wrote() {
     assert_eq!(layout(dir.path()).len(), 50);
 }
 
+/// A repo with a 50-file inbox burst whose tick takes windows of 16 files and packs after
+/// every window.
+fn burst_packed_per_window() -> (tempfile::TempDir, Coord) {
+    let dir = tempfile::tempdir().expect("dir");
+    init(dir.path());
+    drop_burst(dir.path());
+    let coord = open(dir.path());
+    coord.store().set_inbox_window(16);
+    coord.store().pack_always();
+    (dir, coord)
+}
+
 /// Issue 15: a tick over a big inbox packed its loose objects after every commit that
 /// brought the index in line, while the window's board was still held: the pack builder's
 /// delta window over the big folders' trees came on top of the board (the heap peak of a
@@ -322,12 +334,7 @@ fn windows_after_the_first_skip_the_status_scan_when_only_the_tick_wrote() {
 /// and not again for the commit of people's changes before it.
 #[test]
 fn a_tick_packs_once_per_window_after_the_windows_board() {
-    let dir = tempfile::tempdir().expect("dir");
-    init(dir.path());
-    drop_burst(dir.path());
-    let coord = open(dir.path());
-    coord.store().set_inbox_window(16);
-    coord.store().pack_always();
+    let (dir, coord) = burst_packed_per_window();
     let ticked = coord.tick().expect("tick");
     assert!(ticked.commits >= 4, "{} commits", ticked.commits);
     assert_eq!(
@@ -348,12 +355,7 @@ fn a_tick_packs_once_per_window_after_the_windows_board() {
 /// still in `coord log`.
 #[test]
 fn a_tick_that_packs_leaves_one_pack_with_a_bitmap_git_verifies() {
-    let dir = tempfile::tempdir().expect("dir");
-    init(dir.path());
-    drop_burst(dir.path());
-    let coord = open(dir.path());
-    coord.store().set_inbox_window(16);
-    coord.store().pack_always();
+    let (dir, coord) = burst_packed_per_window();
     coord.tick().expect("tick");
     let pack_dir = dir.path().join(".git/objects/pack");
     let names: Vec<String> = std::fs::read_dir(&pack_dir)

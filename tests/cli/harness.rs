@@ -249,6 +249,16 @@ impl TestRepo {
         assert_eq!(self.find("b"), ["work/ready/b.yaml"]);
     }
 
+    /// Returns the timestamp task `id`'s `coord:` block records under `key`.
+    pub fn stamp(&self, id: &str, key: &str) -> jiff::Timestamp {
+        let text = self.read(&self.where_is(id));
+        let line = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(&format!("{key}: ")))
+            .unwrap_or_else(|| panic!("no {key} in {text}"));
+        line.trim_matches('"').parse().expect("a timestamp")
+    }
+
     /// Returns the repo-relative paths of every file of task `id` under work/.
     pub fn find(&self, id: &str) -> Vec<String> {
         let mut out = Vec::new();

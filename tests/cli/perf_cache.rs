@@ -192,23 +192,13 @@ fn the_quiet_mark_never_hides_a_change_to_the_setup_or_head() {
     }
 }
 
-/// Returns the timestamp a task's `coord:` block records under `key`.
-fn stamp(r: &TestRepo, id: &str, key: &str) -> jiff::Timestamp {
-    let text = r.read(&r.where_is(id));
-    let line = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix(&format!("{key}: ")))
-        .unwrap_or_else(|| panic!("no {key} in {text}"));
-    line.trim_matches('"').parse().expect("a timestamp")
-}
-
 #[test]
 fn a_quiet_tick_wakes_up_when_a_lease_expires_and_when_a_backoff_passes() {
     let mut r = TestRepo::with_agents(&["bot"]);
     r.task("a", "title: Slow\n");
     r.ok(&["tick"]);
     assert!(r.where_is("a").starts_with("work/assigned/bot/"));
-    let expires = stamp(&r, "a", "lease_expires_at");
+    let expires = r.stamp("a", "lease_expires_at");
     settle_with(&r, Mark::Quiet);
     let second = jiff::SignedDuration::from_secs(1);
     r.at(&(expires - second).to_string());
@@ -219,7 +209,7 @@ fn a_quiet_tick_wakes_up_when_a_lease_expires_and_when_a_backoff_passes() {
         r.git(&["log", "--format=%s"]).contains("after timeout"),
         "the expired attempt is retried"
     );
-    let retry_at = stamp(&r, "a", "not_before");
+    let retry_at = r.stamp("a", "not_before");
     assert!(r.where_is("a").starts_with("work/ready/"), "it backs off");
     settle_with(&r, Mark::Quiet);
     r.at(&(retry_at - second).to_string());

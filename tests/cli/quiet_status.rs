@@ -200,22 +200,12 @@ fn no_change_the_quiet_mark_sees_is_hidden_from_status() {
     }
 }
 
-/// Returns the timestamp a task's `coord:` block records under `key`.
-fn stamp(r: &TestRepo, id: &str, key: &str) -> jiff::Timestamp {
-    let text = r.read(&r.where_is(id));
-    let line = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix(&format!("{key}: ")))
-        .unwrap_or_else(|| panic!("no {key} in {text}"));
-    line.trim_matches('"').parse().expect("a timestamp")
-}
-
 #[test]
 fn status_shows_the_new_truth_once_a_lease_expires() {
     let mut r = TestRepo::with_agents(&["bot"]);
     r.task("a", "title: Slow\n");
     r.ok(&["tick"]);
-    let expires = stamp(&r, "a", "lease_expires_at");
+    let expires = r.stamp("a", "lease_expires_at");
     settle(&r);
     let second = jiff::SignedDuration::from_secs(1);
     r.at(&(expires - second).to_string());
