@@ -11,7 +11,9 @@
 //!   moved on is handed back as a [`Stale`] result, for the caller to record in the task's
 //!   `coord.history` (never lost);
 //! - a person's edit (recorded external changes) of a task coord moved meanwhile is applied to
-//!   the moved file: three-way on the person's part, `coord:` and `result:` from the remote.
+//!   the moved file: three-way on the person's part, `coord:` and `result:` from the remote
+//!   (a `result:` written into an assigned task is the agent's report: it stands when the
+//!   remote's copy is the same attempt, else it is handed back as [`Stale`]).
 //!   Only when two edits change the same lines does the replay stop with a [`Conflict`].
 
 use crate::engine::operation::Pre;
@@ -88,8 +90,13 @@ impl From<GitError> for Stop {
 /// What one commit became.
 enum Step {
     Redone(Option<Oid>),
-    /// Redone without the parts named, which the remote made moot.
-    Partly(Option<Oid>, Vec<String>),
+    /// A person's edit redone without the parts named in `dropped`, which the remote made
+    /// moot, and with the results in `stale` handed back (their task moved on).
+    Partly {
+        tip: Option<Oid>,
+        dropped: Vec<String>,
+        stale: Vec<Stale>,
+    },
     Dropped(String),
     Stale(Stale),
     /// A handoff step whose id the remote has for another task: the parent's steps are made
@@ -172,12 +179,17 @@ pub fn replay(
                 out.redone += 1;
             }
             Step::Redone(None) => {}
-            Step::Partly(new, lines) => {
+            Step::Partly {
+                tip: new,
+                dropped,
+                stale,
+            } => {
                 if let Some(new) = new {
                     tip = new;
                     out.redone += 1;
                 }
-                out.dropped.extend(lines);
+                out.dropped.extend(dropped);
+                out.stale.extend(stale);
             }
             Step::Dropped(line) => out.dropped.push(line),
             Step::Stale(s) => out.stale.push(s),
@@ -399,6 +411,7 @@ impl Replayer<'_> {
     fn edit(&self, changes: &[PathChange]) -> Result<Step, Stop> {
         let mut edits = Vec::new();
         let mut moot = Vec::new();
+        let mut stale = Vec::new();
         // A hand move (the file removed here and added there in one commit) is no copy.
         let removed: Vec<&str> = changes
             .iter()
@@ -465,7 +478,14 @@ impl Replayer<'_> {
                 false => c.new_mode,
             };
             let merged = match self.is_task_path(&at) {
-                true => merge_person(self.repo, &base, &ours, &theirs)?,
+                true => {
+                    let (text, result) = merge_task(self.repo, &base, &ours, &theirs)?;
+                    stale.extend(result.map(|result| Stale {
+                        id: task_id(&at),
+                        result,
+                    }));
+                    text
+                }
                 false => self.repo.merge_text(&base, &ours, &theirs)?,
             };
             match merged {
@@ -477,10 +497,14 @@ impl Replayer<'_> {
             }
         }
         let tip = self.commit_with(&edits)?;
-        Ok(if moot.is_empty() {
+        Ok(if moot.is_empty() && stale.is_empty() {
             Step::Redone(tip)
         } else {
-            Step::Partly(tip, moot)
+            Step::Partly {
+                tip,
+                dropped: moot,
+                stale,
+            }
         })
     }
 
@@ -676,6 +700,68 @@ fn with_blocks(text: &[u8], from: &[u8]) -> Option<Vec<u8>> {
         };
     }
     Some(out.into_bytes())
+}
+
+/// Returns the task's id: its file name without `.yaml` / `.yml`.
+fn task_id(path: &str) -> String {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let stem = name
+        .strip_suffix(".yaml")
+        .or_else(|| name.strip_suffix(".yml"));
+    stem.unwrap_or(name).to_string()
+}
+
+/// Returns a person's edit of a task file (`base` → `ours`) applied to the remote's copy
+/// `theirs` (None when both changed the same lines), and the result to keep as stale.
+///
+/// A `result:` the edit wrote into an assigned task is the agent's report, written by hand and
+/// committed with git: it stands on the remote's copy when that copy is still the same
+/// attempt with the result `base` had; otherwise (the task moved on, or another result
+/// arrived first) it is handed back to be kept in the task's history. Any other change of
+/// `result:` or `coord:` is coord's to make: those blocks come from `theirs`.
+fn merge_task(
+    repo: &Repo,
+    base: &[u8],
+    ours: &[u8],
+    theirs: &[u8],
+) -> Result<(Option<Vec<u8>>, Option<Value>), GitError> {
+    let merged = merge_person(repo, base, ours, theirs)?;
+    let Some(result) = written_result(base, ours) else {
+        return Ok((merged, None));
+    };
+    let counts = same_attempt(base, theirs) && result_of(theirs) == result_of(base);
+    match (merged, counts) {
+        (Some(text), true) => Ok((with_result(&text, &result), None)),
+        (merged, _) => Ok((merged, Some(result))),
+    }
+}
+
+/// Returns the `result:` a person's edit `base` → `ours` wrote into a task that was assigned
+/// in `base`, if it wrote one.
+fn written_result(base: &[u8], ours: &[u8]) -> Option<Value> {
+    let assigned = parse_bytes(base, &Limits::default())
+        .ok()
+        .and_then(|d| d.value.pointer("/coord/state").cloned())
+        == Some(Value::from("assigned"));
+    let result = result_of(ours)?;
+    (assigned && result_of(base).as_ref() != Some(&result)).then_some(result)
+}
+
+/// Returns a task file's `result:` block, if it reads and has one.
+fn result_of(text: &[u8]) -> Option<Value> {
+    parse_bytes(text, &Limits::default())
+        .ok()?
+        .value
+        .get("result")
+        .cloned()
+}
+
+/// Returns `text` with its `result:` block set to `result`; None when it does not read as a
+/// block mapping.
+fn with_result(text: &[u8], result: &Value) -> Option<Vec<u8>> {
+    let out = String::from_utf8(text.to_vec()).ok()?;
+    let doc = crate::yaml::parse(&out, &Limits::default()).ok()?;
+    Some(set_block(&out, &doc, "result", result).ok()?.into_bytes())
 }
 
 /// Returns a person's edit (`base` → `ours`) applied to the remote's copy `theirs`: the

@@ -707,3 +707,56 @@ fn a_new_task_whose_id_the_remote_took_meanwhile_is_left_out_and_said_where() {
     assert_eq!(at, "work/ready/x.yaml");
     assert!(text.contains("Theirs"), "{text}");
 }
+
+/// Writes a result into the task by hand in `agent`'s clone and commits it with plain git.
+fn commit_result_by_hand(agent: &TestRepo, path: &str) {
+    let text = agent.read(path) + "result:\n  status: success\n  output: {answer: THE-ANSWER}\n";
+    agent.write(path, &text);
+    agent.git(&["commit", "-q", "-am", "alice: result for t-0"]);
+}
+
+/// An agent writes `result:` into its task and commits it with plain git while the remote
+/// changes the task: the result counts when the attempt is still the agent's (a person fixed
+/// the title), and is kept in the task's history as a stale result when the attempt moved on
+/// (the task was cancelled). Never dropped.
+#[test]
+fn a_result_committed_with_git_survives_a_remote_change_of_the_task() {
+    for moved_on in [false, true] {
+        let net = Net::new(&["alice"]);
+        let (agent, person) = (net.clone(), net.clone());
+        net.person_adds("t", 1);
+        agent.ok(&["sync"]);
+        person.ok(&["sync"]);
+        let path = "work/assigned/alice/t-0.yaml";
+        if moved_on {
+            person.ok(&["cancel", "t-0", "--reason", "not needed"]);
+            person.ok(&["sync"]);
+        } else {
+            let text = person
+                .read(path)
+                .replace("title: Task t-0", "title: Task t-0, clarified");
+            person.write(path, &text);
+            person.git(&["commit", "-q", "-am", "clarify t-0"]);
+            person.git(&["push", "-q", "origin", "main"]);
+        }
+        commit_result_by_hand(&agent, path);
+
+        agent.ok(&["sync"]);
+
+        let (at, text) = on_remote(&net, "t-0");
+        if moved_on {
+            assert_eq!(at, "work/cancelled/t-0.yaml");
+            assert!(
+                text.contains("event: stale_result") && text.contains("THE-ANSWER"),
+                "{text}"
+            );
+        } else {
+            assert_eq!(at, "work/done/t-0.yaml");
+            assert!(
+                text.contains("title: Task t-0, clarified") && text.contains("THE-ANSWER"),
+                "{text}"
+            );
+        }
+        assert_eq!(agent.git_status(), "");
+    }
+}
