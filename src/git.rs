@@ -9,7 +9,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use git2::build::TreeUpdateBuilder;
-use git2::{ErrorCode, FileMode, IndexEntry, IndexTime, Repository, Signature, Time};
+use git2::{ErrorCode, IndexEntry, IndexTime, Repository, Signature, Time};
 
 mod attempts;
 mod bitmap;
@@ -27,7 +27,7 @@ pub use attempts::Granted;
 use commit::check_path;
 pub use commit::{IndexHold, IndexWritten, Staged};
 pub use edit::{PathChange, TreeEdit};
-pub use git2::Oid;
+pub use git2::{FileMode, Oid};
 pub use history::{recorded, OnDisk, Recorded};
 use index_file::Entry as IndexFileEntry;
 pub use index_file::EntryStat;

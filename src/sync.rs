@@ -27,7 +27,7 @@ use crate::lock::{self, LockError};
 use crate::model::TaskId;
 use crate::store::{Origin, Rejection, Stats, Store, StoreError, TICK_TRAILER};
 use jiff::Timestamp;
-use replay::Stop;
+use replay::{Clash, Stop};
 use std::path::Path;
 use std::time::Duration;
 
@@ -154,7 +154,7 @@ pub enum SyncError {
     Tick(#[source] TickError),
 }
 
-/// Says which edits met and how to resolve it without making a duplicate.
+/// Says which changes met and how to resolve it without making a duplicate.
 fn conflict_message(remote: &str, branch: &str, c: &replay::Conflict) -> String {
     let (commit, path) = (short(&c.commit), &c.path);
     let there = c.remote_path.as_deref().unwrap_or(path);
@@ -162,8 +162,40 @@ fn conflict_message(remote: &str, branch: &str, c: &replay::Conflict) -> String 
         Some(p) if p != path => format!(" (now {p} there)"),
         _ => String::new(),
     };
+    let save = format!("save your version ('git show {commit}:{path} > my-edit.yaml')");
+    let skip = format!("sync without that change ('coord sync --drop-edit {commit}:{path}')");
+    let (what, then) = match c.clash {
+        Clash::SameLines => (
+            format!("it and {remote} changed the same lines of {path}{moved}"),
+            format!("{save}, {skip}, make your edit again in {there} (your version is in my-edit.yaml)"),
+        ),
+        Clash::NotMergeable => (
+            format!("it and {remote} both changed {path}{moved}, a link or a submodule, which do not merge"),
+            format!("{skip}, then change {there} again"),
+        ),
+        Clash::Deleted => (
+            format!("it deletes {path}, which {remote} changed meanwhile{moved}"),
+            format!("{skip}, look at {there} and delete it again if you still mean to"),
+        ),
+        Clash::Added if there != path.as_str() => (
+            format!("it adds {path}, and {remote} has a task with that id at {there}"),
+            format!("{save}, {skip}, add it again under another id"),
+        ),
+        Clash::Added => (
+            format!("it adds {path}, which {remote} added too with other content"),
+            format!("{save}, {skip}, merge your version into {path} by hand or add it under another name"),
+        ),
+        Clash::Gone => (
+            format!("it changes {path}, which {remote} deleted or moved away meanwhile"),
+            format!("{save}, {skip}, add it again if it is still wanted"),
+        ),
+        Clash::FileAndFolder => (
+            format!("it puts a file at {path}, where {remote} has a folder (or a file at a parent path)"),
+            format!("{save}, {skip}, add it again under another name"),
+        ),
+    };
     format!(
-        "cannot apply {:?} ({commit}) onto {remote}/{branch}: it and {remote} changed the same lines of {path}{moved}; nothing was changed here. To resolve, keeping your other commits: save your version ('git show {commit}:{path} > my-edit.yaml'), sync without that edit ('coord sync --drop-edit {commit}:{path}'), make your edit again in {there} (your version is in my-edit.yaml), then run 'coord sync'",
+        "cannot apply {:?} ({commit}) onto {remote}/{branch}: {what}; nothing was changed here. To resolve, keeping your other commits: {then}, then run 'coord sync'",
         c.summary
     )
 }

@@ -53,9 +53,12 @@ impl Repo {
                 0 => None,
                 _ => Some(c.parent(0)?.tree()?),
             };
-            let diff = self
-                .repo
-                .diff_tree_to_tree(parent.as_ref(), Some(&c.tree()?), None)?;
+            // A file turned into a link (or back) is one change, not a removal and an add.
+            let mut opts = git2::DiffOptions::new();
+            opts.include_typechange(true);
+            let diff =
+                self.repo
+                    .diff_tree_to_tree(parent.as_ref(), Some(&c.tree()?), Some(&mut opts))?;
             let oid = |f: git2::DiffFile<'_>| (!f.id().is_zero()).then(|| f.id());
             Ok(diff
                 .deltas()
@@ -82,12 +85,32 @@ impl Repo {
         Ok(changes)
     }
 
+    /// Returns a commit's first parent, if it has one.
+    pub fn first_parent(&self, commit: Oid) -> Result<Option<Oid>, GitError> {
+        let c = self
+            .repo
+            .find_commit(commit)
+            .map_err(ctx(format!("cannot read commit {commit}")))?;
+        Ok(c.parent_id(0).ok())
+    }
+
     /// Returns the blob commit `commit` holds at `path`, if any.
     pub fn blob_at(&self, commit: Oid, path: &str) -> Result<Option<Oid>, GitError> {
         let tree = self.tree_of(commit)?;
         match tree.get_path(Path::new(path)) {
             Ok(e) if e.kind() == Some(git2::ObjectType::Blob) => Ok(Some(e.id())),
             Ok(_) => Ok(None),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(ctx(format!("cannot look up {path} in {commit}"))(e)),
+        }
+    }
+
+    /// Returns what commit `commit` holds at `path`: the id and mode of a file, link,
+    /// submodule commit or folder; None when nothing is there (a file at a parent path too).
+    pub fn entry_at(&self, commit: Oid, path: &str) -> Result<Option<(Oid, FileMode)>, GitError> {
+        let tree = self.tree_of(commit)?;
+        match tree.get_path(Path::new(path)) {
+            Ok(e) => Ok(Some((e.id(), file_mode(e.filemode())))),
             Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
             Err(e) => Err(ctx(format!("cannot look up {path} in {commit}"))(e)),
         }

@@ -18,7 +18,7 @@
 
 use crate::engine::operation::Pre;
 use crate::engine::{OpKind, Operation};
-use crate::git::{GitError, LocalCommit, Oid, PathChange, Repo, TreeEdit};
+use crate::git::{FileMode, GitError, LocalCommit, Oid, PathChange, Repo, TreeEdit};
 use crate::model::State;
 use crate::yaml::{parse_bytes, remove_block, set_block, Limits};
 use serde_json::Value;
@@ -59,9 +59,31 @@ pub struct Replay {
     pub hand_off_again: Vec<String>,
 }
 
-/// Two edits of the same lines: the replay stopped and nothing was changed.
+/// Why a person's change of one path could not be replayed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clash {
+    /// Both changed the same lines of the file.
+    SameLines,
+    /// Both changed a link or a submodule, which do not merge.
+    NotMergeable,
+    /// The commit deletes a file the remote changed or moved meanwhile.
+    Deleted,
+    /// The commit adds a file the remote added too with other bytes, or a task whose id the
+    /// remote has elsewhere.
+    Added,
+    /// The commit changes a file the remote deleted meanwhile.
+    Gone,
+    /// The commit puts a file where the remote has a folder, or inside a path the remote has
+    /// as a file.
+    FileAndFolder,
+}
+
+/// A person's change the remote made impossible to replay: the replay stopped and nothing was
+/// changed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Conflict {
+    /// What clashed.
+    pub clash: Clash,
     /// The local commit, in hex.
     pub commit: String,
     /// Its summary.
@@ -253,10 +275,7 @@ impl Replayer<'_> {
     /// task moved on): carrying such a commit over would put one id in two places.
     fn applies_as_is(&self, changes: &[PathChange]) -> Result<bool, GitError> {
         for c in changes {
-            let mode = c.old.map(|_| c.old_mode);
-            if self.repo.blob_at(self.tip, &c.path)? != c.old
-                || self.repo.mode_at(self.tip, &c.path)? != mode
-            {
+            if self.repo.entry_at(self.tip, &c.path)? != c.old.map(|o| (o, c.old_mode)) {
                 return Ok(false);
             }
         }
@@ -419,13 +438,19 @@ impl Replayer<'_> {
             .map(|c| c.path.as_str())
             .collect();
         for c in changes {
-            let now = self.repo.blob_at(self.tip, &c.path)?;
+            let entry = self.repo.entry_at(self.tip, &c.path)?;
+            if c.new.is_some() && self.file_and_folder(&c.path, entry)? {
+                moot.push(self.stop_unless_dropped(Clash::FileAndFolder, &c.path, None)?);
+                continue;
+            }
+            let now = entry.map(|(id, _)| id);
+            let tip_mode = entry.map(|(_, mode)| mode);
             if c.old.is_none() && now.is_none() {
                 let at = self.elsewhere(&c.path)?;
                 if let Some(at) = at.filter(|at| !removed.contains(&at.as_str())) {
                     // A person's file is theirs to drop; coord's own `new` is reported.
                     if self.persons {
-                        moot.push(self.conflict_unless_dropped(&c.path, Some(at))?);
+                        moot.push(self.stop_unless_dropped(Clash::Added, &c.path, Some(at))?);
                         continue;
                     }
                     moot.push(format!(
@@ -435,7 +460,6 @@ impl Replayer<'_> {
                     continue;
                 }
             }
-            let tip_mode = self.repo.mode_at(self.tip, &c.path)?;
             if now == c.old || (now == c.new && tip_mode != c.new.map(|_| c.new_mode)) {
                 let mode = if c.old_mode == c.new_mode {
                     tip_mode
@@ -453,7 +477,7 @@ impl Replayer<'_> {
                 // (A hand move, which adds the same name elsewhere, goes as its add does.)
                 let moved = self.moved_copy(&c.path, None)?;
                 if let Some(at) = moved.filter(|_| !adds_same_name(changes, &c.path)) {
-                    moot.push(self.conflict_unless_dropped(&c.path, Some(at.0))?);
+                    moot.push(self.stop_unless_dropped(Clash::Deleted, &c.path, Some(at.0))?);
                 }
                 continue;
             }
@@ -461,22 +485,30 @@ impl Replayer<'_> {
                 continue;
             }
             let (Some(old), Some(new)) = (c.old, c.new) else {
-                moot.push(self.conflict_unless_dropped(&c.path, now.map(|_| c.path.clone()))?);
+                let clash = match c.new {
+                    None => Clash::Deleted,
+                    Some(_) => Clash::Added,
+                };
+                moot.push(self.stop_unless_dropped(clash, &c.path, Some(c.path.clone()))?);
                 continue;
             };
             let Some((at, theirs)) = self.moved_copy(&c.path, now)? else {
-                moot.push(self.conflict_unless_dropped(&c.path, None)?);
+                moot.push(self.stop_unless_dropped(Clash::Gone, &c.path, None)?);
                 continue;
             };
+            let mode = match c.old_mode == c.new_mode {
+                true => self.repo.mode_at(self.tip, &at)?.unwrap_or(c.new_mode),
+                false => c.new_mode,
+            };
+            if !is_file(c.old_mode) || !is_file(c.new_mode) || !is_file(mode) {
+                moot.push(self.stop_unless_dropped(Clash::NotMergeable, &c.path, Some(at))?);
+                continue;
+            }
             let (base, ours, theirs) = (
                 self.repo.blob_bytes(old)?,
                 self.repo.blob_bytes(new)?,
                 self.repo.blob_bytes(theirs)?,
             );
-            let mode = match c.old_mode == c.new_mode {
-                true => self.repo.mode_at(self.tip, &at)?.unwrap_or(c.new_mode),
-                false => c.new_mode,
-            };
             let merged = match self.is_task_path(&at) {
                 true => {
                     let (text, result) = merge_task(self.repo, &base, &ours, &theirs)?;
@@ -493,7 +525,7 @@ impl Replayer<'_> {
                     path: at,
                     to: Some((self.repo.write_blob(&text)?, mode)),
                 }),
-                None => moot.push(self.conflict_unless_dropped(&c.path, Some(at))?),
+                None => moot.push(self.stop_unless_dropped(Clash::SameLines, &c.path, Some(at))?),
             }
         }
         let tip = self.commit_with(&edits)?;
@@ -518,7 +550,9 @@ impl Replayer<'_> {
     }
 
     /// Returns where the remote tip has the task file named like `path` at another path under
-    /// the work folder (agent profiles aside), if it has one.
+    /// the work folder (agent profiles aside), if it has one the commit's parent did not have
+    /// there: a file the person added beside one they saw (a corrected task next to its
+    /// rejected copy in `invalid/`) is theirs to add, as it was before the remote moved.
     fn elsewhere(&self, path: &str) -> Result<Option<String>, GitError> {
         let profiles = format!("{}/agents/", self.work_dir);
         let name = path.rsplit('/').next().filter(|n| is_task_file(n));
@@ -528,9 +562,20 @@ impl Replayer<'_> {
         let found = self
             .repo
             .find_named(self.tip, self.work_dir, &[name.to_string()])?;
-        Ok(found
-            .into_iter()
-            .find(|at| at != path && !at.starts_with(&profiles)))
+        let parent = self.repo.first_parent(self.oid)?;
+        for at in found {
+            if at == path || at.starts_with(&profiles) {
+                continue;
+            }
+            let seen = match parent {
+                Some(p) => self.repo.blob_at(p, &at)?.is_some(),
+                None => false,
+            };
+            if !seen {
+                return Ok(Some(at));
+            }
+        }
+        Ok(None)
     }
 
     /// Returns where the remote tip has the file: at the same path, or (a task file coord
@@ -542,19 +587,48 @@ impl Replayer<'_> {
         let Some(name) = path.rsplit('/').next() else {
             return Ok(None);
         };
+        let profiles = format!("{}/agents/", self.work_dir);
         let found = self
             .repo
             .find_named(self.tip, self.work_dir, &[name.to_string()])?;
+        let found: Vec<_> = found
+            .iter()
+            .filter(|at| path.starts_with(&profiles) || !at.starts_with(&profiles))
+            .collect();
         let [at] = found.as_slice() else {
             return Ok(None);
         };
-        Ok(self.repo.blob_at(self.tip, at)?.map(|b| (at.clone(), b)))
+        Ok(self
+            .repo
+            .blob_at(self.tip, at)?
+            .map(|b| (at.to_string(), b)))
+    }
+
+    /// Returns whether a file at `path` would clash with a folder: the tip has a folder
+    /// there (`entry`), or a file at one of its parent paths.
+    fn file_and_folder(
+        &self,
+        path: &str,
+        entry: Option<(Oid, FileMode)>,
+    ) -> Result<bool, GitError> {
+        if entry.is_some_and(|(_, mode)| mode == FileMode::Tree) {
+            return Ok(true);
+        }
+        for (i, _) in path.match_indices('/') {
+            match self.repo.entry_at(self.tip, &path[..i])? {
+                Some((_, FileMode::Tree)) => {}
+                Some(_) => return Ok(true),
+                None => return Ok(false),
+            }
+        }
+        Ok(false)
     }
 
     /// Stops with a conflict at `path`, unless the person asked to drop this edit: then the
     /// remote's version stays and the line to report is returned.
-    fn conflict_unless_dropped(
+    fn stop_unless_dropped(
         &self,
+        clash: Clash,
         path: &str,
         remote_path: Option<String>,
     ) -> Result<String, Stop> {
@@ -563,7 +637,13 @@ impl Replayer<'_> {
             .iter()
             .any(|d| d.path == path && self.commit.info.oid.starts_with(&d.commit));
         if !dropped {
-            return Err(self.conflict(path, remote_path));
+            return Err(Stop::Conflict(Conflict {
+                clash,
+                commit: self.commit.info.oid.clone(),
+                summary: self.commit.info.summary.clone(),
+                path: path.to_string(),
+                remote_path,
+            }));
         }
         Ok(format!(
             "dropped as asked: the edit of {path} in {:?} ({}); the remote's version stays",
@@ -571,15 +651,14 @@ impl Replayer<'_> {
             short(&self.commit.info.oid)
         ))
     }
+}
 
-    fn conflict(&self, path: &str, remote_path: Option<String>) -> Stop {
-        Stop::Conflict(Conflict {
-            commit: self.commit.info.oid.clone(),
-            summary: self.commit.info.summary.clone(),
-            path: path.to_string(),
-            remote_path,
-        })
-    }
+/// Returns whether a mode is a regular file's (the only kind whose bytes merge).
+fn is_file(mode: FileMode) -> bool {
+    matches!(
+        mode,
+        FileMode::Blob | FileMode::BlobExecutable | FileMode::BlobGroupWritable
+    )
 }
 
 /// Returns whether `changes` add a file named like `path` at another path: a move.

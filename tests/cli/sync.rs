@@ -716,3 +716,122 @@ fn local_tick_commits_are_redone_on_the_remote_and_dropped_files_survive() {
     assert_exactly_once(&look_at_remote(&net), &ids, &["work/assigned/alice"]);
     assert_eq!(a.git_status(), "");
 }
+
+/// Commits a submodule (a gitlink) at `path` pointing at `commit`, without a work tree.
+fn set_gitlink(repo: &TestRepo, path: &str, commit: &str) {
+    let info = format!("160000,{commit},{path}");
+    repo.git(&["update-index", "--add", "--cacheinfo", &info]);
+    repo.git(&["commit", "-q", "-m", "submodule"]);
+}
+
+/// A clone with a file, a submodule and a task `bob` (named like an agent) pushed, and a
+/// second clone; then the remote moves on (another task, bob assigned to agent bob's peer).
+fn shapes_and_a_moved_remote() -> (Net, TestRepo) {
+    let net = Net::new(&["bob"]);
+    let seed = &net.seed;
+    seed.commit_file("f.txt", "a\nb\n", "a file");
+    seed.task("bob", &crate::harness::task_yaml("bob"));
+    seed.git(&["add", "-A"]);
+    seed.git(&["commit", "-q", "-m", "task bob"]);
+    set_gitlink(seed, "lib", &"1".repeat(40));
+    seed.git(&["push", "-q", "origin", "main"]);
+    let mine = net.clone();
+    net.clone().ok(&["sync"]);
+    (net, mine)
+}
+
+#[test]
+fn links_submodules_and_a_task_named_like_an_agent_replay_without_a_false_conflict() {
+    let (net, mine) = shapes_and_a_moved_remote();
+    std::fs::remove_file(mine.abs("f.txt")).expect("rm");
+    std::os::unix::fs::symlink("target.txt", mine.abs("f.txt")).expect("link");
+    let task = "work/inbox/bob.yaml";
+    mine.write(task, &(mine.read(task) + "description: more detail\n"));
+    mine.git(&["add", "f.txt", task]);
+    mine.git(&["commit", "-q", "-m", "a link, more detail"]);
+    set_gitlink(&mine, "lib", &"2".repeat(40));
+
+    mine.ok(&["sync"]);
+
+    let check = net.clone();
+    let tree = check.git(&["ls-tree", "HEAD", "f.txt", "lib"]);
+    assert!(tree.contains("120000 blob"), "{tree}");
+    assert!(
+        tree.contains(&format!("160000 commit {}", "2".repeat(40))),
+        "{tree}"
+    );
+    let at = "work/assigned/bob/bob.yaml";
+    assert!(check.read(at).contains("description: more detail"));
+}
+
+/// Runs `coord sync` expecting it to stop, and returns its one error line.
+fn sync_stops(repo: &TestRepo) -> String {
+    let (_, err) = repo.code(&["sync"], 1);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(!err.contains("class="), "a raw libgit2 error: {err}");
+    err
+}
+
+#[test]
+fn each_kind_of_clash_says_what_met_and_its_advice_works() {
+    let (net, mine, theirs) = one_ready_task_two_agents();
+    mine.git(&["rm", "-q", "work/ready/t-0.yaml"]);
+    mine.git(&["commit", "-q", "-m", "t-0 is not needed"]);
+    let path = "work/ready/t-0.yaml";
+    theirs.write(
+        path,
+        &theirs.read(path).replace("title: Task t-0", "title: T"),
+    );
+    theirs.git(&["commit", "-q", "-am", "retitle t-0"]);
+    theirs.git(&["push", "-q", "origin", "main"]);
+    let err = sync_stops(&mine);
+    assert!(
+        err.contains("it deletes work/ready/t-0.yaml, which origin changed meanwhile"),
+        "{err}"
+    );
+    let drop = quoted_commands(&err)
+        .into_iter()
+        .find(|c| c.starts_with("coord sync --drop-edit"))
+        .expect("the advice names a drop");
+    let args: Vec<&str> = drop.split(' ').skip(1).collect();
+    mine.ok(&args);
+    let check = net.clone();
+    assert!(check.read(&check.where_is("t-0")).contains("title: T"));
+
+    theirs.git(&["pull", "-q", "--ff-only", "origin", "main"]);
+    theirs.commit_file("docs/guide.md", "the guide\n", "a guide");
+    theirs.git(&["push", "-q", "origin", "main"]);
+    mine.commit_file("docs", "to do: docs\n", "a docs file");
+    let err = sync_stops(&mine);
+    assert!(
+        err.contains("it puts a file at docs, where origin has a folder"),
+        "{err}"
+    );
+    mine.git(&["reset", "-q", "--hard", "HEAD~1"]);
+
+    mine.commit_file("work/inbox/n-0.yaml", "title: mine\n", "my n-0");
+    net.person_adds("n", 1);
+    let err = sync_stops(&mine);
+    assert!(
+        err.contains("it adds work/inbox/n-0.yaml, which origin added too"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_corrected_task_added_next_to_its_rejected_copy_lands_when_the_remote_moved() {
+    let net = Net::new(&["alice"]);
+    let seed = &net.seed;
+    seed.commit_file("work/inbox/foo.yaml", "title: [broken\n", "foo");
+    seed.ok(&["sync"]);
+    assert!(seed.exists("work/invalid/foo.yaml"));
+    let mine = net.clone();
+    net.person_adds("other", 1);
+    mine.commit_file("work/inbox/foo.yaml", "title: fixed foo\n", "foo, fixed");
+
+    mine.ok(&["sync"]);
+
+    let check = net.clone();
+    let found = check.git(&["grep", "-l", "title: fixed foo", "--", "work"]);
+    assert!(!found.is_empty(), "the corrected task is on the remote");
+}
