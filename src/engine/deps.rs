@@ -95,10 +95,12 @@ fn step(w: &mut World<'_>, id: &TaskId) -> bool {
         let summary = format!("block {id}: dependency {dep} is no longer done");
         return w.transit(id, Folder::of(State::Blocked), c, ResultEdit::Keep, summary);
     }
+    // A dependency whose file is gone does not count, as for a ready task (a person deleted
+    // it: nothing is left to wait for).
     if blocked
         && deps
             .iter()
-            .all(|d| effective_state(w, d) == Some(State::Done))
+            .all(|d| matches!(effective_state(w, d), Some(State::Done) | None))
     {
         let mut c = e.task.coord.clone();
         c.state = Some(State::Ready);
