@@ -245,6 +245,9 @@ impl Replayer<'_> {
                 .commit_edits(self.tip, self.oid, &[], None, true)?;
             return Ok(Step::Redone(tip));
         }
+        if let Some(lost) = self.claim_of_reopened(&changes)? {
+            return Ok(lost);
+        }
         if self.applies_as_is(&changes)? {
             let edits: Vec<_> = changes.iter().map(as_committed).collect();
             return Ok(Step::Redone(self.commit_with(&edits)?));
@@ -349,6 +352,49 @@ impl Replayer<'_> {
             }
         }
         Ok(Step::Redone(self.commit_with(&edits)?))
+    }
+
+    /// Returns the lost claim when this commit is a claim of a task one of whose
+    /// dependencies a person moved back out of `done/` on the remote meanwhile.
+    fn claim_of_reopened(&self, changes: &[PathChange]) -> Result<Option<Step>, GitError> {
+        let claim = !self.persons && self.op().is_some_and(|o| o.kind == OpKind::Claim);
+        let (Some(id), true) = (self.trailer("Coord-Task"), claim) else {
+            return Ok(None);
+        };
+        let Some(claimed) = changes.iter().find_map(|c| c.new) else {
+            return Ok(None);
+        };
+        let dep = self.reopened_dep(&self.repo.blob_bytes(claimed)?)?;
+        Ok(dep.map(|dep| {
+            let why = format!("its dependency {dep} is no longer done on the remote");
+            self.dropped(id, &why)
+        }))
+    }
+
+    /// Returns a dependency of the task `text` that the tip has outside `done/` and
+    /// `archive/` (a person moved it back meanwhile): a claim of the task does not stand then,
+    /// as it would not have been made. A dependency whose file is gone does not count.
+    fn reopened_dep(&self, text: &[u8]) -> Result<Option<String>, GitError> {
+        let Ok(doc) = parse_bytes(text, &Limits::default()) else {
+            return Ok(None);
+        };
+        let deps = doc.value.get("depends_on").and_then(Value::as_array);
+        let profiles = format!("{}/agents/", self.work_dir);
+        let finished = [
+            format!("{}/done/", self.work_dir),
+            format!("{}/archive/", self.work_dir),
+        ];
+        for dep in deps.into_iter().flatten().filter_map(Value::as_str) {
+            let names = [format!("{dep}.yaml"), format!("{dep}.yml")];
+            let found = self.repo.find_named(self.tip, self.work_dir, &names)?;
+            let open = found.iter().any(|at| {
+                !at.starts_with(&profiles) && !finished.iter().any(|f| at.starts_with(f))
+            });
+            if open {
+                return Ok(Some(dep.to_string()));
+            }
+        }
+        Ok(None)
     }
 
     /// Returns the parent of the handoff step this commit creates (its `coord.parent`), if it

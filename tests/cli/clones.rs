@@ -760,3 +760,43 @@ fn a_result_committed_with_git_survives_a_remote_change_of_the_task() {
         assert_eq!(agent.git_status(), "");
     }
 }
+
+/// A pull agent claims a ready task in its clone without `--sync`, while on the remote a
+/// person moved the task's done dependency back to `ready/`: sync does not replay the claim
+/// (it would not have been made), says it was lost, and the task waits again.
+#[test]
+fn a_claim_made_before_its_dependency_was_reopened_on_the_remote_is_lost() {
+    let net = Net::new(&["alice"]);
+    let seed = &net.seed;
+    seed.ok(&["agents", "add", "puller", "--capability", "y", "--pull"]);
+    seed.ok(&["new", "A", "--id", "a", "--agent", "alice"]);
+    seed.ok(&[
+        "new",
+        "B",
+        "--id",
+        "b",
+        "--depends-on",
+        "a",
+        "--capability",
+        "y",
+    ]);
+    seed.ok(&["tick"]);
+    seed.ok(&["complete", "a"]);
+    seed.ok(&["sync"]);
+    let (person, agent) = (net.clone(), net.clone());
+    person.git(&["mv", "work/done/a.yaml", "work/ready/a.yaml"]);
+    person.git(&["commit", "-q", "-m", "redo a"]);
+    person.git(&["push", "-q", "origin", "main"]);
+    assert_eq!(agent.json(&["claim", "--agent", "puller"])["id"], "b");
+
+    let out = agent.run(&["sync"]);
+
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("lost claim") && err.contains("dependency a"),
+        "{err}"
+    );
+    let (at, _) = on_remote(&net, "b");
+    assert_eq!(at, "work/blocked/b.yaml");
+}
