@@ -33,7 +33,7 @@ use index_file::Entry as IndexFileEntry;
 pub use index_file::EntryStat;
 pub(crate) use index_file::{IndexChange, IndexFile};
 pub use pack::PACK_LOOSE_FROM;
-pub use rewrite::LocalCommit;
+pub use rewrite::{LocalCommit, UNRELATED};
 pub use state::Unfinished;
 
 /// Returns the id git gives `bytes` as a blob.

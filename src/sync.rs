@@ -22,7 +22,7 @@ pub mod replay;
 use crate::board::Board;
 use crate::engine::commands;
 use crate::engine::{AcceptAll, Inputs, Plan};
-use crate::git::{GitError, Identity, LocalCommit, Oid, Repo};
+use crate::git::{GitError, Identity, LocalCommit, Oid, Repo, UNRELATED};
 use crate::lock::{self, LockError};
 use crate::model::TaskId;
 use crate::store::{Origin, Rejection, Stats, Store, StoreError, TICK_TRAILER};
@@ -83,6 +83,17 @@ pub enum SyncError {
         what: &'static str,
         /// The name.
         name: String,
+    },
+    /// The branch and the remote's share no commit (a repository made by `coord init`
+    /// instead of a clone of the remote).
+    #[error("{branch} and {remote}/{branch} share no history ({branch}'s first commit {commit} is not on {remote}): this repository was not cloned from {remote}. Clone it instead (git clone <url of {remote}>), or keep this branch's commits by replaying them onto {remote}'s (git rebase {remote}/{branch}), run coord doctor, then run coord sync again")]
+    Unrelated {
+        /// The branch.
+        branch: String,
+        /// The remote.
+        remote: String,
+        /// The root commit, abbreviated, and its summary in quotes.
+        commit: String,
     },
     /// The `git` command could not be run or failed.
     #[error("git {action} failed: {message}")]
@@ -523,6 +534,11 @@ fn integrate(
     match integration(&store.repo, head, remote_tip, &store.identity)? {
         Integration::Ahead => Ok(()),
         Integration::FastForward(tip) => Ok(store.repo.switch_to(head, tip)?),
+        Integration::Refuse(c) if c.not_copyable == Some(UNRELATED) => Err(SyncError::Unrelated {
+            branch: branch.to_string(),
+            remote: opts.remote.clone(),
+            commit: format!("{} {:?}", short(&c.info.oid), c.info.summary),
+        }),
         Integration::Refuse(c) => Err(SyncError::PersonsCommit {
             what: c.not_copyable.unwrap_or("a merge"),
             branch: branch.to_string(),

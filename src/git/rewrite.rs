@@ -26,7 +26,7 @@ pub struct LocalCommit {
     /// How many parents it has (more than one: a merge).
     pub parents: usize,
     /// Why a copy of it onto another parent could not be the same commit, if it could not:
-    /// `a merge`, `a signed commit` (the copy would lose the signature), `a commit whose
+    /// `a merge`, [`UNRELATED`], `a signed commit` (the copy would lose the signature), `a commit whose
     /// message is not UTF-8` (or names another encoding).
     pub not_copyable: Option<&'static str>,
 }
@@ -303,10 +303,16 @@ impl Switch {
     }
 }
 
+/// What [`LocalCommit::not_copyable`] says of a root commit: the branch's history and the
+/// remote's share no commit.
+pub const UNRELATED: &str = "a first commit";
+
 /// Returns why a copy of `commit` onto another parent could not be the same commit.
 fn not_copyable(commit: &git2::Commit<'_>) -> Option<&'static str> {
     let header = |f: &str| commit.header_field_bytes(f).is_ok();
-    if commit.parent_count() != 1 {
+    if commit.parent_count() == 0 {
+        Some(UNRELATED)
+    } else if commit.parent_count() > 1 {
         Some("a merge")
     } else if header("gpgsig") || header("gpgsig-sha256") {
         Some("a signed commit")

@@ -835,3 +835,17 @@ fn a_corrected_task_added_next_to_its_rejected_copy_lands_when_the_remote_moved(
     let found = check.git(&["grep", "-l", "title: fixed foo", "--", "work"]);
     assert!(!found.is_empty(), "the corrected task is on the remote");
 }
+
+#[test]
+fn a_repository_not_cloned_from_the_remote_is_told_so_not_called_a_merge() {
+    let net = Net::new(&["alice"]);
+    let mut fresh = TestRepo::empty_in_memory();
+    fresh.at("2026-01-02T03:04:05Z").ok(&["init"]);
+    let url = net.remote.path().to_str().expect("utf8");
+    fresh.git(&["remote", "add", "origin", url]);
+
+    let err = sync_stops(&fresh);
+
+    assert!(err.contains("share no history"), "{err}");
+    assert!(!err.contains("a merge"), "{err}");
+}
