@@ -200,6 +200,10 @@ fn conflict_message(remote: &str, branch: &str, c: &replay::Conflict) -> String 
             format!("it changes {path}, which {remote} deleted or moved away meanwhile"),
             format!("{save}, {skip}, add it again if it is still wanted"),
         ),
+        Clash::WorkDirMoved => (
+            format!("it moves the work folder (work_dir in {path}), and {remote} moved tasks meanwhile, which would end in two folders"),
+            format!("take the commit out here ('git rebase --onto {commit}~1 {commit}'), run 'coord sync', make the move again"),
+        ),
         Clash::FileAndFolder => (
             format!("it puts a file at {path}, where {remote} has a folder (or a file at a parent path)"),
             format!("{save}, {skip}, add it again under another name"),

@@ -76,6 +76,9 @@ pub enum Clash {
     /// The commit puts a file where the remote has a folder, or inside a path the remote has
     /// as a file.
     FileAndFolder,
+    /// The commit moves the work folder (`work_dir` in coord.yaml): replayed path by path onto
+    /// a remote that moved tasks meanwhile, a task would end in two folders.
+    WorkDirMoved,
 }
 
 /// A person's change the remote made impossible to replay: the replay stopped and nothing was
@@ -244,6 +247,15 @@ impl Replayer<'_> {
                 .repo
                 .commit_edits(self.tip, self.oid, &[], None, true)?;
             return Ok(Step::Redone(tip));
+        }
+        if self.persons && moves_work_dir(self.repo, &changes)? {
+            return Err(Stop::Conflict(Conflict {
+                clash: Clash::WorkDirMoved,
+                commit: self.commit.info.oid.clone(),
+                summary: self.commit.info.summary.clone(),
+                path: CONFIG.to_string(),
+                remote_path: None,
+            }));
         }
         if let Some(lost) = self.claim_of_reopened(&changes)? {
             return Ok(lost);
@@ -697,6 +709,25 @@ impl Replayer<'_> {
             short(&self.commit.info.oid)
         ))
     }
+}
+
+/// The configuration file, whose `work_dir` names the work folder.
+const CONFIG: &str = "coord.yaml";
+
+/// Returns whether the changes set another `work_dir` in coord.yaml.
+fn moves_work_dir(repo: &Repo, changes: &[PathChange]) -> Result<bool, GitError> {
+    let Some(c) = changes.iter().find(|c| c.path == CONFIG) else {
+        return Ok(false);
+    };
+    let dir = |blob: Option<Oid>| -> Result<Option<String>, GitError> {
+        let Some(blob) = blob else {
+            return Ok(None);
+        };
+        let doc = parse_bytes(&repo.blob_bytes(blob)?, &Limits::default()).ok();
+        Ok(doc.and_then(|d| d.value.get("work_dir")?.as_str().map(String::from)))
+    };
+    let default = |d: Option<String>| d.unwrap_or_else(|| "work".to_string());
+    Ok(default(dir(c.old)?) != default(dir(c.new)?))
 }
 
 /// Returns whether a mode is a regular file's (the only kind whose bytes merge).

@@ -849,3 +849,29 @@ fn a_repository_not_cloned_from_the_remote_is_told_so_not_called_a_merge() {
     assert!(err.contains("share no history"), "{err}");
     assert!(!err.contains("a merge"), "{err}");
 }
+
+/// A person renames the work folder while another clone moved a task: replayed path by path,
+/// the task would be in the old folder and the new. Sync stops, and its advice works.
+#[test]
+fn a_move_of_the_work_folder_onto_a_remote_that_moved_tasks_stops_and_its_advice_works() {
+    let (net, mine, theirs) = one_ready_task_two_agents();
+    theirs.ok(&["claim", "--agent", "p2", "--sync"]);
+    mine.git(&["mv", "work", "tasks"]);
+    let config = mine
+        .read("coord.yaml")
+        .replace("work_dir: work", "work_dir: tasks");
+    mine.write("coord.yaml", &config);
+    mine.git(&["commit", "-q", "-am", "work/ is now tasks/"]);
+
+    let err = sync_stops(&mine);
+
+    assert!(err.contains("it moves the work folder"), "{err}");
+    let rebase = quoted_commands(&err)
+        .into_iter()
+        .find(|c| c.starts_with("git rebase"))
+        .expect("the advice names a rebase");
+    let args: Vec<&str> = rebase.split(' ').skip(1).collect();
+    mine.git(&args);
+    mine.ok(&["sync"]);
+    assert_eq!(net.clone().find("t-0"), ["work/assigned/p2/t-0.yaml"]);
+}
