@@ -201,7 +201,7 @@ fn conflict_message(remote: &str, branch: &str, c: &replay::Conflict) -> String 
             format!("{save}, {skip}, add it again if it is still wanted"),
         ),
         Clash::WorkDirMoved => (
-            format!("it moves the work folder (work_dir in {path}), and {remote} moved tasks meanwhile, which would end in two folders"),
+            format!("it moves the work folder (work_dir in {path}), and {remote} moved on meanwhile: replayed file by file, its tasks could end in both folders"),
             format!("take the commit out here ('git rebase --onto {commit}~1 {commit}'), run 'coord sync', make the move again"),
         ),
         Clash::FileAndFolder => (

@@ -850,7 +850,7 @@ fn a_repository_not_cloned_from_the_remote_is_told_so_not_called_a_merge() {
     assert!(!err.contains("a merge"), "{err}");
 }
 
-/// A person renames the work folder while another clone moved a task: replayed path by path,
+/// A person renames the work folder while another clone moved a task: replayed file by file,
 /// the task would be in the old folder and the new. Sync stops, and its advice works.
 #[test]
 fn a_move_of_the_work_folder_onto_a_remote_that_moved_tasks_stops_and_its_advice_works() {
