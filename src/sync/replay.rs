@@ -20,6 +20,7 @@ use crate::engine::operation::Pre;
 use crate::engine::{OpKind, Operation};
 use crate::git::{FileMode, GitError, LocalCommit, Oid, PathChange, Repo, TreeEdit};
 use crate::model::State;
+use crate::store::TICK_TRAILER;
 use crate::yaml::{parse_bytes, remove_block, set_block, Limits};
 use serde_json::Value;
 
@@ -275,14 +276,24 @@ impl Replayer<'_> {
                 return Ok(Step::HandOffAgain(parent));
             }
         }
-        match self.trailer("Coord-Task").filter(|_| !files) {
-            Some(id) => self.operation(id, &changes),
-            None => self.edit(&changes),
+        match self.trailer("Coord-Task") {
+            Some(id) if !files => self.operation(id, &changes),
+            // A tick commit a person amended: coord's move of the task is an edit of the task
+            // wherever the remote has it (the tick redoes the move), the rest the person's.
+            Some(id) if self.amended_tick() => self.edit(&move_as_edit(changes, id)),
+            _ => self.edit(&changes),
         }
     }
 
     fn trailer(&self, key: &str) -> Option<&str> {
         trailer(self.commit, key)
+    }
+
+    /// Returns whether this is a tick commit a person amended (a person's commit, by its
+    /// committer, with a tick's trailer).
+    fn amended_tick(&self) -> bool {
+        let (key, value) = TICK_TRAILER.split_once(": ").unwrap_or_default();
+        self.persons && self.trailer(key) == Some(value)
     }
 
     /// Returns whether every path still holds the bytes and mode the commit started from, and
@@ -736,6 +747,28 @@ fn is_file(mode: FileMode) -> bool {
         mode,
         FileMode::Blob | FileMode::BlobExecutable | FileMode::BlobGroupWritable
     )
+}
+
+/// Returns `changes` with the move of task `id` (its file removed at one path and added at
+/// another) made one change at the old path, from the old bytes to the new.
+fn move_as_edit(changes: Vec<PathChange>, id: &str) -> Vec<PathChange> {
+    let names = [format!("{id}.yaml"), format!("{id}.yml")];
+    let named = |c: &PathChange| names.iter().any(|n| c.path.rsplit('/').next() == Some(n));
+    let from = changes.iter().find(|c| named(c) && c.new.is_none());
+    let to = changes.iter().find(|c| named(c) && c.old.is_none());
+    let (Some(from), Some(to)) = (from.cloned(), to.cloned()) else {
+        return changes;
+    };
+    let mut out: Vec<PathChange> = changes
+        .into_iter()
+        .filter(|c| c.path != from.path && c.path != to.path)
+        .collect();
+    out.push(PathChange {
+        new: to.new,
+        new_mode: to.new_mode,
+        ..from
+    });
+    out
 }
 
 /// Returns whether `changes` add a file named like `path` at another path: a move.
