@@ -500,13 +500,14 @@ impl Replayer<'_> {
         let mut edits = Vec::new();
         let mut moot = Vec::new();
         let mut stale = Vec::new();
+        let moved = self.hand_moves(changes, &mut edits, &mut moot, &mut stale)?;
         // A hand move (the file removed here and added there in one commit) is no copy.
         let removed: Vec<&str> = changes
             .iter()
             .filter(|c| c.new.is_none())
             .map(|c| c.path.as_str())
             .collect();
-        for c in changes {
+        for c in changes.iter().filter(|c| !moved.contains(&c.path)) {
             let entry = self.repo.entry_at(self.tip, &c.path)?;
             if c.new.is_some() && self.file_and_folder(&c.path, entry)? {
                 moot.push(self.stop_unless_dropped(Clash::FileAndFolder, &c.path, None)?);
@@ -573,23 +574,7 @@ impl Replayer<'_> {
                 moot.push(self.stop_unless_dropped(Clash::NotMergeable, &c.path, Some(at))?);
                 continue;
             }
-            let (base, ours, theirs) = (
-                self.repo.blob_bytes(old)?,
-                self.repo.blob_bytes(new)?,
-                self.repo.blob_bytes(theirs)?,
-            );
-            let merged = match self.is_task_path(&at) {
-                true => {
-                    let (text, result) = merge_task(self.repo, &base, &ours, &theirs)?;
-                    stale.extend(result.map(|result| Stale {
-                        id: task_id(&at),
-                        result,
-                    }));
-                    text
-                }
-                false => self.repo.merge_text(&base, &ours, &theirs)?,
-            };
-            match merged {
+            match self.merge_file(&at, [old, new, theirs], &mut stale)? {
                 Some(text) => edits.push(TreeEdit {
                     path: at,
                     to: Some((self.repo.write_blob(&text)?, mode)),
@@ -607,6 +592,76 @@ impl Replayer<'_> {
                 stale,
             }
         })
+    }
+
+    /// Replays the hand moves (a file removed at one path and added under the same name at
+    /// another, in one commit) whose old file the remote changed in place meanwhile: the file
+    /// moves with both changes merged, or the move stops as one conflict named by its new
+    /// path (dropping it drops the whole move: never the task in two places). Returns the
+    /// paths it took.
+    fn hand_moves(
+        &self,
+        changes: &[PathChange],
+        edits: &mut Vec<TreeEdit>,
+        moot: &mut Vec<String>,
+        stale: &mut Vec<Stale>,
+    ) -> Result<Vec<String>, Stop> {
+        let mut taken = Vec::new();
+        for (from, to) in hand_move_pairs(changes) {
+            let (Some(old), Some(new)) = (from.old, to.new) else {
+                continue;
+            };
+            let now = self.repo.entry_at(self.tip, &from.path)?;
+            let Some((theirs, mode)) = now.filter(|(id, _)| *id != old) else {
+                continue;
+            };
+            let files = [from.old_mode, to.new_mode, mode].into_iter().all(is_file);
+            if !files || self.repo.entry_at(self.tip, &to.path)?.is_some() {
+                continue;
+            }
+            taken.extend([from.path.clone(), to.path.clone()]);
+            match self.merge_file(&to.path, [old, new, theirs], stale)? {
+                Some(text) => {
+                    let blob = self.repo.write_blob(&text)?;
+                    edits.push(TreeEdit::file(&from.path, None));
+                    edits.push(TreeEdit {
+                        path: to.path.clone(),
+                        to: Some((blob, to.new_mode)),
+                    });
+                }
+                None => moot.push(self.stop_unless_dropped(
+                    Clash::SameLines,
+                    &to.path,
+                    Some(from.path.clone()),
+                )?),
+            }
+        }
+        Ok(taken)
+    }
+
+    /// Returns the three-way merge of a file whose `[base, ours, theirs]` blobs are given, to
+    /// be written at `at` (None when both changed the same lines). A task file merges as a
+    /// person's edit of a task; a result it hands back is added to `stale`.
+    fn merge_file(
+        &self,
+        at: &str,
+        [base, ours, theirs]: [Oid; 3],
+        stale: &mut Vec<Stale>,
+    ) -> Result<Option<Vec<u8>>, GitError> {
+        let (base, ours, theirs) = (
+            self.repo.blob_bytes(base)?,
+            self.repo.blob_bytes(ours)?,
+            self.repo.blob_bytes(theirs)?,
+        );
+        if !self.is_task_path(at) {
+            return self.repo.merge_text(&base, &ours, &theirs);
+        }
+        let (text, result) = merge_task(self.repo, &base, &ours, &theirs)?;
+        stale.extend(result.map(|result| Stale {
+            id: task_id(at),
+            result,
+        }));
+        Ok(text)
     }
 
     /// Returns whether `path` is a task file: a `.yaml`/`.yml` file under the work folder,
@@ -769,6 +824,22 @@ fn move_as_edit(changes: Vec<PathChange>, id: &str) -> Vec<PathChange> {
         ..from
     });
     out
+}
+
+/// Returns the hand moves among `changes`: a file removed at one path and one added under
+/// the same name at another (the first such add for each removal).
+fn hand_move_pairs(changes: &[PathChange]) -> Vec<(&PathChange, &PathChange)> {
+    let name = |c: &PathChange| c.path.rsplit('/').next().map(str::to_string);
+    changes
+        .iter()
+        .filter(|c| c.new.is_none())
+        .filter_map(|from| {
+            let to = changes
+                .iter()
+                .find(|c| c.old.is_none() && c.path != from.path && name(c) == name(from))?;
+            Some((from, to))
+        })
+        .collect()
 }
 
 /// Returns whether `changes` add a file named like `path` at another path: a move.

@@ -521,7 +521,10 @@ fn a_persons_empty_commit_and_amended_tick_commit_are_not_dropped() {
     mine.git(&["add", "NOTES.md"]);
     mine.git(&["commit", "-q", "--amend", "--no-edit"]);
     net.person_adds("other", 1);
-    eprintln!("{}", mine.git(&["log", "--format=%an/%cn %s", "-5", "--stat"]));
+    eprintln!(
+        "{}",
+        mine.git(&["log", "--format=%an/%cn %s", "-5", "--stat"])
+    );
     eprintln!("{}", mine.ok(&["sync"]));
 
     let check = net.clone();
@@ -890,7 +893,10 @@ fn a_tick_commit_amended_by_a_person_lands_its_file_and_the_task_once() {
     mine.git(&["add", "NOTES.md"]);
     mine.git(&["commit", "-q", "--amend", "--no-edit"]);
     net.person_adds("other", 1);
-    eprintln!("{}", mine.git(&["log", "--format=%an/%cn %s", "-5", "--stat"]));
+    eprintln!(
+        "{}",
+        mine.git(&["log", "--format=%an/%cn %s", "-5", "--stat"])
+    );
     eprintln!("{}", mine.ok(&["sync"]));
 
     let check = net.clone();
@@ -902,4 +908,58 @@ fn a_tick_commit_amended_by_a_person_lands_its_file_and_the_task_once() {
         "{:?}",
         view.places
     );
+}
+
+/// Asserts that no commit of the remote has task `id` in more than one place.
+fn never_in_two_places(net: &Net, id: &str) {
+    let check = net.clone();
+    for commit in check.git(&["rev-list", "HEAD"]).lines() {
+        let files = check.git(&["ls-tree", "-r", "--name-only", commit, "work"]);
+        let name = format!("/{id}.yaml");
+        let at: Vec<&str> = files.lines().filter(|p| p.ends_with(&name)).collect();
+        assert!(at.len() < 2, "{id} in {at:?} at {commit}");
+    }
+}
+
+/// A person hands a task to another agent by hand (`git mv`) while another clone edited the
+/// task in place: the move lands with both changes; when both changed the same line, the
+/// conflict names the move's new path and dropping it drops the whole move. Never the task
+/// in two places, in any commit.
+#[test]
+fn a_hand_move_of_a_task_the_remote_edited_moves_it_with_both_changes_or_not_at_all() {
+    for same_line in [false, true] {
+        let (net, mine, theirs) = one_ready_task_two_agents();
+        mine.ok(&["tick"]);
+        mine.ok(&["sync"]);
+        theirs.git(&["pull", "-q", "--ff-only", "origin", "main"]);
+        let (from, to) = ("work/assigned/a1/t-0.yaml", "work/assigned/p2/t-0.yaml");
+        let text = theirs.read(from);
+        theirs.write(from, &text.replace("title: Task t-0", "title: Their title"));
+        theirs.git(&["commit", "-q", "-am", "their change"]);
+        theirs.git(&["push", "-q", "origin", "main"]);
+        std::fs::create_dir_all(mine.abs("work/assigned/p2")).expect("mkdir");
+        mine.git(&["mv", from, to]);
+        if same_line {
+            mine.write(
+                to,
+                &mine.read(to).replace("title: Task t-0", "title: My title"),
+            );
+        }
+        mine.git(&["commit", "-q", "-am", "hand t-0 to p2"]);
+
+        if same_line {
+            let err = sync_stops(&mine);
+            let commit = &mine.git(&["rev-parse", "HEAD"])[..10];
+            let drop = format!("{commit}:{to}");
+            assert!(err.contains(&format!("--drop-edit {drop}")), "{err}");
+            mine.ok(&["sync", "--drop-edit", &drop]);
+        } else {
+            mine.ok(&["sync"]);
+            let check = net.clone();
+            assert_eq!(check.where_is("t-0"), to);
+            let task = check.read(to);
+            assert!(task.contains("title: Their title"), "{task}");
+        }
+        never_in_two_places(&net, "t-0");
+    }
 }
