@@ -673,8 +673,8 @@ impl Replayer<'_> {
             && path.rsplit('/').next().is_some_and(is_task_file)
     }
 
-    /// Returns where the remote tip has the task file named like `path` at another path under
-    /// the work folder (agent profiles aside), if it has one the commit's parent did not have
+    /// Returns where the remote tip has the task of `path`'s id (`.yaml` or `.yml`) at another
+    /// path under the work folder (agent profiles aside), if it has one the commit's parent did not have
     /// there: a file the person added beside one they saw (a corrected task next to its
     /// rejected copy in `invalid/`) is theirs to add, as it was before the remote moved.
     fn elsewhere(&self, path: &str) -> Result<Option<String>, GitError> {
@@ -683,9 +683,9 @@ impl Replayer<'_> {
         let Some(name) = name.filter(|_| !path.starts_with(&profiles)) else {
             return Ok(None);
         };
-        let found = self
-            .repo
-            .find_named(self.tip, self.work_dir, &[name.to_string()])?;
+        let id = task_id(name);
+        let names = [format!("{id}.yaml"), format!("{id}.yml")];
+        let found = self.repo.find_named(self.tip, self.work_dir, &names)?;
         let parent = self.repo.first_parent(self.oid)?;
         for at in found {
             if at == path || at.starts_with(&profiles) {

@@ -819,6 +819,14 @@ fn each_kind_of_clash_says_what_met_and_its_advice_works() {
         err.contains("it adds work/inbox/n-0.yaml, which origin added too"),
         "{err}"
     );
+    mine.git(&["reset", "-q", "--hard", "HEAD~1"]);
+
+    mine.commit_file("work/inbox/n-0.yml", "title: mine\n", "my n-0, .yml");
+    let err = sync_stops(&mine);
+    assert!(
+        err.contains("and origin has a task with that id at work/inbox/n-0.yaml"),
+        "{err}"
+    );
 }
 
 #[test]
