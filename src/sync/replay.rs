@@ -518,8 +518,9 @@ impl Replayer<'_> {
             if c.old.is_none() && now.is_none() {
                 let at = self.elsewhere(&c.path)?;
                 if let Some(at) = at.filter(|at| !removed.contains(&at.as_str())) {
-                    // A person's file is theirs to drop; coord's own `new` is reported.
-                    if self.persons {
+                    // A new task (a person's file, or coord's `new`) is theirs to drop; the
+                    // moot half of a move whose task moved on upstream is reported.
+                    if self.persons || !removes_same_name(changes, &c.path) {
                         moot.push(self.stop_unless_dropped(Clash::Added, &c.path, Some(at))?);
                         continue;
                     }
@@ -840,6 +841,14 @@ fn hand_move_pairs(changes: &[PathChange]) -> Vec<(&PathChange, &PathChange)> {
             Some((from, to))
         })
         .collect()
+}
+
+/// Returns whether `changes` remove a file named like `path` at another path: a move.
+fn removes_same_name(changes: &[PathChange], path: &str) -> bool {
+    let name = path.rsplit('/').next();
+    changes
+        .iter()
+        .any(|c| c.new.is_none() && c.path != path && c.path.rsplit('/').next() == name)
 }
 
 /// Returns whether `changes` add a file named like `path` at another path: a move.

@@ -689,25 +689,6 @@ fn a_claim_written_before_operations_were_named_is_still_replayed_by_meaning() {
     assert_eq!(at, "work/assigned/p2/t-0.yaml");
 }
 
-/// `coord new x` here while another clone made its own task `x` that moved on: the local file
-/// is left out with a line saying where the remote has `x` (a task id lives in one place).
-#[test]
-fn a_new_task_whose_id_the_remote_took_meanwhile_is_left_out_and_said_where() {
-    let net = pull_net(&["p1"]);
-    let (a, b) = (net.clone(), net.clone());
-    a.ok(&["new", "Mine", "--id", "x"]);
-    b.ok(&["new", "Theirs", "--id", "x"]);
-    b.ok(&["sync"]);
-    let (_, err) = a.code(&["sync"], 0);
-    assert!(
-        err.contains("coord: dropped") && err.contains("the task is at work/ready/x.yaml"),
-        "{err}"
-    );
-    let (at, text) = on_remote(&net, "x");
-    assert_eq!(at, "work/ready/x.yaml");
-    assert!(text.contains("Theirs"), "{text}");
-}
-
 /// Writes a result into the task by hand in `agent`'s clone and commits it with plain git.
 fn commit_result_by_hand(agent: &TestRepo, path: &str) {
     let text = agent.read(path) + "result:\n  status: success\n  output: {answer: THE-ANSWER}\n";
@@ -799,4 +780,36 @@ fn a_claim_made_before_its_dependency_was_reopened_on_the_remote_is_lost() {
     );
     let (at, _) = on_remote(&net, "b");
     assert_eq!(at, "work/blocked/b.yaml");
+}
+
+/// Two clones make a task of the same id with `coord new`; the first syncs and its tick
+/// moves it on. The second's sync does not drop its task (it was only in its clone): it
+/// stops with the way out, and the task's text stays where the advice finds it.
+#[test]
+fn a_new_task_whose_id_another_clone_took_first_is_not_dropped() {
+    let net = Net::new(&["alice"]);
+    let (first, second) = (net.clone(), net.clone());
+    first.ok(&["new", "First x", "--id", "x"]);
+    first.ok(&["sync"]);
+    second.ok(&["new", "Second x", "--id", "x"]);
+
+    let (_, err) = second.code(&["sync"], 1);
+
+    assert!(
+        err.contains("it adds work/inbox/x.yaml, and origin has a task with that id"),
+        "{err}"
+    );
+    let show = err
+        .split('\'')
+        .find(|c| c.starts_with("git show "))
+        .expect("the advice saves the task");
+    let spec = show
+        .trim_start_matches("git show ")
+        .split(' ')
+        .next()
+        .expect("spec");
+    assert!(second.git(&["show", spec]).contains("Second x"));
+    let drop = spec.to_string();
+    second.ok(&["sync", "--drop-edit", &drop]);
+    assert!(on_remote(&net, "x").1.contains("First x"));
 }
