@@ -517,21 +517,21 @@ fn a_persons_empty_commit_and_amended_tick_commit_are_not_dropped() {
     mine.git(&["commit", "-q", "--allow-empty", "-m", "release marker"]);
     mine.ok(&["tick"]);
     assert_eq!(mine.find("t-0"), ["work/assigned/a1/t-0.yaml"]);
+    // The amended tick commit assigns a task made here, which the remote does not have.
+    mine.ok(&["new", "Mine", "--id", "mine"]);
+    mine.ok(&["tick"]);
     mine.write("NOTES.md", "added to coord's commit\n");
     mine.git(&["add", "NOTES.md"]);
     mine.git(&["commit", "-q", "--amend", "--no-edit"]);
     net.person_adds("other", 1);
-    eprintln!(
-        "{}",
-        mine.git(&["log", "--format=%an/%cn %s", "-5", "--stat"])
-    );
-    eprintln!("{}", mine.ok(&["sync"]));
+    mine.ok(&["sync"]);
 
     let check = net.clone();
     let log = check.git(&["log", "--format=%s"]);
     assert!(log.contains("release marker"), "{log}");
     assert_eq!(check.read("NOTES.md"), "added to coord's commit\n");
     assert_eq!(check.find("t-0"), ["work/assigned/a1/t-0.yaml"]);
+    assert!(check.where_is("mine").starts_with("work/assigned/"));
     let view = look_at_remote(&net);
     assert!(
         view.places.values().all(|p| p.len() == 1),
@@ -885,37 +885,6 @@ fn a_move_of_the_work_folder_onto_a_remote_that_moved_tasks_stops_and_its_advice
     mine.git(&args);
     mine.ok(&["sync"]);
     assert_eq!(net.clone().find("t-0"), ["work/assigned/p2/t-0.yaml"]);
-}
-
-/// A person amends coord's tick commit that assigned a task made in this clone (`git commit
-/// --amend` adding a file) while the remote moved on: the person's file lands, the task is
-/// assigned once, in one place.
-#[test]
-fn a_tick_commit_amended_by_a_person_lands_its_file_and_the_task_once() {
-    let (net, mine, _) = one_ready_task_two_agents();
-    mine.ok(&["tick"]);
-    mine.ok(&["new", "Mine", "--id", "mine"]);
-    mine.ok(&["tick"]);
-    assert!(mine.where_is("mine").starts_with("work/assigned/"));
-    mine.write("NOTES.md", "important\n");
-    mine.git(&["add", "NOTES.md"]);
-    mine.git(&["commit", "-q", "--amend", "--no-edit"]);
-    net.person_adds("other", 1);
-    eprintln!(
-        "{}",
-        mine.git(&["log", "--format=%an/%cn %s", "-5", "--stat"])
-    );
-    eprintln!("{}", mine.ok(&["sync"]));
-
-    let check = net.clone();
-    assert_eq!(check.read("NOTES.md"), "important\n");
-    assert!(check.where_is("mine").starts_with("work/assigned/"));
-    let view = look_at_remote(&net);
-    assert!(
-        view.places.values().all(|p| p.len() == 1),
-        "{:?}",
-        view.places
-    );
 }
 
 /// Asserts that no commit of the remote has task `id` in more than one place.
