@@ -96,11 +96,14 @@ fn step(w: &mut World<'_>, id: &TaskId) -> bool {
         return w.transit(id, Folder::of(State::Blocked), c, ResultEdit::Keep, summary);
     }
     // A dependency whose file is gone does not count, as for a ready task (a person deleted
-    // it: nothing is left to wait for).
+    // it: nothing is left to wait for); one whose file is there without being a live task
+    // (held for a later inbox window, still being written, a duplicate, unreadable) is
+    // waited for.
     if blocked
-        && deps
-            .iter()
-            .all(|d| matches!(effective_state(w, d), Some(State::Done) | None))
+        && deps.iter().all(|d| match effective_state(w, d) {
+            Some(state) => state == State::Done,
+            None => !w.all_ids.contains(d),
+        })
     {
         let mut c = e.task.coord.clone();
         c.state = Some(State::Ready);
