@@ -558,3 +558,33 @@ fn a_dependency_moved_to_failed_by_hand_fails_its_ready_dependent_unclaimed() {
     r.ok(&["tick"]);
     assert_eq!(r.find("b"), ["work/failed/b.yaml"]);
 }
+
+/// A dependency in two places (what a person's `git pull` merging two clones' moves can
+/// leave) is left out of the plan as a duplicate: its blocked dependent still waits for it
+/// (found by the stress test: the dependent was unblocked and assigned).
+#[test]
+fn a_dependency_in_two_places_keeps_its_dependent_blocked() {
+    let r = TestRepo::with_agents(&["alice --capability x", "bob --capability x"]);
+    r.ok(&["new", "A", "--id", "a", "--capability", "x"]);
+    r.ok(&[
+        "new",
+        "B",
+        "--id",
+        "b",
+        "--capability",
+        "x",
+        "--depends-on",
+        "a",
+    ]);
+    r.ok(&["tick"]);
+    let at = r.where_is("a");
+    let other = if at.contains("/alice/") {
+        "bob"
+    } else {
+        "alice"
+    };
+    let copy = format!("work/assigned/{other}/a.yaml");
+    r.commit_file(&copy, &r.read(&at), "a copy of a, as a git pull can leave");
+    r.ok(&["tick"]);
+    assert_eq!(r.find("b"), ["work/blocked/b.yaml"]);
+}
