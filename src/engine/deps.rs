@@ -95,15 +95,12 @@ fn step(w: &mut World<'_>, id: &TaskId) -> bool {
         let summary = format!("block {id}: dependency {dep} is no longer done");
         return w.transit(id, Folder::of(State::Blocked), c, ResultEdit::Keep, summary);
     }
-    // A dependency whose file is gone does not count, as for a ready task (a person deleted
-    // it: nothing is left to wait for); one whose file is there without being a live task
-    // (held for a later inbox window, still being written, a duplicate, unreadable) is
-    // waited for.
+    // A dependency whose file is not on the board is waited for: it may be mid-move by a
+    // person (its new file still settling), and status names it as missing.
     if blocked
-        && deps.iter().all(|d| match effective_state(w, d) {
-            Some(state) => state == State::Done,
-            None => !w.all_ids.contains(d),
-        })
+        && deps
+            .iter()
+            .all(|d| effective_state(w, d) == Some(State::Done))
     {
         let mut c = e.task.coord.clone();
         c.state = Some(State::Ready);

@@ -564,6 +564,15 @@ impl Replayer<'_> {
                 continue;
             };
             let Some((at, theirs)) = self.moved_copy(&c.path, now)? else {
+                let id = task_id(&c.path);
+                if self.amended_tick() && self.trailer("Coord-Task") == Some(id.as_str()) {
+                    // coord's move of a task the remote deleted: moot.
+                    moot.push(format!(
+                        "dropped: the move of {id} in {:?} ({id}: not on the remote any more)",
+                        self.commit.info.summary
+                    ));
+                    continue;
+                }
                 moot.push(self.stop_unless_dropped(Clash::Gone, &c.path, None)?);
                 continue;
             };
@@ -608,7 +617,7 @@ impl Replayer<'_> {
         stale: &mut Vec<Stale>,
     ) -> Result<Vec<String>, Stop> {
         let mut taken = Vec::new();
-        for (from, to) in hand_move_pairs(changes) {
+        for (from, to) in hand_move_pairs(changes, |p| self.is_task_path(p)) {
             let (Some(old), Some(new)) = (from.old, to.new) else {
                 continue;
             };
@@ -718,7 +727,7 @@ impl Replayer<'_> {
             .find_named(self.tip, self.work_dir, &[name.to_string()])?;
         let found: Vec<_> = found
             .iter()
-            .filter(|at| path.starts_with(&profiles) || !at.starts_with(&profiles))
+            .filter(|at| at.starts_with(&profiles) == path.starts_with(&profiles))
             .collect();
         let [at] = found.as_slice() else {
             return Ok(None);
@@ -827,17 +836,19 @@ fn move_as_edit(changes: Vec<PathChange>, id: &str) -> Vec<PathChange> {
     out
 }
 
-/// Returns the hand moves among `changes`: a file removed at one path and one added under
-/// the same name at another (the first such add for each removal).
-fn hand_move_pairs(changes: &[PathChange]) -> Vec<(&PathChange, &PathChange)> {
-    let name = |c: &PathChange| c.path.rsplit('/').next().map(str::to_string);
-    changes
-        .iter()
+/// Returns the hand moves of tasks among `changes`: a task file removed at one path and one
+/// of the same id added at another (`is_task` tells a task file's path).
+fn hand_move_pairs(
+    changes: &[PathChange],
+    is_task: impl Fn(&str) -> bool,
+) -> Vec<(&PathChange, &PathChange)> {
+    let id = |c: &PathChange| task_id(&c.path);
+    let tasks = || changes.iter().filter(|c| is_task(&c.path));
+    tasks()
         .filter(|c| c.new.is_none())
         .filter_map(|from| {
-            let to = changes
-                .iter()
-                .find(|c| c.old.is_none() && c.path != from.path && name(c) == name(from))?;
+            let to =
+                tasks().find(|c| c.old.is_none() && c.path != from.path && id(c) == id(from))?;
             Some((from, to))
         })
         .collect()
@@ -1000,8 +1011,11 @@ fn merge_task(
     };
     let counts = same_attempt(base, theirs) && result_of(theirs) == result_of(base);
     match (merged, counts) {
+        // A conflict on the same attempt: the edit, result and all, is the person's to make
+        // again where the task is (or to drop).
+        (None, true) => Ok((None, None)),
         (Some(text), true) => Ok((with_result(&text, &result), None)),
-        (merged, _) => Ok((merged, Some(result))),
+        (merged, false) => Ok((merged, Some(result))),
     }
 }
 

@@ -892,8 +892,11 @@ fn never_in_two_places(net: &Net, id: &str) {
     let check = net.clone();
     for commit in check.git(&["rev-list", "HEAD"]).lines() {
         let files = check.git(&["ls-tree", "-r", "--name-only", commit, "work"]);
-        let name = format!("/{id}.yaml");
-        let at: Vec<&str> = files.lines().filter(|p| p.ends_with(&name)).collect();
+        let names = [format!("/{id}.yaml"), format!("/{id}.yml")];
+        let at: Vec<&str> = files
+            .lines()
+            .filter(|p| names.iter().any(|n| p.ends_with(n.as_str())))
+            .collect();
         assert!(at.len() < 2, "{id} in {at:?} at {commit}");
     }
 }
@@ -939,4 +942,44 @@ fn a_hand_move_of_a_task_the_remote_edited_moves_it_with_both_changes_or_not_at_
         }
         never_in_two_places(&net, "t-0");
     }
+}
+
+/// Only a task moved within the work folder is a hand move: a README moved next to the
+/// deletion of another README the remote edited is no move of that file (the deletion
+/// stops); a task reopened as a `.yml` twin of its `.yaml` id is (it moves with the remote's
+/// edit, one place in every commit).
+#[test]
+fn hand_moves_are_paired_by_task_id_and_only_for_tasks() {
+    let (net, mine, theirs) = one_ready_task_two_agents();
+    for f in ["a/README.md", "c/README.md"] {
+        net.seed.commit_file(f, "read me\n", "a readme");
+    }
+    net.seed.git(&["push", "-q", "origin", "main"]);
+    for r in [&mine, &theirs] {
+        r.git(&["pull", "-q", "--ff-only", "origin", "main"]);
+    }
+    theirs.commit_file("c/README.md", "read me, edited\n", "edit c");
+    let path = "work/ready/t-0.yaml";
+    theirs.write(
+        path,
+        &theirs.read(path).replace("title: Task t-0", "title: T"),
+    );
+    theirs.git(&["commit", "-q", "-am", "retitle t-0"]);
+    theirs.git(&["push", "-q", "origin", "main"]);
+    std::fs::create_dir_all(mine.abs("b")).expect("mkdir");
+    mine.git(&["mv", "a/README.md", "b/README.md"]);
+    mine.git(&["rm", "-q", "c/README.md"]);
+    mine.git(&["commit", "-q", "-m", "readmes"]);
+    let err = sync_stops(&mine);
+    assert!(err.contains("it deletes c/README.md"), "{err}");
+    mine.git(&["reset", "-q", "--hard", "HEAD~1"]);
+
+    std::fs::create_dir_all(mine.abs("work/cancelled")).expect("mkdir");
+    mine.git(&["mv", path, "work/cancelled/t-0.yml"]);
+    mine.git(&["commit", "-q", "-m", "cancel t-0 by hand"]);
+    mine.ok(&["sync"]);
+
+    let check = net.clone();
+    assert!(check.read("work/cancelled/t-0.yml").contains("title: T"));
+    never_in_two_places(&net, "t-0");
 }
