@@ -584,7 +584,8 @@ impl Replayer<'_> {
                 moot.push(self.stop_unless_dropped(Clash::NotMergeable, &c.path, Some(at))?);
                 continue;
             }
-            match self.merge_file(&at, [old, new, theirs], &mut stale)? {
+            let moved = at != c.path;
+            match self.merge_file(&at, moved, [old, new, theirs], &mut stale)? {
                 Some(text) => edits.push(TreeEdit {
                     path: at,
                     to: Some((self.repo.write_blob(&text)?, mode)),
@@ -630,7 +631,7 @@ impl Replayer<'_> {
                 continue;
             }
             taken.extend([from.path.clone(), to.path.clone()]);
-            match self.merge_file(&to.path, [old, new, theirs], stale)? {
+            match self.merge_file(&to.path, true, [old, new, theirs], stale)? {
                 Some(text) => {
                     let blob = self.repo.write_blob(&text)?;
                     edits.push(TreeEdit::file(&from.path, None));
@@ -650,11 +651,14 @@ impl Replayer<'_> {
     }
 
     /// Returns the three-way merge of a file whose `[base, ours, theirs]` blobs are given, to
-    /// be written at `at` (None when both changed the same lines). A task file merges as a
-    /// person's edit of a task; a result it hands back is added to `stale`.
+    /// be written at `at` (None when both changed the same lines); `moved` when the file is
+    /// not where the edit found it (a task moved to another folder is another attempt, even
+    /// before a tick writes so). A task file merges as a person's edit of a task; a result it
+    /// hands back is added to `stale`.
     fn merge_file(
         &self,
         at: &str,
+        moved: bool,
         [base, ours, theirs]: [Oid; 3],
         stale: &mut Vec<Stale>,
     ) -> Result<Option<Vec<u8>>, GitError> {
@@ -666,7 +670,7 @@ impl Replayer<'_> {
         if !self.is_task_path(at) {
             return self.repo.merge_text(&base, &ours, &theirs);
         }
-        let (text, result) = merge_task(self.repo, &base, &ours, &theirs)?;
+        let (text, result) = merge_task(self.repo, moved, [&base, &ours, &theirs])?;
         stale.extend(result.map(|result| Stale {
             id: task_id(at),
             result,
@@ -996,20 +1000,20 @@ fn task_id(path: &str) -> String {
 ///
 /// A `result:` the edit wrote into an assigned task is the agent's report, written by hand and
 /// committed with git: it stands on the remote's copy when that copy is still the same
-/// attempt with the result `base` had; otherwise (the task moved on, or another result
+/// attempt, in the same place (not `moved`), with the result `base` had; otherwise (the task
+/// moved on, by a tick or by hand, or another result
 /// arrived first) it is handed back to be kept in the task's history. Any other change of
 /// `result:` or `coord:` is coord's to make: those blocks come from `theirs`.
 fn merge_task(
     repo: &Repo,
-    base: &[u8],
-    ours: &[u8],
-    theirs: &[u8],
+    moved: bool,
+    [base, ours, theirs]: [&[u8]; 3],
 ) -> Result<(Option<Vec<u8>>, Option<Value>), GitError> {
     let merged = merge_person(repo, base, ours, theirs)?;
     let Some(result) = written_result(base, ours) else {
         return Ok((merged, None));
     };
-    let counts = same_attempt(base, theirs) && result_of(theirs) == result_of(base);
+    let counts = !moved && same_attempt(base, theirs) && result_of(theirs) == result_of(base);
     match (merged, counts) {
         // A conflict on the same attempt: the edit, result and all, is the person's to make
         // again where the task is (or to drop).

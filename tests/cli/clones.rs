@@ -813,3 +813,35 @@ fn a_new_task_whose_id_another_clone_took_first_is_not_dropped() {
     second.ok(&["sync", "--drop-edit", &drop]);
     assert!(on_remote(&net, "x").1.contains("First x"));
 }
+
+/// The same when a person handed the task to another agent by hand (`git mv`, no tick yet on
+/// the remote): the result is the first agent's, kept as stale, never credited to the other
+/// agent's attempt.
+#[test]
+fn a_result_committed_with_git_for_a_task_handed_to_another_agent_is_kept_as_stale() {
+    let net = Net::new(&["alice", "bob"]);
+    let (agent, person) = (net.clone(), net.clone());
+    net.person_adds("t", 1);
+    agent.ok(&["sync"]);
+    person.ok(&["sync"]);
+    let from = agent.where_is("t-0");
+    let to = if from.contains("/alice/") {
+        "work/assigned/bob/t-0.yaml"
+    } else {
+        "work/assigned/alice/t-0.yaml"
+    };
+    std::fs::create_dir_all(person.abs(to).parent().expect("folder")).expect("mkdir");
+    person.git(&["mv", &from, to]);
+    person.git(&["commit", "-q", "-m", "hand t-0 over"]);
+    person.git(&["push", "-q", "origin", "main"]);
+    commit_result_by_hand(&agent, &from);
+
+    agent.ok(&["sync"]);
+
+    let (at, text) = on_remote(&net, "t-0");
+    assert_eq!(at, to, "{text}");
+    assert!(
+        text.contains("event: stale_result") && text.contains("THE-ANSWER"),
+        "{text}"
+    );
+}
