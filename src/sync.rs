@@ -174,7 +174,13 @@ fn conflict_message(remote: &str, branch: &str, c: &replay::Conflict) -> String 
         _ => String::new(),
     };
     let save = format!("save your version ('git show {commit}:{path} > my-edit.yaml')");
-    let skip = format!("sync without that change ('coord sync --drop-edit {commit}:{path}')");
+    let before: String = c
+        .dropped_before
+        .iter()
+        .map(|d| format!("--drop-edit {d} "))
+        .collect();
+    let skip =
+        format!("sync without that change ('coord sync {before}--drop-edit {commit}:{path}')");
     let (what, then) = match c.clash {
         Clash::SameLines => (
             format!("it and {remote} changed the same lines of {path}{moved}"),

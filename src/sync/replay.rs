@@ -23,6 +23,7 @@ use crate::model::State;
 use crate::store::TICK_TRAILER;
 use crate::yaml::{parse_bytes, remove_block, set_block, Limits};
 use serde_json::Value;
+use std::cell::RefCell;
 
 /// A result whose task moved on upstream (cancelled, expired, reassigned): to be recorded in
 /// its history as `stale_result`.
@@ -96,6 +97,9 @@ pub struct Conflict {
     pub path: String,
     /// Where that file is on the remote tip, if anywhere.
     pub remote_path: Option<String>,
+    /// The `--drop-edit` values this sync was given (`COMMIT:PATH`): to give again with the
+    /// next one.
+    pub dropped_before: Vec<String>,
 }
 
 /// Why a replay stopped.
@@ -177,6 +181,7 @@ pub fn replay(
     // Operations whose handoff is made again after the replay: their other steps are left
     // out too (a fan-out's join names its children).
     let mut handed_again: Vec<&str> = Vec::new();
+    let left_out = RefCell::new(Vec::new());
     for kept in commits {
         let c = &kept.commit;
         let op_id = trailer(c, "Coord-Op-Id");
@@ -198,6 +203,7 @@ pub fn replay(
             commit: c,
             persons: kept.persons,
             drop,
+            left_out: &left_out,
         };
         match r.step()? {
             Step::Redone(Some(new)) => {
@@ -237,6 +243,9 @@ struct Replayer<'a> {
     commit: &'a LocalCommit,
     persons: bool,
     drop: &'a [DropEdit],
+    /// Ids of tasks whose creation an earlier commit's drop left out: later changes of them
+    /// are left out too (they would land on another clone's task of that id).
+    left_out: &'a RefCell<Vec<String>>,
 }
 
 impl Replayer<'_> {
@@ -256,7 +265,14 @@ impl Replayer<'_> {
                 summary: self.commit.info.summary.clone(),
                 path: CONFIG.to_string(),
                 remote_path: None,
+                dropped_before: self.drops_given(),
             }));
+        }
+        if let Some(id) = self
+            .trailer("Coord-Task")
+            .filter(|id| !self.persons && self.left_out.borrow().iter().any(|l| l == id))
+        {
+            return Ok(self.dropped(id, "its task was left out above, as asked"));
         }
         if let Some(lost) = self.claim_of_reopened(&changes)? {
             return Ok(lost);
@@ -508,6 +524,13 @@ impl Replayer<'_> {
             .map(|c| c.path.as_str())
             .collect();
         for c in changes.iter().filter(|c| !moved.contains(&c.path)) {
+            if c.old.is_some() && self.was_left_out(&c.path) {
+                moot.push(format!(
+                    "dropped: the change of {} in {:?} (its task was left out above, as asked)",
+                    c.path, self.commit.info.summary
+                ));
+                continue;
+            }
             let entry = self.repo.entry_at(self.tip, &c.path)?;
             if c.new.is_some() && self.file_and_folder(&c.path, entry)? {
                 moot.push(self.stop_unless_dropped(Clash::FileAndFolder, &c.path, None)?);
@@ -678,6 +701,19 @@ impl Replayer<'_> {
         Ok(text)
     }
 
+    /// Returns the `--drop-edit` values this sync was given.
+    fn drops_given(&self) -> Vec<String> {
+        self.drop
+            .iter()
+            .map(|d| format!("{}:{}", d.commit, d.path))
+            .collect()
+    }
+
+    /// Returns whether `path` is the file of a task an earlier drop left out.
+    fn was_left_out(&self, path: &str) -> bool {
+        self.is_task_path(path) && self.left_out.borrow().contains(&task_id(path))
+    }
+
     /// Returns whether `path` is a task file: a `.yaml`/`.yml` file under the work folder,
     /// agent profiles aside. Only a task file has `coord:` and `result:` blocks of coord's.
     fn is_task_path(&self, path: &str) -> bool {
@@ -774,6 +810,9 @@ impl Replayer<'_> {
             .drop
             .iter()
             .any(|d| d.path == path && self.commit.info.oid.starts_with(&d.commit));
+        if dropped && clash == Clash::Added && self.is_task_path(path) {
+            self.left_out.borrow_mut().push(task_id(path));
+        }
         if !dropped {
             return Err(Stop::Conflict(Conflict {
                 clash,
@@ -781,6 +820,7 @@ impl Replayer<'_> {
                 summary: self.commit.info.summary.clone(),
                 path: path.to_string(),
                 remote_path,
+                dropped_before: self.drops_given(),
             }));
         }
         Ok(format!(

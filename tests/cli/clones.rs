@@ -784,7 +784,9 @@ fn a_claim_made_before_its_dependency_was_reopened_on_the_remote_is_lost() {
 
 /// Two clones make a task of the same id with `coord new`; the first syncs and its tick
 /// moves it on. The second's sync does not drop its task (it was only in its clone): it
-/// stops with the way out, and the task's text stays where the advice finds it.
+/// stops with the way out, and the task's text stays where the advice finds it; once it is
+/// left out as asked, the second clone's later commits on its own x (its result) are left
+/// out too, never applied to the first clone's x.
 #[test]
 fn a_new_task_whose_id_another_clone_took_first_is_not_dropped() {
     let net = Net::new(&["alice"]);
@@ -792,6 +794,9 @@ fn a_new_task_whose_id_another_clone_took_first_is_not_dropped() {
     first.ok(&["new", "First x", "--id", "x"]);
     first.ok(&["sync"]);
     second.ok(&["new", "Second x", "--id", "x"]);
+    second.ok(&["tick"]);
+    second.write("out.yaml", "answer: SECOND-RESULT\n");
+    second.ok(&["complete", "x", "--agent", "alice", "--output", "out.yaml"]);
 
     let (_, err) = second.code(&["sync"], 1);
 
@@ -811,7 +816,13 @@ fn a_new_task_whose_id_another_clone_took_first_is_not_dropped() {
     assert!(second.git(&["show", spec]).contains("Second x"));
     let drop = spec.to_string();
     second.ok(&["sync", "--drop-edit", &drop]);
-    assert!(on_remote(&net, "x").1.contains("First x"));
+    let (at, text) = on_remote(&net, "x");
+    assert!(text.contains("First x"), "{text}");
+    assert!(
+        !text.contains("SECOND-RESULT"),
+        "the other task's result landed on it: {text}"
+    );
+    assert!(at.starts_with("work/assigned/"), "{at}");
 }
 
 /// The same when a person handed the task to another agent by hand (`git mv`, no tick yet on
