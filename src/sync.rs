@@ -574,7 +574,7 @@ fn integrate(
                     return Err(SyncError::Conflict {
                         branch: branch.to_string(),
                         remote: opts.remote.clone(),
-                        detail: Box::new(c),
+                        detail: c,
                     })
                 }
             };

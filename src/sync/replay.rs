@@ -108,7 +108,7 @@ pub enum Stop {
     /// A git failure.
     Git(GitError),
     /// Two edits of the same lines.
-    Conflict(Conflict),
+    Conflict(Box<Conflict>),
 }
 
 impl From<GitError> for Stop {
@@ -259,14 +259,14 @@ impl Replayer<'_> {
             return Ok(Step::Redone(tip));
         }
         if self.persons && moves_work_dir(self.repo, &changes)? {
-            return Err(Stop::Conflict(Conflict {
+            return Err(Stop::Conflict(Box::new(Conflict {
                 clash: Clash::WorkDirMoved,
                 commit: self.commit.info.oid.clone(),
                 summary: self.commit.info.summary.clone(),
                 path: CONFIG.to_string(),
                 remote_path: None,
                 dropped_before: self.drops_given(),
-            }));
+            })));
         }
         if let Some(id) = self
             .trailer("Coord-Task")
@@ -814,14 +814,14 @@ impl Replayer<'_> {
             self.left_out.borrow_mut().push(task_id(path));
         }
         if !dropped {
-            return Err(Stop::Conflict(Conflict {
+            return Err(Stop::Conflict(Box::new(Conflict {
                 clash,
                 commit: self.commit.info.oid.clone(),
                 summary: self.commit.info.summary.clone(),
                 path: path.to_string(),
                 remote_path,
                 dropped_before: self.drops_given(),
-            }));
+            })));
         }
         Ok(format!(
             "dropped as asked: the edit of {path} in {:?} ({}); the remote's version stays",
