@@ -85,6 +85,15 @@ impl Repo {
         Ok(changes)
     }
 
+    /// Returns the best common ancestor of two commits, if they have one.
+    pub fn merge_base(&self, a: Oid, b: Oid) -> Result<Option<Oid>, GitError> {
+        match self.repo.merge_base(a, b) {
+            Ok(base) => Ok(Some(base)),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(ctx(format!("cannot find the merge base of {a} and {b}"))(e)),
+        }
+    }
+
     /// Returns a commit's first parent, if it has one.
     pub fn first_parent(&self, commit: Oid) -> Result<Option<Oid>, GitError> {
         let c = self

@@ -410,30 +410,45 @@ impl Replayer<'_> {
         }))
     }
 
-    /// Returns a dependency of the task `text` that the tip has outside `done/` and
-    /// `archive/` (a person moved it back meanwhile): a claim of the task does not stand then,
-    /// as it would not have been made. A dependency whose file is gone does not count.
+    /// Returns a dependency of the task `text` that was finished where this clone's history
+    /// and the remote's meet and that the tip has only outside `done/` and `archive/` (a
+    /// person moved it back on the remote meanwhile): a claim of the task does not stand
+    /// then, as it would not have been made. A dependency whose file is gone does not count,
+    /// nor one this clone finished itself (the remote never had it done).
     fn reopened_dep(&self, text: &[u8]) -> Result<Option<String>, GitError> {
         let Ok(doc) = parse_bytes(text, &Limits::default()) else {
             return Ok(None);
         };
         let deps = doc.value.get("depends_on").and_then(Value::as_array);
+        let Some(base) = self.repo.merge_base(self.tip, self.oid)? else {
+            return Ok(None);
+        };
+        for dep in deps.into_iter().flatten().filter_map(Value::as_str) {
+            if self.done_at(base, dep)? == Some(true) && self.done_at(self.tip, dep)? == Some(false)
+            {
+                return Ok(Some(dep.to_string()));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Returns whether commit `at` has task `id` finished (a copy in `done/` or `archive/`),
+    /// None when it has no file of that id.
+    fn done_at(&self, at: Oid, id: &str) -> Result<Option<bool>, GitError> {
         let profiles = format!("{}/agents/", self.work_dir);
         let finished = [
             format!("{}/done/", self.work_dir),
             format!("{}/archive/", self.work_dir),
         ];
-        for dep in deps.into_iter().flatten().filter_map(Value::as_str) {
-            let names = [format!("{dep}.yaml"), format!("{dep}.yml")];
-            let found = self.repo.find_named(self.tip, self.work_dir, &names)?;
-            let open = found.iter().any(|at| {
-                !at.starts_with(&profiles) && !finished.iter().any(|f| at.starts_with(f))
-            });
-            if open {
-                return Ok(Some(dep.to_string()));
-            }
+        let names = [format!("{id}.yaml"), format!("{id}.yml")];
+        let found = self.repo.find_named(at, self.work_dir, &names)?;
+        let copies: Vec<&String> = found.iter().filter(|p| !p.starts_with(&profiles)).collect();
+        if copies.is_empty() {
+            return Ok(None);
         }
-        Ok(None)
+        Ok(Some(copies.iter().any(|p| {
+            finished.iter().any(|f| p.starts_with(f.as_str()))
+        })))
     }
 
     /// Returns the parent of the handoff step this commit creates (its `coord.parent`), if it

@@ -742,16 +742,13 @@ fn a_result_committed_with_git_survives_a_remote_change_of_the_task() {
     }
 }
 
-/// A pull agent claims a ready task in its clone without `--sync`, while on the remote a
-/// person moved the task's done dependency back to `ready/`: sync does not replay the claim
-/// (it would not have been made), says it was lost, and the task waits again.
-#[test]
-fn a_claim_made_before_its_dependency_was_reopened_on_the_remote_is_lost() {
+/// A remote where b, which depends on a done task a, is ready for pull agent puller.
+fn done_dependency_and_ready_dependent_on_a_remote() -> Net {
     let net = Net::new(&["alice"]);
     let seed = &net.seed;
     seed.ok(&["agents", "add", "puller", "--capability", "y", "--pull"]);
     seed.ok(&["new", "A", "--id", "a", "--agent", "alice"]);
-    seed.ok(&[
+    let b = [
         "new",
         "B",
         "--id",
@@ -760,26 +757,45 @@ fn a_claim_made_before_its_dependency_was_reopened_on_the_remote_is_lost() {
         "a",
         "--capability",
         "y",
-    ]);
+    ];
+    seed.ok(&b);
     seed.ok(&["tick"]);
     seed.ok(&["complete", "a"]);
     seed.ok(&["sync"]);
-    let (person, agent) = (net.clone(), net.clone());
-    person.git(&["mv", "work/done/a.yaml", "work/ready/a.yaml"]);
-    person.git(&["commit", "-q", "-m", "redo a"]);
-    person.git(&["push", "-q", "origin", "main"]);
-    assert_eq!(agent.json(&["claim", "--agent", "puller"])["id"], "b");
+    net
+}
 
-    let out = agent.run(&["sync"]);
+/// A pull agent claims a ready task in its clone without `--sync`, while on the remote a
+/// person moved the task's done dependency back to `ready/`: sync does not replay the claim
+/// (it would not have been made), says it was lost, and the task waits again. A stray copy
+/// of the dependency (a duplicate id) while it stays done lets the claim stand.
+#[test]
+fn a_claim_made_before_its_dependency_was_reopened_on_the_remote_is_lost() {
+    for reopened in [true, false] {
+        let net = done_dependency_and_ready_dependent_on_a_remote();
+        let (person, agent) = (net.clone(), net.clone());
+        if reopened {
+            person.git(&["mv", "work/done/a.yaml", "work/ready/a.yaml"]);
+        } else {
+            person.write("work/inbox/a.yaml", "title: a stray copy\n");
+            person.git(&["add", "-A"]);
+        }
+        person.git(&["commit", "-q", "-m", "a again"]);
+        person.git(&["push", "-q", "origin", "main"]);
+        assert_eq!(agent.json(&["claim", "--agent", "puller"])["id"], "b");
 
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    assert!(
-        err.contains("lost claim") && err.contains("dependency a"),
-        "{err}"
-    );
-    let (at, _) = on_remote(&net, "b");
-    assert_eq!(at, "work/blocked/b.yaml");
+        let out = agent.run(&["sync"]);
+
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        let lost = err.contains("lost claim") && err.contains("dependency a");
+        assert_eq!(lost, reopened, "{err}");
+        let want = match reopened {
+            true => "work/blocked/b.yaml",
+            false => "work/assigned/puller/b.yaml",
+        };
+        assert_eq!(on_remote(&net, "b").0, want);
+    }
 }
 
 /// Two clones make a task of the same id with `coord new`; the first syncs and its tick
