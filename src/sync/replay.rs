@@ -78,8 +78,9 @@ pub enum Clash {
     /// The commit puts a file where the remote has a folder, or inside a path the remote has
     /// as a file.
     FileAndFolder,
-    /// The commit moves the work folder (`work_dir` in coord.yaml): replayed path by path onto
-    /// a remote that moved tasks meanwhile, a task would end in two folders.
+    /// The commit moves the work folder (`work_dir` in coord.yaml, or its files to another
+    /// folder): replayed path by path onto a remote that moved on meanwhile, a task would end
+    /// in two folders or outside coord's.
     WorkDirMoved,
 }
 
@@ -258,7 +259,7 @@ impl Replayer<'_> {
                 .commit_edits(self.tip, self.oid, &[], None, true)?;
             return Ok(Step::Redone(tip));
         }
-        if self.persons && moves_work_dir(self.repo, &changes)? {
+        if self.persons && moves_work_dir(self.repo, self.tip, &changes)? {
             return Err(Stop::Conflict(Box::new(Conflict {
                 clash: Clash::WorkDirMoved,
                 commit: self.commit.info.oid.clone(),
@@ -849,20 +850,41 @@ impl Replayer<'_> {
 /// The configuration file, whose `work_dir` names the work folder.
 const CONFIG: &str = "coord.yaml";
 
-/// Returns whether the changes set another `work_dir` in coord.yaml.
-fn moves_work_dir(repo: &Repo, changes: &[PathChange]) -> Result<bool, GitError> {
-    let Some(c) = changes.iter().find(|c| c.path == CONFIG) else {
-        return Ok(false);
+/// Returns the `work_dir` a coord.yaml blob names (`work` when none, or no file).
+fn work_dir_of(repo: &Repo, blob: Option<Oid>) -> Result<String, GitError> {
+    let named = match blob {
+        Some(blob) => parse_bytes(&repo.blob_bytes(blob)?, &Limits::default())
+            .ok()
+            .and_then(|d| d.value.get("work_dir")?.as_str().map(String::from)),
+        None => None,
     };
-    let dir = |blob: Option<Oid>| -> Result<Option<String>, GitError> {
-        let Some(blob) = blob else {
-            return Ok(None);
-        };
-        let doc = parse_bytes(&repo.blob_bytes(blob)?, &Limits::default()).ok();
-        Ok(doc.and_then(|d| d.value.get("work_dir")?.as_str().map(String::from)))
-    };
-    let default = |d: Option<String>| d.unwrap_or_else(|| "work".to_string());
-    Ok(default(dir(c.old)?) != default(dir(c.new)?))
+    Ok(named.unwrap_or_else(|| "work".to_string()))
+}
+
+/// Returns whether the changes move the work folder: set another `work_dir` in coord.yaml,
+/// or move files of the tip's work folder to the same paths under another folder (a `git mv
+/// work tasks` committed before coord.yaml is changed).
+fn moves_work_dir(repo: &Repo, tip: Oid, changes: &[PathChange]) -> Result<bool, GitError> {
+    if let Some(c) = changes.iter().find(|c| c.path == CONFIG) {
+        if work_dir_of(repo, c.old)? != work_dir_of(repo, c.new)? {
+            return Ok(true);
+        }
+    }
+    let prefix = format!("{}/", work_dir_of(repo, repo.blob_at(tip, CONFIG)?)?);
+    let removed: std::collections::HashSet<&str> = changes
+        .iter()
+        .filter(|c| c.new.is_none())
+        .filter_map(|c| c.path.strip_prefix(&prefix))
+        .collect();
+    let moved_out = changes
+        .iter()
+        .filter(|c| c.old.is_none() && !c.path.starts_with(&prefix))
+        .any(|c| {
+            c.path
+                .match_indices('/')
+                .any(|(i, _)| removed.contains(&c.path[i + 1..]))
+        });
+    Ok(moved_out)
 }
 
 /// Returns whether a mode is a regular file's (the only kind whose bytes merge).

@@ -983,3 +983,25 @@ fn hand_moves_are_paired_by_task_id_and_only_for_tasks() {
     assert!(check.read("work/cancelled/t-0.yml").contains("title: T"));
     never_in_two_places(&net, "t-0");
 }
+
+/// The work folder moved by hand in one commit and `work_dir` set in the next: the first
+/// commit already stops the sync (replayed alone it would push the tasks outside coord's
+/// folder).
+#[test]
+fn a_move_of_the_work_folder_before_coord_yaml_says_so_stops_at_the_move() {
+    let (_net, mine, theirs) = one_ready_task_two_agents();
+    theirs.ok(&["claim", "--agent", "p2", "--sync"]);
+    mine.git(&["mv", "work", "tasks"]);
+    mine.git(&["commit", "-q", "-m", "move work/ to tasks/"]);
+    let move_commit = mine.git(&["rev-parse", "--short=10", "HEAD"]);
+    let config = mine
+        .read("coord.yaml")
+        .replace("work_dir: work", "work_dir: tasks");
+    mine.write("coord.yaml", &config);
+    mine.git(&["commit", "-q", "-am", "work_dir: tasks"]);
+
+    let err = sync_stops(&mine);
+
+    assert!(err.contains("it moves the work folder"), "{err}");
+    assert!(err.contains(move_commit.trim()), "{err}");
+}
