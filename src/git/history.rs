@@ -114,7 +114,7 @@ impl Repo {
         let index = std::fs::metadata(path)
             .and_then(|m| m.modified())
             .ok()
-            .and_then(|mtime| IndexFile::parse(bytes, mtime));
+            .and_then(|mtime| IndexFile::parse_written(bytes, mtime));
         *self.index_file.borrow_mut() = index.map(std::sync::Arc::new);
     }
 

@@ -12,8 +12,8 @@
 //! (assume-unchanged, skip-worktree, intent-to-add, a symlink, an unmerged entry, a file the
 //! index does not have, a folder the walk did not enter) sends the caller to the scan, which
 //! says what changed. Files are matched with entries by the checksum of their path, as the
-//! vouch's digest matches them. Reads the index and, for racy entries, their files (through
-//! `git::Repo::clean_by_stat`).
+//! vouch's digest matches them, going through both in order (`StatsByPath`). Reads the index
+//! and, for racy entries, their files (through `git::Repo::clean_by_stat`).
 
 use super::clean::Listing;
 use super::Store;
@@ -28,8 +28,11 @@ impl Store {
     }
 
     fn judge_by_index(&self, listing: &Listing) -> Option<bool> {
-        let (stats, files) = listing.stats_by_path()?;
-        let stat_of = |rel: &[u8]| *stats.get(&super::cache::checksum(rel))?;
-        Some(self.repo.clean_by_stat(self.work_dir(), files, &stat_of))
+        let (mut stats, files) = listing.stats_by_path()?;
+        let mut stat_of = |rel: &[u8]| stats.get(rel);
+        Some(
+            self.repo
+                .clean_by_stat(self.work_dir(), files, &mut stat_of),
+        )
     }
 }

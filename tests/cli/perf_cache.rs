@@ -561,3 +561,27 @@ fn after_a_persons_commit_the_index_tells_the_tick_and_a_later_edit_is_still_rec
     assert_eq!(recordings(&r), before + 1, "the edit was not recorded");
     assert_eq!(r.git_status(), "");
 }
+
+/// The walk goes through `assigned/bot/` before `assigned/bot-2/`; the index, in byte order,
+/// has `bot-2/`'s entries first. The files and the entries are compared in order, and one
+/// out of that order is still found: the index tells a clean `work/`.
+#[test]
+fn the_index_tells_a_clean_work_tree_it_orders_otherwise_than_the_walk() {
+    let r = TestRepo::with_agents(&["bot --max-active 1", "bot-2 --max-active 1"]);
+    r.task("a", "title: First\n");
+    r.task("b", "title: Second\n");
+    r.ok(&["tick"]);
+    let folder = |id: &str| {
+        r.where_is(id)
+            .rsplit_once('/')
+            .map(|(dir, _)| dir.to_string())
+    };
+    let mut folders = [folder("a"), folder("b")].map(Option::unwrap_or_default);
+    folders.sort();
+    assert_eq!(folders, ["work/assigned/bot", "work/assigned/bot-2"]);
+    r.write("work/ready/p1.yaml", "title: By a person\n");
+    r.git(&["add", "-A"]);
+    r.git(&["commit", "-q", "-m", "a task by a person"]);
+    assert!(tick_reads_the_index(&r), "the index told a clean work/");
+    assert_eq!(r.git_status(), "");
+}

@@ -50,8 +50,9 @@ impl IndexFile {
             let end = self.entries.get(i + 1).copied().unwrap_or(self.entries_end);
             let copied_at = out.len();
             out.extend_from_slice(self.bytes.get(at..end)?);
-            let entry = self.entry(i)?;
-            if u64::from(entry.stat[2]) >= racy_from && differs(&entry) {
+            // Only a racy entry is decoded (its mtime's seconds are its third field).
+            let racy = u64::from(super::be32(&self.bytes, at + MTIME_AT)?) >= racy_from;
+            if racy && differs(&self.entry(i)?) {
                 out[copied_at + SIZE_AT..copied_at + SIZE_AT + 4].fill(0);
             }
             count += 1;
@@ -80,6 +81,8 @@ impl IndexFile {
     }
 }
 
+/// Where the seconds of an entry's mtime sit in it (after ctime's seconds and nanoseconds).
+const MTIME_AT: usize = 8;
 /// Where an entry's file size sits in it (after ctime, mtime, device, inode, mode, uid, gid).
 const SIZE_AT: usize = 36;
 
