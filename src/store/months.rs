@@ -20,7 +20,9 @@
 
 use super::cache::{checksum, Reader, StatKey};
 use crate::git::Oid;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -40,16 +42,37 @@ pub struct Month {
     pub files: Vec<(String, StatKey)>,
 }
 
+/// A month folder as the record holds it: its files stay in the record's bytes until a
+/// walk takes them (a `String` per archived file was 4 % of a tick at 100,000 tasks).
+#[derive(Debug, Clone)]
+struct Kept {
+    folder: StatKey,
+    tree: Oid,
+    /// How many files it holds.
+    count: usize,
+    /// Where its files' names and keys lie in the record's bytes.
+    files: Range<usize>,
+}
+
+/// A month folder to record again: as the record held it, or as a walk found it.
+#[derive(Debug)]
+enum Found {
+    Kept(Kept),
+    Walked(Month),
+}
+
 /// What a walk may take from the record, and what it found to record.
 #[derive(Debug, Default)]
 pub struct Months {
     /// HEAD's tree id of each month folder (work-relative, `archive/2026-07`), read before
     /// the walk looks at any file.
     trees: HashMap<String, Oid>,
+    /// The record's bytes (checked), which `kept` points into.
+    record: Vec<u8>,
     /// The record as read.
-    kept: HashMap<String, Month>,
+    kept: HashMap<String, Kept>,
     /// The folders this walk took from the record or may record, by work-relative path.
-    found: BTreeMap<String, Month>,
+    found: BTreeMap<String, Found>,
     /// Whether `found` differs from `kept`.
     changed: bool,
 }
@@ -62,12 +85,16 @@ impl Months {
             .into_iter()
             .map(|(name, id)| (format!("archive/{name}"), id))
             .collect();
-        let kept = std::fs::read(path)
-            .ok()
-            .and_then(|bytes| decode(&bytes))
-            .unwrap_or_default();
+        let record = std::fs::read(path).unwrap_or_default();
+        let Some(kept) = decode(&record) else {
+            return Months {
+                trees,
+                ..Months::default()
+            };
+        };
         Months {
             trees,
+            record,
             kept,
             ..Months::default()
         }
@@ -82,14 +109,19 @@ impl Months {
 
     /// Returns the recorded files of the month folder `rel` when its stat key is `folder` and
     /// HEAD still has the recorded tree id for it; the walk takes them as they are.
-    pub fn take(&mut self, rel: &str, folder: &StatKey) -> Option<&[(String, StatKey)]> {
+    pub fn take(&mut self, rel: &str, folder: &StatKey) -> Option<Files<'_>> {
         let tree = self.trees.get(rel)?;
         let kept = self.kept.remove(rel)?;
         if kept.folder != *folder || kept.tree != *tree {
             self.changed = true;
             return None;
         }
-        Some(&self.found.entry(rel.to_string()).or_insert(kept).files)
+        let files = Files {
+            reader: Reader(self.record.get(kept.files.clone())?),
+            left: kept.count,
+        };
+        self.found.insert(rel.to_string(), Found::Kept(kept));
+        Some(files)
     }
 
     /// Notes the month folder `rel` as a walk found it file by file: `files` when it held
@@ -116,9 +148,11 @@ impl Months {
             }
             _ => None,
         };
-        self.changed |= kept != month;
+        // A month walked file by file is one the record did not hold as it is (else the
+        // walk took it): what the record held of it, if anything, changes.
+        self.changed |= kept.is_some() || month.is_some();
         if let Some(month) = month {
-            self.found.insert(rel.to_string(), month);
+            self.found.insert(rel.to_string(), Found::Walked(month));
         }
     }
 
@@ -133,9 +167,43 @@ impl Months {
             let _ = std::fs::remove_file(path);
             return;
         }
-        let _ = super::fsutil::write_private(path, &encode(&self.found), false);
+        let months = self.found.iter().map(|(rel, found)| match found {
+            Found::Kept(k) => {
+                let files = self.record.get(k.files.clone()).unwrap_or_default();
+                (rel, k.folder, k.tree, k.count, Cow::Borrowed(files))
+            }
+            Found::Walked(m) => {
+                let (folder, tree, count) = (m.folder, m.tree, m.files.len());
+                (rel, folder, tree, count, Cow::Owned(encode_files(&m.files)))
+            }
+        });
+        let _ = super::fsutil::write_private(path, &encode(months), false);
     }
 }
+
+/// The files of a month folder as the record holds them, in walk order: each name with its
+/// stat key.
+pub struct Files<'r> {
+    reader: Reader<'r>,
+    left: usize,
+}
+
+impl<'r> Iterator for Files<'r> {
+    type Item = (&'r str, StatKey);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.left = self.left.checked_sub(1)?;
+        let name = self.reader.str()?;
+        Some((name, StatKey::read_from(&mut self.reader)?))
+    }
+
+    /// Exact: the record's files were all checked when it was read.
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for Files<'_> {}
 
 /// Appends a length-prefixed string.
 fn put_str(out: &mut Vec<u8>, s: &str) {
@@ -143,28 +211,40 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
+/// Returns the files of a month as the record holds them: each name and key.
+fn encode_files(files: &[(String, StatKey)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (name, key) in files {
+        put_str(&mut out, name);
+        key.write_to(&mut out);
+    }
+    out
+}
+
+/// One month folder to encode: its path, folder key, tree id, file count and files as
+/// [`encode_files`] gives them.
+type Encoded<'m> = (&'m String, StatKey, Oid, usize, Cow<'m, [u8]>);
+
 /// Encodes the record: the magic, the number of months, each month (path, folder key, tree
 /// id, number of files, each file's name and key), then a checksum of all before it.
-fn encode(months: &BTreeMap<String, Month>) -> Vec<u8> {
+fn encode<'m>(months: impl ExactSizeIterator<Item = Encoded<'m>>) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
     out.extend_from_slice(&(months.len() as u64).to_le_bytes());
-    for (rel, month) in months {
+    for (rel, folder, tree, count, files) in months {
         put_str(&mut out, rel);
-        month.folder.write_to(&mut out);
-        out.extend_from_slice(month.tree.as_bytes());
-        out.extend_from_slice(&(month.files.len() as u64).to_le_bytes());
-        for (name, key) in &month.files {
-            put_str(&mut out, name);
-            key.write_to(&mut out);
-        }
+        folder.write_to(&mut out);
+        out.extend_from_slice(tree.as_bytes());
+        out.extend_from_slice(&(count as u64).to_le_bytes());
+        out.extend_from_slice(&files);
     }
     let sum = checksum(&out);
     out.extend_from_slice(&sum.to_le_bytes());
     out
 }
 
-/// Decodes what [`encode`] wrote; None when anything does not read or the checksum differs.
-fn decode(bytes: &[u8]) -> Option<HashMap<String, Month>> {
+/// Decodes what [`encode`] wrote, each month's files checked but left in `bytes`; None when
+/// anything does not read or the checksum differs.
+fn decode(bytes: &[u8]) -> Option<HashMap<String, Kept>> {
     let (body, sum) = bytes.split_last_chunk::<8>()?;
     if checksum(body) != u64::from_le_bytes(*sum) {
         return None;
@@ -177,20 +257,19 @@ fn decode(bytes: &[u8]) -> Option<HashMap<String, Month>> {
         let folder = StatKey::read_from(&mut r)?;
         let tree = Oid::from_bytes(&r.take::<20>()?).ok()?;
         let n = usize::try_from(r.u64()?).ok()?;
-        // Each file takes at least its 8-byte length: a bad count fails here, not in alloc.
-        if n > r.0.len() / 8 {
+        let from = bytes.len() - 8 - r.0.len();
+        let mut files = Files { reader: r, left: n };
+        if files.by_ref().count() != n {
             return None;
         }
-        let mut files = Vec::with_capacity(n);
-        for _ in 0..n {
-            let name = r.str()?.to_string();
-            files.push((name, StatKey::read_from(&mut r)?));
-        }
+        r = files.reader;
+        let files = from..bytes.len() - 8 - r.0.len();
         months.insert(
             rel,
-            Month {
+            Kept {
                 folder,
                 tree,
+                count: n,
                 files,
             },
         );
@@ -217,15 +296,39 @@ mod tests {
         }
     }
 
+    /// Encodes `months` as [`Months::save`] does.
+    fn encoded(months: &BTreeMap<String, Month>) -> Vec<u8> {
+        encode(months.iter().map(|(rel, m)| {
+            let files = Cow::Owned(encode_files(&m.files));
+            (rel, m.folder, m.tree, m.files.len(), files)
+        }))
+    }
+
+    /// Returns the month `rel` of a record as `decode` reads it from `bytes`.
+    fn decoded(bytes: &[u8], rel: &str) -> Option<Month> {
+        let kept = decode(bytes)?.remove(rel)?;
+        let files = Files {
+            reader: Reader(&bytes[kept.files.clone()]),
+            left: kept.count,
+        };
+        let files = files.map(|(n, k)| (n.to_string(), k)).collect();
+        Some(Month {
+            folder: kept.folder,
+            tree: kept.tree,
+            files,
+        })
+    }
+
     #[test]
     fn a_record_reads_back_and_any_changed_byte_voids_it() {
         let mut months = BTreeMap::new();
         months.insert("archive/2026-07".to_string(), month(&["a.yaml", "b.yaml"]));
         months.insert("archive/2026-08".to_string(), month(&[]));
-        let bytes = encode(&months);
-        let back = decode(&bytes).expect("reads");
-        assert_eq!(back.len(), 2);
-        assert_eq!(back["archive/2026-07"], months["archive/2026-07"]);
+        let bytes = encoded(&months);
+        assert_eq!(decode(&bytes).expect("reads").len(), 2);
+        for rel in ["archive/2026-07", "archive/2026-08"] {
+            assert_eq!(decoded(&bytes, rel).as_ref(), Some(&months[rel]), "{rel}");
+        }
         for at in [0, MAGIC.len() + 3, bytes.len() / 2, bytes.len() - 1] {
             let mut bad = bytes.clone();
             bad[at] ^= 1;
@@ -238,27 +341,64 @@ mod tests {
     fn a_month_is_taken_only_with_its_folder_key_and_tree() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("record");
-        let m = month(&["a.yaml"]);
+        let m = month(&["a.yaml", "b.yaml"]);
         let mut record = BTreeMap::new();
         record.insert("archive/2026-07".to_string(), m.clone());
-        std::fs::write(&path, encode(&record)).expect("write");
+        std::fs::write(&path, encoded(&record)).expect("write");
         let trees = |id: Oid| HashMap::from([("2026-07".to_string(), id)]);
         let mut same = Months::read(&path, trees(m.tree));
-        assert_eq!(same.take("archive/2026-07", &m.folder), Some(&m.files[..]));
+        let taken: Option<Vec<(String, StatKey)>> = same
+            .take("archive/2026-07", &m.folder)
+            .map(|files| files.map(|(n, k)| (n.to_string(), k)).collect());
+        assert_eq!(taken, Some(m.files.clone()));
         let mut moved = Months::read(&path, trees(m.tree));
-        assert_eq!(
-            moved.take("archive/2026-07", &key(9)),
-            None,
+        assert!(
+            moved.take("archive/2026-07", &key(9)).is_none(),
             "folder changed"
         );
         let other = Oid::from_bytes(&[8; 20]).expect("oid");
         let mut staged = Months::read(&path, trees(other));
-        assert_eq!(
-            staged.take("archive/2026-07", &m.folder),
-            None,
+        assert!(
+            staged.take("archive/2026-07", &m.folder).is_none(),
             "tree changed"
         );
         let mut unknown = Months::read(&path, HashMap::new());
-        assert_eq!(unknown.take("archive/2026-07", &m.folder), None, "no tree");
+        assert!(
+            unknown.take("archive/2026-07", &m.folder).is_none(),
+            "no tree"
+        );
+    }
+
+    /// A record saved again keeps the months taken from it as they were, next to a month
+    /// walked anew.
+    #[test]
+    fn a_record_saved_again_keeps_what_was_taken_from_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("record");
+        let m = month(&["a.yaml", "b.yaml"]);
+        let mut record = BTreeMap::new();
+        record.insert("archive/2026-07".to_string(), m.clone());
+        std::fs::write(&path, encoded(&record)).expect("write");
+        let trees = HashMap::from([
+            ("2026-07".to_string(), m.tree),
+            ("2026-08".to_string(), m.tree),
+        ]);
+        let mut months = Months::read(&path, trees);
+        assert_eq!(
+            months.take("archive/2026-07", &m.folder).map(|f| f.count()),
+            Some(2)
+        );
+        let walked = month(&["c.yaml"]);
+        let later = SystemTime::now() + std::time::Duration::from_secs(60);
+        months.walked(
+            "archive/2026-08",
+            Some(walked.folder),
+            Some(walked.files.clone()),
+            later,
+        );
+        months.save(&path);
+        let bytes = std::fs::read(&path).expect("saved");
+        assert_eq!(decoded(&bytes, "archive/2026-07"), Some(m));
+        assert_eq!(decoded(&bytes, "archive/2026-08"), Some(walked));
     }
 }

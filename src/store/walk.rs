@@ -62,27 +62,27 @@ impl Walk {
     /// inbox files when `after` is None), moving the other inbox files to `held`; returns the
     /// last one kept when files after it were held back. A tick over a big inbox takes it
     /// window by window, so what one pass holds in memory (parsed tasks, planned texts, the
-    /// journal) is bounded by the window, not by the inbox.
+    /// journal) is bounded by the window, not by the inbox. The files stay where they are:
+    /// only the held ones are taken out (a copy of every file's entry cost 3 % of a tick at
+    /// 100,000 tasks).
     pub fn window_inbox(&mut self, after: Option<&str>, max: usize) -> Option<String> {
-        let files = std::mem::take(&mut self.files);
         let mut kept = 0;
         let mut last = None;
         let mut more = false;
-        for (rel, key) in files {
+        let held = self.files.extract_if(.., |(rel, _)| {
             if !rel.starts_with("inbox/") {
-                self.files.push((rel, key));
-                continue;
+                return false;
             }
             let after_window = after.is_none_or(|a| rel.as_str() > a);
             if after_window && kept < max {
                 kept += 1;
                 last = Some(rel.clone());
-                self.files.push((rel, key));
-            } else {
-                more |= after_window;
-                self.held.push(rel);
+                return false;
             }
-        }
+            more |= after_window;
+            true
+        });
+        self.held.extend(held.map(|(rel, _)| rel));
         last.filter(|_| more)
     }
 }
@@ -191,10 +191,11 @@ impl At<'_> {
         if let Some(files) = folder.as_ref().and_then(|f| months.take(rel, f)) {
             let found = &mut *self.found;
             found.files.reserve(files.len());
+            found.listing.reserve(files.len());
             for (name, key) in files {
                 let child = child_rel(rel, name);
-                found.listing.file(&child, Some(key));
-                found.files.push((child, Some(*key)));
+                found.listing.file(&child, Some(&key));
+                found.files.push((child, Some(key)));
             }
             found.taken.push(rel.to_string());
             return Ok(());
@@ -224,6 +225,7 @@ impl At<'_> {
         let files: Vec<&str> = entries.iter().filter(looked).map(Named::name).collect();
         let mut keys = stat_keys(fd, &files, threads_for(files.len())).into_iter();
         self.found.files.reserve(files.len());
+        self.found.listing.reserve(files.len());
         let only_files = files.len() == entries.len();
         for entry in entries {
             let found = &mut *self.found;
@@ -412,6 +414,26 @@ mod tests {
         assert_eq!(found.symlinks, ["ready/link.yaml"]);
         let agents: Vec<&str> = found.agent_dirs.iter().map(AgentName::as_str).collect();
         assert_eq!(agents, ["bot"]);
+    }
+
+    #[test]
+    fn an_inbox_window_keeps_the_other_files_in_walk_order() {
+        let rels = ["done/x", "inbox/a", "inbox/b", "inbox/c", "ready/y"];
+        let mut walk = Walk {
+            files: rels.iter().map(|r| (r.to_string(), None)).collect(),
+            agent_dirs: Vec::new(),
+            symlinks: Vec::new(),
+            listing: Listing::new(SystemTime::now()),
+            held: Vec::new(),
+            unread: Vec::new(),
+            taken: Vec::new(),
+        };
+        let last = walk.window_inbox(Some("inbox/a"), 1);
+        assert_eq!(last.as_deref(), Some("inbox/b"), "inbox/c waits");
+        let kept: Vec<&str> = walk.files.iter().map(|(r, _)| r.as_str()).collect();
+        assert_eq!(kept, ["done/x", "inbox/b", "ready/y"]);
+        assert_eq!(walk.held, ["inbox/a", "inbox/c"]);
+        assert_eq!(walk.window_inbox(Some("inbox/b"), 1), None, "nothing after");
     }
 
     #[test]
