@@ -18,7 +18,7 @@ use super::settle::Written;
 use crate::board::{AgentEntry, ProfileFile, TaskFile};
 use crate::check::{Summary, Waiting};
 use crate::model::{AgentName, Priority, State, TaskId};
-use crate::text::{CacheFile, Stored, Text};
+use crate::text::{CacheFile, Stored, StoredRun, Text};
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -499,8 +499,8 @@ fn temp_path(path: &Path) -> std::path::PathBuf {
 /// Writes the cache file (see `encode_entry` for the layout) by a rename, so a reader sees
 /// the old or the new file: header with a zero checksum and index length, then the index of
 /// `count` entries as `entries` gives them, then their texts
-/// in the same order (`entries` is run a second time; a text the old cache file keeps is
-/// copied from it), then the index's checksum and length in the header. Nothing is held
+/// in the same order (`entries` is run a second time; texts the old cache file keeps are
+/// copied from it, those that lie one after another there with one read), then the index's checksum and length in the header. Nothing is held
 /// whole in memory.
 fn write_file<'b, I: Iterator<Item = EntryRef<'b>>>(
     path: &Path,
@@ -528,13 +528,18 @@ fn write_file<'b, I: Iterator<Item = EntryRef<'b>>>(
         out.write_all(&buf)?;
         buf.clear();
     }
+    let mut run = StoredRun::default();
     for entry in entries() {
         match entry.text {
-            Body::Text(text) => text.write_to(&mut out, &mut buf)?,
-            Body::Str(text) => out.write_all(text.as_bytes())?,
+            Body::Text(text) => run.write(text, &mut out, &mut buf)?,
+            Body::Str(text) => {
+                run.flush(&mut out, &mut buf)?;
+                out.write_all(text.as_bytes())?;
+            }
             Body::At(..) => return Err(std::io::Error::other("an entry without its text")),
         }
     }
+    run.flush(&mut out, &mut buf)?;
     let mut file = out.into_inner().map_err(|e| e.into_error())?;
     file.seek(SeekFrom::Start((HEADER - 24) as u64))?;
     file.write_all(&sum.finish().to_le_bytes())?;
