@@ -139,8 +139,8 @@ pub struct StoredRun<'t> {
     len: u64,
 }
 
-/// The most bytes a run reads at once.
-const RUN_MAX: u64 = 1 << 20;
+/// The most bytes a run reads at once (its buffer is held while the cache is written).
+const RUN_MAX: u64 = 1 << 18;
 
 impl<'t> StoredRun<'t> {
     /// Writes `text` to `out` after the texts before it, reading through `buf`: a stored
