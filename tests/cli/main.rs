@@ -43,6 +43,7 @@ mod smoke;
 mod snapshots;
 mod status_board;
 mod steps;
+mod stress;
 mod sync;
 mod trust;
 mod watch;
