@@ -29,6 +29,7 @@ mod log;
 mod messages;
 mod new_task;
 mod numbers;
+mod packs;
 mod patterns;
 mod perf_cache;
 mod quiet_status;
