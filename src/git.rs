@@ -454,7 +454,8 @@ impl Repo {
     }
 
     /// Removes the temporary files of pack merges (`tmp_coord_merge_<pid>.*`) whose process is
-    /// gone; returns how many.
+    /// gone, and the temporary packs of libgit2's pack writer (`pack_git2_*`, written while
+    /// coord packs loose objects) that no process has open; returns how many.
     fn remove_dead_merge_files(&self, pack: &Path) -> Result<usize, GitError> {
         let Ok(entries) = std::fs::read_dir(pack) else {
             return Ok(0);
@@ -466,7 +467,9 @@ impl Repo {
                 .strip_prefix("tmp_coord_merge_")
                 .and_then(|rest| rest.split('.').next())
                 .and_then(|pid| pid.parse::<u32>().ok());
-            if pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+            let dead_writer =
+                name.starts_with("pack_git2_") && !crate::lock::Holder::of(&e.path()).is_known();
+            if pid.is_some_and(process_gone) || dead_writer {
                 remove_lock(&e.path())?;
                 removed += 1;
             }
@@ -641,6 +644,15 @@ fn outlives(lock: &Path, grace: std::time::Duration) -> bool {
         .ok()
         .and_then(|t| t.elapsed().ok())
         .is_some_and(|age| age >= grace)
+}
+
+/// Returns whether process `pid` is gone: `/proc` does not list it, or lists it as a zombie
+/// (killed, not yet reaped by its parent: it runs no more and has closed its files).
+fn process_gone(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z'))
+    })
 }
 
 fn remove_lock(path: &Path) -> Result<(), GitError> {

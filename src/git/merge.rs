@@ -57,13 +57,31 @@ impl Repo {
         if packs.len() < 2 {
             return Ok(0);
         }
-        let idxs: Vec<PathBuf> = packs.iter().map(|p| p.with_extension("idx")).collect();
-        let mut objects = Objects::list(&idxs)?;
-        let reach = self.reachable_from_head(&objects, &packs)?;
         // The process's own names: another coord merging in a linked work tree of the same
         // repository, which shares `objects/`, must not write into this one's files.
         let temp = dir.join(format!("tmp_coord_merge_{}", std::process::id()));
-        let sum = copy::copy_packs(&packs, &mut objects, &temp.with_extension("pack"))?;
+        let merged = self.merge_into(&dir, &packs, &temp, stop);
+        if merged.is_err() {
+            // A merge that failed (a full disk, a damaged pack) leaves no partial file: on a
+            // full disk it would keep the room it took, and no later run removes it.
+            remove_pack(&temp);
+        }
+        merged
+    }
+
+    /// Writes the merge of `packs` under the temporary name `temp`, renames it into `dir` and
+    /// removes the old packs ([`Repo::merge_packs_until`]).
+    fn merge_into(
+        &self,
+        dir: &Path,
+        packs: &[PathBuf],
+        temp: &Path,
+        stop: MergeStop,
+    ) -> Result<usize, GitError> {
+        let idxs: Vec<PathBuf> = packs.iter().map(|p| p.with_extension("idx")).collect();
+        let mut objects = Objects::list(&idxs)?;
+        let reach = self.reachable_from_head(&objects, packs)?;
+        let sum = copy::copy_packs(packs, &mut objects, &temp.with_extension("pack"))?;
         let bitmap_bytes = reach.and_then(|r| bitmap::build(&objects, &r, &sum));
         if let Some(bytes) = &bitmap_bytes {
             write_synced(&temp.with_extension("bitmap"), bytes)?;
@@ -85,7 +103,7 @@ impl Repo {
             let (from, to) = (temp.with_extension(ext), new.with_extension(ext));
             std::fs::rename(&from, &to).map_err(write_err(&to))?;
         }
-        crate::store::fsutil::sync_dir(&dir).map_err(write_err(&dir))?;
+        crate::store::fsutil::sync_dir(dir).map_err(write_err(dir))?;
         if stop == MergeStop::Renamed {
             return Ok(0);
         }
