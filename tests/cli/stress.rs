@@ -334,138 +334,194 @@ fn id_of(path: &str) -> String {
     name.trim_end_matches(".yaml").to_string()
 }
 
-/// One thing a person does by hand and commits with plain git, or a coord command they run.
-fn person_step(clone: &Clone, round: usize, rng: &mut Rng, ledger: &Shared) {
-    let me = &clone.name;
-    let tag = format!("{me} {round}");
-    let commit = |paths: &[&str], msg: &str| {
-        let ok = clone.commit(paths, msg);
+/// A person at work in a clone: their name, the round (for ids and note lines), the run's
+/// ledger.
+struct Person<'a> {
+    clone: &'a Clone,
+    round: usize,
+    ledger: &'a Shared,
+}
+
+impl Person<'_> {
+    /// The tag of this round's notes and results: `c2 7`.
+    fn tag(&self) -> String {
+        format!("{} {}", self.clone.name, self.round)
+    }
+
+    /// Commits `paths` with `message` as the person; counts it.
+    fn commit(&self, paths: &[&str], message: &str) -> bool {
+        let ok = self
+            .clone
+            .commit(paths, &format!("{}: {message}", self.clone.name));
         if ok {
-            ledger.lock().expect("ledger").person_commits += 1;
+            self.ledger.lock().expect("ledger").person_commits += 1;
         }
         ok
+    }
+
+    /// The task files under `folder`.
+    fn tasks_in(&self, folder: &str) -> Vec<String> {
+        self.clone.tasks_in(folder)
+    }
+
+    /// The push agents' assigned task files.
+    fn assigned(&self) -> Vec<String> {
+        PUSH_AGENTS
+            .iter()
+            .flat_map(|a| self.tasks_in(&format!("work/assigned/{a}")))
+            .collect()
+    }
+
+    /// A new task in the inbox, for a push or a pull agent, one time in three depending on a
+    /// task the clone has.
+    fn new_task(&self, rng: &mut Rng) {
+        let id = format!("{}-{}", self.clone.name, self.round);
+        let path = format!("work/inbox/{id}.yaml");
+        let cap = if rng.below(2) == 0 { "x" } else { "y" };
+        let mut text = format!("title: hand {}\ncapabilities: [{cap}]\n", self.tag());
+        let all = self.tasks_in("work");
+        if let Some(dep) = rng.pick(&all).filter(|_| rng.below(3) == 0) {
+            text.push_str(&format!("depends_on: [{}]\n", id_of(dep)));
+        }
+        self.clone.repo.write(&path, &text);
+        self.clone.git(&["add", &path]);
+        if self.commit(&[&path], &format!("new task {id}")) {
+            self.ledger.lock().expect("ledger").made.insert(id);
+        }
+    }
+
+    /// A note line at the top of a task file.
+    fn note_in_task(&self, rng: &mut Rng) {
+        let Some(path) = rng.pick(&self.tasks_in("work")).cloned() else {
+            return;
+        };
+        let line = format!("# note {}", self.tag());
+        let text = format!("{line}\n{}", self.clone.repo.read(&path));
+        self.clone.repo.write(&path, &text);
+        if self.commit(&[&path], &format!("note in {path}")) {
+            let mut l = self.ledger.lock().expect("ledger");
+            l.notes_inside.push((id_of(&path), line));
+        }
+    }
+
+    /// A done task moved back to ready/ with `git mv`.
+    fn redo(&self, rng: &mut Rng) {
+        let Some(path) = rng.pick(&self.tasks_in("work/done")).cloned() else {
+            return;
+        };
+        let to = format!("work/ready/{}.yaml", id_of(&path));
+        if self.clone.git_ok(&["mv", &path, &to]) {
+            self.commit(&[&path, &to], &format!("redo {path}"));
+        }
+    }
+
+    /// A result written by hand into a push agent's task.
+    fn hand_result(&self, rng: &mut Rng) {
+        let open: Vec<String> = self
+            .assigned()
+            .into_iter()
+            .filter(|p| !self.clone.repo.read(p).contains("\nresult:"))
+            .collect();
+        let Some(path) = rng.pick(&open).cloned() else {
+            return;
+        };
+        let marker = format!("by {}", self.tag());
+        let text = format!(
+            "{}result:\n  status: success\n  output: {{by: \"{marker}\"}}\n",
+            self.clone.repo.read(&path)
+        );
+        self.clone.repo.write(&path, &text);
+        if self.commit(&[&path], &format!("result for {path}")) {
+            let mut l = self.ledger.lock().expect("ledger");
+            l.hand_results.push((id_of(&path), marker));
+        }
+    }
+
+    /// A line added to the person's notes file outside work/.
+    fn note_outside(&self) {
+        let path = format!("notes/{}.txt", self.clone.name);
+        let old = std::fs::read_to_string(self.clone.repo.abs(&path)).unwrap_or_default();
+        self.clone
+            .repo
+            .write(&path, &format!("{old}{}\n", self.tag()));
+        self.clone.git(&["add", &path]);
+        if self.commit(&[&path], &format!("note {}", self.round)) {
+            let mut l = self.ledger.lock().expect("ledger");
+            l.notes_outside.push((self.clone.name.clone(), self.tag()));
+        }
+    }
+
+    /// `coord complete` for a push agent's task, as its runner would.
+    fn complete(&self, rng: &mut Rng) {
+        let agent = PUSH_AGENTS[rng.below(2) as usize];
+        let Some(path) = rng
+            .pick(&self.tasks_in(&format!("work/assigned/{agent}")))
+            .cloned()
+        else {
+            return;
+        };
+        let args = ["complete", &id_of(&path), "--agent", agent];
+        if self
+            .clone
+            .coord(&args, None)
+            .is_some_and(|o| o.status.success())
+        {
+            self.ledger.lock().expect("ledger").completes += 1;
+        }
+    }
+
+    /// A push agent's task handed to the other push agent with `git mv`.
+    fn hand_over(&self, rng: &mut Rng) {
+        let Some(path) = rng.pick(&self.assigned()).cloned() else {
+            return;
+        };
+        let other = if path.contains("/alice/") {
+            "bob"
+        } else {
+            "alice"
+        };
+        let to = format!("work/assigned/{other}/{}.yaml", id_of(&path));
+        std::fs::create_dir_all(self.clone.repo.abs(&format!("work/assigned/{other}")))
+            .expect("mkdir");
+        if self.clone.git_ok(&["mv", &path, &to]) {
+            self.commit(&[&path, &to], &format!("hand {path} to {other}"));
+        }
+    }
+
+    /// A ready or done task deleted with `git rm`.
+    fn delete(&self, rng: &mut Rng) {
+        let mut open = self.tasks_in("work/ready");
+        open.extend(self.tasks_in("work/done"));
+        let Some(path) = rng.pick(&open).cloned() else {
+            return;
+        };
+        if self.clone.git_ok(&["rm", "-q", &path])
+            && self.commit(&[&path], &format!("remove {path}"))
+        {
+            let mut l = self.ledger.lock().expect("ledger");
+            l.made.remove(&id_of(&path));
+            l.deleted.insert(id_of(&path));
+        }
+    }
+}
+
+/// One thing a person does by hand and commits with plain git, or a coord command they run.
+fn person_step(clone: &Clone, round: usize, rng: &mut Rng, ledger: &Shared) {
+    let person = Person {
+        clone,
+        round,
+        ledger,
     };
     match rng.below(9) {
-        0 => {
-            let id = format!("{me}-{round}");
-            let path = format!("work/inbox/{id}.yaml");
-            let cap = if rng.below(2) == 0 { "x" } else { "y" };
-            let mut text = format!("title: hand {tag}\ncapabilities: [{cap}]\n");
-            let all = clone.tasks_in("work");
-            if let Some(dep) = rng.pick(&all).filter(|_| rng.below(3) == 0) {
-                text.push_str(&format!("depends_on: [{}]\n", id_of(dep)));
-            }
-            clone.repo.write(&path, &text);
-            clone.git(&["add", &path]);
-            if commit(&[&path], &format!("{me}: new task {id}")) {
-                ledger.lock().expect("ledger").made.insert(id);
-            }
-        }
-        1 => {
-            let Some(path) = rng.pick(&clone.tasks_in("work")).cloned() else {
-                return;
-            };
-            let line = format!("# note {tag}");
-            let text = format!("{line}\n{}", clone.repo.read(&path));
-            clone.repo.write(&path, &text);
-            if commit(&[&path], &format!("{me}: note in {path}")) {
-                ledger
-                    .lock()
-                    .expect("ledger")
-                    .notes_inside
-                    .push((id_of(&path), line));
-            }
-        }
-        2 => {
-            let Some(path) = rng.pick(&clone.tasks_in("work/done")).cloned() else {
-                return;
-            };
-            let to = format!("work/ready/{}.yaml", id_of(&path));
-            if clone.git_ok(&["mv", &path, &to]) {
-                commit(&[&path, &to], &format!("{me}: redo {path}"));
-            }
-        }
-        3 => {
-            let assigned: Vec<String> = PUSH_AGENTS
-                .iter()
-                .flat_map(|a| clone.tasks_in(&format!("work/assigned/{a}")))
-                .filter(|p| !clone.repo.read(p).contains("\nresult:"))
-                .collect();
-            let Some(path) = rng.pick(&assigned).cloned() else {
-                return;
-            };
-            let marker = format!("by {tag}");
-            let text = format!(
-                "{}result:\n  status: success\n  output: {{by: \"{marker}\"}}\n",
-                clone.repo.read(&path)
-            );
-            clone.repo.write(&path, &text);
-            if commit(&[&path], &format!("{me}: result for {path}")) {
-                let mut l = ledger.lock().expect("ledger");
-                l.hand_results.push((id_of(&path), marker));
-            }
-        }
-        4 => {
-            let path = format!("notes/{me}.txt");
-            let old = std::fs::read_to_string(clone.repo.abs(&path)).unwrap_or_default();
-            clone.repo.write(&path, &format!("{old}{tag}\n"));
-            clone.git(&["add", &path]);
-            if commit(&[&path], &format!("{me}: note {round}")) {
-                let mut l = ledger.lock().expect("ledger");
-                l.notes_outside.push((me.clone(), tag));
-            }
-        }
-        5 => {
-            let (agent, path) = {
-                let a = PUSH_AGENTS[rng.below(2) as usize];
-                let Some(p) = rng
-                    .pick(&clone.tasks_in(&format!("work/assigned/{a}")))
-                    .cloned()
-                else {
-                    return;
-                };
-                (a, p)
-            };
-            let out = clone.coord(&["complete", &id_of(&path), "--agent", agent], None);
-            if out.is_some_and(|o| o.status.success()) {
-                ledger.lock().expect("ledger").completes += 1;
-            }
-        }
+        0 => person.new_task(rng),
+        1 => person.note_in_task(rng),
+        2 => person.redo(rng),
+        3 => person.hand_result(rng),
+        4 => person.note_outside(),
+        5 => person.complete(rng),
         6 => sync(clone, rng, ledger),
-        7 => {
-            let assigned: Vec<String> = PUSH_AGENTS
-                .iter()
-                .flat_map(|a| clone.tasks_in(&format!("work/assigned/{a}")))
-                .collect();
-            let Some(path) = rng.pick(&assigned).cloned() else {
-                return;
-            };
-            let other = if path.contains("/alice/") {
-                "bob"
-            } else {
-                "alice"
-            };
-            let to = format!("work/assigned/{other}/{}.yaml", id_of(&path));
-            std::fs::create_dir_all(clone.repo.abs(&format!("work/assigned/{other}")))
-                .expect("mkdir");
-            if clone.git_ok(&["mv", &path, &to]) {
-                commit(&[&path, &to], &format!("{me}: hand {path} to {other}"));
-            }
-        }
-        _ => {
-            let mut open = clone.tasks_in("work/ready");
-            open.extend(clone.tasks_in("work/done"));
-            let Some(path) = rng.pick(&open).cloned() else {
-                return;
-            };
-            if clone.git_ok(&["rm", "-q", &path])
-                && commit(&[&path], &format!("{me}: remove {path}"))
-            {
-                let mut l = ledger.lock().expect("ledger");
-                l.made.remove(&id_of(&path));
-                l.deleted.insert(id_of(&path));
-            }
-        }
+        7 => person.hand_over(rng),
+        _ => person.delete(rng),
     }
 }
 
@@ -735,99 +791,132 @@ impl Found<'_> {
     }
 }
 
-/// The whole-history checks; panics with every violation found.
-fn check(net: &Net, clones: &[Arc<Clone>], ledger: &Ledger) -> Figures {
-    let repo = git2::Repository::open_bare(net.remote.path()).expect("open the remote");
-    let mut walk = repo.revwalk().expect("revwalk");
-    walk.push_ref("refs/heads/main").expect("main");
-    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)
-        .expect("sort");
-    let mut memo = HashMap::new();
-    let mut infos: HashMap<git2::Oid, TaskInfo> = HashMap::new();
-    let mut info = |blob: git2::Oid| {
-        infos
+/// The walk over the remote's history, oldest commit first, and what it carries from one commit
+/// to the next.
+struct History<'r> {
+    repo: &'r git2::Repository,
+    remote: &'r Path,
+    memo: HashMap<(git2::Oid, String), Arc<Files>>,
+    infos: HashMap<git2::Oid, TaskInfo>,
+    /// The agents each (task, attempt) was assigned to or credited with a result.
+    credited: BTreeMap<(String, u64), BTreeSet<String>>,
+    /// The sets of places each id was found in at once (each reported once).
+    seen_twice: HashMap<String, BTreeSet<String>>,
+    /// The ids under assigned/ in the commit before.
+    assigned_before: BTreeSet<String>,
+}
+
+impl History<'_> {
+    fn info(&mut self, blob: git2::Oid) -> TaskInfo {
+        let repo = self.repo;
+        self.infos
             .entry(blob)
             .or_insert_with(|| {
                 let b = repo.find_blob(blob).expect("blob");
                 task_info(&String::from_utf8_lossy(b.content()))
             })
             .clone()
-    };
-    let mut bad = Found {
-        bad: BTreeSet::new(),
-        known: BTreeSet::new(),
-        split: &ledger.split_moves,
-    };
-    let mut credited: BTreeMap<(String, u64), BTreeSet<String>> = BTreeMap::new();
-    let mut seen_by_id: HashMap<String, BTreeSet<String>> = HashMap::new();
-    let mut assigned_before: BTreeSet<String> = BTreeSet::new();
-    let mut commits = 0;
-    let mut last: Option<Arc<Files>> = None;
-    for oid in walk {
-        let commit = repo.find_commit(oid.expect("walk")).expect("commit");
-        commits += 1;
+    }
+
+    /// Checks one commit; returns its task files.
+    fn commit(&mut self, commit: &git2::Commit, bad: &mut Found) -> Arc<Files> {
         let subject = commit.summary().ok().flatten().unwrap_or("").to_string();
         let c = format!("{} {subject:?}", &commit.id().to_string()[..10]);
-        let work = commit.tree().expect("tree").get_path(Path::new("work"));
-        let list = match work {
-            Ok(e) => files(&repo, e.id(), "work", &mut memo),
+        let list = match commit.tree().expect("tree").get_path(Path::new("work")) {
+            Ok(e) => files(self.repo, e.id(), "work", &mut self.memo),
             Err(_) => Arc::new(Vec::new()),
         };
         let mut places: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        let mut folder_of: HashMap<String, String> = HashMap::new();
         for (path, _) in list.iter() {
-            let (id, folder) = split(path);
-            places.entry(id.clone()).or_default().push(path.clone());
-            folder_of.insert(id, folder);
+            places.entry(split(path).0).or_default().push(path.clone());
         }
         for (id, at) in &places {
-            if at.len() > 1
-                && seen_by_id
-                    .entry(id.clone())
-                    .or_default()
-                    .insert(at.join(" "))
-            {
-                let log = story(net.remote.path(), &commit.id().to_string(), at);
+            let new = self
+                .seen_twice
+                .entry(id.clone())
+                .or_default()
+                .insert(at.join(" "));
+            if at.len() > 1 && new {
+                let log = story(self.remote, &commit.id().to_string(), at);
                 bad.add(Some(id), format!("TWO PLACES in {c}: {at:?}\n{log}"));
             }
         }
+        let folder_of: HashMap<String, String> = list.iter().map(|(p, _)| split(p)).collect();
         let mut assigned_now = BTreeSet::new();
         for (path, blob) in list.iter() {
             let (id, folder) = split(path);
-            let t = info(*blob);
+            let t = self.info(*blob);
             if let Some(agent) = folder.strip_prefix("assigned/") {
                 assigned_now.insert(id.clone());
                 let who = t.assigned_to.clone().unwrap_or_else(|| agent.to_string());
                 if let Some(a) = t.attempt {
-                    credited.entry((id.clone(), a)).or_default().insert(who);
+                    self.credited
+                        .entry((id.clone(), a))
+                        .or_default()
+                        .insert(who);
                 }
-                if !assigned_before.contains(&id) {
-                    let open: Vec<String> = t
-                        .depends_on
-                        .iter()
-                        .filter_map(|d| folder_of.get(d).map(|f| (d, f)))
-                        .filter(|(_, f)| *f != "done" && !f.starts_with("archive"))
-                        .map(|(d, f)| format!("{d} in {f}"))
-                        .collect();
-                    if !open.is_empty() {
-                        let what = format!("{id} entered {folder} in {c} while {open:?}");
-                        bad.add(Some(&id), what);
-                    }
+                if !self.assigned_before.contains(&id) {
+                    entered(&id, &t, &folder_of, &format!("{folder} in {c}"), bad);
                 }
             }
-            if folder == "done" {
-                if let Some((Some(agent), Some(a))) = &t.result {
-                    credited
-                        .entry((id.clone(), *a))
-                        .or_default()
-                        .insert(agent.clone());
-                }
+            if let (true, Some((Some(agent), Some(a)))) = (folder == "done", &t.result) {
+                let key = (id.clone(), *a);
+                self.credited.entry(key).or_default().insert(agent.clone());
             }
         }
-        assigned_before = assigned_now;
-        last = Some(list);
+        self.assigned_before = assigned_now;
+        list
     }
-    for ((id, attempt), agents) in &credited {
+}
+
+/// A task that entered assigned/ (`where_`) with one of its dependencies out of done/ is a
+/// violation; a dependency that is gone is none.
+fn entered(
+    id: &str,
+    t: &TaskInfo,
+    folder_of: &HashMap<String, String>,
+    where_: &str,
+    bad: &mut Found,
+) {
+    let open: Vec<String> = t
+        .depends_on
+        .iter()
+        .filter_map(|d| folder_of.get(d).map(|f| (d, f)))
+        .filter(|(_, f)| *f != "done" && !f.starts_with("archive"))
+        .map(|(d, f)| format!("{d} in {f}"))
+        .collect();
+    if !open.is_empty() {
+        bad.add(Some(id), format!("{id} entered {where_} while {open:?}"));
+    }
+}
+
+/// Walks every commit of the remote's main, oldest first; returns how many and the tip's task
+/// files by id with their text.
+fn walk_history(
+    net: &Net,
+    repo: &git2::Repository,
+    bad: &mut Found,
+) -> (usize, HashMap<String, String>) {
+    let mut walk = repo.revwalk().expect("revwalk");
+    walk.push_ref("refs/heads/main").expect("main");
+    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)
+        .expect("sort");
+    let mut history = History {
+        repo,
+        remote: net.remote.path(),
+        memo: HashMap::new(),
+        infos: HashMap::new(),
+        credited: BTreeMap::new(),
+        seen_twice: HashMap::new(),
+        assigned_before: BTreeSet::new(),
+    };
+    let (mut commits, mut tip) = (0, Arc::default());
+    for oid in walk {
+        let commit = repo.find_commit(oid.expect("walk")).expect("commit");
+        tip = history.commit(&commit, bad);
+        commits += 1;
+    }
+    for ((id, attempt), agents) in &history.credited {
         if agents.len() > 1 {
             bad.add(
                 Some(id),
@@ -835,17 +924,26 @@ fn check(net: &Net, clones: &[Arc<Clone>], ledger: &Ledger) -> Figures {
             );
         }
     }
-    let tip = last.unwrap_or_default();
-    let at_tip: HashMap<String, String> = tip
+    let at_tip = tip
         .iter()
         .map(|(p, b)| {
             let blob = repo.find_blob(*b).expect("blob");
-            (
-                split(p).0,
-                String::from_utf8_lossy(blob.content()).into_owned(),
-            )
+            let text = String::from_utf8_lossy(blob.content()).into_owned();
+            (split(p).0, text)
         })
         .collect();
+    (commits, at_tip)
+}
+
+/// The whole-history checks; panics with every violation found.
+fn check(net: &Net, clones: &[Arc<Clone>], ledger: &Ledger) -> Figures {
+    let repo = git2::Repository::open_bare(net.remote.path()).expect("open the remote");
+    let mut bad = Found {
+        bad: BTreeSet::new(),
+        known: BTreeSet::new(),
+        split: &ledger.split_moves,
+    };
+    let (commits, at_tip) = walk_history(net, &repo, &mut bad);
     lost_at_tip(net, ledger, &at_tip, &mut bad);
     for clone in clones {
         let status = clone.git(&["status", "--porcelain", "--untracked-files=all"]);
