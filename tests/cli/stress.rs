@@ -1271,3 +1271,25 @@ fn a_dependency_in_two_places_keeps_its_dependent_blocked() {
     r.ok(&["tick"]);
     assert_eq!(r.find("b"), ["work/blocked/b.yaml"]);
 }
+
+/// Found by the long run: a `coord sync` killed while its `git fetch` updated the
+/// remote-tracking ref leaves `refs/remotes/origin/main.lock` behind (the fetch dies with
+/// coord). Every later sync retried the fetch thirty times and failed with "…may have crashed
+/// in this repository earlier:; remove the file manually to continue", without naming the
+/// file: the clone was stuck until a person found it. A lock no process has open, older than
+/// git ever holds one, is a killed git's (a live one is waited for:
+/// `hostile::a_sync_waits_for_a_persons_git_holding_the_remote_tracking_ref`).
+#[test]
+fn a_tracking_ref_lock_left_by_a_killed_fetch_does_not_stop_later_syncs() {
+    let net = Net::new(&["a1"]);
+    let (clone, other) = (net.clone(), net.clone());
+    let lock = clone.abs(".git/refs/remotes/origin/main.lock");
+    std::fs::create_dir_all(lock.parent().expect("folder")).expect("mkdir");
+    std::fs::write(&lock, "").expect("write the lock");
+    crate::harness::set_old_mtime(&lock);
+    other.commit_file("notes.txt", "a note\n", "a note");
+    other.git(&["push", "-q", "origin", "main"]);
+    let (_, err) = clone.code(&["sync"], 0);
+    assert!(clone.exists("notes.txt"), "{err}");
+    assert!(!lock.exists(), "{err}");
+}
