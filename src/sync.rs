@@ -28,7 +28,7 @@ use crate::model::TaskId;
 use crate::store::{Origin, Rejection, Stats, Store, StoreError, TICK_TRAILER};
 use jiff::Timestamp;
 use replay::{Clash, Stop};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// What `coord sync` was asked to do.
@@ -726,8 +726,14 @@ fn fetch(root: &Path, remote: &str, branch: &str, tracking: &str) -> Result<(), 
         && tries < FETCH_TRIES
         && local_race(&String::from_utf8_lossy(&out.stderr))
     {
-        // A person's git pull, fetch, push or gc in this clone got in the way.
-        std::thread::sleep(backoff(1, getrandom::u64().unwrap_or(0)));
+        // A person's git pull, fetch, push or gc in this clone got in the way, or a killed
+        // one (a sync killed during its fetch) left its lock.
+        match dead_gits_lock(&String::from_utf8_lossy(&out.stderr)) {
+            Some(lock) => {
+                let _ = std::fs::remove_file(lock);
+            }
+            None => std::thread::sleep(backoff(1, getrandom::u64().unwrap_or(0))),
+        }
         out = git(root, "fetch", &args)?;
         tries += 1;
     }
@@ -743,6 +749,29 @@ fn fetch(root: &Path, remote: &str, branch: &str, tracking: &str) -> Result<(), 
         message: last_lines(&stderr),
     })
 }
+
+/// Returns the ref lock git's stderr says it found ("Unable to create '<path>.lock': File
+/// exists") when a killed git left it: no process on this machine has it open and it is older
+/// than the moment a live git holds a ref lock closed before renaming it.
+fn dead_gits_lock(stderr: &str) -> Option<PathBuf> {
+    let path = stderr
+        .split("Unable to create '")
+        .nth(1)?
+        .split("': File exists")
+        .next()?;
+    let path = PathBuf::from(path);
+    let a_ref_lock =
+        path.extension().is_some_and(|e| e == "lock") && path.to_string_lossy().contains("/refs/");
+    let old = std::fs::metadata(&path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age >= DEAD_LOCK_AGE);
+    (a_ref_lock && old && !lock::Holder::of(&path).is_known()).then_some(path)
+}
+
+/// How old a ref lock no process has open must be to be taken for a killed git's.
+const DEAD_LOCK_AGE: Duration = Duration::from_secs(1);
 
 /// How many times a fetch that lost a race with another git of the clone is run in all.
 const FETCH_TRIES: u32 = 30;
