@@ -1175,12 +1175,12 @@ fn a_hand_move_resolved_as_the_conflict_advises_never_puts_the_task_in_two_place
     assert_eq!(check.find("x").len(), 1, "{:?}", check.find("x"));
 }
 
-/// Found by the run above: a dependency in two places (what the hand move above leaves, or a
-/// person's `git pull` merging two clones' moves, docs/sync.md "Limits") is left out of the
-/// board as a duplicate, so the planner takes it as deleted: its dependent is unblocked and
-/// assigned (to an agent already at its `max_active`) while the dependency is still assigned.
+/// Found by the run above: a dependency in two places (what a split hand move left, or a
+/// person's `git pull` merging two clones' moves, docs/sync.md "Limits") was left out of the
+/// board as a duplicate, so the planner took it as deleted: its dependent was unblocked and
+/// assigned (to an agent already at its `max_active`) while the dependency was still assigned.
+/// A dependency counts as gone only when no file has its id (main, db9a8a0).
 #[test]
-#[ignore = "defect found by the stress run, left to the lead (planner): a dependency in two places counts as deleted and unblocks its dependents"]
 fn a_dependency_in_two_places_keeps_its_dependent_blocked() {
     let r = TestRepo::with_agents(&["alice --capability x", "bob --capability x"]);
     r.ok(&["new", "A", "--id", "a", "--capability", "x"]);
