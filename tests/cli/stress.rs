@@ -1175,38 +1175,6 @@ fn a_hand_move_resolved_as_the_conflict_advises_never_puts_the_task_in_two_place
     assert_eq!(check.find("x").len(), 1, "{:?}", check.find("x"));
 }
 
-/// Found by the run above: a dependency in two places (what a split hand move left, or a
-/// person's `git pull` merging two clones' moves, docs/sync.md "Limits") was left out of the
-/// board as a duplicate, so the planner took it as deleted: its dependent was unblocked and
-/// assigned (to an agent already at its `max_active`) while the dependency was still assigned.
-/// A dependency counts as gone only when no file has its id (main, db9a8a0).
-#[test]
-fn a_dependency_in_two_places_keeps_its_dependent_blocked() {
-    let r = TestRepo::with_agents(&["alice --capability x", "bob --capability x"]);
-    r.ok(&["new", "A", "--id", "a", "--capability", "x"]);
-    r.ok(&[
-        "new",
-        "B",
-        "--id",
-        "b",
-        "--capability",
-        "x",
-        "--depends-on",
-        "a",
-    ]);
-    r.ok(&["tick"]);
-    let at = r.where_is("a");
-    let other = if at.contains("/alice/") {
-        "bob"
-    } else {
-        "alice"
-    };
-    let copy = format!("work/assigned/{other}/a.yaml");
-    r.commit_file(&copy, &r.read(&at), "a copy of a, as a git pull can leave");
-    r.ok(&["tick"]);
-    assert_eq!(r.find("b"), ["work/blocked/b.yaml"]);
-}
-
 /// Found by the long run: a `coord sync` killed while its `git fetch` updated the
 /// remote-tracking ref leaves `refs/remotes/origin/main.lock` behind (the fetch dies with
 /// coord). Every later sync retried the fetch thirty times and failed with "…may have crashed
