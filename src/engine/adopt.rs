@@ -8,8 +8,7 @@ use crate::model::{Review, State, TaskId};
 /// Brings every live task's `coord:` block in line with its folder.
 pub fn run(w: &mut World<'_>) {
     let ids: Vec<TaskId> = w
-        .entries
-        .values()
+        .live_entries()
         .filter(|e| {
             !matches!(
                 e.folder.state,
@@ -30,7 +29,7 @@ pub fn run(w: &mut World<'_>) {
 }
 
 fn adopt(w: &mut World<'_>, id: &TaskId) {
-    let Some(e) = w.entries.get(id) else { return };
+    let Some(e) = w.entry(id) else { return };
     let folder = e.folder.clone();
     let mut c = e.task.coord.clone();
     let now = w.now();

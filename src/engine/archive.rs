@@ -15,7 +15,7 @@ pub fn plan(board: &Board, inputs: &Inputs<'_>, older_than: Duration) -> Plan {
     let w = World::new(board, inputs);
     let cutoff = w.clock.before(older_than.to_signed());
     let mut out = Plan::default();
-    for e in w.entries.values() {
+    for e in w.live_entries() {
         if !matches!(e.folder.state, State::Done | State::Cancelled) {
             continue;
         }

@@ -37,8 +37,7 @@ pub fn run(w: &mut World<'_>) {
 pub fn queue(w: &World<'_>) -> Vec<TaskId> {
     let default = w.config.defaults.priority;
     let mut ready: Vec<_> = w
-        .entries
-        .values()
+        .live_entries()
         .filter(|e| {
             e.folder.state == State::Ready
                 && !w.is_frozen(&e.id)
@@ -63,7 +62,7 @@ pub fn queue(w: &World<'_>) -> Vec<TaskId> {
 
 /// Returns why a task must still wait for its backoff, if it must.
 pub fn backoff_wait(w: &World<'_>, id: &TaskId) -> Option<String> {
-    let nb = w.entries.get(id)?.task.waiting().not_before?;
+    let nb = w.entry(id)?.task.waiting().not_before?;
     (!w.clock.reached(nb)).then(|| format!("backing off until {nb}"))
 }
 
@@ -173,10 +172,7 @@ pub fn pick(
     id: &TaskId,
     only: Option<&AgentName>,
 ) -> Result<AgentName, Unavailable> {
-    let e = w
-        .entries
-        .get(id)
-        .ok_or_else(|| Unavailable::Gone(id.clone()))?;
+    let e = w.entry(id).ok_or_else(|| Unavailable::Gone(id.clone()))?;
     let spec = e.task.waiting();
     if let Some(agent) = &spec.agent {
         if only.is_some_and(|o| o != agent) {
@@ -260,7 +256,7 @@ fn available(w: &World<'_>, agent: &AgentName, claiming: bool) -> Result<usize, 
 
 /// Assigns `id` to `agent` (or fails it with `bad_expression`).
 pub fn assign(w: &mut World<'_>, id: &TaskId, agent: &AgentName) {
-    let Some(e) = w.entries.get(id) else { return };
+    let Some(e) = w.entry(id) else { return };
     let mut c = e.task.coord.clone();
     c.state = Some(State::Assigned);
     // A result in a task that is not assigned answers an earlier attempt: set it aside now,
@@ -307,8 +303,7 @@ pub fn start_attempt(
     c: &mut CoordBlock,
 ) -> Result<(), ErrorInfo> {
     let e = w
-        .entries
-        .get(id)
+        .entry(id)
         .ok_or_else(|| ErrorInfo::new(ErrorCode::Gone, "task vanished", true))?;
     let spec = &e.task.spec;
     let timeout = spec.timeout.unwrap_or(w.config.defaults.timeout);

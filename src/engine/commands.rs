@@ -13,6 +13,7 @@ use crate::model::HistoryEntry;
 use crate::model::{AgentName, ErrorCode, ErrorInfo, Folder, NextAgent, Review, State, TaskId};
 use jiff::Timestamp;
 use serde_json::{json, Value};
+use std::borrow::Cow;
 
 /// Why a command cannot act.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -99,7 +100,7 @@ fn world<'a>(
 }
 
 fn state_of(w: &World<'_>, id: &TaskId) -> Result<State, CommandError> {
-    match w.entries.get(id) {
+    match w.entry(id) {
         Some(e) => Ok(e.folder.state),
         None if w
             .board
@@ -127,9 +128,8 @@ fn entry_in(w: &World<'_>, id: &TaskId, state: State, hint: &str) -> Result<Entr
     if found != state {
         return Err(wrong(id, found, hint));
     }
-    w.entries
-        .get(id)
-        .cloned()
+    w.entry(id)
+        .map(Cow::into_owned)
         .ok_or_else(|| CommandError::Unreadable(id.clone()))
 }
 
@@ -252,7 +252,7 @@ fn take(
     agent: &AgentName,
 ) -> Result<Claim, CommandError> {
     assign(&mut w, &id, agent);
-    let receipt = w.entries.get(&id).map(|e| Receipt {
+    let receipt = w.entry(&id).map(|e| Receipt {
         id: id.clone(),
         agent: agent.clone(),
         attempt: e.task.coord.attempt,
@@ -361,7 +361,7 @@ pub fn cancel(
 
 /// Ends a task by a person's command and fails the blocked tasks that depended on it.
 fn end(w: &mut World<'_>, id: &TaskId, to: State, error: ErrorInfo, verb: &str) {
-    let Some(c) = w.entries.get(id).map(|e| e.task.coord.clone()) else {
+    let Some(c) = w.entry(id).map(|e| e.task.coord.clone()) else {
         return;
     };
     let summary = if error.message.is_empty() {
@@ -380,7 +380,7 @@ pub fn retry(board: &Board, inputs: &Inputs<'_>, id: &TaskId) -> Result<Plan, Co
     match state {
         State::Invalid => Ok(stamp(retry_invalid(board, id), board, OpKind::Retry, None)),
         State::Failed | State::Cancelled => {
-            let Some(e) = w.entries.get(id) else {
+            let Some(e) = w.entry(id) else {
                 return Err(CommandError::Unreadable(id.clone()));
             };
             let mut c = e.task.coord.clone();
@@ -474,9 +474,8 @@ fn fenced_entry(w: &World<'_>, id: &TaskId) -> Result<Entry, CommandError> {
         let hint = "no attempt of it is running; 'coord status' shows it";
         return Err(wrong(id, state, hint));
     }
-    w.entries
-        .get(id)
-        .cloned()
+    w.entry(id)
+        .map(Cow::into_owned)
         .ok_or_else(|| CommandError::Unreadable(id.clone()))
 }
 
@@ -688,7 +687,7 @@ pub fn set_aside(
     result: Value,
 ) -> Result<Plan, CommandError> {
     let mut w = world(board, inputs, id)?;
-    let Some(e) = w.entries.get(id) else {
+    let Some(e) = w.entry(id) else {
         return Err(CommandError::Unreadable(id.clone()));
     };
     let mut c = e.task.coord.clone();

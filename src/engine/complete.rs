@@ -13,11 +13,12 @@ use crate::model::HistoryEntry;
 use crate::model::{
     Authority, ErrorCode, ErrorInfo, Folder, ResultStatus, Review, State, TaskId, TaskResult,
 };
+use std::borrow::Cow;
 
 /// Acts on every assigned task that has a result or an expired lease.
 pub fn run(w: &mut World<'_>) {
     for id in w.ids_in(State::Assigned) {
-        let Some(e) = w.entries.get(&id).cloned() else {
+        let Some(e) = w.entry(&id).map(Cow::into_owned) else {
             continue;
         };
         if let Some(StandIn::Oversize(size, _)) = e.stand_in {
@@ -176,7 +177,7 @@ fn hold_or_finish(w: &mut World<'_>, e: &Entry) -> bool {
 /// Moves a task with a success result to done and creates its handoffs (or fails it with
 /// `handoff_limit` when the chain is too long); returns whether that was planned.
 pub fn finish_success(w: &mut World<'_>, id: &TaskId) -> bool {
-    let Some(e) = w.entries.get(id).cloned() else {
+    let Some(e) = w.entry(id).map(Cow::into_owned) else {
         return false;
     };
     let targets = handoff::targets(w, &e);

@@ -11,7 +11,7 @@ use crate::model::{ErrorCode, ErrorInfo, Folder, Review, State, TaskId};
 
 /// Returns a task's state for dependency purposes: archived tasks count as what they were.
 pub fn effective_state(w: &World<'_>, id: &TaskId) -> Option<State> {
-    let e = w.entries.get(id)?;
+    let e = w.entry(id)?;
     match e.folder.state {
         State::Archived => e.task.summary().state.or(Some(State::Done)),
         s => Some(s),
@@ -41,8 +41,7 @@ pub fn run(w: &mut World<'_>) {
 
 fn open_deps(w: &World<'_>, id: &TaskId) -> Vec<TaskId> {
     let deps = w
-        .entries
-        .get(id)
+        .entry(id)
         .map(|e| e.task.waiting().depends_on.clone())
         .unwrap_or_default();
     deps.into_iter()
@@ -52,8 +51,7 @@ fn open_deps(w: &World<'_>, id: &TaskId) -> Vec<TaskId> {
 
 /// Returns the tasks that wait to start: blocked, ready, or in review before their start.
 fn not_started(w: &World<'_>) -> Vec<TaskId> {
-    w.entries
-        .values()
+    w.live_entries()
         .filter(|e| match e.folder.state {
             State::Blocked | State::Ready => true,
             State::Review => e.task.coord.review != Some(Review::Result),
@@ -66,7 +64,7 @@ fn not_started(w: &World<'_>) -> Vec<TaskId> {
 /// Fails a task whose dependency failed or was cancelled, or unblocks a blocked task whose
 /// dependencies are all done. Reads the task's summary; parses it only when it moves.
 fn step(w: &mut World<'_>, id: &TaskId) -> bool {
-    let Some(e) = w.entries.get(id) else {
+    let Some(e) = w.entry(id) else {
         return false;
     };
     let blocked = e.folder.state == State::Blocked;
@@ -115,7 +113,8 @@ fn step(w: &mut World<'_>, id: &TaskId) -> bool {
 /// fails them). A dependency whose file is gone does not count (it was done when the task
 /// became ready).
 pub fn reopened_dep(w: &World<'_>, id: &TaskId) -> Option<TaskId> {
-    let deps = &w.entries.get(id)?.task.waiting().depends_on;
+    let entry = w.entry(id)?;
+    let deps = &entry.task.waiting().depends_on;
     deps.iter()
         .find(|d| effective_state(w, d).is_some_and(|s| s != State::Done))
         .cloned()
@@ -126,7 +125,7 @@ fn reject_cycles(w: &mut World<'_>) {
         .ids_in(State::Blocked)
         .into_iter()
         .filter_map(|id| {
-            let e = w.entries.get(&id)?;
+            let e = w.entry(&id)?;
             let lines: Vec<String> = check::cycles(&id, &e.task, &Ctx(w))
                 .iter()
                 .map(|v| v.render(&e.path))

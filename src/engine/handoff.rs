@@ -88,12 +88,12 @@ fn step_id(
     step: StepOf<'_>,
 ) -> Option<(TaskId, bool)> {
     let mut free = None;
-    for n in 1..=w.all_ids.len() + 1 {
+    for n in 1..=w.id_count() + 1 {
         let id = match n {
             1 => child_id(parent, suffix),
             n => child_id(parent, &format!("{suffix}.{n}")),
         };
-        if !w.all_ids.contains(&id) {
+        if !w.id_taken(&id) {
             if n > 1 {
                 return Some((free.unwrap_or(id), false));
             }
@@ -118,7 +118,7 @@ fn is_step(w: &World<'_>, id: &TaskId, parent: &TaskId, step: StepOf<'_>) -> boo
             && task.spec.agent.as_ref() == Some(agent)
             && task.spec.depends_on.is_empty() != join
     };
-    w.entries.get(id).is_some_and(|e| is(&e.task))
+    w.entry(id).is_some_and(|e| is(&e.task))
         || w.board
             .find(id)
             .iter()

@@ -99,21 +99,20 @@ pub struct Ctx<'w, 'a>(pub &'w World<'a>);
 
 impl Context for Ctx<'_, '_> {
     fn task_exists(&self, id: &TaskId) -> bool {
-        self.0.all_ids.contains(id)
+        self.0.id_taken(id)
     }
     fn agent_exists(&self, agent: &AgentName) -> bool {
         self.0.agents.contains_key(agent)
     }
     fn deps_of(&self, id: &TaskId) -> Option<Vec<TaskId>> {
         self.0
-            .entries
-            .get(id)
+            .entry(id)
             .map(|e| e.task.waiting().depends_on.clone())
     }
 }
 
 fn admit(w: &mut World<'_>, id: &TaskId) {
-    let Some(e) = w.entries.get(id) else { return };
+    let Some(e) = w.entry(id) else { return };
     let spec = &e.task.spec;
     let now = w.now();
     let mut c = e.task.coord.clone();

@@ -9,8 +9,7 @@ use crate::model::{Review, State};
 /// Notes every task left in review or in an agent's hands with what ends its wait.
 pub fn run(w: &mut World<'_>) {
     let held: Vec<_> = w
-        .entries
-        .values()
+        .live_entries()
         .filter(|e| matches!(e.folder.state, State::Review | State::Assigned))
         .filter(|e| !w.acted_on(&e.id))
         .map(|e| {

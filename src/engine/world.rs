@@ -141,11 +141,16 @@ pub struct World<'a> {
     pub verifier: &'a dyn Verifier,
     /// Attempts granted before, from history.
     pub attempts: &'a dyn AttemptFloor,
-    /// Live, unique, readable tasks by id.
-    pub entries: BTreeMap<TaskId, Entry>,
-    /// Every id present on the board in any form (the board's own, borrowed: a world at
-    /// 100,000 tasks copied each).
-    pub all_ids: HashSet<Cow<'a, TaskId>>,
+    /// Live, unique, readable tasks by id, except those of `archived`.
+    live: BTreeMap<TaskId, Entry>,
+    /// The archived tasks that are the one live copy of their id and read, sorted by id, as
+    /// the board's files: no entry is made for them (at 100,000 tasks, 80,000 are archived
+    /// and no planning step but a lookup by id reads one). [`World::entry`] gives one as an
+    /// entry; a step that edits or forgets one takes it into `live` first (the flag).
+    archived: Vec<(&'a TaskFile, bool)>,
+    /// Every id present on the board in any form but those of `archived` (the board's own,
+    /// borrowed: a world at 100,000 tasks copied each).
+    ids: HashSet<Cow<'a, TaskId>>,
     /// New inbox files whose id another live file holds under another file name (SPEC 3.1:
     /// the id is not unique), each with the paths of the files holding it.
     pub taken: Vec<(&'a TaskFile, &'a str)>,
@@ -184,10 +189,12 @@ impl<'a> World<'a> {
             clock: Clock::new(inputs.now),
             verifier: inputs.verifier,
             attempts: inputs.attempts,
-            entries: BTreeMap::new(),
-            all_ids: board
+            live: BTreeMap::new(),
+            archived: Vec::new(),
+            ids: board
                 .tasks
                 .iter()
+                .filter(|t| t.folder.state == State::Invalid)
                 .map(|t| &t.id)
                 .chain(board.settling.iter().filter_map(|s| s.id.as_ref()))
                 .chain(&board.held)
@@ -217,7 +224,7 @@ impl<'a> World<'a> {
             out: Plan::default(),
         };
         w.load_entries();
-        for e in w.entries.values() {
+        for e in w.live.values() {
             shift(&mut w.loads, None, Some(&e.folder));
         }
         for s in &board.settling {
@@ -232,6 +239,20 @@ impl<'a> World<'a> {
         let board = self.board;
         for live in board.live_sorted().chunk_by(|a, b| a.id == b.id) {
             let id = &live[0].id;
+            if let [f @ TaskFile {
+                read: Ok(_),
+                folder:
+                    Folder {
+                        state: State::Archived,
+                        ..
+                    },
+                ..
+            }] = live
+            {
+                self.archived.push((f, false));
+                continue;
+            }
+            self.ids.insert(Cow::Borrowed(id));
             let Copies { taken, kept } = split_copies(live);
             self.taken.extend(taken);
             if kept.len() > 1 {
@@ -243,17 +264,7 @@ impl<'a> World<'a> {
             }
             let Some(f) = kept.first() else { continue };
             match &f.read {
-                Ok(task) => entries.push((
-                    id.clone(),
-                    Entry {
-                        id: id.clone(),
-                        path: f.path.clone(),
-                        folder: f.folder.clone(),
-                        task: task.clone(),
-                        hash: f.hash,
-                        stand_in: f.stand_in,
-                    },
-                )),
+                Ok(task) => entries.push((id.clone(), entry_of(f, task))),
                 Err(_) if f.folder.state == State::Inbox => {}
                 Err(errors) => self.note(Note::Unreadable {
                     path: f.path.clone(),
@@ -262,7 +273,55 @@ impl<'a> World<'a> {
             }
         }
         // In id order: the map is built in one pass.
-        self.entries = entries.into_iter().collect();
+        self.live = entries.into_iter().collect();
+    }
+
+    /// Returns the live entry of `id`: one of `live`, or one made from an archived file.
+    pub fn entry(&self, id: &TaskId) -> Option<Cow<'_, Entry>> {
+        if let Some(e) = self.live.get(id) {
+            return Some(Cow::Borrowed(e));
+        }
+        let (f, taken) = self.archived_file(id)?;
+        match (&f.read, taken) {
+            (Ok(task), false) => Some(Cow::Owned(entry_of(f, task))),
+            _ => None,
+        }
+    }
+
+    /// Returns the live entries but the archived tasks held as files (which [`World::entry`]
+    /// finds by id): every step that goes through the entries looks for other states.
+    pub fn live_entries(&self) -> impl Iterator<Item = &Entry> {
+        self.live.values()
+    }
+
+    /// Returns whether some file of the board (or one planned) has this id.
+    pub fn id_taken(&self, id: &TaskId) -> bool {
+        self.ids.contains(id) || self.archived_file(id).is_some()
+    }
+
+    /// Returns how many ids [`World::id_taken`] knows.
+    pub fn id_count(&self) -> usize {
+        self.ids.len() + self.archived.len()
+    }
+
+    /// Returns the archived file of `id` held as a file, with whether it was taken into
+    /// `live`.
+    fn archived_file(&self, id: &TaskId) -> Option<(&'a TaskFile, bool)> {
+        let at = self.archived.binary_search_by(|(f, _)| f.id.cmp(id)).ok()?;
+        Some(self.archived[at])
+    }
+
+    /// Takes the archived file of `id` into `live` as an entry, so a step may edit or forget
+    /// it as any other.
+    fn take_archived(&mut self, id: &TaskId) {
+        let Ok(at) = self.archived.binary_search_by(|(f, _)| f.id.cmp(id)) else {
+            return;
+        };
+        let (f, taken) = &mut self.archived[at];
+        if let (Ok(task), false) = (&f.read, *taken) {
+            self.live.insert(id.clone(), entry_of(f, task));
+            *taken = true;
+        }
     }
 
     /// Records a note.
@@ -283,9 +342,9 @@ impl<'a> World<'a> {
         self.out.transitions.push(t);
     }
 
-    /// Returns the ids of live entries in one state, sorted.
+    /// Returns the ids of live entries in one state but `archived`, sorted.
     pub fn ids_in(&self, state: State) -> Vec<TaskId> {
-        self.entries
+        self.live
             .values()
             .filter(|e| e.folder.state == state)
             .map(|e| e.id.clone())
@@ -294,7 +353,7 @@ impl<'a> World<'a> {
 
     /// Returns the output of a done (or archived) task.
     pub fn output_of(&self, id: &TaskId) -> Option<Value> {
-        let e = self.entries.get(id)?;
+        let e = self.entry(id)?;
         if !matches!(e.folder.state, State::Done | State::Archived) {
             return None;
         }
@@ -332,7 +391,7 @@ impl<'a> World<'a> {
         result: ResultEdit,
         summary: String,
     ) -> bool {
-        let path = self.entries.get(id).map(|e| e.path.clone());
+        let path = self.entry(id).map(|e| e.path.clone());
         match self.try_transit(id, to, coord, result, summary) {
             Ok(done) => done,
             Err(message) => {
@@ -353,7 +412,8 @@ impl<'a> World<'a> {
         result: ResultEdit,
         summary: String,
     ) -> Result<bool, String> {
-        let Some(entry) = self.entries.get(id).filter(|_| !self.frozen.contains(id)) else {
+        self.take_archived(id);
+        let Some(entry) = self.live.get(id).filter(|_| !self.frozen.contains(id)) else {
             return Ok(false);
         };
         let from_state = entry.folder.state;
@@ -373,7 +433,7 @@ impl<'a> World<'a> {
         };
         let ops = file_ops(entry, &new_path, Some(&text));
         let reread = check::reread(&text);
-        let Some(entry) = self.entries.get_mut(id) else {
+        let Some(entry) = self.live.get_mut(id) else {
             return Ok(false);
         };
         entry.path = new_path;
@@ -404,7 +464,8 @@ impl<'a> World<'a> {
     /// numbers, creation time and the error; the rest is in git), else the file is only
     /// moved. Counts for no agent's breaker.
     fn too_large(&mut self, id: &TaskId) {
-        let Some(entry) = self.entries.get(id).cloned() else {
+        self.take_archived(id);
+        let Some(entry) = self.live.get(id).cloned() else {
             return;
         };
         let limit = Limits::default().max_bytes;
@@ -452,7 +513,7 @@ impl<'a> World<'a> {
             guard: vec![(entry.path.clone(), entry.hash)],
             op: None,
         });
-        if let Some(e) = self.entries.get_mut(id) {
+        if let Some(e) = self.live.get_mut(id) {
             e.path = new_path;
             shift(&mut self.loads, Some(&e.folder), Some(&to));
             e.folder = to;
@@ -493,9 +554,10 @@ impl<'a> World<'a> {
             });
             return;
         };
-        self.all_ids.insert(Cow::Owned(id.clone()));
+        self.ids.insert(Cow::Owned(id.clone()));
+        self.take_archived(id);
         shift(&mut self.loads, None, Some(&folder));
-        let replaced = self.entries.insert(
+        let replaced = self.live.insert(
             id.clone(),
             Entry {
                 id: id.clone(),
@@ -530,8 +592,9 @@ impl<'a> World<'a> {
     /// Removes the task at `path` from the live set (it left for `invalid/`); a task of the
     /// same id at another path stays.
     pub fn forget(&mut self, id: &TaskId, path: &str) {
-        if self.entries.get(id).is_some_and(|e| e.path == path) {
-            if let Some(e) = self.entries.remove(id) {
+        self.take_archived(id);
+        if self.live.get(id).is_some_and(|e| e.path == path) {
+            if let Some(e) = self.live.remove(id) {
                 shift(&mut self.loads, Some(&e.folder), None);
             }
         }
@@ -545,9 +608,7 @@ impl<'a> World<'a> {
 
     /// Returns whether `file` is the live entry of its id (not a copy beside it).
     pub fn is_entry(&self, file: &TaskFile) -> bool {
-        self.entries
-            .get(&file.id)
-            .is_some_and(|e| e.path == file.path)
+        self.entry(&file.id).is_some_and(|e| e.path == file.path)
     }
 
     /// Updates an agent's breaker state.
@@ -581,6 +642,18 @@ impl<'a> World<'a> {
         }
         self.out.deadline = self.clock.deadline();
         self.out
+    }
+}
+
+/// Returns the entry of a live file that read.
+fn entry_of(f: &TaskFile, task: &Arc<Task>) -> Entry {
+    Entry {
+        id: f.id.clone(),
+        path: f.path.clone(),
+        folder: f.folder.clone(),
+        task: task.clone(),
+        hash: f.hash,
+        stand_in: f.stand_in,
     }
 }
 

@@ -168,6 +168,7 @@ impl Store {
         let mut settling = Vec::new();
         let schemas = (&self.task_schema, &self.agent_schema);
         let mut board = Board::start(self.work_dir(), walked.agent_dirs);
+        board.tasks.reserve(walked.files.len());
         let mut add = |f: RawFile| board.add(f, schemas, &limits);
         // Most runs skipped no file: then no path is made to look one up.
         let skips = self.skipped_count() > 0;
@@ -245,9 +246,14 @@ impl Store {
                 message:
                     "symlink refused (never followed); replace it with a regular file".to_string(),
             }));
-        let present: std::collections::HashSet<&str> =
-            board.tasks.iter().map(|t| t.path.as_str()).collect();
-        let skipped = self.skipped_problems(&|p| present.contains(p));
+        // The tasks are sorted by path: no set of every path is made.
+        let present = |p: &str| {
+            board
+                .tasks
+                .binary_search_by(|t| t.path.as_str().cmp(p))
+                .is_ok()
+        };
+        let skipped = self.skipped_problems(&present);
         board.problems.extend(skipped);
         board.problems.sort();
         let loaded = Loaded {
