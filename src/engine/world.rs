@@ -239,16 +239,7 @@ impl<'a> World<'a> {
         let board = self.board;
         for live in board.live_sorted().chunk_by(|a, b| a.id == b.id) {
             let id = &live[0].id;
-            if let [f @ TaskFile {
-                read: Ok(_),
-                folder:
-                    Folder {
-                        state: State::Archived,
-                        ..
-                    },
-                ..
-            }] = live
-            {
+            if let Some(f) = archived_alone(live) {
                 self.archived.push((f, false));
                 continue;
             }
@@ -642,6 +633,15 @@ impl<'a> World<'a> {
         }
         self.out.deadline = self.clock.deadline();
         self.out
+    }
+}
+
+/// Returns the file of an id whose one live copy is archived and read: the planner holds it
+/// as the board's file (see `World::archived`).
+fn archived_alone<'a>(live: &[&'a TaskFile]) -> Option<&'a TaskFile> {
+    match live {
+        [f] if f.folder.state == State::Archived && f.read.is_ok() => Some(f),
+        _ => None,
     }
 }
 

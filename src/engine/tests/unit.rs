@@ -509,3 +509,42 @@ fn checking_a_new_task_parses_only_the_tasks_on_its_dependency_paths() {
     );
     assert_eq!(parsed_ids(&board), Vec::<&str>::new());
 }
+
+/// The planner's memory is bounded by the tasks it may move: an archived task that is the one
+/// copy of its id gets no entry, yet a lookup by id gives it as before.
+#[test]
+fn archived_tasks_get_no_planning_entry_but_are_found_by_id() {
+    use crate::config::Config;
+    use crate::engine::world::{AcceptAll, NoHistory, World};
+    use crate::engine::Inputs;
+    let mut s = Sim::new();
+    s.add_agent("alice", "");
+    let done = "title: Old\nresult:\n  status: success\n  attempt: 1\n  agent: alice\n  \
+                output: {v: 7}\ncoord:\n  state: done\n  attempt: 1\n";
+    for i in 0..50 {
+        s.put(&format!("archive/2026-10/old-{i:02}.yaml"), done);
+    }
+    s.put("done/twin.yaml", done);
+    s.put("archive/2026-10/twin.yaml", done);
+    s.drop_task("a", "title: New\n");
+    let board = s.board();
+    let config = Config::default();
+    let inputs = Inputs {
+        config: &config,
+        now: at(0),
+        verifier: &AcceptAll,
+        attempts: &NoHistory,
+    };
+    let w = World::new(&board, &inputs);
+    let live: Vec<&str> = w.live_entries().map(|e| e.id.as_str()).collect();
+    assert_eq!(live, ["a"], "a duplicate id has no entry either");
+    let old = w.entry(&tid("old-07")).expect("found by id");
+    assert_eq!(old.folder.state, State::Archived);
+    assert_eq!(
+        w.output_of(&tid("old-07")),
+        Some(serde_json::json!({"v": 7}))
+    );
+    assert!(w.id_taken(&tid("old-49")) && w.id_taken(&tid("twin")));
+    assert!(!w.id_taken(&tid("old-50")));
+    assert_eq!(w.id_count(), 52);
+}
