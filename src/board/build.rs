@@ -130,7 +130,13 @@ impl Board {
         limits: &Limits,
     ) {
         let path = [self.work_dir.as_str(), "/", &f.rel].concat();
-        match classify(&f.rel) {
+        // Files of one month folder come one after another: they share its name.
+        let last = self.tasks.last().and_then(|t| t.folder.month.clone());
+        let month = |m: &str| match last.clone() {
+            Some(last) if *last == *m => last,
+            _ => Arc::from(m),
+        };
+        match classify(&f.rel, &month) {
             Kind::Task(folder, id) => {
                 let (mut hash, read) = match (f.cached, &f.bytes) {
                     (Some(Cached::Task(task, hash)), _) => (hash, Ok(Arc::new(task))),
@@ -179,7 +185,7 @@ impl Board {
 /// `coord init` writes lets git see). Anything else is stray (or ignored).
 pub fn is_layout(rel: &str) -> bool {
     let name = rel.rsplit('/').next().unwrap_or(rel);
-    match classify(rel) {
+    match classify(rel, &|m| Arc::from(m)) {
         Kind::Task(..) | Kind::Profile(_) | Kind::Errors => true,
         Kind::Ignored => {
             rel == ".gitignore" || name == ".gitkeep" || name.eq_ignore_ascii_case("README.md")
@@ -190,7 +196,7 @@ pub fn is_layout(rel: &str) -> bool {
 
 /// Returns the folder and id of the task file at a work-relative path, when it is one.
 pub fn task_at(rel: &str) -> Option<(Folder, TaskId)> {
-    match classify(rel) {
+    match classify(rel, &|m| Arc::from(m)) {
         Kind::Task(folder, id) => Some((folder, id)),
         _ => None,
     }
@@ -279,7 +285,9 @@ fn task_kind(folder: Folder, name: &str) -> Kind {
     }
 }
 
-fn classify(rel: &str) -> Kind {
+/// Returns what the work-relative path `rel` is; `month` gives the shared name of a month
+/// folder of `archive/`.
+fn classify(rel: &str, month: &dyn Fn(&str) -> Arc<str>) -> Kind {
     let name = rel.rsplit('/').next().unwrap_or_default();
     if is_ignored(name) {
         return Kind::Ignored;
@@ -301,8 +309,8 @@ fn classify(rel: &str) -> Kind {
             Ok(a) => task_kind(Folder::assigned(a), n),
             Err(e) => Kind::Stray(format!("agent folder name {e}")),
         },
-        ["archive", month, n] if is_month(month) => {
-            task_kind(Folder::archive(month.to_string()), n)
+        ["archive", m, n] if is_month(m) => {
+            task_kind(Folder::archive(month(m)), n)
         }
         [state, n] => match State::parse(state) {
             Some(s) if !matches!(s, State::Assigned | State::Archived) => {

@@ -43,7 +43,7 @@ pub fn month_of(at: Timestamp) -> String {
 }
 
 fn move_to_archive(board: &Board, e: &Entry, at: Timestamp) -> Transition {
-    let folder = Folder::archive(month_of(at));
+    let folder = Folder::archive(month_of(at).into());
     let to = board.path_in(&folder, &e.file_name());
     Transition {
         subject: e.id.to_string(),

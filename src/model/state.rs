@@ -2,6 +2,7 @@
 
 use super::AgentName;
 use std::fmt;
+use std::sync::Arc;
 
 /// A task's state, named as its folder under `work/`.
 #[derive(
@@ -109,8 +110,8 @@ pub struct Folder {
     pub state: State,
     /// `assigned/<agent>/`: the agent.
     pub agent: Option<AgentName>,
-    /// `archive/<YYYY-MM>/`: the month.
-    pub month: Option<String>,
+    /// `archive/<YYYY-MM>/`: the month (shared: the files of one month folder hold one).
+    pub month: Option<Arc<str>>,
 }
 
 impl Folder {
@@ -133,7 +134,7 @@ impl Folder {
     }
 
     /// Returns `archive/<month>/`.
-    pub fn archive(month: String) -> Folder {
+    pub fn archive(month: Arc<str>) -> Folder {
         Folder {
             state: State::Archived,
             agent: None,
