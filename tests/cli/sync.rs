@@ -804,28 +804,21 @@ fn each_kind_of_clash_says_what_met_and_its_advice_works() {
     theirs.git(&["pull", "-q", "--ff-only", "origin", "main"]);
     theirs.commit_file("docs/guide.md", "the guide\n", "a guide");
     theirs.git(&["push", "-q", "origin", "main"]);
-    mine.commit_file("docs", "to do: docs\n", "a docs file");
-    let err = sync_stops(&mine);
-    assert!(
-        err.contains("it puts a file at docs, where origin has a folder"),
-        "{err}"
-    );
-    mine.git(&["reset", "-q", "--hard", "HEAD~1"]);
-
-    mine.commit_file("work/inbox/n-0.yaml", "title: mine\n", "my n-0");
+    let stops_on = |path: &str, says: &str| {
+        mine.commit_file(path, "my version\n", "my file");
+        let err = sync_stops(&mine);
+        assert!(err.contains(says), "{err}");
+        mine.git(&["reset", "-q", "--hard", "HEAD~1"]);
+    };
+    stops_on("docs", "it puts a file at docs, where origin has a folder");
     net.person_adds("n", 1);
-    let err = sync_stops(&mine);
-    assert!(
-        err.contains("it adds work/inbox/n-0.yaml, which origin added too"),
-        "{err}"
+    stops_on(
+        "work/inbox/n-0.yaml",
+        "it adds work/inbox/n-0.yaml, which origin added too",
     );
-    mine.git(&["reset", "-q", "--hard", "HEAD~1"]);
-
-    mine.commit_file("work/inbox/n-0.yml", "title: mine\n", "my n-0, .yml");
-    let err = sync_stops(&mine);
-    assert!(
-        err.contains("and origin has a task with that id at work/inbox/n-0.yaml"),
-        "{err}"
+    stops_on(
+        "work/inbox/n-0.yml",
+        "and origin has a task with that id at work/inbox/n-0.yaml",
     );
 }
 
