@@ -767,6 +767,16 @@ fn links_submodules_and_a_task_named_like_an_agent_replay_without_a_false_confli
     assert!(check.read(at).contains("description: more detail"));
 }
 
+/// Retitles the task at `path` to "T" in `repo` and pushes it with plain git.
+fn retitle_and_push(repo: &TestRepo, path: &str) {
+    repo.write(
+        path,
+        &repo.read(path).replace("title: Task t-0", "title: T"),
+    );
+    repo.git(&["commit", "-q", "-am", "retitle t-0"]);
+    repo.git(&["push", "-q", "origin", "main"]);
+}
+
 /// Runs `coord sync` expecting it to stop, and returns its one error line.
 fn sync_stops(repo: &TestRepo) -> String {
     let (_, err) = repo.code(&["sync"], 1);
@@ -781,12 +791,7 @@ fn each_kind_of_clash_says_what_met_and_its_advice_works() {
     mine.git(&["rm", "-q", "work/ready/t-0.yaml"]);
     mine.git(&["commit", "-q", "-m", "t-0 is not needed"]);
     let path = "work/ready/t-0.yaml";
-    theirs.write(
-        path,
-        &theirs.read(path).replace("title: Task t-0", "title: T"),
-    );
-    theirs.git(&["commit", "-q", "-am", "retitle t-0"]);
-    theirs.git(&["push", "-q", "origin", "main"]);
+    retitle_and_push(&theirs, path);
     let err = sync_stops(&mine);
     assert!(
         err.contains("it deletes work/ready/t-0.yaml, which origin changed meanwhile"),
@@ -966,12 +971,7 @@ fn hand_moves_are_paired_by_task_id_and_only_for_tasks() {
     }
     theirs.commit_file("c/README.md", "read me, edited\n", "edit c");
     let path = "work/ready/t-0.yaml";
-    theirs.write(
-        path,
-        &theirs.read(path).replace("title: Task t-0", "title: T"),
-    );
-    theirs.git(&["commit", "-q", "-am", "retitle t-0"]);
-    theirs.git(&["push", "-q", "origin", "main"]);
+    retitle_and_push(&theirs, path);
     std::fs::create_dir_all(mine.abs("b")).expect("mkdir");
     mine.git(&["mv", "a/README.md", "b/README.md"]);
     mine.git(&["rm", "-q", "c/README.md"]);
