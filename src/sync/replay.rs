@@ -24,6 +24,7 @@ use crate::store::TICK_TRAILER;
 use crate::yaml::{parse_bytes, remove_block, set_block, Limits};
 use serde_json::Value;
 use std::cell::RefCell;
+use std::collections::HashMap;
 
 /// A result whose task moved on upstream (cancelled, expired, reassigned): to be recorded in
 /// its history as `stale_result`.
@@ -203,6 +204,7 @@ pub fn replay(
             oid,
             commit: c,
             persons: kept.persons,
+            parent: repo.first_parent(oid)?,
             drop,
             left_out: &left_out,
         };
@@ -243,6 +245,8 @@ struct Replayer<'a> {
     oid: Oid,
     commit: &'a LocalCommit,
     persons: bool,
+    /// The commit's first parent: what the person saw when making it.
+    parent: Option<Oid>,
     drop: &'a [DropEdit],
     /// Ids of tasks whose creation an earlier commit's drop left out: later changes of them
     /// are left out too (they would land on another clone's task of that id).
@@ -559,7 +563,7 @@ impl Replayer<'_> {
                 if let Some(at) = at.filter(|at| !removed.contains(&at.as_str())) {
                     // A new task (a person's file, or coord's `new`) is theirs to drop; the
                     // moot half of a move whose task moved on upstream is reported.
-                    if self.persons || !removes_same_name(changes, &c.path) {
+                    if self.persons || !same_name_elsewhere(changes, &c.path, false) {
                         moot.push(self.stop_unless_dropped(Clash::Added, &c.path, Some(at))?);
                         continue;
                     }
@@ -586,7 +590,7 @@ impl Replayer<'_> {
                 // Deleted here, moved on there: the task lives on unless the person says so.
                 // (A hand move, which adds the same name elsewhere, goes as its add does.)
                 let moved = self.moved_copy(&c.path, None)?;
-                if let Some(at) = moved.filter(|_| !adds_same_name(changes, &c.path)) {
+                if let Some(at) = moved.filter(|_| !same_name_elsewhere(changes, &c.path, true)) {
                     moot.push(self.stop_unless_dropped(Clash::Deleted, &c.path, Some(at.0))?);
                 }
                 continue;
@@ -752,12 +756,11 @@ impl Replayer<'_> {
         let id = task_id(name);
         let names = [format!("{id}.yaml"), format!("{id}.yml")];
         let found = self.repo.find_named(self.tip, self.work_dir, &names)?;
-        let parent = self.repo.first_parent(self.oid)?;
         for at in found {
             if at == path || at.starts_with(&profiles) {
                 continue;
             }
-            let seen = match parent {
+            let seen = match self.parent {
                 Some(p) => self.repo.blob_at(p, &at)?.is_some(),
                 None => false,
             };
@@ -923,32 +926,32 @@ fn hand_move_pairs(
     changes: &[PathChange],
     is_task: impl Fn(&str) -> bool,
 ) -> Vec<(&PathChange, &PathChange)> {
-    let id = |c: &PathChange| task_id(&c.path);
     let tasks = || changes.iter().filter(|c| is_task(&c.path));
+    let mut added: HashMap<String, &PathChange> = HashMap::new();
+    for c in tasks().filter(|c| c.old.is_none()) {
+        added.entry(task_id(&c.path)).or_insert(c);
+    }
     tasks()
         .filter(|c| c.new.is_none())
         .filter_map(|from| {
-            let to =
-                tasks().find(|c| c.old.is_none() && c.path != from.path && id(c) == id(from))?;
-            Some((from, to))
+            let to = added.get(&task_id(&from.path))?;
+            (to.path != from.path).then_some((from, *to))
         })
         .collect()
 }
 
-/// Returns whether `changes` remove a file named like `path` at another path: a move.
-fn removes_same_name(changes: &[PathChange], path: &str) -> bool {
+/// Returns whether `changes` add (`added`) or remove a file named like `path` at another
+/// path: the other half of a move.
+fn same_name_elsewhere(changes: &[PathChange], path: &str, added: bool) -> bool {
     let name = path.rsplit('/').next();
-    changes
-        .iter()
-        .any(|c| c.new.is_none() && c.path != path && c.path.rsplit('/').next() == name)
-}
-
-/// Returns whether `changes` add a file named like `path` at another path: a move.
-fn adds_same_name(changes: &[PathChange], path: &str) -> bool {
-    let name = path.rsplit('/').next();
-    changes
-        .iter()
-        .any(|c| c.old.is_none() && c.path != path && c.path.rsplit('/').next() == name)
+    changes.iter().any(|c| {
+        let half = if added {
+            c.old.is_none()
+        } else {
+            c.new.is_none()
+        };
+        half && c.path != path && c.path.rsplit('/').next() == name
+    })
 }
 
 /// Returns the value of the commit's trailer `key`, if it has one.
