@@ -989,3 +989,32 @@ fn hand_moves_are_paired_by_task_id_and_only_for_tasks() {
     assert!(check.read("work/cancelled/t-0.yml").contains("title: T"));
     never_in_two_places(&net, "t-0");
 }
+
+/// Two unpushed commits each clash: the advice for the second repeats the `--drop-edit` the
+/// first was dropped with, and following each printed command literally ends the sync.
+#[test]
+fn the_advice_after_a_drop_repeats_the_drops_already_given() {
+    let (net, mine, _) = one_ready_task_two_agents();
+    mine.commit_file("work/inbox/n-0.yaml", "title: mine 0\n", "my n-0");
+    mine.commit_file("work/inbox/n-1.yaml", "title: mine 1\n", "my n-1");
+    net.person_adds("n", 2);
+    let mut drops: Vec<String> = vec!["sync".to_string()];
+    for _ in 0..2 {
+        let (_, err) = mine.code(&drops.iter().map(String::as_str).collect::<Vec<_>>(), 1);
+        let command = quoted_commands(&err)
+            .into_iter()
+            .find(|c| c.starts_with("coord sync"))
+            .expect("the advice names a sync");
+        for given in drops.iter().filter(|d| d.contains(':')) {
+            assert!(
+                command.contains(given.as_str()),
+                "{command} forgets {given}"
+            );
+        }
+        drops = command.split(' ').skip(1).map(String::from).collect();
+    }
+    mine.ok(&drops.iter().map(String::as_str).collect::<Vec<_>>());
+    let check = net.clone();
+    let theirs = check.read(&check.where_is("n-1"));
+    assert!(!theirs.contains("mine 1"), "{theirs}");
+}
