@@ -825,6 +825,20 @@ fn each_kind_of_clash_says_what_met_and_its_advice_works() {
         "work/inbox/n-0.yml",
         "and origin has a task with that id at work/inbox/n-0.yaml",
     );
+
+    // A task named like agent p2, whose profile the remote deletes: an edit of the profile
+    // is an edit of a deleted file, never to be made again in the task.
+    theirs.git(&["pull", "-q", "--ff-only", "origin", "main"]);
+    theirs.commit_file("work/ready/p2.yaml", "title: named like p2\n", "task p2");
+    theirs.git(&["push", "-q", "origin", "main"]);
+    mine.git(&["pull", "-q", "--ff-only", "origin", "main"]);
+    theirs.git(&["rm", "-q", "work/agents/p2.yaml"]);
+    theirs.git(&["commit", "-q", "-m", "retire p2"]);
+    theirs.git(&["push", "-q", "origin", "main"]);
+    stops_on(
+        "work/agents/p2.yaml",
+        "it changes work/agents/p2.yaml, which origin deleted",
+    );
 }
 
 #[test]
