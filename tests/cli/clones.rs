@@ -872,3 +872,43 @@ fn a_result_committed_with_git_for_a_task_handed_to_another_agent_is_kept_as_sta
         "{text}"
     );
 }
+
+/// An agent writes its result by hand and changes the title, while a person changed the same
+/// title line on the remote: sync stops; dropping that edit as advised drops the result with
+/// it (the person makes the edit again where the task is), never a false "moved on" stale
+/// result.
+#[test]
+fn a_result_in_an_edit_dropped_after_a_conflict_is_dropped_with_it() {
+    let net = Net::new(&["alice"]);
+    let (agent, person) = (net.clone(), net.clone());
+    net.person_adds("t", 1);
+    agent.ok(&["sync"]);
+    person.ok(&["sync"]);
+    let path = "work/assigned/alice/t-0.yaml";
+    let text = person
+        .read(path)
+        .replace("title: Task t-0", "title: Theirs");
+    person.write(path, &text);
+    person.git(&["commit", "-q", "-am", "their title"]);
+    person.git(&["push", "-q", "origin", "main"]);
+    let text = agent.read(path).replace("title: Task t-0", "title: Mine");
+    agent.write(path, &text);
+    commit_result_by_hand(&agent, path);
+
+    let (_, err) = agent.code(&["sync"], 1);
+    let drop = err
+        .split('\'')
+        .find(|c| c.starts_with("coord sync --drop-edit"))
+        .expect("the advice drops the edit")
+        .to_string();
+    let args: Vec<&str> = drop.split(' ').skip(1).collect();
+    let (_, said) = agent.code(&args, 0);
+
+    assert!(!said.contains("arrived after it moved on"), "{said}");
+    let (at, text) = on_remote(&net, "t-0");
+    assert_eq!(at, path);
+    assert!(
+        !text.contains("THE-ANSWER") && !text.contains("stale_result"),
+        "{text}"
+    );
+}
