@@ -12,9 +12,9 @@ use super::inject;
 use super::{io_err, Clean, Store, StoreError, Written};
 use crate::board::content_hash;
 use crate::engine::{Op, Transition};
-use crate::model::{Endpoint, State};
+use crate::model::{Endpoint, State, TaskId};
 use jiff::Timestamp;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::io::ErrorKind;
 
@@ -828,23 +828,7 @@ impl Store {
             let left_out = crate::git::Unfinished::SkippedInWorkTree(left_out);
             return Err(crate::git::GitError::Unfinished(left_out).into());
         }
-        let settle = self.settle_rule(&self.seen_complete);
-        let mut settling = false;
-        let changed: Vec<String> = scan
-            .paths
-            .into_iter()
-            .filter(|p| p.strip_prefix(&prefix).is_some_and(crate::board::is_layout))
-            .filter(|p| match self.abs(p).symlink_metadata() {
-                Ok(m) if m.file_type().is_symlink() => false,
-                Ok(m) => {
-                    let held = settle.until(p, Written::of(&m), ctime_ns(&m)).is_some()
-                        && !self.is_staged(p);
-                    settling |= held;
-                    !held
-                }
-                Err(_) => true,
-            })
-            .collect();
+        let (changed, settling) = self.settled_changes(scan.paths, &prefix);
         if changed.is_empty() {
             if !scan.ignored && !settling {
                 keep_base();
@@ -902,12 +886,54 @@ impl Store {
 }
 
 impl Store {
+    /// Splits the changed `paths` under `work/` (`prefix`) into those to record now and
+    /// whether any is held back because it is still being written (the settle rule). A
+    /// deletion of a task file waits with a file of the same task still being written: a
+    /// hand move is recorded whole, never as the deletion alone.
+    fn settled_changes(&self, paths: Vec<String>, prefix: &str) -> (Vec<String>, bool) {
+        let settle = self.settle_rule(&self.seen_complete);
+        let mut settling = false;
+        let mut held_ids = HashSet::new();
+        let mut deleted = Vec::new();
+        let mut changed = Vec::new();
+        let layout = paths
+            .into_iter()
+            .filter(|p| p.strip_prefix(prefix).is_some_and(crate::board::is_layout));
+        for p in layout {
+            match self.abs(&p).symlink_metadata() {
+                Ok(m) if m.file_type().is_symlink() => {}
+                Ok(m) => {
+                    let held = settle.until(&p, Written::of(&m), ctime_ns(&m)).is_some()
+                        && !self.is_staged(&p);
+                    settling |= held;
+                    match held {
+                        true => held_ids.extend(task_id_in(&p, prefix)),
+                        false => changed.push(p),
+                    }
+                }
+                Err(_) => deleted.push(p),
+            }
+        }
+        for p in deleted {
+            if !task_id_in(&p, prefix).is_some_and(|id| held_ids.contains(&id)) {
+                changed.push(p);
+            }
+        }
+        changed.sort();
+        (changed, settling)
+    }
+
     /// Returns whether a file under `work/` holds what the index has for it (staged on
     /// purpose, e.g. by coord itself before HEAD moved back): complete, whatever its age.
     fn is_staged(&self, path: &str) -> bool {
         fsutil::read_limited(self.root(), path, usize::MAX - 1)
             .is_ok_and(|b| self.repo.is_recorded(path, &b))
     }
+}
+
+/// Returns the task id of a task file's repo-relative path under `work/` (`prefix`).
+fn task_id_in(path: &str, prefix: &str) -> Option<TaskId> {
+    crate::board::task_at(path.strip_prefix(prefix)?).map(|(_, id)| id)
 }
 
 /// Returns a file's ctime in nanoseconds since the epoch.

@@ -261,3 +261,32 @@ fn a_committed_inbox_file_being_rewritten_is_not_rejected_before_it_settles() {
     );
     assert_eq!(r.git_status(), "");
 }
+
+/// Returns the paths of task `id`'s files in HEAD's tree.
+fn committed_copies(r: &TestRepo, id: &str) -> Vec<String> {
+    r.git(&["ls-tree", "-r", "--name-only", "HEAD", "work"])
+        .lines()
+        .filter(|p| p.ends_with(&format!("/{id}.yaml")))
+        .map(str::to_string)
+        .collect()
+}
+
+/// A person's hand move (`git mv`) of a task whose moved file is still being written is
+/// recorded whole once it settles, never as the deletion alone: HEAD (what `coord sync`
+/// pushes) holds the task throughout.
+#[test]
+fn a_hand_move_still_settling_is_not_recorded_as_a_deletion_alone() {
+    let r = repo();
+    r.task("d", "title: d\nagent: alice\n");
+    r.ok(&["tick"]);
+    let (from, to) = ("work/assigned/alice/d.yaml", "work/ready/d.yaml");
+    assert_eq!(r.where_is("d"), from);
+    r.git(&["mv", from, to]);
+    append(&r, to, "# reopened by hand\n");
+    r.ok(&["tick"]);
+    assert_eq!(committed_copies(&r, "d"), [from], "half a move recorded");
+    settle(&r, to);
+    r.ok(&["tick"]);
+    assert_eq!(committed_copies(&r, "d").len(), 1, "{}", r.git_status());
+    assert!(r.read(&r.where_is("d")).contains("# reopened by hand"));
+}
