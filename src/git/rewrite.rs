@@ -9,7 +9,7 @@
 use super::history::commit_info;
 use super::{ctx, CommitInfo, GitError, Repo};
 use git2::build::CheckoutBuilder;
-use git2::{ErrorCode, Oid, Sort};
+use git2::{CheckoutNotificationType, ErrorCode, Oid, Sort};
 
 /// A commit the local branch has and the remote tip does not.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,7 +108,14 @@ impl Repo {
             to: new,
         };
         self.journal_switch(&switch)?;
-        self.checkout_to(&head.refname, new)?;
+        if let Err(stopped) = self.checkout_to(&head.refname, new) {
+            // Stopped before it wrote: no switch is half done, and the next run must not
+            // write over the files that stopped it.
+            if stopped.wrote_nothing {
+                self.clear_switch_journal()?;
+            }
+            return Err(stopped.error);
+        }
         self.move_ref(&head, new, "coord sync: move onto the remote")?;
         self.clear_switch_journal()
     }
@@ -156,11 +163,11 @@ impl Repo {
 
     /// Makes the work tree and index match `new`, leaving files changed since HEAD alone
     /// unless `new` changes them too (then nothing is written and the error names them).
-    pub(super) fn checkout_to(&self, refname: &str, new: Oid) -> Result<(), GitError> {
-        let target = self
-            .repo
-            .find_commit(new)
-            .map_err(ctx(format!("cannot read commit {new}")))?;
+    pub(super) fn checkout_to(&self, refname: &str, new: Oid) -> Result<(), Stopped> {
+        let target = self.repo.find_commit(new).map_err(|e| Stopped {
+            error: ctx(format!("cannot read commit {new}"))(e),
+            wrote_nothing: true,
+        })?;
         // libgit2 compares against HEAD's tree (the baseline) when none is given: files that
         // still match HEAD are updated, changed ones stop the checkout before it writes, and
         // files that already match the target are left as they are.
@@ -168,18 +175,37 @@ impl Repo {
         // once the files are written: the checkout is tried again (the files already match
         // the target, so it only writes the index), as git's other lock holders are waited for.
         let lock = self.git_dir.join("index.lock");
+        let in_the_way = std::cell::RefCell::new(Vec::new());
+        let tries = std::cell::Cell::new(0);
         super::locks::retry_locked(&lock, super::locks::LOCK_WAIT, || {
+            tries.set(tries.get() + 1);
+            in_the_way.borrow_mut().clear();
             let mut opts = CheckoutBuilder::new();
-            opts.safe();
+            opts.safe()
+                .notify_on(CheckoutNotificationType::CONFLICT)
+                .notify(|_, path, _, _, _| {
+                    let path = path.map(|p| p.to_string_lossy().into_owned());
+                    in_the_way.borrow_mut().extend(path);
+                    true
+                });
             self.repo.checkout_tree(target.as_object(), Some(&mut opts))
+        })
+        .map_err(|error| Stopped {
+            error,
+            wrote_nothing: false,
         })?
         .map_err(|e| {
-            let what = if e.code() == ErrorCode::Conflict {
-                "files it changes have uncommitted changes here; commit or stash them, then run it again"
-            } else {
-                "cannot update the work tree"
+            // A conflict is found before anything is written; on a retry, the first try may
+            // have written files.
+            let conflict = e.code() == ErrorCode::Conflict;
+            let what = match conflict {
+                true => uncommitted_in_the_way(&in_the_way.borrow()),
+                false => "cannot update the work tree".to_string(),
             };
-            ctx(format!("cannot move {refname} to {new}: {what}"))(e)
+            Stopped {
+                error: ctx(format!("cannot move {refname} to {new}: {what}"))(e),
+                wrote_nothing: conflict && tries.get() == 1,
+            }
         })
     }
 
@@ -321,4 +347,27 @@ fn not_copyable(commit: &git2::Commit<'_>) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// Why a checkout stopped, and whether it stopped before writing any file.
+#[derive(Debug)]
+pub(super) struct Stopped {
+    /// What went wrong.
+    error: GitError,
+    /// Whether the work tree and index are as they were.
+    wrote_nothing: bool,
+}
+
+/// Says which files with uncommitted changes stopped a checkout that changes them too, and
+/// the way out: coord records a file still being written once it settles.
+fn uncommitted_in_the_way(paths: &[String]) -> String {
+    let named = match paths {
+        [] => "files it changes have".to_string(),
+        [one] => format!("{one}, which it changes, has"),
+        [first, rest @ ..] => format!("{first} and {} other files it changes have", rest.len()),
+    };
+    format!(
+        "{named} uncommitted changes here; a file still being written is recorded once it \
+         settles: run it again in a moment, or commit or stash the changes first"
+    )
 }

@@ -495,6 +495,65 @@ fn a_persons_hand_move_replayed_with_a_merged_edit_keeps_the_task() {
     );
 }
 
+/// A person's edit still being written of a task the remote changed stops sync before it
+/// writes anything, and the next sync (the edit settled) merges it: the stopped switch is
+/// not taken for one a crash cut short, whose files the next run would write over.
+#[test]
+fn a_sync_stopped_by_an_edit_still_being_written_never_writes_over_it_later() {
+    let (net, mine, theirs) = one_ready_task_two_agents();
+    let path = "work/ready/t-0.yaml";
+    let text = theirs.read(path);
+    theirs.commit_file(path, &format!("# theirs\n{text}"), "their note");
+    theirs.git(&["push", "-q", "origin", "main"]);
+    mine.write_now(path, &format!("{text}# mine\n"));
+
+    let (_, err) = mine.code(&["sync"], 1);
+    assert!(err.contains(&format!("{path}, which it changes,")), "{err}");
+    crate::harness::set_old_mtime(&mine.abs(path));
+    mine.ok(&["sync"]);
+
+    let mine_now = mine.read(&mine.where_is("t-0"));
+    assert!(
+        mine_now.contains("# mine"),
+        "the edit was written over: {mine_now}"
+    );
+    let check = net.clone();
+    let landed = check.read(&check.where_is("t-0"));
+    assert!(
+        landed.contains("# theirs") && landed.contains("# mine"),
+        "{landed}"
+    );
+}
+
+/// A hand move whose moved file is still being written waits whole (never the deletion
+/// alone); when the remote changed the task meanwhile, sync stops naming the file and goes
+/// on once the file settles, with both edits.
+#[test]
+fn a_hand_move_still_being_written_waits_whole_and_lands_with_the_remotes_edit() {
+    let (net, mine, theirs) = one_ready_task_two_agents();
+    let (from, to) = ("work/ready/t-0.yaml", "work/cancelled/t-0.yaml");
+    let text = theirs.read(from);
+    theirs.commit_file(from, &format!("# theirs\n{text}"), "their note");
+    theirs.git(&["push", "-q", "origin", "main"]);
+    mine.git(&["mv", from, to]);
+    mine.write_now(to, &format!("{text}# mine\n"));
+
+    let (_, err) = mine.code(&["sync"], 1);
+
+    assert!(err.contains(&format!("{from}, which it changes,")), "{err}");
+    assert!(err.contains("run it again in a moment"), "{err}");
+    assert_eq!(net.clone().find("t-0"), [from], "half a move pushed");
+    crate::harness::set_old_mtime(&mine.abs(to));
+    mine.ok(&["sync"]);
+    let check = net.clone();
+    let landed = check.read(&check.where_is("t-0"));
+    assert!(
+        landed.contains("# theirs") && landed.contains("# mine"),
+        "{landed}"
+    );
+    assert_eq!(check.where_is("t-0"), to);
+}
+
 #[test]
 fn a_persons_deletion_of_a_task_coord_moved_meanwhile_stops_sync() {
     let (net, mine, theirs) = one_ready_task_two_agents();
