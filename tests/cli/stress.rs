@@ -132,6 +132,9 @@ struct Ledger {
     /// Conflicts whose advice leaves the change to the person (add it again under another id,
     /// if still wanted): the first line of each.
     let_go: Vec<String>,
+    /// Ids of the tasks whose change a person let go: later edits of the task in the same
+    /// sync (a result written into the moved copy) are dropped with it, with a line.
+    let_go_ids: BTreeSet<String>,
     claims: usize,
     completes: usize,
     /// What `complete --sync` said when it exited 1 (the task moved on meanwhile).
@@ -166,12 +169,13 @@ enum Then {
 }
 
 fn parse_conflict(err: &str) -> Option<Conflict> {
-    let drop = err
-        .split("coord sync --drop-edit ")
+    // The advice repeats the values already given: the new one is the last.
+    let command = err
+        .split("'coord sync --drop-edit ")
         .nth(1)?
         .split('\'')
-        .next()?
-        .to_string();
+        .next()?;
+    let drop = command.rsplit("--drop-edit ").next()?.trim().to_string();
     let between = |from: &str, to: &str| {
         let rest = err.split(from).nth(1)?;
         rest.split(to).next().map(str::to_string)
@@ -295,7 +299,11 @@ fn sync_until_ok(clone: &Clone, ledger: &Shared) -> bool {
                 }
             }
             Then::DeleteAgain(there) => saved.push((None, there)),
-            Then::LetGo => l.let_go.push(first_line(&err)),
+            Then::LetGo => {
+                l.let_go.push(first_line(&err));
+                let path = c.drop.split_once(':').map_or("", |(_, p)| p);
+                l.let_go_ids.insert(id_of(path));
+            }
         }
         drops.push(c.drop);
     }
@@ -1023,10 +1031,11 @@ fn lost_at_tip(net: &Net, ledger: &Ledger, at_tip: &HashMap<String, String>, bad
 }
 
 /// Every result a person wrote by hand into a task and committed reached the remote (accepted,
-/// or kept in the task's history as stale), unless a person deleted the task.
+/// or kept in the task's history as stale), unless a person deleted the task or let go a
+/// conflicting change of it (sync drops the task's later edits with it, with a line).
 fn hand_results_lost(repo: &git2::Repository, ledger: &Ledger, bad: &mut Found) {
     for (id, marker) in &ledger.hand_results {
-        if ledger.deleted.contains(id) {
+        if ledger.deleted.contains(id) || ledger.let_go_ids.contains(id) {
             continue;
         }
         let grep = Command::new("git")
@@ -1096,6 +1105,7 @@ fn add(totals: &mut Ledger, l: Ledger) {
     totals.notes_inside.extend(l.notes_inside);
     totals.notes_outside.extend(l.notes_outside);
     totals.hand_results.extend(l.hand_results);
+    totals.let_go_ids.extend(l.let_go_ids);
     totals.syncs += l.syncs;
     totals.killed += l.killed;
     totals.conflicts += l.conflicts;
