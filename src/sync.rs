@@ -202,6 +202,10 @@ fn conflict_message(remote: &str, branch: &str, c: &replay::Conflict) -> String 
             format!("it adds {path}, which {remote} added too with other content"),
             format!("{save}, {skip}, merge your version into {path} by hand or add it under another name"),
         ),
+        Clash::MovedOn => (
+            format!("it moves {} to {path}, and {remote} moved that task to {there} meanwhile", replay::task_id(path)),
+            format!("{skip}, look at {there} and move it again if you still mean to"),
+        ),
         Clash::Gone => (
             format!("it changes {path}, which {remote} deleted or moved away meanwhile"),
             format!("{save}, {skip}, add it again if it is still wanted"),

@@ -74,6 +74,9 @@ pub enum Clash {
     /// The commit adds a file the remote added too with other bytes, or a task whose id the
     /// remote has elsewhere.
     Added,
+    /// The commit moves a task (removes its file here, adds it there) the remote moved to
+    /// another place meanwhile.
+    MovedOn,
     /// The commit changes a file the remote deleted meanwhile.
     Gone,
     /// The commit puts a file where the remote has a folder, or inside a path the remote has
@@ -563,8 +566,13 @@ impl Replayer<'_> {
                 if let Some(at) = at.filter(|at| !removed.contains(&at.as_str())) {
                     // A new task (a person's file, or coord's `new`) is theirs to drop; the
                     // moot half of a move whose task moved on upstream is reported.
+                    let hand_move = same_id_removed(&removed, &c.path);
                     if self.persons || !same_name_elsewhere(changes, &c.path, false) {
-                        moot.push(self.stop_unless_dropped(Clash::Added, &c.path, Some(at))?);
+                        let clash = match hand_move {
+                            true => Clash::MovedOn,
+                            false => Clash::Added,
+                        };
+                        moot.push(self.stop_unless_dropped(clash, &c.path, Some(at))?);
                         continue;
                     }
                     moot.push(format!(
@@ -829,6 +837,7 @@ impl Replayer<'_> {
             .drop
             .iter()
             .any(|d| d.path == path && self.commit.info.oid.starts_with(&d.commit));
+        // A task moved on upstream lives on: later edits of it follow it there.
         if dropped && clash == Clash::Added && self.is_task_path(path) {
             self.left_out.borrow_mut().push(task_id(path));
         }
@@ -942,6 +951,15 @@ fn hand_move_pairs(
 
 /// Returns whether `changes` add (`added`) or remove a file named like `path` at another
 /// path: the other half of a move.
+/// Returns whether one of the `removed` paths is a file of the task `path` adds: the commit
+/// moves the task (`.yaml` or `.yml`).
+fn same_id_removed(removed: &[&str], path: &str) -> bool {
+    let id = task_id(path);
+    removed
+        .iter()
+        .any(|r| *r != path && is_task_file(r.rsplit('/').next().unwrap_or(r)) && task_id(r) == id)
+}
+
 fn same_name_elsewhere(changes: &[PathChange], path: &str, added: bool) -> bool {
     let name = path.rsplit('/').next();
     changes.iter().any(|c| {
@@ -1067,7 +1085,7 @@ fn with_blocks(text: &[u8], from: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// Returns the task's id: its file name without `.yaml` / `.yml`.
-fn task_id(path: &str) -> String {
+pub(crate) fn task_id(path: &str) -> String {
     let name = path.rsplit('/').next().unwrap_or(path);
     let stem = name
         .strip_suffix(".yaml")

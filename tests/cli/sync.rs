@@ -495,6 +495,56 @@ fn a_persons_hand_move_replayed_with_a_merged_edit_keeps_the_task() {
     );
 }
 
+/// A person's hand move of a task the remote moved on meanwhile (reassigned by hand while
+/// its agent finished it) stops sync with what met and advice that keeps one task: move it
+/// again from where it is now, never "add it again under another id"; the drop drops the
+/// whole move, and a result written into the moved copy is kept as a stale result of the
+/// task where it is, never credited to the remote's attempt.
+#[test]
+fn a_hand_move_of_a_task_the_remote_moved_on_says_to_move_it_again() {
+    let (net, mine, theirs) = one_ready_task_two_agents();
+    theirs.ok(&["sync"]);
+    mine.git(&["pull", "-q", "--ff-only", "origin", "main"]);
+    let (from, to) = ("work/assigned/a1/t-0.yaml", "work/assigned/p2/t-0.yaml");
+    assert_eq!(mine.where_is("t-0"), from);
+    theirs.ok(&["complete", "t-0", "--agent", "a1"]);
+    theirs.ok(&["sync"]);
+    std::fs::create_dir_all(mine.abs("work/assigned/p2")).expect("mkdir");
+    mine.git(&["mv", from, to]);
+    mine.git(&["commit", "-q", "-m", "hand t-0 to p2"]);
+    let text = mine.read(to);
+    let result = "result:\n  status: success\n  output: {by: p2 by hand}\n";
+    mine.commit_file(to, &format!("{text}{result}"), "p2's result");
+
+    let err = sync_stops(&mine);
+
+    let says = "it moves t-0 to work/assigned/p2/t-0.yaml, and origin moved that task to work/done/t-0.yaml meanwhile";
+    assert!(err.contains(says), "{err}");
+    assert!(
+        err.contains("look at work/done/t-0.yaml and move it again if you still mean to"),
+        "{err}"
+    );
+    let drop = err
+        .split("'coord sync ")
+        .nth(1)
+        .and_then(|r| r.split('\'').next());
+    let args: Vec<&str> = drop.expect("a drop").split(' ').collect();
+    let out = mine.run(&[&["sync"], &args[..]].concat());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && said.contains("stale_result"),
+        "{said}"
+    );
+    let check = net.clone();
+    assert_eq!(check.find("t-0"), ["work/done/t-0.yaml"]);
+    let done = check.read("work/done/t-0.yaml");
+    assert!(
+        done.contains("stale_result") && done.contains("p2 by hand"),
+        "{done}"
+    );
+    assert!(!done.contains("agent: p2"), "{done}");
+}
+
 /// A person's edit still being written of a task the remote changed stops sync before it
 /// writes anything, and the next sync (the edit settled) merges it: the stopped switch is
 /// not taken for one a crash cut short, whose files the next run would write over.
