@@ -127,6 +127,17 @@ pub enum SyncError {
         /// The local commit, the path, and where the file is on the remote.
         detail: Box<replay::Conflict>,
     },
+    /// A person is still writing a file of a task the remote changed meanwhile: moving onto
+    /// the remote now, the change would land later without being replayed onto the remote's.
+    #[error("{path} is still being written, and {remote} changed task {id} meanwhile; nothing was changed here: run 'coord sync' again once it settles (a moment after the last write), or stage it first ('git add {path}')")]
+    StillWritten {
+        /// The file held back, repo-relative.
+        path: String,
+        /// Its task.
+        id: String,
+        /// The remote.
+        remote: String,
+    },
     /// Every push was rejected.
     #[error("push to {remote}/{branch} rejected {attempts} times (last: {reason}); others keep pushing: run coord sync again later, or raise --max-retries")]
     Rejected {
@@ -535,6 +546,46 @@ fn not_undone(
     }
 }
 
+/// Stops a sync about to move onto `tip` when a file the last recording held back as still
+/// being written (a person's edit, or a hand move held whole) belongs to a task the remote
+/// changed since `head`: its change would land later as it is, never replayed onto the
+/// remote's (a hand move as a second copy of the task).
+fn refuse_still_written(
+    store: &Store,
+    remote: &str,
+    head: Option<Oid>,
+    tip: Oid,
+) -> Result<(), SyncError> {
+    let held = store.held_back();
+    if held.is_empty() {
+        return Ok(());
+    }
+    let base = match head {
+        Some(head) => store.repo.merge_base(head, tip)?,
+        None => None,
+    };
+    let prefix = format!("{}/", store.work_dir());
+    let task_of = |path: &str| Some(crate::board::task_at(path.strip_prefix(&prefix)?)?.1);
+    let changed: std::collections::HashSet<_> = store
+        .repo
+        .paths_between(base, tip)?
+        .iter()
+        .filter_map(|p| task_of(p))
+        .collect();
+    let Some((path, id)) = held.into_iter().find_map(|p| {
+        task_of(&p)
+            .filter(|id| changed.contains(id))
+            .map(|id| (p, id))
+    }) else {
+        return Ok(());
+    };
+    Err(SyncError::StillWritten {
+        path,
+        id: id.to_string(),
+        remote: remote.to_string(),
+    })
+}
+
 /// Brings the local branch onto the remote tip (the caller holds the lock).
 fn integrate(
     store: &Store,
@@ -545,7 +596,11 @@ fn integrate(
     say: &mut dyn FnMut(&str),
 ) -> Result<(), SyncError> {
     let head = store.repo.head()?.oid;
-    match integration(&store.repo, head, remote_tip, &store.identity)? {
+    let integration = integration(&store.repo, head, remote_tip, &store.identity)?;
+    if let (Some(tip), false) = (remote_tip, matches!(integration, Integration::Ahead)) {
+        refuse_still_written(store, &opts.remote, head, tip)?;
+    }
+    match integration {
         Integration::Ahead => Ok(()),
         Integration::FastForward(tip) => Ok(store.repo.switch_to(head, tip)?),
         Integration::Refuse(c) if c.not_copyable == Some(UNRELATED) => Err(SyncError::Unrelated {

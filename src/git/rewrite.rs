@@ -238,7 +238,11 @@ impl Repo {
     }
 
     /// Returns the paths whose content differs between the trees of `from` and `to`.
-    fn paths_between(&self, from: Option<Oid>, to: Oid) -> Result<Vec<String>, GitError> {
+    pub(crate) fn paths_between(
+        &self,
+        from: Option<Oid>,
+        to: Oid,
+    ) -> Result<Vec<String>, GitError> {
         let tree = |oid: Oid| {
             self.repo
                 .find_commit(oid)
@@ -358,16 +362,12 @@ pub(super) struct Stopped {
     wrote_nothing: bool,
 }
 
-/// Says which files with uncommitted changes stopped a checkout that changes them too, and
-/// the way out: coord records a file still being written once it settles.
+/// Says which files with uncommitted changes stopped a checkout that changes them too.
 fn uncommitted_in_the_way(paths: &[String]) -> String {
     let named = match paths {
         [] => "files it changes have".to_string(),
         [one] => format!("{one}, which it changes, has"),
         [first, rest @ ..] => format!("{first} and {} other files it changes have", rest.len()),
     };
-    format!(
-        "{named} uncommitted changes here; a file still being written is recorded once it \
-         settles: run it again in a moment, or commit or stash the changes first"
-    )
+    format!("{named} uncommitted changes here; commit or stash them, then run it again")
 }

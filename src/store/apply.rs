@@ -791,6 +791,7 @@ impl Store {
         clean: &mut Option<Clean>,
     ) -> Result<Option<usize>, StoreError> {
         *self.base.borrow_mut() = None;
+        self.held_back.borrow_mut().clear();
         // Read before the scan: a change made during or after it changes the next state.
         let walked = listing.and_then(|l| Some((l, self.repo_state(l.start())?)));
         if let Some((listing, state)) = &walked {
@@ -828,7 +829,9 @@ impl Store {
             let left_out = crate::git::Unfinished::SkippedInWorkTree(left_out);
             return Err(crate::git::GitError::Unfinished(left_out).into());
         }
-        let (changed, settling) = self.settled_changes(scan.paths, &prefix);
+        let (changed, held) = self.settled_changes(scan.paths, &prefix);
+        let settling = !held.is_empty();
+        *self.held_back.borrow_mut() = held;
         if changed.is_empty() {
             if !scan.ignored && !settling {
                 keep_base();
@@ -887,12 +890,12 @@ impl Store {
 
 impl Store {
     /// Splits the changed `paths` under `work/` (`prefix`) into those to record now and
-    /// whether any is held back because it is still being written (the settle rule). A
-    /// deletion of a task file waits with a file of the same task still being written: a
-    /// hand move is recorded whole, never as the deletion alone.
-    fn settled_changes(&self, paths: Vec<String>, prefix: &str) -> (Vec<String>, bool) {
+    /// those held back because they are still being written (the settle rule). A deletion of
+    /// a task file waits with a file of the same task still being written: a hand move is
+    /// recorded whole, never as the deletion alone.
+    fn settled_changes(&self, paths: Vec<String>, prefix: &str) -> (Vec<String>, Vec<String>) {
         let settle = self.settle_rule(&self.seen_complete);
-        let mut settling = false;
+        let mut held = Vec::new();
         let mut held_ids = HashSet::new();
         let mut deleted = Vec::new();
         let mut changed = Vec::new();
@@ -903,11 +906,13 @@ impl Store {
             match self.abs(&p).symlink_metadata() {
                 Ok(m) if m.file_type().is_symlink() => {}
                 Ok(m) => {
-                    let held = settle.until(&p, Written::of(&m), ctime_ns(&m)).is_some()
+                    let still_written = settle.until(&p, Written::of(&m), ctime_ns(&m)).is_some()
                         && !self.is_staged(&p);
-                    settling |= held;
-                    match held {
-                        true => held_ids.extend(task_id_in(&p, prefix)),
+                    match still_written {
+                        true => {
+                            held_ids.extend(task_id_in(&p, prefix));
+                            held.push(p);
+                        }
                         false => changed.push(p),
                     }
                 }
@@ -915,12 +920,19 @@ impl Store {
             }
         }
         for p in deleted {
-            if !task_id_in(&p, prefix).is_some_and(|id| held_ids.contains(&id)) {
-                changed.push(p);
+            match task_id_in(&p, prefix).is_some_and(|id| held_ids.contains(&id)) {
+                true => held.push(p),
+                false => changed.push(p),
             }
         }
         changed.sort();
-        (changed, settling)
+        (changed, held)
+    }
+
+    /// Returns the files under `work/` the last recording of people's changes held back as
+    /// still being written (repo-relative), with the deletions held with them.
+    pub fn held_back(&self) -> Vec<String> {
+        self.held_back.borrow().clone()
     }
 
     /// Returns whether a file under `work/` holds what the index has for it (staged on

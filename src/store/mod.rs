@@ -113,6 +113,9 @@ pub struct Store {
     unsynced: RefCell<Option<std::collections::BTreeSet<String>>>,
     /// Task files this run left where they were after a file operation on them failed.
     skipped: RefCell<std::collections::BTreeMap<String, String>>,
+    /// The task files (repo-relative) the last recording of people's changes held back as
+    /// still being written, deletions held with a move's new file included.
+    held_back: RefCell<Vec<String>>,
     /// Files `coord watch` saw closed by their writer or renamed in and not written since.
     seen_complete: std::collections::HashMap<String, Written>,
     /// The attempt high-water marks read so far.
@@ -181,6 +184,7 @@ impl Store {
             agent_schema: Schema::builtin_agent(),
             setup_keys,
             touched: RefCell::new(Vec::new()),
+            held_back: RefCell::new(Vec::new()),
             base: RefCell::default(),
             kept_walk: RefCell::default(),
             index_hold: RefCell::default(),

@@ -545,9 +545,51 @@ fn a_hand_move_of_a_task_the_remote_moved_on_says_to_move_it_again() {
     assert!(!done.contains("agent: p2"), "{done}");
 }
 
+/// A hand move still being written (held back whole) of a task the remote moved meanwhile
+/// stops sync before it moves onto the remote: switched over, the move would later land as
+/// a plain add, the task in two places.
+#[test]
+fn a_hand_move_still_being_written_of_a_task_the_remote_moved_stops_sync() {
+    let (net, mine, theirs) = one_ready_task_two_agents();
+    theirs.ok(&["sync"]);
+    let (from, to) = ("work/ready/t-0.yaml", "work/assigned/p2/t-0.yaml");
+    std::fs::create_dir_all(mine.abs("work/assigned/p2")).expect("mkdir");
+    mine.git(&["mv", from, to]);
+    let text = mine.read(to);
+    mine.write_now(to, &format!("{text}# mine\n"));
+
+    let (_, err) = mine.code(&["sync"], 1);
+
+    let says = format!("{to} is still being written, and origin changed task t-0 meanwhile");
+    assert!(err.contains(&says), "{err}");
+    assert_eq!(net.clone().find("t-0"), ["work/assigned/a1/t-0.yaml"]);
+    crate::harness::set_old_mtime(&mine.abs(to));
+    let _ = mine.run(&["sync"]);
+    assert_eq!(net.clone().find("t-0").len(), 1);
+}
+
+/// A person's uncommitted edit of a file the remote changed (outside `work/`, which coord
+/// never records) stops sync before it writes anything, naming the file, as often as it is
+/// run: the stopped switch is not taken for one a crash cut short, whose files the next run
+/// would write over. Committed, the edit merges.
+#[test]
+fn a_sync_stopped_by_an_uncommitted_edit_never_writes_over_it_later() {
+    let (net, mine) = notes_and_a_ready_task();
+    let edit = "a: 10\nb: 2\nresult: 3\n";
+    mine.write("notes.yaml", edit);
+    for _ in 0..2 {
+        let (_, err) = mine.code(&["sync"], 1);
+        let says = "notes.yaml, which it changes, has uncommitted changes here; commit or stash";
+        assert!(err.contains(says), "{err}");
+        assert_eq!(mine.read("notes.yaml"), edit, "the edit was written over");
+    }
+    mine.git(&["commit", "-q", "-am", "my notes"]);
+    mine.ok(&["sync"]);
+    assert_eq!(net.clone().read("notes.yaml"), "a: 10\nb: 2\nresult: 30\n");
+}
+
 /// A person's edit still being written of a task the remote changed stops sync before it
-/// writes anything, and the next sync (the edit settled) merges it: the stopped switch is
-/// not taken for one a crash cut short, whose files the next run would write over.
+/// moves onto the remote, and the next sync (the edit settled) merges it.
 #[test]
 fn a_sync_stopped_by_an_edit_still_being_written_never_writes_over_it_later() {
     let (net, mine, theirs) = one_ready_task_two_agents();
@@ -558,7 +600,8 @@ fn a_sync_stopped_by_an_edit_still_being_written_never_writes_over_it_later() {
     mine.write_now(path, &format!("{text}# mine\n"));
 
     let (_, err) = mine.code(&["sync"], 1);
-    assert!(err.contains(&format!("{path}, which it changes,")), "{err}");
+    let says = format!("{path} is still being written, and origin changed task t-0");
+    assert!(err.contains(&says), "{err}");
     crate::harness::set_old_mtime(&mine.abs(path));
     mine.ok(&["sync"]);
 
@@ -577,7 +620,7 @@ fn a_sync_stopped_by_an_edit_still_being_written_never_writes_over_it_later() {
 
 /// A hand move whose moved file is still being written waits whole (never the deletion
 /// alone); when the remote changed the task meanwhile, sync stops naming the file and goes
-/// on once the file settles, with both edits.
+/// on once the file settles, the move made with both edits.
 #[test]
 fn a_hand_move_still_being_written_waits_whole_and_lands_with_the_remotes_edit() {
     let (net, mine, theirs) = one_ready_task_two_agents();
@@ -590,8 +633,8 @@ fn a_hand_move_still_being_written_waits_whole_and_lands_with_the_remotes_edit()
 
     let (_, err) = mine.code(&["sync"], 1);
 
-    assert!(err.contains(&format!("{from}, which it changes,")), "{err}");
-    assert!(err.contains("run it again in a moment"), "{err}");
+    let says = format!("{to} is still being written, and origin changed task t-0");
+    assert!(err.contains(&says), "{err}");
     assert_eq!(net.clone().find("t-0"), [from], "half a move pushed");
     crate::harness::set_old_mtime(&mine.abs(to));
     mine.ok(&["sync"]);
