@@ -107,8 +107,12 @@ impl Repo {
             from,
             to: new,
         };
+        // Files with uncommitted changes the switch changes stop it before the journal: a
+        // run killed later never takes them for files it wrote.
+        self.checkout_to(&head.refname, new, Checkout::DryRun)
+            .map_err(|stopped| stopped.error)?;
         self.journal_switch(&switch)?;
-        if let Err(stopped) = self.checkout_to(&head.refname, new) {
+        if let Err(stopped) = self.checkout_to(&head.refname, new, Checkout::From(from)) {
             // Stopped before it wrote: no switch is half done, and the next run must not
             // write over the files that stopped it.
             if stopped.wrote_nothing {
@@ -150,12 +154,17 @@ impl Repo {
                 ))
             }
         } else {
-            self.finish_checkout(&switch)?;
+            let kept = self.finish_checkout(&switch)?;
             self.move_ref(&head, switch.to, "coord sync: move onto the remote")?;
-            Some(format!(
+            let mut said = format!(
                 "finished an interrupted switch of {} to {}",
                 switch.refname, switch.to
-            ))
+            );
+            for line in kept {
+                said.push_str("; ");
+                said.push_str(&line);
+            }
+            Some(said)
         };
         self.clear_switch_journal()?;
         Ok(done)
@@ -163,7 +172,12 @@ impl Repo {
 
     /// Makes the work tree and index match `new`, leaving files changed since HEAD alone
     /// unless `new` changes them too (then nothing is written and the error names them).
-    pub(super) fn checkout_to(&self, refname: &str, new: Oid) -> Result<(), Stopped> {
+    pub(super) fn checkout_to(
+        &self,
+        refname: &str,
+        new: Oid,
+        how: Checkout,
+    ) -> Result<(), Stopped> {
         let target = self.repo.find_commit(new).map_err(|e| Stopped {
             error: ctx(format!("cannot read commit {new}"))(e),
             wrote_nothing: true,
@@ -180,7 +194,17 @@ impl Repo {
         super::locks::retry_locked(&lock, super::locks::LOCK_WAIT, || {
             tries.set(tries.get() + 1);
             in_the_way.borrow_mut().clear();
+            if let Checkout::From(from) = how {
+                // A person's commit while their git held the index: the checkout would take
+                // it for the baseline and write the target's index over it.
+                if self.resolve_head().map(|h| h.oid).ok() != Some(from) {
+                    return Err(git2::Error::from_str(BRANCH_MOVED));
+                }
+            }
             let mut opts = CheckoutBuilder::new();
+            if how == Checkout::DryRun {
+                opts.dry_run();
+            }
             opts.safe()
                 .notify_on(CheckoutNotificationType::CONFLICT)
                 .notify(|_, path, _, _, _| {
@@ -195,28 +219,45 @@ impl Repo {
             wrote_nothing: false,
         })?
         .map_err(|e| {
-            // A conflict is found before anything is written; on a retry, the first try may
-            // have written files.
+            // A conflict or a moved branch is found before anything is written; on a retry,
+            // the first try may have written files.
             let conflict = e.code() == ErrorCode::Conflict;
+            let moved = e.message() == BRANCH_MOVED;
             let what = match conflict {
                 true => uncommitted_in_the_way(&in_the_way.borrow()),
+                false if moved => BRANCH_MOVED.to_string(),
                 false => "cannot update the work tree".to_string(),
             };
             Stopped {
                 error: ctx(format!("cannot move {refname} to {new}: {what}"))(e),
-                wrote_nothing: conflict && tries.get() == 1,
+                wrote_nothing: (conflict || moved) && tries.get() == 1,
             }
         })
     }
 
     /// Writes the files a switch changes as they are in its target, whatever the killed run
-    /// left in them (the old version, the new one, or a file cut short mid-write): the switch
-    /// ran under coord's lock after checking that none of them had uncommitted changes, so
-    /// they hold only what the checkout wrote. Other files are left alone.
-    fn finish_checkout(&self, switch: &Switch) -> Result<(), GitError> {
+    /// left in them (the old version, the new one, or a file cut short mid-write: the switch
+    /// checked first that none of them had uncommitted changes). A file a person changed
+    /// since (neither version, nor a part of the target's) keeps the change: merged onto the
+    /// target's version, or saved under `.git/coord/kept/` when it does not merge. Other
+    /// files are left alone. Returns a line for each file a person had changed.
+    fn finish_checkout(&self, switch: &Switch) -> Result<Vec<String>, GitError> {
         let paths = self.paths_between(switch.from, switch.to)?;
         if paths.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
+        }
+        let mut merged = Vec::new();
+        let mut said = Vec::new();
+        for path in &paths {
+            match self.changed_since(switch, path)? {
+                Since::Untouched => {}
+                Since::Merged(bytes) => merged.push((path, bytes)),
+                Since::Saved(at) => said.push(format!(
+                    "{path} was changed after it was cut short and does not merge with {}'s version: yours is in {}",
+                    switch.to,
+                    at.display()
+                )),
+            }
         }
         let target = self
             .repo
@@ -234,7 +275,64 @@ impl Repo {
         .map_err(ctx(format!(
             "cannot finish moving {} to {}",
             switch.refname, switch.to
-        )))
+        )))?;
+        for (path, bytes) in merged {
+            crate::store::fsutil::write_atomic_in(
+                self.workdir(),
+                path,
+                &bytes,
+                crate::store::fsutil::Flush::Now,
+            )
+            .map_err(|source| GitError::Write {
+                path: self.workdir().join(path),
+                source,
+            })?;
+            said.push(format!(
+                "{path} was changed after it was cut short: the change is kept, merged onto {}'s version",
+                switch.to
+            ));
+        }
+        Ok(said)
+    }
+
+    /// Returns what happened to `path` in the work tree since a switch was cut short: nothing
+    /// a person did (it holds the version of either end, a part of the target's the killed
+    /// checkout wrote, or is no regular file), or a person's change, merged onto the target's
+    /// version or saved when it does not merge.
+    fn changed_since(&self, switch: &Switch, path: &str) -> Result<Since, GitError> {
+        let file = self.workdir().join(path);
+        let regular = std::fs::symlink_metadata(&file).is_ok_and(|m| m.is_file());
+        let Some(now) = regular.then(|| std::fs::read(&file).ok()).flatten() else {
+            return Ok(Since::Untouched);
+        };
+        let old = self.bytes_at(switch.from, path)?;
+        let new = self.bytes_at(Some(switch.to), path)?;
+        if old.as_deref() == Some(&now[..]) || new.as_ref().is_some_and(|n| n.starts_with(&now)) {
+            return Ok(Since::Untouched);
+        }
+        if let (Some(old), Some(new)) = (&old, &new) {
+            if let Some(bytes) = self.merge_text(old, &now, new)? {
+                return Ok(Since::Merged(bytes));
+            }
+        }
+        let at = self
+            .git_dir
+            .join(KEPT)
+            .join(switch.to.to_string())
+            .join(path);
+        crate::store::fsutil::write_private(&at, &now, true).map_err(|source| GitError::Write {
+            path: at.clone(),
+            source,
+        })?;
+        Ok(Since::Saved(at))
+    }
+
+    /// Returns the bytes `commit` holds at `path`, if a file is there.
+    fn bytes_at(&self, commit: Option<Oid>, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+        match commit.map(|c| self.blob_at(c, path)).transpose()?.flatten() {
+            Some(blob) => Ok(Some(self.blob_bytes(blob)?)),
+            None => Ok(None),
+        }
     }
 
     /// Returns the paths whose content differs between the trees of `from` and `to`.
@@ -352,6 +450,32 @@ fn not_copyable(commit: &git2::Commit<'_>) -> Option<&'static str> {
         None
     }
 }
+
+/// Where the finish of a cut-short switch saves a person's change that does not merge,
+/// relative to the git directory (then the target commit and the file's path).
+const KEPT: &str = "coord/kept";
+
+/// What happened to a file since a switch was cut short ([`Repo::finish_switch`]).
+enum Since {
+    /// Nothing a person did.
+    Untouched,
+    /// A person's change, merged onto the target's version.
+    Merged(Vec<u8>),
+    /// A person's change that does not merge, saved here.
+    Saved(std::path::PathBuf),
+}
+
+/// How [`Repo::checkout_to`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Checkout {
+    /// Checks for files in the way and writes nothing.
+    DryRun,
+    /// Writes, while the branch is still at this commit.
+    From(Option<Oid>),
+}
+
+/// Why a retried checkout stopped when the branch moved while it waited for the index.
+const BRANCH_MOVED: &str = "the branch moved (a commit made here) while it waited for git's index lock; the files it wrote are left for the next run";
 
 /// Why a checkout stopped, and whether it stopped before writing any file.
 #[derive(Debug)]

@@ -880,7 +880,12 @@ fn switch_killed_before_the_ref_moved() -> (TempDir, Repo, Oid) {
         to: first,
     };
     repo.journal_switch(&switch).unwrap();
-    repo.checkout_to("refs/heads/main", first).unwrap();
+    repo.checkout_to(
+        "refs/heads/main",
+        first,
+        rewrite::Checkout::From(Some(second)),
+    )
+    .unwrap();
     (dir, repo, first)
 }
 
@@ -930,7 +935,7 @@ fn a_persons_commit_after_a_killed_switch_stands_and_the_switch_is_dropped() {
 fn a_switch_killed_while_libgit2_wrote_a_file_is_finished_and_other_files_stay() {
     let (dir, repo, first) = switch_killed_before_the_ref_moved();
     let d = dir.path();
-    write(d, "work/a.yaml", "half wri");
+    write(d, "work/a.yaml", "");
     write(d, "other.txt", "a person's file\n");
     let done = repo.finish_switch().unwrap();
     assert!(done.unwrap().contains("finished an interrupted switch"));
@@ -940,6 +945,105 @@ fn a_switch_killed_while_libgit2_wrote_a_file_is_finished_and_other_files_stay()
         "1\n"
     );
     assert_eq!(status(d), vec!["?? other.txt".to_string()]);
+}
+
+/// A repo whose switch from `second` (work/a.yaml "a b c2") back to `first` ("a b c") was
+/// journaled and killed before the checkout wrote anything.
+fn switch_killed_before_the_checkout() -> (TempDir, Repo, Oid) {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    write(d, "work/a.yaml", "a\nb\nc\n");
+    let first = commit(&repo, &["work/a.yaml"], "one").unwrap();
+    write(d, "work/a.yaml", "a\nb\nc2\n");
+    let second = commit(&repo, &["work/a.yaml"], "two").unwrap();
+    let switch = rewrite::Switch {
+        refname: "refs/heads/main".into(),
+        from: Some(second),
+        to: first,
+    };
+    repo.journal_switch(&switch).unwrap();
+    (dir, repo, first)
+}
+
+#[test]
+fn a_persons_edit_after_a_killed_switch_is_merged_onto_its_target_not_written_over() {
+    let (dir, repo, first) = switch_killed_before_the_checkout();
+    let d = dir.path();
+    write(d, "work/a.yaml", "A\nb\nc2\n");
+    let done = repo.finish_switch().unwrap().unwrap();
+    assert!(
+        done.contains("work/a.yaml was changed after it was cut short"),
+        "{done}"
+    );
+    assert_eq!(rev(d, "main"), first.to_string());
+    let now = std::fs::read_to_string(d.join("work/a.yaml")).unwrap();
+    assert_eq!(now, "A\nb\nc\n");
+}
+
+#[test]
+fn a_persons_edit_after_a_killed_switch_that_does_not_merge_is_saved() {
+    let (dir, repo, first) = switch_killed_before_the_checkout();
+    let d = dir.path();
+    write(d, "work/a.yaml", "a\nb\nmine\n");
+    let done = repo.finish_switch().unwrap().unwrap();
+    let saved = d.join(format!(".git/coord/kept/{first}/work/a.yaml"));
+    assert!(done.contains(&saved.display().to_string()), "{done}");
+    assert_eq!(std::fs::read_to_string(saved).unwrap(), "a\nb\nmine\n");
+    let now = std::fs::read_to_string(d.join("work/a.yaml")).unwrap();
+    assert_eq!(now, "a\nb\nc\n");
+}
+
+#[test]
+fn a_switch_over_an_uncommitted_edit_stops_before_its_journal() {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    let (first, second) = two_commits(&repo, d);
+    write(d, "work/a.yaml", "mine\n");
+    let err = repo.switch_to(Some(second), first).unwrap_err();
+    assert!(
+        err.to_string().contains("work/a.yaml, which it changes"),
+        "{err}"
+    );
+    assert!(!d.join(".git/coord/switch").exists());
+    assert_eq!(
+        std::fs::read_to_string(d.join("work/a.yaml")).unwrap(),
+        "mine\n"
+    );
+}
+
+#[test]
+fn a_persons_commit_while_a_switch_waits_for_the_index_is_not_written_over() {
+    let (dir, repo) = new_repo();
+    let d = dir.path();
+    let (first, second) = two_commits(&repo, d);
+    let tree = format!("{second}^{{tree}}");
+    let theirs = git(
+        d,
+        &[
+            "commit-tree",
+            &tree,
+            "-p",
+            &second.to_string(),
+            "-m",
+            "mine",
+        ],
+    );
+    let theirs = theirs.trim().to_string();
+    let holder = hold_for(d.join(".git/index.lock"), 400);
+    let (dir_path, commit) = (d.to_path_buf(), theirs.clone());
+    let person = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        git(&dir_path, &["update-ref", "refs/heads/main", &commit]);
+    });
+    let result = repo.switch_to(Some(second), first);
+    holder.join().unwrap();
+    person.join().unwrap();
+    assert!(result.is_err(), "{result:?}");
+    assert_eq!(rev(d, "main"), theirs);
+    assert!(
+        git(d, &["diff", "--cached", "--name-only"]).is_empty(),
+        "the index was written over the person's commit"
+    );
 }
 
 /// One commit of a group of paths spread over a big folder, a nested one, a new one and the
