@@ -647,6 +647,9 @@ fn integrate(
             for line in &replay.dropped {
                 say(&format!("coord: {line}"));
             }
+            for value in &replay.unused_drops {
+                say(&format!("coord: note: --drop-edit {value} named no change of the commits replayed that met {}'s; nothing was left out for it", opts.remote));
+            }
             report.lost.extend(replay.dropped);
             set_aside(store, opts.now, replay.stale, say)?;
             hand_off_again(store, opts.now, &replay.hand_off_again, say)

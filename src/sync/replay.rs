@@ -60,6 +60,9 @@ pub struct Replay {
     /// Done tasks whose handoff step could not be placed (another clone took its id
     /// meanwhile): their steps are to be made again through the engine, at free ids.
     pub hand_off_again: Vec<String>,
+    /// The `--drop-edit` values that named no change that met the remote's (a value mistyped
+    /// or quoted wrong), each as given.
+    pub unused_drops: Vec<String>,
 }
 
 /// Why a person's change of one path could not be replayed.
@@ -187,6 +190,7 @@ pub fn replay(
     // out too (a fan-out's join names its children).
     let mut handed_again: Vec<&str> = Vec::new();
     let left_out = RefCell::new(Vec::new());
+    let used = RefCell::new(vec![false; drop.len()]);
     for kept in commits {
         let c = &kept.commit;
         let op_id = trailer(c, "Coord-Op-Id");
@@ -210,6 +214,7 @@ pub fn replay(
             parent: repo.first_parent(oid)?,
             drop,
             left_out: &left_out,
+            used: &used,
         };
         match r.step()? {
             Step::Redone(Some(new)) => {
@@ -237,6 +242,13 @@ pub fn replay(
             }
         }
     }
+    let used = used.borrow();
+    out.unused_drops = drop
+        .iter()
+        .zip(used.iter())
+        .filter(|(_, used)| !**used)
+        .map(|(d, _)| format!("{}:{}", d.commit, d.path))
+        .collect();
     out.tip = Some(tip);
     Ok(out)
 }
@@ -254,6 +266,8 @@ struct Replayer<'a> {
     /// Ids of tasks whose creation an earlier commit's drop left out: later changes of them
     /// are left out too (they would land on another clone's task of that id).
     left_out: &'a RefCell<Vec<String>>,
+    /// Which of `drop` left a change out so far.
+    used: &'a RefCell<Vec<bool>>,
 }
 
 impl Replayer<'_> {
@@ -833,10 +847,14 @@ impl Replayer<'_> {
         path: &str,
         remote_path: Option<String>,
     ) -> Result<String, Stop> {
-        let dropped = self
+        let named = self
             .drop
             .iter()
-            .any(|d| d.path == path && self.commit.info.oid.starts_with(&d.commit));
+            .position(|d| d.path == path && self.commit.info.oid.starts_with(&d.commit));
+        if let Some(i) = named {
+            self.used.borrow_mut()[i] = true;
+        }
+        let dropped = named.is_some();
         // A task moved on upstream lives on: later edits of it follow it there.
         if dropped && clash == Clash::Added && self.is_task_path(path) {
             self.left_out.borrow_mut().push(task_id(path));

@@ -647,6 +647,25 @@ fn a_hand_move_still_being_written_waits_whole_and_lands_with_the_remotes_edit()
     assert_eq!(check.where_is("t-0"), to);
 }
 
+/// A `--drop-edit` value that names no change meeting the remote's (mistyped, or a list
+/// quoted as one value) is said, not silently ignored.
+#[test]
+fn a_drop_edit_that_names_nothing_is_said() {
+    let (net, mine) = notes_and_a_ready_task();
+    mine.commit_file("notes.yaml", "a: 10\nb: 2\nresult: 3\n", "my notes");
+    let value = "deadbeef00:work/x.yaml --drop-edit 0123456789:work/y.yaml";
+
+    let out = mine.run(&["sync", "--drop-edit", value]);
+
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains(&format!("note: --drop-edit {value} named no change")),
+        "{said}"
+    );
+    assert_eq!(net.clone().read("notes.yaml"), "a: 10\nb: 2\nresult: 30\n");
+}
+
 #[test]
 fn a_persons_deletion_of_a_task_coord_moved_meanwhile_stops_sync() {
     let (net, mine, theirs) = one_ready_task_two_agents();
