@@ -62,6 +62,10 @@ pub enum CommandError {
     /// The agent or attempt named is not the task's current one (a zombie agent).
     #[error("{0}")]
     Stale(String),
+    /// The task's file is being written (it changed within `settle`): an edit planned now
+    /// would be left out when applied.
+    #[error("task '{0}' is being written (its file changed within `settle`, coord.yaml); run the command again once it has settled")]
+    BeingWritten(TaskId),
     /// The task already holds a result that has not been acted on yet.
     #[error("task '{0}' already has a result waiting for the next tick; pass --replace to overwrite it (the old one is kept in coord.history)")]
     ResultPending(TaskId),
@@ -83,7 +87,8 @@ pub fn known_agent(board: &Board, agent: &AgentName) -> Result<(), CommandError>
     })
 }
 
-fn world<'a>(
+/// Returns the world of a command on task `id`, which must be in one place.
+fn world_of<'a>(
     board: &'a Board,
     inputs: &Inputs<'a>,
     id: &TaskId,
@@ -97,6 +102,21 @@ fn world<'a>(
         return Err(CommandError::Duplicate(id.clone()));
     }
     Ok(World::new(board, inputs))
+}
+
+/// Returns the world of a command that edits task `id`: refused while its file is being
+/// written (it is left as last committed until it settles: an edit planned now would be
+/// left out when applied).
+fn world<'a>(
+    board: &'a Board,
+    inputs: &Inputs<'a>,
+    id: &TaskId,
+) -> Result<World<'a>, CommandError> {
+    let w = world_of(board, inputs, id)?;
+    if w.is_frozen(id) {
+        return Err(CommandError::BeingWritten(id.clone()));
+    }
+    Ok(w)
 }
 
 fn state_of(w: &World<'_>, id: &TaskId) -> Result<State, CommandError> {
@@ -218,7 +238,7 @@ pub fn claim_task(
     agent: &AgentName,
 ) -> Result<Claim, CommandError> {
     known_agent(board, agent)?;
-    let w = world(board, inputs, id)?;
+    let w = world_of(board, inputs, id)?;
     let state = state_of(&w, id)?;
     if state != State::Ready {
         return Err(wrong(id, state, "only ready tasks can be claimed"));

@@ -6,7 +6,7 @@
 //! module runs processes and operations and prints nothing itself.
 
 use super::{output_of, Finished, Job, Running as Process, EXIT_FATAL, MAX_OUTPUT};
-use crate::engine::commands::Fence;
+use crate::engine::commands::{CommandError, Fence};
 use crate::lock::LockError;
 use crate::model::{AgentName, AssignMode, TaskId};
 use crate::ops::{self, Opener, Verdict, Work};
@@ -288,6 +288,11 @@ struct Harness<'a> {
 
 /// How often progress is told.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+/// How long a report waits for its task's file to settle (the command may have written
+/// a note into it just before it ended), and how often it tries again meanwhile.
+const SETTLE_WAIT: Duration = Duration::from_secs(30);
+const SETTLE_POLL: Duration = Duration::from_millis(250);
 
 impl Harness<'_> {
     /// The loop: tick, take work, start it, wait for an end or the interval; on a signal, drain.
@@ -641,17 +646,30 @@ impl Worker {
 
     /// Writes the result as `coord complete`/`fail --agent --attempt` do: a report for an
     /// attempt that is no longer current is kept in history as `stale_result` and refused.
+    /// While the task's file is being written (the command wrote a note into it), the report
+    /// waits for it to settle, up to [`SETTLE_WAIT`].
     fn write_result(&self, t: &Work, verdict: &Verdict) -> Result<(), ops::Error> {
         let how = ops::How {
             fence: self.fence(t),
             ..ops::How::default()
         };
-        self.on_remote(|coord, remote| {
-            coord
-                .report(&t.id, verdict, &how, remote)?
-                .accepted(&t.id)
-                .map(drop)
-        })
+        let start = Instant::now();
+        loop {
+            let written = self.on_remote(|coord, remote| {
+                coord
+                    .report(&t.id, verdict, &how, remote)?
+                    .accepted(&t.id)
+                    .map(drop)
+            });
+            match written {
+                Err(ops::Error::Command(CommandError::BeingWritten(_)))
+                    if start.elapsed() < SETTLE_WAIT =>
+                {
+                    std::thread::sleep(SETTLE_POLL);
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Extends the lease as `coord heartbeat --agent --attempt` does.

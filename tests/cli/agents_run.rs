@@ -546,3 +546,30 @@ fn a_result_that_cannot_be_recorded_does_not_run_the_attempt_again() {
         .unwrap_or_default();
     assert_eq!(told.matches("a merge is in progress").count(), 1, "{out}");
 }
+
+/// A command that writes a note into its own task file just before it ends: the report waits
+/// for the file to settle instead of giving up ("not recorded: being written"), and the note
+/// stays.
+#[test]
+fn a_report_waits_for_a_note_the_command_wrote_into_its_task_to_settle() {
+    let r = repo(&[("a", "")]);
+    r.task("t", "title: T\nagent: a\n");
+    let file = r.abs("work/assigned/a/t.yaml");
+    let cmd = vec![
+        "sh".to_string(),
+        "-c".to_string(),
+        format!(
+            "cat >/dev/null; echo '# progress: noted' >> {}; echo 'by: a'",
+            file.display()
+        ),
+    ];
+    let (code, out, err) = run_to_end(&r, &args(&["a", "--once"], &cmd));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("attempt 1: done") && !out.contains("not recorded"),
+        "{out}"
+    );
+    assert_eq!(task(&r, "t")["task"]["result"]["output"]["by"], "a");
+    let text = std::fs::read_to_string(r.abs(&r.where_is("t"))).expect("read");
+    assert!(text.contains("# progress: noted"), "{text}");
+}

@@ -290,3 +290,32 @@ fn a_hand_move_still_settling_is_not_recorded_as_a_deletion_alone() {
     assert_eq!(committed_copies(&r, "d").len(), 1, "{}", r.git_status());
     assert!(r.read(&r.where_is("d")).contains("# reopened by hand"));
 }
+
+/// A command on a task whose file someone is still writing (a person's note, an agent's
+/// progress line) refuses with a way on instead of saying yes and doing nothing: the result,
+/// cancel or heartbeat of a frozen file used to be left out silently.
+#[test]
+fn a_command_on_a_task_still_being_written_refuses_and_works_once_it_settles() {
+    let r = repo();
+    r.task("x", "title: x\nagent: alice\n");
+    r.ok(&["tick"]);
+    let path = "work/assigned/alice/x.yaml";
+    append(&r, path, "# a note\n");
+    for args in [
+        &["complete", "x", "--agent", "alice"][..],
+        &["fail", "x", "--agent", "alice", "--error", "E"],
+        &["heartbeat", "x", "--agent", "alice"],
+        &["cancel", "x"],
+    ] {
+        let (_, err) = r.code(args, 1);
+        assert!(err.contains("task 'x' is being written"), "{args:?}: {err}");
+    }
+    settle(&r, path);
+    r.ok(&["complete", "x", "--agent", "alice"]);
+    r.ok(&["tick"]);
+    let done = r.read(&r.where_is("x"));
+    assert!(
+        done.contains("# a note") && done.contains("status: success"),
+        "{done}"
+    );
+}
