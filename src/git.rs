@@ -72,6 +72,17 @@ pub enum GitError {
         /// The ref that moved (`refs/heads/main`).
         branch: String,
     },
+    /// Moving the branch onto another commit stopped before it wrote anything: files with
+    /// uncommitted changes in the way, or the branch moved meanwhile.
+    #[error("cannot move {refname} to {to}: {why}")]
+    Stopped {
+        /// The branch.
+        refname: String,
+        /// The commit it was to move to.
+        to: git2::Oid,
+        /// What stopped it and the way on.
+        why: String,
+    },
     /// A lock file of git's stayed held by another git process for the whole wait.
     #[error("{} is {holder}; coord waited {waited:.1}s and committed nothing further; {}", lock.display(), locks::fix(holder))]
     Locked {

@@ -223,13 +223,20 @@ impl Repo {
             // the first try may have written files.
             let conflict = e.code() == ErrorCode::Conflict;
             let moved = e.message() == BRANCH_MOVED;
-            let what = match conflict {
-                true => uncommitted_in_the_way(&in_the_way.borrow()),
-                false if moved => BRANCH_MOVED.to_string(),
-                false => "cannot update the work tree".to_string(),
+            let stopped = |why: String| GitError::Stopped {
+                refname: refname.to_string(),
+                to: new,
+                why,
+            };
+            let error = match conflict {
+                true => stopped(uncommitted_in_the_way(&in_the_way.borrow())),
+                false if moved => stopped(BRANCH_MOVED.to_string()),
+                false => ctx(format!(
+                    "cannot move {refname} to {new}: cannot update the work tree"
+                ))(e),
             };
             Stopped {
-                error: ctx(format!("cannot move {refname} to {new}: {what}"))(e),
+                error,
                 wrote_nothing: (conflict || moved) && tries.get() == 1,
             }
         })

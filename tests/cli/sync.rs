@@ -578,7 +578,7 @@ fn a_sync_stopped_by_an_uncommitted_edit_never_writes_over_it_later() {
     let edit = "a: 10\nb: 2\nresult: 3\n";
     mine.write("notes.yaml", edit);
     for _ in 0..2 {
-        let (_, err) = mine.code(&["sync"], 1);
+        let err = sync_stops(&mine);
         let says = "notes.yaml, which it changes, has uncommitted changes here; commit or stash";
         assert!(err.contains(says), "{err}");
         assert_eq!(mine.read("notes.yaml"), edit, "the edit was written over");
