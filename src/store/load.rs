@@ -5,7 +5,7 @@
 
 use super::cache::{self, Hit, StatCache};
 use super::clean::Listing;
-use super::months::{self, Months};
+use super::history::{self, History};
 use super::settle::{Settle, Written};
 use super::walk::{self, Walk};
 use super::{io_err, Store, StoreError};
@@ -74,27 +74,28 @@ impl Store {
         Ok(board)
     }
 
-    /// Walks `work/` (see [`Walk`]) without reading any file, taking the files of the month
-    /// folders of `archive/` the record holds as they are from it, and recording those
-    /// walked file by file ([`Months`]).
+    /// Walks `work/` (see [`Walk`]) without reading any file, taking the files of the
+    /// history folders (`done/`, `failed/`, `cancelled/`, archive months) the record holds as
+    /// they are from it, and recording those walked file by file ([`History`]).
     pub fn walk_work(&self) -> Result<Walk, StoreError> {
-        let trees = self
+        let top = self.repo.head_subtrees(self.work_dir());
+        let archive = self
             .repo
             .head_subtrees(&format!("{}/archive", self.work_dir()));
-        let path = self.repo.git_dir().join(months::PATH);
-        let mut months = Months::read(&path, trees);
-        let walked = self.walk_work_in(&|_| true, Some(&mut months))?;
-        months.save(&path);
+        let path = self.repo.git_dir().join(history::PATH);
+        let mut history = History::read(&path, History::trees(top, archive));
+        let walked = self.walk_work_in(&|_| true, Some(&mut history))?;
+        history.save(&path);
         self.fullest.set(walked.fullest_folder());
         Ok(walked)
     }
 
     /// Walks `work/` looking only at the files `looked` takes ([`walk::walk_in`]), with the
-    /// archive-month record when given.
+    /// history-folder record when given.
     fn walk_work_in(
         &self,
         looked: &dyn Fn(&str) -> bool,
-        months: Option<&mut Months>,
+        history: Option<&mut History>,
     ) -> Result<Walk, StoreError> {
         use rustix::fs::FileType;
         let work = self.abs(self.work_dir());
@@ -108,7 +109,7 @@ impl Store {
             Err(e) => return Err(io_err(&work)(e)),
             _ => return Err(StoreError::NoWorkDir { path: work }),
         }
-        walk::walk_in(&work, looked, months).map_err(|(p, e)| io_err(&p)(e))
+        walk::walk_in(&work, looked, history).map_err(|(p, e)| io_err(&p)(e))
     }
 
     /// Loads the snapshot a walk of `work/` found, as [`Store::load`].
@@ -395,16 +396,16 @@ fn from_cache(rel: String, hit: Hit) -> RawFile {
 }
 
 /// Returns whether the walk took the key of the file `rel` (work-relative) from the
-/// archive-month record.
+/// history-folder record.
 fn taken_from_record(taken: &[String], rel: &str) -> bool {
     rel.rsplit_once('/')
         .is_some_and(|(dir, _)| taken.iter().any(|t| t == dir))
 }
 
 impl Store {
-    /// Reads the committed version of a file whose stat key a walk took from the archive-month
-    /// record ([`super::months`]) when the stat cache did not have it: the rule is that coord
-    /// sees an archived file as committed, so an in-place edit nobody committed is not read
+    /// Reads the committed version of a file whose stat key a walk took from the
+    /// history-folder record ([`super::history`]) when the stat cache did not have it: the
+    /// rule is that coord sees a finished task's file as committed, so an in-place edit nobody committed is not read
     /// (and so never paired with the recorded key in the cache). The file itself when HEAD's
     /// version is missing or over the size limit.
     fn read_committed(&self, rel: String, limits: &Limits) -> RawFile {

@@ -12,10 +12,10 @@ mod edit;
 #[cfg(test)]
 mod faults;
 pub mod fsutil;
+mod history;
 mod indexed;
 pub mod inject;
 mod load;
-mod months;
 mod quiet;
 mod scoped;
 mod settle;

@@ -5,7 +5,7 @@
 
 use super::cache::StatKey;
 use super::clean::Listing;
-use super::months::Months;
+use super::history::History;
 use crate::model::AgentName;
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 use rustix::io::Errno;
@@ -31,7 +31,7 @@ pub struct Walk {
     /// Regular files a scoped walk ([`walk_in`]) named without looking at them,
     /// work-relative: outside the folders a single-task command reads.
     pub unread: Vec<String>,
-    /// The month folders of `archive/` whose files' keys came from the record ([`Months`]),
+    /// The history folders whose files' keys came from the record ([`History`]),
     /// work-relative.
     pub taken: Vec<String>,
 }
@@ -123,13 +123,14 @@ impl Named {
 /// Walks the folder `work` (absolute), looking only at the regular files whose work-relative
 /// path `looked` takes: the others are named in [`Walk::unread`] from their folder's listing,
 /// without an lstat each. Such a walk cannot vouch for `work/` (its listing is incomplete).
-/// With `months`, the files of a month folder of `archive/` the record holds as it still is
-/// are taken from it, without reading the folder or an lstat each ([`Months`]), and the
-/// month folders walked file by file are noted for the record.
+/// With `history`, the files of a history folder (`done/`, `failed/`, `cancelled/`, an
+/// archive month) the record holds as it still is are taken from it, without reading the
+/// folder or an lstat each ([`History`]), and the history folders walked file by file are
+/// noted for the record.
 pub fn walk_in(
     work: &Path,
     looked: &dyn Fn(&str) -> bool,
-    months: Option<&mut Months>,
+    history: Option<&mut History>,
 ) -> Result<Walk, WalkError> {
     let mut found = Walk {
         files: Vec::new(),
@@ -145,7 +146,7 @@ pub fn walk_in(
         work,
         looked,
         found: &mut found,
-        months,
+        history,
     };
     at.visit_dir(fd, "", 0)?;
     Ok(found)
@@ -156,7 +157,7 @@ struct At<'a> {
     work: &'a Path,
     looked: &'a dyn Fn(&str) -> bool,
     found: &'a mut Walk,
-    months: Option<&'a mut Months>,
+    history: Option<&'a mut History>,
 }
 
 fn walk_error<'a>(work: &'a Path, rel: &'a str) -> impl FnOnce(Errno) -> WalkError + 'a {
@@ -164,31 +165,32 @@ fn walk_error<'a>(work: &'a Path, rel: &'a str) -> impl FnOnce(Errno) -> WalkErr
 }
 
 impl At<'_> {
-    /// Visits the open folder `rel` at `depth`: a month folder of `archive/` through the
-    /// record when it has one ([`At::visit_month`]), any other as [`At::visit_entries`].
+    /// Visits the open folder `rel` at `depth`: a history folder through the record when it
+    /// has one ([`At::visit_history`]), any other as [`At::visit_entries`].
     fn visit_dir(&mut self, fd: OwnedFd, rel: &str, depth: usize) -> Result<(), WalkError> {
-        if depth == MAX_DEPTH && Months::is_month(rel) {
-            if let Some(months) = self.months.take() {
-                let visited = self.visit_month(fd, rel, &mut *months);
-                self.months = Some(months);
+        if History::is_history(rel, depth) {
+            if let Some(history) = self.history.take() {
+                let visited = self.visit_history(fd, rel, depth, &mut *history);
+                self.history = Some(history);
                 return visited;
             }
         }
         self.visit_entries(fd, rel, depth).map(|_| ())
     }
 
-    /// Visits the month folder `rel`: its files as the record holds them when it still holds
-    /// the folder as it is, else file by file, noting what it found for the record. The
-    /// folder's stat key is taken before its entries are read, so a change made meanwhile
-    /// makes the next walk's key differ.
-    fn visit_month(
+    /// Visits the history folder `rel` at `depth`: its files as the record holds them when
+    /// it still holds the folder as it is, else file by file, noting what it found for the
+    /// record. The folder's stat key is taken before its entries are read, so a change made
+    /// meanwhile makes the next walk's key differ.
+    fn visit_history(
         &mut self,
         fd: OwnedFd,
         rel: &str,
-        months: &mut Months,
+        depth: usize,
+        history: &mut History,
     ) -> Result<(), WalkError> {
         let folder = rustix::fs::fstat(&fd).ok().map(|st| StatKey::of(&st));
-        if let Some(files) = folder.as_ref().and_then(|f| months.take(rel, f)) {
+        if let Some(files) = folder.as_ref().and_then(|f| history.take(rel, f)) {
             let found = &mut *self.found;
             found.files.reserve(files.len());
             found.listing.reserve(files.len());
@@ -201,7 +203,7 @@ impl At<'_> {
             return Ok(());
         }
         let from = self.found.files.len();
-        let only_files = self.visit_entries(fd, rel, MAX_DEPTH)?;
+        let only_files = self.visit_entries(fd, rel, depth)?;
         let name_at = rel.len() + 1;
         let files = only_files.then(|| {
             self.found.files[from..]
@@ -210,7 +212,7 @@ impl At<'_> {
                 .collect::<Option<Vec<_>>>()
         });
         let start = self.found.listing.start();
-        months.walked(rel, folder, files.flatten(), start);
+        history.walked(rel, folder, files.flatten(), start);
         Ok(())
     }
 
@@ -459,13 +461,14 @@ mod tests {
     }
 
     #[test]
-    fn a_recorded_month_gives_what_a_walk_file_by_file_gives() {
+    fn a_recorded_folder_gives_what_a_walk_file_by_file_gives() {
         let dir = tempfile::tempdir().expect("tempdir");
         let work = dir.path();
         for rel in [
             "archive/2026-07/a.yaml",
             "archive/2026-07/b.yaml",
             "done/c.yaml",
+            "ready/e.yaml",
         ] {
             write(work, rel, "x");
         }
@@ -480,22 +483,24 @@ mod tests {
         let tree = crate::git::Oid::from_bytes(&[1; 20]).expect("oid");
         let trees = || {
             std::collections::HashMap::from([
-                ("2026-07".to_string(), tree),
-                ("2026-08".to_string(), tree),
+                ("archive/2026-07".to_string(), tree),
+                ("archive/2026-08".to_string(), tree),
+                ("done".to_string(), tree),
+                ("ready".to_string(), tree),
             ])
         };
         std::thread::sleep(std::time::Duration::from_millis(100));
         let plain = walk_in(work, &|_| true, None).expect("walk");
-        let mut months = Months::read(&record, trees());
-        let first = walk_in(work, &|_| true, Some(&mut months)).expect("walk");
-        months.save(&record);
+        let mut history = History::read(&record, trees());
+        let first = walk_in(work, &|_| true, Some(&mut history)).expect("walk");
+        history.save(&record);
         assert!(first.taken.is_empty(), "nothing recorded yet");
-        let mut months = Months::read(&record, trees());
-        let second = walk_in(work, &|_| true, Some(&mut months)).expect("walk");
+        let mut history = History::read(&record, trees());
+        let second = walk_in(work, &|_| true, Some(&mut history)).expect("walk");
         assert_eq!(
             second.taken,
-            ["archive/2026-07"],
-            "a symlink is never recorded"
+            ["archive/2026-07", "done"],
+            "a symlink is never recorded, nor a folder of unfinished tasks"
         );
         for found in [&first, &second] {
             assert_eq!(found.files, plain.files);

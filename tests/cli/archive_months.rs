@@ -1,4 +1,4 @@
-//! The archive-month record end to end (`.git/coord/archive-months`, docs/design.md
+//! The archive-month record end to end (`.git/coord/history-folders`, docs/design.md
 //! "Archived tasks are history"): a tick takes the files of an archive month folder that is
 //! committed and unchanged from the record instead of an lstat each; an in-place edit of an
 //! archived file is left to the person until it is committed, and every other change (a file
@@ -10,7 +10,7 @@ use serde_json::json;
 use std::time::Duration;
 
 const MONTH: &str = "work/archive/2026-10";
-const RECORD: &str = ".git/coord/archive-months";
+const RECORD: &str = ".git/coord/history-folders";
 
 /// An archived task as a person commits it, with the output `v`.
 fn archived(title: &str, v: u32) -> String {

@@ -18,6 +18,7 @@ mod fencing;
 mod foundation;
 mod gitstate;
 mod harness;
+mod history_folders;
 mod hostile;
 mod http;
 mod http_client;

@@ -1,18 +1,19 @@
-//! The archive-month record, `.git/coord/archive-months`: for each folder `archive/<month>/`
-//! a full walk found settled, the folder's own stat key, the tree id HEAD had for it before
-//! the walk looked, and its files' names with their stat keys. A later walk that finds the
-//! folder with the same stat key (no file added, removed or renamed in it: each changes the
-//! folder's mtime and ctime) and HEAD with the same tree id there takes the files' keys from
-//! the record instead of an `lstat` each, so archived tasks (history no transition changes)
-//! cost a walk nothing per file.
+//! The history-folder record, `.git/coord/history-folders`: for each folder of finished
+//! tasks (`done/`, `failed/`, `cancelled/` and each `archive/<month>/`) a full walk found
+//! settled, the folder's own stat key, the tree id HEAD had for it before the walk looked, and
+//! its files' names with their stat keys. A later walk that finds the folder with the same
+//! stat key (no file added, removed or renamed in it: each changes the folder's mtime and
+//! ctime) and HEAD with the same tree id there takes the files' keys from the record instead
+//! of an `lstat` each, so finished tasks (history no transition changes in place) cost a walk
+//! nothing per file.
 //!
-//! The rule this makes (README, "Archived tasks are history"): an in-place edit of an archived
-//! file is not seen while nobody commits it: its stat key is taken as recorded, so the stat
-//! cache (or, when it lacks the file, HEAD) gives the committed text, and the clean and quiet
-//! marks hold. Once committed, HEAD's tree id differs and the folder is walked file by file
-//! again. A staged edit gives the index stat data other than the recorded key, so the
-//! recording's check against the index fails and libgit2's scan records it, as any change;
-//! so does any scan that runs for another reason.
+//! The rule this makes (README, "Finished tasks are history"): an in-place edit of a file in
+//! such a folder is not seen while nobody commits or stages it: its stat key is taken as
+//! recorded, so the stat cache (or, when it lacks the file, HEAD) gives the committed text,
+//! and the clean and quiet marks hold. Once committed, HEAD's tree id differs and the folder
+//! is walked file by file again. A staged edit gives the index stat data other than the
+//! recorded key, so the recording's check against the index fails and libgit2's scan records
+//! it, as any change; so does any scan that runs for another reason.
 //! A folder is recorded only when its stat key and every file's key are settled at the
 //! walk's start (the racy-timestamp rule of the stat cache), and only when it holds regular
 //! files alone. A missing, unreadable or corrupt record only means a full walk. Does file I/O
@@ -27,13 +28,19 @@ use std::path::Path;
 use std::time::SystemTime;
 
 /// The record file, relative to the git directory.
-pub const PATH: &str = "coord/archive-months";
+pub const PATH: &str = "coord/history-folders";
+/// Where the record of archive months alone was kept (before `done/`, `failed/` and
+/// `cancelled/` were recorded too), relative to the git directory: removed when the record
+/// is written, so no stale copy stays behind.
+const OLD_PATH: &str = "coord/archive-months";
 /// The first bytes of the record file.
-const MAGIC: &[u8] = b"coord archive-months 1\n";
+const MAGIC: &[u8] = b"coord history-folders 1\n";
+/// The folders of finished tasks directly under `work/` that are recorded.
+const FINISHED: [&str; 3] = ["done", "failed", "cancelled"];
 
-/// One month folder as a walk found it.
+/// One history folder as a walk found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Month {
+pub struct Folder {
     /// The folder's own stat key.
     pub folder: StatKey,
     /// The tree id HEAD had for the folder before the walk looked.
@@ -42,7 +49,7 @@ pub struct Month {
     pub files: Vec<(String, StatKey)>,
 }
 
-/// A month folder as the record holds it: its files stay in the record's bytes until a
+/// A history folder as the record holds it: its files stay in the record's bytes until a
 /// walk takes them (a `String` per archived file was 4 % of a tick at 100,000 tasks).
 #[derive(Debug, Clone)]
 struct Kept {
@@ -54,18 +61,18 @@ struct Kept {
     files: Range<usize>,
 }
 
-/// A month folder to record again: as the record held it, or as a walk found it.
+/// A history folder to record again: as the record held it, or as a walk found it.
 #[derive(Debug)]
 enum Found {
     Kept(Kept),
-    Walked(Month),
+    Walked(Folder),
 }
 
 /// What a walk may take from the record, and what it found to record.
 #[derive(Debug, Default)]
-pub struct Months {
-    /// HEAD's tree id of each month folder (work-relative, `archive/2026-07`), read before
-    /// the walk looks at any file.
+pub struct History {
+    /// HEAD's tree id of each history folder (work-relative: `done`, `archive/2026-07`), read
+    /// before the walk looks at any file.
     trees: HashMap<String, Oid>,
     /// The record's bytes (checked), which `kept` points into.
     record: Vec<u8>,
@@ -77,38 +84,52 @@ pub struct Months {
     changed: bool,
 }
 
-impl Months {
-    /// Starts a walk's months from the record at `path` and HEAD's tree ids of the month
-    /// folders (by name).
-    pub fn read(path: &Path, trees: HashMap<String, Oid>) -> Months {
-        let trees = trees
-            .into_iter()
-            .map(|(name, id)| (format!("archive/{name}"), id))
-            .collect();
+impl History {
+    /// Starts a walk's history folders from the record at `path` and HEAD's tree ids of the
+    /// history folders (work-relative: `done`, `archive/2026-07`; see [`History::trees`]).
+    pub fn read(path: &Path, trees: HashMap<String, Oid>) -> History {
         let record = std::fs::read(path).unwrap_or_default();
         let Some(kept) = decode(&record) else {
-            return Months {
+            return History {
                 trees,
-                ..Months::default()
+                ..History::default()
             };
         };
-        Months {
+        History {
             trees,
             record,
             kept,
-            ..Months::default()
+            ..History::default()
         }
     }
 
-    /// Returns whether the folder `rel` (work-relative) is a month folder
-    /// (`archive/YYYY-MM`), the only ones recorded.
-    pub fn is_month(rel: &str) -> bool {
-        rel.strip_prefix("archive/")
-            .is_some_and(crate::board::is_month)
+    /// Returns, work-relative, the history folders among HEAD's subtrees of `work/` (`top`,
+    /// by name) and of `work/archive/` (`archive`, by month), with their tree ids.
+    pub fn trees(top: HashMap<String, Oid>, archive: HashMap<String, Oid>) -> HashMap<String, Oid> {
+        let finished = top
+            .into_iter()
+            .filter(|(name, _)| FINISHED.contains(&name.as_str()));
+        let months = archive
+            .into_iter()
+            .filter(|(name, _)| crate::board::is_month(name))
+            .map(|(name, id)| (format!("archive/{name}"), id));
+        finished.chain(months).collect()
     }
 
-    /// Returns the recorded files of the month folder `rel` when its stat key is `folder` and
-    /// HEAD still has the recorded tree id for it; the walk takes them as they are.
+    /// Returns whether the folder `rel` (work-relative) at `depth` below `work/` is a history
+    /// folder (`done`, `failed`, `cancelled` or `archive/YYYY-MM`), the only ones recorded.
+    pub fn is_history(rel: &str, depth: usize) -> bool {
+        match depth {
+            1 => FINISHED.contains(&rel),
+            2 => rel
+                .strip_prefix("archive/")
+                .is_some_and(crate::board::is_month),
+            _ => false,
+        }
+    }
+
+    /// Returns the recorded files of the history folder `rel` when its stat key is `folder`
+    /// and HEAD still has the recorded tree id for it; the walk takes them as they are.
     pub fn take(&mut self, rel: &str, folder: &StatKey) -> Option<Files<'_>> {
         let tree = self.trees.get(rel)?;
         let kept = self.kept.remove(rel)?;
@@ -124,7 +145,7 @@ impl Months {
         Some(files)
     }
 
-    /// Notes the month folder `rel` as a walk found it file by file: `files` when it held
+    /// Notes the history folder `rel` as a walk found it file by file: `files` when it held
     /// regular files alone, each with a key; recorded when that and the folder's key are
     /// settled at `start` and HEAD has a tree for it.
     pub fn walked(
@@ -136,11 +157,11 @@ impl Months {
     ) {
         let kept = self.kept.remove(rel);
         let settled = |k: &StatKey| k.settled(start);
-        let month = match (folder, files, self.trees.get(rel)) {
+        let walked = match (folder, files, self.trees.get(rel)) {
             (Some(folder), Some(files), Some(tree))
                 if settled(&folder) && files.iter().all(|(_, k)| settled(k)) =>
             {
-                Some(Month {
+                Some(Folder {
                     folder,
                     tree: *tree,
                     files,
@@ -148,26 +169,30 @@ impl Months {
             }
             _ => None,
         };
-        // A month walked file by file is one the record did not hold as it is (else the
+        // A folder walked file by file is one the record did not hold as it is (else the
         // walk took it): what the record held of it, if anything, changes.
-        self.changed |= kept.is_some() || month.is_some();
-        if let Some(month) = month {
-            self.found.insert(rel.to_string(), Found::Walked(month));
+        self.changed |= kept.is_some() || walked.is_some();
+        if let Some(walked) = walked {
+            self.found.insert(rel.to_string(), Found::Walked(walked));
         }
     }
 
-    /// Writes the record again at `path` when this walk found it changed (a month folder
-    /// walked anew, or one no longer there). Failures are ignored: the record is only an
+    /// Writes the record again at `path` when this walk found it changed (a history folder
+    /// walked anew, or one no longer there), removing the record of archive months alone
+    /// that an older coord kept beside it. Failures are ignored: the record is only an
     /// optimisation, and one left stale is checked before any use.
     pub fn save(self, path: &Path) {
         if !self.changed && self.kept.is_empty() {
             return;
         }
+        if let Some(git_dir) = path.parent().and_then(Path::parent) {
+            let _ = std::fs::remove_file(git_dir.join(OLD_PATH));
+        }
         if self.found.is_empty() {
             let _ = std::fs::remove_file(path);
             return;
         }
-        let months = self.found.iter().map(|(rel, found)| match found {
+        let folders = self.found.iter().map(|(rel, found)| match found {
             Found::Kept(k) => {
                 let files = self.record.get(k.files.clone()).unwrap_or_default();
                 (rel, k.folder, k.tree, k.count, Cow::Borrowed(files))
@@ -177,11 +202,11 @@ impl Months {
                 (rel, folder, tree, count, Cow::Owned(encode_files(&m.files)))
             }
         });
-        let _ = super::fsutil::write_private(path, &encode(months), false);
+        let _ = super::fsutil::write_private(path, &encode(folders), false);
     }
 }
 
-/// The files of a month folder as the record holds them, in walk order: each name with its
+/// The files of a history folder as the record holds them, in walk order: each name with its
 /// stat key.
 pub struct Files<'r> {
     reader: Reader<'r>,
@@ -211,7 +236,7 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
-/// Returns the files of a month as the record holds them: each name and key.
+/// Returns the files of a history folder as the record holds them: each name and key.
 fn encode_files(files: &[(String, StatKey)]) -> Vec<u8> {
     let mut out = Vec::new();
     for (name, key) in files {
@@ -221,16 +246,16 @@ fn encode_files(files: &[(String, StatKey)]) -> Vec<u8> {
     out
 }
 
-/// One month folder to encode: its path, folder key, tree id, file count and files as
+/// One history folder to encode: its path, folder key, tree id, file count and files as
 /// [`encode_files`] gives them.
 type Encoded<'m> = (&'m String, StatKey, Oid, usize, Cow<'m, [u8]>);
 
-/// Encodes the record: the magic, the number of months, each month (path, folder key, tree
+/// Encodes the record: the magic, the number of folders, each folder (path, folder key, tree
 /// id, number of files, each file's name and key), then a checksum of all before it.
-fn encode<'m>(months: impl ExactSizeIterator<Item = Encoded<'m>>) -> Vec<u8> {
+fn encode<'m>(folders: impl ExactSizeIterator<Item = Encoded<'m>>) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
-    out.extend_from_slice(&(months.len() as u64).to_le_bytes());
-    for (rel, folder, tree, count, files) in months {
+    out.extend_from_slice(&(folders.len() as u64).to_le_bytes());
+    for (rel, folder, tree, count, files) in folders {
         put_str(&mut out, rel);
         folder.write_to(&mut out);
         out.extend_from_slice(tree.as_bytes());
@@ -242,7 +267,7 @@ fn encode<'m>(months: impl ExactSizeIterator<Item = Encoded<'m>>) -> Vec<u8> {
     out
 }
 
-/// Decodes what [`encode`] wrote, each month's files checked but left in `bytes`; None when
+/// Decodes what [`encode`] wrote, each folder's files checked but left in `bytes`; None when
 /// anything does not read or the checksum differs.
 fn decode(bytes: &[u8]) -> Option<HashMap<String, Kept>> {
     let (body, sum) = bytes.split_last_chunk::<8>()?;
@@ -288,16 +313,16 @@ mod tests {
         StatKey::of(&rustix::fs::lstat(&path).expect("lstat"))
     }
 
-    fn month(files: &[&str]) -> Month {
-        Month {
+    fn month(files: &[&str]) -> Folder {
+        Folder {
             folder: key(1),
             tree: Oid::from_bytes(&[7; 20]).expect("oid"),
             files: files.iter().map(|n| (n.to_string(), key(2))).collect(),
         }
     }
 
-    /// Encodes `months` as [`Months::save`] does.
-    fn encoded(months: &BTreeMap<String, Month>) -> Vec<u8> {
+    /// Encodes `months` as [`History::save`] does.
+    fn encoded(months: &BTreeMap<String, Folder>) -> Vec<u8> {
         encode(months.iter().map(|(rel, m)| {
             let files = Cow::Owned(encode_files(&m.files));
             (rel, m.folder, m.tree, m.files.len(), files)
@@ -305,14 +330,14 @@ mod tests {
     }
 
     /// Returns the month `rel` of a record as `decode` reads it from `bytes`.
-    fn decoded(bytes: &[u8], rel: &str) -> Option<Month> {
+    fn decoded(bytes: &[u8], rel: &str) -> Option<Folder> {
         let kept = decode(bytes)?.remove(rel)?;
         let files = Files {
             reader: Reader(&bytes[kept.files.clone()]),
             left: kept.count,
         };
         let files = files.map(|(n, k)| (n.to_string(), k)).collect();
-        Some(Month {
+        Some(Folder {
             folder: kept.folder,
             tree: kept.tree,
             files,
@@ -345,24 +370,24 @@ mod tests {
         let mut record = BTreeMap::new();
         record.insert("archive/2026-07".to_string(), m.clone());
         std::fs::write(&path, encoded(&record)).expect("write");
-        let trees = |id: Oid| HashMap::from([("2026-07".to_string(), id)]);
-        let mut same = Months::read(&path, trees(m.tree));
+        let trees = |id: Oid| HashMap::from([("archive/2026-07".to_string(), id)]);
+        let mut same = History::read(&path, trees(m.tree));
         let taken: Option<Vec<(String, StatKey)>> = same
             .take("archive/2026-07", &m.folder)
             .map(|files| files.map(|(n, k)| (n.to_string(), k)).collect());
         assert_eq!(taken, Some(m.files.clone()));
-        let mut moved = Months::read(&path, trees(m.tree));
+        let mut moved = History::read(&path, trees(m.tree));
         assert!(
             moved.take("archive/2026-07", &key(9)).is_none(),
             "folder changed"
         );
         let other = Oid::from_bytes(&[8; 20]).expect("oid");
-        let mut staged = Months::read(&path, trees(other));
+        let mut staged = History::read(&path, trees(other));
         assert!(
             staged.take("archive/2026-07", &m.folder).is_none(),
             "tree changed"
         );
-        let mut unknown = Months::read(&path, HashMap::new());
+        let mut unknown = History::read(&path, HashMap::new());
         assert!(
             unknown.take("archive/2026-07", &m.folder).is_none(),
             "no tree"
@@ -380,10 +405,10 @@ mod tests {
         record.insert("archive/2026-07".to_string(), m.clone());
         std::fs::write(&path, encoded(&record)).expect("write");
         let trees = HashMap::from([
-            ("2026-07".to_string(), m.tree),
-            ("2026-08".to_string(), m.tree),
+            ("archive/2026-07".to_string(), m.tree),
+            ("done".to_string(), m.tree),
         ]);
-        let mut months = Months::read(&path, trees);
+        let mut months = History::read(&path, trees);
         assert_eq!(
             months.take("archive/2026-07", &m.folder).map(|f| f.count()),
             Some(2)
@@ -391,7 +416,7 @@ mod tests {
         let walked = month(&["c.yaml"]);
         let later = SystemTime::now() + std::time::Duration::from_secs(60);
         months.walked(
-            "archive/2026-08",
+            "done",
             Some(walked.folder),
             Some(walked.files.clone()),
             later,
@@ -399,6 +424,40 @@ mod tests {
         months.save(&path);
         let bytes = std::fs::read(&path).expect("saved");
         assert_eq!(decoded(&bytes, "archive/2026-07"), Some(m));
-        assert_eq!(decoded(&bytes, "archive/2026-08"), Some(walked));
+        assert_eq!(decoded(&bytes, "done"), Some(walked));
+    }
+
+    /// Only the folders of finished tasks are history: `done/`, `failed/`, `cancelled/` and
+    /// the month folders of `archive/`, at their own depth.
+    #[test]
+    fn only_the_folders_of_finished_tasks_are_history() {
+        for (rel, depth) in [
+            ("done", 1),
+            ("failed", 1),
+            ("cancelled", 1),
+            ("archive/2026-07", 2),
+        ] {
+            assert!(History::is_history(rel, depth), "{rel}");
+        }
+        for (rel, depth) in [
+            ("ready", 1),
+            ("inbox", 1),
+            ("review", 1),
+            ("archive", 1),
+            ("assigned/done", 2),
+            ("archive/notes", 2),
+            ("done", 2),
+        ] {
+            assert!(!History::is_history(rel, depth), "{rel} at {depth}");
+        }
+        let id = Oid::from_bytes(&[7; 20]).expect("oid");
+        let names = |n: &[&str]| n.iter().map(|n| (n.to_string(), id)).collect();
+        let trees = History::trees(
+            names(&["done", "ready", "archive", "failed"]),
+            names(&["2026-07", "notes"]),
+        );
+        let mut rels: Vec<&str> = trees.keys().map(String::as_str).collect();
+        rels.sort_unstable();
+        assert_eq!(rels, ["archive/2026-07", "done", "failed"]);
     }
 }
