@@ -250,8 +250,8 @@ fn a_checkout_reset_or_pull_of_another_commit_is_seen_in_done() {
 /// changed that same file: the person's edit is never overwritten or lost. Sync's own
 /// recording scans every file (it takes nothing from the record): a settled edit is recorded
 /// as the person's and meets the remote's as any edit of the same lines (sync stops with the
-/// way on); one still being written is held back, and libgit2's safe checkout, which compares
-/// the work tree itself, refuses to write over it: sync stops with one line saying what to do.
+/// way on); one still being written is held back and sync stops before moving, with one line
+/// naming the file and saying what to do.
 #[test]
 fn sync_never_overwrites_an_unrecorded_edit_in_done() {
     let net = Net::new(&["bot"]);
@@ -279,7 +279,8 @@ fn sync_never_overwrites_an_unrecorded_edit_in_done() {
     let err = String::from_utf8_lossy(&out.stderr);
     let first = err.lines().next().unwrap_or_default();
     assert!(
-        first.contains("files it changes have uncommitted changes here; commit or stash them"),
+        first.contains(&format!("{old} is still being written"))
+            && first.contains("nothing was changed here"),
         "{err}"
     );
     assert_eq!(mine.git_status(), format!(" M {old}\n"));
