@@ -445,14 +445,14 @@ impl Repo {
         }
         let ops: Vec<IndexOp<'p>> = ops.into_iter().collect();
         self.refuse_operation()?;
-        if let Some(bytes) = self.index_rewritten(&ops) {
-            std::fs::write(&next, &bytes).map_err(io(&next))?;
+        if let Some(index) = self.index_rewritten(&ops) {
+            std::fs::write(&next, index.bytes()).map_err(io(&next))?;
             let checksum = super::history::checksum_of(&next);
             self.note_merged_index(checksum);
             std::fs::rename(&next, &hold.path).map_err(io(&hold.path))?;
             std::fs::rename(&hold.path, &index_path).map_err(io(&index_path))?;
             hold.held = false;
-            self.keep_index_file(bytes, &index_path);
+            self.keep_index_file(index, &index_path);
             return Ok(checksum);
         }
         match std::fs::copy(&index_path, &next) {
@@ -482,10 +482,10 @@ impl Repo {
         Ok(checksum)
     }
 
-    /// Returns the bytes of the index on disk with `ops` made, written without libgit2
+    /// Returns the index on disk with `ops` made, written without libgit2
     /// ([`IndexFile::rewritten`]); None when that reader does not take the index or it has
     /// unmerged entries (libgit2 then writes it, or refuses).
-    fn index_rewritten(&self, ops: &[IndexOp<'_>]) -> Option<Vec<u8>> {
+    fn index_rewritten(&self, ops: &[IndexOp<'_>]) -> Option<IndexFile> {
         let index = self.index_file()?;
         let mut changes: Vec<IndexChange<'_>> = ops
             .iter()

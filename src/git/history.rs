@@ -108,14 +108,12 @@ impl Repo {
         Some(index)
     }
 
-    /// Keeps `bytes`, the index just written at `path`, as the one [`Repo::index_file`]
-    /// returns until it changes (it need not be read back).
-    pub(super) fn keep_index_file(&self, bytes: Vec<u8>, path: &Path) {
-        let index = std::fs::metadata(path)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|mtime| IndexFile::parse_written(bytes, mtime));
-        *self.index_file.borrow_mut() = index.map(std::sync::Arc::new);
+    /// Keeps `index`, just written at `path`, as the one [`Repo::index_file`] returns until
+    /// it changes (it need not be read back), with the file's mtime.
+    pub(super) fn keep_index_file(&self, index: IndexFile, path: &Path) {
+        let mtime = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+        let index = mtime.map(|mtime| std::sync::Arc::new(index.written_at(mtime)));
+        *self.index_file.borrow_mut() = index;
     }
 
     /// Returns the id of the tree HEAD's commit has at the folder `dir` (repo-relative);

@@ -81,6 +81,9 @@ pub struct IndexFile {
     kept: Vec<std::ops::Range<usize>>,
     /// The index file's mtime: an entry whose file changed at or after it is "racy".
     pub mtime: SystemTime,
+    /// The SHA-1 state after each whole [`CHUNK`] of the content hashed, in order: a rewrite
+    /// whose bytes start as these do hashes only from where they part ([`digest`]).
+    sums: Vec<Sha1>,
 }
 
 impl IndexFile {
@@ -96,18 +99,11 @@ impl IndexFile {
 
     /// Parses the bytes of an index file.
     pub(super) fn parse(bytes: Vec<u8>, mtime: SystemTime) -> Option<IndexFile> {
-        IndexFile::parse_checked(bytes, mtime, true)
+        IndexFile::parse_checked(bytes, mtime)
     }
 
-    /// Parses the bytes of an index this process has just written, with the checksum it
-    /// computed over them ([`IndexFile::rewritten`]): hashing its 10 MB again (at 100,000
-    /// entries) would only find that same sum.
-    pub(super) fn parse_written(bytes: Vec<u8>, mtime: SystemTime) -> Option<IndexFile> {
-        IndexFile::parse_checked(bytes, mtime, false)
-    }
-
-    /// Parses the bytes of an index file, checking their checksum when `check` is set.
-    fn parse_checked(bytes: Vec<u8>, mtime: SystemTime, check: bool) -> Option<IndexFile> {
+    /// Parses the bytes of an index file and checks their checksum.
+    fn parse_checked(bytes: Vec<u8>, mtime: SystemTime) -> Option<IndexFile> {
         if bytes.get(..4)? != b"DIRC" {
             return None;
         }
@@ -119,8 +115,13 @@ impl IndexFile {
         let end = bytes.len().checked_sub(ID_LEN)?;
         // The checksum git and libgit2 check too (zeros: written with `index.skipHash`).
         let (content, sum) = bytes.split_at(end);
-        if check && sum.iter().any(|&b| b != 0) && Sha1::digest(content)[..] != *sum {
-            return None;
+        let mut sums = Vec::new();
+        if sum.iter().any(|&b| b != 0) {
+            let (found, states) = digest(content, &[], 0);
+            if found[..] != *sum {
+                return None;
+            }
+            sums = states;
         }
         let mut entries = Vec::with_capacity(count.min(end / 62));
         let mut at = 12;
@@ -137,7 +138,13 @@ impl IndexFile {
             tree,
             kept,
             mtime,
+            sums,
         })
+    }
+
+    /// Returns the bytes of the index file.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
     }
 
     /// Returns the entry at position `i`.
@@ -358,6 +365,26 @@ fn parse_tree(data: &[u8], pos: &mut usize) -> Option<TreeNode> {
         node.children.push(parse_tree(data, pos)?);
     }
     Some(node)
+}
+
+/// How many bytes of content lie between two kept SHA-1 states (a multiple of SHA-1's 64-byte
+/// block): 160 states for a 10 MB index.
+const CHUNK: usize = 1 << 16;
+
+/// Returns the SHA-1 of `content` and the state after each whole [`CHUNK`] of it, starting
+/// from `known` (the states of another content) as far as both contents are the same: its
+/// first `same` bytes.
+fn digest(content: &[u8], known: &[Sha1], same: usize) -> ([u8; ID_LEN], Vec<Sha1>) {
+    let reused = (same.min(content.len()) / CHUNK).min(known.len());
+    let mut sums = known[..reused].to_vec();
+    let mut hasher = sums.last().cloned().unwrap_or_default();
+    for chunk in content[reused * CHUNK..].chunks(CHUNK) {
+        hasher.update(chunk);
+        if chunk.len() == CHUNK {
+            sums.push(hasher.clone());
+        }
+    }
+    (hasher.finalize().into(), sums)
 }
 
 fn be32(bytes: &[u8], at: usize) -> Option<u32> {

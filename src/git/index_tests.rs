@@ -279,7 +279,7 @@ fn a_racy_entry_of_a_changed_file_is_written_again_smudged() {
     let read = IndexFile::parse(bytes.clone(), SystemTime::UNIX_EPOCH).unwrap();
     let changed = |e: &IndexFileEntry<'_>| e.path == b"work/ready/a.yaml";
     let racy = read.rewritten(&[], &changed).unwrap();
-    let racy = IndexFile::parse(racy, SystemTime::UNIX_EPOCH).unwrap();
+    let racy = IndexFile::parse(racy.bytes().to_vec(), SystemTime::UNIX_EPOCH).unwrap();
     let mut expected = sizes(&read);
     let a = read
         .entries()
@@ -294,7 +294,8 @@ fn a_racy_entry_of_a_changed_file_is_written_again_smudged() {
     );
     let later = SystemTime::now() + Duration::from_secs(3600);
     let old = IndexFile::parse(bytes, later).unwrap();
-    let kept = IndexFile::parse(old.rewritten(&[], &changed).unwrap(), later).unwrap();
+    let kept = old.rewritten(&[], &changed).unwrap().bytes().to_vec();
+    let kept = IndexFile::parse(kept, later).unwrap();
     assert_eq!(sizes(&kept), sizes(&read), "no entry was racy");
 }
 
@@ -306,7 +307,7 @@ fn a_smudged_entry_is_never_clean_by_its_stat_data() {
     let path = dir.path().join(".git/index");
     let read = IndexFile::parse(std::fs::read(&path).unwrap(), SystemTime::UNIX_EPOCH).unwrap();
     let smudged = read.rewritten(&[], &|_| true).unwrap();
-    std::fs::write(&path, smudged).unwrap();
+    std::fs::write(&path, smudged.bytes()).unwrap();
     let later = SystemTime::now() + Duration::from_secs(3600);
     std::fs::File::options()
         .write(true)
@@ -322,4 +323,54 @@ fn a_smudged_entry_is_never_clean_by_its_stat_data() {
     assert!(stats.values().all(|s| s[6] == 0), "every entry smudged");
     let clean = repo.clean_by_stat("work", stats.len(), &mut |rel| stats.get(rel).copied());
     assert!(!clean, "a smudged entry was taken as clean");
+}
+
+/// An index rewritten with a change far into it (past several SHA-1 chunks) hashes on from
+/// the state the read kept where the bytes part: its checksum is still the SHA-1 of all its
+/// content, libgit2 reads it, and a second rewrite of the rewritten index (states kept from
+/// the first) is right too.
+#[test]
+fn a_rewrite_that_hashes_on_from_a_kept_state_ends_with_the_whole_sha1() {
+    use sha1::{Digest, Sha1};
+    let (dir, _repo) = committed();
+    let d = dir.path();
+    for i in 0..3000 {
+        write(d, &format!("work/done/t-{i:05}.yaml"), "title: T\n");
+    }
+    git(d, &["add", "-A"]);
+    git(d, &["commit", "-q", "-m", "many"]);
+    let path = d.join(".git/index");
+    let read = IndexFile::read(&path).unwrap();
+    assert!(read.bytes().len() > 4 << 16, "several chunks of 64 KiB");
+    let staged = |path: &str| {
+        let mut entry = git2::Index::open(&d.join(".git/index"))
+            .unwrap()
+            .get_path(Path::new("work/ready/a.yaml"), 0)
+            .unwrap();
+        entry.path = path.as_bytes().to_vec();
+        entry.flags = path.len() as u16;
+        entry
+    };
+    let (first, second) = (staged("work/ready/b.yaml"), staged("work/ready/c.yaml"));
+    let never = |_: &IndexFileEntry<'_>| false;
+    let whole = |index: &IndexFile| {
+        let (content, sum) = index.bytes().split_at(index.bytes().len() - 20);
+        assert_eq!(Sha1::digest(content)[..], *sum, "the checksum is the content's SHA-1");
+    };
+    // A removal and an addition near the end: the count and the first chunks stay.
+    let changes: Vec<IndexChange<'_>> = vec![
+        (b"work/done/t-02999.yaml", None),
+        (b"work/ready/b.yaml", Some(&first)),
+    ];
+    let once = read.rewritten(&changes, &never).unwrap();
+    whole(&once);
+    let twice = once
+        .rewritten(&[(b"work/ready/c.yaml", Some(&second))], &never)
+        .unwrap();
+    whole(&twice);
+    std::fs::write(&path, twice.bytes()).unwrap();
+    let listed = git2::Index::open(&path).expect("libgit2 reads it, checksum and all");
+    assert!(listed.get_path(Path::new("work/ready/c.yaml"), 0).is_some());
+    assert!(listed.get_path(Path::new("work/done/t-02999.yaml"), 0).is_none());
+    assert_eq!(listed.len(), 4 + 3000 - 1 + 2);
 }

@@ -6,13 +6,13 @@
 
 use super::{Entry, IndexFile, TreeNode, ID_LEN};
 use git2::IndexEntry;
-use sha1::{Digest, Sha1};
 
 /// One change: the path, and the entry it gets (None: it leaves the index).
 pub type IndexChange<'e> = (&'e [u8], Option<&'e IndexEntry>);
 
 impl IndexFile {
-    /// Returns the bytes of this index with `changes` (sorted by path, distinct) made; None
+    /// Returns this index with `changes` (sorted by path, distinct) made, as it is to be
+    /// written (its mtime is the epoch until [`IndexFile::written_at`] sets the file's); None
     /// when it has unmerged entries (the caller refuses those) or an entry does not read.
     /// A copied entry that was racy in this index (its file's mtime at or after the index's
     /// second) and whose file `differs` from its blob now is written with its size smudged
@@ -22,12 +22,7 @@ impl IndexFile {
         &self,
         changes: &[IndexChange<'_>],
         differs: &dyn Fn(&Entry<'_>) -> bool,
-    ) -> Option<Vec<u8>> {
-        let racy_from = self
-            .mtime
-            .duration_since(std::time::UNIX_EPOCH)
-            .ok()?
-            .as_secs();
+    ) -> Option<IndexFile> {
         if self.has_conflicts() {
             return None;
         }
@@ -35,50 +30,104 @@ impl IndexFile {
         out.extend_from_slice(b"DIRC");
         out.extend_from_slice(&self.version.to_be_bytes());
         out.extend_from_slice(&[0; 4]);
-        let mut count: u32 = 0;
-        let all = changes;
+        let entries = self.write_entries(&mut out, changes, differs)?;
+        let count = u32::try_from(entries.len()).ok()?;
+        out[8..12].copy_from_slice(&count.to_be_bytes());
+        let entries_end = out.len();
+        let tree = self.tree.clone().map(|mut tree| {
+            for (path, _) in changes {
+                invalidate(&mut tree, path);
+            }
+            tree
+        });
+        if let Some(tree) = &tree {
+            let mut data = Vec::new();
+            encode_tree(&mut data, tree);
+            out.extend_from_slice(b"TREE");
+            out.extend_from_slice(&u32::try_from(data.len()).ok()?.to_be_bytes());
+            out.extend_from_slice(&data);
+        }
+        let mut kept = Vec::with_capacity(self.kept.len());
+        for range in &self.kept {
+            let at = out.len();
+            out.extend_from_slice(self.bytes.get(range.clone())?);
+            kept.push(at..out.len());
+        }
+        // The bytes before the first change are this index's: their SHA-1 states are known.
+        let content = &self.bytes[..self.bytes.len() - ID_LEN];
+        let (sum, sums) = super::digest(&out, &self.sums, same_prefix(content, &out));
+        out.extend_from_slice(&sum);
+        Some(IndexFile {
+            bytes: out,
+            entries,
+            entries_end,
+            version: self.version,
+            tree,
+            kept,
+            mtime: std::time::UNIX_EPOCH,
+            sums,
+        })
+    }
+
+    /// Sets the mtime of the file this index was written to.
+    pub(crate) fn written_at(self, mtime: std::time::SystemTime) -> IndexFile {
+        IndexFile { mtime, ..self }
+    }
+
+    /// Appends the entries of this index with `changes` made to `out`; returns where each
+    /// starts in it.
+    fn write_entries(
+        &self,
+        out: &mut Vec<u8>,
+        changes: &[IndexChange<'_>],
+        differs: &dyn Fn(&Entry<'_>) -> bool,
+    ) -> Option<Vec<usize>> {
+        let racy_from = self
+            .mtime
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_secs();
+        let mut starts = Vec::with_capacity(self.entries.len() + changes.len());
         let mut changes = changes.iter().peekable();
         for (i, &at) in self.entries.iter().enumerate() {
             let path = self.entry_path(at)?;
             while let Some((p, entry)) = changes.next_if(|(p, _)| *p < path) {
-                count += encode(&mut out, p, *entry);
+                encode(out, &mut starts, p, *entry);
             }
             if let Some((p, entry)) = changes.next_if(|(p, _)| *p == path) {
-                count += encode(&mut out, p, *entry);
+                encode(out, &mut starts, p, *entry);
                 continue;
             }
             let end = self.entries.get(i + 1).copied().unwrap_or(self.entries_end);
             let copied_at = out.len();
+            starts.push(copied_at);
             out.extend_from_slice(self.bytes.get(at..end)?);
             // Only a racy entry is decoded (its mtime's seconds are its third field).
             let racy = u64::from(super::be32(&self.bytes, at + MTIME_AT)?) >= racy_from;
             if racy && differs(&self.entry(i)?) {
                 out[copied_at + SIZE_AT..copied_at + SIZE_AT + 4].fill(0);
             }
-            count += 1;
         }
         for (p, entry) in changes {
-            count += encode(&mut out, p, *entry);
+            encode(out, &mut starts, p, *entry);
         }
-        out[8..12].copy_from_slice(&count.to_be_bytes());
-        if let Some(tree) = &self.tree {
-            let mut tree = tree.clone();
-            for (path, _) in all {
-                invalidate(&mut tree, path);
-            }
-            let mut data = Vec::new();
-            encode_tree(&mut data, &tree);
-            out.extend_from_slice(b"TREE");
-            out.extend_from_slice(&u32::try_from(data.len()).ok()?.to_be_bytes());
-            out.extend_from_slice(&data);
-        }
-        for kept in &self.kept {
-            out.extend_from_slice(self.bytes.get(kept.clone())?);
-        }
-        let sum = Sha1::digest(&out);
-        out.extend_from_slice(&sum);
-        Some(out)
+        Some(starts)
     }
+}
+
+/// Returns how many leading bytes `a` and `b` share, rounded down to a [`super::CHUNK`]
+/// (or the shorter's length): compared a chunk at a time.
+fn same_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut at = 0;
+    while at < n {
+        let end = (at + super::CHUNK).min(n);
+        if a[at..end] != b[at..end] {
+            break;
+        }
+        at = end;
+    }
+    at
 }
 
 /// Where the seconds of an entry's mtime sit in it (after ctime's seconds and nanoseconds).
@@ -115,12 +164,13 @@ fn encode_tree(out: &mut Vec<u8>, node: &TreeNode) {
 }
 
 /// Appends the entry for `path` (version 2 layout, which version 3 shares for entries
-/// without extended flags); returns 1 when one was written, 0 for a removal.
-fn encode(out: &mut Vec<u8>, path: &[u8], entry: Option<&IndexEntry>) -> u32 {
+/// without extended flags) and notes where it starts in `starts`; nothing for a removal.
+fn encode(out: &mut Vec<u8>, starts: &mut Vec<usize>, path: &[u8], entry: Option<&IndexEntry>) {
     let Some(e) = entry else {
-        return 0;
+        return;
     };
     let start = out.len();
+    starts.push(start);
     // The index stores 32-bit stat fields; truncating is what git does too.
     let fields = [
         e.ctime.seconds() as u32,
@@ -144,5 +194,4 @@ fn encode(out: &mut Vec<u8>, path: &[u8], entry: Option<&IndexEntry>) -> u32 {
     // Padded with 1 to 8 NUL bytes to a multiple of 8.
     let fixed = 40 + ID_LEN + 2 + path.len();
     out.resize(start + (fixed + 8) / 8 * 8, 0);
-    1
 }
