@@ -342,20 +342,16 @@ fn a_rewrite_that_hashes_on_from_a_kept_state_ends_with_the_whole_sha1() {
     let path = d.join(".git/index");
     let read = IndexFile::read(&path).unwrap();
     assert!(read.bytes().len() > 4 << 16, "several chunks of 64 KiB");
-    let staged = |path: &str| {
-        let mut entry = git2::Index::open(&d.join(".git/index"))
-            .unwrap()
-            .get_path(Path::new("work/ready/a.yaml"), 0)
-            .unwrap();
-        entry.path = path.as_bytes().to_vec();
-        entry.flags = path.len() as u16;
-        entry
-    };
-    let (first, second) = (staged("work/ready/b.yaml"), staged("work/ready/c.yaml"));
+    let first = staged_as(d, "work/ready/b.yaml");
+    let second = staged_as(d, "work/ready/c.yaml");
     let never = |_: &IndexFileEntry<'_>| false;
     let whole = |index: &IndexFile| {
         let (content, sum) = index.bytes().split_at(index.bytes().len() - 20);
-        assert_eq!(Sha1::digest(content)[..], *sum, "the checksum is the content's SHA-1");
+        assert_eq!(
+            Sha1::digest(content)[..],
+            *sum,
+            "the checksum is the content's SHA-1"
+        );
     };
     // A removal and an addition near the end: the count and the first chunks stay.
     let changes: Vec<IndexChange<'_>> = vec![
@@ -371,6 +367,54 @@ fn a_rewrite_that_hashes_on_from_a_kept_state_ends_with_the_whole_sha1() {
     std::fs::write(&path, twice.bytes()).unwrap();
     let listed = git2::Index::open(&path).expect("libgit2 reads it, checksum and all");
     assert!(listed.get_path(Path::new("work/ready/c.yaml"), 0).is_some());
-    assert!(listed.get_path(Path::new("work/done/t-02999.yaml"), 0).is_none());
+    assert!(listed
+        .get_path(Path::new("work/done/t-02999.yaml"), 0)
+        .is_none());
     assert_eq!(listed.len(), 4 + 3000 - 1 + 2);
+}
+
+/// Changes before the first entry, between entries, on entries, of absent paths and after
+/// the last give the entries libgit2 gives for the same adds and removals.
+#[test]
+fn a_rewrite_has_the_entries_libgit2_makes_of_the_same_changes() {
+    let (dir, _repo) = committed();
+    let path = dir.path().join(".git/index");
+    let read = IndexFile::read(&path).unwrap();
+    let mut theirs = git2::Index::open(&path).unwrap();
+    let adds: Vec<git2::IndexEntry> = ["A.md", "work/b.yaml", "work/ready/a.yaml", "zz"]
+        .map(|p| staged_as(dir.path(), p))
+        .into();
+    let mut changes: Vec<IndexChange<'_>> = adds.iter().map(|e| (&e.path[..], Some(e))).collect();
+    changes.extend([
+        (&b"work/done/b.yaml"[..], None),
+        (&b"work/gone.yaml"[..], None),
+    ]);
+    changes.sort_by(|a, b| a.0.cmp(b.0));
+    for (p, entry) in &changes {
+        match entry {
+            Some(e) => theirs.add(e).unwrap(),
+            None => {
+                let _ = theirs.remove_path(Path::new(std::str::from_utf8(p).unwrap()));
+            }
+        }
+    }
+    let ours = read.rewritten(&changes, &|_| false).unwrap();
+    let ours: Vec<(Vec<u8>, Oid, u32)> = ours
+        .entries()
+        .map(|e| (e.path.to_vec(), e.id, e.mode))
+        .collect();
+    let theirs: Vec<(Vec<u8>, Oid, u32)> = theirs.iter().map(|e| (e.path, e.id, e.mode)).collect();
+    assert_eq!(ours, theirs);
+    assert_eq!(ours.len(), 4 + 3 - 1);
+}
+
+/// The index entry of `README.md` in the index of the repository at `dir`, at `path`.
+fn staged_as(dir: &Path, path: &str) -> git2::IndexEntry {
+    let mut entry = git2::Index::open(&dir.join(".git/index"))
+        .unwrap()
+        .get_path(Path::new("README.md"), 0)
+        .unwrap();
+    entry.path = path.as_bytes().to_vec();
+    entry.flags = path.len() as u16;
+    entry
 }

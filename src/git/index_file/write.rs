@@ -75,7 +75,7 @@ impl IndexFile {
     }
 
     /// Appends the entries of this index with `changes` made to `out`; returns where each
-    /// starts in it.
+    /// starts in it. The entries between two changes are copied as one run of bytes.
     fn write_entries(
         &self,
         out: &mut Vec<u8>,
@@ -88,30 +88,53 @@ impl IndexFile {
             .ok()?
             .as_secs();
         let mut starts = Vec::with_capacity(self.entries.len() + changes.len());
-        let mut changes = changes.iter().peekable();
-        for (i, &at) in self.entries.iter().enumerate() {
-            let path = self.entry_path(at)?;
-            while let Some((p, entry)) = changes.next_if(|(p, _)| *p < path) {
-                encode(out, &mut starts, p, *entry);
-            }
-            if let Some((p, entry)) = changes.next_if(|(p, _)| *p == path) {
-                encode(out, &mut starts, p, *entry);
-                continue;
-            }
-            let end = self.entries.get(i + 1).copied().unwrap_or(self.entries_end);
-            let copied_at = out.len();
+        let mut next = 0;
+        for (path, entry) in changes {
+            let at = self
+                .entries
+                .partition_point(|&at| self.entry_path(at).unwrap_or_default() < *path)
+                .max(next);
+            self.copy_run(out, &mut starts, next..at, racy_from, differs)?;
+            let replaced = self.entries.get(at).and_then(|&e| self.entry_path(e)) == Some(*path);
+            next = at + usize::from(replaced);
+            encode(out, &mut starts, path, *entry);
+        }
+        let all = self.entries.len();
+        self.copy_run(out, &mut starts, next..all, racy_from, differs)?;
+        Some(starts)
+    }
+
+    /// Appends the entries at positions `run` as they are, but for a racy one whose file
+    /// `differs` (see [`IndexFile::rewritten`]), and notes where each starts in `starts`.
+    fn copy_run(
+        &self,
+        out: &mut Vec<u8>,
+        starts: &mut Vec<usize>,
+        run: std::ops::Range<usize>,
+        racy_from: u64,
+        differs: &dyn Fn(&Entry<'_>) -> bool,
+    ) -> Option<()> {
+        let Some(&first) = self.entries.get(run.start).filter(|_| !run.is_empty()) else {
+            return Some(());
+        };
+        let end = self
+            .entries
+            .get(run.end)
+            .copied()
+            .unwrap_or(self.entries_end);
+        let base = out.len();
+        out.extend_from_slice(self.bytes.get(first..end)?);
+        for i in run {
+            let at = *self.entries.get(i)?;
+            let copied_at = base + at - first;
             starts.push(copied_at);
-            out.extend_from_slice(self.bytes.get(at..end)?);
             // Only a racy entry is decoded (its mtime's seconds are its third field).
             let racy = u64::from(super::be32(&self.bytes, at + MTIME_AT)?) >= racy_from;
             if racy && differs(&self.entry(i)?) {
                 out[copied_at + SIZE_AT..copied_at + SIZE_AT + 4].fill(0);
             }
         }
-        for (p, entry) in changes {
-            encode(out, &mut starts, p, *entry);
-        }
-        Some(starts)
+        Some(())
     }
 }
 
