@@ -22,6 +22,7 @@ mod history_folders;
 mod hostile;
 mod http;
 mod http_client;
+mod index_write;
 mod inplace;
 mod jepsen;
 mod json;
