@@ -90,3 +90,28 @@ fn git_reads_the_index_coord_writes_after_each_thing_a_person_does_with_git() {
         .git(&["show", &format!("HEAD:{path}")])
         .contains("Task E1"));
 }
+
+/// A tick killed with SIGKILL at points spread over its run (its index write among them)
+/// leaves what the next tick finishes: the index it writes then has the right checksum, is
+/// HEAD's, and the work tree is clean.
+#[test]
+fn a_tick_killed_anywhere_leaves_an_index_the_next_tick_writes_right() {
+    let r = big_repo();
+    commit_new(&r, &["w1", "w2"]);
+    let start = std::time::Instant::now();
+    tick_and_check(&r, "a tick run whole");
+    let whole = start.elapsed();
+    let rounds = 8;
+    for round in 0..rounds {
+        commit_new(&r, &[&format!("k{round}-a"), &format!("k{round}-b")]);
+        let mut tick = r.spawn(&["tick", "-q"]);
+        std::thread::sleep(whole * round / rounds);
+        let _ = tick.kill();
+        let _ = tick.wait();
+        tick_and_check(&r, &format!("a kill {round}/{rounds} of the way in"));
+        assert_eq!(
+            r.where_is(&format!("k{round}-b")),
+            format!("work/assigned/bot/k{round}-b.yaml")
+        );
+    }
+}
