@@ -25,7 +25,8 @@ fn big_repo() -> TestRepo {
     }
     r.git(&["add", "-A"]);
     r.git(&["commit", "-q", "-m", "seed"]);
-    assert!(std::fs::metadata(r.abs(".git/index")).unwrap().len() > 2 << 16);
+    let size = std::fs::metadata(r.abs(".git/index")).expect("index").len();
+    assert!(size > 2 << 16, "{size} bytes");
     r
 }
 
@@ -71,7 +72,7 @@ fn git_reads_the_index_coord_writes_after_each_thing_a_person_does_with_git() {
 
     // git writes the index again with the same size: only the stat data of one entry moves.
     commit_new(&r, &["e1"]);
-    let index = || std::fs::read(r.abs(".git/index")).unwrap();
+    let index = || std::fs::read(r.abs(".git/index")).expect("index");
     let before = index();
     r.write("work/done/d-00007.yaml", &done_task(7));
     r.git(&["update-index", "-q", "--refresh"]);
