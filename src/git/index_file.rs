@@ -5,6 +5,9 @@
 //! the questions coord asks of it before committing (is anything unmerged, is this file
 //! staged, is `work/` as HEAD has it and as the walk saw it) need only a pass over the bytes.
 //!
+//! The SHA-1 check keeps the hash's state after each 64 KiB of the file, so that a rewrite
+//! ([`IndexFile::rewritten`]) hashes only from where its bytes part from the ones read.
+//!
 //! Only what this reader fully understands is answered: index versions 2 and 3, SHA-1 ids,
 //! no split index, no sparse folder entries, the file's SHA-1 checksum right. Anything else (or bytes that do not parse) gives
 //! None and the caller asks libgit2, as before. Reads the index file only.
@@ -28,6 +31,8 @@ const STAT_LEN: usize = 40;
 const ASSUME_VALID: u16 = 0x8000;
 /// Entry flag: an extended flags word follows (version 3).
 const EXTENDED: u16 = 0x4000;
+/// Entry flags: the path's length, or all ones for a path of 4,095 bytes or more.
+const NAME_MASK: u16 = 0x0FFF;
 /// Extended flag: skip-worktree (sparse checkouts, `git update-index --skip-worktree`).
 pub(super) const SKIP_WORKTREE: u16 = 0x4000;
 /// Extended flags that make git look at an entry otherwise: skip-worktree, intent-to-add.
@@ -97,13 +102,9 @@ impl IndexFile {
         IndexFile::parse(bytes, mtime)
     }
 
-    /// Parses the bytes of an index file.
+    /// Parses the bytes of an index file and checks their checksum, keeping the SHA-1 states
+    /// a rewrite can hash on from.
     pub(super) fn parse(bytes: Vec<u8>, mtime: SystemTime) -> Option<IndexFile> {
-        IndexFile::parse_checked(bytes, mtime)
-    }
-
-    /// Parses the bytes of an index file and checks their checksum.
-    fn parse_checked(bytes: Vec<u8>, mtime: SystemTime) -> Option<IndexFile> {
         if bytes.get(..4)? != b"DIRC" {
             return None;
         }
@@ -161,10 +162,9 @@ impl IndexFile {
         } else {
             0
         };
-        let path_at = at + STAT_LEN + ID_LEN + if flags & EXTENDED != 0 { 4 } else { 2 };
-        let path_end = path_at + b.get(path_at..)?.iter().position(|&c| c == 0)?;
+        let (path_at, len) = path_of(b, at, self.entries_end)?;
         Some(Entry {
-            path: &b[path_at..path_end],
+            path: &b[path_at..path_at + len],
             stage: (flags >> 12) & 3,
             mode: be32(b, at + 24)?,
             id: Oid::from_bytes(b.get(at + STAT_LEN..at + STAT_LEN + ID_LEN)?).ok()?,
@@ -224,10 +224,8 @@ impl IndexFile {
     }
 
     fn entry_path(&self, at: usize) -> Option<&[u8]> {
-        let flags = be16(&self.bytes, at + STAT_LEN + ID_LEN)?;
-        let path_at = at + STAT_LEN + ID_LEN + if flags & EXTENDED != 0 { 4 } else { 2 };
-        let rest = self.bytes.get(path_at..)?;
-        Some(&rest[..rest.iter().position(|&c| c == 0)?])
+        let (path_at, len) = path_of(&self.bytes, at, self.entries_end)?;
+        self.bytes.get(path_at..path_at + len)
     }
 
     /// Returns the tree id the cache tree holds for the folder `dir` (repo-relative, no
@@ -303,12 +301,27 @@ impl Repo {
 /// Returns where the entry after the one at `at` starts (entries are padded with 1 to 8 NUL
 /// bytes to a multiple of 8); None when it does not fit before `end`.
 fn next_entry(bytes: &[u8], at: usize, end: usize) -> Option<usize> {
-    let flags = be16(bytes, at + STAT_LEN + ID_LEN)?;
-    let path_at = at + STAT_LEN + ID_LEN + if flags & EXTENDED != 0 { 4 } else { 2 };
-    let len = bytes.get(path_at..end)?.iter().position(|&c| c == 0)?;
+    let (path_at, len) = path_of(bytes, at, end)?;
     let fixed = path_at - at;
     let next = at + (fixed + len + 8) / 8 * 8;
     (next <= end).then_some(next)
+}
+
+/// Returns where the path of the entry at `at` starts and its length, as git reads it: the
+/// length the entry's flags give, or up to the first NUL when they give [`NAME_MASK`] (a
+/// path of 4,095 bytes or more); None when no NUL ends the path there before `end`, or the
+/// path holds one.
+fn path_of(bytes: &[u8], at: usize, end: usize) -> Option<(usize, usize)> {
+    let flags = be16(bytes, at + STAT_LEN + ID_LEN)?;
+    let path_at = at + STAT_LEN + ID_LEN + if flags & EXTENDED != 0 { 4 } else { 2 };
+    let rest = bytes.get(path_at..end)?;
+    let named = usize::from(flags & NAME_MASK);
+    let len = if named < usize::from(NAME_MASK) {
+        named
+    } else {
+        rest.iter().position(|&c| c == 0)?
+    };
+    (rest.get(len) == Some(&0) && !rest[..len].contains(&0)).then_some((path_at, len))
 }
 
 /// The extensions of an index: the cache tree, and where those a rewrite keeps lie.

@@ -418,3 +418,30 @@ fn staged_as(dir: &Path, path: &str) -> git2::IndexEntry {
     entry.flags = path.len() as u16;
     entry
 }
+
+/// A path's length comes from its entry's flags, as git reads it (up to the NUL only for a
+/// path of 4,095 bytes or more); an entry whose NUL is not where its flags say is refused.
+#[test]
+fn a_path_is_as_long_as_its_flags_say_and_a_long_one_ends_at_its_nul() {
+    let (dir, repo) = committed();
+    let d = dir.path();
+    let blob = git(d, &["hash-object", "-w", "README.md"]);
+    let long = format!("work/{}/x.yaml", ["a"; 2100].join("/"));
+    let info = format!("100644,{},{long}", blob.trim());
+    git(d, &["update-index", "--add", "--cacheinfo", &info]);
+    let index = repo.index_file().expect("read");
+    assert_eq!(index.get(&long).map(|e| e.path.len()), Some(long.len()));
+    assert!(
+        index.get("work/ready/a.yaml").is_some(),
+        "after the long one"
+    );
+    let mut bytes = index.bytes().to_vec();
+    // The first entry is README.md's: its flags sit after the stat data and the id.
+    let flags_at = 12 + 40 + 20;
+    assert_eq!(bytes[flags_at + 1], 9, "README.md");
+    bytes[flags_at + 1] = 8;
+    let n = bytes.len() - 20;
+    let sum = <sha1::Sha1 as sha1::Digest>::digest(&bytes[..n]);
+    bytes[n..].copy_from_slice(&sum);
+    assert!(IndexFile::parse(bytes, SystemTime::now()).is_none());
+}

@@ -1,6 +1,9 @@
 //! An index written again from the one read, with a few entries added, replaced or removed:
-//! the other entries are copied as bytes, the cache tree keeps every folder no change is
-//! under, and the file ends with the SHA-1 of its content, as git writes it. libgit2 reads
+//! the other entries are copied as bytes (the runs between two changes at once), the cache
+//! tree keeps every folder no change is under, and the file ends with the SHA-1 of its
+//! content, as git writes it, hashed on from the state the read kept where the new bytes
+//! part from the old (at 100,000 tasks the archive's entries, ~80 % of the file, sort before
+//! what a tick changes). libgit2 reads
 //! the whole index into a map (checking its SHA-1 with collision detection) and encodes every
 //! entry again to change a few: ~15 % of a 200-task tick at 100,000 tasks. No I/O.
 
