@@ -53,8 +53,6 @@ pub struct Entry<'a> {
     pub mode: u32,
     /// The blob id.
     pub id: Oid,
-    /// The stat data git recorded when it hashed the file.
-    pub stat: EntryStat,
     /// Whether git is told not to compare the entry with the work tree (assume-unchanged,
     /// skip-worktree) or it holds no content yet (intent-to-add).
     pub special: bool,
@@ -62,13 +60,16 @@ pub struct Entry<'a> {
     pub skip_worktree: bool,
 }
 
-/// An entry without its blob id ([`IndexFile::head`]), with where it starts.
-struct Head<'a> {
+/// An entry without its blob id but with its stat data ([`IndexFile::head`]), and where it
+/// starts.
+pub(super) struct Head<'a> {
     at: usize,
-    path: &'a [u8],
+    /// The repo-relative path.
+    pub(super) path: &'a [u8],
     stage: u16,
     mode: u32,
-    stat: EntryStat,
+    /// The stat data git recorded when it hashed the file.
+    pub(super) stat: EntryStat,
     special: bool,
     skip_worktree: bool,
 }
@@ -167,7 +168,6 @@ impl IndexFile {
             stage: head.stage,
             mode: head.mode,
             id: self.id_at(head.at)?,
-            stat: head.stat,
             special: head.special,
             skip_worktree: head.skip_worktree,
         })
@@ -198,6 +198,12 @@ impl IndexFile {
             special: flags & ASSUME_VALID != 0 || ext & SKIP_OR_INTENT != 0,
             skip_worktree: ext & SKIP_WORKTREE != 0,
         })
+    }
+
+    /// Returns every entry without its blob id, in the index's order.
+    #[cfg(test)]
+    pub(super) fn heads(&self) -> impl Iterator<Item = Head<'_>> {
+        (0..self.entries.len()).filter_map(|i| self.head(i))
     }
 
     /// Returns the blob id of the entry at byte `at`.
