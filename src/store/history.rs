@@ -329,6 +329,16 @@ mod tests {
         }))
     }
 
+    /// Writes a record holding one month, `archive/2026-07` with a.yaml and b.yaml, in `dir`;
+    /// returns its path and the month.
+    fn recorded_month(dir: &std::path::Path) -> (std::path::PathBuf, Folder) {
+        let path = dir.join("record");
+        let m = month(&["a.yaml", "b.yaml"]);
+        let record = BTreeMap::from([("archive/2026-07".to_string(), m.clone())]);
+        std::fs::write(&path, encoded(&record)).expect("write");
+        (path, m)
+    }
+
     /// Returns the month `rel` of a record as `decode` reads it from `bytes`.
     fn decoded(bytes: &[u8], rel: &str) -> Option<Folder> {
         let kept = decode(bytes)?.remove(rel)?;
@@ -365,11 +375,7 @@ mod tests {
     #[test]
     fn a_month_is_taken_only_with_its_folder_key_and_tree() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("record");
-        let m = month(&["a.yaml", "b.yaml"]);
-        let mut record = BTreeMap::new();
-        record.insert("archive/2026-07".to_string(), m.clone());
-        std::fs::write(&path, encoded(&record)).expect("write");
+        let (path, m) = recorded_month(dir.path());
         let trees = |id: Oid| HashMap::from([("archive/2026-07".to_string(), id)]);
         let mut same = History::read(&path, trees(m.tree));
         let taken: Option<Vec<(String, StatKey)>> = same
@@ -399,11 +405,7 @@ mod tests {
     #[test]
     fn a_record_saved_again_keeps_what_was_taken_from_it() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("record");
-        let m = month(&["a.yaml", "b.yaml"]);
-        let mut record = BTreeMap::new();
-        record.insert("archive/2026-07".to_string(), m.clone());
-        std::fs::write(&path, encoded(&record)).expect("write");
+        let (path, m) = recorded_month(dir.path());
         let trees = HashMap::from([
             ("archive/2026-07".to_string(), m.tree),
             ("done".to_string(), m.tree),

@@ -40,6 +40,19 @@ pub struct Walk {
 pub const INBOX_WINDOW: usize = 4_096;
 
 impl Walk {
+    /// Returns a walk that found `files` and nothing else, beginning now.
+    fn of(files: Vec<(String, Option<StatKey>)>) -> Walk {
+        Walk {
+            files,
+            agent_dirs: Vec::new(),
+            symlinks: Vec::new(),
+            listing: Listing::new(SystemTime::now()),
+            held: Vec::new(),
+            unread: Vec::new(),
+            taken: Vec::new(),
+        }
+    }
+
     /// Returns the number of files in the folder that holds the most (files of a folder are
     /// next to each other in walk order).
     pub fn fullest_folder(&self) -> usize {
@@ -132,15 +145,7 @@ pub fn walk_in(
     looked: &dyn Fn(&str) -> bool,
     history: Option<&mut History>,
 ) -> Result<Walk, WalkError> {
-    let mut found = Walk {
-        files: Vec::new(),
-        agent_dirs: Vec::new(),
-        symlinks: Vec::new(),
-        listing: Listing::new(SystemTime::now()),
-        held: Vec::new(),
-        unread: Vec::new(),
-        taken: Vec::new(),
-    };
+    let mut found = Walk::of(Vec::new());
     let fd = rustix::fs::open(work, DIR_FLAGS, Mode::empty()).map_err(walk_error(work, ""))?;
     let mut at = At {
         work,
@@ -421,15 +426,7 @@ mod tests {
     #[test]
     fn an_inbox_window_keeps_the_other_files_in_walk_order() {
         let rels = ["done/x", "inbox/a", "inbox/b", "inbox/c", "ready/y"];
-        let mut walk = Walk {
-            files: rels.iter().map(|r| (r.to_string(), None)).collect(),
-            agent_dirs: Vec::new(),
-            symlinks: Vec::new(),
-            listing: Listing::new(SystemTime::now()),
-            held: Vec::new(),
-            unread: Vec::new(),
-            taken: Vec::new(),
-        };
+        let mut walk = Walk::of(rels.iter().map(|r| (r.to_string(), None)).collect());
         let last = walk.window_inbox(Some("inbox/a"), 1);
         assert_eq!(last.as_deref(), Some("inbox/b"), "inbox/c waits");
         let kept: Vec<&str> = walk.files.iter().map(|(r, _)| r.as_str()).collect();
