@@ -27,7 +27,7 @@ use crate::lock::{self, LockError};
 use crate::model::TaskId;
 use crate::store::{Origin, Rejection, Stats, Store, StoreError, TICK_TRAILER};
 use jiff::Timestamp;
-use replay::{Clash, Stop};
+use replay::{Clash, Defer, Stop};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -430,7 +430,7 @@ pub fn run(
             for line in recovered {
                 say(&format!("coord: {line}"));
             }
-            integrate(&store, opts, &branch, remote_tip, &mut report, say)?;
+            let again = integrate(&store, opts, &branch, remote_tip, &mut report, say)?;
             if opts.redo_on_reject {
                 for line in store.record_external_changes(opts.now, None)?.lines {
                     say(&format!("coord: {line}"));
@@ -438,6 +438,7 @@ pub fn run(
             }
             let before = store.repo.head()?.oid;
             report.commits = tick(&store).map_err(SyncError::Tick)?;
+            claim_again(&store, opts, &branch, again, &mut report, say)?;
             (before, store.repo.head()?.oid)
         };
         let Some(head) = head.filter(|h| Some(*h) != remote_tip) else {
@@ -586,7 +587,8 @@ fn refuse_still_written(
     })
 }
 
-/// Brings the local branch onto the remote tip (the caller holds the lock).
+/// Brings the local branch onto the remote tip (the caller holds the lock). Returns the
+/// commits the replay put off until after the tick ([`replay::Replay::again`]).
 fn integrate(
     store: &Store,
     opts: &Options,
@@ -594,15 +596,18 @@ fn integrate(
     remote_tip: Option<Oid>,
     report: &mut Report,
     say: &mut dyn FnMut(&str),
-) -> Result<(), SyncError> {
+) -> Result<Vec<replay::Kept>, SyncError> {
     let head = store.repo.head()?.oid;
     let integration = integration(&store.repo, head, remote_tip, &store.identity)?;
     if let (Some(tip), false) = (remote_tip, matches!(integration, Integration::Ahead)) {
         refuse_still_written(store, &opts.remote, head, tip)?;
     }
     match integration {
-        Integration::Ahead => Ok(()),
-        Integration::FastForward(tip) => Ok(store.repo.switch_to(head, tip)?),
+        Integration::Ahead => Ok(Vec::new()),
+        Integration::FastForward(tip) => {
+            store.repo.switch_to(head, tip)?;
+            Ok(Vec::new())
+        }
         Integration::Refuse(c) if c.not_copyable == Some(UNRELATED) => Err(SyncError::Unrelated {
             branch: branch.to_string(),
             remote: opts.remote.clone(),
@@ -620,23 +625,14 @@ fn integrate(
             keep,
             dropped,
         } => {
-            let replay = match replay::replay(
-                &store.repo,
-                store.work_dir(),
-                onto,
-                &keep,
-                &opts.drop_edits,
-            ) {
-                Ok(r) => r,
-                Err(Stop::Git(e)) => return Err(e.into()),
-                Err(Stop::Conflict(c)) => {
-                    return Err(SyncError::Conflict {
-                        branch: branch.to_string(),
-                        remote: opts.remote.clone(),
-                        detail: c,
-                    })
-                }
+            // An agent's step stands in for the tick (`--sync`): nothing to put off for.
+            let defer = match opts.redo_on_reject {
+                true => Defer::Nothing,
+                false => Defer::BlockedClaims,
             };
+            let drops = &opts.drop_edits;
+            let replay = replay::replay(&store.repo, store.work_dir(), onto, &keep, drops, defer)
+                .map_err(|stop| stopped(stop, opts, branch))?;
             store.repo.switch_to(head, replay.tip.unwrap_or(onto))?;
             report.dropped += dropped;
             report.replayed += replay.redone;
@@ -652,9 +648,57 @@ fn integrate(
             }
             report.lost.extend(replay.dropped);
             set_aside(store, opts.now, replay.stale, say)?;
-            hand_off_again(store, opts.now, &replay.hand_off_again, say)
+            hand_off_again(store, opts.now, &replay.hand_off_again, say)?;
+            Ok(replay.again)
         }
     }
+}
+
+/// Returns the error for a replay that stopped.
+fn stopped(stop: Stop, opts: &Options, branch: &str) -> SyncError {
+    match stop {
+        Stop::Git(e) => e.into(),
+        Stop::Conflict(c) => SyncError::Conflict {
+            branch: branch.to_string(),
+            remote: opts.remote.clone(),
+            detail: c,
+        },
+    }
+}
+
+/// Makes again, on the tip sync's tick left, the claims the replay put off because the remote
+/// had their task blocked (this clone's own tick had unblocked it, and its commit was dropped
+/// to be redone), with the later operations on those tasks. A claim stands when the tick
+/// unblocked the task again and nobody took it meanwhile; otherwise it is lost and said so.
+fn claim_again(
+    store: &Store,
+    opts: &Options,
+    branch: &str,
+    again: Vec<replay::Kept>,
+    report: &mut Report,
+    say: &mut dyn FnMut(&str),
+) -> Result<(), SyncError> {
+    let head = store.repo.head()?.oid;
+    let Some(onto) = head.filter(|_| !again.is_empty()) else {
+        return Ok(());
+    };
+    let work_dir = store.work_dir();
+    let replay = replay::replay(&store.repo, work_dir, onto, &again, &[], Defer::Nothing)
+        .map_err(|stop| stopped(stop, opts, branch))?;
+    let tip = replay.tip.unwrap_or(onto);
+    if tip != onto {
+        store.repo.switch_to(head, tip)?;
+        say(&format!(
+            "coord: replayed {} put off until the tick had unblocked their task",
+            replay.redone
+        ));
+    }
+    report.replayed += replay.redone;
+    for line in &replay.dropped {
+        say(&format!("coord: {line}"));
+    }
+    report.lost.extend(replay.dropped);
+    set_aside(store, opts.now, replay.stale, say)
 }
 
 /// Makes the handoff steps of `parents` again, through the engine, where the replay could not

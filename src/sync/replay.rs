@@ -63,6 +63,10 @@ pub struct Replay {
     /// The `--drop-edit` values that named no change that met the remote's (a value mistyped
     /// or quoted wrong), each as given.
     pub unused_drops: Vec<String>,
+    /// Claims of tasks the tip has blocked (this clone's own tick, whose commit was dropped
+    /// to be redone, had unblocked them), with the later operations on those tasks: made
+    /// again, oldest first, on the tip sync's tick leaves ([`Defer::BlockedClaims`]).
+    pub again: Vec<Kept>,
 }
 
 /// Why a person's change of one path could not be replayed.
@@ -140,6 +144,8 @@ enum Step {
     /// A handoff step whose id the remote has for another task: the parent's steps are made
     /// again after the replay.
     HandOffAgain(String),
+    /// A claim of a task the tip has blocked: made again after sync's tick.
+    ClaimAgain,
 }
 
 /// A person's edit to leave out of the replay when it conflicts (`coord sync --drop-edit
@@ -172,6 +178,17 @@ impl std::str::FromStr for DropEdit {
     }
 }
 
+/// Whether a replay puts off the claims of tasks its tip has blocked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Defer {
+    /// A claim of a task the tip has blocked (this clone's own tick, whose commit was
+    /// dropped to be redone, had unblocked it) waits, with the later operations on its task,
+    /// in [`Replay::again`], for a replay onto the tip the sync's tick leaves.
+    BlockedClaims,
+    /// Every commit is replayed now (a claim of a blocked task is lost).
+    Nothing,
+}
+
 /// Replays `commits` (local commits, oldest first) onto `onto`, leaving out the conflicting
 /// edits named in `drop`.
 pub fn replay(
@@ -180,6 +197,7 @@ pub fn replay(
     onto: Oid,
     commits: &[Kept],
     drop: &[DropEdit],
+    defer: Defer,
 ) -> Result<Replay, Stop> {
     let mut out = Replay {
         tip: Some(onto),
@@ -191,9 +209,15 @@ pub fn replay(
     let mut handed_again: Vec<&str> = Vec::new();
     let left_out = RefCell::new(Vec::new());
     let used = RefCell::new(vec![false; drop.len()]);
+    // Tasks whose claim was put off: their later operations wait with it.
+    let mut put_off: Vec<&str> = Vec::new();
     for kept in commits {
         let c = &kept.commit;
         let op_id = trailer(c, "Coord-Op-Id");
+        if !kept.persons && trailer(c, "Coord-Task").is_some_and(|id| put_off.contains(&id)) {
+            out.again.push(kept.clone());
+            continue;
+        }
         if !kept.persons
             && trailer(c, "Coord-From") == Some("new")
             && op_id.is_some_and(|op| handed_again.contains(&op))
@@ -215,6 +239,7 @@ pub fn replay(
             drop,
             left_out: &left_out,
             used: &used,
+            defer,
         };
         match r.step()? {
             Step::Redone(Some(new)) => {
@@ -239,6 +264,10 @@ pub fn replay(
             Step::HandOffAgain(parent) => {
                 handed_again.extend(op_id);
                 out.hand_off_again.push(parent);
+            }
+            Step::ClaimAgain => {
+                put_off.extend(trailer(c, "Coord-Task"));
+                out.again.push(kept.clone());
             }
         }
     }
@@ -268,6 +297,7 @@ struct Replayer<'a> {
     left_out: &'a RefCell<Vec<String>>,
     /// Which of `drop` left a change out so far.
     used: &'a RefCell<Vec<bool>>,
+    defer: Defer,
 }
 
 impl Replayer<'_> {
@@ -390,6 +420,9 @@ impl Replayer<'_> {
                 Some(pre) => pre_holds(&pre, n),
                 None => same_attempt(&before, n),
             });
+        if !holds && self.defer == Defer::BlockedClaims && self.is_claim() && self.blocked(src)? {
+            return Ok(Step::ClaimAgain);
+        }
         let redone = match (holds, now) {
             (true, Some(now)) => redo(&before, &now, &after),
             _ => None,
@@ -531,15 +564,34 @@ impl Replayer<'_> {
         }
     }
 
-    fn dropped(&self, id: &str, why: &str) -> Step {
-        let claim = match self.op() {
+    /// Returns whether the tip has the task whose file `src` was blocked, and blocked still.
+    fn blocked(&self, src: &PathChange) -> Result<bool, GitError> {
+        let name = src.path.rsplit('/').next().unwrap_or(&src.path);
+        let path = format!("{}/blocked/{name}", self.work_dir);
+        match self.repo.blob_at(self.tip, &path)? {
+            Some(b) => Ok(is_blocked(&self.repo.blob_bytes(b)?)),
+            None => Ok(false),
+        }
+    }
+
+    /// Returns whether the commit is a claim (by its operation, or by the move of a commit
+    /// written before operations were named).
+    fn is_claim(&self) -> bool {
+        match self.op() {
             Some(op) => op.kind == OpKind::Claim,
             None => {
                 self.trailer("Coord-From") == Some("ready")
                     && self.trailer("Coord-To") == Some("assigned")
             }
+        }
+    }
+
+    fn dropped(&self, id: &str, why: &str) -> Step {
+        let what = if self.is_claim() {
+            "lost claim"
+        } else {
+            "dropped"
         };
-        let what = if claim { "lost claim" } else { "dropped" };
         Step::Dropped(format!(
             "{what}: {} ({id}: {why})",
             self.commit.info.summary
@@ -1031,6 +1083,13 @@ fn same_attempt(before: &[u8], now: &[u8]) -> bool {
         })
     };
     matches!((coord(before), coord(now)), (Some(a), Some(b)) if a == b)
+}
+
+/// Returns whether the task file `text` is blocked (waits for its dependencies).
+fn is_blocked(text: &[u8]) -> bool {
+    parse_bytes(text, &Limits::default()).is_ok_and(|doc| {
+        doc.value.pointer("/coord/state").and_then(Value::as_str) == Some("blocked")
+    })
 }
 
 /// Returns whether the task file `now` is in the state a precondition names: the same

@@ -798,6 +798,72 @@ fn a_claim_made_before_its_dependency_was_reopened_on_the_remote_is_lost() {
     }
 }
 
+/// A pull agent claims, without `--sync`, a task its own clone's tick unblocked (the
+/// dependency was completed there and not pushed yet) while the remote moved on with an
+/// unrelated commit. Sync drops the tick commit that unblocked the task and redoes it on the
+/// new tip; the claim stands once that tick has unblocked the task again (it was lost, with
+/// "the task changed on the remote meanwhile"), with the attempt the agent was told, and the
+/// agent's result, reported before or after that sync, is credited to that attempt.
+#[test]
+fn a_claim_of_a_task_this_clones_own_tick_unblocked_stands_after_sync() {
+    for reported_first in [false, true] {
+        let net = Net::new(&["alice"]);
+        let seed = &net.seed;
+        seed.ok(&["agents", "add", "puller", "--capability", "y", "--pull"]);
+        seed.ok(&["new", "A", "--id", "a", "--agent", "alice"]);
+        seed.ok(&[
+            "new",
+            "B",
+            "--id",
+            "b",
+            "--depends-on",
+            "a",
+            "--capability",
+            "y",
+        ]);
+        seed.ok(&["sync"]);
+        let (person, agent) = (net.clone(), net.clone());
+        person.write("notes.txt", "a note\n");
+        person.git(&["add", "-A"]);
+        person.git(&["commit", "-q", "-m", "note"]);
+        person.git(&["push", "-q", "origin", "main"]);
+        agent.ok(&["complete", "a", "--agent", "alice"]);
+        agent.ok(&["tick"]);
+        let claim = agent.json(&["claim", "--agent", "puller"]);
+        assert_eq!(claim["id"], "b", "{claim}");
+        agent.write("out.yaml", "answer: B-RESULT\n");
+        let complete = ["complete", "b", "--agent", "puller", "--output", "out.yaml"];
+        if reported_first {
+            agent.ok(&complete);
+        }
+
+        let out = agent.run(&["sync"]);
+
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert!(
+            !err.contains("lost claim") && !err.contains("stale"),
+            "{err}"
+        );
+        let (at, text) = on_remote(&net, "b");
+        assert_eq!(at, "work/assigned/puller/b.yaml", "{err}");
+        let attempt = format!("attempt: {}", claim["attempt"]);
+        assert!(text.contains(&attempt), "{attempt} in {text}");
+        if !reported_first {
+            agent.ok(&complete);
+        }
+        agent.ok(&["sync"]);
+        let (at, text) = on_remote(&net, "b");
+        assert_eq!(at, "work/done/b.yaml");
+        assert!(
+            text.contains("B-RESULT") && !text.contains("stale_result"),
+            "{text}"
+        );
+        std::fs::remove_file(agent.abs("out.yaml")).expect("the output file");
+        assert_eq!(agent.git_status(), "");
+    }
+}
+
 /// Two clones make a task of the same id with `coord new`; the first syncs and its tick
 /// moves it on. The second's sync does not drop its task (it was only in its clone): it
 /// stops with the way out, and the task's text stays where the advice finds it; once it is
