@@ -689,7 +689,7 @@ fn claim_again(
     if tip != onto {
         store.repo.switch_to(head, tip)?;
         say(&format!(
-            "coord: replayed {} put off until the tick had unblocked their task",
+            "coord: replayed {} commits that waited for the tick to unblock their task",
             replay.redone
         ));
     }
