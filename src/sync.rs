@@ -17,6 +17,7 @@
 //! leaves no git process behind (`guard`). See docs/sync.md.
 
 mod guard;
+pub(crate) mod put_off;
 pub mod replay;
 
 use crate::board::Board;
@@ -27,6 +28,7 @@ use crate::lock::{self, LockError};
 use crate::model::TaskId;
 use crate::store::{Origin, Rejection, Stats, Store, StoreError, TICK_TRAILER};
 use jiff::Timestamp;
+use put_off::PutOff;
 use replay::{Clash, Defer, Stop};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -430,7 +432,8 @@ pub fn run(
             for line in recovered {
                 say(&format!("coord: {line}"));
             }
-            let again = integrate(&store, opts, &branch, remote_tip, &mut report, say)?;
+            settle_put_off(&store)?;
+            integrate(&store, opts, &branch, remote_tip, &mut report, say)?;
             if opts.redo_on_reject {
                 for line in store.record_external_changes(opts.now, None)?.lines {
                     say(&format!("coord: {line}"));
@@ -438,7 +441,9 @@ pub fn run(
             }
             let before = store.repo.head()?.oid;
             report.commits = tick(&store).map_err(SyncError::Tick)?;
-            claim_again(&store, opts, &branch, again, &mut report, say)?;
+            if !opts.redo_on_reject {
+                replay_put_off(&store, opts, &branch, &mut report, say)?;
+            }
             (before, store.repo.head()?.oid)
         };
         let Some(head) = head.filter(|h| Some(*h) != remote_tip) else {
@@ -587,8 +592,9 @@ fn refuse_still_written(
     })
 }
 
-/// Brings the local branch onto the remote tip (the caller holds the lock). Returns the
-/// commits the replay put off until after the tick ([`replay::Replay::again`]).
+/// Brings the local branch onto the remote tip (the caller holds the lock). The commits the
+/// replay puts off until after the tick ([`replay::Replay::again`]) are added to the record
+/// of them ([`PutOff`]) before the branch moves without them.
 fn integrate(
     store: &Store,
     opts: &Options,
@@ -596,18 +602,15 @@ fn integrate(
     remote_tip: Option<Oid>,
     report: &mut Report,
     say: &mut dyn FnMut(&str),
-) -> Result<Vec<replay::Kept>, SyncError> {
+) -> Result<(), SyncError> {
     let head = store.repo.head()?.oid;
     let integration = integration(&store.repo, head, remote_tip, &store.identity)?;
     if let (Some(tip), false) = (remote_tip, matches!(integration, Integration::Ahead)) {
         refuse_still_written(store, &opts.remote, head, tip)?;
     }
     match integration {
-        Integration::Ahead => Ok(Vec::new()),
-        Integration::FastForward(tip) => {
-            store.repo.switch_to(head, tip)?;
-            Ok(Vec::new())
-        }
+        Integration::Ahead => Ok(()),
+        Integration::FastForward(tip) => Ok(store.repo.switch_to(head, tip)?),
         Integration::Refuse(c) if c.not_copyable == Some(UNRELATED) => Err(SyncError::Unrelated {
             branch: branch.to_string(),
             remote: opts.remote.clone(),
@@ -633,6 +636,7 @@ fn integrate(
             let drops = &opts.drop_edits;
             let replay = replay::replay(&store.repo, store.work_dir(), onto, &keep, drops, defer)
                 .map_err(|stop| stopped(stop, opts, branch))?;
+            put_off(store, &replay.again)?;
             store.repo.switch_to(head, replay.tip.unwrap_or(onto))?;
             report.dropped += dropped;
             report.replayed += replay.redone;
@@ -648,8 +652,7 @@ fn integrate(
             }
             report.lost.extend(replay.dropped);
             set_aside(store, opts.now, replay.stale, say)?;
-            hand_off_again(store, opts.now, &replay.hand_off_again, say)?;
-            Ok(replay.again)
+            hand_off_again(store, opts.now, &replay.hand_off_again, say)
         }
     }
 }
@@ -666,33 +669,83 @@ fn stopped(stop: Stop, opts: &Options, branch: &str) -> SyncError {
     }
 }
 
-/// Makes again, on the tip sync's tick left, the claims the replay put off because the remote
-/// had their task blocked (this clone's own tick had unblocked it, and its commit was dropped
-/// to be redone), with the later operations on those tasks. A claim stands when the tick
-/// unblocked the task again and nobody took it meanwhile; otherwise it is lost and said so.
-fn claim_again(
+/// Adds the commits a replay put off to the record of them, durably.
+fn put_off(store: &Store, again: &[replay::Kept]) -> Result<(), SyncError> {
+    if again.is_empty() {
+        return Ok(());
+    }
+    let git_dir = store.repo.git_dir();
+    let mut record = PutOff::read(git_dir);
+    for kept in again {
+        let oid = Oid::from_str(&kept.commit.info.oid).map_err(|e| GitError::Git {
+            context: format!("bad commit id {}", kept.commit.info.oid),
+            source: e,
+        })?;
+        if !record.commits.contains(&oid) {
+            record.commits.push(oid);
+        }
+    }
+    Ok(record.write(git_dir)?)
+}
+
+/// Ends the record of put-off commits of a sync killed after the branch moved onto their
+/// replay (the branch holds them); a replay the branch never took is made again.
+fn settle_put_off(store: &Store) -> Result<(), SyncError> {
+    let git_dir = store.repo.git_dir();
+    let mut record = PutOff::read(git_dir);
+    let Some(made) = record.made.take() else {
+        return Ok(());
+    };
+    let head = store.repo.head()?.oid;
+    if head.is_some_and(|h| store.repo.is_ancestor(made, h).unwrap_or(false)) {
+        return Ok(PutOff::remove(git_dir)?);
+    }
+    Ok(record.write(git_dir)?)
+}
+
+/// Replays, on the tip sync's tick left, the claims put off because the remote had their task
+/// blocked (this clone's own tick had unblocked it, and its commit was dropped to be redone),
+/// with the later operations on those tasks. A claim stands when the tick unblocked the task
+/// again and nobody took it meanwhile; otherwise it is lost and said so.
+fn replay_put_off(
     store: &Store,
     opts: &Options,
     branch: &str,
-    again: Vec<replay::Kept>,
     report: &mut Report,
     say: &mut dyn FnMut(&str),
 ) -> Result<(), SyncError> {
+    let git_dir = store.repo.git_dir();
+    let mut record = PutOff::read(git_dir);
     let head = store.repo.head()?.oid;
-    let Some(onto) = head.filter(|_| !again.is_empty()) else {
+    let Some(onto) = head.filter(|_| !record.commits.is_empty()) else {
         return Ok(());
     };
+    let mut again = Vec::new();
+    for &oid in &record.commits {
+        match store.repo.local_commit(oid) {
+            Ok(commit) => again.push(replay::Kept {
+                commit,
+                persons: false,
+            }),
+            Err(_) => say(&format!(
+                "coord: lost claim: commit {oid}, put off until the tick, is gone from the repository"
+            )),
+        }
+    }
     let work_dir = store.work_dir();
     let replay = replay::replay(&store.repo, work_dir, onto, &again, &[], Defer::Nothing)
         .map_err(|stop| stopped(stop, opts, branch))?;
     let tip = replay.tip.unwrap_or(onto);
     if tip != onto {
+        record.made = Some(tip);
+        record.write(git_dir)?;
         store.repo.switch_to(head, tip)?;
         say(&format!(
             "coord: replayed {} commits that waited for the tick to unblock their task",
             replay.redone
         ));
     }
+    PutOff::remove(git_dir)?;
     report.replayed += replay.redone;
     for line in &replay.dropped {
         say(&format!("coord: {line}"));

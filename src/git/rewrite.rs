@@ -64,25 +64,26 @@ impl Repo {
         let oids = walk().map_err(ctx(format!(
             "cannot list the commits of {head} since {base}"
         )))?;
-        let mut out = Vec::with_capacity(oids.len());
-        for oid in oids {
-            let commit = self
-                .repo
-                .find_commit(oid)
-                .map_err(ctx(format!("cannot read commit {oid}")))?;
-            let author = commit.author();
-            let committer = commit.committer();
-            out.push(LocalCommit {
-                committed_by_author: committer.name_bytes() == author.name_bytes()
-                    && committer.email_bytes() == author.email_bytes(),
-                info: commit_info(&commit),
-                author_email: String::from_utf8_lossy(author.email_bytes()).into_owned(),
-                author_name: String::from_utf8_lossy(author.name_bytes()).into_owned(),
-                parents: commit.parent_count(),
-                not_copyable: not_copyable(&commit),
-            });
-        }
-        Ok(out)
+        oids.into_iter().map(|oid| self.local_commit(oid)).collect()
+    }
+
+    /// Returns the commit `oid` as a replay takes it.
+    pub fn local_commit(&self, oid: Oid) -> Result<LocalCommit, GitError> {
+        let commit = self
+            .repo
+            .find_commit(oid)
+            .map_err(ctx(format!("cannot read commit {oid}")))?;
+        let author = commit.author();
+        let committer = commit.committer();
+        Ok(LocalCommit {
+            committed_by_author: committer.name_bytes() == author.name_bytes()
+                && committer.email_bytes() == author.email_bytes(),
+            info: commit_info(&commit),
+            author_email: String::from_utf8_lossy(author.email_bytes()).into_owned(),
+            author_name: String::from_utf8_lossy(author.name_bytes()).into_owned(),
+            parents: commit.parent_count(),
+            not_copyable: not_copyable(&commit),
+        })
     }
 
     /// Points the current branch at `new` and makes the work tree and index match it, the way

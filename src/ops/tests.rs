@@ -514,3 +514,137 @@ fn a_later_operation_never_reads_the_walk_an_earlier_one_kept() {
         .collect();
     assert_eq!(agents, ["alice", "bob"], "the profile add_agent wrote");
 }
+
+/// Returns the paths of the task files `at` has under `work/` in `dir`'s repository.
+fn tasks_at(dir: &Path, at: &str) -> Vec<String> {
+    let out = std::process::Command::new("git")
+        .args(["ls-tree", "-r", "--name-only", at, "work"])
+        .current_dir(dir)
+        .output()
+        .expect("git");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|p| !p.starts_with("work/agents/"))
+        .map(String::from)
+        .collect()
+}
+
+/// A remote where `a` is assigned to alice and `b` (for pull agent puller) waits for it, and
+/// two clones of it: the agents' (returned) and a person's, who pushed a note meanwhile.
+fn blocked_claim_net(root: &Path) -> std::path::PathBuf {
+    let (remote, seed, agents, person) = (
+        root.join("remote.git"),
+        root.join("seed"),
+        root.join("agents"),
+        root.join("person"),
+    );
+    assert!(person_git(root, &["init", "-q", "--bare", "remote.git"]));
+    init(&seed);
+    let puller = "capabilities: [y]\nassign: pull\n";
+    std::fs::write(seed.join("work/agents/puller.yaml"), puller).expect("agent");
+    let a = "title: A\ncapabilities: [code]\n";
+    std::fs::write(seed.join("work/inbox/a.yaml"), a).expect("task");
+    let b = "title: B\ncapabilities: [y]\ndepends_on: [a]\n";
+    std::fs::write(seed.join("work/inbox/b.yaml"), b).expect("task");
+    open(&seed).tick().expect("tick");
+    let remote_url = remote.to_string_lossy().into_owned();
+    assert!(person_git(&seed, &["remote", "add", "origin", &remote_url]));
+    assert!(person_git(&seed, &["push", "-q", "origin", "HEAD:main"]));
+    for clone in [&agents, &person] {
+        let to = clone.to_string_lossy().into_owned();
+        assert!(person_git(
+            root,
+            &["clone", "-q", "-b", "main", &remote_url, &to]
+        ));
+    }
+    std::fs::write(person.join("notes.txt"), "a note\n").expect("note");
+    assert!(person_git(&person, &["add", "-A"]));
+    assert!(person_git(&person, &["commit", "-q", "-m", "note"]));
+    assert!(person_git(&person, &["push", "-q", "origin", "main"]));
+    agents
+}
+
+fn sync_options() -> crate::sync::Options {
+    crate::sync::Options {
+        remote: "origin".to_string(),
+        branch: None,
+        max_retries: 3,
+        wait: std::time::Duration::from_secs(5),
+        redo_on_reject: false,
+        drop_edits: Vec::new(),
+        now: NOW.parse::<Timestamp>().expect("time"),
+    }
+}
+
+/// A sync that put off a claim (its task blocked on the remote until the sync's tick redoes
+/// this clone's unblocking) and stopped before its tick, as a kill would stop it, has moved
+/// the branch without the claim: the next sync replays it from the record. A record whose
+/// replay the branch already holds (a sync killed after that move) is ended, never replayed
+/// twice.
+#[test]
+fn a_claim_put_off_by_a_sync_stopped_before_its_tick_is_replayed_by_the_next_sync() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let agents = blocked_claim_net(t.path());
+    let coord = open(&agents);
+    let alice = "alice".parse().expect("agent");
+    let a = "a".parse().expect("id");
+    let done = Verdict::Success {
+        output: None,
+        next_agents: Vec::new(),
+    };
+    let how = How {
+        fence: Fence {
+            agent: Some(alice),
+            attempt: Some(1),
+        },
+        ..How::default()
+    };
+    coord.report(&a, &done, &how, None).expect("report");
+    coord.tick().expect("tick");
+    let puller = "puller".parse().expect("agent");
+    let Claimed::Granted(receipt) = coord.claim(&puller, None).expect("claim") else {
+        panic!("b not granted");
+    };
+    let mut stopped = |_: &crate::store::Store| -> Result<usize, crate::sync::TickError> {
+        Err("stopped before the tick".into())
+    };
+    let said = std::cell::RefCell::new(Vec::new());
+    let mut say = |line: &str| said.borrow_mut().push(line.to_string());
+    let opts = sync_options();
+    assert!(crate::sync::run(&agents, &opts, &mut stopped, &mut say).is_err());
+    let record = agents.join(".git/coord/sync-put-off");
+    assert!(record.exists(), "{said:?}");
+    assert!(!tasks_at(&agents, "HEAD").contains(&"work/assigned/puller/b.yaml".to_string()));
+
+    open(&agents).sync(&opts).expect("sync");
+
+    let remote = t.path().join("remote.git");
+    assert!(tasks_at(&remote, "main").contains(&"work/assigned/puller/b.yaml".to_string()));
+    let b = std::fs::read_to_string(agents.join("work/assigned/puller/b.yaml")).expect("b");
+    assert!(b.contains(&format!("attempt: {}", receipt.attempt)), "{b}");
+    assert!(!record.exists());
+    let head = coord
+        .store()
+        .repo
+        .head()
+        .expect("head")
+        .oid
+        .expect("a commit");
+    let claimed = coord.store().repo.log(None).expect("log");
+    let claim = claimed
+        .iter()
+        .find(|c| c.summary.starts_with("coord: claim b") || c.summary.contains("assign b"))
+        .expect("the claim");
+    let put_off = crate::sync::put_off::PutOff {
+        commits: vec![claim.oid.parse().expect("oid")],
+        made: Some(head),
+    };
+    put_off.write(&agents.join(".git")).expect("record");
+    let report = open(&agents).sync(&opts).expect("sync");
+    assert!(report.lost.is_empty(), "{report:?}");
+    assert!(!record.exists());
+    assert_eq!(
+        std::fs::read_to_string(agents.join("work/assigned/puller/b.yaml")).expect("b"),
+        b
+    );
+}
