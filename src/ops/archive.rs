@@ -1,7 +1,7 @@
 //! `archive`: moves old done and cancelled tasks to `archive/<YYYY-MM>/`, one commit each, or
 //! only says which would move (a dry run). The engine decides which (`engine::archive`).
 
-use super::{Coord, Error, Moved, AGENT_WAIT};
+use super::{Coord, Error, Folders, Moved, AGENT_WAIT};
 use crate::engine::{archive, Note};
 use crate::model::Duration;
 use crate::store::Origin;
@@ -23,7 +23,7 @@ impl Coord {
     /// Moves every done or cancelled task finished at least `older_than` ago (default:
     /// `archive_after` of coord.yaml) to the archive; with `dry_run`, changes nothing.
     pub fn archive(&self, older_than: Option<Duration>, dry_run: bool) -> Result<Archived, Error> {
-        let _lock = self.session(AGENT_WAIT)?;
+        let _lock = self.session_over(AGENT_WAIT, Folders::Finished)?;
         let store = self.store();
         let (board, _) = store.load()?;
         let age = older_than.unwrap_or(store.config.archive_after);

@@ -2,7 +2,7 @@
 //! file it concerns and its fix; and the safe fix (`--fix`): committing stray changes and
 //! adopting hand moves. Reads the store and git; the fix commits.
 
-use super::{Coord, Error};
+use super::{Coord, Error, Folders};
 use crate::board::{split_copies, Board, Copies, TaskFile};
 use crate::engine;
 use crate::model::{State, TaskId};
@@ -75,7 +75,7 @@ impl Coord {
     /// Commits stray changes under `work/` and adopts hand moves (the safe fixes); returns
     /// the number of commits.
     pub fn doctor_fix(&self) -> Result<usize, Error> {
-        let _lock = self.session(Duration::ZERO)?;
+        let _lock = self.session_over(Duration::ZERO, Folders::Finished)?;
         let (board, _) = self.store.load()?;
         let plan = engine::adoption_plan(&board, &self.inputs());
         self.apply(&plan, Origin::Command)
@@ -170,15 +170,34 @@ fn uncommitted(
         .into_iter()
         .filter(|c| !board.problems.iter().any(|p| &p.path == c))
         .collect();
-    if !changed.is_empty() {
-        let line = format!(
-            "{} uncommitted change(s) under {}/ (e.g. {}); the next tick records them{fix}",
-            changed.len(),
-            store.work_dir(),
-            changed[0]
-        );
-        out.push(Finding::new(FindingCode::Uncommitted, Some(&changed[0]), line).fixed_by_doctor());
+    if changed.is_empty() {
+        return Ok(());
     }
+    // An in-place edit of a finished task waits for the person (README "Finished tasks are
+    // history too"): a tick does not record it.
+    let prefix = format!("{}/", store.work_dir());
+    let history = |state| {
+        matches!(
+            state,
+            State::Done | State::Failed | State::Cancelled | State::Archived
+        )
+    };
+    let finished = changed.iter().find(|p| {
+        let rel = p.strip_prefix(&prefix).unwrap_or(p);
+        crate::board::task_at(rel).is_some_and(|(folder, _)| history(folder.state))
+            && store.repo.read_head_file(p).is_ok_and(|f| f.is_some())
+    });
+    let (path, who) = match finished {
+        Some(path) => (path, "a tick leaves an in-place edit of a finished task to you until it is staged; run 'coord doctor --fix' to record them now"),
+        None => (&changed[0], "the next tick records them"),
+    };
+    let line = format!(
+        "{} uncommitted change(s) under {}/ (e.g. {path}); {who}{}",
+        changed.len(),
+        store.work_dir(),
+        if finished.is_some() { "" } else { fix },
+    );
+    out.push(Finding::new(FindingCode::Uncommitted, Some(path), line).fixed_by_doctor());
     Ok(())
 }
 

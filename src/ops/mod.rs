@@ -298,9 +298,25 @@ impl Coord {
     /// walk of `work/` (skipping the status scan when the vouch the last operation left, or
     /// the clean mark, holds for it), and the command's load reads that same walk.
     pub fn session(&self, default: Duration) -> Result<CoordLock, Error> {
+        self.session_over(default, Folders::Live)
+    }
+
+    /// Starts a session as [`Coord::session`] does, for a command that acts on `folders`:
+    /// with [`Folders::Finished`] the walk looks at every file of the history folders too,
+    /// so a person's in-place edit of a finished task there (which a tick leaves to the
+    /// person) is recorded before the command acts on that task.
+    pub(crate) fn session_over(
+        &self,
+        default: Duration,
+        folders: Folders,
+    ) -> Result<CoordLock, Error> {
         let guard = self.lock(default)?;
+        let walk = || match folders {
+            Folders::Live => self.store.walk_work(),
+            Folders::Finished => self.store.walk_work_whole(),
+        };
         // Without a work folder yet (`coord init`) there is nothing to walk or to vouch for.
-        let walked = match self.store.walk_work() {
+        let walked = match walk() {
             Err(StoreError::NoWorkDir { .. }) => None,
             walked => Some(walked?),
         };
@@ -328,7 +344,17 @@ impl Coord {
         &self,
         planner: &dyn Fn(&crate::board::Board, &Inputs<'_>) -> Result<Plan, CommandError>,
     ) -> Result<usize, Error> {
-        let _lock = self.session(AGENT_WAIT)?;
+        self.act_over(Folders::Live, planner)
+    }
+
+    /// Runs a single-task command as [`Coord::act`] does, its session over `folders`
+    /// ([`Coord::session_over`]).
+    pub(crate) fn act_over(
+        &self,
+        folders: Folders,
+        planner: &dyn Fn(&crate::board::Board, &Inputs<'_>) -> Result<Plan, CommandError>,
+    ) -> Result<usize, Error> {
+        let _lock = self.session_over(AGENT_WAIT, folders)?;
         let (board, _) = self.store.load()?;
         let plan = planner(&board, &self.inputs())?;
         let n = self.apply(&plan, Origin::Command)?;
@@ -346,6 +372,15 @@ impl Coord {
         let mut say = |line: &str| self.emit(Event::Status(line));
         Ok(sync::run(self.store.root(), opts, &mut tick, &mut say)?)
     }
+}
+
+/// The folders a command acts on, for its session's walk ([`Coord::session_over`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Folders {
+    /// Live tasks only: the history folders are taken from their record.
+    Live,
+    /// Finished tasks too (`retry`, `archive`, `doctor --fix`): every file is looked at.
+    Finished,
 }
 
 /// Returns the planner inputs for `store` at `now`.

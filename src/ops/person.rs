@@ -2,7 +2,7 @@
 //! `retry`. Each plans its transitions in the engine and commits them; each returns the number
 //! of commits it made.
 
-use super::{Coord, Error};
+use super::{Coord, Error, Folders};
 use crate::engine::commands;
 use crate::model::TaskId;
 
@@ -24,6 +24,6 @@ impl Coord {
 
     /// Sends a failed, invalid or cancelled task back to the inbox.
     pub fn retry(&self, id: &TaskId) -> Result<usize, Error> {
-        self.act(&|b, i| commands::retry(b, i, id))
+        self.act_over(Folders::Finished, &|b, i| commands::retry(b, i, id))
     }
 }

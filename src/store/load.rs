@@ -51,10 +51,17 @@ impl Store {
     /// Loads a snapshot of `work/` reading every file, so every document has the positions of
     /// its nodes (for reports such as `coord validate`); refreshes the stat cache.
     pub fn load_fresh(&self) -> Result<(Board, Loaded), StoreError> {
-        // Every file looked at: an archived file edited in place is reported too.
+        let walked = self.walk_work_whole()?;
+        self.build(walked, StatCache::empty(self.schema_salt), Save::Yes)
+    }
+
+    /// Walks `work/` looking at every file, the history folders too (no record taken): a
+    /// finished file edited in place is seen, for a command that acts on finished tasks or
+    /// reports on every file.
+    pub fn walk_work_whole(&self) -> Result<Walk, StoreError> {
         let walked = self.walk_work_in(&|_| true, None)?;
         self.fullest.set(walked.fullest_folder());
-        self.build(walked, StatCache::empty(self.schema_salt), Save::Yes)
+        Ok(walked)
     }
 
     /// Loads the task files of `work/` whose work-relative path `looked` takes, as

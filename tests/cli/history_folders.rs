@@ -391,3 +391,51 @@ fn validate_reports_a_done_file_broken_in_place() {
     assert_eq!(input_v(&r, "next"), json!(1));
     assert_eq!(r.git_status(), format!(" M {old}\n"));
 }
+
+/// A command that acts on a finished task sees its file as it is: an in-place edit nobody
+/// staged is recorded first and the command acts on it. (`retry`, `archive` and `doctor
+/// --fix` skipped such a file as "changed meanwhile; the next tick retries", and no tick
+/// ever did: the rule leaves in-place edits of finished files to the person; hostile run 11.)
+#[test]
+fn commands_acting_on_a_finished_task_record_its_in_place_edit_first() {
+    let settled = || std::thread::sleep(Duration::from_millis(200));
+    let old = format!("{DONE}/old.yaml");
+
+    let r = recorded_repo();
+    let failed = "work/failed/f.yaml";
+    let text = finished("F", 1).replace("state: done", "state: failed");
+    r.write(failed, &text);
+    person_commits(&r, "a failed task");
+    tick(&r);
+    assert!(recorded(&r, "failed"));
+    r.write(
+        failed,
+        &text.replace("title: F", "title: F\ndescription: a person's note"),
+    );
+    settled();
+    r.ok(&["retry", "f"]);
+    assert_eq!(r.where_is("f"), "work/inbox/f.yaml");
+    assert!(r.read("work/inbox/f.yaml").contains("a person's note"));
+    assert_eq!(r.git_status(), "");
+
+    let r = recorded_repo();
+    r.write(&old, &finished("Old", 2));
+    settled();
+    r.ok(&["archive", "--older-than", "0s"]);
+    let archived = r.where_is("old");
+    assert!(archived.starts_with("work/archive/"), "{archived}");
+    assert!(r.read(&archived).contains("v: 2"), "{}", r.read(&archived));
+    assert_eq!(r.git_status(), "");
+
+    let r = recorded_repo();
+    r.write(&old, &finished("Old", 3));
+    settled();
+    let found = said(&r.run(&["doctor"]));
+    assert!(
+        found.contains("in-place edit of a finished task") && !found.contains("next tick"),
+        "{found}"
+    );
+    let fixed = r.run(&["doctor", "--fix"]);
+    assert!(fixed.status.success(), "{}", said(&fixed));
+    assert_eq!(r.git_status(), "");
+}
