@@ -164,7 +164,11 @@ fn write_pid(mut file: &File) -> io::Result<()> {
 /// Returns the pid written in the lock file, or None when it is empty, garbled or unreadable
 /// (Windows locks are mandatory, so there it cannot be read while held).
 fn read_pid(path: &Path) -> Option<u32> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+    crate::store::fsutil::read_private_text(path)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]

@@ -392,7 +392,7 @@ impl Repo {
     /// something else (coord writes it atomically, so not a switch cut short).
     fn read_switch_journal(&self) -> Result<Option<Option<Switch>>, GitError> {
         let path = self.switch_journal();
-        match std::fs::read_to_string(&path) {
+        match crate::store::fsutil::read_private_text(&path) {
             Ok(text) => Ok(Some(Switch::parse(&text))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(GitError::Io { path, source }),

@@ -174,7 +174,7 @@ impl Repo {
 
     /// Returns the checksum of the last index found or written without unmerged entries.
     fn merged_index(&self) -> Option<[u8; 32]> {
-        std::fs::read(self.git_dir.join(MERGED_INDEX))
+        crate::store::fsutil::read_private(&self.git_dir.join(MERGED_INDEX))
             .ok()
             .and_then(|b| b.try_into().ok())
     }

@@ -707,7 +707,7 @@ impl Store {
 
     fn finish_journal(&self, now: Timestamp, done: &mut Vec<String>) -> Result<(), StoreError> {
         let journal = self.private_dir().join(JOURNAL);
-        match fs::read(&journal) {
+        match super::fsutil::read_private(&journal) {
             Ok(bytes) => {
                 self.remove_temp_files()?;
                 let (plan, origin, cut) = match serde_json::from_slice(&bytes) {
@@ -721,10 +721,11 @@ impl Store {
                         })
                     }
                 };
-                let done_before = fs::read_to_string(self.private_dir().join(CURSOR))
-                    .ok()
-                    .and_then(|c| c.trim().parse::<usize>().ok())
-                    .unwrap_or(0);
+                let done_before =
+                    super::fsutil::read_private_text(&self.private_dir().join(CURSOR))
+                        .ok()
+                        .and_then(|c| c.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
                 if origin == Origin::Tick && plan.len() > GROUP_FROM && cut.is_none() {
                     // Its groups are sized by the folders, as the killed tick's were.
                     self.walk_work()?;

@@ -50,7 +50,7 @@ impl Store {
         }
         let path = self.private_dir().join(FILE);
         let mut known = cell.take().unwrap_or_else(|| {
-            std::fs::read(&path)
+            super::fsutil::read_private(&path)
                 .ok()
                 .and_then(|b| serde_json::from_slice(&b).ok())
                 .unwrap_or_default()

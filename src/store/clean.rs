@@ -406,7 +406,7 @@ impl Store {
         listing: &Listing,
         state: &RepoState,
     ) -> Option<Vec<(String, Option<Staged>)>> {
-        let bytes = std::fs::read(self.repo.git_dir().join(VOUCH_PATH)).ok()?;
+        let bytes = super::fsutil::read_private(&self.repo.git_dir().join(VOUCH_PATH)).ok()?;
         let vouch = Vouch::decode(&bytes)?;
         if state.bytes() != vouch.state {
             return None;
@@ -519,7 +519,7 @@ impl Store {
     }
 
     fn carried_base(&self, paths: &[String]) -> Option<Base> {
-        let bytes = std::fs::read(self.repo.git_dir().join(VOUCH_PATH)).ok()?;
+        let bytes = super::fsutil::read_private(&self.repo.git_dir().join(VOUCH_PATH)).ok()?;
         let vouch = Vouch::decode(&bytes)?;
         let state = self.repo_state(SystemTime::now())?;
         if state.bytes() != vouch.state {
@@ -655,7 +655,7 @@ impl Store {
 
     /// Returns whether the last scan that found `work/` clean saw this same state.
     pub(super) fn clean_mark_is(&self, state: u64) -> bool {
-        std::fs::read(self.repo.git_dir().join(PATH))
+        super::fsutil::read_private(&self.repo.git_dir().join(PATH))
             .is_ok_and(|b| b.strip_prefix(MAGIC) == Some(&state.to_le_bytes()[..]))
     }
 

@@ -311,6 +311,28 @@ pub fn write_private(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()>
     result
 }
 
+/// Reads a file of coord's own under `.git/coord/` (or git's): only a regular file is read
+/// (a FIFO, device or link put there would block a command or read without end), opened
+/// without blocking and read up to the size its stat gave. Anything else reads as an error,
+/// which each caller takes as a missing file.
+pub fn read_private(path: &Path) -> io::Result<Vec<u8>> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = rustix::fs::open(path, flags, Mode::empty())?;
+    let stat = rustix::fs::fstat(&fd)?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Err(io::Error::other("not a regular file"));
+    }
+    let size = u64::try_from(stat.st_size).unwrap_or(0);
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    File::from(fd).take(size).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Reads a file of coord's own as text ([`read_private`]).
+pub fn read_private_text(path: &Path) -> io::Result<String> {
+    String::from_utf8(read_private(path)?).map_err(io::Error::other)
+}
+
 /// Flushes a folder's entries to disk.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
@@ -320,6 +342,28 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+
+    #[test]
+    fn a_private_file_is_read_only_when_it_is_a_regular_file() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let file = d.path().join("record");
+        fs::write(&file, "bytes").expect("write");
+        assert_eq!(read_private(&file).expect("read"), b"bytes");
+        let fifo = d.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .expect("mkfifo");
+        assert!(read_private(&fifo).is_err(), "a FIFO is never waited on");
+        symlink("/dev/zero", d.path().join("zero")).expect("symlink");
+        assert!(read_private(&d.path().join("zero")).is_err());
+        assert!(read_private(Path::new("/dev/zero")).is_err());
+        assert!(read_private(&d.path().join("missing")).is_err());
+    }
 
     #[test]
     fn noreplace_refuses_to_clobber() {

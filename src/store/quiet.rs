@@ -43,7 +43,7 @@ impl Store {
         let Some(state) = self.walked_quiet_state(walked) else {
             return false;
         };
-        let Ok(bytes) = std::fs::read(self.repo.git_dir().join(PATH)) else {
+        let Ok(bytes) = super::fsutil::read_private(&self.repo.git_dir().join(PATH)) else {
             return false;
         };
         decode(&bytes).is_some_and(|mark| mark.state == state && mark.holds_at(now))
@@ -84,7 +84,7 @@ impl Store {
     /// deadline or before the planning time). Call it before anything is read.
     pub fn quiet_board(&self, walked: &Walk, now: Timestamp) -> Option<Vec<u8>> {
         let state = self.walked_quiet_state(walked)?;
-        let bytes = std::fs::read(self.repo.git_dir().join(BOARD_PATH)).ok()?;
+        let bytes = super::fsutil::read_private(&self.repo.git_dir().join(BOARD_PATH)).ok()?;
         let (mark, payload) = decode_board(&bytes)?;
         (mark.state == state && mark.holds_at(now)).then(|| payload.to_vec())
     }

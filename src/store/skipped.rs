@@ -53,10 +53,11 @@ impl Store {
 
     /// Returns a problem for each task file the last tick skipped that is still there.
     pub(super) fn skipped_problems(&self, present: &dyn Fn(&str) -> bool) -> Vec<Problem> {
-        let recorded: BTreeMap<String, String> = fs::read(self.private_dir().join(SKIPPED_FILE))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
+        let recorded: BTreeMap<String, String> =
+            super::fsutil::read_private(&self.private_dir().join(SKIPPED_FILE))
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .unwrap_or_default();
         recorded
             .into_iter()
             .filter(|(path, _)| present(path))

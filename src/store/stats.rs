@@ -46,7 +46,7 @@ impl Stats {
     /// Reads the counters of the clone whose git directory is `git_dir`; zeros when there are
     /// none yet (or the file does not read).
     pub fn read(git_dir: &Path) -> Stats {
-        std::fs::read_to_string(git_dir.join(PATH))
+        super::fsutil::read_private_text(&git_dir.join(PATH))
             .map(|text| decode(&text))
             .unwrap_or_default()
     }

@@ -33,7 +33,7 @@ impl PutOff {
     /// Reads the record; an empty one when there is none. A record that does not read (cut
     /// short by a full disk) counts as none: its commits are lost as claims, as before.
     pub fn read(git_dir: &Path) -> PutOff {
-        let text = std::fs::read_to_string(path(git_dir)).unwrap_or_default();
+        let text = fsutil::read_private_text(&path(git_dir)).unwrap_or_default();
         let mut lines = text.lines();
         if lines.next() != Some(MAGIC) || !text.ends_with('\n') {
             return PutOff::default();
