@@ -196,11 +196,15 @@ impl Store {
             }
             let path = format!("{}/{rel}", self.work_dir());
             let until = key.and_then(|k| settle.until(&path, k.written(), k.ctime_ns()));
-            let raw = if taken_from_record(&walked.taken, &rel) {
-                self.read_committed(rel, &limits)
-            } else {
-                self.read_raw(rel, &limits)
+            let taken = taken_from_record(&walked.taken, &rel);
+            let raw = match taken {
+                true => self.read_committed(rel, &limits),
+                false => self.read_raw(rel, &limits),
             };
+            // The committed bytes are paired with the file's key only when the file holds
+            // them: a checkout that converts line endings (or an in-place edit) gives other
+            // bytes, and a later walk file by file would take them for the file's.
+            let cacheable = !taken || self.holds(&raw, &limits);
             match until {
                 Some(until) if !self.committed_as_is(&path, &raw) => {
                     settling.push(Settling {
@@ -214,7 +218,7 @@ impl Store {
                 }
                 _ => {
                     let raw = self.stand_in(raw, &limits);
-                    if let Some(k) = key.filter(|_| cache::cacheable(&raw.rel)) {
+                    if let Some(k) = key.filter(|_| cacheable && cache::cacheable(&raw.rel)) {
                         if raw.stand_in.is_none() {
                             keys.push(&raw.rel, k);
                         }
@@ -421,6 +425,12 @@ impl Store {
             Ok(Some(bytes)) if bytes.len() <= limits.max_bytes => RawFile::new(rel, Ok(bytes)),
             _ => self.read_raw(rel, limits),
         }
+    }
+
+    /// Returns whether the file of `raw` holds exactly `raw`'s bytes.
+    fn holds(&self, raw: &RawFile, limits: &Limits) -> bool {
+        let on_disk = self.read_raw(raw.rel.clone(), limits);
+        matches!((&raw.bytes, &on_disk.bytes), (Ok(a), Ok(b)) if a == b)
     }
 
     /// Reads one file of `work/` within the size limit, never following a symlink (one

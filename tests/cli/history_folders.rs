@@ -439,3 +439,38 @@ fn commands_acting_on_a_finished_task_record_its_in_place_edit_first() {
     assert!(fixed.status.success(), "{}", said(&fixed));
     assert_eq!(r.git_status(), "");
 }
+
+/// In a checkout that converts line endings (`eol=crlf`), a finished file's bytes on disk
+/// are not its committed bytes though git sees it clean. A tick that took the folder from the
+/// record without the stat cache's entry reads the committed version; it must not pair those
+/// bytes with the file's key in the cache, or every later command that moves the file
+/// (`retry`, `archive`) skips it as "changed meanwhile" for ever (hostile run 11).
+#[test]
+fn committed_bytes_a_checkout_converted_are_never_cached_as_the_files() {
+    let r = recorded_repo();
+    let failed = "work/failed/f.yaml";
+    let text = finished("F", 1).replace("state: done", "state: failed");
+    r.write(failed, &text);
+    r.write(".gitattributes", "*.yaml text eol=crlf\n");
+    person_commits(&r, "a failed task, checked out with CRLF");
+    for path in [failed, &format!("{DONE}/old.yaml")] {
+        std::fs::remove_file(r.abs(path)).expect("rm");
+        r.git(&["checkout", "--", path]);
+        crate::harness::set_old_mtime(&r.abs(path));
+    }
+    assert!(r.read(failed).contains("\r\n"), "a CRLF checkout");
+    assert_eq!(r.git_status(), "");
+    tick(&r);
+    tick(&r);
+    assert!(recorded(&r, "failed"));
+    // A schema change voids every cache entry (their salt), and leaves the record.
+    let schema = r.read("schemas/task.schema.json");
+    r.write("schemas/task.schema.json", &format!("{schema}\n"));
+    person_commits(&r, "schema: a trailing newline");
+    tick(&r);
+
+    r.ok(&["retry", "f"]);
+    assert_eq!(r.where_is("f"), "work/inbox/f.yaml");
+    r.ok(&["archive", "--older-than", "0s"]);
+    assert!(r.where_is("old").starts_with("work/archive/"));
+}
