@@ -1,10 +1,11 @@
 //! A task file's text as a board holds it: in memory, or left where the stat cache keeps it
-//! (a range of `.git/coord/stat-cache.bin`, opened by the load), read when the task is parsed
+//! (a range of one of its files, `.git/coord/stat-cache.bin` or a history folder's file under
+//! `.git/coord/stat-cache.d/`, opened by the load), read when the task is parsed
 //! or the cache is written again. A load of 10,000 cached tasks so copies none of their texts,
 //! and a board holds ~40 bytes per cached task instead of its text. A stored text is checked
 //! against the content hash its entry holds when it is read; one that does not read or check
-//! (a cache file damaged since it was written) removes the cache file, so the next load reads
-//! every file from `work/` again. The only I/O here is that: a positioned read of a file the
+//! (a cache file damaged since it was written) removes that cache file, so the next load reads
+//! the files it covered from `work/` again. The only I/O here is that: a positioned read of a file the
 //! load opened (the cache is replaced by a rename, never written in place, so the open file
 //! keeps the bytes the load saw), and the removal.
 

@@ -1,18 +1,29 @@
-//! The stat cache: what reading a file of `work/` gave, kept in `.git/coord/stat-cache.bin`
-//! and keyed by the file's repo-relative path, size, mtime, ctime, inode and device, so a tick
-//! over thousands of unchanged files neither reads nor checks them again. For a task file it
-//! keeps the text, content hash and the summary planning reads of every task (the rest is
-//! parsed from the text when used); for an agent profile, the text that passed the profile
-//! schema.
+//! The stat cache: what reading a file of `work/` gave, kept under `.git/coord/` and keyed by
+//! the file's repo-relative path, size, mtime, ctime, inode and device, so a tick over
+//! thousands of unchanged files neither reads nor checks them again. For a task file it keeps
+//! the text, content hash and the summary planning reads of every task (the rest is parsed
+//! from the text when used); for an agent profile, the text that passed the profile schema.
 //!
 //! An entry is trusted only while every part of its key still matches the file, and an entry
 //! is written only for a file whose mtime and ctime are older than the snapshot by more than
 //! the filesystem's timestamp granularity (git's "racy clean" rule): a later change to such a
 //! file always gets a ctime the entry does not have, even when its size and mtime are kept.
 //! Only files outside `inbox/` that passed the per-file checks are cached, under a salt of
-//! coord's version and the repo's task schema, so a new schema re-checks everything. The file
-//! is one length-prefixed encoding with a checksum of its body: a missing, unreadable or
-//! corrupt cache only means a full read. Does file I/O under `.git/coord/` only.
+//! coord's version and the repo's task schema, so a new schema re-checks everything.
+//!
+//! The cache is several files, each one length-prefixed encoding with a checksum of its
+//! index: `stat-cache.bin` holds the entries outside the history folders (live tasks, agent
+//! profiles), and `stat-cache.d/` one file per history folder (`done.bin`, `failed.bin`,
+//! `cancelled.bin`, `archive-<month>.bin`) with the entries of the paths under it. The main
+//! file is read by every load; a folder's file only when the load first asks for a path in
+//! that folder, and each file is written again (to a temporary file renamed over it) only when
+//! its own entries changed, so a tick that asks for no history file reads and writes the small
+//! main file alone. Which file holds an entry is a function of its path alone, and each entry
+//! stands on its own (its key proves it): a missing, unreadable, corrupt or torn file only
+//! means a full read of the files it covered, and a run killed between two files' renames
+//! leaves at most entries of paths whose files have changed since, which no key matches. A
+//! folder's file is removed once its folder has no file left. Does file I/O under
+//! `.git/coord/` only.
 
 use super::settle::Written;
 use crate::board::{AgentEntry, ProfileFile, TaskFile};
@@ -23,15 +34,17 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::Path;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// The cache file, relative to the git directory.
+/// The main cache file, relative to the git directory (the history folders' files are in
+/// the folder of the same name with `.d` for `.bin`).
 pub const PATH: &str = "coord/stat-cache.bin";
 
 /// The first bytes of the cache file: its format and version.
-const MAGIC: &[u8] = b"coord stat-cache 6\n";
+const MAGIC: &[u8] = b"coord stat-cache 7\n";
 
 /// How old a stamp with whole seconds must be to be trusted (git's racy rule, FAT's 2 s).
 const COARSE_SETTLE: Duration = Duration::from_secs(2);
@@ -245,14 +258,69 @@ pub fn walk_order(a: &str, b: &str) -> Ordering {
     }
 }
 
+/// Returns the history folder whose cache file keeps the entry of the work-relative `rel`:
+/// `done`, `failed` or `cancelled` for a path under one of them, `archive/<month>` for a path
+/// under a month; None for every other path (its entry is in the main file).
+pub fn folder_of(rel: &str) -> Option<&str> {
+    let (top, rest) = rel.split_once('/')?;
+    match top {
+        "done" | "failed" | "cancelled" => Some(top),
+        "archive" => {
+            let (month, _) = rest.split_once('/')?;
+            (!month.is_empty()).then(|| &rel[..top.len() + 1 + month.len()])
+        }
+        _ => None,
+    }
+}
+
+/// Returns the folder of the history folders' cache files, next to the main file at `path`.
+fn folders_dir(path: &Path) -> PathBuf {
+    path.with_extension("d")
+}
+
+/// Returns the name of the cache file of the history folder `folder` (`done.bin`,
+/// `archive-2026-07.bin`).
+fn file_name(folder: &str) -> String {
+    format!("{}.bin", folder.replacen('/', "-", 1))
+}
+
+/// Returns the history folder whose cache file is named `name` ([`file_name`]); None for any
+/// other name (a temporary file left by a killed run, or a file nobody wrote).
+fn folder_of_file(name: &str) -> Option<String> {
+    let stem = name.strip_suffix(".bin")?;
+    match stem.strip_prefix("archive-") {
+        Some(month) if !month.is_empty() && !month.contains('/') => {
+            Some(format!("archive/{month}"))
+        }
+        Some(_) => None,
+        None => FINISHED.contains(&stem).then(|| stem.to_string()),
+    }
+}
+
+/// The folders of finished tasks directly under `work/` (each archive month is one too).
+const FINISHED: [&str; 3] = ["done", "failed", "cancelled"];
+
 /// The cache as read at the start of a load, consumed in walk order, and what the load used
-/// of it.
+/// of it: the main file, read at once, and each history folder's file, read when a load first
+/// asks for a path in that folder.
 pub struct StatCache {
     salt: u64,
-    /// The cache file's index (every entry but the texts); empty when the file was absent,
+    /// Where the history folders' files are; None for an empty cache, which opens none.
+    dir: Option<PathBuf>,
+    /// The main file (every entry outside the history folders).
+    main: Part,
+    /// The history folders' files opened so far, each with its folder.
+    folders: Vec<(String, Part)>,
+    /// Which of `folders` the last path asked for was in.
+    last: usize,
+}
+
+/// One cache file as a load reads it, consumed in walk order.
+struct Part {
+    /// The file's index (every entry but the texts); empty when the file was absent,
     /// corrupt or of another salt.
     bytes: Vec<u8>,
-    /// The cache file, open: hits' texts are read from it when used.
+    /// The file, open: hits' texts are read from it when used.
     file: Option<Arc<CacheFile>>,
     /// Where its text part starts.
     texts_at: u64,
@@ -260,8 +328,17 @@ pub struct StatCache {
     next: usize,
     /// How many entries are not visited yet.
     left: usize,
+    /// What the load used of it so far.
+    tally: Tally,
+}
+
+/// What a load used of one cache file.
+#[derive(Debug, Clone, Copy, Default)]
+struct Tally {
     /// How many entries were hits.
     hits: usize,
+    /// Whether every entry of the file was a hit (known once the reading ends).
+    all_hits: bool,
     /// Whether the file must be written again whole (it was absent, corrupt or of another
     /// salt, or an entry did not decode).
     stale: bool,
@@ -269,76 +346,88 @@ pub struct StatCache {
     dropped: usize,
 }
 
-/// A load of a big board leaves the cache as it is when the entries it missed or dropped are
-/// at most this share of its hits (1 / this): those few files are read from disk again by the
-/// next loads, instead of every single-task command rewriting megabytes for one moved file.
+impl Tally {
+    /// Returns whether a file this tally is of must be written again, when the new cache has
+    /// `keys` files in it: when it is stale, or when the entries missed and dropped are more
+    /// than [`REWRITE_SHARE`] allows next to the hits.
+    fn must_write(&self, keys: usize) -> bool {
+        let missed = keys.saturating_sub(self.hits);
+        self.stale || (self.dropped + missed) * REWRITE_SHARE > self.hits
+    }
+}
+
+/// A load of a big board leaves a cache file as it is when the entries it missed or dropped
+/// are at most this share of its hits (1 / this): those few files are read from disk again by
+/// the next loads, instead of every single-task command rewriting megabytes for one moved file.
 const REWRITE_SHARE: usize = 256;
 
 /// What a load used of the cache once it has taken every file it could: enough to write the
-/// new cache, without the old file's index bytes (dropped once the load has taken every
-/// file; the texts stay in the old file, which the board's stored texts keep open).
+/// new cache, without the old files' index bytes (dropped once the load has taken every
+/// file; the texts stay in the old files, which the board's stored texts keep open).
 pub struct Used {
     salt: u64,
-    /// How many entries were hits.
-    hits: usize,
-    /// Whether every entry of the old file was a hit.
-    all_hits: bool,
-    /// Whether the file must be written again whole.
-    stale: bool,
-    /// How many entries of the old file were not hits.
-    dropped: usize,
+    /// Whether the cache was empty (a load that read every file): every file is written again.
+    fresh: bool,
+    /// What the load used of the main file.
+    main: Tally,
+    /// What it used of each history folder's file it opened.
+    folders: Vec<(String, Tally)>,
 }
 
-impl StatCache {
-    /// Reads the cache at `path`; an absent, corrupt or differently salted file gives an empty one.
-    pub fn read(path: &Path, salt: u64) -> StatCache {
-        let mut cache = StatCache::empty(salt);
-        cache.stale = false;
-        if let Some(opened) = open(path, salt) {
-            (cache.bytes, cache.next, cache.left) = (opened.index, COUNT, opened.count);
-            let source = CacheFile::new(opened.file, path.to_path_buf());
-            (cache.file, cache.texts_at) = (Some(Arc::new(source)), opened.texts_at);
+impl Part {
+    /// Reads the cache file at `path`; an absent, corrupt or differently salted file gives an
+    /// empty part, to be written again.
+    fn read(path: &Path, salt: u64) -> Part {
+        let Some(opened) = open(path, salt) else {
+            return Part::empty();
+        };
+        let source = CacheFile::new(opened.file, path.to_path_buf());
+        Part {
+            bytes: opened.index,
+            file: Some(Arc::new(source)),
+            texts_at: opened.texts_at,
+            next: COUNT,
+            left: opened.count,
+            tally: Tally::default(),
         }
-        cache
     }
 
-    /// Returns an empty cache (a load that reads every file), which `save` rewrites in full.
-    pub fn empty(salt: u64) -> StatCache {
-        StatCache {
-            salt,
+    /// Returns a part with no entries, to be written again.
+    fn empty() -> Part {
+        Part {
             bytes: Vec::new(),
             file: None,
             texts_at: 0,
             next: 0,
             left: 0,
-            hits: 0,
-            stale: true,
-            dropped: 0,
+            tally: Tally {
+                stale: true,
+                ..Tally::default()
+            },
         }
     }
 
-    /// Returns what the cache has of `rel` when its key still matches. Calls must come in
-    /// walk order (`walk_order`): entries passed over belong to files that went away, and
-    /// are dropped like a mismatching entry.
-    pub fn take(&mut self, rel: &str, key: &StatKey) -> Option<Hit> {
+    /// Returns what the file has of `rel` when its key still matches ([`StatCache::take`]).
+    fn take(&mut self, rel: &str, key: &StatKey) -> Option<Hit> {
+        let tally = &mut self.tally;
         while self.left > 0 {
             let at = self.next;
             let Some((entry, len)) = entry_at(&self.bytes, at) else {
-                (self.left, self.stale) = (0, true);
+                (self.left, tally.stale) = (0, true);
                 return None;
             };
             match walk_order(entry.rel, rel) {
                 Ordering::Greater => return None,
-                Ordering::Less => self.dropped += 1,
-                Ordering::Equal if entry.key != *key => self.dropped += 1,
+                Ordering::Less => tally.dropped += 1,
+                Ordering::Equal if entry.key != *key => tally.dropped += 1,
                 Ordering::Equal => {
                     let hit = self
                         .file
                         .as_ref()
                         .and_then(|f| entry.to_hit(f, self.texts_at));
                     (self.next, self.left) = (at + len, self.left - 1);
-                    self.stale |= hit.is_none();
-                    self.hits += usize::from(hit.is_some());
+                    tally.stale |= hit.is_none();
+                    tally.hits += usize::from(hit.is_some());
                     return hit;
                 }
             }
@@ -347,15 +436,87 @@ impl StatCache {
         None
     }
 
-    /// Ends the reading: drops the index's bytes and keeps what `Used::save` needs (the
-    /// hits' texts still read from the open file).
+    /// Ends the reading: what the load used of the file.
+    fn used(self) -> Tally {
+        let t = self.tally;
+        Tally {
+            all_hits: !t.stale && self.left == 0 && t.dropped == 0,
+            dropped: t.dropped + self.left,
+            ..t
+        }
+    }
+}
+
+impl StatCache {
+    /// Reads the main cache file at `path` (the history folders' files are read when a path
+    /// in their folder is asked for); an absent, corrupt or differently salted file gives an
+    /// empty one.
+    pub fn read(path: &Path, salt: u64) -> StatCache {
+        StatCache {
+            salt,
+            dir: Some(folders_dir(path)),
+            main: Part::read(path, salt),
+            folders: Vec::new(),
+            last: 0,
+        }
+    }
+
+    /// Returns an empty cache (a load that reads every file), which `save` rewrites in full.
+    pub fn empty(salt: u64) -> StatCache {
+        StatCache {
+            salt,
+            dir: None,
+            main: Part::empty(),
+            folders: Vec::new(),
+            last: 0,
+        }
+    }
+
+    /// Returns what the cache has of `rel` when its key still matches. Calls must come in
+    /// walk order (`walk_order`): entries passed over belong to files that went away, and
+    /// are dropped like a mismatching entry. The first path asked for in a history folder
+    /// reads that folder's file.
+    pub fn take(&mut self, rel: &str, key: &StatKey) -> Option<Hit> {
+        let Some(folder) = folder_of(rel) else {
+            return self.main.take(rel, key);
+        };
+        let at = self.part_of(folder)?;
+        self.folders[at].1.take(rel, key)
+    }
+
+    /// Returns where the part of the history folder `folder` is in `folders`, reading its
+    /// file when it is the first path asked for there; None for an empty cache.
+    fn part_of(&mut self, folder: &str) -> Option<usize> {
+        if self
+            .folders
+            .get(self.last)
+            .is_some_and(|(f, _)| f == folder)
+        {
+            return Some(self.last);
+        }
+        let at = match self.folders.iter().position(|(f, _)| f == folder) {
+            Some(at) => at,
+            None => {
+                let path = self.dir.as_ref()?.join(file_name(folder));
+                let part = Part::read(&path, self.salt);
+                self.folders.push((folder.to_string(), part));
+                self.folders.len() - 1
+            }
+        };
+        self.last = at;
+        Some(at)
+    }
+
+    /// Ends the reading: drops the indexes' bytes and keeps what `Used::save` needs (the
+    /// hits' texts still read from the open files).
     pub fn used(self) -> Used {
         Used {
             salt: self.salt,
-            hits: self.hits,
-            all_hits: !self.stale && self.left == 0 && self.dropped == 0,
-            stale: self.stale,
-            dropped: self.dropped + self.left,
+            fresh: self.dir.is_none(),
+            main: self.main.used(),
+            folders: (self.folders.into_iter())
+                .map(|(f, part)| (f, part.used()))
+                .collect(),
         }
     }
 }
@@ -363,28 +524,47 @@ impl StatCache {
 /// The stat key of every file a load may keep in the new cache (its hits and the files it
 /// read from disk), work-relative, in walk order: pushed as the walk's files are taken, looked
 /// up in that order when the cache is written ([`KeysInOrder`]; no hash map of every hit's
-/// path).
+/// path). Counts the keys of each history folder as they come (one run each, in walk order).
 #[derive(Debug, Default)]
-pub struct Keys(Vec<(String, StatKey)>);
+pub struct Keys {
+    keys: Vec<(String, StatKey)>,
+    /// Each history folder with keys, and how many.
+    folders: Vec<(String, usize)>,
+}
 
 impl Keys {
     /// Returns an empty list with room for `n` files.
     pub fn with_capacity(n: usize) -> Keys {
-        Keys(Vec::with_capacity(n))
+        Keys {
+            keys: Vec::with_capacity(n),
+            folders: Vec::new(),
+        }
     }
 
     /// Adds the key of `rel`, which comes after every path added before in walk order.
     pub fn push(&mut self, rel: &str, key: StatKey) {
         debug_assert!(self
-            .0
+            .keys
             .last()
             .is_none_or(|(last, _)| walk_order(last, rel) == Ordering::Less));
-        self.0.push((rel.to_string(), key));
+        if let Some(folder) = folder_of(rel) {
+            match self.folders.last_mut() {
+                Some((last, n)) if last == folder => *n += 1,
+                _ => self.folders.push((folder.to_string(), 1)),
+            }
+        }
+        self.keys.push((rel.to_string(), key));
     }
 
     /// Returns how many files have a key.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.keys.len()
+    }
+
+    /// Returns how many files of the history folder `folder` have a key.
+    fn in_folder(&self, folder: &str) -> usize {
+        let of = self.folders.iter().filter(|(f, _)| f == folder);
+        of.map(|(_, n)| n).sum()
     }
 
     /// Returns a look-up of keys for paths asked in walk order (see [`KeysInOrder`]).
@@ -398,10 +578,11 @@ impl Keys {
     /// Returns the keys of `files`, in any order.
     #[cfg(test)]
     pub fn of<const N: usize>(files: [(&str, StatKey); N]) -> Keys {
-        let mut keys: Vec<(String, StatKey)> =
-            files.iter().map(|(r, k)| (r.to_string(), *k)).collect();
-        keys.sort_by(|a, b| walk_order(&a.0, &b.0));
-        Keys(keys)
+        let mut sorted = files.to_vec();
+        sorted.sort_by(|a, b| walk_order(a.0, b.0));
+        let mut keys = Keys::default();
+        sorted.into_iter().for_each(|(r, k)| keys.push(r, k));
+        keys
     }
 }
 
@@ -417,7 +598,7 @@ struct KeysInOrder<'k> {
 impl KeysInOrder<'_> {
     /// Returns the key of `rel`, when it has one.
     fn get(&self, rel: &str) -> Option<StatKey> {
-        let keys = &self.keys.0;
+        let keys = &self.keys.keys;
         let at = match keys.get(self.next.get()) {
             Some((r, _)) if r == rel => self.next.get(),
             _ => keys.binary_search_by(|(r, _)| walk_order(r, rel)).ok()?,
@@ -435,13 +616,28 @@ enum Source<'b> {
     Profile(&'b ProfileFile),
 }
 
+/// One entry of the new cache: its work-relative path and key, and where it comes from.
+type NewEntry<'b> = ((&'b str, StatKey), Source<'b>);
+
+/// What writing one cache file needs besides its entries.
+struct Target<'a, 'k> {
+    salt: u64,
+    /// The repo-relative prefix of work-relative paths (`work/`).
+    prefix: &'a str,
+    keys: &'a KeysInOrder<'k>,
+    start: SystemTime,
+}
+
 impl Used {
     /// Writes the cache for the task files and agent profiles of a load that passed the
     /// per-file checks, whose key is in `keys` (every hit's and every file read from disk,
-    /// work-relative) and settled at `start`. Does nothing when every entry was a hit and no
-    /// file was read from disk, nor when the entries missed and dropped are few next to the
-    /// hits ([`REWRITE_SHARE`]). The file is written entry by entry as it is encoded, never
-    /// whole in memory. Failures are ignored: the cache is only ever an optimisation.
+    /// work-relative) and settled at `start`: each file whose entries changed, on its own
+    /// ([`Tally::must_write`]; a file whose every entry was a hit, with no file read from
+    /// disk, neither). A history folder's file the load never opened is left as it is, and
+    /// removed once no task is left in its folder (or by a load that read every file, when
+    /// it has no entry). Each file is written entry by entry as it is encoded, never whole
+    /// in memory, to a temporary file renamed over the old one. Failures are ignored: the
+    /// cache is only ever an optimisation.
     pub fn save(
         self,
         path: &Path,
@@ -450,40 +646,157 @@ impl Used {
         keys: &Keys,
         start: SystemTime,
     ) {
-        let missed = keys.len().saturating_sub(self.hits);
-        if !self.stale && (self.dropped + missed) * REWRITE_SHARE <= self.hits {
-            return;
-        }
         let prefix = format!("{work_dir}/");
-        let keys = keys.in_order();
-        let settled = |path| settled_key(path, &prefix, &keys, start);
-        let task_entries = tasks.iter().filter_map(|t| {
+        let in_order = keys.in_order();
+        let target = Target {
+            salt: self.salt,
+            prefix: &prefix,
+            keys: &in_order,
+            start,
+        };
+        let dir = folders_dir(path);
+        let mut folders = self.folders;
+        for (folder, _) in &keys.folders {
+            if !folders.iter().any(|(f, _)| f == folder) {
+                let stale = Tally {
+                    stale: self.fresh,
+                    ..Tally::default()
+                };
+                folders.push((folder.clone(), stale));
+            }
+        }
+        let mut in_folders = 0;
+        for (folder, tally) in &folders {
+            let n = keys.in_folder(folder);
+            in_folders += n;
+            if tally.must_write(n) {
+                let tasks = &tasks[under(tasks, &format!("{prefix}{folder}/"))];
+                let entries = target.entries(tasks.iter(), None);
+                write_part(
+                    &dir.join(file_name(folder)),
+                    (tally, Role::Folder),
+                    entries,
+                    &target,
+                );
+            }
+        }
+        if self.main.must_write(keys.len() - in_folders) {
+            let live = live_ranges(tasks, &prefix);
+            let live = live.into_iter().flat_map(|r| &tasks[r]);
+            let entries = target.entries(live, Some(agents));
+            write_part(path, (&self.main, Role::Main), entries, &target);
+        }
+        let handled: Vec<&str> = folders.iter().map(|(f, _)| f.as_str()).collect();
+        remove_stale(&dir, &handled, self.fresh, &|folder| {
+            !under(tasks, &format!("{prefix}{folder}/")).is_empty()
+        });
+    }
+}
+
+impl<'b> Target<'_, '_> {
+    /// Returns the new cache's entries for `tasks` (and `agents`' profiles when given) whose
+    /// key is known and settled, in walk order.
+    fn entries(
+        &self,
+        tasks: impl Iterator<Item = &'b TaskFile>,
+        agents: Option<&'b BTreeMap<AgentName, AgentEntry>>,
+    ) -> Vec<NewEntry<'b>> {
+        let settled = |path| settled_key(path, self.prefix, self.keys, self.start);
+        let task_entries = tasks.filter_map(|t| {
             let task = t.read.as_ref().ok()?;
             Some((settled(&t.path)?, Source::Task(t.hash, task)))
         });
-        let profile_entries = agents.values().filter_map(|a| {
+        let profile_entries = agents.into_iter().flat_map(|a| a.values()).filter_map(|a| {
             let file = a.file.as_ref()?;
             Some((settled(&file.path)?, Source::Profile(file)))
         });
-        let mut entries: Vec<((&str, StatKey), Source<'_>)> =
-            task_entries.chain(profile_entries).collect();
+        let mut entries: Vec<NewEntry<'b>> = task_entries.chain(profile_entries).collect();
         entries.sort_by(|a, b| walk_order(a.0 .0, b.0 .0));
-        if self.all_hits && entries.len() == self.hits {
-            return;
-        }
-        let count = entries.len();
-        let entries = || {
-            entries
-                .iter()
-                .map(|((rel, key), source)| entry_of(rel, *key, source))
+        entries
+    }
+}
+
+/// Which file of the cache one is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// The main file, written even with no entry (its header proves the salt's schema).
+    Main,
+    /// A history folder's file.
+    Folder,
+}
+
+/// Writes the cache file at `path` with `entries` unless every entry of the old one was a
+/// hit and there is no other; a history folder's file with no entry is removed instead.
+fn write_part(path: &Path, part: (&Tally, Role), entries: Vec<NewEntry<'_>>, target: &Target) {
+    let (tally, role) = part;
+    if tally.all_hits && entries.len() == tally.hits {
+        return;
+    }
+    if entries.is_empty() && role == Role::Folder {
+        remove(path);
+        return;
+    }
+    let count = entries.len();
+    let encoded = || {
+        entries
+            .iter()
+            .map(|((rel, key), source)| entry_of(rel, *key, source))
+    };
+    if write_file(path, target.salt, count, encoded).is_err() {
+        let _ = fs::remove_file(temp_path(path));
+    }
+}
+
+/// Returns where the tasks under the repo-relative folder `dir` (ending in `/`) are in
+/// `tasks`, sorted by path.
+fn under(tasks: &[TaskFile], dir: &str) -> Range<usize> {
+    let start = tasks.partition_point(|t| t.path.as_str() < dir);
+    let end = start + tasks[start..].partition_point(|t| t.path.starts_with(dir));
+    start..end
+}
+
+/// Returns the runs of `tasks` (sorted by path) outside every history folder: one look at
+/// the first task of each folder, a binary search past it.
+fn live_ranges(tasks: &[TaskFile], prefix: &str) -> Vec<Range<usize>> {
+    let (mut runs, mut from, mut i) = (Vec::new(), 0, 0);
+    while let Some(task) = tasks.get(i) {
+        let folder = task.path.strip_prefix(prefix).and_then(folder_of);
+        let Some(folder) = folder else {
+            i += 1;
+            continue;
         };
-        let written = write_file(path, self.salt, count, entries);
-        if written.is_err() {
-            let _ = fs::remove_file(temp_path(path));
+        runs.push(from..i);
+        i = under(tasks, &format!("{prefix}{folder}/")).end.max(i + 1);
+        from = i;
+    }
+    runs.push(from..tasks.len());
+    runs
+}
+
+/// Removes the files of the folder `dir` that are not a history folder's cache file, or whose
+/// folder this save did not write and `has_tasks` says is gone (every one not written, after
+/// a load that read every file).
+fn remove_stale(dir: &Path, handled: &[&str], fresh: bool, has_tasks: &dyn Fn(&str) -> bool) {
+    let Ok(listing) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in listing.flatten() {
+        let name = entry.file_name();
+        let folder = name.to_str().and_then(folder_of_file);
+        let keep =
+            folder.is_some_and(|f| handled.contains(&f.as_str()) || (!fresh && has_tasks(&f)));
+        if !keep {
+            remove(&entry.path());
         }
     }
 }
 
+/// Removes a cache file (a failure only leaves it: its entries are still checked by key).
+fn remove(path: &Path) {
+    if super::inject::point("stat-cache remove").is_ok() {
+        let _ = fs::remove_file(path);
+    }
+}
 /// Returns the entry of the new cache for `source` at `rel`.
 fn entry_of<'b>(rel: &'b str, key: StatKey, source: &'b Source<'b>) -> EntryRef<'b> {
     match source {
@@ -572,6 +885,7 @@ fn write_file<'b, I: Iterator<Item = EntryRef<'b>>>(
     file.write_all(&(index_len as u64).to_le_bytes())?;
     file.write_all(&text_at.to_le_bytes())?;
     drop(file);
+    super::inject::point("stat-cache rename")?;
     fs::rename(&tmp, path)
 }
 
@@ -1049,12 +1363,19 @@ mod tests {
         let k = key(40, 1_000_000_000, 1_000_000_001, 9);
         let path = saved(dir.path(), k);
         let mut cache = StatCache::read(&path, 7);
-        assert!(cache.take("done/a.yaml", &k).is_some());
+        assert!(cache.take("assigned/bot/x.yaml", &k).is_none());
         assert!(
             cache.take("agents/bot.yaml", &k).is_none(),
             "an entry before the last taken one is gone"
         );
-        assert_eq!(cache.dropped, 1, "the profile's entry was dropped");
+        assert_eq!(
+            cache.main.tally.dropped, 1,
+            "the profile's entry was dropped"
+        );
+        assert!(
+            cache.take("done/a.yaml", &k).is_some(),
+            "a history folder's file is read on its own"
+        );
     }
 
     proptest::proptest! {
@@ -1080,35 +1401,41 @@ mod tests {
         }
     }
 
+    /// Each file of the cache stands on its own: the main file or a history folder's file of
+    /// another salt, truncated, a byte longer, with a flipped byte in its index or missing
+    /// gives none of its entries, and the other file's entries still hit.
     #[test]
     fn other_salt_corrupt_or_missing_file_is_empty() {
         let dir = tempfile::tempdir().expect("tempdir");
         let k = key(40, 1_000_000_000, 1_000_000_001, 9);
         let path = saved(dir.path(), k);
         assert!(StatCache::read(&path, 8).take("done/a.yaml", &k).is_none());
-        let whole = std::fs::read(&path).expect("read");
-        let longer = [&whole[..], b"x"].concat();
-        for (bytes, why) in [
-            (&whole[..whole.len() - 1], "truncated"),
-            (&longer[..], "a byte more"),
-        ] {
-            std::fs::write(&path, bytes).expect("write");
-            assert!(
-                StatCache::read(&path, 7).take("done/a.yaml", &k).is_none(),
-                "{why}"
-            );
+        let done = folders_dir(&path).join("done.bin");
+        let rels = ["agents/bot.yaml", "done/a.yaml"];
+        for (damaged, lost) in [(&path, rels[0]), (&done, rels[1])] {
+            let whole = std::fs::read(damaged).expect("read");
+            let longer = [&whole[..], b"x"].concat();
+            let mut flipped = whole.clone();
+            flipped[HEADER + 10] ^= 1;
+            for (bytes, why) in [
+                (Some(&whole[..whole.len() - 1]), "truncated"),
+                (Some(&longer[..]), "a byte more"),
+                (
+                    Some(&flipped[..]),
+                    "a flipped byte in the index breaks its checksum",
+                ),
+                (None, "missing"),
+            ] {
+                match bytes {
+                    Some(bytes) => std::fs::write(damaged, bytes).expect("write"),
+                    None => std::fs::remove_file(damaged).expect("remove"),
+                }
+                let mut cache = StatCache::read(&path, 7);
+                let hits = rels.map(|rel| cache.take(rel, &k).is_some());
+                assert_eq!(hits, rels.map(|rel| rel != lost), "{why}: {damaged:?}");
+            }
+            std::fs::write(damaged, &whole).expect("write");
         }
-        let mut flipped = whole.clone();
-        flipped[HEADER + 10] ^= 1;
-        std::fs::write(&path, &flipped).expect("write");
-        assert!(
-            StatCache::read(&path, 7).take("done/a.yaml", &k).is_none(),
-            "a flipped byte in the index breaks its checksum"
-        );
-        let absent = dir.path().join("none.json");
-        assert!(StatCache::read(&absent, 7)
-            .take("done/a.yaml", &k)
-            .is_none());
     }
 
     /// A text is read from the cache file only when used: a byte flipped in the text part is
@@ -1119,14 +1446,16 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let k = key(40, 1_000_000_000, 1_000_000_001, 9);
         let path = saved(dir.path(), k);
-        let mut flipped = std::fs::read(&path).expect("read");
+        let done = folders_dir(&path).join("done.bin");
+        let mut flipped = std::fs::read(&done).expect("read");
         let last = flipped.len() - 2;
         flipped[last] ^= 1;
-        std::fs::write(&path, &flipped).expect("write");
+        std::fs::write(&done, &flipped).expect("write");
         let (summary, text, _) = task_of(StatCache::read(&path, 7).take("done/a.yaml", &k));
         let task = crate::check::Task::unparsed(text, summary);
         assert_eq!(task.spec.title, "", "no task parsed from damaged bytes");
-        assert!(!path.exists(), "the cache file is gone");
+        assert!(!done.exists(), "the folder's cache file is gone");
+        assert!(path.exists(), "the main file is left");
     }
 
     /// A cache written from a board whose tasks came from the cache copies their texts from
@@ -1208,5 +1537,255 @@ mod tests {
         assert!(StatCache::read(&path, 7)
             .take("done/a.yaml", &racy)
             .is_none());
+    }
+
+    const READY: &str = "title: r\ncoord:\n  state: ready\n  attempt: 0\n";
+
+    /// Returns a board of `files` (work-relative path and text) and the agent bot's profile.
+    fn board_of(files: &[(&str, &str)]) -> Board {
+        let raw =
+            |rel: &str, text: &str| RawFile::new(rel.to_string(), Ok(text.as_bytes().to_vec()));
+        let mut raws: Vec<RawFile> = files.iter().map(|(rel, text)| raw(rel, text)).collect();
+        raws.push(raw("agents/bot.yaml", PROFILE));
+        let (t, a) = (Schema::builtin_task(), Schema::builtin_agent());
+        Board::build("work", raws, vec![], (&t, &a), &Limits::default())
+    }
+
+    /// Takes `files` (work-relative path and key) from the cache at `path` in walk order and
+    /// saves it for the board `b` at the snapshot time `start`, as a load does; returns which
+    /// were hits, in walk order.
+    fn load_and_save(
+        path: &Path,
+        files: &[(&str, StatKey)],
+        b: &Board,
+        start: SystemTime,
+    ) -> Vec<bool> {
+        let mut sorted = files.to_vec();
+        sorted.sort_by(|a, b| walk_order(a.0, b.0));
+        let mut cache = StatCache::read(path, 7);
+        let hits = sorted.iter().map(|(rel, k)| cache.take(rel, k).is_some());
+        let hits: Vec<bool> = hits.collect();
+        let mut keys = Keys::default();
+        sorted.iter().for_each(|(rel, k)| keys.push(rel, *k));
+        cache
+            .used()
+            .save(path, (&b.tasks, &b.agents), "work", &keys, start);
+        hits
+    }
+
+    /// Returns the inode and mtime of each file of the cache at `path` (the main file, then
+    /// `done.bin` and `archive-2026-07.bin`; None for one that is absent): a file written
+    /// again is a new inode.
+    fn stamps(path: &Path) -> [Option<(u64, SystemTime)>; 3] {
+        use std::os::unix::fs::MetadataExt;
+        let d = folders_dir(path);
+        [
+            path.to_path_buf(),
+            d.join("done.bin"),
+            d.join("archive-2026-07.bin"),
+        ]
+        .map(|p| {
+            fs::metadata(p)
+                .ok()
+                .and_then(|m| Some((m.ino(), m.modified().ok()?)))
+        })
+    }
+
+    const HISTORY_AND_LIVE: [(&str, &str); 3] = [
+        ("archive/2026-07/b.yaml", TEXT),
+        ("done/a.yaml", TEXT),
+        ("ready/r.yaml", READY),
+    ];
+
+    /// Every file of the board with the key `k`, `ready/r.yaml` with `r`.
+    fn all_keys(k: StatKey, r: StatKey) -> [(&'static str, StatKey); 4] {
+        [
+            ("agents/bot.yaml", k),
+            ("archive/2026-07/b.yaml", k),
+            ("done/a.yaml", k),
+            ("ready/r.yaml", r),
+        ]
+    }
+
+    /// A history folder's file is read only when a path in that folder is asked for, and
+    /// written only when that folder's entries changed: a load that asks for live paths alone
+    /// reads and writes the main file alone, and leaves the other files as they are.
+    #[test]
+    fn a_folders_file_is_read_and_written_only_when_its_entries_change() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("stat-cache.bin");
+        let (k, r) = (
+            key(40, 1_000_000_000, 1_000_000_001, 9),
+            key(41, 1_000_000_000, 1_000_000_001, 10),
+        );
+        let b = board_of(&HISTORY_AND_LIVE);
+        assert_eq!(
+            load_and_save(&path, &all_keys(k, k), &b, later()),
+            [false; 4]
+        );
+        assert_eq!(
+            load_and_save(&path, &all_keys(k, k), &b, later()),
+            [true; 4]
+        );
+        let written = stamps(&path);
+        assert!(written.iter().all(Option::is_some), "{written:?}");
+        let mut cache = StatCache::read(&path, 7);
+        assert!(cache.take("agents/bot.yaml", &k).is_some());
+        assert!(cache.take("ready/r.yaml", &k).is_some());
+        assert!(
+            cache.folders.is_empty(),
+            "no history folder's file was read"
+        );
+        let hits = load_and_save(&path, &all_keys(k, r), &b, later());
+        assert_eq!(hits, [true, true, true, false], "ready/r.yaml changed");
+        let after = stamps(&path);
+        assert_ne!(after[0], written[0], "the main file is written again");
+        assert_eq!(
+            after[1..],
+            written[1..],
+            "the history folders' files are left"
+        );
+        let live = [("agents/bot.yaml", k), ("ready/r.yaml", r)];
+        assert_eq!(load_and_save(&path, &live, &b, later()), [true, true]);
+        assert_eq!(
+            stamps(&path),
+            after,
+            "nothing asked in a folder: its file is kept"
+        );
+    }
+
+    /// A history folder's file is removed once its folder has no task left, whoever moved
+    /// them; a file of no folder (a temporary file a killed run left) is removed too.
+    #[test]
+    fn a_folder_gone_loses_its_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("stat-cache.bin");
+        let k = key(40, 1_000_000_000, 1_000_000_001, 9);
+        let b = board_of(&HISTORY_AND_LIVE);
+        load_and_save(&path, &all_keys(k, k), &b, later());
+        let d = folders_dir(&path);
+        for stray in ["done.1.coord-tmp", "junk", "archive-.bin"] {
+            fs::write(d.join(stray), "x").expect("write");
+        }
+        let gone = board_of(&HISTORY_AND_LIVE[1..]);
+        let [agents, _, done, ready] = all_keys(k, k);
+        let hits = load_and_save(&path, &[agents, done, ready], &gone, later());
+        assert_eq!(hits, [true; 3]);
+        let [main, done_file, month] = stamps(&path);
+        assert!(
+            main.is_some() && done_file.is_some(),
+            "the other files are kept"
+        );
+        assert_eq!(month, None, "the month's file is gone with its folder");
+        let mut left: Vec<String> = fs::read_dir(&d)
+            .expect("read dir")
+            .map(|e| e.expect("entry").file_name().into_string().expect("utf8"))
+            .collect();
+        left.sort();
+        assert_eq!(left, ["done.bin"]);
+    }
+
+    /// The racy rule holds in each file: an entry whose stamps are too recent is left out of
+    /// the main file and of a history folder's file alike, the others are kept.
+    #[test]
+    fn each_file_keeps_only_settled_entries() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("stat-cache.bin");
+        let k = key(40, 1_000_000_000, 1_000_000_001, 9);
+        let racy = key(40, 99_990_000_001, 99_990_000_001, 9);
+        let b = board_of(&HISTORY_AND_LIVE);
+        let [agents, month, done, ready] = all_keys(k, racy);
+        let files = [agents, (month.0, racy), done, ready];
+        load_and_save(&path, &files, &b, later());
+        let mut cache = StatCache::read(&path, 7);
+        let hits = files.map(|(rel, key)| cache.take(rel, &key).is_some());
+        assert_eq!(hits, [true, false, true, false]);
+    }
+
+    /// Loads the files `rels` of the work tree `work` (walk order; their keys as `lstat` gives
+    /// them, their texts as read) with the cache at `path` and saves it, once the stamps are
+    /// settled; returns which were hits.
+    fn load_real(path: &Path, work: &Path, rels: &[&str]) -> Vec<bool> {
+        std::thread::sleep(FINE_SETTLE * 2);
+        let start = SystemTime::now();
+        let key_of = |rel: &str| StatKey::of(&rustix::fs::lstat(work.join(rel)).expect("lstat"));
+        let files: Vec<(&str, StatKey)> = rels.iter().map(|r| (*r, key_of(r))).collect();
+        let tasks = rels.iter().filter(|r| !r.starts_with("agents/"));
+        let texts: Vec<(&str, String)> = tasks
+            .map(|r| (*r, fs::read_to_string(work.join(r)).expect("read")))
+            .collect();
+        let texts: Vec<(&str, &str)> = texts.iter().map(|(r, t)| (*r, t.as_str())).collect();
+        load_and_save(path, &files, &board_of(&texts), start)
+    }
+
+    /// Moves the file `from` to `to` in `work` by a rename (the same inode), then writes
+    /// `text` in place and sets its mtime to what `like` had: the file keeps the inode, size
+    /// and mtime of the earlier version at `to`, and only its ctime tells it apart.
+    fn move_back(work: &Path, (from, to): (&str, &str), text: &str, like: StatKey) {
+        fs::rename(work.join(from), work.join(to)).expect("rename");
+        fs::write(work.join(to), text).expect("write");
+        let mtime = UNIX_EPOCH + Duration::from_nanos(like.mtime_ns as u64);
+        let f = fs::File::options()
+            .write(true)
+            .open(work.join(to))
+            .expect("open");
+        f.set_times(fs::FileTimes::new().set_modified(mtime))
+            .expect("set mtime");
+        let now = StatKey::of(&rustix::fs::lstat(work.join(to)).expect("lstat"));
+        assert_eq!(
+            (now.size, now.mtime_ns, now.ino),
+            (like.size, like.mtime_ns, like.ino)
+        );
+        assert_ne!(now.ctime_ns, like.ctime_ns);
+    }
+
+    /// A run killed between the writes of two cache files (or before removing one) leaves an
+    /// entry of a task moved from `done/` to `ready/` and back in the file it no longer
+    /// belongs to: it is never trusted for the file now at that path, which only its ctime
+    /// tells apart (same inode, size and mtime), and the next loads come back to hits.
+    #[test]
+    fn a_kill_between_two_files_writes_trusts_no_entry_in_its_old_place() {
+        use super::super::inject::crash_on;
+        let crashes = [
+            Some(("stat-cache rename", 1)),
+            Some(("stat-cache rename", 2)),
+            Some(("stat-cache remove", 1)),
+            None,
+        ];
+        for crash in crashes {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let (work, path) = (dir.path().join("work"), dir.path().join("stat-cache.bin"));
+            for folder in ["agents", "done", "ready"] {
+                fs::create_dir_all(work.join(folder)).expect("mkdir");
+            }
+            fs::write(work.join("agents/bot.yaml"), PROFILE).expect("write");
+            fs::write(work.join("done/a.yaml"), TEXT).expect("write");
+            let in_done = ["agents/bot.yaml", "done/a.yaml"];
+            let in_ready = ["agents/bot.yaml", "ready/a.yaml"];
+            assert_eq!(load_real(&path, &work, &in_done), [false, false]);
+            assert_eq!(load_real(&path, &work, &in_done), [true, true]);
+            let done_key =
+                StatKey::of(&rustix::fs::lstat(work.join("done/a.yaml")).expect("lstat"));
+            fs::rename(work.join("done/a.yaml"), work.join("ready/a.yaml")).expect("rename");
+            fs::write(work.join("ready/a.yaml"), READY).expect("write");
+            crash_on(crash);
+            assert_eq!(
+                load_real(&path, &work, &in_ready),
+                [true, false],
+                "{crash:?}"
+            );
+            crash_on(None);
+            let ready_key =
+                StatKey::of(&rustix::fs::lstat(work.join("ready/a.yaml")).expect("lstat"));
+            move_back(&work, ("ready/a.yaml", "done/a.yaml"), TEXT, done_key);
+            crash_on(crash);
+            let hits = load_real(&path, &work, &in_done);
+            crash_on(None);
+            assert_eq!(hits, [true, false], "back in done/ after {crash:?}");
+            move_back(&work, ("done/a.yaml", "ready/a.yaml"), READY, ready_key);
+            let hits = load_real(&path, &work, &in_ready);
+            assert_eq!(hits, [true, false], "back in ready/ after {crash:?}");
+            assert_eq!(load_real(&path, &work, &in_ready), [true, true]);
+        }
     }
 }

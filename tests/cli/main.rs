@@ -8,6 +8,7 @@ mod archive_compact;
 mod archive_months;
 mod board_browser;
 mod burst_memory;
+mod cache_files;
 mod cdp;
 mod clones;
 mod crash;
