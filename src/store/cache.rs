@@ -1788,4 +1788,61 @@ mod tests {
             assert_eq!(load_real(&path, &work, &in_ready), [true, true]);
         }
     }
+
+    /// Times, for a cache of `n` tasks (a fifth in `done/`, the rest but 200 in four archive
+    /// months, 200 in `ready/`): a load that asks for every file, as a tick does while every
+    /// history folder is walked file by file, and one that asks for the 200 live files alone
+    /// (each changed, so the main file is written again), as once the history folders come
+    /// from their record. Prints the medians; run by hand (docs/performance.md).
+    #[test]
+    #[ignore = "a measurement, run by hand: cargo test --release --lib -- --ignored --nocapture"]
+    fn measure_a_load_asking_for_live_files_alone() {
+        for n in [1_000, 100_000] {
+            let (ready, done) = (200, n / 5);
+            let month = (n - done - ready) / 4;
+            let mut rels: Vec<String> = (0..done).map(|i| format!("done/d-{i:06}.yaml")).collect();
+            for m in 7..11 {
+                rels.extend((0..month).map(|i| format!("archive/2026-{m:02}/a-{i:06}.yaml")));
+            }
+            rels.extend((0..ready).map(|i| format!("ready/t-{i:06}.yaml")));
+            let texts: Vec<(&str, &str)> = (rels.iter())
+                .map(|r| {
+                    (
+                        r.as_str(),
+                        if r.starts_with("ready/") { READY } else { TEXT },
+                    )
+                })
+                .collect();
+            let b = board_of(&texts);
+            let (k, changed) = (
+                key(40, 1_000_000_000, 1_000_000_001, 9),
+                key(41, 1_000_000_000, 1_000_000_001, 9),
+            );
+            let all: Vec<(&str, StatKey)> = texts.iter().map(|(r, _)| (*r, k)).collect();
+            let live: Vec<(&str, StatKey)> = (all.iter())
+                .filter(|(r, _)| r.starts_with("ready/"))
+                .map(|(r, _)| (*r, changed))
+                .collect();
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("stat-cache.bin");
+            let time = |files: &[(&str, StatKey)], reset: &dyn Fn()| {
+                let mut times: Vec<Duration> = (0..9)
+                    .map(|_| {
+                        reset();
+                        let at = std::time::Instant::now();
+                        load_and_save(&path, files, &b, later());
+                        at.elapsed()
+                    })
+                    .collect();
+                times.sort();
+                times[4]
+            };
+            let warm = || {
+                load_and_save(&path, &all, &b, later());
+            };
+            let every = time(&all, &warm);
+            let alone = time(&live, &warm);
+            println!("{n} tasks: every file asked {every:?}, live files alone {alone:?}");
+        }
+    }
 }
