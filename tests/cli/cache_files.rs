@@ -134,3 +134,54 @@ fn a_deleted_folder_takes_its_cache_file_with_it() {
     assert!(!r.exists(&month_file), "the month's file is gone");
     assert!(written(&r, DONE_FILE), "done/'s file stays");
 }
+
+/// A tick killed at any point while `done/`'s tasks move by hand into an archive month, and
+/// one of them moved straight back and corrected in place (same inode, size and mtime: only
+/// its ctime differs from what `done/`'s file may still hold for it): the next tick reads the
+/// corrected output, every task is in one place and `git status` is clean.
+#[test]
+fn a_tick_killed_as_entries_move_between_files_trusts_none_in_its_old_place() {
+    for delay_ms in [0, 5, 15, 40, 100] {
+        let r = TestRepo::with_agents(&["bot --max-active 5"]);
+        for i in 0..200 {
+            r.write(&format!("work/done/d{i}.yaml"), &finished("Done", i));
+        }
+        person_commits(&r, "done tasks");
+        tick(&r);
+        tick(&r);
+        let d5 = "work/done/d5.yaml";
+        let mtime = std::fs::metadata(r.abs(d5))
+            .and_then(|m| m.modified())
+            .expect("mtime");
+        std::fs::create_dir_all(r.abs("work/archive/2026-09")).expect("mkdir");
+        for i in 0..100 {
+            let (from, to) = (
+                format!("work/done/d{i}.yaml"),
+                format!("work/archive/2026-09/d{i}.yaml"),
+            );
+            std::fs::rename(r.abs(&from), r.abs(&to)).expect("mv");
+        }
+        person_commits(&r, "archived by hand");
+        std::thread::sleep(Duration::from_millis(200));
+        let mut child = r.spawn(&["tick"]);
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        std::fs::rename(r.abs("work/archive/2026-09/d5.yaml"), r.abs(d5)).expect("mv back");
+        std::fs::write(r.abs(d5), finished("Done", 7)).expect("write");
+        let file = std::fs::File::options().write(true).open(r.abs(d5));
+        file.and_then(|f| f.set_modified(mtime)).expect("set mtime");
+        person_commits(&r, "one back, corrected");
+        r.task("next", &dependent("d5", "Next"));
+        tick(&r);
+        assert_eq!(input_v(&r, "next"), json!(7), "killed after {delay_ms} ms");
+        for (id, paths) in crate::harness::task_places(r.path()) {
+            assert_eq!(
+                paths.len(),
+                1,
+                "{id} at {paths:?} (killed after {delay_ms} ms)"
+            );
+        }
+        assert_eq!(r.git_status(), "", "killed after {delay_ms} ms");
+    }
+}
