@@ -655,16 +655,8 @@ impl Used {
             start,
         };
         let dir = folders_dir(path);
-        let mut folders = self.folders;
-        for (folder, _) in &keys.folders {
-            if !folders.iter().any(|(f, _)| f == folder) {
-                let stale = Tally {
-                    stale: self.fresh,
-                    ..Tally::default()
-                };
-                folders.push((folder.clone(), stale));
-            }
-        }
+        let (fresh, main) = (self.fresh, self.main);
+        let folders = self.with_keyed_folders(keys);
         let mut in_folders = 0;
         for (folder, tally) in &folders {
             let n = keys.in_folder(folder);
@@ -672,24 +664,37 @@ impl Used {
             if tally.must_write(n) {
                 let tasks = &tasks[under(tasks, &format!("{prefix}{folder}/"))];
                 let entries = target.entries(tasks.iter(), None);
-                write_part(
-                    &dir.join(file_name(folder)),
-                    (tally, Role::Folder),
-                    entries,
-                    &target,
-                );
+                let part = (tally, Role::Folder);
+                write_part(&dir.join(file_name(folder)), part, entries, &target);
             }
         }
-        if self.main.must_write(keys.len() - in_folders) {
+        if main.must_write(keys.len() - in_folders) {
             let live = live_ranges(tasks, &prefix);
             let live = live.into_iter().flat_map(|r| &tasks[r]);
             let entries = target.entries(live, Some(agents));
-            write_part(path, (&self.main, Role::Main), entries, &target);
+            write_part(path, (&main, Role::Main), entries, &target);
         }
         let handled: Vec<&str> = folders.iter().map(|(f, _)| f.as_str()).collect();
-        remove_stale(&dir, &handled, self.fresh, &|folder| {
+        remove_stale(&dir, &handled, fresh, &|folder| {
             !under(tasks, &format!("{prefix}{folder}/")).is_empty()
         });
+    }
+
+    /// Returns the history folders whose files the load opened, with what it used of each,
+    /// and those it did not open but has keys in (their files unread: written again from
+    /// those keys alone).
+    fn with_keyed_folders(self, keys: &Keys) -> Vec<(String, Tally)> {
+        let mut folders = self.folders;
+        for (folder, _) in &keys.folders {
+            if !folders.iter().any(|(f, _)| f == folder) {
+                let unread = Tally {
+                    stale: self.fresh,
+                    ..Tally::default()
+                };
+                folders.push((folder.clone(), unread));
+            }
+        }
+        folders
     }
 }
 
