@@ -264,7 +264,7 @@ pub fn walk_order(a: &str, b: &str) -> Ordering {
 pub fn folder_of(rel: &str) -> Option<&str> {
     let (top, rest) = rel.split_once('/')?;
     match top {
-        "done" | "failed" | "cancelled" => Some(top),
+        _ if FINISHED.contains(&top) => Some(top),
         "archive" => {
             let (month, _) = rest.split_once('/')?;
             (!month.is_empty()).then(|| &rel[..top.len() + 1 + month.len()])
@@ -1383,7 +1383,33 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_path_s_file_is_its_history_folder_s_or_the_main_one() {
+        let cases = [
+            ("done/a.yaml", Some("done")),
+            ("cancelled/x/b.yaml", Some("cancelled")),
+            ("archive/2026-07/c.yaml", Some("archive/2026-07")),
+            ("archive/c.yaml", None),
+            ("ready/d.yaml", None),
+            ("done-x/e.yaml", None),
+            ("agents/bot.yaml", None),
+        ];
+        for (rel, folder) in cases {
+            assert_eq!(folder_of(rel), folder, "{rel}");
+        }
+        for name in ["done.1.coord-tmp", "ready.bin", "archive-.bin", "done"] {
+            assert_eq!(folder_of_file(name), None, "{name}");
+        }
+    }
+
     proptest::proptest! {
+        #[test]
+        fn a_folder_s_file_name_gives_the_folder_back(month in "[a-z0-9.-]{1,12}") {
+            for folder in [format!("archive/{month}"), "done".to_string(), "failed".to_string()] {
+                proptest::prop_assert_eq!(folder_of_file(&file_name(&folder)), Some(folder));
+            }
+        }
+
         #[test]
         fn walk_order_is_folder_by_folder(a in "[ab/-]{0,6}", b in "[ab/-]{0,6}") {
             proptest::prop_assert_eq!(walk_order(&a, &b), a.split('/').cmp(b.split('/')));
