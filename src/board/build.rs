@@ -271,7 +271,9 @@ fn is_task_name(name: &str) -> Option<&str> {
         .or_else(|| name.strip_suffix(".yml"))
 }
 
-fn is_ignored(name: &str) -> bool {
+/// Returns whether a file name is one the board passes over (a dot file such as `.gitkeep`,
+/// a `README.md`, an editor's backup `~`).
+pub fn is_ignored(name: &str) -> bool {
     name.starts_with('.') || name.eq_ignore_ascii_case("README.md") || name.ends_with('~')
 }
 

@@ -9,9 +9,11 @@ use crate::yaml::Doc;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+mod blocks;
 mod build;
 mod checks;
-pub use build::{content_hash, is_layout, is_month, task_at, Cached, RawFile, StandIn};
+pub use blocks::Block;
+pub use build::{content_hash, is_ignored, is_layout, is_month, task_at, Cached, RawFile, StandIn};
 pub use checks::Checks;
 use jiff::Timestamp;
 
@@ -144,6 +146,10 @@ pub struct Board {
     /// The commit HEAD pointed at when the board was loaded (every layout file not settling
     /// is committed as read), when known.
     pub head: Option<String>,
+    /// The history folders a tick's load took whole ([`Block`]): the ids of their task
+    /// files, none of which is in `tasks` unless the load put it there for the planner.
+    /// Empty on every other board.
+    pub blocks: Vec<Block>,
 }
 
 impl Board {
@@ -175,6 +181,7 @@ impl Board {
     /// still being written (its id counts as taken).
     pub fn has_id(&self, id: &TaskId) -> bool {
         self.tasks.iter().any(|t| &t.id == id)
+            || self.in_blocks(id)
             || self.unread.contains(id)
             || self.held.contains(id)
             || self.settling.iter().any(|s| s.id.as_ref() == Some(id))
@@ -203,6 +210,9 @@ impl Board {
         let mut c = BTreeMap::new();
         for t in &self.tasks {
             *c.entry(t.folder.state).or_insert(0) += 1;
+        }
+        for b in &self.blocks {
+            *c.entry(b.folder.state).or_insert(0) += b.len();
         }
         c
     }

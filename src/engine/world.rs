@@ -287,12 +287,12 @@ impl<'a> World<'a> {
 
     /// Returns whether some file of the board (or one planned) has this id.
     pub fn id_taken(&self, id: &TaskId) -> bool {
-        self.ids.contains(id) || self.archived_file(id).is_some()
+        self.ids.contains(id) || self.archived_file(id).is_some() || self.board.in_blocks(id)
     }
 
     /// Returns how many ids [`World::id_taken`] knows.
     pub fn id_count(&self) -> usize {
-        self.ids.len() + self.archived.len()
+        self.ids.len() + self.archived.len() + self.board.block_files()
     }
 
     /// Returns the archived file of `id` held as a file, with whether it was taken into

@@ -183,7 +183,7 @@ fn pass(store: &Store, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Result<Ti
 /// (names in byte order), each window loaded, planned and applied in turn: what the pass
 /// holds at once is bounded by the window, not by the inbox.
 fn reconcile(store: &Store, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Result<Ticked, Error> {
-    let mut walked = store.walk_work()?;
+    let mut walked = store.walk_work_blocks()?;
     if store.is_quiet(&walked, now) {
         sink(&Event::Detail("coord: nothing changed since a tick found nothing to do, and nothing it waits for is due; planning skipped ('coord status' shows what waits)"));
         return Ok(Ticked {
@@ -284,7 +284,7 @@ fn window_pass(
         // (only the first round's board is that one; a round after it ends the loop).
         let may_stay_quiet = rounds == 0 && alone && plan.is_empty() && found.is_calm();
         let saved = (may_stay_quiet && store.may_mark_quiet(&recorded))
-            .then(|| saved_status(store, &board, &plan, now))
+            .then(|| quiet_status(store, &board, &plan, &inputs, now))
             .flatten();
         drop(board);
         let skipped = store.skipped_count();
@@ -309,6 +309,27 @@ fn window_pass(
     }
     ticked.transitions.extend(committed.into_inner());
     Ok((found, last))
+}
+
+/// Returns what `coord status` shows of a board a pass found nothing to do on, to save with
+/// the quiet mark. A board with blocks holds no file of them: the status is then made from
+/// a board loaded whole (the cost of a load without blocks, only on a pass that stays quiet),
+/// and none is saved unless its plan is empty too.
+fn quiet_status(
+    store: &Store,
+    board: &Board,
+    plan: &Plan,
+    inputs: &engine::Inputs<'_>,
+    now: Timestamp,
+) -> Option<super::status::SavedStatus> {
+    if board.blocks.is_empty() {
+        return saved_status(store, board, plan, now);
+    }
+    let (whole, _) = store.load_walked(store.walk_work().ok()?).ok()?;
+    let plan = engine::plan(&whole, inputs);
+    plan.is_empty()
+        .then(|| saved_status(store, &whole, &plan, now))
+        .flatten()
 }
 
 /// Loads `work/` (the inbox window after `after`; `walked`, windowed, when the caller walked

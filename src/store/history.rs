@@ -25,6 +25,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 /// The record file, relative to the git directory.
@@ -34,7 +35,7 @@ pub const PATH: &str = "coord/history-folders";
 /// is written, so no stale copy stays behind.
 const OLD_PATH: &str = "coord/archive-months";
 /// The first bytes of the record file.
-const MAGIC: &[u8] = b"coord history-folders 1\n";
+const MAGIC: &[u8] = b"coord history-folders 2\n";
 /// The folders of finished tasks directly under `work/` that are recorded.
 const FINISHED: [&str; 3] = ["done", "failed", "cancelled"];
 
@@ -59,6 +60,9 @@ struct Kept {
     count: usize,
     /// Where its files' names and keys lie in the record's bytes.
     files: Range<usize>,
+    /// Whether a load found every file of it a task as its folder says (see
+    /// [`History::judge`]): a walk may then take it as one block.
+    judged: bool,
 }
 
 /// A history folder to record again: as the record held it, or as a walk found it.
@@ -74,14 +78,17 @@ pub struct History {
     /// HEAD's tree id of each history folder (work-relative: `done`, `archive/2026-07`), read
     /// before the walk looks at any file.
     trees: HashMap<String, Oid>,
-    /// The record's bytes (checked), which `kept` points into.
-    record: Vec<u8>,
+    /// The record's bytes (checked), which `kept` points into; shared with the blocks a walk
+    /// takes ([`RecordFiles`]).
+    record: Arc<Vec<u8>>,
     /// The record as read.
     kept: HashMap<String, Kept>,
     /// The folders this walk took from the record or may record, by work-relative path.
     found: BTreeMap<String, Found>,
     /// Whether `found` differs from `kept`.
     changed: bool,
+    /// Whether the walk may take a judged folder as one block ([`History::with_blocks`]).
+    blocks: bool,
 }
 
 impl History {
@@ -97,10 +104,22 @@ impl History {
         };
         History {
             trees,
-            record,
+            record: Arc::new(record),
             kept,
             ..History::default()
         }
+    }
+
+    /// Returns this record letting the walk take each judged folder as one block (a tick's
+    /// walk: its board then holds no file of such a folder, see `board::Block`).
+    pub fn with_blocks(mut self) -> History {
+        self.blocks = true;
+        self
+    }
+
+    /// Returns whether the walk may take judged folders as blocks.
+    pub fn blocks(&self) -> bool {
+        self.blocks
     }
 
     /// Returns, work-relative, the history folders among HEAD's subtrees of `work/` (`top`,
@@ -130,31 +149,39 @@ impl History {
 
     /// Returns the recorded files of the history folder `rel` when its stat key is `folder`
     /// and HEAD still has the recorded tree id for it; the walk takes them as they are.
-    pub fn take(&mut self, rel: &str, folder: &StatKey) -> Option<Files<'_>> {
+    pub fn take(&mut self, rel: &str, folder: &StatKey) -> Option<Taken> {
         let tree = self.trees.get(rel)?;
         let kept = self.kept.remove(rel)?;
         if kept.folder != *folder || kept.tree != *tree {
             self.changed = true;
             return None;
         }
-        let files = Files {
-            reader: Reader(self.record.get(kept.files.clone())?),
-            left: kept.count,
+        self.record.get(kept.files.clone())?;
+        let taken = Taken {
+            files: RecordFiles {
+                record: Arc::clone(&self.record),
+                range: kept.files.clone(),
+                count: kept.count,
+            },
+            judged: kept.judged,
+            folder: kept.folder,
+            tree: kept.tree,
         };
         self.found.insert(rel.to_string(), Found::Kept(kept));
-        Some(files)
+        Some(taken)
     }
 
     /// Notes the history folder `rel` as a walk found it file by file: `files` when it held
     /// regular files alone, each with a key; recorded when that and the folder's key are
-    /// settled at `start` and HEAD has a tree for it.
+    /// settled at `start` and HEAD has a tree for it. Returns the folder's key and tree
+    /// when it is recorded.
     pub fn walked(
         &mut self,
         rel: &str,
         folder: Option<StatKey>,
         files: Option<Vec<(String, StatKey)>>,
         start: SystemTime,
-    ) {
+    ) -> Option<(StatKey, Oid)> {
         let kept = self.kept.remove(rel);
         let settled = |k: &StatKey| k.settled(start);
         let walked = match (folder, files, self.trees.get(rel)) {
@@ -172,9 +199,11 @@ impl History {
         // A folder walked file by file is one the record did not hold as it is (else the
         // walk took it): what the record held of it, if anything, changes.
         self.changed |= kept.is_some() || walked.is_some();
+        let recorded = walked.as_ref().map(|w| (w.folder, w.tree));
         if let Some(walked) = walked {
             self.found.insert(rel.to_string(), Found::Walked(walked));
         }
+        recorded
     }
 
     /// Writes the record again at `path` when this walk found it changed (a history folder
@@ -195,14 +224,111 @@ impl History {
         let folders = self.found.iter().map(|(rel, found)| match found {
             Found::Kept(k) => {
                 let files = self.record.get(k.files.clone()).unwrap_or_default();
-                (rel, k.folder, k.tree, k.count, Cow::Borrowed(files))
+                let head = (k.folder, k.tree, k.judged);
+                (rel.as_str(), head, k.count, Cow::Borrowed(files))
             }
             Found::Walked(m) => {
-                let (folder, tree, count) = (m.folder, m.tree, m.files.len());
-                (rel, folder, tree, count, Cow::Owned(encode_files(&m.files)))
+                let (head, count) = ((m.folder, m.tree, false), m.files.len());
+                (
+                    rel.as_str(),
+                    head,
+                    count,
+                    Cow::Owned(encode_files(&m.files)),
+                )
             }
         });
         let _ = super::fsutil::write_private(path, &encode(folders), false);
+    }
+
+    /// Marks as judged, in the record at `path`, each history folder of `judged` the record
+    /// still holds with the same stat key and tree id: a load found every one of its files a
+    /// readable task file whose recorded state is its folder's, not settling, standing in
+    /// for nothing and of an id no other file of the folder has. A later walk takes such a
+    /// folder as one block ([`RecordFiles`]), no file of it on the board. Failures are
+    /// ignored (the folder stays unjudged, walked per file).
+    pub fn judge(path: &Path, judged: &[Judged]) {
+        if judged.is_empty() {
+            return;
+        }
+        let Ok(record) = std::fs::read(path) else {
+            return;
+        };
+        let Some(mut kept) = decode(&record) else {
+            return;
+        };
+        let mut changed = false;
+        for j in judged {
+            if let Some(k) = kept.get_mut(&j.rel) {
+                if k.folder == j.folder && k.tree == j.tree && !k.judged {
+                    k.judged = true;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            return;
+        }
+        let mut folders: Vec<(&String, &Kept)> = kept.iter().collect();
+        folders.sort_by(|a, b| a.0.cmp(b.0));
+        let folders = folders.into_iter().map(|(rel, k)| {
+            let files = record.get(k.files.clone()).unwrap_or_default();
+            let head = (k.folder, k.tree, k.judged);
+            (rel.as_str(), head, k.count, Cow::Borrowed(files))
+        });
+        let _ = super::fsutil::write_private(path, &encode(folders), false);
+    }
+}
+
+/// A history folder a walk took from the record.
+#[derive(Debug)]
+pub struct Taken {
+    /// Its files.
+    pub files: RecordFiles,
+    /// Whether a load judged it (see [`History::judge`]).
+    pub judged: bool,
+    /// Its stat key.
+    pub folder: StatKey,
+    /// HEAD's tree id for it.
+    pub tree: Oid,
+}
+
+/// A history folder a load may mark as judged ([`History::judge`]): as the walk found it.
+#[derive(Debug, Clone)]
+pub struct Judged {
+    /// The folder, work-relative.
+    pub rel: String,
+    /// Its stat key.
+    pub folder: StatKey,
+    /// HEAD's tree id for it.
+    pub tree: Oid,
+}
+
+/// The files of a history folder as the record holds them, shared with the record's bytes
+/// (no copy, no allocation per file).
+#[derive(Debug, Clone)]
+pub struct RecordFiles {
+    record: Arc<Vec<u8>>,
+    range: Range<usize>,
+    count: usize,
+}
+
+impl RecordFiles {
+    /// Returns the files, in walk order: each name with its stat key.
+    pub fn iter(&self) -> Files<'_> {
+        Files {
+            reader: Reader(self.record.get(self.range.clone()).unwrap_or_default()),
+            left: self.count,
+        }
+    }
+
+    /// Returns how many files the folder holds.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Returns whether the folder holds no file.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
     }
 }
 
@@ -246,19 +372,21 @@ fn encode_files(files: &[(String, StatKey)]) -> Vec<u8> {
     out
 }
 
-/// One history folder to encode: its path, folder key, tree id, file count and files as
-/// [`encode_files`] gives them.
-type Encoded<'m> = (&'m String, StatKey, Oid, usize, Cow<'m, [u8]>);
+/// One history folder to encode: its path, folder key, tree id and whether it is judged,
+/// file count and files as [`encode_files`] gives them.
+type Encoded<'m> = (&'m str, (StatKey, Oid, bool), usize, Cow<'m, [u8]>);
 
 /// Encodes the record: the magic, the number of folders, each folder (path, folder key, tree
-/// id, number of files, each file's name and key), then a checksum of all before it.
+/// id, judged or not, number of files, each file's name and key), then a checksum of all
+/// before it.
 fn encode<'m>(folders: impl ExactSizeIterator<Item = Encoded<'m>>) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
     out.extend_from_slice(&(folders.len() as u64).to_le_bytes());
-    for (rel, folder, tree, count, files) in folders {
+    for (rel, (folder, tree, judged), count, files) in folders {
         put_str(&mut out, rel);
         folder.write_to(&mut out);
         out.extend_from_slice(tree.as_bytes());
+        out.push(u8::from(judged));
         out.extend_from_slice(&(count as u64).to_le_bytes());
         out.extend_from_slice(&files);
     }
@@ -281,6 +409,11 @@ fn decode(bytes: &[u8]) -> Option<HashMap<String, Kept>> {
         let rel = r.str()?.to_string();
         let folder = StatKey::read_from(&mut r)?;
         let tree = Oid::from_bytes(&r.take::<20>()?).ok()?;
+        let judged = match r.take::<1>()? {
+            [0] => false,
+            [1] => true,
+            _ => return None,
+        };
         let n = usize::try_from(r.u64()?).ok()?;
         let from = bytes.len() - 8 - r.0.len();
         let mut files = Files { reader: r, left: n };
@@ -296,6 +429,7 @@ fn decode(bytes: &[u8]) -> Option<HashMap<String, Kept>> {
                 tree,
                 count: n,
                 files,
+                judged,
             },
         );
     }
@@ -325,7 +459,12 @@ mod tests {
     fn encoded(months: &BTreeMap<String, Folder>) -> Vec<u8> {
         encode(months.iter().map(|(rel, m)| {
             let files = Cow::Owned(encode_files(&m.files));
-            (rel, m.folder, m.tree, m.files.len(), files)
+            (
+                rel.as_str(),
+                (m.folder, m.tree, false),
+                m.files.len(),
+                files,
+            )
         }))
     }
 
@@ -380,7 +519,7 @@ mod tests {
         let mut same = History::read(&path, trees(m.tree));
         let taken: Option<Vec<(String, StatKey)>> = same
             .take("archive/2026-07", &m.folder)
-            .map(|files| files.map(|(n, k)| (n.to_string(), k)).collect());
+            .map(|t| t.files.iter().map(|(n, k)| (n.to_string(), k)).collect());
         assert_eq!(taken, Some(m.files.clone()));
         let mut moved = History::read(&path, trees(m.tree));
         assert!(
@@ -412,7 +551,9 @@ mod tests {
         ]);
         let mut months = History::read(&path, trees);
         assert_eq!(
-            months.take("archive/2026-07", &m.folder).map(|f| f.count()),
+            months
+                .take("archive/2026-07", &m.folder)
+                .map(|t| t.files.len()),
             Some(2)
         );
         let walked = month(&["c.yaml"]);

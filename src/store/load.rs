@@ -5,12 +5,12 @@
 
 use super::cache::{self, Hit, StatCache};
 use super::clean::Listing;
-use super::history::{self, History};
+use super::history::{self, History, Judged};
 use super::settle::{Settle, Written};
 use super::walk::{self, Walk};
 use super::{io_err, Store, StoreError};
-use crate::board::{content_hash, Board, Cached, Problem, RawFile, Settling, StandIn};
-use crate::model::TaskId;
+use crate::board::{content_hash, Block, Board, Cached, Problem, RawFile, Settling, StandIn};
+use crate::model::{State, TaskId};
 use crate::yaml::Limits;
 use std::collections::HashMap;
 
@@ -85,12 +85,26 @@ impl Store {
     /// history folders (`done/`, `failed/`, `cancelled/`, archive months) the record holds as
     /// they are from it, and recording those walked file by file ([`History`]).
     pub fn walk_work(&self) -> Result<Walk, StoreError> {
+        self.walk_history(false)
+    }
+
+    /// Walks `work/` as [`Store::walk_work`], taking each judged history folder whole, as
+    /// one block ([`Walk::blocks`], [`Block`]): what a tick walks with. Its load holds no
+    /// file of such a folder but those the planner may ask for.
+    pub fn walk_work_blocks(&self) -> Result<Walk, StoreError> {
+        self.walk_history(true)
+    }
+
+    fn walk_history(&self, blocks: bool) -> Result<Walk, StoreError> {
         let top = self.repo.head_subtrees(self.work_dir());
         let archive = self
             .repo
             .head_subtrees(&format!("{}/archive", self.work_dir()));
         let path = self.repo.git_dir().join(history::PATH);
         let mut history = History::read(&path, History::trees(top, archive));
+        if blocks {
+            history = history.with_blocks();
+        }
         let walked = self.walk_work_in(&|_| true, Some(&mut history))?;
         history.save(&path);
         self.fullest.set(walked.fullest_folder());
@@ -125,14 +139,14 @@ impl Store {
         self.build(walked, cache, Save::Yes)
     }
 
-    /// Walks and loads `work/` as [`Store::load`], taking only the window of the inbox after
-    /// `after` ([`Walk::window_inbox`]); returns the last inbox file taken when files after it
-    /// wait for the next window.
+    /// Walks (with blocks, [`Store::walk_work_blocks`]) and loads `work/` as a tick does,
+    /// taking only the window of the inbox after `after` ([`Walk::window_inbox`]); returns
+    /// the last inbox file taken when files after it wait for the next window.
     pub fn load_window(
         &self,
         after: Option<&str>,
     ) -> Result<(Board, Loaded, Option<String>), StoreError> {
-        let mut walked = self.walk_work()?;
+        let mut walked = self.walk_work_blocks()?;
         let more = self.window_inbox(&mut walked, after);
         let (board, loaded) = self.load_walked(walked)?;
         Ok((board, loaded, more))
@@ -230,6 +244,8 @@ impl Store {
         let cache = cache.used();
         let mut board = board.finish();
         board.settling = settling;
+        self.judge(&board, &walked.judgeable);
+        self.expand_blocks(&mut board, walked.blocks, schemas, &limits);
         board.held = walked
             .held
             .iter()
@@ -241,7 +257,8 @@ impl Store {
             .ok()
             .and_then(|h| h.oid)
             .map(|o| o.to_string());
-        if save == Save::Yes {
+        // A board with blocks did not take their files' entries: a save would drop them.
+        if save == Save::Yes && board.blocks.is_empty() {
             let cached = (&board.tasks[..], &board.agents);
             cache.save(
                 &self.cache_path(),
@@ -272,6 +289,65 @@ impl Store {
             listing: walked.listing,
         };
         Ok((board, loaded))
+    }
+
+    /// Marks in the history record each folder of `judgeable` (with how many files the walk
+    /// found in it) whose every file the board holds as a task a tick may leave in a block
+    /// ([`History::judge`]).
+    fn judge(&self, board: &Board, judgeable: &[(Judged, usize)]) {
+        let judged: Vec<Judged> = judgeable
+            .iter()
+            .filter(|(j, count)| judged_folder(board, &j.rel, *count))
+            .map(|(j, _)| j.clone())
+            .collect();
+        History::judge(&self.repo.git_dir().join(history::PATH), &judged);
+    }
+
+    /// Puts the history folders a walk took whole on `board` as blocks, and the files of them
+    /// the planner may ask for ([`Board::block_files_wanted`]) as files, read as committed
+    /// (as a file of a folder taken from the record is when the stat cache lacks it).
+    fn expand_blocks(
+        &self,
+        board: &mut Board,
+        taken: Vec<walk::HistoryBlock>,
+        schemas: (&crate::schema::Schema, &crate::schema::Schema),
+        limits: &Limits,
+    ) {
+        let mut expanded = std::collections::HashSet::new();
+        for b in taken {
+            match Block::new(&b.rel, b.files.iter().map(|(name, _)| name)) {
+                Some(block) => board.blocks.push(block),
+                // Not a folder of task files after all: each file goes on the board.
+                None => {
+                    for (name, _) in b.files.iter() {
+                        let rel = format!("{}/{name}", b.rel);
+                        let raw = self.stand_in(self.read_committed(rel.clone(), limits), limits);
+                        board.add(raw, schemas, limits);
+                        expanded.insert(rel);
+                    }
+                }
+            }
+        }
+        loop {
+            let wanted = board.block_files_wanted(&expanded);
+            if wanted.is_empty() {
+                break;
+            }
+            for rel in wanted {
+                let Some((dir, name)) = rel.rsplit_once('/') else {
+                    continue;
+                };
+                if let Some(block) = board.blocks.iter_mut().find(|b| b.rel == dir) {
+                    block.remove(name);
+                }
+                let raw = self.stand_in(self.read_committed(rel.clone(), limits), limits);
+                board.add(raw, schemas, limits);
+                expanded.insert(rel);
+            }
+        }
+        if !expanded.is_empty() {
+            board.tasks.sort_by(|a, b| a.path.cmp(&b.path));
+        }
     }
 
     /// Returns the settle rule of a load made now.
@@ -404,6 +480,35 @@ fn from_cache(rel: String, hit: Hit) -> RawFile {
         cached: Some(cached),
         ..RawFile::new(rel, Ok(bytes))
     }
+}
+
+/// Returns whether `board` holds each of the `count` files a walk found in the history
+/// folder `rel` (work-relative) as a task a tick may leave in a block: read, standing in for
+/// nothing, its recorded state its folder's (adoption has nothing to do), and of an id no
+/// other file of the folder has.
+fn judged_folder(board: &Board, rel: &str, count: usize) -> bool {
+    let prefix = format!("{}/{rel}/", board.work_dir);
+    let from = board
+        .tasks
+        .partition_point(|t| t.path.as_str() < prefix.as_str());
+    let files = board.tasks[from..]
+        .iter()
+        .take_while(|t| t.path.starts_with(&prefix));
+    let mut ids = Vec::with_capacity(count);
+    for t in files {
+        let agrees = match &t.read {
+            Ok(task) => {
+                t.folder.state == State::Archived || task.summary().state == Some(t.folder.state)
+            }
+            Err(_) => false,
+        };
+        if !agrees || t.stand_in.is_some() {
+            return false;
+        }
+        ids.push(&t.id);
+    }
+    ids.sort_unstable();
+    ids.len() == count && ids.windows(2).all(|w| w[0] != w[1])
 }
 
 /// Returns whether the walk took the key of the file `rel` (work-relative) from the

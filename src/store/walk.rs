@@ -5,7 +5,7 @@
 
 use super::cache::StatKey;
 use super::clean::Listing;
-use super::history::History;
+use super::history::{History, Judged, RecordFiles};
 use crate::model::AgentName;
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 use rustix::io::Errno;
@@ -34,6 +34,22 @@ pub struct Walk {
     /// The history folders whose files' keys came from the record ([`History`]),
     /// work-relative.
     pub taken: Vec<String>,
+    /// The judged history folders taken whole from the record, not in `files` (their
+    /// files are in `listing`).
+    pub blocks: Vec<HistoryBlock>,
+    /// The history folders the record holds as this walk found them, each with how many
+    /// files it holds (in `files`): a load may judge them ([`History::judge`]).
+    pub judgeable: Vec<(Judged, usize)>,
+}
+
+/// A history folder a walk took whole from the record: its files are not in
+/// [`Walk::files`].
+#[derive(Debug, Clone)]
+pub struct HistoryBlock {
+    /// The folder, work-relative.
+    pub rel: String,
+    /// Its files, as the record holds them.
+    pub files: RecordFiles,
 }
 
 /// How many inbox files one window of a tick takes (see [`Walk::window_inbox`]).
@@ -50,6 +66,8 @@ impl Walk {
             held: Vec::new(),
             unread: Vec::new(),
             taken: Vec::new(),
+            blocks: Vec::new(),
+            judgeable: Vec::new(),
         }
     }
 
@@ -195,16 +213,44 @@ impl At<'_> {
         history: &mut History,
     ) -> Result<(), WalkError> {
         let folder = rustix::fs::fstat(&fd).ok().map(|st| StatKey::of(&st));
-        if let Some(files) = folder.as_ref().and_then(|f| history.take(rel, f)) {
+        if let Some(taken) = folder.as_ref().and_then(|f| history.take(rel, f)) {
             let found = &mut *self.found;
+            let files = &taken.files;
+            if taken.judged && history.blocks() {
+                // One path buffer for the listing: no string per file.
+                let mut child = String::with_capacity(rel.len() + 64);
+                found.listing.reserve(files.len());
+                for (name, key) in files.iter() {
+                    child.clear();
+                    child.push_str(rel);
+                    child.push('/');
+                    child.push_str(name);
+                    found.listing.file(&child, Some(&key));
+                }
+                found.blocks.push(HistoryBlock {
+                    rel: rel.to_string(),
+                    files: taken.files,
+                });
+                return Ok(());
+            }
             found.files.reserve(files.len());
             found.listing.reserve(files.len());
-            for (name, key) in files {
+            for (name, key) in files.iter() {
                 let child = child_rel(rel, name);
                 found.listing.file(&child, Some(&key));
                 found.files.push((child, Some(key)));
             }
             found.taken.push(rel.to_string());
+            if !taken.judged {
+                let judged = Judged {
+                    rel: rel.to_string(),
+                    folder: taken.folder,
+                    tree: taken.tree,
+                };
+                found
+                    .judgeable
+                    .push((judged, task_names(files.iter().map(|(n, _)| n))));
+            }
             return Ok(());
         }
         let from = self.found.files.len();
@@ -217,7 +263,16 @@ impl At<'_> {
                 .collect::<Option<Vec<_>>>()
         });
         let start = self.found.listing.start();
-        history.walked(rel, folder, files.flatten(), start);
+        if let Some((folder, tree)) = history.walked(rel, folder, files.flatten(), start) {
+            let judged = Judged {
+                rel: rel.to_string(),
+                folder,
+                tree,
+            };
+            let names = self.found.files[from..].iter().map(|(r, _)| &r[name_at..]);
+            let count = task_names(names);
+            self.found.judgeable.push((judged, count));
+        }
         Ok(())
     }
 
@@ -267,6 +322,11 @@ impl At<'_> {
         }
         Ok(only_files)
     }
+}
+
+/// Returns how many of `names` the board does not pass over ([`crate::board::is_ignored`]).
+fn task_names<'n>(names: impl Iterator<Item = &'n str>) -> usize {
+    names.filter(|n| !crate::board::is_ignored(n)).count()
 }
 
 /// Reads the open folder `rel`: its entries in byte order of their names, leaving out `.`,
