@@ -284,7 +284,7 @@ fn window_pass(
         // (only the first round's board is that one; a round after it ends the loop).
         let may_stay_quiet = rounds == 0 && alone && plan.is_empty() && found.is_calm();
         let saved = (may_stay_quiet && store.may_mark_quiet(&recorded))
-            .then(|| quiet_status(store, &board, &plan, &inputs, now))
+            .then(|| saved_status(store, &board, &plan, now))
             .flatten();
         drop(board);
         let skipped = store.skipped_count();
@@ -309,27 +309,6 @@ fn window_pass(
     }
     ticked.transitions.extend(committed.into_inner());
     Ok((found, last))
-}
-
-/// Returns what `coord status` shows of a board a pass found nothing to do on, to save with
-/// the quiet mark. A board with blocks holds no file of them: the status is then made from
-/// a board loaded whole (the cost of a load without blocks, only on a pass that stays quiet),
-/// and none is saved unless its plan is empty too.
-fn quiet_status(
-    store: &Store,
-    board: &Board,
-    plan: &Plan,
-    inputs: &engine::Inputs<'_>,
-    now: Timestamp,
-) -> Option<super::status::SavedStatus> {
-    if board.blocks.is_empty() {
-        return saved_status(store, board, plan, now);
-    }
-    let (whole, _) = store.load_walked(store.walk_work().ok()?).ok()?;
-    let plan = engine::plan(&whole, inputs);
-    plan.is_empty()
-        .then(|| saved_status(store, &whole, &plan, now))
-        .flatten()
 }
 
 /// Loads `work/` (the inbox window after `after`; `walked`, windowed, when the caller walked

@@ -72,8 +72,14 @@ impl Walk {
     }
 
     /// Returns the number of files in the folder that holds the most (files of a folder are
-    /// next to each other in walk order).
+    /// next to each other in walk order; a block counts its files).
     pub fn fullest_folder(&self) -> usize {
+        let blocks = self.blocks.iter().map(|b| b.files.len()).max().unwrap_or(0);
+        self.fullest_listed().max(blocks)
+    }
+
+    /// Returns the number of files in the folder of `files` that holds the most.
+    fn fullest_listed(&self) -> usize {
         let folder = |rel: &str| rel.rsplit_once('/').map_or("", |(dir, _)| dir).to_string();
         let mut fullest = 0;
         let mut run = (String::new(), 0);

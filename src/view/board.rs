@@ -43,14 +43,11 @@ pub fn planned(
     invalid_reasons: &BTreeMap<String, String>,
 ) -> Shown {
     let clock = Clock::new(now);
+    // From the board's counts: a tick's board holds the tasks of its blocks as counts alone.
+    let by_state = board.counts();
     let counts: BTreeMap<&str, usize> = State::ALL
         .iter()
-        .map(|s| {
-            (
-                s.as_str(),
-                board.tasks.iter().filter(|t| t.folder.state == *s).count(),
-            )
-        })
+        .map(|s| (s.as_str(), by_state.get(s).copied().unwrap_or(0)))
         .collect();
     let mut view = json!({
         "counts": counts,

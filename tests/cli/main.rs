@@ -19,6 +19,7 @@ mod fencing;
 mod foundation;
 mod gitstate;
 mod harness;
+mod history_blocks;
 mod history_folders;
 mod hostile;
 mod http;
