@@ -309,6 +309,34 @@ mod tests {
         );
     }
 
+    /// The files the planner may ask for: a block's copy of an id on the board, a waiting
+    /// task's dependency, the steps of a task that may finish; nothing else.
+    #[test]
+    fn only_the_files_the_planner_may_ask_for_are_wanted() {
+        let (t, a) = (
+            crate::schema::Schema::builtin_task(),
+            crate::schema::Schema::builtin_agent(),
+        );
+        let raw = |rel: &str, text: &str| super::super::RawFile::new(rel.into(), Ok(text.into()));
+        let files = vec![
+            raw("assigned/bot/p.yaml", "title: p\n"),
+            raw("ready/r.yaml", "title: r\ndepends_on: [d]\n"),
+            raw("inbox/x.yml", "title: x\n"),
+        ];
+        let limits = crate::yaml::Limits::default();
+        let mut board = Board::build("work", files, vec![], (&t, &a), &limits);
+        board.blocks = vec![
+            block("done", &["d.yaml", "other.yaml", "p.bot.yaml", "r.next.yaml"]),
+            block("archive/2026-07", &["pq.yaml", "x.yaml"]),
+        ];
+        let wanted = board.block_files_wanted(&HashSet::new());
+        let wanted: Vec<&str> = wanted.iter().map(String::as_str).collect();
+        assert_eq!(
+            wanted,
+            ["archive/2026-07/x.yaml", "done/d.yaml", "done/p.bot.yaml"]
+        );
+    }
+
     #[test]
     fn a_long_parent_s_steps_share_its_first_characters() {
         let short = TaskId::new("p").expect("id");
