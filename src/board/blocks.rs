@@ -326,7 +326,10 @@ mod tests {
         let limits = crate::yaml::Limits::default();
         let mut board = Board::build("work", files, vec![], (&t, &a), &limits);
         board.blocks = vec![
-            block("done", &["d.yaml", "other.yaml", "p.bot.yaml", "r.next.yaml"]),
+            block(
+                "done",
+                &["d.yaml", "other.yaml", "p.bot.yaml", "r.next.yaml"],
+            ),
             block("archive/2026-07", &["pq.yaml", "x.yaml"]),
         ];
         let wanted = board.block_files_wanted(&HashSet::new());

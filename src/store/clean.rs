@@ -108,6 +108,22 @@ impl Listing {
         self.stats.push(key.map(StatKey::entry_stat));
     }
 
+    /// Returns the checksums of the path and of the entry that [`Listing::file`] adds for
+    /// the file `rel` with the settled stat key `key`: kept in the history-folder record for
+    /// a folder a walk takes whole ([`Listing::file_summed`]).
+    pub fn sums_of(rel: &str, key: &StatKey) -> (u64, u64) {
+        (checksum(rel.as_bytes()), Listing::file_entry(rel, key))
+    }
+
+    /// Adds a file with a stat key settled at the walk's start, as [`Listing::file`] does,
+    /// from the checksums [`Listing::sums_of`] gave for it (no path made, nothing
+    /// checksummed again).
+    pub fn file_summed(&mut self, (path, entry): (u64, u64), key: &StatKey) {
+        self.chain(entry);
+        self.files.push((path, Some(entry)));
+        self.stats.push(Some(key.entry_stat()));
+    }
+
     /// Makes room for `more` files (a walk knows how many a folder holds before it adds
     /// them: growing one at a time copies every entry again each time the room doubles).
     pub fn reserve(&mut self, more: usize) {
@@ -135,8 +151,12 @@ impl Listing {
     /// returns the entry's checksum.
     fn add_entry(&mut self) -> u64 {
         let entry = checksum(&self.entry);
-        self.digest = (self.digest.rotate_left(29) ^ entry).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.chain(entry);
         entry
+    }
+
+    fn chain(&mut self, entry: u64) {
+        self.digest = (self.digest.rotate_left(29) ^ entry).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
 
     /// Returns when the walk began: a stamp must be older than that to be trusted.
@@ -148,6 +168,15 @@ impl Listing {
     pub fn unwalked(&mut self) {
         self.complete = false;
         self.entered = false;
+    }
+
+    /// Returns what the clean mark, the vouch and the index check read of the listing: its
+    /// digest, each file's checksums, each file's stat data.
+    #[cfg(test)]
+    pub(super) fn read_by_marks(
+        &self,
+    ) -> (Option<u64>, &[(u64, Option<u64>)], &[Option<EntryStat>]) {
+        (self.digest(), &self.files, &self.stats)
     }
 
     /// Returns the digest, or None when the listing cannot vouch for every file.

@@ -20,6 +20,7 @@
 //! under `.git/` only.
 
 use super::cache::{checksum, Reader, StatKey};
+use super::clean::Listing;
 use crate::git::Oid;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -60,9 +61,10 @@ struct Kept {
     count: usize,
     /// Where its files' names and keys lie in the record's bytes.
     files: Range<usize>,
-    /// Whether a load found every file of it a task as its folder says (see
-    /// [`History::judge`]): a walk may then take it as one block.
-    judged: bool,
+    /// Set when a load found every file of it a task as its folder says (see
+    /// [`History::judge`]): a walk may then take it as one block. Where the checksums the
+    /// walk's listing gives its files lie in the record's bytes ([`RecordFiles::sums`]).
+    sums: Option<Range<usize>>,
 }
 
 /// A history folder to record again: as the record held it, or as a walk found it.
@@ -162,8 +164,9 @@ impl History {
                 record: Arc::clone(&self.record),
                 range: kept.files.clone(),
                 count: kept.count,
+                sums: kept.sums.clone(),
             },
-            judged: kept.judged,
+            judged: kept.sums.is_some(),
             folder: kept.folder,
             tree: kept.tree,
         };
@@ -222,19 +225,11 @@ impl History {
             return;
         }
         let folders = self.found.iter().map(|(rel, found)| match found {
-            Found::Kept(k) => {
-                let files = self.record.get(k.files.clone()).unwrap_or_default();
-                let head = (k.folder, k.tree, k.judged);
-                (rel.as_str(), head, k.count, Cow::Borrowed(files))
-            }
+            Found::Kept(k) => kept_folder(&self.record, rel, k, None),
             Found::Walked(m) => {
-                let (head, count) = ((m.folder, m.tree, false), m.files.len());
-                (
-                    rel.as_str(),
-                    head,
-                    count,
-                    Cow::Owned(encode_files(&m.files)),
-                )
+                let (head, count) = ((m.folder, m.tree), m.files.len());
+                let files = Cow::Owned(encode_files(&m.files));
+                (rel.as_str(), head, count, files, None)
             }
         });
         let _ = super::fsutil::write_private(path, &encode(folders), false);
@@ -253,30 +248,66 @@ impl History {
         let Ok(record) = std::fs::read(path) else {
             return;
         };
-        let Some(mut kept) = decode(&record) else {
+        let Some(kept) = decode(&record) else {
             return;
         };
-        let mut changed = false;
-        for j in judged {
-            if let Some(k) = kept.get_mut(&j.rel) {
-                if k.folder == j.folder && k.tree == j.tree && !k.judged {
-                    k.judged = true;
-                    changed = true;
-                }
-            }
-        }
-        if !changed {
+        let newly: HashMap<&str, Vec<u8>> = judged
+            .iter()
+            .filter_map(|j| {
+                let k = kept.get(&j.rel)?;
+                let same = k.folder == j.folder && k.tree == j.tree && k.sums.is_none();
+                Some((
+                    j.rel.as_str(),
+                    listing_sums(&record, &j.rel, k).filter(|_| same)?,
+                ))
+            })
+            .collect();
+        if newly.is_empty() {
             return;
         }
         let mut folders: Vec<(&String, &Kept)> = kept.iter().collect();
         folders.sort_by(|a, b| a.0.cmp(b.0));
         let folders = folders.into_iter().map(|(rel, k)| {
-            let files = record.get(k.files.clone()).unwrap_or_default();
-            let head = (k.folder, k.tree, k.judged);
-            (rel.as_str(), head, k.count, Cow::Borrowed(files))
+            let sums = newly.get(rel.as_str()).map(|s| Cow::Borrowed(&s[..]));
+            kept_folder(&record, rel, k, sums)
         });
         let _ = super::fsutil::write_private(path, &encode(folders), false);
     }
+}
+
+/// Returns a folder the record kept as [`encode`] takes it: judged with `sums` when given,
+/// else as it was.
+fn kept_folder<'r>(
+    record: &'r [u8],
+    rel: &'r str,
+    k: &Kept,
+    sums: Option<Cow<'r, [u8]>>,
+) -> Encoded<'r> {
+    let files = record.get(k.files.clone()).unwrap_or_default();
+    let kept_sums = k
+        .sums
+        .clone()
+        .and_then(|r| record.get(r))
+        .map(Cow::Borrowed);
+    let head = (k.folder, k.tree);
+    (rel, head, k.count, Cow::Borrowed(files), sums.or(kept_sums))
+}
+
+/// Returns the checksums the walk's listing gives each file of the folder `rel` the record
+/// `record` holds as `k` ([`Listing::sums_of`]), in its files' order: what a walk that takes
+/// the folder whole adds to its listing without a path made or checksummed per file.
+fn listing_sums(record: &[u8], rel: &str, k: &Kept) -> Option<Vec<u8>> {
+    let files = Files {
+        reader: Reader(record.get(k.files.clone())?),
+        left: k.count,
+    };
+    let mut sums = Vec::with_capacity(k.count * 16);
+    for (name, key) in files {
+        let (path, entry) = Listing::sums_of(&format!("{rel}/{name}"), &key);
+        sums.extend_from_slice(&path.to_le_bytes());
+        sums.extend_from_slice(&entry.to_le_bytes());
+    }
+    Some(sums)
 }
 
 /// A history folder a walk took from the record.
@@ -310,6 +341,7 @@ pub struct RecordFiles {
     record: Arc<Vec<u8>>,
     range: Range<usize>,
     count: usize,
+    sums: Option<Range<usize>>,
 }
 
 impl RecordFiles {
@@ -319,6 +351,18 @@ impl RecordFiles {
             reader: Reader(self.record.get(self.range.clone()).unwrap_or_default()),
             left: self.count,
         }
+    }
+
+    /// Returns, for a judged folder, the checksums of each file's path and listing entry
+    /// ([`Listing::sums_of`]), in the order of [`RecordFiles::iter`].
+    pub fn sums(&self) -> Option<impl Iterator<Item = (u64, u64)> + '_> {
+        let bytes = self.record.get(self.sums.clone()?)?;
+        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
+        Some(
+            bytes
+                .chunks_exact(16)
+                .map(move |c| (word(&c[..8]), word(&c[8..]))),
+        )
     }
 
     /// Returns how many files the folder holds.
@@ -372,23 +416,30 @@ fn encode_files(files: &[(String, StatKey)]) -> Vec<u8> {
     out
 }
 
-/// One history folder to encode: its path, folder key, tree id and whether it is judged,
-/// file count and files as [`encode_files`] gives them.
-type Encoded<'m> = (&'m str, (StatKey, Oid, bool), usize, Cow<'m, [u8]>);
+/// One history folder to encode: its path, folder key and tree id, file count, files as
+/// [`encode_files`] gives them, and for a judged folder its files' listing checksums.
+type Encoded<'m> = (
+    &'m str,
+    (StatKey, Oid),
+    usize,
+    Cow<'m, [u8]>,
+    Option<Cow<'m, [u8]>>,
+);
 
 /// Encodes the record: the magic, the number of folders, each folder (path, folder key, tree
-/// id, judged or not, number of files, each file's name and key), then a checksum of all
-/// before it.
+/// id, judged or not, number of files, each file's name and key, for a judged one each
+/// file's listing checksums, 16 bytes), then a checksum of all before it.
 fn encode<'m>(folders: impl ExactSizeIterator<Item = Encoded<'m>>) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
     out.extend_from_slice(&(folders.len() as u64).to_le_bytes());
-    for (rel, (folder, tree, judged), count, files) in folders {
+    for (rel, (folder, tree), count, files, sums) in folders {
         put_str(&mut out, rel);
         folder.write_to(&mut out);
         out.extend_from_slice(tree.as_bytes());
-        out.push(u8::from(judged));
+        out.push(u8::from(sums.is_some()));
         out.extend_from_slice(&(count as u64).to_le_bytes());
         out.extend_from_slice(&files);
+        out.extend_from_slice(&sums.unwrap_or_default());
     }
     let sum = checksum(&out);
     out.extend_from_slice(&sum.to_le_bytes());
@@ -422,6 +473,14 @@ fn decode(bytes: &[u8]) -> Option<HashMap<String, Kept>> {
         }
         r = files.reader;
         let files = from..bytes.len() - 8 - r.0.len();
+        let sums = if judged {
+            let len = n.checked_mul(16)?;
+            let at = files.end;
+            r.0 = r.0.get(len..)?;
+            Some(at..at + len)
+        } else {
+            None
+        };
         months.insert(
             rel,
             Kept {
@@ -429,7 +488,7 @@ fn decode(bytes: &[u8]) -> Option<HashMap<String, Kept>> {
                 tree,
                 count: n,
                 files,
-                judged,
+                sums,
             },
         );
     }
@@ -459,12 +518,7 @@ mod tests {
     fn encoded(months: &BTreeMap<String, Folder>) -> Vec<u8> {
         encode(months.iter().map(|(rel, m)| {
             let files = Cow::Owned(encode_files(&m.files));
-            (
-                rel.as_str(),
-                (m.folder, m.tree, false),
-                m.files.len(),
-                files,
-            )
+            (rel.as_str(), (m.folder, m.tree), m.files.len(), files, None)
         }))
     }
 

@@ -222,20 +222,20 @@ impl At<'_> {
         if let Some(taken) = folder.as_ref().and_then(|f| history.take(rel, f)) {
             let found = &mut *self.found;
             let files = &taken.files;
-            if taken.judged && history.blocks() {
-                // One path buffer for the listing: no string per file.
-                let mut child = String::with_capacity(rel.len() + 64);
+            if let Some(sums) = files.sums().filter(|_| history.blocks()) {
+                // The listing from the checksums the record keeps: no path per file.
+                let start = found.listing.start();
                 found.listing.reserve(files.len());
-                for (name, key) in files.iter() {
-                    child.clear();
-                    child.push_str(rel);
-                    child.push('/');
-                    child.push_str(name);
-                    found.listing.file(&child, Some(&key));
+                for ((name, key), sums) in files.iter().zip(sums) {
+                    if key.settled(start) {
+                        found.listing.file_summed(sums, &key);
+                    } else {
+                        found.listing.file(&child_rel(rel, name), Some(&key));
+                    }
                 }
                 found.blocks.push(HistoryBlock {
                     rel: rel.to_string(),
-                    files: taken.files,
+                    files: taken.files.clone(),
                 });
                 return Ok(());
             }
@@ -569,6 +569,27 @@ mod tests {
             assert_eq!(found.files, plain.files);
             assert_eq!(found.symlinks, plain.symlinks);
         }
+        history.save(&record);
+        let judged: Vec<_> = second.judgeable.iter().map(|(j, _)| j.clone()).collect();
+        History::judge(&record, &judged);
+        let mut history = History::read(&record, trees()).with_blocks();
+        let third = walk_in(work, &|_| true, Some(&mut history)).expect("walk");
+        let blocks: Vec<&str> = third.blocks.iter().map(|b| b.rel.as_str()).collect();
+        assert_eq!(
+            blocks,
+            ["archive/2026-07", "done"],
+            "judged folders are blocks"
+        );
+        let unblocked = |(rel, _): &&(String, Option<StatKey>)| {
+            !rel.starts_with("archive/2026-07/") && !rel.starts_with("done/")
+        };
+        let rest: Vec<_> = plain.files.iter().filter(unblocked).cloned().collect();
+        assert_eq!(third.files, rest);
+        assert_eq!(
+            third.listing.read_by_marks(),
+            plain.listing.read_by_marks(),
+            "the listing of a block is the listing of its files"
+        );
     }
 
     #[test]
