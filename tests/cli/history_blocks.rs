@@ -227,4 +227,29 @@ fn a_block_changed_by_hand_by_a_commit_or_a_reset_is_walked_again() {
     r.task("n2", &dependent("arch").replace("Next", "Next 2"));
     tick(&r);
     assert_eq!(input_v(&r, "n2"), json!(7), "the reset version");
+
+    // An edit in place, committed: the folder's listing is the same, HEAD's tree is not, and
+    // a state the folder does not have is adopted.
+    tick(&r);
+    assert!(judged(&r, "failed"));
+    r.write("work/failed/bad.yaml", &finished("Bad", "ready", 2));
+    person_commits(&r, "a state edited in place");
+    tick(&r);
+    assert!(r.read("work/failed/bad.yaml").contains("state: failed"));
+
+    // A checkout of a branch whose month holds another version of the file.
+    r.git(&["checkout", "-q", "-b", "other"]);
+    r.write(
+        "work/archive/2026-07/arch.yaml",
+        &finished("Arch", "done", 9),
+    );
+    person_commits(&r, "another output on a branch");
+    r.git(&["checkout", "-q", "-"]);
+    tick(&r);
+    tick(&r);
+    assert!(judged(&r, "archive/2026-07"));
+    r.git(&["checkout", "-q", "other"]);
+    r.task("n3", &dependent("arch").replace("Next", "Next 3"));
+    tick(&r);
+    assert_eq!(input_v(&r, "n3"), json!(9), "the checked out version");
 }
