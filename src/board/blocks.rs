@@ -201,6 +201,23 @@ impl Board {
         wanted
     }
 
+    /// Returns the files of the blocks holding a dependency of one of `files` (block files
+    /// just put on the board: a cycle check follows their dependencies).
+    pub fn block_deps_wanted(&self, files: &[TaskFile]) -> BTreeSet<String> {
+        let mut wanted = BTreeSet::new();
+        for t in files {
+            let Ok(task) = &t.read else { continue };
+            for dep in &task.waiting().depends_on {
+                for b in &self.blocks {
+                    if let Some(name) = b.name_of(dep.as_str()) {
+                        wanted.insert(format!("{}/{name}", b.rel));
+                    }
+                }
+            }
+        }
+        wanted
+    }
+
     /// Returns the ids more than one block holds (a merge of the blocks' sorted ids).
     fn ids_in_two_blocks(&self) -> Vec<String> {
         let mut twice = Vec::new();
@@ -338,6 +355,24 @@ mod tests {
             wanted,
             ["archive/2026-07/x.yaml", "done/d.yaml", "done/p.bot.yaml"]
         );
+    }
+
+    #[test]
+    fn a_block_file_s_dependencies_are_wanted_in_turn() {
+        let (t, a) = (
+            crate::schema::Schema::builtin_task(),
+            crate::schema::Schema::builtin_agent(),
+        );
+        let limits = crate::yaml::Limits::default();
+        let files = vec![super::super::RawFile::new(
+            "done/c.yaml".into(),
+            Ok(b"title: c\ndepends_on: [b]\ncoord:\n  state: done\n".to_vec()),
+        )];
+        let mut board = Board::build("work", files, vec![], (&t, &a), &limits);
+        board.blocks = vec![block("archive/2026-07", &["a.yaml", "b.yaml"])];
+        let wanted = board.block_deps_wanted(&board.tasks);
+        let wanted: Vec<&str> = wanted.iter().map(String::as_str).collect();
+        assert_eq!(wanted, ["archive/2026-07/b.yaml"]);
     }
 
     #[test]

@@ -46,6 +46,14 @@ const WATCHED_IN_COMMON_DIR: [&str; 2] = ["config", "info/attributes"];
 /// The same, relative to the work tree's own git directory (`extensions.worktreeConfig`).
 const WATCHED_IN_GIT_DIR: [&str; 1] = ["config.worktree"];
 
+/// What the marks read of a listing ([`Listing::read_by_marks`]).
+#[cfg(test)]
+pub(super) type ReadByMarks<'l> = (
+    Option<u64>,
+    &'l [(u64, Option<u64>)],
+    &'l [Option<EntryStat>],
+);
+
 /// Every path a load's walk saw under `work/`, with its stat key, digested as it comes.
 #[derive(Debug)]
 pub struct Listing {
@@ -173,9 +181,7 @@ impl Listing {
     /// Returns what the clean mark, the vouch and the index check read of the listing: its
     /// digest, each file's checksums, each file's stat data.
     #[cfg(test)]
-    pub(super) fn read_by_marks(
-        &self,
-    ) -> (Option<u64>, &[(u64, Option<u64>)], &[Option<EntryStat>]) {
+    pub(super) fn read_by_marks(&self) -> ReadByMarks<'_> {
         (self.digest(), &self.files, &self.stats)
     }
 

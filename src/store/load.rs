@@ -245,7 +245,7 @@ impl Store {
         let mut board = board.finish();
         board.settling = settling;
         self.judge(&board, &walked.judgeable);
-        self.expand_blocks(&mut board, walked.blocks, schemas, &limits);
+        let uncached = self.expand_blocks(&mut board, walked.blocks, schemas, &limits);
         board.held = walked
             .held
             .iter()
@@ -257,8 +257,8 @@ impl Store {
             .ok()
             .and_then(|h| h.oid)
             .map(|o| o.to_string());
-        // A board with blocks did not take their files' entries: a save would drop them.
-        if save == Save::Yes && board.blocks.is_empty() {
+        // A load with blocks of task files did not take their entries: a save would drop them.
+        if save == Save::Yes && !uncached {
             let cached = (&board.tasks[..], &board.agents);
             cache.save(
                 &self.cache_path(),
@@ -306,19 +306,22 @@ impl Store {
     /// Puts the history folders a walk took whole on `board` as blocks, and the files of them
     /// the planner may ask for ([`Board::block_files_wanted`]) as files, read as committed
     /// (as a file of a folder taken from the record is when the stat cache lacks it).
+    /// Returns whether a block held a task file (whose stat-cache entry the load did not take).
     fn expand_blocks(
         &self,
         board: &mut Board,
         taken: Vec<walk::HistoryBlock>,
         schemas: (&crate::schema::Schema, &crate::schema::Schema),
         limits: &Limits,
-    ) {
+    ) -> bool {
         let mut expanded = std::collections::HashSet::new();
+        let mut uncached = false;
         for b in taken {
             match Block::new(&b.rel, b.files.iter().map(|(name, _)| name)) {
                 Some(block) => board.blocks.push(block),
                 // Not a folder of task files after all: each file goes on the board.
                 None => {
+                    uncached |= !b.files.is_empty();
                     for (name, _) in b.files.iter() {
                         let rel = format!("{}/{name}", b.rel);
                         let raw = self.stand_in(self.read_committed(rel.clone(), limits), limits);
@@ -328,11 +331,10 @@ impl Store {
                 }
             }
         }
-        loop {
-            let wanted = board.block_files_wanted(&expanded);
-            if wanted.is_empty() {
-                break;
-            }
+        uncached |= board.blocks.iter().any(|b| !b.is_empty());
+        let mut wanted = board.block_files_wanted(&expanded);
+        while !wanted.is_empty() {
+            let from = board.tasks.len();
             for rel in wanted {
                 let Some((dir, name)) = rel.rsplit_once('/') else {
                     continue;
@@ -344,10 +346,13 @@ impl Store {
                 board.add(raw, schemas, limits);
                 expanded.insert(rel);
             }
+            // Only the files just put on the board can want more: their dependencies.
+            wanted = board.block_deps_wanted(&board.tasks[from..]);
         }
         if !expanded.is_empty() {
             board.tasks.sort_by(|a, b| a.path.cmp(&b.path));
         }
+        uncached
     }
 
     /// Returns the settle rule of a load made now.

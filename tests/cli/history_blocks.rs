@@ -253,3 +253,24 @@ fn a_block_changed_by_hand_by_a_commit_or_a_reset_is_walked_again() {
     tick(&r);
     assert_eq!(input_v(&r, "n3"), json!(9), "the checked out version");
 }
+
+/// A cycle through tasks in blocks is found: the files of a block a dependency chain reaches
+/// are put on the board in turn.
+#[test]
+fn a_dependency_cycle_through_blocks_is_found() {
+    let r = blocked_repo();
+    let with_dep = |title: &str, dep: &str| {
+        finished(title, "done", 1).replace("result:", &format!("depends_on: [{dep}]\nresult:"))
+    };
+    r.write("work/done/d1.yaml", &with_dep("D1", "d2"));
+    r.write("work/archive/2026-07/d2.yaml", &with_dep("D2", "x"));
+    person_commits(&r, "a chain of finished tasks");
+    tick(&r);
+    tick(&r);
+    assert!(judged(&r, "done") && judged(&r, "archive/2026-07"));
+    r.task("x", "title: X\ndepends_on: [d1]\n");
+    tick(&r);
+    assert_eq!(r.where_is("x"), "work/invalid/x.yaml");
+    let errors = r.read("work/invalid/x.yaml.errors");
+    assert!(errors.contains("cycle"), "{errors}");
+}
