@@ -372,6 +372,9 @@ pub struct Used {
     main: Tally,
     /// What it used of each history folder's file it opened.
     folders: Vec<(String, Tally)>,
+    /// History folders (work-relative) the load holds whole without their files on its
+    /// board (a tick's blocks): their files are kept as they are ([`Used::keeping`]).
+    kept: Vec<String>,
 }
 
 impl Part {
@@ -517,6 +520,7 @@ impl StatCache {
             folders: (self.folders.into_iter())
                 .map(|(f, part)| (f, part.used()))
                 .collect(),
+            kept: Vec::new(),
         }
     }
 }
@@ -629,6 +633,14 @@ struct Target<'a, 'k> {
 }
 
 impl Used {
+    /// Returns this use of the cache keeping the files of the history folders `folders`
+    /// (work-relative) as they are: a load that holds them as blocks has no task of them on
+    /// its board, and their files must not go as the file of a folder with no task left does.
+    pub fn keeping(mut self, folders: Vec<String>) -> Used {
+        self.kept = folders;
+        self
+    }
+
     /// Writes the cache for the task files and agent profiles of a load that passed the
     /// per-file checks, whose key is in `keys` (every hit's and every file read from disk,
     /// work-relative) and settled at `start`: each file whose entries changed, on its own
@@ -639,7 +651,7 @@ impl Used {
     /// in memory, to a temporary file renamed over the old one. Failures are ignored: the
     /// cache is only ever an optimisation.
     pub fn save(
-        self,
+        mut self,
         path: &Path,
         (tasks, agents): (&[TaskFile], &BTreeMap<AgentName, AgentEntry>),
         work_dir: &str,
@@ -656,6 +668,7 @@ impl Used {
         };
         let dir = folders_dir(path);
         let (fresh, main) = (self.fresh, self.main);
+        let kept = std::mem::take(&mut self.kept);
         let folders = self.with_keyed_folders(keys);
         let mut in_folders = 0;
         for (folder, tally) in &folders {
@@ -674,7 +687,8 @@ impl Used {
             let entries = target.entries(live, Some(agents));
             write_part(path, (&main, Role::Main), entries, &target);
         }
-        let handled: Vec<&str> = folders.iter().map(|(f, _)| f.as_str()).collect();
+        let opened = folders.iter().map(|(f, _)| f.as_str());
+        let handled: Vec<&str> = opened.chain(kept.iter().map(String::as_str)).collect();
         remove_stale(&dir, &handled, fresh, &|folder| {
             !under(tasks, &format!("{prefix}{folder}/")).is_empty()
         });
@@ -1716,6 +1730,40 @@ mod tests {
             .collect();
         left.sort();
         assert_eq!(left, ["done.bin"]);
+    }
+
+    /// A history folder a load holds as a block (no task of it on the board, none asked
+    /// for) keeps its file, which it would lose as a folder with no task left.
+    #[test]
+    fn a_folder_held_as_a_block_keeps_its_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("stat-cache.bin");
+        let k = key(40, 1_000_000_000, 1_000_000_001, 9);
+        let b = board_of(&HISTORY_AND_LIVE);
+        load_and_save(&path, &all_keys(k, k), &b, later());
+        let before = stamps(&path);
+        let live = board_of(&HISTORY_AND_LIVE[2..]);
+        let [agents, _, _, ready] = all_keys(k, k);
+        let mut cache = StatCache::read(&path, 7);
+        assert!(cache.take(agents.0, &agents.1).is_some());
+        assert!(cache.take(ready.0, &ready.1).is_some());
+        let mut keys = Keys::default();
+        keys.push(agents.0, agents.1);
+        keys.push(ready.0, ready.1);
+        let blocks = vec!["archive/2026-07".to_string(), "done".to_string()];
+        cache.used().keeping(blocks).save(
+            &path,
+            (&live.tasks, &live.agents),
+            "work",
+            &keys,
+            later(),
+        );
+        assert_eq!(
+            stamps(&path)[1..],
+            before[1..],
+            "the blocks' files are kept"
+        );
+        assert!(before[1].is_some() && before[2].is_some());
     }
 
     /// The racy rule holds in each file: an entry whose stamps are too recent is left out of

@@ -245,7 +245,8 @@ impl Store {
         let mut board = board.finish();
         board.settling = settling;
         self.judge(&board, &walked.judgeable);
-        let uncached = self.expand_blocks(&mut board, walked.blocks, schemas, &limits);
+        let blocks: Vec<String> = walked.blocks.iter().map(|b| b.rel.clone()).collect();
+        self.expand_blocks(&mut board, walked.blocks, schemas, &limits);
         board.held = walked
             .held
             .iter()
@@ -257,8 +258,9 @@ impl Store {
             .ok()
             .and_then(|h| h.oid)
             .map(|o| o.to_string());
-        // A load with blocks of task files did not take their entries: a save would drop them.
-        if save == Save::Yes && !uncached {
+        // The files of the blocks' folders are kept as they are: no task of theirs was taken.
+        let cache = cache.keeping(blocks);
+        if save == Save::Yes {
             let cached = (&board.tasks[..], &board.agents);
             cache.save(
                 &self.cache_path(),
@@ -306,22 +308,19 @@ impl Store {
     /// Puts the history folders a walk took whole on `board` as blocks, and the files of them
     /// the planner may ask for ([`Board::block_files_wanted`]) as files, read as committed
     /// (as a file of a folder taken from the record is when the stat cache lacks it).
-    /// Returns whether a block held a task file (whose stat-cache entry the load did not take).
     fn expand_blocks(
         &self,
         board: &mut Board,
         taken: Vec<walk::HistoryBlock>,
         schemas: (&crate::schema::Schema, &crate::schema::Schema),
         limits: &Limits,
-    ) -> bool {
+    ) {
         let mut expanded = std::collections::HashSet::new();
-        let mut uncached = false;
         for b in taken {
             match Block::new(&b.rel, b.files.iter().map(|(name, _)| name)) {
                 Some(block) => board.blocks.push(block),
                 // Not a folder of task files after all: each file goes on the board.
                 None => {
-                    uncached |= !b.files.is_empty();
                     for (name, _) in b.files.iter() {
                         let rel = format!("{}/{name}", b.rel);
                         let raw = self.stand_in(self.read_committed(rel.clone(), limits), limits);
@@ -331,7 +330,6 @@ impl Store {
                 }
             }
         }
-        uncached |= board.blocks.iter().any(|b| !b.is_empty());
         let mut wanted = board.block_files_wanted(&expanded);
         while !wanted.is_empty() {
             let from = board.tasks.len();
@@ -352,7 +350,6 @@ impl Store {
         if !expanded.is_empty() {
             board.tasks.sort_by(|a, b| a.path.cmp(&b.path));
         }
-        uncached
     }
 
     /// Returns the settle rule of a load made now.

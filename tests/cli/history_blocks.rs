@@ -274,3 +274,27 @@ fn a_dependency_cycle_through_blocks_is_found() {
     let errors = r.read("work/invalid/x.yaml.errors");
     assert!(errors.contains("cycle"), "{errors}");
 }
+
+/// A tick with blocks writes the stat cache for what it read and keeps the files of the
+/// blocks' folders, whose entries it did not take (a folder with no task on the board would
+/// otherwise lose its file).
+#[test]
+fn a_tick_with_blocks_keeps_their_cache_files() {
+    use std::os::unix::fs::MetadataExt;
+    let r = blocked_repo();
+    let done_file = r.abs(".git/coord/stat-cache.d/done.bin");
+    let before = std::fs::metadata(&done_file)
+        .expect("done/'s cache file")
+        .ino();
+    r.task("other", "title: Other\nagent: bot\n");
+    tick(&r);
+    tick(&r);
+    let after = std::fs::metadata(&done_file).expect("kept").ino();
+    assert_eq!(after, before, "done/'s file is left as it is");
+    let main = std::fs::read(r.abs(".git/coord/stat-cache.bin")).expect("main file");
+    let main = String::from_utf8_lossy(&main);
+    assert!(
+        main.contains("assigned/bot/other.yaml"),
+        "the tick wrote the main file"
+    );
+}
