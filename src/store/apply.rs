@@ -770,8 +770,9 @@ impl Store {
         now: Timestamp,
         listing: Option<&Listing>,
     ) -> Result<Recorded, StoreError> {
-        let mut clean = None;
-        let made = self.record_external(now, listing, &mut clean);
+        let (mut clean, mut scanned) = (None, Vec::new());
+        let made = self.record_external(now, listing, &mut clean, &mut scanned);
+        self.save_history(made.is_ok().then_some(&scanned[..]));
         let index = self.finish();
         let made = made.and_then(|m| index.map(|()| m))?;
         Ok(Recorded {
@@ -784,12 +785,14 @@ impl Store {
     }
 
     /// Commits uncommitted changes under `work/` as `coord: record external changes`; sets
-    /// `clean` when it found `work/` clean.
+    /// `clean` when it found `work/` clean, and `scanned` to the changed paths a status scan
+    /// found (none when it needed no scan).
     fn record_external(
         &self,
         now: Timestamp,
         listing: Option<&Listing>,
         clean: &mut Option<Clean>,
+        scanned: &mut Vec<String>,
     ) -> Result<Option<usize>, StoreError> {
         *self.base.borrow_mut() = None;
         self.held_back.borrow_mut().clear();
@@ -830,6 +833,7 @@ impl Store {
             let left_out = crate::git::Unfinished::SkippedInWorkTree(left_out);
             return Err(crate::git::GitError::Unfinished(left_out).into());
         }
+        scanned.clone_from(&scan.paths);
         let (changed, held) = self.settled_changes(scan.paths, &prefix);
         let settling = !held.is_empty();
         *self.held_back.borrow_mut() = held;

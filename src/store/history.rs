@@ -209,6 +209,15 @@ impl History {
         recorded
     }
 
+    /// Leaves out of the record the folder `rel` (work-relative) when this walk walked it file
+    /// by file; a folder taken from the record stays as it was.
+    pub fn forget_walked(&mut self, rel: &str) {
+        if matches!(self.found.get(rel), Some(Found::Walked(_))) {
+            self.found.remove(rel);
+            self.changed = true;
+        }
+    }
+
     /// Writes the record again at `path` when this walk found it changed (a history folder
     /// walked anew, or one no longer there), removing the record of archive months alone
     /// that an older coord kept beside it. Failures are ignored: the record is only an

@@ -83,7 +83,8 @@ impl Store {
 
     /// Walks `work/` (see [`Walk`]) without reading any file, taking the files of the
     /// history folders (`done/`, `failed/`, `cancelled/`, archive months) the record holds as
-    /// they are from it, and recording those walked file by file ([`History`]).
+    /// they are from it, and noting those walked file by file for the record ([`History`]),
+    /// which the next recording of people's changes saves ([`Store::save_history`]).
     pub fn walk_work(&self) -> Result<Walk, StoreError> {
         self.walk_history(false)
     }
@@ -106,9 +107,34 @@ impl Store {
             history = history.with_blocks();
         }
         let walked = self.walk_work_in(&|_| true, Some(&mut history))?;
-        history.save(&path);
+        // Saved once a recording has shown which folders hold a person's uncommitted change.
+        *self.history.borrow_mut() = Some((path, history));
         self.fullest.set(walked.fullest_folder());
         Ok(walked)
+    }
+
+    /// Saves the history-folder record the last walk made, without the folders it walked file
+    /// by file that hold one of `changed` (repo-relative paths a status scan found changed;
+    /// None: the recording failed, and nothing is saved). A folder is recorded only with the
+    /// stat keys of files that hold what is committed: a person's uncommitted in-place edit
+    /// read by the walk's load, paired with its key in the stat cache, would otherwise be
+    /// served from the record after the person undid it in place.
+    pub(super) fn save_history(&self, changed: Option<&[String]>) {
+        let Some((path, mut history)) = self.history.borrow_mut().take() else {
+            return;
+        };
+        let Some(changed) = changed else { return };
+        let prefix = format!("{}/", self.work_dir());
+        for path in changed {
+            let folder = path
+                .strip_prefix(&prefix)
+                .and_then(|rel| rel.rsplit_once('/'))
+                .map(|(folder, _)| folder);
+            if let Some(folder) = folder {
+                history.forget_walked(folder);
+            }
+        }
+        history.save(&path);
     }
 
     /// Walks `work/` looking only at the files `looked` takes ([`walk::walk_in`]), with the

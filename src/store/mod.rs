@@ -98,6 +98,9 @@ pub struct Store {
     base: RefCell<Option<clean::Base>>,
     /// The walk a command's session checked the recording against, for its load.
     kept_walk: RefCell<Option<Walk>>,
+    /// The history-folder record the last walk made, saved only once a recording of people's
+    /// changes has shown which of its folders hold none ([`Store::record_external_changes`]).
+    history: RefCell<Option<(std::path::PathBuf, history::History)>>,
     /// git's index lock, held from the first commit of `touched` until `finish` writes the
     /// index for them.
     index_hold: RefCell<Option<crate::git::IndexHold>>,
@@ -187,6 +190,7 @@ impl Store {
             held_back: RefCell::new(Vec::new()),
             base: RefCell::default(),
             kept_walk: RefCell::default(),
+            history: RefCell::default(),
             index_hold: RefCell::default(),
             fullest: std::cell::Cell::new(0),
             inbox_window: std::cell::Cell::new(INBOX_WINDOW),

@@ -38,7 +38,8 @@ pub(super) const SETUP_FILES: [&str; 2] = ["coord.yaml", "schemas/task.schema.js
 impl Store {
     /// Returns whether the last tick that planned nothing saw the state this walk shows, and
     /// none of the instants its decisions waited for has come by `now`: planning again would
-    /// find nothing to do. Call it before anything is read or changed.
+    /// find nothing to do; saves the walk's history-folder record then (a recording found
+    /// that state clean). Call it before anything is read or changed.
     pub fn is_quiet(&self, walked: &Walk, now: Timestamp) -> bool {
         let Some(state) = self.walked_quiet_state(walked) else {
             return false;
@@ -46,7 +47,13 @@ impl Store {
         let Ok(bytes) = super::fsutil::read_private(&self.repo.git_dir().join(PATH)) else {
             return false;
         };
-        decode(&bytes).is_some_and(|mark| mark.state == state && mark.holds_at(now))
+        let quiet = decode(&bytes).is_some_and(|mark| mark.state == state && mark.holds_at(now));
+        if quiet {
+            // The walk is in a state a recording found clean: its history folders hold no
+            // uncommitted change.
+            self.save_history(Some(&[]));
+        }
+        quiet
     }
 
     /// Returns whether a quiet mark made from the recording `recorded` would be kept: what

@@ -474,3 +474,29 @@ fn committed_bytes_a_checkout_converted_are_never_cached_as_the_files() {
     r.ok(&["archive", "--older-than", "0s"]);
     assert!(r.where_is("old").starts_with("work/archive/"));
 }
+
+/// A read-only command that walks `done/` file by file (the record gone, or the folder
+/// changed) while a finished file holds a person's unstaged in-place edit must not record the
+/// folder: the stat cache pairs the file's key with the edit, and once the person undoes the
+/// edit in place, a record naming that key would keep serving the edit, which exists nowhere
+/// (dependents got it as input; hostile run 11, phantom-output-after-readonly-walk).
+#[test]
+fn an_unstaged_edit_seen_by_a_read_only_walk_is_never_served_after_it_is_undone() {
+    for read_only in ["status", "list"] {
+        let r = recorded_repo();
+        let old = format!("{DONE}/old.yaml");
+        r.write(&old, &finished("Old", 2));
+        std::thread::sleep(Duration::from_millis(200));
+        std::fs::remove_dir_all(r.abs(".git/coord")).expect("rm .git/coord");
+        r.ok(&[read_only]);
+        r.write(&old, &finished("Old", 1));
+        assert_eq!(r.git_status(), "", "undone");
+        std::thread::sleep(Duration::from_millis(200));
+
+        let shown = r.json(&["show", "old", "--json"]);
+        assert_eq!(shown["task"]["result"]["output"]["v"], json!(1), "{shown}");
+        r.task("next", &dependent("old"));
+        tick(&r);
+        assert_eq!(input_v(&r, "next"), json!(1));
+    }
+}
