@@ -1110,7 +1110,7 @@ struct Opened {
 /// checksum, the length of the whole); None when it is absent or not such a file.
 fn open(path: &Path, salt: u64) -> Option<Opened> {
     use std::io::Read;
-    let mut file = fs::File::open(path).ok()?;
+    let (mut file, _) = super::fsutil::open_private(path).ok()?;
     let mut header = [0u8; HEADER];
     file.read_exact(&mut header).ok()?;
     let mut r = Reader(header.strip_prefix(MAGIC)?);
@@ -1222,8 +1222,8 @@ pub fn salt(schema: &[u8]) -> u64 {
 pub fn written_under(path: &Path, salt: u64) -> bool {
     use std::io::Read;
     let mut header = [0u8; MAGIC.len() + 8];
-    fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut header))
+    super::fsutil::open_private(path)
+        .and_then(|(mut f, _)| f.read_exact(&mut header))
         .is_ok_and(|()| header.strip_prefix(MAGIC) == Some(&salt.to_le_bytes()[..]))
 }
 

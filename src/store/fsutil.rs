@@ -316,16 +316,22 @@ pub fn write_private(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()>
 /// without blocking and read up to the size its stat gave. Anything else reads as an error,
 /// which each caller takes as a missing file.
 pub fn read_private(path: &Path) -> io::Result<Vec<u8>> {
+    let (file, size) = open_private(path)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.take(size).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Opens a file of coord's own for reading, as [`read_private`] reads it: a regular file
+/// alone, opened without blocking; returns it with the size its stat gave.
+pub fn open_private(path: &Path) -> io::Result<(File, u64)> {
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let fd = rustix::fs::open(path, flags, Mode::empty())?;
     let stat = rustix::fs::fstat(&fd)?;
     if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
         return Err(io::Error::other("not a regular file"));
     }
-    let size = u64::try_from(stat.st_size).unwrap_or(0);
-    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-    File::from(fd).take(size).read_to_end(&mut bytes)?;
-    Ok(bytes)
+    Ok((File::from(fd), u64::try_from(stat.st_size).unwrap_or(0)))
 }
 
 /// Reads a file of coord's own as text ([`read_private`]).

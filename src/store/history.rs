@@ -97,7 +97,7 @@ impl History {
     /// Starts a walk's history folders from the record at `path` and HEAD's tree ids of the
     /// history folders (work-relative: `done`, `archive/2026-07`; see [`History::trees`]).
     pub fn read(path: &Path, trees: HashMap<String, Oid>) -> History {
-        let record = std::fs::read(path).unwrap_or_default();
+        let record = super::fsutil::read_private(path).unwrap_or_default();
         let Some(kept) = decode(&record) else {
             return History {
                 trees,

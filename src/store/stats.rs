@@ -8,6 +8,7 @@
 
 use super::fsutil::write_private;
 use std::fs::OpenOptions;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::Duration;
 
@@ -73,10 +74,12 @@ impl Stats {
 fn update(git_dir: &Path, change: impl FnOnce(&mut Stats)) {
     let lock = git_dir.join(LOCK);
     let _ = std::fs::create_dir_all(git_dir.join("coord"));
+    // Never blocks on a FIFO put in its place (no reader: the open fails).
     let Ok(file) = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
         .open(&lock)
     else {
         return;

@@ -366,3 +366,76 @@ fn a_full_disk_fails_the_tick_and_the_next_one_after_space_is_freed_recovers() {
     }
     assert!(failed_full > 0, "the disk was full for some ticks");
 }
+
+/// Runs `coord args` in `r` and returns whether it ended within 20 s (killing it otherwise).
+fn ends_in_time(r: &TestRepo, args: &[&str]) -> bool {
+    let mut child = r.spawn(args);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
+        if child.try_wait().expect("wait").is_some() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().expect("kill");
+    child.wait().expect("reap");
+    false
+}
+
+/// A file of coord's own under `.git/coord/` that is a FIFO (or a link to a device) is never
+/// waited on or read without end: it reads as missing, so every command still ends (they
+/// all hung in the read of the history-folder record, the stat cache or the quiet board;
+/// hostile run 11).
+#[test]
+fn a_fifo_or_device_in_place_of_coords_own_files_never_hangs_a_command() {
+    let r = TestRepo::with_agents(&["bot"]);
+    r.ok(&["new", "A", "--id", "a", "--agent", "bot"]);
+    r.ok(&["tick"]);
+    r.ok(&["complete", "a", "--agent", "bot"]);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    r.ok(&["tick"]);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    r.ok(&["tick"]);
+    let private = r.abs(".git/coord");
+    let mut files: Vec<_> = ["", "stat-cache.d"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(private.join(d)).expect("ls").flatten())
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    for name in [
+        "history-folders",
+        "stat-cache.bin",
+        "done.bin",
+        "quiet-board",
+    ] {
+        assert!(
+            files.iter().any(|p| p.ends_with(name)),
+            "{name} in {files:?}"
+        );
+    }
+    for file in &files {
+        let kept = std::fs::read(file).expect("read");
+        for odd in ["fifo", "device"] {
+            std::fs::remove_file(file).expect("rm");
+            match odd {
+                "fifo" => assert!(Command::new("mkfifo")
+                    .arg(file)
+                    .status()
+                    .expect("mkfifo")
+                    .success()),
+                _ => std::os::unix::fs::symlink("/dev/zero", file).expect("symlink"),
+            }
+            for args in [&["status"][..], &["tick"], &["show", "a"]] {
+                assert!(
+                    ends_in_time(&r, args),
+                    "{args:?} with {} a {odd}",
+                    file.display()
+                );
+            }
+        }
+        std::fs::remove_file(file).expect("rm");
+        std::fs::write(file, kept).expect("put back");
+    }
+}
