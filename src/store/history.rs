@@ -254,7 +254,7 @@ impl History {
         if judged.is_empty() {
             return;
         }
-        let Ok(record) = std::fs::read(path) else {
+        let Ok(record) = super::fsutil::read_private(path) else {
             return;
         };
         let Some(kept) = decode(&record) else {

@@ -108,7 +108,11 @@ impl Store {
         }
         let walked = self.walk_work_in(&|_| true, Some(&mut history))?;
         // Saved once a recording has shown which folders hold a person's uncommitted change.
-        *self.history.borrow_mut() = Some((path, history));
+        *self.history.borrow_mut() = Some(PendingHistory {
+            path,
+            history,
+            judged: Vec::new(),
+        });
         self.fullest.set(walked.fullest_folder());
         Ok(walked)
     }
@@ -120,9 +124,14 @@ impl Store {
     /// read by the walk's load, paired with its key in the stat cache, would otherwise be
     /// served from the record after the person undid it in place.
     pub(super) fn save_history(&self, changed: Option<&[String]>) {
-        let Some((path, mut history)) = self.history.borrow_mut().take() else {
+        let Some(pending) = self.history.borrow_mut().take() else {
             return;
         };
+        let PendingHistory {
+            path,
+            mut history,
+            judged,
+        } = pending;
         let Some(changed) = changed else { return };
         let prefix = format!("{}/", self.work_dir());
         for path in changed {
@@ -135,6 +144,8 @@ impl Store {
             }
         }
         history.save(&path);
+        // Only folders the record now holds as they were judged are marked.
+        History::judge(&path, &judged);
     }
 
     /// Walks `work/` looking only at the files `looked` takes ([`walk::walk_in`]), with the
@@ -321,14 +332,18 @@ impl Store {
 
     /// Marks in the history record each folder of `judgeable` (with how many files the walk
     /// found in it) whose every file the board holds as a task a tick may leave in a block
-    /// ([`History::judge`]).
+    /// ([`History::judge`]): once the walk's record is saved ([`Store::save_history`]) when
+    /// it waits for the recording, else now (a command's session recorded before its load).
     fn judge(&self, board: &Board, judgeable: &[(Judged, usize)]) {
         let judged: Vec<Judged> = judgeable
             .iter()
             .filter(|(j, count)| judged_folder(board, &j.rel, *count))
             .map(|(j, _)| j.clone())
             .collect();
-        History::judge(&self.repo.git_dir().join(history::PATH), &judged);
+        match self.history.borrow_mut().as_mut() {
+            Some(pending) => pending.judged.extend(judged),
+            None => History::judge(&self.repo.git_dir().join(history::PATH), &judged),
+        }
     }
 
     /// Puts the history folders a walk took whole on `board` as blocks, and the files of them
@@ -467,6 +482,14 @@ impl Store {
         let text = String::from_utf8(bytes.to_vec()).ok()?;
         crate::yaml::set_block(&text, &doc, "coord", &coord).ok()
     }
+}
+
+/// The history-folder record a walk made, with the folders its load judged, until a recording
+/// of people's changes saves it ([`Store::save_history`]).
+pub(super) struct PendingHistory {
+    path: std::path::PathBuf,
+    history: History,
+    judged: Vec<Judged>,
 }
 
 /// Whether a load may write the stat cache again.

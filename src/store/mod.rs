@@ -100,7 +100,7 @@ pub struct Store {
     kept_walk: RefCell<Option<Walk>>,
     /// The history-folder record the last walk made, saved only once a recording of people's
     /// changes has shown which of its folders hold none ([`Store::record_external_changes`]).
-    history: RefCell<Option<(std::path::PathBuf, history::History)>>,
+    history: RefCell<Option<load::PendingHistory>>,
     /// git's index lock, held from the first commit of `touched` until `finish` writes the
     /// index for them.
     index_hold: RefCell<Option<crate::git::IndexHold>>,
