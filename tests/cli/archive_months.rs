@@ -5,21 +5,13 @@
 //! added, removed or moved by hand, `coord archive`, a staged edit, a reset, a lost or
 //! corrupt record) is seen as before.
 
+use crate::finished::{finished as archived, input_v, person_commits, recordings, tick};
 use crate::harness::TestRepo;
 use serde_json::json;
 use std::time::Duration;
 
 const MONTH: &str = "work/archive/2026-10";
 const RECORD: &str = ".git/coord/history-folders";
-
-/// An archived task as a person commits it, with the output `v`.
-fn archived(title: &str, v: u32) -> String {
-    format!(
-        "title: {title}\nresult:\n  status: success\n  attempt: 1\n  agent: bot\n  \
-         output: {{v: {v}}}\ncoord:\n  state: done\n  attempt: 1\n  \
-         created_at: 2026-10-01T10:00:00Z\n  finished_at: 2026-10-05T10:00:00Z\n"
-    )
-}
 
 /// A task that waits for `old` and takes its output `v` as input.
 fn dependent() -> &'static str {
@@ -37,32 +29,9 @@ fn recorded_repo() -> TestRepo {
     r
 }
 
-fn person_commits(r: &TestRepo, message: &str) {
-    r.git(&["add", "-A"]);
-    r.git(&["commit", "-q", "-m", message]);
-}
-
-/// Runs a tick once every stamp is old enough to be trusted (the racy-timestamp rule).
-fn tick(r: &TestRepo) {
-    std::thread::sleep(Duration::from_millis(200));
-    r.ok(&["tick"]);
-}
-
 fn recorded(r: &TestRepo) -> bool {
     std::fs::read(r.abs(RECORD))
         .is_ok_and(|b| String::from_utf8_lossy(&b).contains("archive/2026-10"))
-}
-
-/// The input `v` the task `id` was given.
-fn input_v(r: &TestRepo, id: &str) -> serde_json::Value {
-    r.json(&["show", id, "--json"])["task"]["coord"]["input"]["v"].clone()
-}
-
-fn recordings(r: &TestRepo) -> usize {
-    r.git(&["log", "--format=%s"])
-        .lines()
-        .filter(|s| *s == "coord: record external changes")
-        .count()
 }
 
 /// The rule: an archived file edited in place is not read, recorded or committed while

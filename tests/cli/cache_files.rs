@@ -4,45 +4,13 @@
 //! files again, tasks moved between folders by hand or by a tick are read where they are, and
 //! a folder's file goes with the folder.
 
+use crate::finished::{dependent, finished, input_v, person_commits, tick};
 use crate::harness::TestRepo;
 use serde_json::json;
 use std::time::Duration;
 
 const FILES: &str = ".git/coord/stat-cache.d";
 const DONE_FILE: &str = ".git/coord/stat-cache.d/done.bin";
-
-/// A done task as a person commits it, with the output `v`.
-fn finished(title: &str, v: u32) -> String {
-    format!(
-        "title: {title}\nresult:\n  status: success\n  attempt: 1\n  agent: bot\n  \
-         output: {{v: {v}}}\ncoord:\n  state: done\n  attempt: 1\n  \
-         created_at: 2026-10-01T10:00:00Z\n  finished_at: 2026-10-05T10:00:00Z\n"
-    )
-}
-
-/// A task that waits for `dep` and takes its output `v` as input.
-fn dependent(dep: &str, title: &str) -> String {
-    format!(
-        "title: {title}\nagent: bot\ndepends_on: [{dep}]\ninput:\n  v: ${{tasks.{dep}.result.output.v}}\n"
-    )
-}
-
-/// The input `v` the task `id` was given.
-fn input_v(r: &TestRepo, id: &str) -> serde_json::Value {
-    r.json(&["show", id, "--json"])["task"]["coord"]["input"]["v"].clone()
-}
-
-/// Commits everything as a person does.
-fn person_commits(r: &TestRepo, message: &str) {
-    r.git(&["add", "-A"]);
-    r.git(&["commit", "-q", "-m", message]);
-}
-
-/// Runs a tick once every stamp is old enough to be cached (the racy-timestamp rule).
-fn tick(r: &TestRepo) {
-    std::thread::sleep(Duration::from_millis(200));
-    r.ok(&["tick"]);
-}
 
 /// Whether the cache file at `rel` is one coord wrote (its format's first bytes).
 fn written(r: &TestRepo, rel: &str) -> bool {

@@ -742,8 +742,8 @@ fn a_result_committed_with_git_survives_a_remote_change_of_the_task() {
     }
 }
 
-/// A remote where b, which depends on a done task a, is ready for pull agent puller.
-fn done_dependency_and_ready_dependent_on_a_remote() -> Net {
+/// A seed (not synced yet) where a is for alice and b, for pull agent puller, waits for a.
+fn dependency_for_a_pull_agent() -> Net {
     let net = Net::new(&["alice"]);
     let seed = &net.seed;
     seed.ok(&["agents", "add", "puller", "--capability", "y", "--pull"]);
@@ -759,6 +759,13 @@ fn done_dependency_and_ready_dependent_on_a_remote() -> Net {
         "y",
     ];
     seed.ok(&b);
+    net
+}
+
+/// A remote where b, which depends on a done task a, is ready for pull agent puller.
+fn done_dependency_and_ready_dependent_on_a_remote() -> Net {
+    let net = dependency_for_a_pull_agent();
+    let seed = &net.seed;
     seed.ok(&["tick"]);
     seed.ok(&["complete", "a"]);
     seed.ok(&["sync"]);
@@ -807,20 +814,8 @@ fn a_claim_made_before_its_dependency_was_reopened_on_the_remote_is_lost() {
 #[test]
 fn a_claim_of_a_task_this_clones_own_tick_unblocked_stands_after_sync() {
     for reported_first in [false, true] {
-        let net = Net::new(&["alice"]);
+        let net = dependency_for_a_pull_agent();
         let seed = &net.seed;
-        seed.ok(&["agents", "add", "puller", "--capability", "y", "--pull"]);
-        seed.ok(&["new", "A", "--id", "a", "--agent", "alice"]);
-        seed.ok(&[
-            "new",
-            "B",
-            "--id",
-            "b",
-            "--depends-on",
-            "a",
-            "--capability",
-            "y",
-        ]);
         seed.ok(&["sync"]);
         let (person, agent) = (net.clone(), net.clone());
         person.write("notes.txt", "a note\n");

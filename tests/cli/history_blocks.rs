@@ -4,38 +4,16 @@
 //! for. Each test checks the folders are judged (so the tick took them as blocks) and that
 //! the tick still sees what it saw with a file each.
 
+use crate::finished::{finished_in as finished, input_v, person_commits, tick};
 use crate::harness::TestRepo;
 use serde_json::json;
 use std::time::Duration;
 
 const RECORD: &str = ".git/coord/history-folders";
 
-/// A finished task as a person commits it, in `state`, with the output `v`.
-fn finished(title: &str, state: &str, v: u32) -> String {
-    format!(
-        "title: {title}\nresult:\n  status: success\n  attempt: 1\n  agent: bot\n  \
-         output: {{v: {v}}}\ncoord:\n  state: {state}\n  attempt: 1\n  \
-         created_at: 2026-10-01T10:00:00Z\n  finished_at: 2026-10-05T10:00:00Z\n"
-    )
-}
-
-/// A task for `bot` that waits for `dep` and takes its output `v` as input.
+/// A task for `bot` titled `Next` that waits for `dep` and takes its output `v` as input.
 fn dependent(dep: &str) -> String {
-    format!("title: Next\nagent: bot\ndepends_on: [{dep}]\ninput:\n  v: ${{tasks.{dep}.result.output.v}}\n")
-}
-
-fn person_commits(r: &TestRepo, message: &str) {
-    r.git(&["add", "-A"]);
-    r.git(&["commit", "-q", "-m", message]);
-}
-
-/// Runs a tick once every stamp is old enough to be trusted (the racy-timestamp rule);
-/// returns what it said.
-fn tick(r: &TestRepo) -> String {
-    std::thread::sleep(Duration::from_millis(200));
-    let out = r.run(&["tick"]);
-    assert!(out.status.success(), "tick: {out:?}");
-    String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr)
+    crate::finished::dependent(dep, "Next")
 }
 
 /// Whether the record holds the folder `rel` (work-relative) judged: the flag byte follows
@@ -67,10 +45,6 @@ fn blocked_repo() -> TestRepo {
         assert!(judged(&r, rel), "{rel} is judged");
     }
     r
-}
-
-fn input_v(r: &TestRepo, id: &str) -> serde_json::Value {
-    r.json(&["show", id, "--json"])["task"]["coord"]["input"]["v"].clone()
 }
 
 #[test]

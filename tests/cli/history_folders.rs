@@ -5,38 +5,15 @@
 //! committed or staged or the folder's listing changes; everything else is seen as before.
 //! Archive months: tests/cli/archive_months.rs.
 
+use crate::finished::{
+    dependent as dependent_titled, finished, input_v, person_commits, recordings, tick,
+};
 use crate::harness::{Net, TestRepo};
 use serde_json::json;
 use std::time::Duration;
 
 const DONE: &str = "work/done";
 const RECORD: &str = ".git/coord/history-folders";
-
-/// A done task as a person commits it, with the output `v`.
-fn finished(title: &str, v: u32) -> String {
-    format!(
-        "title: {title}\nresult:\n  status: success\n  attempt: 1\n  agent: bot\n  \
-         output: {{v: {v}}}\ncoord:\n  state: done\n  attempt: 1\n  \
-         created_at: 2026-10-01T10:00:00Z\n  finished_at: 2026-10-05T10:00:00Z\n"
-    )
-}
-
-/// A task that waits for `dep` and takes its output `v` as input.
-fn dependent(dep: &str) -> String {
-    format!("title: Next\nagent: bot\ndepends_on: [{dep}]\ninput:\n  v: ${{tasks.{dep}.result.output.v}}\n")
-}
-
-/// Commits everything as a person does.
-fn person_commits(r: &TestRepo, message: &str) {
-    r.git(&["add", "-A"]);
-    r.git(&["commit", "-q", "-m", message]);
-}
-
-/// Runs a tick once every stamp is old enough to be trusted (the racy-timestamp rule).
-fn tick(r: &TestRepo) {
-    std::thread::sleep(Duration::from_millis(200));
-    r.ok(&["tick"]);
-}
 
 /// Whether the record holds the folder `rel` (work-relative): its path is stored after its
 /// length as 8 little-endian bytes.
@@ -57,16 +34,9 @@ fn recorded_repo() -> TestRepo {
     r
 }
 
-/// The input `v` the task `id` was given.
-fn input_v(r: &TestRepo, id: &str) -> serde_json::Value {
-    r.json(&["show", id, "--json"])["task"]["coord"]["input"]["v"].clone()
-}
-
-fn recordings(r: &TestRepo) -> usize {
-    r.git(&["log", "--format=%s"])
-        .lines()
-        .filter(|s| *s == "coord: record external changes")
-        .count()
+/// A task for `bot` titled `Next` that waits for `dep` and takes its output `v` as input.
+fn dependent(dep: &str) -> String {
+    dependent_titled(dep, "Next")
 }
 
 /// Everything said on stdout and stderr.

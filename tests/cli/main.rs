@@ -16,6 +16,7 @@ mod engine;
 mod errors;
 mod faults;
 mod fencing;
+mod finished;
 mod foundation;
 mod gitstate;
 mod harness;
