@@ -659,7 +659,7 @@ fn outlives(lock: &Path, grace: std::time::Duration) -> bool {
 
 /// Returns whether process `pid` is gone: `/proc` does not list it, or lists it as a zombie
 /// (killed, not yet reaped by its parent: it runs no more and has closed its files).
-fn process_gone(pid: u32) -> bool {
+pub(crate) fn process_gone(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
         stat.rsplit_once(") ")
             .is_some_and(|(_, rest)| rest.starts_with('Z'))

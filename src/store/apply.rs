@@ -678,12 +678,21 @@ impl Store {
         let n = self
             .repo
             .remove_stale_temp_objects(std::time::SystemTime::now())?;
-        Ok((n > 0)
+        let mut lines: Vec<String> = (n > 0)
             .then(|| {
                 format!("removed {n} temporary object file(s) a killed run left in .git/objects")
             })
             .into_iter()
-            .collect())
+            .collect();
+        let private = self.private_dir();
+        let n = super::fsutil::remove_dead_temps(&private)
+            + super::fsutil::remove_dead_temps(&private.join("stat-cache.d"));
+        if n > 0 {
+            lines.push(format!(
+                "removed {n} temporary file(s) a killed run left in .git/coord"
+            ));
+        }
+        Ok(lines)
     }
 
     /// Finishes what a killed run left under the lock: a half-done branch switch of `sync`,

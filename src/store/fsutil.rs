@@ -339,6 +339,26 @@ pub fn read_private_text(path: &Path) -> io::Result<String> {
     String::from_utf8(read_private(path)?).map_err(io::Error::other)
 }
 
+/// Removes the temporary files [`write_private`] left in `dir` for processes that are gone
+/// (a run killed between writing and renaming); returns how many. A live writer's stays.
+pub fn remove_dead_temps(dir: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    let dead = |name: &str| {
+        name.strip_prefix('.')
+            .and_then(|n| n.strip_suffix(TEMP_SUFFIX))
+            .and_then(|n| n.rsplit_once('.'))
+            .and_then(|(_, pid)| pid.parse::<u32>().ok())
+            .is_some_and(crate::git::process_gone)
+    };
+    entries
+        .flatten()
+        .filter(|e| dead(&e.file_name().to_string_lossy()))
+        .filter(|e| fs::remove_file(e.path()).is_ok())
+        .count()
+}
+
 /// Flushes a folder's entries to disk.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()

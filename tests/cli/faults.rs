@@ -439,3 +439,31 @@ fn a_fifo_or_device_in_place_of_coords_own_files_never_hangs_a_command() {
         std::fs::write(file, kept).expect("put back");
     }
 }
+
+/// A run killed between writing one of coord's own files under `.git/coord/` and renaming
+/// it leaves its temporary file; the recovery after a killed run removes those of processes
+/// that are gone and leaves a live writer's (a kill -9 left one per run, for ever, at the
+/// record's size; hostile run 11).
+#[test]
+fn a_killed_runs_temporary_files_under_git_coord_are_removed_by_recovery() {
+    let r = TestRepo::new();
+    r.ok(&["tick"]);
+    let dead = [
+        ".git/coord/.history-folders.999999999.coord-tmp",
+        ".git/coord/stat-cache.d/.done.bin.999999998.coord-tmp",
+    ];
+    std::fs::create_dir_all(r.abs(".git/coord/stat-cache.d")).expect("mkdir");
+    for path in dead {
+        std::fs::write(r.abs(path), "half a record").expect("write");
+    }
+    let live = format!(".git/coord/.quiet-board.{}.coord-tmp", std::process::id());
+    std::fs::write(r.abs(&live), "being written").expect("write");
+    std::fs::write(r.abs(".git/coord.lock"), "4242").expect("write");
+    let (_, err) = r.code(&["tick"], 0);
+    assert!(
+        err.contains("removed 2 temporary file(s) a killed run left in .git/coord"),
+        "{err}"
+    );
+    assert!(dead.iter().all(|p| !r.exists(p)));
+    assert!(r.exists(&live), "a live writer's file stays");
+}
