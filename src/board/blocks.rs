@@ -183,6 +183,15 @@ impl Board {
             }
         }
         for t in &live {
+            for id in named_by_expressions(t) {
+                for b in &self.blocks {
+                    if let Some(name) = b.name_of(id) {
+                        want(b, name);
+                    }
+                }
+            }
+        }
+        for t in &live {
             for dep in deps_of(t, expanded, &self.work_dir) {
                 for b in &self.blocks {
                     if let Some(name) = b.name_of(dep.as_str()) {
@@ -247,11 +256,32 @@ impl Board {
 /// parent's id and a dot, or its first 100 characters when that is too long).
 fn step_prefix(parent: &TaskId) -> String {
     let head: String = parent.as_str().chars().take(100).collect();
-    if head.len() == parent.as_str().len() {
-        format!("{head}.")
-    } else {
-        head.trim_end_matches('.').to_string()
+    // `handoff::child_id` drops the dots a parent's id ends with before its own.
+    let trimmed = head.trim_end_matches('.');
+    match head.len() == parent.as_str().len() {
+        true => format!("{trimmed}."),
+        false => trimmed.to_string(),
     }
+}
+
+/// Returns the ids the expressions in a task's text name (`${tasks.<id>.result.output...}`,
+/// in its input or anywhere else, such as an agent's output a step takes as its input): a
+/// tick may resolve them (a hand move or a handoff starts an attempt), so their block files
+/// go on the board. Every `${...}` is looked at on its own; one that does not read names
+/// nothing.
+fn named_by_expressions(t: &TaskFile) -> Vec<&str> {
+    let Ok(task) = &t.read else {
+        return Vec::new();
+    };
+    let text = task.text.as_str();
+    text.match_indices("${")
+        .filter_map(|(at, _)| {
+            let body = &text[at + 2..];
+            let body = &body[..body.find('}').unwrap_or(body.len())];
+            let rest = body.trim_start().strip_prefix("tasks.")?;
+            Some(&rest[..rest.find(".result.output")?])
+        })
+        .collect()
 }
 
 /// Returns the dependencies of a file whose dependencies a step or a check may follow: a
@@ -376,11 +406,12 @@ mod tests {
     }
 
     #[test]
-    fn a_long_parent_s_steps_share_its_first_characters() {
-        let short = TaskId::new("p").expect("id");
-        assert_eq!(step_prefix(&short), "p.");
-        let long = TaskId::new(&"x".repeat(120)).expect("id");
-        assert_eq!(step_prefix(&long), "x".repeat(100));
+    fn a_parent_s_steps_share_the_prefix_child_id_gives_them() {
+        for parent in ["p".to_string(), "p.".to_string(), "x".repeat(120)] {
+            let parent = TaskId::new(&parent).expect("id");
+            let child = crate::engine::handoff::child_id(&parent, "bob");
+            assert!(child.as_str().starts_with(&step_prefix(&parent)), "{child}");
+        }
     }
 
     #[test]

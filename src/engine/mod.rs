@@ -10,7 +10,7 @@ pub mod clock;
 pub mod commands;
 mod complete;
 mod deps;
-mod handoff;
+pub(crate) mod handoff;
 mod intake;
 pub mod operation;
 pub mod retry;

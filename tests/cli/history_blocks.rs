@@ -272,3 +272,30 @@ fn a_tick_with_blocks_keeps_their_cache_files() {
         "the tick wrote the main file"
     );
 }
+
+/// A task a person moves by hand to another agent starts a new attempt there, which resolves
+/// its input again: an input naming a task in a block gets that task's output, as a tick
+/// over every file gives it. (The block file was not on the board, since only waiting tasks'
+/// dependencies were followed: the attempt failed with `bad_expression`; hostile run 11b.)
+#[test]
+fn an_input_naming_a_block_task_is_resolved_again_after_a_hand_move() {
+    let r = blocked_repo();
+    r.ok(&["agents", "add", "amy"]);
+    let task = "title: E\nagent: bot\ndepends_on: [old]\ninput:\n  v: ${tasks.old.result.output.v}\n";
+    r.write("work/inbox/e.yaml", task);
+    person_commits(&r, "e");
+    tick(&r);
+    assert_eq!(r.where_is("e"), "work/assigned/bot/e.yaml");
+    assert_eq!(input_v(&r, "e"), json!(1));
+    tick(&r);
+    std::fs::create_dir_all(r.abs("work/assigned/amy")).expect("mkdir");
+    r.git(&["mv", "work/assigned/bot/e.yaml", "work/assigned/amy/e.yaml"]);
+    r.git(&["commit", "-q", "-m", "e to amy"]);
+
+    tick(&r);
+
+    assert_eq!(r.where_is("e"), "work/assigned/amy/e.yaml");
+    let shown = r.json(&["show", "e", "--json"]);
+    assert_eq!(shown["task"]["coord"]["input"]["v"], json!(1), "{shown}");
+    assert!(shown["task"]["coord"]["error"].is_null(), "{shown}");
+}
