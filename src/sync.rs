@@ -636,7 +636,7 @@ fn integrate(
             let drops = &opts.drop_edits;
             let replay = replay::replay(&store.repo, store.work_dir(), onto, &keep, drops, defer)
                 .map_err(|stop| stopped(stop, opts, branch))?;
-            put_off(store, &replay.again)?;
+            put_off(store, &keep, &replay.again, replay.tip.unwrap_or(onto))?;
             store.repo.switch_to(head, replay.tip.unwrap_or(onto))?;
             report.dropped += dropped;
             report.replayed += replay.redone;
@@ -670,12 +670,23 @@ fn stopped(stop: Stop, opts: &Options, branch: &str) -> SyncError {
 }
 
 /// Adds the commits a replay put off to the record of them, durably.
-fn put_off(store: &Store, again: &[replay::Kept]) -> Result<(), SyncError> {
-    if again.is_empty() {
-        return Ok(());
-    }
+/// Commits of the record still on the branch (`keep`: a sync killed before it moved the
+/// branch) are replayed by this integration and leave the record; the record names `tip`,
+/// the tip the branch moves onto.
+fn put_off(
+    store: &Store,
+    keep: &[replay::Kept],
+    again: &[replay::Kept],
+    tip: Oid,
+) -> Result<(), SyncError> {
     let git_dir = store.repo.git_dir();
     let mut record = PutOff::read(git_dir);
+    if record.commits.is_empty() && again.is_empty() {
+        return Ok(());
+    }
+    let on_branch = |oid: &Oid| keep.iter().any(|k| k.commit.info.oid == oid.to_string());
+    record.commits.retain(|oid| !on_branch(oid));
+    record.onto = Some(tip);
     for kept in again {
         let oid = Oid::from_str(&kept.commit.info.oid).map_err(|e| GitError::Git {
             context: format!("bad commit id {}", kept.commit.info.oid),
@@ -685,7 +696,10 @@ fn put_off(store: &Store, again: &[replay::Kept]) -> Result<(), SyncError> {
             record.commits.push(oid);
         }
     }
-    Ok(record.write(git_dir)?)
+    match record.commits.is_empty() {
+        true => Ok(PutOff::remove(git_dir)?),
+        false => Ok(record.write(git_dir)?),
+    }
 }
 
 /// Ends the record of put-off commits of a sync killed after the branch moved onto their
@@ -720,6 +734,14 @@ fn replay_put_off(
     let Some(onto) = head.filter(|_| !record.commits.is_empty()) else {
         return Ok(());
     };
+    let holds = |tip: Oid| store.repo.is_ancestor(tip, onto).unwrap_or(false);
+    if record.onto.is_some_and(|tip| !holds(tip)) {
+        say(&format!(
+            "coord: lost claim: {} commit(s) put off until the tick were left out: the branch was moved elsewhere since (a git reset?)",
+            record.commits.len()
+        ));
+        return Ok(PutOff::remove(git_dir)?);
+    }
     let mut again = Vec::new();
     for &oid in &record.commits {
         match store.repo.local_commit(oid) {

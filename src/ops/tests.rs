@@ -638,6 +638,7 @@ fn a_claim_put_off_by_a_sync_stopped_before_its_tick_is_replayed_by_the_next_syn
     let put_off = crate::sync::put_off::PutOff {
         commits: vec![claim.oid.parse().expect("oid")],
         made: Some(head),
+        onto: None,
     };
     put_off.write(&agents.join(".git")).expect("record");
     let report = open(&agents).sync(&opts).expect("sync");
@@ -646,5 +647,58 @@ fn a_claim_put_off_by_a_sync_stopped_before_its_tick_is_replayed_by_the_next_syn
     assert_eq!(
         std::fs::read_to_string(agents.join("work/assigned/puller/b.yaml")).expect("b"),
         b
+    );
+}
+
+/// Commits put off by a sync that stopped before its tick are not replayed once a person
+/// moved the branch elsewhere (`git reset --hard origin/main` discarding the clone's work):
+/// the next sync says they were left out and pushes nothing of them (it pushed the
+/// discarded claim and result; hostile run 11b).
+#[test]
+fn commits_put_off_are_left_out_once_the_branch_was_reset_elsewhere() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let agents = blocked_claim_net(t.path());
+    let coord = open(&agents);
+    let (a, alice) = ("a".parse().expect("id"), "alice".parse().expect("agent"));
+    let done = Verdict::Success {
+        output: None,
+        next_agents: Vec::new(),
+    };
+    let how = How {
+        fence: Fence {
+            agent: Some(alice),
+            attempt: Some(1),
+        },
+        ..How::default()
+    };
+    coord.report(&a, &done, &how, None).expect("report");
+    coord.tick().expect("tick");
+    let puller = "puller".parse().expect("agent");
+    assert!(matches!(
+        coord.claim(&puller, None).expect("claim"),
+        Claimed::Granted(_)
+    ));
+    let mut stopped = |_: &crate::store::Store| -> Result<usize, crate::sync::TickError> {
+        Err("stopped before the tick".into())
+    };
+    let opts = sync_options();
+    assert!(crate::sync::run(&agents, &opts, &mut stopped, &mut |_| {}).is_err());
+    assert!(agents.join(".git/coord/sync-put-off").exists());
+    assert!(person_git(
+        &agents,
+        &["reset", "-q", "--hard", "origin/main"]
+    ));
+
+    let report = open(&agents).sync(&opts).expect("sync");
+
+    assert_eq!(report.lost.len(), 0, "{report:?}");
+    assert!(!agents.join(".git/coord/sync-put-off").exists());
+    let remote = t.path().join("remote.git");
+    let on_remote = tasks_at(&remote, "main");
+    assert!(
+        !on_remote
+            .iter()
+            .any(|p| p.starts_with("work/assigned/puller/")),
+        "{on_remote:?}"
     );
 }

@@ -15,6 +15,8 @@ const PATH: &str = "coord/sync-put-off";
 const MAGIC: &str = "coord sync put-off 1";
 /// The line naming the commit that holds the replayed commits.
 const MADE: &str = "made ";
+/// The line naming the tip the branch moved onto without them.
+const ONTO: &str = "onto ";
 
 /// The commits put off, oldest first, and the commit their replay made, once made.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -23,6 +25,9 @@ pub struct PutOff {
     pub commits: Vec<Oid>,
     /// The tip their replay made, written before the branch moves onto it.
     pub made: Option<Oid>,
+    /// The tip the branch moved onto without them: a branch that no longer holds it was
+    /// moved elsewhere since (a `git reset`), and what was put off is not replayed.
+    pub onto: Option<Oid>,
 }
 
 fn path(git_dir: &Path) -> PathBuf {
@@ -40,9 +45,12 @@ impl PutOff {
         }
         let mut out = PutOff::default();
         for line in lines {
-            match line.strip_prefix(MADE) {
-                Some(made) => out.made = Oid::from_str(made).ok(),
-                None => out.commits.extend(Oid::from_str(line).ok()),
+            if let Some(made) = line.strip_prefix(MADE) {
+                out.made = Oid::from_str(made).ok();
+            } else if let Some(onto) = line.strip_prefix(ONTO) {
+                out.onto = Oid::from_str(onto).ok();
+            } else {
+                out.commits.extend(Oid::from_str(line).ok());
             }
         }
         out
@@ -56,6 +64,9 @@ impl PutOff {
         }
         if let Some(made) = self.made {
             text.push_str(&format!("{MADE}{made}\n"));
+        }
+        if let Some(onto) = self.onto {
+            text.push_str(&format!("{ONTO}{onto}\n"));
         }
         let at = path(git_dir);
         fsutil::write_private(&at, text.as_bytes(), true).map_err(io_err(&at))
@@ -84,6 +95,7 @@ mod tests {
         let record = PutOff {
             commits: vec![oid(1), oid(2)],
             made: Some(oid(3)),
+            onto: Some(oid(4)),
         };
         record.write(git_dir).expect("written");
         assert_eq!(PutOff::read(git_dir), record);

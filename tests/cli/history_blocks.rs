@@ -281,7 +281,8 @@ fn a_tick_with_blocks_keeps_their_cache_files() {
 fn an_input_naming_a_block_task_is_resolved_again_after_a_hand_move() {
     let r = blocked_repo();
     r.ok(&["agents", "add", "amy"]);
-    let task = "title: E\nagent: bot\ndepends_on: [old]\ninput:\n  v: ${tasks.old.result.output.v}\n";
+    let task =
+        "title: E\nagent: bot\ndepends_on: [old]\ninput:\n  v: ${tasks.old.result.output.v}\n";
     r.write("work/inbox/e.yaml", task);
     person_commits(&r, "e");
     tick(&r);
