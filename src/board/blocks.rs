@@ -185,7 +185,7 @@ impl Board {
         for t in &live {
             for id in named_by_expressions(t) {
                 for b in &self.blocks {
-                    if let Some(name) = b.name_of(id) {
+                    if let Some(name) = b.name_of(&id) {
                         want(b, name);
                     }
                 }
@@ -268,18 +268,20 @@ fn step_prefix(parent: &TaskId) -> String {
 /// in its input or anywhere else, such as an agent's output a step takes as its input): a
 /// tick may resolve them (a hand move or a handoff starts an attempt), so their block files
 /// go on the board. Every `${...}` is looked at on its own; one that does not read names
-/// nothing.
-fn named_by_expressions(t: &TaskFile) -> Vec<&str> {
+/// nothing. The text is scanned as it is held or stored, never parsed (a parse is kept).
+fn named_by_expressions(t: &TaskFile) -> Vec<String> {
     let Ok(task) = &t.read else {
         return Vec::new();
     };
-    let text = task.text.as_str();
+    let Some(text) = task.text().read() else {
+        return Vec::new();
+    };
     text.match_indices("${")
         .filter_map(|(at, _)| {
             let body = &text[at + 2..];
             let body = &body[..body.find('}').unwrap_or(body.len())];
             let rest = body.trim_start().strip_prefix("tasks.")?;
-            Some(&rest[..rest.find(".result.output")?])
+            Some(rest[..rest.find(".result.output")?].to_string())
         })
         .collect()
 }
