@@ -564,6 +564,30 @@ fn blocked_claim_net(root: &Path) -> std::path::PathBuf {
     agents
 }
 
+/// In the agents' clone of [`blocked_claim_net`]: alice completes `a`, a tick unblocks `b`,
+/// and pull agent puller claims it without `--sync`; returns the receipt.
+fn claim_a_task_this_clone_unblocked(coord: &Coord) -> crate::engine::commands::Receipt {
+    let done = Verdict::Success {
+        output: None,
+        next_agents: Vec::new(),
+    };
+    let how = How {
+        fence: Fence {
+            agent: Some("alice".parse().expect("agent")),
+            attempt: Some(1),
+        },
+        ..How::default()
+    };
+    let a = "a".parse().expect("id");
+    coord.report(&a, &done, &how, None).expect("report");
+    coord.tick().expect("tick");
+    let puller = "puller".parse().expect("agent");
+    let Claimed::Granted(receipt) = coord.claim(&puller, None).expect("claim") else {
+        panic!("b not granted");
+    };
+    receipt
+}
+
 fn sync_options() -> crate::sync::Options {
     crate::sync::Options {
         remote: "origin".to_string(),
@@ -586,25 +610,7 @@ fn a_claim_put_off_by_a_sync_stopped_before_its_tick_is_replayed_by_the_next_syn
     let t = tempfile::tempdir().expect("tempdir");
     let agents = blocked_claim_net(t.path());
     let coord = open(&agents);
-    let alice = "alice".parse().expect("agent");
-    let a = "a".parse().expect("id");
-    let done = Verdict::Success {
-        output: None,
-        next_agents: Vec::new(),
-    };
-    let how = How {
-        fence: Fence {
-            agent: Some(alice),
-            attempt: Some(1),
-        },
-        ..How::default()
-    };
-    coord.report(&a, &done, &how, None).expect("report");
-    coord.tick().expect("tick");
-    let puller = "puller".parse().expect("agent");
-    let Claimed::Granted(receipt) = coord.claim(&puller, None).expect("claim") else {
-        panic!("b not granted");
-    };
+    let receipt = claim_a_task_this_clone_unblocked(&coord);
     let mut stopped = |_: &crate::store::Store| -> Result<usize, crate::sync::TickError> {
         Err("stopped before the tick".into())
     };
@@ -658,26 +664,7 @@ fn a_claim_put_off_by_a_sync_stopped_before_its_tick_is_replayed_by_the_next_syn
 fn commits_put_off_are_left_out_once_the_branch_was_reset_elsewhere() {
     let t = tempfile::tempdir().expect("tempdir");
     let agents = blocked_claim_net(t.path());
-    let coord = open(&agents);
-    let (a, alice) = ("a".parse().expect("id"), "alice".parse().expect("agent"));
-    let done = Verdict::Success {
-        output: None,
-        next_agents: Vec::new(),
-    };
-    let how = How {
-        fence: Fence {
-            agent: Some(alice),
-            attempt: Some(1),
-        },
-        ..How::default()
-    };
-    coord.report(&a, &done, &how, None).expect("report");
-    coord.tick().expect("tick");
-    let puller = "puller".parse().expect("agent");
-    assert!(matches!(
-        coord.claim(&puller, None).expect("claim"),
-        Claimed::Granted(_)
-    ));
+    claim_a_task_this_clone_unblocked(&open(&agents));
     let mut stopped = |_: &crate::store::Store| -> Result<usize, crate::sync::TickError> {
         Err("stopped before the tick".into())
     };
