@@ -52,6 +52,7 @@ pub(crate) mod config;
 pub(crate) mod engine;
 pub mod error;
 pub(crate) mod expr;
+pub(crate) mod fsx;
 pub mod fuzz;
 pub mod git;
 pub(crate) mod lock;

@@ -164,7 +164,7 @@ fn write_pid(mut file: &File) -> io::Result<()> {
 /// Returns the pid written in the lock file, or None when it is empty, garbled or unreadable
 /// (Windows locks are mandatory, so there it cannot be read while held).
 fn read_pid(path: &Path) -> Option<u32> {
-    crate::store::fsutil::read_private_text(path)
+    crate::fsx::read_private_text(path)
         .ok()?
         .trim()
         .parse()

@@ -18,8 +18,8 @@
 
 mod closed;
 
+use crate::fsx::TEMP_SUFFIX;
 use crate::git::{GitError, Oid, Repo};
-use crate::store::fsutil::TEMP_SUFFIX;
 use closed::Closed;
 pub use closed::SeenComplete;
 use notify::event::{AccessKind, AccessMode, CreateKind};

@@ -261,11 +261,12 @@ impl Repo {
                 .map_err(ctx(format!("cannot store {path}")))?;
             (oid, FileMode::Link)
         } else if file_type.is_file() {
-            let bytes = crate::store::fsutil::read_limited(&self.workdir, path, usize::MAX - 1)
-                .map_err(|source| GitError::Io {
+            let bytes = crate::fsx::read_limited(&self.workdir, path, usize::MAX - 1).map_err(
+                |source| GitError::Io {
                     path: full.clone(),
                     source,
-                })?;
+                },
+            )?;
             let oid = self
                 .repo
                 .blob(&bytes)

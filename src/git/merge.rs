@@ -103,7 +103,7 @@ impl Repo {
             let (from, to) = (temp.with_extension(ext), new.with_extension(ext));
             std::fs::rename(&from, &to).map_err(write_err(&to))?;
         }
-        crate::store::fsutil::sync_dir(dir).map_err(write_err(dir))?;
+        crate::fsx::sync_dir(dir).map_err(write_err(dir))?;
         if stop == MergeStop::Renamed {
             return Ok(0);
         }

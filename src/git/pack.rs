@@ -38,7 +38,7 @@ impl Repo {
                 .and_then(|f| f.sync_all())
                 .map_err(io(&file))?;
         }
-        crate::store::fsutil::sync_dir(&pack_dir).map_err(io(&pack_dir))?;
+        crate::fsx::sync_dir(&pack_dir).map_err(io(&pack_dir))?;
         let idx = base.with_extension("idx");
         let packed = std::fs::read(&idx).map_err(io(&idx))?;
         let mut removed = 0;

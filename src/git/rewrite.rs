@@ -285,16 +285,11 @@ impl Repo {
             switch.refname, switch.to
         )))?;
         for (path, bytes) in merged {
-            crate::store::fsutil::write_atomic_in(
-                self.workdir(),
-                path,
-                &bytes,
-                crate::store::fsutil::Flush::Now,
-            )
-            .map_err(|source| GitError::Write {
-                path: self.workdir().join(path),
-                source,
-            })?;
+            crate::fsx::write_atomic_in(self.workdir(), path, &bytes, crate::fsx::Flush::Now)
+                .map_err(|source| GitError::Write {
+                    path: self.workdir().join(path),
+                    source,
+                })?;
             said.push(format!(
                 "{path} was changed after it was cut short: the change is kept, merged onto {}'s version",
                 switch.to
@@ -328,7 +323,7 @@ impl Repo {
             .join(KEPT)
             .join(switch.to.to_string())
             .join(path);
-        crate::store::fsutil::write_private(&at, &now, true).map_err(|source| GitError::Write {
+        crate::fsx::write_private(&at, &now, true).map_err(|source| GitError::Write {
             path: at.clone(),
             source,
         })?;
@@ -384,7 +379,7 @@ impl Repo {
     /// Records a switch before it writes anything, durably (the work tree it guards is).
     pub(super) fn journal_switch(&self, switch: &Switch) -> Result<(), GitError> {
         let path = self.switch_journal();
-        crate::store::fsutil::write_private(&path, switch.to_text().as_bytes(), true)
+        crate::fsx::write_private(&path, switch.to_text().as_bytes(), true)
             .map_err(|source| GitError::Write { path, source })
     }
 
@@ -392,7 +387,7 @@ impl Repo {
     /// something else (coord writes it atomically, so not a switch cut short).
     fn read_switch_journal(&self) -> Result<Option<Option<Switch>>, GitError> {
         let path = self.switch_journal();
-        match crate::store::fsutil::read_private_text(&path) {
+        match crate::fsx::read_private_text(&path) {
             Ok(text) => Ok(Some(Switch::parse(&text))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(GitError::Io { path, source }),

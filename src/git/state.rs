@@ -174,7 +174,7 @@ impl Repo {
 
     /// Returns the checksum of the last index found or written without unmerged entries.
     fn merged_index(&self) -> Option<[u8; 32]> {
-        crate::store::fsutil::read_private(&self.git_dir.join(MERGED_INDEX))
+        crate::fsx::read_private(&self.git_dir.join(MERGED_INDEX))
             .ok()
             .and_then(|b| b.try_into().ok())
     }
@@ -184,7 +184,7 @@ impl Repo {
     pub(super) fn note_merged_index(&self, checksum: Option<[u8; 32]>) {
         if let Some(checksum) = checksum {
             let path = self.git_dir.join(MERGED_INDEX);
-            let _ = crate::store::fsutil::write_private(&path, &checksum, false);
+            let _ = crate::fsx::write_private(&path, &checksum, false);
         }
     }
 }

@@ -7,11 +7,11 @@
 
 use super::clean::Listing;
 use super::edit::Edited;
-use super::fsutil::{self, write_private, Flush, TEMP_SUFFIX};
-use super::inject;
 use super::{io_err, Clean, Store, StoreError, Written};
 use crate::board::content_hash;
 use crate::engine::{Op, Transition};
+use crate::fsx::inject;
+use crate::fsx::{self, write_private, Flush, TEMP_SUFFIX};
 use crate::model::{Endpoint, State, TaskId};
 use jiff::Timestamp;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -368,7 +368,7 @@ impl Store {
     /// Undoes the file operations of a transition that failed midway, last first.
     fn undo(&self, log: Vec<Undo>) -> Result<(), StoreError> {
         let root = self.root();
-        let gone = |rel: &str| fsutil::file_type(root, rel).is_ok_and(|t| t.is_none());
+        let gone = |rel: &str| fsx::file_type(root, rel).is_ok_and(|t| t.is_none());
         for step in log.into_iter().rev() {
             match step {
                 Undo::Move { from, to } if gone(&from) && !gone(&to) => {
@@ -376,14 +376,14 @@ impl Store {
                 }
                 Undo::Move { .. } => {}
                 Undo::Restore { path, bytes: None } => {
-                    fsutil::remove_in(root, &path).map_err(io_err(&self.abs(&path)))?;
+                    fsx::remove_in(root, &path).map_err(io_err(&self.abs(&path)))?;
                 }
                 Undo::Restore {
                     path,
                     bytes: Some(bytes),
                 } => {
                     let same =
-                        fsutil::read_limited(root, &path, bytes.len()).is_ok_and(|b| b == bytes);
+                        fsx::read_limited(root, &path, bytes.len()).is_ok_and(|b| b == bytes);
                     if !same {
                         self.write_file(&path, &bytes)?;
                     }
@@ -395,7 +395,7 @@ impl Store {
 
     /// Returns what puts `path` back as it is now: its bytes, or its absence.
     fn before(&self, path: &str) -> Result<Undo, StoreError> {
-        let bytes = match fsutil::read_limited(self.root(), path, usize::MAX - 1) {
+        let bytes = match fsx::read_limited(self.root(), path, usize::MAX - 1) {
             Ok(bytes) => Some(bytes),
             Err(e) if e.kind() == ErrorKind::NotFound => None,
             Err(e) => return Err(io_err(&self.abs(path))(e)),
@@ -434,7 +434,7 @@ impl Store {
     /// and is where it goes.
     fn moved(&self, t: &Transition) -> bool {
         let root = self.root();
-        let gone = |rel: &str| fsutil::file_type(root, rel).is_ok_and(|t| t.is_none());
+        let gone = |rel: &str| fsx::file_type(root, rel).is_ok_and(|t| t.is_none());
         moves(t).any(|(from, to)| gone(from) && !gone(to))
     }
 
@@ -442,8 +442,7 @@ impl Store {
     fn landed(&self, t: &Transition) -> bool {
         t.ops.iter().any(|op| match op {
             Op::Write { path, text } | Op::Edit { path, text, .. } => {
-                fsutil::read_limited(self.root(), path, text.len())
-                    .is_ok_and(|b| b == text.as_bytes())
+                fsx::read_limited(self.root(), path, text.len()).is_ok_and(|b| b == text.as_bytes())
             }
             Op::Move { .. } | Op::Remove { .. } => false,
         })
@@ -480,7 +479,7 @@ impl Store {
 
     fn guard_holds(&self, t: &Transition) -> bool {
         t.guard.iter().all(|(path, hash)| {
-            fsutil::read_limited(self.root(), path, usize::MAX - 1)
+            fsx::read_limited(self.root(), path, usize::MAX - 1)
                 .is_ok_and(|b| content_hash(&b) == *hash)
         })
     }
@@ -505,7 +504,7 @@ impl Store {
                     self.do_move(from, to)?;
                 }
                 Op::Write { path, text } => {
-                    let same = fsutil::read_limited(self.root(), path, text.len())
+                    let same = fsx::read_limited(self.root(), path, text.len())
                         .is_ok_and(|b| b == text.as_bytes());
                     if !same {
                         log.push(self.before(path)?);
@@ -514,7 +513,7 @@ impl Store {
                 }
                 Op::Remove { path } => {
                     log.push(self.before(path)?);
-                    fsutil::remove_in(self.root(), path).map_err(io_err(&self.abs(path)))?;
+                    fsx::remove_in(self.root(), path).map_err(io_err(&self.abs(path)))?;
                 }
             }
         }
@@ -528,7 +527,7 @@ impl Store {
             return Ok(());
         };
         let root = self.root();
-        let gone = |rel| fsutil::file_type(root, rel).is_ok_and(|t| t.is_none());
+        let gone = |rel| fsx::file_type(root, rel).is_ok_and(|t| t.is_none());
         if gone(from) && !gone(to) {
             return Ok(());
         }
@@ -539,14 +538,14 @@ impl Store {
     pub(super) fn write_file(&self, path: &str, bytes: &[u8]) -> Result<(), StoreError> {
         let mut unsynced = self.unsynced.borrow_mut();
         let flush = unsynced.as_mut().map_or(Flush::Now, Flush::Later);
-        fsutil::write_atomic_in(self.root(), path, bytes, flush).map_err(io_err(&self.abs(path)))
+        fsx::write_atomic_in(self.root(), path, bytes, flush).map_err(io_err(&self.abs(path)))
     }
 
     /// Moves a file without replacing one; in a group, its folders are synced with the group's.
     fn move_file(&self, from: &str, to: &str) -> Result<(), StoreError> {
         let mut unsynced = self.unsynced.borrow_mut();
         let flush = unsynced.as_mut().map_or(Flush::Now, Flush::Later);
-        fsutil::rename_noreplace_in(self.root(), from, to, flush).map_err(io_err(&self.abs(to)))
+        fsx::rename_noreplace_in(self.root(), from, to, flush).map_err(io_err(&self.abs(to)))
     }
 
     /// Syncs the folders a group's writes and moves changed (once each), and ends the group.
@@ -554,7 +553,7 @@ impl Store {
         let Some(folders) = self.unsynced.borrow_mut().take() else {
             return Ok(());
         };
-        fsutil::sync_folders(self.root(), &folders).map_err(io_err(self.root()))
+        fsx::sync_folders(self.root(), &folders).map_err(io_err(self.root()))
     }
 
     /// Commits the paths of `done` in one commit: the transition's own message for one, a
@@ -685,8 +684,8 @@ impl Store {
             .into_iter()
             .collect();
         let private = self.private_dir();
-        let n = super::fsutil::remove_dead_temps(&private)
-            + super::fsutil::remove_dead_temps(&private.join("stat-cache.d"));
+        let n = crate::fsx::remove_dead_temps(&private)
+            + crate::fsx::remove_dead_temps(&private.join("stat-cache.d"));
         if n > 0 {
             lines.push(format!(
                 "removed {n} temporary file(s) a killed run left in .git/coord"
@@ -716,7 +715,7 @@ impl Store {
 
     fn finish_journal(&self, now: Timestamp, done: &mut Vec<String>) -> Result<(), StoreError> {
         let journal = self.private_dir().join(JOURNAL);
-        match super::fsutil::read_private(&journal) {
+        match crate::fsx::read_private(&journal) {
             Ok(bytes) => {
                 self.remove_temp_files()?;
                 let (plan, origin, cut) = match serde_json::from_slice(&bytes) {
@@ -730,11 +729,10 @@ impl Store {
                         })
                     }
                 };
-                let done_before =
-                    super::fsutil::read_private_text(&self.private_dir().join(CURSOR))
-                        .ok()
-                        .and_then(|c| c.trim().parse::<usize>().ok())
-                        .unwrap_or(0);
+                let done_before = crate::fsx::read_private_text(&self.private_dir().join(CURSOR))
+                    .ok()
+                    .and_then(|c| c.trim().parse::<usize>().ok())
+                    .unwrap_or(0);
                 if origin == Origin::Tick && plan.len() > GROUP_FROM && cut.is_none() {
                     // Its groups are sized by the folders, as the killed tick's were.
                     self.walk_work()?;
@@ -952,7 +950,7 @@ impl Store {
     /// Returns whether a file under `work/` holds what the index has for it (staged on
     /// purpose, e.g. by coord itself before HEAD moved back): complete, whatever its age.
     fn is_staged(&self, path: &str) -> bool {
-        fsutil::read_limited(self.root(), path, usize::MAX - 1)
+        fsx::read_limited(self.root(), path, usize::MAX - 1)
             .is_ok_and(|b| self.repo.is_recorded(path, &b))
     }
 }

@@ -5,7 +5,8 @@
 //! the commits since (all of history again when HEAD moved to a commit that does not descend
 //! from it); deleting the file is always safe. Does I/O (git, `.git/coord/`).
 
-use super::{fsutil, Store};
+use super::Store;
+use crate::fsx;
 use crate::model::{CoordBlock, TaskId};
 use crate::yaml::{parse_bytes, Limits};
 use std::cell::RefCell;
@@ -50,7 +51,7 @@ impl Store {
         }
         let path = self.private_dir().join(FILE);
         let mut known = cell.take().unwrap_or_else(|| {
-            super::fsutil::read_private(&path)
+            crate::fsx::read_private(&path)
                 .ok()
                 .and_then(|b| serde_json::from_slice(&b).ok())
                 .unwrap_or_default()
@@ -67,7 +68,7 @@ impl Store {
             }
             known.head = granted.head;
             if let Ok(bytes) = serde_json::to_vec(&known) {
-                let _ = fsutil::write_private(&path, &bytes, false);
+                let _ = fsx::write_private(&path, &bytes, false);
             }
         }
         *cell = Some(known);

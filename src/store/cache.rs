@@ -812,7 +812,7 @@ fn remove_stale(dir: &Path, handled: &[&str], fresh: bool, has_tasks: &dyn Fn(&s
 
 /// Removes a cache file (a failure only leaves it: its entries are still checked by key).
 fn remove(path: &Path) {
-    if super::inject::point("stat-cache remove").is_ok() {
+    if crate::fsx::inject::point("stat-cache remove").is_ok() {
         let _ = fs::remove_file(path);
     }
 }
@@ -847,11 +847,7 @@ fn entry_of<'b>(rel: &'b str, key: StatKey, source: &'b Source<'b>) -> EntryRef<
 
 /// Returns the temporary file the cache at `path` is written to before its rename.
 fn temp_path(path: &Path) -> std::path::PathBuf {
-    path.with_extension(format!(
-        "{}{}",
-        std::process::id(),
-        super::fsutil::TEMP_SUFFIX
-    ))
+    path.with_extension(format!("{}{}", std::process::id(), crate::fsx::TEMP_SUFFIX))
 }
 
 /// Writes the cache file (see `encode_entry` for the layout) by a rename, so a reader sees
@@ -904,7 +900,7 @@ fn write_file<'b, I: Iterator<Item = EntryRef<'b>>>(
     file.write_all(&(index_len as u64).to_le_bytes())?;
     file.write_all(&text_at.to_le_bytes())?;
     drop(file);
-    super::inject::point("stat-cache rename")?;
+    crate::fsx::inject::point("stat-cache rename")?;
     fs::rename(&tmp, path)
 }
 
@@ -1110,7 +1106,7 @@ struct Opened {
 /// checksum, the length of the whole); None when it is absent or not such a file.
 fn open(path: &Path, salt: u64) -> Option<Opened> {
     use std::io::Read;
-    let (mut file, _) = super::fsutil::open_private(path).ok()?;
+    let (mut file, _) = crate::fsx::open_private(path).ok()?;
     let mut header = [0u8; HEADER];
     file.read_exact(&mut header).ok()?;
     let mut r = Reader(header.strip_prefix(MAGIC)?);
@@ -1222,7 +1218,7 @@ pub fn salt(schema: &[u8]) -> u64 {
 pub fn written_under(path: &Path, salt: u64) -> bool {
     use std::io::Read;
     let mut header = [0u8; MAGIC.len() + 8];
-    super::fsutil::open_private(path)
+    crate::fsx::open_private(path)
         .and_then(|(mut f, _)| f.read_exact(&mut header))
         .is_ok_and(|()| header.strip_prefix(MAGIC) == Some(&salt.to_le_bytes()[..]))
 }
@@ -1826,7 +1822,7 @@ mod tests {
     /// tells apart (same inode, size and mtime), and the next loads come back to hits.
     #[test]
     fn a_kill_between_two_files_writes_trusts_no_entry_in_its_old_place() {
-        use super::super::inject::crash_on;
+        use crate::fsx::inject::crash_on;
         let crashes = [
             Some(("stat-cache rename", 1)),
             Some(("stat-cache rename", 2)),

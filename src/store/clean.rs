@@ -441,7 +441,7 @@ impl Store {
         listing: &Listing,
         state: &RepoState,
     ) -> Option<Vec<(String, Option<Staged>)>> {
-        let bytes = super::fsutil::read_private(&self.repo.git_dir().join(VOUCH_PATH)).ok()?;
+        let bytes = crate::fsx::read_private(&self.repo.git_dir().join(VOUCH_PATH)).ok()?;
         let vouch = Vouch::decode(&bytes)?;
         if state.bytes() != vouch.state {
             return None;
@@ -478,7 +478,7 @@ impl Store {
     /// `chmod` keeps the bytes), or is absent when none is given.
     fn hold_what_is_staged(&self, paths: &[(String, Option<Staged>)]) -> bool {
         paths.iter().all(|(path, staged)| {
-            match super::fsutil::read_limited(self.root(), path, usize::MAX - 1) {
+            match crate::fsx::read_limited(self.root(), path, usize::MAX - 1) {
                 Ok(bytes) => staged.is_some_and(|s| {
                     crate::git::blob_id(&bytes) == Some(s.id) && self.has_mode(path, s.mode)
                 }),
@@ -554,7 +554,7 @@ impl Store {
     }
 
     fn carried_base(&self, paths: &[String]) -> Option<Base> {
-        let bytes = super::fsutil::read_private(&self.repo.git_dir().join(VOUCH_PATH)).ok()?;
+        let bytes = crate::fsx::read_private(&self.repo.git_dir().join(VOUCH_PATH)).ok()?;
         let vouch = Vouch::decode(&bytes)?;
         let state = self.repo_state(SystemTime::now())?;
         if state.bytes() != vouch.state {
@@ -638,7 +638,7 @@ impl Store {
             })
         });
         match vouch {
-            Some(v) => drop(super::fsutil::write_private(&path, &v.encode(), false)),
+            Some(v) => drop(crate::fsx::write_private(&path, &v.encode(), false)),
             None => drop(std::fs::remove_file(&path)),
         }
     }
@@ -690,7 +690,7 @@ impl Store {
 
     /// Returns whether the last scan that found `work/` clean saw this same state.
     pub(super) fn clean_mark_is(&self, state: u64) -> bool {
-        super::fsutil::read_private(&self.repo.git_dir().join(PATH))
+        crate::fsx::read_private(&self.repo.git_dir().join(PATH))
             .is_ok_and(|b| b.strip_prefix(MAGIC) == Some(&state.to_le_bytes()[..]))
     }
 
@@ -705,6 +705,6 @@ impl Store {
         let mut bytes = MAGIC.to_vec();
         bytes.extend_from_slice(&state.to_le_bytes());
         let path = self.repo.git_dir().join(PATH);
-        let _ = super::fsutil::write_private(&path, &bytes, false);
+        let _ = crate::fsx::write_private(&path, &bytes, false);
     }
 }

@@ -2,7 +2,8 @@
 //! ones it was planned from: an agent may have written its `result:` between the plan (or a
 //! killed run) and this write. Does I/O (reads and atomically rewrites one file).
 
-use super::{fsutil, io_err, Store, StoreError};
+use super::{io_err, Store, StoreError};
+use crate::fsx;
 use crate::yaml::{self, Limits};
 
 /// What an edit did.
@@ -20,7 +21,7 @@ impl Store {
     /// is unchanged; else, when the edit changes nothing outside `coord:`, the bytes there
     /// now with the planned `coord:` block spliced in; else nothing.
     pub(super) fn edit(&self, path: &str, text: &str, rest: u64) -> Result<Edited, StoreError> {
-        let now = match fsutil::read_limited(self.root(), path, usize::MAX - 1) {
+        let now = match fsx::read_limited(self.root(), path, usize::MAX - 1) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(Edited::LeftAsFound("the file is gone".to_string()))

@@ -2,9 +2,9 @@
 //! of a tick made to fail in turn (the fail-at-N sweep), and a run stopped at one chosen step.
 //! Test-only; does I/O in temporary repositories.
 
-use super::inject::{count, crash_on, fail_at, fail_on, failed};
 use crate::cli::{self, Cli};
 use crate::error::CliError;
+use crate::fsx::inject::{count, crash_on, fail_at, fail_on, failed};
 use clap::Parser;
 use std::collections::BTreeMap;
 use std::fs;
@@ -107,7 +107,7 @@ fn template() -> tempfile::TempDir {
 fn assert_no_partial_file(root: &Path, n: usize) {
     for (path, bytes) in snapshot(root) {
         assert!(
-            !path.ends_with(super::fsutil::TEMP_SUFFIX),
+            !path.ends_with(crate::fsx::TEMP_SUFFIX),
             "N={n}: {path} left"
         );
         if path.ends_with(".yaml") {

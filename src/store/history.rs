@@ -97,7 +97,7 @@ impl History {
     /// Starts a walk's history folders from the record at `path` and HEAD's tree ids of the
     /// history folders (work-relative: `done`, `archive/2026-07`; see [`History::trees`]).
     pub fn read(path: &Path, trees: HashMap<String, Oid>) -> History {
-        let record = super::fsutil::read_private(path).unwrap_or_default();
+        let record = crate::fsx::read_private(path).unwrap_or_default();
         let Some(kept) = decode(&record) else {
             return History {
                 trees,
@@ -241,7 +241,7 @@ impl History {
                 (rel.as_str(), head, count, files, None)
             }
         });
-        let _ = super::fsutil::write_private(path, &encode(folders), false);
+        let _ = crate::fsx::write_private(path, &encode(folders), false);
     }
 
     /// Marks as judged, in the record at `path`, each history folder of `judged` the record
@@ -254,7 +254,7 @@ impl History {
         if judged.is_empty() {
             return;
         }
-        let Ok(record) = super::fsutil::read_private(path) else {
+        let Ok(record) = crate::fsx::read_private(path) else {
             return;
         };
         let Some(kept) = decode(&record) else {
@@ -280,7 +280,7 @@ impl History {
             let sums = newly.get(rel.as_str()).map(|s| Cow::Borrowed(&s[..]));
             kept_folder(&record, rel, k, sums)
         });
-        let _ = super::fsutil::write_private(path, &encode(folders), false);
+        let _ = crate::fsx::write_private(path, &encode(folders), false);
     }
 }
 

@@ -157,12 +157,10 @@ impl Store {
     ) -> Result<Walk, StoreError> {
         use rustix::fs::FileType;
         let work = self.abs(self.work_dir());
-        match super::fsutil::file_type(self.root(), self.work_dir()) {
+        match crate::fsx::file_type(self.root(), self.work_dir()) {
             Ok(Some(FileType::Directory)) => {}
             Ok(Some(FileType::Symlink)) => {
-                return Err(io_err(&work)(super::fsutil::symlink_refused(
-                    self.work_dir(),
-                )))
+                return Err(io_err(&work)(crate::fsx::symlink_refused(self.work_dir())))
             }
             Err(e) => return Err(io_err(&work)(e)),
             _ => return Err(StoreError::NoWorkDir { path: work }),
@@ -442,7 +440,7 @@ impl Store {
         }
         let path = format!("{}/{}", self.work_dir(), raw.rel);
         if bytes.len() > limits.max_bytes {
-            let Ok((hash, size)) = super::fsutil::hash_file(self.root(), &path) else {
+            let Ok((hash, size)) = crate::fsx::hash_file(self.root(), &path) else {
                 return raw;
             };
             let fits = |b: &[u8]| b.len() <= limits.max_bytes;
@@ -593,7 +591,7 @@ impl Store {
     /// swapped in after the walk looked is refused too).
     fn read_raw(&self, rel: String, limits: &Limits) -> RawFile {
         let path = format!("{}/{rel}", self.work_dir());
-        let bytes = super::fsutil::read_limited(self.root(), &path, limits.max_bytes)
+        let bytes = crate::fsx::read_limited(self.root(), &path, limits.max_bytes)
             .map_err(|e| e.to_string());
         RawFile::new(rel, bytes)
     }

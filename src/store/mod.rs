@@ -11,10 +11,8 @@ mod clean;
 mod edit;
 #[cfg(test)]
 mod faults;
-pub mod fsutil;
 mod history;
 mod indexed;
-pub mod inject;
 mod load;
 mod quiet;
 mod scoped;
@@ -29,6 +27,7 @@ pub(crate) use cache::StatKey;
 pub use walk::{Walk, INBOX_WINDOW};
 
 use crate::config::{Config, ConfigError};
+use crate::fsx;
 use crate::git::{GitError, Identity, Repo};
 use crate::schema::{Schema, SchemaError};
 use std::cell::RefCell;
@@ -168,7 +167,7 @@ impl Store {
         let repo = Repo::discover(dir)?;
         let root = repo.workdir().to_path_buf();
         for rel in quiet::SETUP_FILES {
-            fsutil::refuse_symlink(&root, rel).map_err(io_err(&root.join(rel)))?;
+            fsx::refuse_symlink(&root, rel).map_err(io_err(&root.join(rel)))?;
         }
         let setup_keys = setup_keys(&root);
         let config = Config::load(&root.join("coord.yaml"))?;
@@ -224,7 +223,7 @@ impl Store {
 
     /// Reads a repo-relative file within `max` bytes, never following a symlink.
     pub fn read_file(&self, rel: &str, max: usize) -> Result<Vec<u8>, StoreError> {
-        fsutil::read_limited(self.root(), rel, max).map_err(io_err(&self.abs(rel)))
+        fsx::read_limited(self.root(), rel, max).map_err(io_err(&self.abs(rel)))
     }
 
     /// Returns the task schema in force (the repo's copy or the built-in one).

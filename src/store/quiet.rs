@@ -44,7 +44,7 @@ impl Store {
         let Some(state) = self.walked_quiet_state(walked) else {
             return false;
         };
-        let Ok(bytes) = super::fsutil::read_private(&self.repo.git_dir().join(PATH)) else {
+        let Ok(bytes) = crate::fsx::read_private(&self.repo.git_dir().join(PATH)) else {
             return false;
         };
         let quiet = decode(&bytes).is_some_and(|mark| mark.state == state && mark.holds_at(now));
@@ -82,7 +82,7 @@ impl Store {
             deadline: until,
         };
         let path = self.repo.git_dir().join(BOARD_PATH);
-        let _ = super::fsutil::write_private(&path, &encode_board(&mark, payload), false);
+        let _ = crate::fsx::write_private(&path, &encode_board(&mark, payload), false);
     }
 
     /// Returns the payload [`Store::save_quiet_board`] saved when this walk shows the state
@@ -91,7 +91,7 @@ impl Store {
     /// deadline or before the planning time). Call it before anything is read.
     pub fn quiet_board(&self, walked: &Walk, now: Timestamp) -> Option<Vec<u8>> {
         let state = self.walked_quiet_state(walked)?;
-        let bytes = super::fsutil::read_private(&self.repo.git_dir().join(BOARD_PATH)).ok()?;
+        let bytes = crate::fsx::read_private(&self.repo.git_dir().join(BOARD_PATH)).ok()?;
         let (mark, payload) = decode_board(&bytes)?;
         (mark.state == state && mark.holds_at(now)).then(|| payload.to_vec())
     }
@@ -129,7 +129,7 @@ impl Store {
             deadline,
         };
         let path = self.repo.git_dir().join(PATH);
-        let _ = super::fsutil::write_private(&path, &encode(&mark), false);
+        let _ = crate::fsx::write_private(&path, &encode(&mark), false);
     }
 
     /// Returns the digest of a clean state with what else a plan depends on; None when the

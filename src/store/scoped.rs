@@ -46,7 +46,7 @@ impl Store {
     /// Returns a repo-relative file's bytes and whether its owner may execute it, None when
     /// there is no file; an error for anything else (a symlink, a folder, a read error).
     fn disk_file(&self, rel: &str) -> std::io::Result<Option<(Vec<u8>, bool)>> {
-        let mut file = match super::fsutil::open_read(self.root(), rel) {
+        let mut file = match crate::fsx::open_read(self.root(), rel) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),

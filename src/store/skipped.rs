@@ -3,9 +3,9 @@
 //! goes on without them, and the tick records them in `.git/coord/skipped.json` so `status`
 //! and `doctor` can name them until a tick moves them. Does I/O (that one file).
 
-use super::fsutil::write_private;
 use super::{io_err, Store, StoreError};
 use crate::board::Problem;
+use crate::fsx::write_private;
 use std::collections::BTreeMap;
 use std::fs;
 
@@ -54,7 +54,7 @@ impl Store {
     /// Returns a problem for each task file the last tick skipped that is still there.
     pub(super) fn skipped_problems(&self, present: &dyn Fn(&str) -> bool) -> Vec<Problem> {
         let recorded: BTreeMap<String, String> =
-            super::fsutil::read_private(&self.private_dir().join(SKIPPED_FILE))
+            crate::fsx::read_private(&self.private_dir().join(SKIPPED_FILE))
                 .ok()
                 .and_then(|b| serde_json::from_slice(&b).ok())
                 .unwrap_or_default();

@@ -6,7 +6,7 @@
 //! `.git/coord/stats.lock`, so concurrent processes lose no count. Best effort: a failure
 //! only means one count is missed. Does file I/O under `.git/coord/` only.
 
-use super::fsutil::write_private;
+use crate::fsx::write_private;
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
@@ -47,7 +47,7 @@ impl Stats {
     /// Reads the counters of the clone whose git directory is `git_dir`; zeros when there are
     /// none yet (or the file does not read).
     pub fn read(git_dir: &Path) -> Stats {
-        super::fsutil::read_private_text(&git_dir.join(PATH))
+        crate::fsx::read_private_text(&git_dir.join(PATH))
             .map(|text| decode(&text))
             .unwrap_or_default()
     }

@@ -343,7 +343,7 @@ fn sorted_entries(fd: OwnedFd, rel: &str) -> Result<(Dir, Vec<Named>), Errno> {
     while let Some(entry) = dir.read() {
         let entry = entry?;
         let name = entry.file_name().to_string_lossy();
-        if name == "." || name == ".." || name.ends_with(super::fsutil::TEMP_SUFFIX) {
+        if name == "." || name == ".." || name.ends_with(crate::fsx::TEMP_SUFFIX) {
             continue;
         }
         let kind = match entry.file_type() {

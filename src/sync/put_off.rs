@@ -5,8 +5,9 @@
 //! made, its commit is written to the record before the branch moves onto it, so a sync
 //! killed after that move never replays them twice. Does file I/O under `.git/coord/` only.
 
+use crate::fsx;
 use crate::git::Oid;
-use crate::store::{fsutil, io_err, StoreError};
+use crate::store::{io_err, StoreError};
 use std::path::{Path, PathBuf};
 
 /// The record, relative to the git directory.
@@ -38,7 +39,7 @@ impl PutOff {
     /// Reads the record; an empty one when there is none. A record that does not read (cut
     /// short by a full disk) counts as none: its commits are lost as claims, as before.
     pub fn read(git_dir: &Path) -> PutOff {
-        let text = fsutil::read_private_text(&path(git_dir)).unwrap_or_default();
+        let text = fsx::read_private_text(&path(git_dir)).unwrap_or_default();
         let mut lines = text.lines();
         if lines.next() != Some(MAGIC) || !text.ends_with('\n') {
             return PutOff::default();
@@ -69,7 +70,7 @@ impl PutOff {
             text.push_str(&format!("{ONTO}{onto}\n"));
         }
         let at = path(git_dir);
-        fsutil::write_private(&at, text.as_bytes(), true).map_err(io_err(&at))
+        fsx::write_private(&at, text.as_bytes(), true).map_err(io_err(&at))
     }
 
     /// Removes the record, once the branch holds what it names.

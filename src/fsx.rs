@@ -6,7 +6,7 @@
 //! The folder fsyncs of writes and moves may be left to the caller ([`Flush::Later`]), who
 //! syncs each folder once for many of them ([`sync_folders`]).
 
-use super::inject;
+pub mod inject;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 use std::collections::BTreeSet;
@@ -68,7 +68,7 @@ fn bad_path(rel: &str) -> io::Error {
 }
 
 /// The error for a symlink met where coord never follows one.
-pub(super) fn symlink_refused(rel: &str) -> io::Error {
+pub(crate) fn symlink_refused(rel: &str) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidInput,
         format!(
