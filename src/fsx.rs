@@ -181,13 +181,13 @@ pub fn read_limited(root: &Path, rel: &str, max: usize) -> io::Result<Vec<u8>> {
 pub fn hash_file(root: &Path, rel: &str) -> io::Result<(u64, u64)> {
     let mut f = open_read(root, rel)?;
     let mut buf = vec![0u8; 64 * 1024];
-    let (mut hash, mut size) = (crate::engine::retry::FNV_OFFSET, 0u64);
+    let (mut hash, mut size) = (crate::hash::FNV_OFFSET, 0u64);
     loop {
         let n = f.read(&mut buf)?;
         if n == 0 {
             return Ok((hash, size));
         }
-        hash = crate::engine::retry::fnv1a_from(hash, &buf[..n]);
+        hash = crate::hash::fnv1a_from(hash, &buf[..n]);
         size += n as u64;
     }
 }
@@ -350,13 +350,22 @@ pub fn remove_dead_temps(dir: &Path) -> usize {
             .and_then(|n| n.strip_suffix(TEMP_SUFFIX))
             .and_then(|n| n.rsplit_once('.'))
             .and_then(|(_, pid)| pid.parse::<u32>().ok())
-            .is_some_and(crate::git::process_gone)
+            .is_some_and(process_gone)
     };
     entries
         .flatten()
         .filter(|e| dead(&e.file_name().to_string_lossy()))
         .filter(|e| fs::remove_file(e.path()).is_ok())
         .count()
+}
+
+/// Returns whether process `pid` is gone: `/proc` does not list it, or lists it as a zombie
+/// (killed, not yet reaped by its parent: it runs no more and has closed its files).
+pub fn process_gone(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z'))
+    })
 }
 
 /// Flushes a folder's entries to disk.

@@ -480,7 +480,7 @@ impl Repo {
                 .and_then(|pid| pid.parse::<u32>().ok());
             let dead_writer =
                 name.starts_with("pack_git2_") && !crate::lock::Holder::of(&e.path()).is_known();
-            if pid.is_some_and(process_gone) || dead_writer {
+            if pid.is_some_and(crate::fsx::process_gone) || dead_writer {
                 remove_lock(&e.path())?;
                 removed += 1;
             }
@@ -655,15 +655,6 @@ fn outlives(lock: &Path, grace: std::time::Duration) -> bool {
         .ok()
         .and_then(|t| t.elapsed().ok())
         .is_some_and(|age| age >= grace)
-}
-
-/// Returns whether process `pid` is gone: `/proc` does not list it, or lists it as a zombie
-/// (killed, not yet reaped by its parent: it runs no more and has closed its files).
-pub(crate) fn process_gone(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
-        stat.rsplit_once(") ")
-            .is_some_and(|(_, rest)| rest.starts_with('Z'))
-    })
 }
 
 fn remove_lock(path: &Path) -> Result<(), GitError> {

@@ -55,6 +55,7 @@ pub(crate) mod expr;
 pub(crate) mod fsx;
 pub mod fuzz;
 pub mod git;
+pub(crate) mod hash;
 pub(crate) mod lock;
 pub mod model;
 pub mod ops;

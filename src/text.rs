@@ -82,7 +82,7 @@ impl Stored {
         let text = self
             .read_into(&mut buf)
             .ok()
-            .filter(|()| crate::board::content_hash(&buf) == self.hash)
+            .filter(|()| crate::hash::fnv1a(&buf) == self.hash)
             .and_then(|()| String::from_utf8(buf).ok());
         if text.is_none() {
             self.source.forget();
@@ -203,7 +203,7 @@ mod tests {
         std::fs::write(&path, bytes).expect("write");
         let file = std::fs::File::open(&path).expect("open");
         let source = Arc::new(CacheFile::new(file, path.clone()));
-        let hash = crate::board::content_hash(b"title: a\n");
+        let hash = crate::hash::fnv1a(b"title: a\n");
         (Text::Stored(Stored::new(source, at, len, hash)), path)
     }
 

@@ -79,7 +79,7 @@ enum Kind {
 
 /// Returns the FNV-1a hash of a file's bytes (the key of the seen-invalid memory).
 pub fn content_hash(bytes: &[u8]) -> u64 {
-    crate::engine::retry::fnv1a(bytes)
+    crate::hash::fnv1a(bytes)
 }
 
 impl Board {

@@ -2,9 +2,9 @@
 //! deterministic ids so a repeated tick never creates two, the parent's output passed in
 //! `input.previous` (bounded), and a join task for fan-in.
 
-use super::retry::fnv1a;
 use super::world::{Entry, World};
 use crate::check::Task;
+use crate::hash::fnv1a;
 use crate::model::{AgentName, CoordBlock, Folder, NextAgent, State, TaskId};
 use crate::yaml;
 use serde_json::{json, Map, Value};

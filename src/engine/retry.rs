@@ -3,6 +3,7 @@
 
 use super::Clock;
 use crate::config::{Backoff, CircuitBreaker};
+use crate::hash::fnv1a;
 use crate::model::time::whole_second;
 use crate::model::{AgentCoord, Circuit};
 use jiff::{SignedDuration, Timestamp};
@@ -25,21 +26,6 @@ pub fn backoff(id: &str, attempt: u32, cfg: &Backoff) -> SignedDuration {
 fn jitter(id: &str, attempt: u32) -> f64 {
     let h = fnv1a(format!("{id}#{attempt}").as_bytes());
     (h >> 11) as f64 / (1u64 << 53) as f64
-}
-
-/// Returns the 64-bit FNV-1a hash of `bytes`.
-pub fn fnv1a(bytes: &[u8]) -> u64 {
-    fnv1a_from(FNV_OFFSET, bytes)
-}
-
-/// The FNV-1a hash of no bytes, where [`fnv1a_from`] starts.
-pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-
-/// Returns the FNV-1a hash `h` of earlier bytes continued over `bytes`.
-pub fn fnv1a_from(h: u64, bytes: &[u8]) -> u64 {
-    bytes
-        .iter()
-        .fold(h, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// Returns the breaker after a failed attempt.

@@ -25,10 +25,11 @@
 //! alone since the recording read them (checked under git's index lock before each commit).
 //! Does file I/O under `.git/` and reads committed files under `work/`.
 
-use super::cache::{checksum, StatKey};
+use super::cache::StatKey;
 use super::Store;
 use crate::git::EntryStat;
 use crate::git::{Oid, Staged};
+use crate::hash::{checksum, mixed};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::SystemTime;
@@ -402,11 +403,6 @@ fn digest_of(files: &[(u64, Option<u64>)], skip: &HashSet<u64>) -> Option<u64> {
         digest = digest.wrapping_add(mixed((*entry)?));
     }
     Some(digest)
-}
-
-/// Returns a file entry's checksum spread over all 64 bits, as the vouch's sum adds it.
-fn mixed(entry: u64) -> u64 {
-    (entry ^ (entry >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 fn recent_in(files: &[(u64, Option<u64>)]) -> HashSet<u64> {

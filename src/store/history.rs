@@ -19,9 +19,10 @@
 //! files alone. A missing, unreadable or corrupt record only means a full walk. Does file I/O
 //! under `.git/` only.
 
-use super::cache::{checksum, Reader, StatKey};
+use super::cache::{Reader, StatKey};
 use super::clean::Listing;
 use crate::git::Oid;
+use crate::hash::checksum;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;

@@ -263,5 +263,5 @@ fn setup_keys(root: &Path) -> Option<u64> {
         std::time::SystemTime::now(),
         &mut keys,
     )?;
-    Some(cache::checksum(&keys))
+    Some(crate::hash::checksum(&keys))
 }

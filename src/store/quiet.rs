@@ -19,9 +19,9 @@
 //! the instant until which the view holds), so that status in the same state shows it instead
 //! of loading and planning. Does file I/O under `.git/coord/` only.
 
-use super::cache::checksum;
 use super::walk::Walk;
 use super::{Clean, Recorded, Store};
+use crate::hash::checksum;
 use jiff::Timestamp;
 
 /// The mark file, relative to the git directory.
