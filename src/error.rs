@@ -99,26 +99,6 @@ impl From<crate::watch::WatchError> for CliError {
     }
 }
 
-impl From<crate::serve::ServeError> for CliError {
-    fn from(e: crate::serve::ServeError) -> CliError {
-        let hint = e.hint();
-        CliError::new(e.into(), Exit::Problem, "problem").with_hints(hint)
-    }
-}
-
-impl From<crate::run::RunError> for CliError {
-    fn from(e: crate::run::RunError) -> CliError {
-        use crate::run::RunError;
-        let hint = e.hint();
-        match e {
-            RunError::Ops(e) => e.into(),
-            e @ RunError::Busy { .. } => CliError::new(e.into(), Exit::Locked, "locked"),
-            e => CliError::new(e.into(), Exit::Problem, "problem"),
-        }
-        .with_hints(hint)
-    }
-}
-
 impl From<crate::sign::KeyError> for CliError {
     fn from(e: crate::sign::KeyError) -> CliError {
         let hint = e.hint();

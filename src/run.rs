@@ -6,7 +6,7 @@
 
 mod harness;
 
-pub use harness::{Kind, RunError, Runner, Tasks, Tell, Told};
+pub use harness::{Kind, Runner, Tasks, Tell, Told};
 
 use serde_json::{json, Value};
 use std::ffi::OsString;

@@ -7,11 +7,11 @@
 //! protocol only; status lines go to stderr.
 
 use super::Ctx;
-use crate::engine::commands::{CommandError, Fence};
 use crate::error::CliError;
 use crate::error::UsageError;
 use crate::model::{AgentName, Authority, Duration, Priority, State, TaskId};
 use crate::ops::{self, Claimed, Verdict};
+use crate::ops::{CommandError, Fence};
 use anyhow::Context;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{

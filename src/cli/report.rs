@@ -3,11 +3,11 @@
 
 use super::synced::SyncArg;
 use super::Ctx;
-use crate::engine::commands::{CommandError, Fence};
 use crate::error::{CliError, Exit, JSON_VERSION};
 use crate::model::time;
 use crate::model::{AgentName, TaskId};
 use crate::ops::{self, Claimed, Verdict};
+use crate::ops::{CommandError, Fence};
 use crate::yaml::{parse_bytes, Limits};
 use anyhow::Context;
 use serde_json::Value;

@@ -148,6 +148,18 @@ impl Coord {
         }
     }
 
+    /// Claims the task `id` for `agent` (a claim of one named task, as HTTP's `claim` action
+    /// makes); returns its receipt.
+    pub fn claim_id(&self, id: &TaskId, agent: &AgentName) -> Result<Option<Receipt>, Error> {
+        let receipt = std::cell::RefCell::new(None);
+        self.act(&|board, i| {
+            let c = commands::claim_task(board, i, id, agent)?;
+            *receipt.borrow_mut() = Some(c.receipt);
+            Ok(c.plan)
+        })?;
+        Ok(receipt.into_inner())
+    }
+
     /// Claims for `agent` reading only `ready/`, the agent's folder and the profiles (the
     /// other folders by name), without recording anyone's changes: done when the plan touches
     /// only files exactly as committed, takes no task with a copy elsewhere and resolves no

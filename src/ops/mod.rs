@@ -24,6 +24,8 @@ mod tick;
 mod validate;
 mod work;
 
+pub use crate::engine::commands::{CommandError, Fence};
+pub use crate::lock::LockError;
 pub use agent::{Claimed, How, Reported, Verdict};
 pub use archive::Archived;
 pub use doctor::{Finding, FindingCode};
@@ -36,10 +38,9 @@ pub use tick::{describe, Moved, Planned, Ticked, TICK_WAIT};
 pub use validate::{validate, Validation};
 pub use work::Work;
 
-use crate::engine::commands::CommandError;
 use crate::engine::{AcceptAll, Inputs, Plan, Transition};
 use crate::git::GitError;
-use crate::lock::{self, CoordLock, LockError};
+use crate::lock::{self, CoordLock};
 use crate::sign::KeyRing;
 use crate::store::{Applied, Origin, Store, StoreError};
 use crate::sync::{self, SyncError};

@@ -6,10 +6,11 @@
 //! module runs processes and operations and prints nothing itself.
 
 use super::{output_of, Finished, Job, Running as Process, EXIT_FATAL, MAX_OUTPUT};
-use crate::engine::commands::{CommandError, Fence};
-use crate::lock::LockError;
+use crate::error::{CliError, Exit};
 use crate::model::{AgentName, AssignMode, TaskId};
+use crate::ops::LockError;
 use crate::ops::{self, Opener, Verdict, Work};
+use crate::ops::{CommandError, Fence};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -696,5 +697,19 @@ impl Worker {
             Some(remote) => remote.one_at_a_time(|name| op(&coord, Some(&name))),
             None => op(&coord, None),
         }
+    }
+}
+
+/// How the command line reports a failed run: an operation's error by its type, a busy lock
+/// as `locked`.
+impl From<RunError> for CliError {
+    fn from(e: RunError) -> CliError {
+        let hint = e.hint();
+        match e {
+            RunError::Ops(e) => e.into(),
+            e @ RunError::Busy { .. } => CliError::new(e.into(), Exit::Locked, "locked"),
+            e => CliError::new(e.into(), Exit::Problem, "problem"),
+        }
+        .with_hints(hint)
     }
 }

@@ -7,8 +7,8 @@ use super::hub::Snapshot;
 use super::problem::Problem;
 use super::App;
 use crate::board::TaskFile;
-use crate::engine::commands::{self, Fence};
 use crate::model::{AgentName, State, TaskId};
+use crate::ops::Fence;
 use crate::ops::NewTask;
 use crate::ops::Opener;
 use crate::ops::{self, Coord, How, Reported, TaskFilter, Verdict};
@@ -442,17 +442,8 @@ fn run_action(
                 .agent
                 .clone()
                 .ok_or_else(|| Problem::bad("claim needs \"agent\" in the body"))?;
-            let receipt = std::cell::RefCell::new(None);
-            coord
-                .act(&|board, i| {
-                    let c = commands::claim_task(board, i, id, &agent)?;
-                    *receipt.borrow_mut() = Some(c.receipt);
-                    Ok(c.plan)
-                })
-                .map_err(fail)?;
-            Ok(Some(
-                serde_json::to_value(receipt.into_inner()).unwrap_or(Value::Null),
-            ))
+            let receipt = coord.claim_id(id, &agent).map_err(fail)?;
+            Ok(Some(serde_json::to_value(receipt).unwrap_or(Value::Null)))
         }
         "complete" => {
             let verdict = Verdict::Success {

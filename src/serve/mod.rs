@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod problem;
 pub mod ticker;
 
+use crate::error::{CliError, Exit};
 use crate::ops::Opener;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
@@ -178,5 +179,13 @@ async fn stopped() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term => {}
+    }
+}
+
+/// How the command line reports a server that could not run.
+impl From<ServeError> for CliError {
+    fn from(e: ServeError) -> CliError {
+        let hint = e.hint();
+        CliError::new(e.into(), Exit::Problem, "problem").with_hints(hint)
     }
 }

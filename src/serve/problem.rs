@@ -2,10 +2,10 @@
 //! title and the one-line message the command line would print; 503 with `Retry-After` while
 //! another coordinator holds the lock. Every library error maps to one status here.
 
-use crate::engine::commands::CommandError;
 use crate::error::UsageError;
-use crate::lock::LockError;
 use crate::ops;
+use crate::ops::CommandError;
+use crate::ops::LockError;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
