@@ -30,6 +30,7 @@ mod inplace;
 mod jepsen;
 mod json;
 mod kill;
+mod layers;
 mod list;
 mod log;
 mod messages;
