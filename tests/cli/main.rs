@@ -27,6 +27,7 @@ mod http;
 mod http_client;
 mod index_write;
 mod inplace;
+mod install;
 mod jepsen;
 mod json;
 mod kill;
