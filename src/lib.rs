@@ -18,7 +18,7 @@
 //! use coord::ops::{self, Coord, NewAgent, NewTask, Options};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let dir = tempfile::tempdir()?;
-//! ops::init(dir.path(), &[], Options::default(), Box::new(|_| {}))?;
+//! ops::init(dir.path(), ops::Setup::default(), Options::default(), Box::new(|_| {}))?;
 //! let coord = Coord::open(dir.path(), Options::default())?;
 //! coord.add_agent(&NewAgent {
 //!     name: coord::model::AgentName::new("alice")?,

@@ -58,7 +58,12 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
         json: false,
         ..ctx.clone()
     };
-    crate::ops::init(&dir, &[], demo.options(), demo.sink())?;
+    crate::ops::init(
+        &dir,
+        crate::ops::Setup::default(),
+        demo.options(),
+        demo.sink(),
+    )?;
     demo.coord()?.seed_demo()?;
     if !ctx.json {
         out!("coord demo: {}", dir.display());

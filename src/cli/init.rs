@@ -1,5 +1,6 @@
 //! `coord init`: calls [`crate::ops::init`] (the layout, schema, coord.yaml, workflow and
-//! profiles in one commit; an existing `work/` adopted as it is) and says what it did.
+//! profiles in one commit; an existing `work/` adopted as it is), says what it did and what
+//! to do next.
 
 use super::Ctx;
 use crate::error::CliError;
@@ -12,11 +13,18 @@ pub struct Args {
     /// Agents to create profiles for, comma-separated
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub agents: Vec<AgentName>,
+    /// Leave out the GitHub Actions workflow (.github/workflows/coord.yml)
+    #[arg(long)]
+    pub no_workflow: bool,
 }
 
 /// Runs `coord init`.
 pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
-    let done = crate::ops::init(&ctx.dir, &args.agents, ctx.options(), ctx.sink())?;
+    let setup = crate::ops::Setup {
+        agents: &args.agents,
+        no_workflow: args.no_workflow,
+    };
+    let done = crate::ops::init(&ctx.dir, setup, ctx.options(), ctx.sink())?;
     answer(ctx, &done);
     if done.added.is_empty() {
         ctx.status("coord: already initialized; nothing to do");
@@ -29,7 +37,49 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     } else {
         ctx.status(&format!("coord: initialized {}", done.root.display()));
     }
+    if !done.added.is_empty() {
+        ctx.status(&next_steps(&args, &done));
+    }
     Ok(())
+}
+
+/// The commands a newcomer runs next, as a few lines for stderr.
+fn next_steps(args: &Args, done: &Initialized) -> String {
+    let mut steps: Vec<(String, String)> = Vec::new();
+    let agent = match args.agents.first() {
+        Some(a) => a.to_string(),
+        None => {
+            steps.push((
+                "coord agents add alice".into(),
+                format!("an agent: a profile in {}/agents/", done.work_dir),
+            ));
+            "alice".to_string()
+        }
+    };
+    steps.push((
+        format!("coord new \"First task\" --agent {agent}"),
+        format!("a task file in {}/inbox/, committed", done.work_dir),
+    ));
+    steps.push((
+        "coord tick".into(),
+        "assigns it (coord watch keeps ticking)".into(),
+    ));
+    steps.push(("coord status".into(), "the board".into()));
+    if done.added.iter().any(|f| f.starts_with(".github/")) {
+        steps.push((
+            "git push".into(),
+            "the workflow in .github/workflows/ ticks every 15 minutes".into(),
+        ));
+    }
+    let width = steps.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
+    let mut lines = vec!["coord: next steps:".to_string()];
+    lines.extend(
+        steps
+            .iter()
+            .map(|(c, why)| format!("  {c:width$}  # {why}")),
+    );
+    lines.push("coord: guide: https://github.com/coord-dev/coord/blob/main/docs/guide.md".into());
+    lines.join("\n")
 }
 
 /// With `--json`, prints what init did: the repo, whether it adopted a work folder, the files

@@ -1,7 +1,8 @@
 //! `init`: the work layout with `.gitkeep`s and `work/.gitignore`, the schema, an example
-//! coord.yaml, the GitHub Actions workflow and agent profiles, committed in one commit. A
-//! `work/` that is already there is adopted as it is: init says what it found and only adds
-//! what is missing.
+//! coord.yaml, the GitHub Actions workflow (unless left out) and agent profiles, committed in
+//! one commit. A `work/` that is already there is adopted as it is: init says what it found
+//! and only adds what is missing; one holding files the `work/.gitignore` would hide from git
+//! is refused.
 
 use super::{Coord, Error, Event, Options, Sink};
 use crate::engine::{Op, Plan, Transition};
@@ -28,9 +29,11 @@ pub const WORK_GITIGNORE: &str = "\
 !.gitignore
 ";
 
-/// The example `coord.yaml`.
+/// The example `coord.yaml`: every key of the config schema, set to its default or, for
+/// those without one, commented out with an example.
 pub const EXAMPLE_CONFIG: &str = "\
-# coord configuration; every key is optional and shows its default.
+# coord configuration; every key is optional. Those set show their default; the commented
+# ones are examples (see docs/files.md in the coord repository).
 work_dir: work
 defaults: {timeout: 30m, max_attempts: 3, priority: normal}
 backoff: {base: 1m, max: 1h}
@@ -39,10 +42,21 @@ max_handoffs: 10
 archive_after: 7d
 require_signed_results: false
 commit: {author: \"coord <coord@localhost>\"}
+# settle: 2s                      # read a file once unchanged this long; 0s: at once
+# sync: {remote: origin}          # claim, complete, fail and run push through this remote
 # rules:                          # conditional routing after success
 #   - when: {agent: research, output_contains: competitor}
 #     then: competitive-analysis
 ";
+
+/// What `coord init` sets up besides the layout, the schema and coord.yaml.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Setup<'a> {
+    /// Agents to create profiles for.
+    pub agents: &'a [AgentName],
+    /// Leaves out `.github/workflows/coord.yml`.
+    pub no_workflow: bool,
+}
 
 /// What `init` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,14 +74,10 @@ pub struct Initialized {
 }
 
 /// Initializes (or adopts) the repository at `dir`, creating the folder and the git
-/// repository when needed, with a profile for each of `agents`. Says what an existing work
-/// folder holds as a status event before it commits.
-pub fn init(
-    dir: &Path,
-    agents: &[AgentName],
-    opts: Options,
-    sink: Sink,
-) -> Result<Initialized, Error> {
+/// repository when needed, with what `setup` asks for. Says what an existing work folder
+/// holds as a status event before it commits; refuses one whose files the `work/.gitignore`
+/// it would write hides from git.
+pub fn init(dir: &Path, setup: Setup<'_>, opts: Options, sink: Sink) -> Result<Initialized, Error> {
     std::fs::create_dir_all(dir).map_err(|source| Error::Io {
         what: "create",
         path: dir.display().to_string(),
@@ -79,9 +89,10 @@ pub fn init(
     let store = coord.store();
     let existed = store.abs(store.work_dir()).is_dir();
     if existed {
+        refuse_hidden_files(store)?;
         coord.emit(Event::Status(&found(store)?));
     }
-    let ops = missing_files(store, agents);
+    let ops = missing_files(store, setup);
     let added = ops
         .iter()
         .filter_map(|op| match op {
@@ -137,8 +148,67 @@ fn found(store: &Store) -> Result<String, Error> {
     ))
 }
 
+/// Refuses a work folder without a `.gitignore` that holds files the one init writes would
+/// hide from git (a folder of the same name that is not coord's), naming some of them.
+fn refuse_hidden_files(store: &Store) -> Result<(), Error> {
+    let work = store.abs(store.work_dir());
+    if exists(&work.join(".gitignore")) {
+        return Ok(());
+    }
+    let mut hidden = Vec::new();
+    hidden_files(&work, &mut hidden);
+    if hidden.is_empty() {
+        return Ok(());
+    }
+    hidden.sort();
+    let wd = store.work_dir();
+    let named: Vec<String> = hidden
+        .iter()
+        .take(3)
+        .map(|p| format!("{wd}/{}", p.display()))
+        .collect();
+    let more = if hidden.len() > 3 { ", ..." } else { "" };
+    Err(Error::Refused(format!(
+        "{wd}/ holds files that are not coord's ({}{more}), which the {wd}/.gitignore init \
+         writes would hide from git; give coord another folder (`work_dir: tasks` in \
+         coord.yaml) and run coord init again",
+        named.join(", ")
+    )))
+}
+
+/// Collects, relative to `root`, the files under it that [`WORK_GITIGNORE`] ignores (names
+/// starting with `.` are left out: coord never reads them).
+fn hidden_files(root: &Path, out: &mut Vec<PathBuf>) {
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                continue;
+            }
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(path);
+            } else if !kept_by_gitignore(&name) {
+                out.push(path.strip_prefix(root).unwrap_or(&path).to_path_buf());
+            }
+        }
+    }
+}
+
+/// Whether [`WORK_GITIGNORE`] lets git see a file of this name.
+fn kept_by_gitignore(name: &str) -> bool {
+    [".yaml", ".yml", ".errors"]
+        .iter()
+        .any(|ext| name.ends_with(ext))
+        || name == "README.md"
+}
+
 /// Returns a write op for every file of the layout that does not exist yet.
-fn missing_files(store: &Store, agents: &[AgentName]) -> Vec<Op> {
+fn missing_files(store: &Store, setup: Setup<'_>) -> Vec<Op> {
     let wd = store.work_dir().to_string();
     let mut files: Vec<(String, String)> = State::ALL
         .iter()
@@ -153,8 +223,10 @@ fn missing_files(store: &Store, agents: &[AgentName]) -> Vec<Op> {
         crate::schema::TASK_SCHEMA.into(),
     ));
     files.push(("coord.yaml".into(), EXAMPLE_CONFIG.into()));
-    files.push((".github/workflows/coord.yml".into(), WORKFLOW.into()));
-    for a in agents {
+    if !setup.no_workflow {
+        files.push((".github/workflows/coord.yml".into(), WORKFLOW.into()));
+    }
+    for a in setup.agents {
         files.push((
             format!("{wd}/agents/{a}.yaml"),
             "capabilities: []\nmax_active: 1\n".into(),
@@ -169,4 +241,51 @@ fn missing_files(store: &Store, agents: &[AgentName]) -> Vec<Op> {
 
 fn exists(p: &Path) -> bool {
     p.symlink_metadata().is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The example with its commented keys uncommented.
+    fn uncommented() -> String {
+        EXAMPLE_CONFIG
+            .lines()
+            .filter(|l| !l.starts_with("# coord") && !l.starts_with("# ones"))
+            .map(|l| l.strip_prefix("# ").unwrap_or(l))
+            .map(|l| l.split("  #").next().unwrap_or(l))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn the_example_config_names_every_key_of_the_config_schema() {
+        let schema: serde_json::Value =
+            serde_json::from_str(crate::config::CONFIG_SCHEMA).expect("schema");
+        let keys = schema["properties"].as_object().expect("properties");
+        let text = uncommented();
+        for key in keys.keys() {
+            assert!(
+                text.lines().any(|l| l.starts_with(&format!("{key}:"))),
+                "coord.yaml written by init lacks {key}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_example_config_with_its_examples_uncommented_passes_the_schema() {
+        let doc =
+            crate::yaml::parse(&uncommented(), &crate::yaml::Limits::default()).expect("yaml");
+        assert_eq!(crate::config::Config::violations(&doc), vec![]);
+    }
+
+    #[test]
+    fn the_gitignore_keeps_what_coord_reads_and_hides_the_rest() {
+        for kept in ["a.yaml", "b.yml", "c.yaml.errors", "README.md"] {
+            assert!(kept_by_gitignore(kept), "{kept}");
+        }
+        for hidden in ["notes.txt", "main.rs", "report.pdf", "a.yaml~"] {
+            assert!(!kept_by_gitignore(hidden), "{hidden}");
+        }
+    }
 }

@@ -29,7 +29,7 @@ pub use crate::lock::LockError;
 pub use agent::{Claimed, How, Reported, Verdict};
 pub use archive::Archived;
 pub use doctor::{Finding, FindingCode};
-pub use init::{init, Initialized};
+pub use init::{init, Initialized, Setup};
 pub use log::LogEntry;
 pub use new::{Created, NewTask};
 pub use profiles::{AddedAgent, NewAgent};

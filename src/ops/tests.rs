@@ -13,7 +13,7 @@ fn init(dir: &Path) {
         now: Some(NOW.parse::<Timestamp>().expect("time")),
         ..Options::default()
     };
-    super::init(dir, &[], opts, Box::new(|_| {})).expect("init");
+    super::init(dir, super::Setup::default(), opts, Box::new(|_| {})).expect("init");
     let config = std::fs::read_to_string(dir.join("coord.yaml")).expect("config");
     std::fs::write(dir.join("coord.yaml"), config + "\nsettle: 0s\n").expect("config");
     std::fs::write(

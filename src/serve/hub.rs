@@ -323,7 +323,13 @@ mod tests {
             now: Some("2026-11-22T10:00:00Z".parse().expect("time")),
             ..Options::default()
         };
-        crate::ops::init(t.path(), &[], opts.clone(), Box::new(|_| {})).expect("init");
+        crate::ops::init(
+            t.path(),
+            crate::ops::Setup::default(),
+            opts.clone(),
+            Box::new(|_| {}),
+        )
+        .expect("init");
         let config = std::fs::read_to_string(t.path().join("coord.yaml")).expect("config");
         std::fs::write(t.path().join("coord.yaml"), config + "\nsettle: 0s\n").expect("config");
         std::fs::write(t.path().join("work/agents/alice.yaml"), "max_active: 9\n").expect("agent");

@@ -361,3 +361,52 @@ fn init_writes_a_work_gitignore_that_keeps_scratch_files_out() {
         ]
     );
 }
+
+#[test]
+fn init_without_the_workflow_writes_the_rest_and_says_what_to_do_next() {
+    let r = TestRepo::empty();
+    let (_, err) = r.code(&["init", "--no-workflow", "--agents", "bob"], 0);
+    assert!(!r.exists(".github/workflows/coord.yml"));
+    assert!(r.exists("coord.yaml") && r.exists("work/agents/bob.yaml"));
+    assert_eq!(r.commit_count(), 1);
+    assert!(err.contains("next steps:"), "{err}");
+    assert!(
+        err.contains("coord new \"First task\" --agent bob"),
+        "{err}"
+    );
+    assert!(!err.contains("agents add"), "bob is there already: {err}");
+    assert!(!err.contains("git push"), "no workflow to push: {err}");
+    // A plain init names the workflow it wrote; one with nothing to do says no more.
+    let r = TestRepo::empty();
+    let (_, err) = r.code(&["init"], 0);
+    assert!(err.contains("coord agents add alice"), "{err}");
+    assert!(err.contains("git push"), "{err}");
+    let (_, err) = r.code(&["init"], 0);
+    assert!(!err.contains("next steps"), "{err}");
+}
+
+#[test]
+fn init_refuses_a_work_folder_whose_files_its_gitignore_would_hide() {
+    let r = TestRepo::empty();
+    r.git(&["init", "-q", "-b", "main"]);
+    r.write("work/notes.txt", "mine\n");
+    r.write("work/src/main.rs", "fn main() {}\n");
+    r.write("work/plan.yaml", "a: 1\n");
+    r.git(&["add", "work"]);
+    r.git(&["commit", "-q", "-m", "a folder that is not coord's"]);
+    let (_, err) = r.code(&["init"], 1);
+    assert!(
+        err.contains("work/ holds files that are not coord's (work/notes.txt, work/src/main.rs)"),
+        "{err}"
+    );
+    assert!(err.contains("`work_dir: tasks` in coord.yaml"), "{err}");
+    assert!(!r.exists("work/.gitignore"));
+    assert_eq!(r.commit_count(), 1, "nothing committed");
+    assert_eq!(r.git_status(), "");
+    // The fix the message names: coord takes another folder and leaves work/ alone.
+    r.commit_file("coord.yaml", "work_dir: tasks\n", "coord takes tasks/");
+    r.ok(&["init"]);
+    assert!(r.exists("tasks/inbox/.gitkeep") && r.exists("tasks/.gitignore"));
+    r.write("work/more.txt", "still seen by git\n");
+    assert_eq!(r.git_status().trim(), "?? work/more.txt");
+}
