@@ -54,5 +54,6 @@ mod status_board;
 mod steps;
 mod stress;
 mod sync;
+mod tour;
 mod trust;
 mod watch;
