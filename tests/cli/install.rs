@@ -203,8 +203,14 @@ fn without_a_release_binary_the_workflow_builds_the_pinned_crate_with_cargo_inst
     let out = install(home.path(), &url, &path);
     assert!(out.status.success(), "{}", text(&out));
     let calls = std::fs::read_to_string(tools.abs("calls")).expect("calls");
+    let env = job_env("templates/coord-workflow.yml", "sync");
+    let rust = &env
+        .iter()
+        .find(|(k, _)| k == "COORD_RUST")
+        .expect("COORD_RUST")
+        .1;
     let want = format!(
-        "cargo +1.95.0 install --locked --root {} git-coord --version ={VERSION}",
+        "cargo +{rust} install --locked --root {} git-coord --version ={VERSION}",
         home.abs(".coord").display()
     );
     assert!(calls.contains(&want), "{calls}");
