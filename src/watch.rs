@@ -6,24 +6,25 @@
 //! loop debounces them itself: the first event worth a tick starts a short wait that gathers
 //! the rest of its burst, then the tick runs. Events are only a hint: the tick rescans `work/`
 //! and reconciles, whatever the event kinds said. Reads (`Access` events, which the tick's own
-//! reading causes), `.git`, editor temp files and coord's own temp files are ignored. One kind
-//! of event says more: a writer closing a file marks it complete (SPEC 3.12), so the settle
-//! rule reads it at once; `closed` keeps those marks by event order, never by the time an
-//! event came in, and confirms them with a barrier before a tick uses them. When a tick
+//! reading causes, and a writer closing a file), `.git`, editor temp files and coord's own temp
+//! files are ignored. One kind of event says more: a rename into place marks the file
+//! complete (SPEC 3.12), so the settle rule reads it at once; `renamed` keeps those marks by
+//! event order, never by the time an event came in, and confirms them with a barrier before a
+//! tick uses them. A close marks nothing: a writer may append again. When a tick
 //! leaves a file unread because it is still being written, the loop ticks again as soon as it
 //! settles. coord's own writes cannot loop: a burst is skipped when HEAD is where the last
 //! tick that changed nothing left it and `work/` has no uncommitted change, and a tick is
 //! idempotent, so after a tick that made commits at most one more (empty) tick follows.
 //! A signal lets the current tick finish; then `run` returns.
 
-mod closed;
+mod renamed;
 
 use crate::fsx::TEMP_SUFFIX;
 use crate::git::{GitError, Oid, Repo};
-use closed::Closed;
-pub use closed::SeenComplete;
-use notify::event::{AccessKind, AccessMode, CreateKind};
+use notify::event::CreateKind;
 use notify::{Event, EventKind, PollWatcher, RecursiveMode};
+use renamed::Renamed;
+pub use renamed::SeenComplete;
 use std::path::{Component, Path};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
@@ -130,12 +131,12 @@ enum Msg {
     Stop,
 }
 
-/// The loop's view of the events: what they asked for and what they showed closed.
+/// The loop's view of the events: what they asked for and what they showed renamed in.
 struct Events<'a> {
     rx: Receiver<Msg>,
     work: &'a Path,
     say: &'a mut dyn FnMut(&str),
-    closed: Closed,
+    renamed: Renamed,
     /// When the burst under way is to be ticked.
     burst_at: Option<Instant>,
     debounce: Duration,
@@ -158,30 +159,30 @@ impl Events<'_> {
         match msg {
             Msg::Stop => self.stop = true,
             Msg::Fs(Ok(e)) => {
-                self.closed.note(&e, &ignored);
+                self.renamed.note(&e, &ignored);
                 if relevant(&e) && self.burst_at.is_none() {
                     self.burst_at = Some(Instant::now() + self.debounce);
                 }
             }
             Msg::Fs(Err(e)) => {
                 (self.say)(&format!("coord: watch error: {e}"));
-                self.closed.forget_all();
+                self.renamed.forget_all();
                 self.burst_at.get_or_insert_with(Instant::now);
             }
         }
     }
 
-    /// Returns the files confirmed closed by their writer and not written since, and whether
+    /// Returns the files confirmed renamed in and not written since, and whether
     /// every mark could be confirmed. When a mark waits for confirmation, first makes a
     /// barrier (a file of coord's own in `work/`) and takes events until its creation comes
     /// back: every event before it is then in.
     fn seen_complete(&mut self) -> (SeenComplete, bool) {
-        let confirmed = !self.closed.unconfirmed() || {
-            self.closed.snap();
+        let confirmed = !self.renamed.unconfirmed() || {
+            self.renamed.snap();
             self.barrier()
         };
-        self.closed.expire();
-        (self.closed.complete(), confirmed)
+        self.renamed.expire();
+        (self.renamed.complete(), confirmed)
     }
 
     /// Makes a barrier and waits up to [`BARRIER_WAIT`] for it; returns false when it did not
@@ -196,7 +197,7 @@ impl Events<'_> {
         );
         let path = self.work.join(name);
         if std::fs::File::create(&path).is_err() {
-            self.closed.forget_all();
+            self.renamed.forget_all();
             return true;
         }
         let deadline = Instant::now() + BARRIER_WAIT;
@@ -211,7 +212,7 @@ impl Events<'_> {
             }
         }
         if back {
-            self.closed.confirm();
+            self.renamed.confirm();
         }
         let _ = std::fs::remove_file(&path);
         back
@@ -248,7 +249,7 @@ pub fn run(
         rx,
         work,
         say,
-        closed: Closed::default(),
+        renamed: Renamed::default(),
         burst_at: None,
         debounce: opts.debounce,
         stop: false,
@@ -356,14 +357,10 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     crate::redact::one_line(&parts.join(": "))
 }
 
-/// Returns whether an event is worth a tick: anything but a read (a writer closing a file
-/// counts) on a path that is not noise.
+/// Returns whether an event is worth a tick: anything but an access (a read, which the
+/// tick's own reading causes, or a close) on a path that is not noise.
 fn relevant(e: &Event) -> bool {
-    let closed = matches!(
-        e.kind,
-        EventKind::Access(AccessKind::Close(AccessMode::Write))
-    );
-    (closed || !matches!(e.kind, EventKind::Access(_))) && e.paths.iter().any(|p| !ignored(p))
+    !matches!(e.kind, EventKind::Access(_)) && e.paths.iter().any(|p| !ignored(p))
 }
 
 /// Returns whether a changed path is noise: inside `.git`, an editor's temp or lock file
@@ -465,7 +462,7 @@ mod tests {
             rx,
             work,
             say: &mut said,
-            closed: Closed::default(),
+            renamed: Renamed::default(),
             burst_at: None,
             debounce,
             stop: false,

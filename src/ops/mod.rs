@@ -124,7 +124,7 @@ pub struct Options {
     /// How long a writing operation waits for another coordinator's lock; None for each
     /// operation's default (0 s for the tick and sync, 10 s for agent and person commands).
     pub wait: Option<Duration>,
-    /// Files a watcher saw closed by their writer (or renamed in) and not written since, with
+    /// Files a watcher saw renamed in and not written since, with
     /// their mtime and size then: loads read them without waiting for them to settle.
     pub seen_complete: SeenComplete,
 }

@@ -400,8 +400,8 @@ impl Store {
         }
     }
 
-    /// Returns this store knowing which files `coord watch` saw closed by their writer or
-    /// renamed in and not written since (repo-relative paths), with their mtime and size
+    /// Returns this store knowing which files `coord watch` saw renamed in and not written
+    /// since (repo-relative paths), with their mtime and size
     /// then: its loads take those as complete while they still have them.
     pub fn with_seen_complete(mut self, seen: HashMap<String, Written>) -> Store {
         self.seen_complete = seen;

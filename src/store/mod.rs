@@ -118,7 +118,7 @@ pub struct Store {
     /// The task files (repo-relative) the last recording of people's changes held back as
     /// still being written, deletions held with a move's new file included.
     held_back: RefCell<Vec<String>>,
-    /// Files `coord watch` saw closed by their writer or renamed in and not written since.
+    /// Files `coord watch` saw renamed in and not written since.
     seen_complete: std::collections::HashMap<String, Written>,
     /// The attempt high-water marks read so far.
     marks: attempts::MarksCell,

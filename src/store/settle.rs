@@ -1,9 +1,10 @@
 //! The settle rule (SPEC 3.12): whether a file under `work/` is complete enough to read. A
 //! file is still being written while its mtime is less than `settle` ago on the system clock
 //! (never the `--now` clock: file times are real), unless it arrived by rename (a rename
-//! changes the ctime but not the mtime, so its ctime is later) or `coord watch` saw its writer
-//! close it, or rename it in, after its last write, and it still has the size and mtime the
-//! watch noted then. Files committed as they are count as complete too; the loader asks that
+//! changes the ctime but not the mtime, so its ctime is later) or `coord watch` saw it renamed
+//! in after its last write (also within one timer tick of that write, when the ctime equals
+//! the mtime), and it still has the size and mtime the watch noted then. A writer closing a
+//! file proves nothing: it may append again. Files committed as they are count as complete too; the loader asks that
 //! of the files this rule holds back. Pure.
 
 use std::collections::HashMap;
@@ -36,7 +37,7 @@ pub struct Settle<'a> {
     pub wait: Duration,
     /// The system clock at the load.
     pub now: SystemTime,
-    /// Repo-relative paths `coord watch` saw closed by their writer (or renamed in) and not
+    /// Repo-relative paths `coord watch` saw renamed in and not
     /// written since, with what they looked like then.
     pub seen_complete: &'a HashMap<String, Written>,
 }
@@ -90,7 +91,7 @@ mod tests {
         assert_eq!(
             rule(&seen).until(a, w(100, 12), 100 * S),
             Some(at(102)),
-            "appended to since its writer closed it, in the same clock tick"
+            "appended to since it was renamed in, in the same clock tick"
         );
         seen.insert(a.to_string(), w(99, 10));
         assert_eq!(rule(&seen).until(a, w(100, 10), 100 * S), Some(at(102)));

@@ -241,22 +241,36 @@ fn watch_takes_a_file_written_in_chunks_only_when_its_writer_is_done() {
     assert_eq!(code, Some(0));
 }
 
+/// Appends `text` to a file through a handle of its own, as a shell's `>>` does.
+fn append(path: &std::path::Path, text: &str) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .expect("open");
+    f.write_all(text.as_bytes()).expect("append");
+}
+
 #[test]
-fn watch_takes_a_file_its_writer_closed_at_once_whatever_the_settle_time() {
+fn watch_never_takes_a_file_whose_writer_closed_it_and_appends_again() {
     let r = repo();
-    let mut config = r.read("coord.yaml");
-    config.push_str("\nsettle: 1h\n");
-    r.write("coord.yaml", &config);
     let w = Watching::start(&r, &["--interval", "1h"]);
-    write_in_chunks(
-        &r.abs("work/inbox/closed.yaml"),
-        &["title: Closed\n", "description: written in place\n"],
-        &|_| {},
-    );
-    wait_for_commit(&r, &w, "assign closed to alice");
+    // `echo 'title: Deploy' > f; sleep 0.1; echo 'authority: ask_me_first' >> f`, with the
+    // pause stretched to a second unless the first half is taken before it.
+    let inbox = r.abs("work/inbox/deploy.yaml");
+    std::fs::write(&inbox, "title: Deploy\nagent: alice\n").expect("first half");
+    let until = Instant::now() + Duration::from_secs(1);
+    while inbox.exists() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    append(&inbox, "authority: ask_me_first\n");
+    wait_for_commit(&r, &w, "accept deploy into review");
+    assert_eq!(r.find("deploy"), ["work/review/deploy.yaml"]);
     assert!(r
-        .read("work/assigned/alice/closed.yaml")
-        .contains("written in place"));
+        .read("work/review/deploy.yaml")
+        .contains("authority: ask_me_first"));
+    assert!(!r.git(&["log", "--format=%s"]).contains("assign deploy"));
     let (code, _) = w.stop();
     assert_eq!(code, Some(0));
 }

@@ -1,26 +1,31 @@
-//! Which files their writer closed and nobody wrote since, as the watcher reports it: the
+//! Which files were renamed into place and not written since, as the watcher reports it: the
 //! evidence that lets `coord watch` read a file before its mtime is `settle` old (SPEC 3.12).
 //!
-//! No clock stamps a close: an event can come in long after it happened (a loaded watcher
-//! thread), and a write made meanwhile would look older than the close. Order does not lie:
-//! the kernel reports one watch's events in the order they happened, and [`Closed::note`]
-//! takes them in that order. A writer closing a file marks it; a write, a create or a
-//! replacing rename after that unmarks it; a rename moves the mark to the new name (a temp
-//! file written, closed and renamed in). A mark is used only once it is confirmed: the loop
-//! records the size and mtime of each new mark ([`Closed::snap`]), then makes an event of its
-//! own (a barrier) and waits for it. Every write made before the barrier has been reported
-//! by then, so a mark still standing is a file nobody wrote between its writer's close and
-//! the snapshot; the settle rule reads it only while it still has that size and mtime.
+//! A writer closing a file is no such evidence: a shell's `>> f` closes it after each half,
+//! so a close says nothing of what comes next, and a gate (`authority:`) written in the second
+//! half must never depend on how long the writer paused. A rename into place is the writer
+//! saying the file is whole, also when it came within one timer tick of the last write (the
+//! ctime then equals the mtime, and the settle rule alone would wait out `settle`).
+//!
+//! No clock stamps an event: one can come in long after it happened (a loaded watcher
+//! thread), and a write made meanwhile would look older than the rename. Order does not lie:
+//! the kernel reports one watch's events in the order they happened, and [`Renamed::note`]
+//! takes them in that order. A rename into a name marks it; a write, a create or a replacing
+//! rename after that unmarks it. A mark is used only once it is confirmed: the loop records
+//! the size and mtime of each new mark ([`Renamed::snap`]), then makes an event of its own (a
+//! barrier) and waits for it. Every write made before the barrier has been reported by then,
+//! so a mark still standing is a file nobody wrote between its rename and the snapshot; the
+//! settle rule reads it only while it still has that size and mtime.
 
 use crate::store::Written;
-use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
+use notify::event::{ModifyKind, RenameMode};
 use notify::{Event, EventKind};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Files confirmed closed by their writer and not written since (absolute paths), with their
-/// mtime and size then.
+/// Files confirmed renamed in and not written since (absolute paths), with their mtime and
+/// size then.
 pub type SeenComplete = HashMap<PathBuf, Written>;
 
 /// How long a confirmed mark is kept: by then its mtime alone says the file settled.
@@ -29,7 +34,7 @@ const SEEN_FOR: Duration = Duration::from_secs(600);
 /// What is known of one marked file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mark {
-    /// Its writer closed it; nothing was written since, as far as events came in.
+    /// It was renamed in; nothing was written since, as far as events came in.
     Noted,
     /// Noted, and this is what it looked like just before the barrier was made.
     Snapped(Written),
@@ -39,11 +44,11 @@ enum Mark {
 
 /// The marks, kept in the order of the events.
 #[derive(Debug, Default)]
-pub struct Closed {
+pub struct Renamed {
     marks: HashMap<PathBuf, Mark>,
 }
 
-impl Closed {
+impl Renamed {
     /// Takes one event, in the order the watcher reported it. `noise` says which paths are
     /// never marked (coord's own temp files, editors' swap files).
     pub fn note(&mut self, e: &Event, noise: &dyn Fn(&Path) -> bool) {
@@ -52,19 +57,26 @@ impl Closed {
             return;
         }
         match (&e.kind, &e.paths[..]) {
-            (EventKind::Access(AccessKind::Close(AccessMode::Write)), [p]) if !noise(p) => {
-                self.marks.insert(p.clone(), Mark::Noted);
-            }
             (EventKind::Access(_), _) => {}
             (EventKind::Modify(ModifyKind::Name(RenameMode::Both)), [from, to]) => {
-                self.forget_under(to);
-                if let Some(m) = self.marks.remove(from) {
-                    self.marks.insert(to.clone(), m);
-                }
+                self.forget_under(from);
+                self.renamed_in(to, noise);
+            }
+            (EventKind::Modify(ModifyKind::Name(RenameMode::To)), [to]) => {
+                self.renamed_in(to, noise);
             }
             (EventKind::Modify(ModifyKind::Name(RenameMode::From)), _) => {}
             (EventKind::Modify(ModifyKind::Metadata(_)), _) => {}
             (_, paths) => paths.iter().for_each(|p| self.forget_under(p)),
+        }
+    }
+
+    /// Marks the name `to` renamed into (what was marked under it is gone); a folder renamed
+    /// in loses its mark at the snapshot, its files settle by their times.
+    fn renamed_in(&mut self, to: &Path, noise: &dyn Fn(&Path) -> bool) {
+        self.forget_under(to);
+        if !noise(to) {
+            self.marks.insert(to.to_path_buf(), Mark::Noted);
         }
     }
 
@@ -135,7 +147,7 @@ impl Closed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use notify::event::{CreateKind, DataChange, RemoveKind};
+    use notify::event::{AccessKind, AccessMode, CreateKind, DataChange, RemoveKind};
 
     fn ev(kind: EventKind, paths: &[&Path]) -> Event {
         paths
@@ -166,7 +178,7 @@ mod tests {
     }
 
     /// Notes the events, snaps, applies `meanwhile`, confirms; returns the complete set.
-    fn barrier(c: &mut Closed, events: &[Event], meanwhile: &[Event]) -> SeenComplete {
+    fn barrier(c: &mut Renamed, events: &[Event], meanwhile: &[Event]) -> SeenComplete {
         for e in events {
             c.note(e, &no_noise);
         }
@@ -179,12 +191,13 @@ mod tests {
     }
 
     #[test]
-    fn a_close_counts_only_once_a_barrier_shows_no_write_came_after_it() {
+    fn a_rename_in_counts_only_once_a_barrier_shows_no_write_came_after_it() {
         let dir = tempfile::tempdir().expect("tempdir");
+        let part = dir.path().join(".a.yaml.part");
         let a = dir.path().join("a.yaml");
         std::fs::write(&a, "title: A\n").expect("write");
-        let mut c = Closed::default();
-        c.note(&closed(&a), &no_noise);
+        let mut c = Renamed::default();
+        c.note(&renamed(&part, &a), &no_noise);
         assert!(c.unconfirmed());
         assert!(c.complete().is_empty(), "not before the barrier");
         let done = barrier(&mut c, &[], &[]);
@@ -194,46 +207,50 @@ mod tests {
     }
 
     #[test]
-    fn a_write_reported_after_the_close_unmarks_the_file_however_late_the_close_came_in() {
+    fn a_writer_closing_a_file_marks_nothing_for_it_may_append_again() {
         let dir = tempfile::tempdir().expect("tempdir");
         let a = dir.path().join("a.yaml");
+        std::fs::write(&a, "title: Deploy\n").expect("write");
+        let mut c = Renamed::default();
+        let done = barrier(&mut c, &[written(&a), closed(&a)], &[]);
+        assert!(done.is_empty(), "{done:?}");
+        assert!(!c.unconfirmed());
+    }
+
+    #[test]
+    fn a_write_reported_after_the_rename_unmarks_the_file_however_late_the_rename_came_in() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let part = dir.path().join(".a.yaml.part");
+        let a = dir.path().join("a.yaml");
         std::fs::write(&a, "result:\n").expect("write");
-        let mut c = Closed::default();
-        let late = barrier(&mut c, &[closed(&a), written(&a)], &[]);
+        let mut c = Renamed::default();
+        let late = barrier(&mut c, &[renamed(&part, &a), written(&a)], &[]);
         assert!(late.is_empty(), "{late:?}");
-        let mut c = Closed::default();
-        let meanwhile = barrier(&mut c, &[closed(&a)], &[written(&a)]);
+        let mut c = Renamed::default();
+        let meanwhile = barrier(&mut c, &[renamed(&part, &a)], &[written(&a)]);
         assert!(meanwhile.is_empty(), "{meanwhile:?}");
-        let mut c = Closed::default();
+        let mut c = Renamed::default();
         let created = barrier(
             &mut c,
-            &[closed(&a), ev(EventKind::Create(CreateKind::File), &[&a])],
+            &[
+                renamed(&part, &a),
+                ev(EventKind::Create(CreateKind::File), &[&a]),
+            ],
             &[],
         );
         assert!(created.is_empty(), "{created:?}");
     }
 
     #[test]
-    fn a_rename_moves_the_mark_and_a_replacing_one_drops_the_old() {
+    fn a_rename_from_outside_marks_and_renaming_a_file_away_drops_its_mark() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let part = dir.path().join(".a.yaml.part");
         let a = dir.path().join("a.yaml");
         let b = dir.path().join("b.yaml");
-        std::fs::write(&a, "title: A\n").expect("write a");
         std::fs::write(&b, "title: B\n").expect("write b");
-        let mut c = Closed::default();
-        let done = barrier(
-            &mut c,
-            &[closed(&part), renamed(&part, &a), closed(&b)],
-            &[],
-        );
-        assert!(done.contains_key(&a) && done.contains_key(&b), "{done:?}");
-        let to = ev(EventKind::Modify(ModifyKind::Name(RenameMode::To)), &[&b]);
-        c.note(&to, &no_noise);
-        assert!(
-            !c.complete().contains_key(&b),
-            "replaced by a file moved in"
-        );
+        let mut c = Renamed::default();
+        let to = ev(EventKind::Modify(ModifyKind::Name(RenameMode::To)), &[&a]);
+        let done = barrier(&mut c, &[to, renamed(&a, &b)], &[]);
+        assert_eq!(done.keys().collect::<Vec<_>>(), [&b], "moved on to b");
         c.note(
             &ev(EventKind::Remove(RemoveKind::Folder), &[dir.path()]),
             &no_noise,
@@ -244,14 +261,17 @@ mod tests {
     #[test]
     fn lost_events_noise_and_files_gone_leave_no_mark() {
         let dir = tempfile::tempdir().expect("tempdir");
+        let part = dir.path().join(".part");
         let a = dir.path().join("a.yaml");
         let gone = dir.path().join("gone.yaml");
         let tmp = dir.path().join("a.yaml.coord-tmp");
         std::fs::write(&a, "title: A\n").expect("write");
-        let mut c = Closed::default();
-        c.note(&closed(&tmp), &|p| p == tmp);
+        let mut c = Renamed::default();
+        c.note(&renamed(&part, &tmp), &|p| p == tmp);
         assert!(!c.unconfirmed(), "noise is never marked");
-        let done = barrier(&mut c, &[closed(&a), closed(&gone)], &[]);
+        let done = barrier(&mut c, &[renamed(&part, &a), renamed(&a, &gone)], &[]);
+        assert!(done.is_empty(), "{done:?}");
+        let done = barrier(&mut c, &[renamed(&part, &a)], &[]);
         assert_eq!(done.keys().collect::<Vec<_>>(), [&a]);
         let overflow = Event::new(EventKind::Other).set_flag(notify::event::Flag::Rescan);
         c.note(&overflow, &no_noise);
