@@ -7,7 +7,7 @@ use crate::board::{split_copies, Board, Copies, TaskFile};
 use crate::engine;
 use crate::model::{State, TaskId};
 use crate::store::{Origin, Store};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 /// What kind of problem a finding is.
@@ -103,7 +103,7 @@ fn findings(store: &Store, board: &Board) -> Result<Vec<Finding>, Error> {
     } else {
         ", or run 'coord doctor --fix'"
     };
-    duplicates(board, &mut out);
+    duplicates(store.work_dir(), board, &mut out);
     for p in &board.problems {
         let line = format!("{}: {}", p.path, p.message);
         out.push(Finding::new(FindingCode::Stray, Some(&p.path), line));
@@ -274,8 +274,39 @@ fn taken_id(id: &TaskId, file: &TaskFile, holder: &str) -> Finding {
     Finding::new(FindingCode::Duplicate, Some(&file.path), line)
 }
 
-fn duplicates(board: &Board, out: &mut Vec<Finding>) {
-    for (id, all) in board.live_by_id() {
+/// The findings of files in `invalid/` whose id a live task holds: a second write to a file
+/// coord had already taken in, or a copy. Left alone, the rejected file could never be sent in
+/// again under its name, and what it adds is not on the task.
+fn rejected_copies(
+    work: &str,
+    board: &Board,
+    live: &BTreeMap<&TaskId, Vec<&TaskFile>>,
+    out: &mut Vec<Finding>,
+) {
+    let rejected = board
+        .tasks
+        .iter()
+        .filter(|t| t.folder.state == State::Invalid);
+    for file in rejected {
+        let Some(holder) = live.get(&file.id).and_then(|all| all.first()) else {
+            continue;
+        };
+        let line = format!(
+            "{} has the id '{}' of {}: copy what it adds into {} by hand and 'git rm' it, or rename it to a free id and move it back to {}/inbox/",
+            file.path,
+            file.id,
+            holder.path,
+            holder.path,
+            work,
+        );
+        out.push(Finding::new(FindingCode::Duplicate, Some(&file.path), line));
+    }
+}
+
+fn duplicates(work: &str, board: &Board, out: &mut Vec<Finding>) {
+    let live = board.live_by_id();
+    rejected_copies(work, board, &live, out);
+    for (id, all) in live {
         let Copies { taken, kept: live } = split_copies(&all);
         for (f, holder) in taken {
             out.push(taken_id(id, f, holder));

@@ -374,3 +374,27 @@ fn a_closed_stderr_never_makes_coord_panic() {
         "an error line"
     );
 }
+
+#[test]
+fn doctor_names_a_rejected_file_that_has_a_live_tasks_id() {
+    let r = TestRepo::with_agents(&["alice"]);
+    r.task("deploy", "title: Deploy\n");
+    r.ok(&["tick"]);
+    // The second half of `echo … > f; echo … >> f`, written after the first was taken in.
+    r.task("deploy", "authority: ask_me_first\n");
+    r.ok(&["tick"]);
+    assert_eq!(
+        r.find("deploy"),
+        [
+            "work/assigned/alice/deploy.yaml",
+            "work/invalid/deploy.yaml"
+        ]
+    );
+    let (out, _) = r.code(&["doctor"], 1);
+    let line = out
+        .lines()
+        .find(|l| l.contains("work/invalid/deploy.yaml"))
+        .unwrap_or_else(|| panic!("doctor misses the duplicate id:\n{out}"));
+    assert!(line.contains("'deploy'"), "{line}");
+    assert!(line.contains("work/assigned/alice/deploy.yaml"), "{line}");
+}
