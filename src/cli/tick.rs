@@ -40,12 +40,18 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
             "transitions": ticked.transitions,
             "skipped": skipped,
             "attention": ticked.attention,
+            "pending": ticked.pending,
             "notes": [],
         }));
     } else if let Some(first) = ticked.attention.first() {
         ctx.status(&format!(
             "coord: {} file(s) need a person, e.g. {first}; 'coord status' lists them",
             ticked.attention.len(),
+        ));
+    } else if let Some(first) = ticked.pending.first() {
+        ctx.status(&format!(
+            "coord: {} file(s) pending (settling): still being written, e.g. {first}; a tick reads them once unchanged for `settle`",
+            ticked.pending.len()
         ));
     } else if ticked.commits == 0 && skipped == 0 {
         ctx.status("coord: nothing to do");

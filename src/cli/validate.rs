@@ -25,6 +25,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
             "valid": errors.is_empty(),
             "errors": errors,
             "warnings": warnings,
+            "pending": found.pending,
         }));
     } else {
         for w in &warnings {
@@ -34,8 +35,17 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
             out!("{e}");
         }
     }
+    if let Some(first) = found.pending.first() {
+        ctx.status(&format!(
+            "coord: {} file(s) pending, not checked: still being written (e.g. {first}); run 'coord validate' again once unchanged for `settle`",
+            found.pending.len()
+        ));
+    }
     if errors.is_empty() {
-        ctx.status("coord: all task files are valid");
+        ctx.status(match found.pending.is_empty() {
+            true => "coord: all task files are valid",
+            false => "coord: all task files read are valid",
+        });
         Ok(())
     } else {
         Err(Found(format!(

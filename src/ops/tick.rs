@@ -41,6 +41,8 @@ pub struct Ticked {
     pub quiet: bool,
     /// The earliest instant (system clock) a file still being written settles, when one is.
     pub settles_at: Option<Timestamp>,
+    /// The files still being written, left unread (repo-relative, sorted).
+    pub pending: Vec<String>,
 }
 
 /// A transition a tick committed, without its file operations.
@@ -211,12 +213,15 @@ fn reconcile(store: &Store, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Resu
             }
         }
         ticked.settles_at = ticked.settles_at.into_iter().chain(found.settles).min();
+        ticked.pending.extend(found.pending);
         match last {
             Some(last) => after = Some(last),
             None => break,
         }
     }
     ticked.skipped = store.skipped_count();
+    ticked.pending.sort();
+    ticked.pending.dedup();
     Ok(ticked)
 }
 
@@ -233,6 +238,8 @@ struct Found {
     attention: Vec<String>,
     /// The earliest instant a file still being written settles, when one is.
     settles: Option<Timestamp>,
+    /// The files still being written.
+    pending: Vec<String>,
 }
 
 impl Found {
@@ -246,6 +253,7 @@ impl Found {
         Found {
             attention: attention(board, &plan.notes),
             settles: board.settling.iter().map(|s| s.until).min(),
+            pending: board.settling.iter().map(|s| s.path.clone()).collect(),
         }
     }
 }

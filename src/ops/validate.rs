@@ -21,6 +21,8 @@ pub struct Validation {
     pub errors: Vec<String>,
     /// Problems that may go away (unknown agents, files the board left alone).
     pub warnings: Vec<String>,
+    /// Files not checked because they are still being written (the settle rule), repo-relative.
+    pub pending: Vec<String>,
 }
 
 /// Checks `paths` (relative to `dir`), or every task file of the repository around `dir`
@@ -33,6 +35,7 @@ pub fn validate(dir: &Path, paths: &[PathBuf]) -> Result<Validation, Error> {
         store.refuse_setup_left_out()?;
         let (board, _) = store.load_fresh()?;
         check_board(&board, errors, warnings);
+        found.pending = board.settling.iter().map(|s| s.path.clone()).collect();
         return Ok(found);
     }
     let store = Store::open(dir).ok();

@@ -398,3 +398,34 @@ fn doctor_names_a_rejected_file_that_has_a_live_tasks_id() {
     assert!(line.contains("'deploy'"), "{line}");
     assert!(line.contains("work/assigned/alice/deploy.yaml"), "{line}");
 }
+
+#[test]
+fn validate_and_tick_name_the_files_still_being_written() {
+    let r = TestRepo::with_agents(&["alice"]);
+    let mut config = r.read("coord.yaml");
+    config.push_str("\nsettle: 1h\n");
+    r.commit_file("coord.yaml", &config, "settle for an hour");
+    r.write_now("work/inbox/young.yaml", "title: Young\n");
+    let (_, said) = r.code(&["validate"], 0);
+    assert!(!said.contains("all task files are valid"), "{said}");
+    assert!(
+        said.contains("1 file(s) pending") && said.contains("work/inbox/young.yaml"),
+        "{said}"
+    );
+    let json = r.json(&["validate"]);
+    assert_eq!(
+        json["pending"],
+        serde_json::json!(["work/inbox/young.yaml"])
+    );
+    let (_, said) = r.code(&["tick"], 0);
+    assert!(!said.contains("nothing to do"), "{said}");
+    assert!(
+        said.contains("1 file(s) pending (settling)") && said.contains("work/inbox/young.yaml"),
+        "{said}"
+    );
+    let json = r.json(&["tick"]);
+    assert_eq!(
+        json["pending"],
+        serde_json::json!(["work/inbox/young.yaml"])
+    );
+}
