@@ -349,8 +349,31 @@ impl Coord {
     }
 
     /// Runs a single-task command as [`Coord::act`] does, its session over `folders`
-    /// ([`Coord::session_over`]).
+    /// ([`Coord::session_over`]). While the task's file is still being written (a person
+    /// edited it just before the command), waits for it to settle, without the lock, when
+    /// `settle` is at most [`PERSON_SETTLE_WAIT`]; refuses at once with a longer one.
     pub(crate) fn act_over(
+        &self,
+        folders: Folders,
+        planner: &dyn Fn(&crate::board::Board, &Inputs<'_>) -> Result<Plan, CommandError>,
+    ) -> Result<usize, Error> {
+        let started = std::time::Instant::now();
+        let settle = self.store.config.settle_wait();
+        let limit = match settle <= PERSON_SETTLE_WAIT {
+            true => settle + SETTLE_POLL,
+            false => Duration::ZERO,
+        };
+        loop {
+            match self.act_once(folders, planner) {
+                Err(Error::Command(CommandError::BeingWritten(_))) if started.elapsed() < limit => {
+                    std::thread::sleep(SETTLE_POLL);
+                }
+                done => return done,
+            }
+        }
+    }
+
+    fn act_once(
         &self,
         folders: Folders,
         planner: &dyn Fn(&crate::board::Board, &Inputs<'_>) -> Result<Plan, CommandError>,
@@ -374,6 +397,12 @@ impl Coord {
         Ok(sync::run(self.store.root(), opts, &mut tick, &mut say)?)
     }
 }
+
+/// The longest a person's command waits for the task's file to settle.
+const PERSON_SETTLE_WAIT: Duration = Duration::from_secs(10);
+
+/// How often a command waiting for a file to settle looks again.
+const SETTLE_POLL: Duration = Duration::from_millis(100);
 
 /// The folders a command acts on, for its session's walk ([`Coord::session_over`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -293,10 +293,14 @@ fn a_hand_move_still_settling_is_not_recorded_as_a_deletion_alone() {
 
 /// A command on a task whose file someone is still writing (a person's note, an agent's
 /// progress line) refuses with a way on instead of saying yes and doing nothing: the result,
-/// cancel or heartbeat of a frozen file used to be left out silently.
+/// cancel or heartbeat of a frozen file used to be left out silently. (With a `settle` of
+/// 10 s or less, it waits for the file to settle instead.)
 #[test]
 fn a_command_on_a_task_still_being_written_refuses_and_works_once_it_settles() {
     let r = repo();
+    let mut config = r.read("coord.yaml");
+    config.push_str("\nsettle: 1h\n");
+    r.commit_file("coord.yaml", &config, "settle for an hour");
     r.task("x", "title: x\nagent: alice\n");
     r.ok(&["tick"]);
     let path = "work/assigned/alice/x.yaml";

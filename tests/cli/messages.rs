@@ -429,3 +429,16 @@ fn validate_and_tick_name_the_files_still_being_written() {
         serde_json::json!(["work/inbox/young.yaml"])
     );
 }
+
+#[test]
+fn retry_right_after_an_edit_waits_for_the_file_to_settle() {
+    let r = TestRepo::with_agents(&["alice"]);
+    r.task("bad", "nope: 1\n");
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("bad"), "work/invalid/bad.yaml");
+    // The person fixes the file and sends it back at once, within `settle` (2s).
+    r.write_now("work/invalid/bad.yaml", "title: Fixed\n");
+    r.ok(&["retry", "bad"]);
+    assert_eq!(r.where_is("bad"), "work/inbox/bad.yaml");
+    assert!(r.read("work/inbox/bad.yaml").contains("title: Fixed"));
+}
