@@ -131,11 +131,10 @@ impl Coord {
         }
         let mut granted = None;
         let mut step = |store: &Store| -> Result<usize, Error> {
-            let (board, _) = store.load()?;
-            let claim = commands::claim(&board, &self.inputs_on(store), agent)?;
+            let (claim, ticked) = self.claim_or_tick(store, agent)?;
             let n = apply(store, &self.sink, &claim.plan, self.now, Origin::Command)?;
             granted = Some(claim.receipt);
-            Ok(n)
+            Ok(ticked + n)
         };
         match self.run_step(remote, &mut step) {
             Err(Error::Command(CommandError::NothingToClaim { agent, why })) => {
@@ -158,6 +157,33 @@ impl Coord {
             Ok(c.plan)
         })?;
         Ok(receipt.into_inner())
+    }
+
+    /// Plans a claim for `agent` on `store` (locked). With nothing to claim, runs one tick
+    /// and plans again when it committed: the agent's own results reported since the last
+    /// tick leave its count, and tasks just sent into the inbox become ready, without a
+    /// tick of their own in the agent's loop. Returns the claim and the tick's commits.
+    fn claim_or_tick(
+        &self,
+        store: &Store,
+        agent: &AgentName,
+    ) -> Result<(commands::Claim, usize), Error> {
+        let (board, _) = store.load()?;
+        match commands::claim(&board, &self.inputs_on(store), agent) {
+            Err(nothing @ CommandError::NothingToClaim { .. }) => {
+                drop(board);
+                let ticked = self.tick_on(store)?.commits;
+                if ticked == 0 {
+                    return Err(nothing.into());
+                }
+                let (board, _) = store.load()?;
+                Ok((
+                    commands::claim(&board, &self.inputs_on(store), agent)?,
+                    ticked,
+                ))
+            }
+            other => Ok((other?, 0)),
+        }
     }
 
     /// Claims for `agent` reading only `ready/`, the agent's folder and the profiles (the

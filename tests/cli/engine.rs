@@ -508,8 +508,8 @@ fn a_claim_passes_over_a_ready_task_being_edited() {
 }
 
 /// A person re-opens a finished dependency by moving its file back out of `done/`: its ready
-/// dependent is neither claimed nor assigned until the dependency is done again, and the tick
-/// moves it back to `blocked/` naming what it waits for.
+/// dependent is neither claimed nor assigned until the dependency is done again, and a tick
+/// (here the one a claim with nothing to take runs) moves it back to `blocked/`.
 #[test]
 fn a_dependency_moved_back_out_of_done_stops_its_ready_dependent_until_done_again() {
     let r = TestRepo::with_agents(&["p --pull --max-active 5"]);
@@ -518,10 +518,8 @@ fn a_dependency_moved_back_out_of_done_stops_its_ready_dependent_until_done_agai
     std::fs::rename(r.abs("work/done/a.yaml"), r.abs("work/ready/a.yaml")).expect("mv");
     let claimed = r.json(&["claim", "--agent", "p"]);
     assert_eq!(claimed["id"], "a", "{claimed}");
-    r.code(&["claim", "--agent", "p"], 4);
-    assert_eq!(r.find("b"), ["work/ready/b.yaml"]);
-    let ticked = r.ok(&["tick"]);
-    assert_eq!(r.find("b"), ["work/blocked/b.yaml"], "{ticked}");
+    let (_, said) = r.code(&["claim", "--agent", "p"], 4);
+    assert_eq!(r.find("b"), ["work/blocked/b.yaml"], "{said}");
 
     r.ok(&["complete", "a", "--agent", "p"]);
     r.ok(&["tick"]);
@@ -596,4 +594,24 @@ fn a_dependency_in_two_places_keeps_its_dependent_blocked() {
     r.commit_file(&copy, &r.read(&at), "a copy of a, as a git pull can leave");
     r.ok(&["tick"]);
     assert_eq!(r.find("b"), ["work/blocked/b.yaml"]);
+}
+
+/// A pull agent's loop needs no tick between its commands: right after `complete` its claim
+/// finds the finished task out of its count, and a task just made with `coord new` is
+/// claimable at once (a claim with nothing to take runs one tick and looks again).
+#[test]
+fn a_pull_agent_claims_right_after_complete_and_new_without_a_tick() {
+    let r = TestRepo::with_agents(&["p --pull"]);
+    r.task("a", "title: A\n");
+    r.task("b", "title: B\n");
+    r.ok(&["tick"]);
+    assert_eq!(r.ok(&["claim", "--agent", "p"]), "a\n");
+    r.ok(&["complete", "a", "--agent", "p"]);
+    assert_eq!(r.ok(&["claim", "--agent", "p"]), "b\n");
+    assert_eq!(r.where_is("a"), "work/done/a.yaml");
+    r.ok(&["complete", "b", "--agent", "p"]);
+    r.ok(&["new", "C", "--id", "c"]);
+    assert_eq!(r.ok(&["claim", "--agent", "p"]), "c\n");
+    assert_eq!(r.where_is("b"), "work/done/b.yaml");
+    assert_eq!(r.git_status(), "");
 }
