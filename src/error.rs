@@ -274,6 +274,7 @@ fn command_kind(e: &CommandError) -> (Exit, &'static str) {
         CommandError::Unsafe(_) => "unsafe",
         CommandError::Stale(_) => "stale",
         CommandError::ResultPending(_) => "result_pending",
+        CommandError::Unfenced { .. } => "unfenced",
         CommandError::BeingWritten(_) => "being_written",
     };
     (Exit::Problem, code)

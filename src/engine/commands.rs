@@ -66,6 +66,17 @@ pub enum CommandError {
     /// would be left out when applied.
     #[error("task '{0}' is being written (its file changed within `settle`, coord.yaml); run the command again once it has settled")]
     BeingWritten(TaskId),
+    /// A report naming no agent or attempt for a task that was handed on since its first
+    /// attempt: it may be a late one of an earlier attempt.
+    #[error("task '{id}' is attempt {attempt} of {agent}: it was handed on since its first attempt, so a result naming no attempt may be a late one; name yours with --agent {agent} --attempt {attempt} (or COORD_AGENT / COORD_ATTEMPT, which 'coord run' sets)")]
+    Unfenced {
+        /// The task.
+        id: TaskId,
+        /// Its current attempt.
+        attempt: u32,
+        /// The agent holding it.
+        agent: AgentName,
+    },
     /// The task already holds a result that has not been acted on yet.
     #[error("task '{0}' already has a result waiting for the next tick; pass --replace to overwrite it (the old one is kept in coord.history)")]
     ResultPending(TaskId),
@@ -621,6 +632,7 @@ pub fn report(
         return Ok(stale);
     }
     let e = assigned_entry(&w, id)?;
+    refuse_unfenced(&e, &report.fence)?;
     let mut c = e.task.coord.clone();
     if let Some(old) = e.task.doc.value.get("result") {
         if !report.replace {
@@ -666,6 +678,20 @@ pub fn report(
         plan: stamp(done(w)?, board, kind, report.fence.agent.as_ref()),
         outcome,
     })
+}
+
+/// Refuses a report naming no agent or attempt for a task past its first attempt: an earlier
+/// holder (timed out, handed on, retried) may be the one reporting.
+fn refuse_unfenced(e: &Entry, fence: &Fence) -> Result<(), CommandError> {
+    let attempt = e.task.coord.attempt;
+    match (&e.folder.agent, fence.is_named()) {
+        (Some(agent), false) if attempt > 1 => Err(CommandError::Unfenced {
+            id: e.id.clone(),
+            attempt,
+            agent: agent.clone(),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Records a zombie's report in the task's history as a `stale_result` and refuses it.

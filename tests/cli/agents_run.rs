@@ -229,7 +229,8 @@ fn a_zombie_command_cannot_overwrite_the_next_attempts_result() {
         .expect("claim");
     assert_eq!(String::from_utf8_lossy(&claimed.stdout).trim(), "z");
     r.write("second.yaml", "by: second\n");
-    r.cmd(&["complete", "z", "--output", "second.yaml"])
+    let second = ["--agent", "p", "--attempt", "2"];
+    r.cmd(&[&["complete", "z", "--output", "second.yaml"][..], &second].concat())
         .env("COORD_NOW", "2099-01-01T02:00:01Z")
         .assert()
         .success();

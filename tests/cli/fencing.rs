@@ -98,13 +98,37 @@ fn a_zombie_report_after_the_task_went_back_is_kept_too() {
 }
 
 #[test]
-fn a_report_without_fence_stamps_the_current_attempt_and_says_so() {
-    let r = zombie_board();
+fn a_report_without_fence_stamps_the_first_attempt_and_says_so() {
+    let r = TestRepo::with_agents(&["alice --pull"]);
+    r.task("x", "title: First\n");
+    r.ok(&["tick"]);
+    assert_eq!(r.ok(&["claim", "--agent", "alice"]), "x\n");
     let err = report(&r, &["complete", "x"], &[], 0);
     assert!(
-        err.contains("stamped the result for attempt 2 of bob"),
+        err.contains("stamped the result for attempt 1 of alice"),
         "{err}"
     );
+}
+
+/// Once a task was handed on (alice timed out, bob holds attempt 2), a report naming no
+/// attempt may be alice's late one: it is refused, naming the flags of the current attempt,
+/// and nothing is written.
+#[test]
+fn a_report_without_fence_on_a_task_handed_on_is_refused_naming_the_attempt() {
+    let r = zombie_board();
+    let head = r.git(&["rev-parse", "HEAD"]);
+    for args in [&["complete", "x"][..], &["fail", "x", "--error", "E"]] {
+        let err = report(&r, args, &[], 1);
+        assert!(
+            err.contains("attempt 2 of bob") && err.contains("--agent bob --attempt 2"),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+    }
+    assert_eq!(r.git(&["rev-parse", "HEAD"]), head, "nothing committed");
+    assert!(show(&r, "x")["task"]["result"].is_null(), "not accepted");
+    let env = [("COORD_AGENT", "bob"), ("COORD_ATTEMPT", "2")];
+    report(&r, &["complete", "x"], &env, 0);
 }
 
 #[test]
