@@ -78,6 +78,9 @@ pub enum SyncError {
         /// The branch checked out.
         current: String,
     },
+    /// The remote is not configured in this clone.
+    #[error("no remote '{0}' is configured in this clone; add it (git remote add {0} <url>) or name a configured one (--remote, or sync.remote in coord.yaml; 'git remote -v' lists them)")]
+    NoRemote(String),
     /// A remote or branch name git would read as something else.
     #[error("{what} {name:?} is not a plain name; pass the name of a configured remote and branch ('git remote -v' lists remotes)")]
     BadName {
@@ -925,10 +928,20 @@ fn fetch(root: &Path, remote: &str, branch: &str, tracking: &str) -> Result<(), 
     if stderr.contains("couldn't find remote ref") {
         return Ok(());
     }
+    if !is_configured(root, remote) {
+        return Err(SyncError::NoRemote(remote.to_string()));
+    }
     Err(SyncError::GitCommand {
         action: "fetch",
         message: last_lines(&stderr),
     })
+}
+
+/// Returns whether `remote` is a remote configured in the clone at `root` (git reads an
+/// unknown name as a path or URL, and blames access rights when there is none).
+fn is_configured(root: &Path, remote: &str) -> bool {
+    let args = ["remote", "get-url", remote];
+    git(root, "remote", &args).map_or(true, |out| out.status.success())
 }
 
 /// Returns the ref lock git's stderr says it found ("Unable to create '<path>.lock': File

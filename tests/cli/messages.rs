@@ -442,3 +442,15 @@ fn retry_right_after_an_edit_waits_for_the_file_to_settle() {
     assert_eq!(r.where_is("bad"), "work/inbox/bad.yaml");
     assert!(r.read("work/inbox/bad.yaml").contains("title: Fixed"));
 }
+
+#[test]
+fn sync_without_a_remote_says_there_is_none() {
+    let r = TestRepo::with_agents(&["alice"]);
+    let (_, err) = r.code(&["sync"], 1);
+    assert!(!err.contains("access rights"), "{err}");
+    assert!(
+        err.contains("no remote 'origin'") && err.contains("git remote add origin"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
