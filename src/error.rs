@@ -275,6 +275,7 @@ fn command_kind(e: &CommandError) -> (Exit, &'static str) {
         CommandError::Stale(_) => "stale",
         CommandError::ResultPending(_) => "result_pending",
         CommandError::Unfenced { .. } => "unfenced",
+        CommandError::Unsigned { .. } => "unsigned",
         CommandError::BeingWritten(_) => "being_written",
     };
     (Exit::Problem, code)

@@ -77,6 +77,15 @@ pub enum CommandError {
         /// The agent holding it.
         agent: AgentName,
     },
+    /// An unsigned report in a repository that requires signed results: the tick would fail
+    /// the task with `bad_signature`.
+    #[error("this repository requires signed results (require_signed_results in coord.yaml): pass --sign with {var} set or {agent}'s key file ('coord keygen {agent}' makes one); an unsigned result would fail the task with bad_signature")]
+    Unsigned {
+        /// The agent whose key signs.
+        agent: AgentName,
+        /// The environment variable of its key.
+        var: String,
+    },
     /// The task already holds a result that has not been acted on yet.
     #[error("task '{0}' already has a result waiting for the next tick; pass --replace to overwrite it (the old one is kept in coord.history)")]
     ResultPending(TaskId),
@@ -633,6 +642,14 @@ pub fn report(
     }
     let e = assigned_entry(&w, id)?;
     refuse_unfenced(&e, &report.fence)?;
+    if let Some(agent) = e.folder.agent.as_ref() {
+        if w.config.require_signed_results && report.signer.is_none() {
+            return Err(CommandError::Unsigned {
+                agent: agent.clone(),
+                var: crate::sign::env_var(agent),
+            });
+        }
+    }
     let mut c = e.task.coord.clone();
     if let Some(old) = e.task.doc.value.get("result") {
         if !report.replace {

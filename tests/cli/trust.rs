@@ -66,13 +66,36 @@ fn good_signature_is_accepted_and_the_key_never_shows() {
     assert!(!log.contains(KEY) && !text(&out).contains(KEY) && !text(&tick).contains(KEY));
 }
 
+/// In a repo that requires signed results, `complete` or `fail` without `--sign` is refused
+/// before it writes: the unsigned result would fail the task for good with `bad_signature`.
+#[test]
+fn a_report_without_sign_in_a_signed_repo_is_refused_before_it_fails_the_task() {
+    let (r, _home) = signed_repo();
+    assigned(&r, "t", "");
+    let head = r.git(&["rev-parse", "HEAD"]);
+    for args in [&["complete", "t"][..], &["fail", "t", "--error", "E"]] {
+        let (_, err) = r.code(args, 1);
+        assert!(
+            err.contains("--sign") && err.contains("COORD_KEY_ALICE"),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(r.git(&["rev-parse", "HEAD"]), head, "nothing committed");
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("t"), "work/assigned/alice/t.yaml");
+}
+
 #[test]
 fn missing_and_forged_signatures_fail_with_the_result_kept() {
     let (r, home) = signed_repo();
     let env = [("COORD_KEY_ALICE", KEY)];
     assigned(&r, "missing", "");
     assigned(&r, "forged", "");
-    r.ok(&["complete", "missing"]);
+    let unsigned = "work/assigned/alice/missing.yaml";
+    r.write(
+        unsigned,
+        &format!("{}result:\n  status: success\n", r.read(unsigned)),
+    );
     let path = "work/assigned/alice/forged.yaml";
     let forged = format!(
         "{}result:\n  status: success\n  output: {{x: 1}}\n  signature: hmac-sha256:{}\n",
