@@ -289,6 +289,10 @@ fn applied_line(t: &Transition, applied: &Applied, json: bool) {
             "coord: skipped '{}': the file changed meanwhile; the next tick retries",
             t.subject
         ),
+        Applied::AfterFailure(why) => err!(
+            "coord: skipped '{}': {why}; the next tick retries",
+            t.subject
+        ),
     }
 }
 

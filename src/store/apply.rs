@@ -37,6 +37,9 @@ pub enum Applied {
     Failed(String),
     /// A file changed since the plan was made; left for the next tick.
     Skipped,
+    /// Not done: an earlier transition of the same task failed in this run (why), so its
+    /// file is not where this one expected it; left for the next tick.
+    AfterFailure(String),
 }
 
 /// Who a plan's commits come from: the tick's own plan is marked with
@@ -327,6 +330,8 @@ impl Store {
                 Applied::Committed
             } else if go() {
                 self.run_or_undo(t)?
+            } else if let Some(why) = self.skipped_task(&t.subject) {
+                Applied::AfterFailure(why)
             } else {
                 Applied::Skipped
             };
@@ -750,7 +755,7 @@ impl Store {
                     Applied::Failed(why) => {
                         done.push(format!("interrupted {}: {why}", t.summary));
                     }
-                    Applied::Skipped => {}
+                    Applied::Skipped | Applied::AfterFailure(_) => {}
                 };
                 let resume = (Resume::Yes, size);
                 let plan: Vec<&Transition> = plan.iter().collect();

@@ -31,6 +31,22 @@ impl Store {
         skipped.iter().next().map(|(p, w)| (p.clone(), w.clone()))
     }
 
+    /// Returns why this run skipped a file of task `id` (a file named `<id>.yaml` or
+    /// `<id>.yml`), if it did.
+    pub(super) fn skipped_task(&self, id: &str) -> Option<String> {
+        let named = |path: &str| {
+            let name = path.rsplit('/').next().unwrap_or(path);
+            name.strip_suffix(".yaml")
+                .or_else(|| name.strip_suffix(".yml"))
+                == Some(id)
+        };
+        let skipped = self.skipped.borrow();
+        skipped
+            .iter()
+            .find(|(p, _)| named(p))
+            .map(|(p, why)| format!("{p} was left where it is ({why})"))
+    }
+
     /// Returns why this run skipped the task file at `path`, if it did.
     pub(super) fn skipped_because(&self, path: &str) -> Option<String> {
         self.skipped.borrow().get(path).cloned()

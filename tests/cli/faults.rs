@@ -467,3 +467,50 @@ fn a_killed_runs_temporary_files_under_git_coord_are_removed_by_recovery() {
     assert!(dead.iter().all(|p| !r.exists(p)));
     assert!(r.exists(&live), "a live writer's file stays");
 }
+
+/// Mounts `work/inbox` of the repo in `$1` onto itself (a mount point: a rename out of it
+/// fails with EXDEV, as on a separate disk) and runs the rest of the arguments there.
+const SELF_MOUNT: &str = r#"
+mount --bind "$1/work/inbox" "$1/work/inbox" || exit 99
+shift
+exec "$@"
+"#;
+
+/// An inbox on another mount: the tick leaves the file where it is, names the real cause
+/// (EXDEV) once, and blames nothing else (a later step of the same task used to be reported
+/// as "the file changed meanwhile").
+#[test]
+fn a_move_across_mounts_is_named_by_its_cause_only() {
+    let r = TestRepo::with_agents(&["alice"]);
+    r.task("x", "title: X\nagent: alice\n");
+    let unshare = if rustix::process::geteuid().is_root() {
+        vec!["-m"]
+    } else {
+        vec!["-r", "-m"]
+    };
+    let tick = r.spawn_cmd(&["tick"]);
+    let mut cmd = Command::new("unshare");
+    cmd.args(&unshare)
+        .args(["sh", "-c", SELF_MOUNT, "sh"])
+        .arg(r.path())
+        .arg(tick.get_program())
+        .args(tick.get_args());
+    for (k, v) in tick.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let out = match cmd.output() {
+        Ok(o) if o.status.code() != Some(99) => o,
+        _ => {
+            eprintln!("skipped: cannot bind-mount in a private mount namespace here");
+            return;
+        }
+    };
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("Invalid cross-device link"), "{said}");
+    assert!(!said.contains("changed meanwhile"), "{said}");
+    assert_eq!(r.where_is("x"), "work/inbox/x.yaml");
+}
