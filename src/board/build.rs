@@ -102,22 +102,26 @@ impl Board {
     /// added one by one as a load takes them ([`Board::add`]), so no list of every file is
     /// held beside the board; [`Board::finish`] ends it.
     pub fn start(work_dir: &str, agent_dirs: Vec<AgentName>) -> Board {
-        let mut board = Board {
+        Board {
             work_dir: work_dir.to_string(),
+            agent_dirs,
             ..Board::default()
-        };
-        for name in agent_dirs {
-            board
-                .agents
-                .entry(name.clone())
-                .or_insert_with(|| agent(name));
         }
-        board
     }
 
-    /// Ends a board started with [`Board::start`]: tasks sorted by path, problems sorted.
+    /// Ends a board started with [`Board::start`]: tasks sorted by path, an empty folder
+    /// under `assigned/` without a profile reported (it is no agent: git does not carry an
+    /// empty folder to other clones, and a typo must not receive work), problems sorted.
     pub fn finish(mut self) -> Board {
         self.tasks.sort_by(|a, b| a.path.cmp(&b.path));
+        for name in std::mem::take(&mut self.agent_dirs) {
+            if !self.agents.contains_key(&name) {
+                self.problems.push(Problem {
+                    path: format!("{}/assigned/{name}", self.work_dir),
+                    message: format!("a folder without a profile or tasks is no agent and gets no work; add the agent ('coord agents add {name}') or remove the folder"),
+                });
+            }
+        }
         self.problems.sort();
         self
     }

@@ -150,6 +150,9 @@ pub struct Board {
     /// files, none of which is in `tasks` unless the load put it there for the planner.
     /// Empty on every other board.
     pub blocks: Vec<Block>,
+    /// The folders under `assigned/` the walk found, until [`Board::finish`] reports those
+    /// that are no agent's (no profile, no task).
+    pub agent_dirs: Vec<AgentName>,
 }
 
 impl Board {

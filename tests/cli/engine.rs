@@ -615,3 +615,23 @@ fn a_pull_agent_claims_right_after_complete_and_new_without_a_tick() {
     assert_eq!(r.where_is("b"), "work/done/b.yaml");
     assert_eq!(r.git_status(), "");
 }
+
+/// An empty folder under `assigned/` without a profile (a typo; git does not even carry it
+/// to other clones) is no agent: it receives no work, and doctor names it.
+#[test]
+fn an_empty_agent_folder_without_a_profile_is_no_agent() {
+    let r = TestRepo::with_agents(&["p --pull"]);
+    std::fs::create_dir_all(r.abs("work/assigned/bbob")).expect("mkdir");
+    r.task("z", "title: Z\n");
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("z"), "work/ready/z.yaml");
+    assert!(
+        !r.ok(&["status"]).contains("bbob  "),
+        "not listed as an agent"
+    );
+    let (out, _) = r.code(&["doctor"], 1);
+    assert!(
+        out.contains("work/assigned/bbob") && out.contains("coord agents add bbob"),
+        "{out}"
+    );
+}
