@@ -4,8 +4,8 @@
 
 use super::{Coord, Error, Folders};
 use crate::board::{split_copies, Board, Copies, TaskFile};
-use crate::engine;
-use crate::model::{State, TaskId};
+use crate::engine::{self, Op, Transition};
+use crate::model::{Endpoint, State, TaskId};
 use crate::store::{Origin, Store};
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
@@ -72,12 +72,14 @@ impl Coord {
         findings(&self.store, &board)
     }
 
-    /// Commits stray changes under `work/` and adopts hand moves (the safe fixes); returns
-    /// the number of commits.
+    /// Commits stray changes under `work/`, adopts hand moves and removes the copies of a
+    /// duplicate id that hold nothing the kept copy lacks (the safe fixes); returns the
+    /// number of commits.
     pub fn doctor_fix(&self) -> Result<usize, Error> {
         let _lock = self.session_over(Duration::ZERO, Folders::Finished)?;
         let (board, _) = self.store.load()?;
-        let plan = engine::adoption_plan(&board, &self.inputs());
+        let mut plan = engine::adoption_plan(&board, &self.inputs());
+        plan.transitions.extend(plain_copies_removed(&board));
         self.apply(&plan, Origin::Command)
     }
 }
@@ -264,6 +266,63 @@ fn task_findings(
     }
 }
 
+/// Returns the copy of a duplicate id to keep: the first whose `coord:` block agrees with its
+/// folder (the one coord moved last), else the first.
+fn kept_copy<'b>(live: &[&'b TaskFile]) -> &'b TaskFile {
+    live.iter()
+        .find(|f| {
+            f.read
+                .as_ref()
+                .is_ok_and(|d| d.coord.state == Some(f.folder.state))
+        })
+        .unwrap_or(&live[0])
+}
+
+/// Returns the transitions removing each copy of a duplicate id that holds nothing the kept
+/// copy lacks (an editor saving unchanged a file coord had moved).
+fn plain_copies_removed(board: &Board) -> Vec<Transition> {
+    let mut out = Vec::new();
+    for (id, all) in board.live_by_id() {
+        let live = split_copies(&all).kept;
+        if live.len() < 2 {
+            continue;
+        }
+        let keep = kept_copy(&live);
+        for f in live
+            .iter()
+            .filter(|f| f.path != keep.path && same_rest(f, keep))
+        {
+            out.push(Transition {
+                subject: id.to_string(),
+                from: Endpoint::State(f.folder.state),
+                to: Endpoint::State(keep.folder.state),
+                summary: format!(
+                    "remove {}, a copy of {} holding nothing it lacks",
+                    f.path, keep.path
+                ),
+                ops: vec![Op::Remove {
+                    path: f.path.clone(),
+                }],
+                guard: vec![(f.path.clone(), f.hash)],
+                op: None,
+            });
+        }
+    }
+    out
+}
+
+/// Returns whether two copies of a task hold the same text outside their `coord:` blocks:
+/// removing one then loses nothing a person or agent wrote.
+fn same_rest(a: &TaskFile, b: &TaskFile) -> bool {
+    let rest = |f: &TaskFile| {
+        f.read
+            .as_ref()
+            .ok()
+            .and_then(|t| engine::rest_hash(&t.text, &t.doc))
+    };
+    rest(a).is_some_and(|h| Some(h) == rest(b))
+}
+
 /// The finding of a new inbox file reusing the id `holder` has: the next tick rejects it
 /// (SPEC 3.1), so the advice is to give it a free id.
 fn taken_id(id: &TaskId, file: &TaskFile, holder: &str) -> Finding {
@@ -314,27 +373,41 @@ fn duplicates(work: &str, board: &Board, out: &mut Vec<Finding>) {
         if live.len() < 2 {
             continue;
         }
-        let keep = live
-            .iter()
-            .find(|f| {
-                f.read
-                    .as_ref()
-                    .is_ok_and(|d| d.coord.state == Some(f.folder.state))
-            })
-            .unwrap_or(&live[0]);
-        let others: Vec<&str> = live
+        let keep = kept_copy(&live);
+        let (plain, edited): (Vec<&TaskFile>, Vec<&TaskFile>) = live
             .iter()
             .filter(|f| f.path != keep.path)
-            .map(|f| f.path.as_str())
-            .collect();
+            .partition(|f| same_rest(f, keep));
+        let paths = |fs: &[&TaskFile]| -> String {
+            fs.iter()
+                .map(|f| f.path.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut advice = Vec::new();
+        if !edited.is_empty() {
+            advice.push(format!(
+                "{} holds changes {} lacks (an editor saving a file coord had moved?): copy them into it, then 'git rm' the copy",
+                paths(&edited),
+                keep.path
+            ));
+        }
+        if !plain.is_empty() {
+            advice.push(format!(
+                "'git rm' {} (it holds nothing the kept copy lacks), or run 'coord doctor --fix'",
+                paths(&plain)
+            ));
+        }
         let line = format!(
-            "duplicate id '{id}' in {} places: keep {} (its coord block agrees with its folder) and 'git rm' {}",
+            "duplicate id '{id}' in {} places: keep {} (its coord block agrees with its folder); {}",
             live.len(),
             keep.path,
-            others.join(", ")
+            advice.join("; ")
         );
         let mut f = Finding::new(FindingCode::Duplicate, Some(&keep.path), line);
-        f.fix = Some(format!("git rm {}", others.join(" ")));
+        if edited.is_empty() {
+            f = f.fixed_by_doctor();
+        }
         out.push(f);
     }
 }

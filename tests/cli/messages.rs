@@ -454,3 +454,35 @@ fn sync_without_a_remote_says_there_is_none() {
     );
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// An editor saving a task file after coord moved it leaves a second copy under the old
+/// name. Doctor keeps the copy coord moved; an old copy holding a person's edit is never
+/// advised away without it, and one holding nothing new is removed by `doctor --fix`.
+#[test]
+fn doctor_never_drops_an_editors_copy_with_a_persons_edit_and_fixes_a_plain_one() {
+    let r = TestRepo::with_agents(&["p --pull --max-active 2"]);
+    r.ok(&["new", "X", "--id", "x"]);
+    r.ok(&["new", "Y", "--id", "y"]);
+    r.ok(&["tick"]);
+    let (x_before, y_before) = (r.read("work/ready/x.yaml"), r.read("work/ready/y.yaml"));
+    assert_eq!(r.ok(&["claim", "--agent", "p"]).trim(), "x");
+    r.ok(&["claim", "--agent", "p"]);
+    // The editors save what they had open: x with a person's line, y unchanged.
+    r.write(
+        "work/ready/x.yaml",
+        &x_before.replace("title: X\n", "title: X\ndescription: a person's edit\n"),
+    );
+    r.write("work/ready/y.yaml", &y_before);
+    let (out, _) = r.code(&["doctor"], 1);
+    let x = out.lines().find(|l| l.contains("'x'")).expect("x named");
+    assert!(
+        x.contains("work/ready/x.yaml") && x.contains("copy"),
+        "the edit is to be carried over, not dropped: {x}"
+    );
+    let y = out.lines().find(|l| l.contains("'y'")).expect("y named");
+    assert!(y.contains("doctor --fix"), "{y}");
+    r.code(&["doctor", "--fix"], 1);
+    assert!(r.read("work/ready/x.yaml").contains("a person's edit"));
+    assert_eq!(r.find("y"), ["work/assigned/p/y.yaml"]);
+    r.ok(&["complete", "y", "--agent", "p", "--attempt", "1"]);
+}
