@@ -823,6 +823,7 @@ fn command(
         now,
         verifier: &AcceptAll,
         attempts: store,
+        sightings: store,
     };
     let planned = plan(&board, &inputs);
     if let Ok(p) = &planned {

@@ -17,6 +17,7 @@ mod load;
 mod quiet;
 mod scoped;
 mod settle;
+mod sightings;
 pub use settle::Written;
 mod skipped;
 mod stats;
@@ -122,6 +123,8 @@ pub struct Store {
     seen_complete: std::collections::HashMap<String, Written>,
     /// The attempt high-water marks read so far.
     marks: attempts::MarksCell,
+    /// The sightings of deadlines as read or last recorded.
+    sightings: sightings::RecordCell,
 }
 
 /// How a recording of external changes knew `work/` was clean, with its clean-mark state
@@ -198,6 +201,7 @@ impl Store {
             skipped: RefCell::default(),
             seen_complete: Default::default(),
             marks: RefCell::new(None),
+            sightings: RefCell::new(None),
         })
     }
 
