@@ -5,6 +5,7 @@
 mod apply;
 mod attempts;
 pub use apply::{Applied, Origin, Recorded};
+pub use attempts::Deepen;
 pub use load::Loaded;
 mod cache;
 mod clean;
@@ -125,6 +126,8 @@ pub struct Store {
     marks: attempts::MarksCell,
     /// The sightings of deadlines as read or last recorded.
     sightings: sightings::RecordCell,
+    /// How to fetch the history a shallow clone lacks, when a command set it (sync).
+    deepen: attempts::DeepenCell,
 }
 
 /// How a recording of external changes knew `work/` was clean, with its clean-mark state
@@ -202,6 +205,7 @@ impl Store {
             seen_complete: Default::default(),
             marks: RefCell::new(None),
             sightings: RefCell::new(None),
+            deepen: RefCell::new(None),
         })
     }
 
