@@ -63,6 +63,16 @@ pub enum StoreError {
         /// Why.
         message: String,
     },
+    /// coord committed but could not write git's index for its commits (a full disk): the
+    /// index is behind HEAD for coord's paths, and a person's `git commit` would undo them.
+    #[error("git's index is behind coord's last commits for {work}/: once the disk has room, run 'git reset -q -- {work}' (or 'coord tick') before any 'git commit'")]
+    IndexBehind {
+        /// The work folder.
+        work: String,
+        /// Why the index was not written (or what stopped the commits first).
+        #[source]
+        cause: Box<StoreError>,
+    },
     /// There is no work folder.
     #[error("{} does not exist; run 'coord init' first", path.display())]
     NoWorkDir {
