@@ -362,6 +362,11 @@ impl Repo {
         &self.workdir
     }
 
+    /// Returns whether the repository is a shallow clone (history cut below some commits).
+    pub fn is_shallow(&self) -> bool {
+        self.repo.is_shallow()
+    }
+
     /// Returns the repository's git directory (`.git`, or `.git/worktrees/<name>` in a linked
     /// work tree), where the coordinator lock and caches live.
     pub fn git_dir(&self) -> &Path {

@@ -443,6 +443,7 @@ pub fn run(
                 }
             }
             let before = store.repo.head()?.oid;
+            store.deepen_with(unshallow(store.root(), &opts.remote, &branch, &tracking));
             report.commits = tick(&store).map_err(SyncError::Tick)?;
             if !opts.redo_on_reject {
                 replay_put_off(&store, opts, &branch, &mut report, say)?;
@@ -826,6 +827,7 @@ fn command(
         now,
         verifier: &AcceptAll,
         attempts: store,
+        sightings: store,
     };
     let planned = plan(&board, &inputs);
     if let Ok(p) = &planned {
@@ -942,6 +944,27 @@ fn fetch(root: &Path, remote: &str, branch: &str, tracking: &str) -> Result<(), 
 fn is_configured(root: &Path, remote: &str) -> bool {
     let args = ["remote", "get-url", remote];
     git(root, "remote", &args).map_or(true, |out| out.status.success())
+}
+
+/// Returns the way sync deepens a shallow clone before an attempt is numbered: a fetch of
+/// the branch's whole history (attempt numbers come from the assignment commits in it).
+fn unshallow(root: &Path, remote: &str, branch: &str, tracking: &str) -> crate::store::Deepen {
+    let root = root.to_path_buf();
+    let (remote, refspec) = (
+        remote.to_string(),
+        format!("+refs/heads/{branch}:{tracking}"),
+    );
+    Box::new(move || {
+        let args = [
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--unshallow",
+            &remote,
+            &refspec,
+        ];
+        git(&root, "fetch", &args).is_ok_and(|out| out.status.success())
+    })
 }
 
 /// Returns the ref lock git's stderr says it found ("Unable to create '<path>.lock': File

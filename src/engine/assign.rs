@@ -2,7 +2,8 @@
 //! explicit agent or to the least-loaded enabled agent having all their capabilities, within
 //! WIP limits, circuit breakers and backoff. Expressions in `input` are resolved here.
 
-use super::retry::{gate, Gate};
+use super::retry::{backoff, gate, Gate};
+use super::sighting::Kind;
 use super::world::{ResultEdit, World};
 use super::Note;
 use crate::expr;
@@ -62,8 +63,18 @@ pub fn queue(w: &World<'_>) -> Vec<TaskId> {
 
 /// Returns why a task must still wait for its backoff, if it must.
 pub fn backoff_wait(w: &World<'_>, id: &TaskId) -> Option<String> {
-    let nb = w.entry(id)?.task.waiting().not_before?;
-    (!w.clock.reached(nb)).then(|| format!("backing off until {nb}"))
+    let e = w.entry(id)?;
+    let nb = e.task.waiting().not_before?;
+    let span = backoff(id.as_str(), e.task.coord.attempt, &w.config.backoff);
+    let ended = w.deadline_reached(Kind::Backoff(id), nb, span);
+    (!ended).then(|| format!("backing off until {nb}"))
+}
+
+/// Returns whether the open circuit of `agent`, written to stay open until `until`, has
+/// reopened by this clone's measure of its open time.
+fn circuit_reopened(w: &World<'_>, agent: &AgentName, until: jiff::Timestamp) -> bool {
+    let span = w.config.circuit_breaker.open_for.to_signed();
+    w.deadline_reached(Kind::Circuit(agent), until, span)
 }
 
 /// Why a ready task cannot go to an agent now. Shown as one line; a claim tells only the
@@ -233,7 +244,7 @@ fn available(w: &World<'_>, agent: &AgentName, claiming: bool) -> Result<usize, 
     if st.profile.assign == AssignMode::Pull && !claiming {
         return Err(Unavailable::Pull(agent.clone()));
     }
-    if gate(&st.coord, &w.clock) == Gate::Shut {
+    if gate(&st.coord, |t| circuit_reopened(w, agent, t)) == Gate::Shut {
         return Err(match st.coord.circuit {
             Circuit::HalfOpen => Unavailable::HalfOpen(agent.clone()),
             _ => Unavailable::Open {
@@ -276,7 +287,7 @@ pub fn assign(w: &mut World<'_>, id: &TaskId, agent: &AgentName) {
             let probe = w
                 .agents
                 .get(agent)
-                .filter(|st| gate(&st.coord, &w.clock) == Gate::Probe)
+                .filter(|st| gate(&st.coord, |t| circuit_reopened(w, agent, t)) == Gate::Probe)
                 .map(|st| AgentCoord {
                     circuit: Circuit::HalfOpen,
                     ..st.coord.clone()

@@ -4,6 +4,7 @@
 
 use super::handoff;
 use super::retry::{after_failure, after_success, backoff};
+use super::sighting::Kind;
 use super::world::Rejection;
 use super::world::{Entry, ResultEdit, World};
 use super::Note;
@@ -121,10 +122,12 @@ fn answers_current(r: &TaskResult, e: &Entry) -> bool {
 }
 
 fn lease_expired(w: &World<'_>, e: &Entry) -> bool {
+    let span = e.task.spec.timeout.unwrap_or(w.config.defaults.timeout);
+    let lease = Kind::Lease(&e.id, e.task.coord.attempt);
     e.task
         .coord
         .lease_expires_at
-        .is_some_and(|t| w.clock.reached(t))
+        .is_some_and(|t| w.deadline_reached(lease, t, span.to_signed()))
 }
 
 fn stale(w: &mut World<'_>, e: &Entry) {

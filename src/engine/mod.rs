@@ -14,6 +14,7 @@ pub(crate) mod handoff;
 mod intake;
 pub mod operation;
 pub mod retry;
+pub mod sighting;
 mod waits;
 mod world;
 
@@ -281,6 +282,8 @@ pub struct Inputs<'a> {
     pub verifier: &'a dyn Verifier,
     /// The highest attempt granted per task before (history), for numbering new attempts.
     pub attempts: &'a dyn AttemptFloor,
+    /// When this clone first saw each deadline, for measuring it with its own clock.
+    pub sightings: &'a dyn sighting::Sightings,
 }
 
 /// Plans one tick (SPEC 3): adoption of hand moves, intake, completion and timeouts,

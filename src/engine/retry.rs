@@ -1,7 +1,6 @@
 //! Retry timing and the per-agent circuit breaker (SPEC 3.4, 3.6): exponential backoff with
 //! full jitter, deterministic for a task and attempt so plans are reproducible. Pure.
 
-use super::Clock;
 use crate::config::{Backoff, CircuitBreaker};
 use crate::hash::fnv1a;
 use crate::model::time::whole_second;
@@ -65,24 +64,22 @@ pub enum Gate {
     Shut,
 }
 
-/// Returns what the breaker allows at the clock's time.
-pub fn gate(c: &AgentCoord, clock: &Clock) -> Gate {
+/// Returns what the breaker allows, `reopened` telling whether its `open_until` has come.
+pub fn gate(c: &AgentCoord, reopened: impl FnOnce(Timestamp) -> bool) -> Gate {
     match c.circuit {
         Circuit::Closed => Gate::Open,
         Circuit::HalfOpen => Gate::Shut,
-        Circuit::Open => {
-            let until = c.open_until;
-            match until {
-                Some(t) if !clock.reached(t) => Gate::Shut,
-                _ => Gate::Probe,
-            }
-        }
+        Circuit::Open => match c.open_until {
+            Some(t) if !reopened(t) => Gate::Shut,
+            _ => Gate::Probe,
+        },
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Clock;
     use crate::model::Duration;
 
     #[test]
@@ -116,19 +113,19 @@ mod tests {
         let two = after_failure(&one, &cfg, now);
         assert_eq!(two.circuit, Circuit::Open);
         let clock = Clock::new(now);
-        assert_eq!(gate(&two, &clock), Gate::Shut);
+        assert_eq!(gate(&two, |t| clock.reached(t)), Gate::Shut);
         assert_eq!(
             clock.deadline(),
             Some(now + SignedDuration::from_secs(600)),
             "the shut breaker waits on its reopening"
         );
         let later = now + SignedDuration::from_secs(601);
-        assert_eq!(gate(&two, &Clock::new(later)), Gate::Probe);
+        assert_eq!(gate(&two, |t| Clock::new(later).reached(t)), Gate::Probe);
         let probing = AgentCoord {
             circuit: Circuit::HalfOpen,
             ..two.clone()
         };
-        assert_eq!(gate(&probing, &Clock::new(later)), Gate::Shut);
+        assert_eq!(gate(&probing, |t| Clock::new(later).reached(t)), Gate::Shut);
         assert_eq!(after_failure(&probing, &cfg, later).circuit, Circuit::Open);
     }
 }

@@ -141,6 +141,8 @@ pub struct World<'a> {
     pub verifier: &'a dyn Verifier,
     /// Attempts granted before, from history.
     pub attempts: &'a dyn AttemptFloor,
+    /// When this clone first saw each deadline.
+    sightings: &'a dyn super::sighting::Sightings,
     /// Live, unique, readable tasks by id, except those of `archived`.
     live: BTreeMap<TaskId, Entry>,
     /// The archived tasks that are the one live copy of their id and read, sorted by id, as
@@ -189,6 +191,7 @@ impl<'a> World<'a> {
             clock: Clock::new(inputs.now),
             verifier: inputs.verifier,
             attempts: inputs.attempts,
+            sightings: inputs.sightings,
             live: BTreeMap::new(),
             archived: Vec::new(),
             ids: board
@@ -365,6 +368,19 @@ impl<'a> World<'a> {
     /// Returns the current time as coord records it (whole seconds).
     pub fn now(&self) -> Timestamp {
         whole_second(self.clock.now())
+    }
+
+    /// Returns whether the deadline `kind` written as `at`, `span` after its writer's start,
+    /// has come by this clone's own measure of the span (see [`super::sighting`]).
+    pub fn deadline_reached(
+        &self,
+        kind: super::sighting::Kind<'_>,
+        at: Timestamp,
+        span: jiff::SignedDuration,
+    ) -> bool {
+        let seen = self.sightings.sighting(&super::sighting::key(kind, at));
+        let local = super::sighting::local_deadline(at, span, seen, self.clock.now());
+        self.clock.reached(local)
     }
 
     /// Returns the number of tasks assigned to `agent` now.

@@ -20,21 +20,28 @@ pub struct Granted {
 impl Repo {
     /// Returns the task files of the assignment commits reachable from HEAD, only those
     /// after `since` when it is an ancestor of HEAD. `assigned` is the folder of agent folders
-    /// (`work/assigned`).
+    /// (`work/assigned`). `reopen` walks with the repository opened again: after a fetch
+    /// deepened a shallow clone, the one held still sees the old history boundary.
     pub fn granted_attempts(
         &self,
         assigned: &str,
         since: Option<&str>,
+        reopen: bool,
     ) -> Result<Granted, GitError> {
         let Some(head) = self.resolve_head()?.oid else {
             return Ok(Granted::default());
         };
-        let mut walk = self.repo.revwalk().map_err(ctx("cannot walk history"))?;
+        let reopened = reopen
+            .then(|| Repository::open(&self.git_dir))
+            .transpose()
+            .map_err(ctx("cannot open the repository again"))?;
+        let repo = reopened.as_ref().unwrap_or(&self.repo);
+        let mut walk = repo.revwalk().map_err(ctx("cannot walk history"))?;
         walk.push(head)
             .map_err(ctx(format!("cannot walk history from {head}")))?;
         let since = since.and_then(|s| Oid::from_str(s).ok());
-        let incremental = since
-            .is_some_and(|s| s == head || self.repo.graph_descendant_of(head, s).unwrap_or(false));
+        let incremental =
+            since.is_some_and(|s| s == head || repo.graph_descendant_of(head, s).unwrap_or(false));
         if let Some(s) = since.filter(|_| incremental) {
             walk.hide(s)
                 .map_err(ctx(format!("cannot walk history to {s}")))?;
@@ -42,10 +49,10 @@ impl Repo {
         let mut files = Vec::new();
         for oid in walk {
             let commit = oid
-                .and_then(|oid| self.repo.find_commit(oid))
+                .and_then(|oid| repo.find_commit(oid))
                 .map_err(ctx(format!("cannot read history from {head}")))?;
             for id in assigned_tasks(&commit) {
-                files.extend(self.assigned_file(&commit, assigned, &id).map(|b| (id, b)));
+                files.extend(assigned_file(repo, &commit, assigned, &id).map(|b| (id, b)));
             }
         }
         Ok(Granted {
@@ -54,26 +61,26 @@ impl Repo {
             files,
         })
     }
+}
 
-    /// Returns the bytes of `<assigned>/<agent>/<id>.yaml` (or `.yml`) in a commit's tree.
-    fn assigned_file(
-        &self,
-        commit: &git2::Commit<'_>,
-        assigned: &str,
-        id: &str,
-    ) -> Option<Vec<u8>> {
-        let tree = commit.tree().ok()?;
-        let agents = tree.get_path(Path::new(assigned)).ok()?;
-        let agents = agents.to_object(&self.repo).ok()?.into_tree().ok()?;
-        agents.iter().find_map(|agent| {
-            let folder = agent.to_object(&self.repo).ok()?.into_tree().ok()?;
-            [format!("{id}.yaml"), format!("{id}.yml")]
-                .iter()
-                .find_map(|name| folder.get_name(name))
-                .and_then(|e| e.to_object(&self.repo).ok()?.into_blob().ok())
-                .map(|blob| blob.content().to_vec())
-        })
-    }
+/// Returns the bytes of `<assigned>/<agent>/<id>.yaml` (or `.yml`) in a commit's tree.
+fn assigned_file(
+    repo: &Repository,
+    commit: &git2::Commit<'_>,
+    assigned: &str,
+    id: &str,
+) -> Option<Vec<u8>> {
+    let tree = commit.tree().ok()?;
+    let agents = tree.get_path(Path::new(assigned)).ok()?;
+    let agents = agents.to_object(repo).ok()?.into_tree().ok()?;
+    agents.iter().find_map(|agent| {
+        let folder = agent.to_object(repo).ok()?.into_tree().ok()?;
+        [format!("{id}.yaml"), format!("{id}.yml")]
+            .iter()
+            .find_map(|name| folder.get_name(name))
+            .and_then(|e| e.to_object(repo).ok()?.into_blob().ok())
+            .map(|blob| blob.content().to_vec())
+    })
 }
 
 /// Returns the tasks a commit assigned: those its trailers say it moved to `assigned`.

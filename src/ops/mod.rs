@@ -425,6 +425,7 @@ pub(crate) fn inputs_for<'a>(store: &'a Store, now: Timestamp, keys: &'a KeyRing
         now,
         verifier,
         attempts: store,
+        sightings: store,
     }
 }
 

@@ -187,6 +187,7 @@ fn pass(store: &Store, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Result<Ti
 fn reconcile(store: &Store, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Result<Ticked, Error> {
     let mut walked = store.walk_work_blocks()?;
     if store.is_quiet(&walked, now) {
+        store.look_unchanged(now);
         sink(&Event::Detail("coord: nothing changed since a tick found nothing to do, and nothing it waits for is due; planning skipped ('coord status' shows what waits)"));
         return Ok(Ticked {
             quiet: true,
@@ -275,6 +276,7 @@ fn window_pass(
 ) -> Result<WindowDone, Error> {
     let (first, after) = (window.walked.is_some(), window.after);
     let (mut board, recorded, mut last) = load_recorded(store, sink, now, window)?;
+    store.look(&board, now);
     let inputs = inputs_for(store, now, keys);
     let committed = RefCell::new(Vec::new());
     let collect = |event: &Event<'_>| {

@@ -214,8 +214,15 @@ impl Store {
         each: &mut dyn FnMut(&Transition, Applied),
     ) -> Result<(), StoreError> {
         let applied = self.apply_journaled(plan, now, origin, each);
-        let index = self.finish();
-        applied.and(index)
+        match (applied, self.finish()) {
+            (Err(first), Err(StoreError::IndexBehind { work, .. })) => {
+                Err(StoreError::IndexBehind {
+                    work,
+                    cause: Box::new(first),
+                })
+            }
+            (applied, index) => applied.and(index),
+        }
     }
 
     fn apply_journaled(
@@ -610,8 +617,17 @@ impl Store {
         if !touched.is_empty() {
             touched.sort();
             touched.dedup();
-            inject::point("git index").map_err(io_err(self.repo.git_dir()))?;
-            let written = self.repo.update_index_holding(&touched, hold)?;
+            let behind = |cause: StoreError| StoreError::IndexBehind {
+                work: self.config.work_dir.clone(),
+                cause: Box::new(cause),
+            };
+            inject::point("git index")
+                .map_err(io_err(self.repo.git_dir()))
+                .map_err(behind)?;
+            let written = self
+                .repo
+                .update_index_holding(&touched, hold)
+                .map_err(|e| behind(e.into()))?;
             self.base_staged(written);
             touched.clear();
             self.pack_or_owe();

@@ -3,7 +3,10 @@
 //! or a hand edit of a `coord:` block never lets an attempt number be granted twice. Kept in
 //! `.git/coord/attempt-marks.json` with the HEAD they were read at, so a command reads only
 //! the commits since (all of history again when HEAD moved to a commit that does not descend
-//! from it); deleting the file is always safe. Does I/O (git, `.git/coord/`).
+//! from it); deleting the file is always safe. A shallow clone (the workflow's `fetch-depth:
+//! 1`) does not hold the assignment commits below its boundary: before it numbers an attempt,
+//! it fetches the rest of the history once, when the command gave it a way to
+//! ([`Store::deepen_with`]; sync does). Does I/O (git, `.git/coord/`).
 
 use super::Store;
 use crate::fsx;
@@ -19,13 +22,23 @@ const FILE: &str = "attempt-marks.json";
 pub(super) struct Marks {
     head: Option<String>,
     marks: BTreeMap<String, u32>,
+    /// Set once a fetch deepened the clone: the next read walks a repository opened again.
+    #[serde(skip)]
+    deepened: bool,
 }
 
 /// The marks a store has read during this command (HEAD may move between two plans).
 pub(super) type MarksCell = RefCell<Option<Marks>>;
 
+/// Fetches the history a shallow clone lacks; true when it did.
+pub type Deepen = Box<dyn FnOnce() -> bool + Send>;
+
+/// The way to deepen a shallow clone, until it was used.
+pub(super) type DeepenCell = RefCell<Option<Deepen>>;
+
 impl crate::engine::AttemptFloor for Store {
     fn floor(&self, id: &TaskId) -> u32 {
+        self.deepen_once();
         self.refresh_marks();
         self.marks
             .borrow()
@@ -36,6 +49,29 @@ impl crate::engine::AttemptFloor for Store {
 }
 
 impl Store {
+    /// Gives this store a way to fetch the history a shallow clone lacks, used once, the
+    /// first time an attempt is numbered in a shallow clone.
+    pub fn deepen_with(&self, deepen: Deepen) {
+        *self.deepen.borrow_mut() = Some(deepen);
+    }
+
+    /// In a shallow clone, fetches the missing history (once) and reads the marks again from
+    /// all of it.
+    fn deepen_once(&self) {
+        if !self.repo.is_shallow() {
+            return;
+        }
+        let Some(deepen) = self.deepen.borrow_mut().take() else {
+            return;
+        };
+        if deepen() {
+            *self.marks.borrow_mut() = Some(Marks {
+                deepened: true,
+                ..Marks::default()
+            });
+        }
+    }
+
     /// Brings the marks up to HEAD: from memory, else from the file, plus the commits since.
     /// A failure to read history keeps what is known (the file's marks).
     fn refresh_marks(&self) {
@@ -57,7 +93,11 @@ impl Store {
                 .unwrap_or_default()
         });
         let assigned = format!("{}/assigned", self.config.work_dir);
-        if let Ok(granted) = self.repo.granted_attempts(&assigned, known.head.as_deref()) {
+        let read = self
+            .repo
+            .granted_attempts(&assigned, known.head.as_deref(), known.deepened);
+        known.deepened = false;
+        if let Ok(granted) = read {
             if !granted.incremental {
                 known.marks.clear();
             }

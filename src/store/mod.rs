@@ -5,6 +5,7 @@
 mod apply;
 mod attempts;
 pub use apply::{Applied, Origin, Recorded};
+pub use attempts::Deepen;
 pub use load::Loaded;
 mod cache;
 mod clean;
@@ -17,6 +18,7 @@ mod load;
 mod quiet;
 mod scoped;
 mod settle;
+mod sightings;
 pub use settle::Written;
 mod skipped;
 mod stats;
@@ -60,6 +62,16 @@ pub enum StoreError {
         path: PathBuf,
         /// Why.
         message: String,
+    },
+    /// coord committed but could not write git's index for its commits (a full disk): the
+    /// index is behind HEAD for coord's paths, and a person's `git commit` would undo them.
+    #[error("git's index is behind coord's last commits for {work}/: once the disk has room, run 'git reset -q -- {work}' (or 'coord tick') before any 'git commit'")]
+    IndexBehind {
+        /// The work folder.
+        work: String,
+        /// Why the index was not written (or what stopped the commits first).
+        #[source]
+        cause: Box<StoreError>,
     },
     /// There is no work folder.
     #[error("{} does not exist; run 'coord init' first", path.display())]
@@ -122,6 +134,10 @@ pub struct Store {
     seen_complete: std::collections::HashMap<String, Written>,
     /// The attempt high-water marks read so far.
     marks: attempts::MarksCell,
+    /// The sightings of deadlines as read or last recorded.
+    sightings: sightings::RecordCell,
+    /// How to fetch the history a shallow clone lacks, when a command set it (sync).
+    deepen: attempts::DeepenCell,
 }
 
 /// How a recording of external changes knew `work/` was clean, with its clean-mark state
@@ -198,6 +214,8 @@ impl Store {
             skipped: RefCell::default(),
             seen_complete: Default::default(),
             marks: RefCell::new(None),
+            sightings: RefCell::new(None),
+            deepen: RefCell::new(None),
         })
     }
 

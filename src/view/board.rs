@@ -196,7 +196,7 @@ fn agents(board: &Board, clock: &Clock) -> Vec<Value> {
                 "assign": a.profile.assign,
                 "circuit": a.profile.coord.circuit.as_str(),
                 "open_until": a.profile.coord.open_until.map(time::format),
-                "probe_due": engine::retry::gate(&a.profile.coord, clock) == engine::retry::Gate::Probe,
+                "probe_due": engine::retry::gate(&a.profile.coord, |t| clock.reached(t)) == engine::retry::Gate::Probe,
                 "disabled_because": disabled_because(a),
                 "tasks": lane(board, &a.name),
             })

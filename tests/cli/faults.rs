@@ -263,12 +263,15 @@ fn an_index_lock_of_a_git_commit_waiting_for_its_editor_is_kept_and_named() {
 
 /// The script of [`a_full_disk_fails_the_tick_and_the_next_one_after_space_is_freed_recovers`]:
 /// run in a mount namespace of its own, with a small tmpfs at `$1` and the coord binary at
-/// `$2`; for each amount of space left, it fills the disk, ticks, frees the space, ticks
-/// again and copies the repo to `$3/free-<KB>`, where both ticks' output and exit codes go.
+/// `$2`; for each amount of space left (every [`FULL_DISK_STEP`] KB up to [`FULL_DISK_MAX`],
+/// so that the disk fills at every stage of a tick: writes, moves, objects, index, branch),
+/// it fills the disk, ticks, notes what git's index holds that HEAD does not, frees the
+/// space, ticks again and copies the repo to `$3/free-<KB>`, where both ticks' output and
+/// exit codes go.
 const FULL_DISK: &str = r#"set -u
 mnt=$1; coord=$2; out=$3
 mount -t tmpfs -o size=8m tmpfs "$mnt" || exit 99
-for free in 0 8 32 64 128 192 256 320 384 448 512; do
+for free in $(seq 0 16 640); do
   r=$mnt/r; mkdir "$r"; cd "$r"
   "$coord" -q init && printf '\nsettle: 0s\n' >> coord.yaml && "$coord" -q agents add a1 \
     --max-active 100 && git commit -qam settle || exit 98
@@ -279,12 +282,19 @@ for free in 0 8 32 64 128 192 256 320 384 448 512; do
   dd if=/dev/zero of="$mnt/ballast" bs=1k count=$((left - free)) 2>/dev/null
   o=$out/free-$free; mkdir -p "$o"
   "$coord" tick > "$o/first.txt" 2>&1; first=$?
+  git diff --cached --name-only > "$o/cached.txt" 2>&1
   rm -f "$mnt/ballast"
   "$coord" tick > "$o/second.txt" 2>&1; second=$?
   cd /; cp -a "$r" "$o/repo"; echo "$first $second" > "$o/codes"
   rm -rf "$r"
 done
 "#;
+
+/// The amounts of space left that the full-disk sweep tries: every this many KB.
+const FULL_DISK_STEP: usize = 16;
+
+/// The most space left that the full-disk sweep tries, in KB.
+const FULL_DISK_MAX: usize = 640;
 
 /// Set to `require` (as `.ci/run` does) to fail instead of skipping where no private mount
 /// namespace with a small tmpfs can be made.
@@ -332,7 +342,8 @@ fn a_full_disk_fails_the_tick_and_the_next_one_after_space_is_freed_recovers() {
         String::from_utf8_lossy(&ran.stderr)
     );
     let mut failed_full = 0;
-    for free in [0, 8, 32, 64, 128, 192, 256, 320, 384, 448, 512] {
+    let mut index_behind = Vec::new();
+    for free in (0..=FULL_DISK_MAX).step_by(FULL_DISK_STEP) {
         let dir = out.path().join(format!("free-{free}"));
         let read = |name: &str| std::fs::read_to_string(dir.join(name)).expect(name);
         let codes = read("codes");
@@ -343,6 +354,10 @@ fn a_full_disk_fails_the_tick_and_the_next_one_after_space_is_freed_recovers() {
             let named = said.contains("No space left on device")
                 || said.contains("check that .git is writable and the disk has room");
             assert!(named, "{free} KB: the full disk is named: {said}");
+            let cached = read("cached.txt");
+            if !cached.is_empty() && !said.contains(INDEX_FIX) {
+                index_behind.push(format!("{free} KB: {said}staged: {cached}"));
+            }
         }
         assert_eq!(
             second,
@@ -365,7 +380,17 @@ fn a_full_disk_fails_the_tick_and_the_next_one_after_space_is_freed_recovers() {
         git(&["fsck", "--no-progress", "--strict"]);
     }
     assert!(failed_full > 0, "the disk was full for some ticks");
+    assert!(
+        index_behind.is_empty(),
+        "{} of {failed_full} failed ticks left git's index behind HEAD without saying \
+         '{INDEX_FIX}':\n{}",
+        index_behind.len(),
+        index_behind.join("\n")
+    );
 }
+
+/// What a tick that could not bring git's index up to its commits tells a person to run.
+const INDEX_FIX: &str = "git reset -q";
 
 /// Runs `coord args` in `r` and returns whether it ended within 20 s (killing it otherwise).
 fn ends_in_time(r: &TestRepo, args: &[&str]) -> bool {

@@ -10,6 +10,7 @@ mod board_browser;
 mod burst_memory;
 mod cache_files;
 mod cdp;
+mod clocks;
 mod clones;
 mod crash;
 mod engine;

@@ -410,3 +410,51 @@ fn init_refuses_a_work_folder_whose_files_its_gitignore_would_hide() {
     r.write("work/more.txt", "still seen by git\n");
     assert_eq!(r.git_status().trim(), "?? work/more.txt");
 }
+
+#[test]
+fn a_depth_1_clone_never_grants_an_attempt_a_reverted_assignment_granted_before() {
+    let remote = Remote::new();
+    remote.person.task("x", "title: Task x\nagent: alice\n");
+    remote.person.git(&["add", "work"]);
+    remote.person.git(&["commit", "-q", "-m", "add x"]);
+    remote.person.git(&["push", "-q", "origin", "main"]);
+    let zombie = remote.look();
+    zombie.ok(&["sync"]);
+    assert_eq!(zombie.where_is("x"), "work/assigned/alice/x.yaml");
+    // A person reverts the assignment; the agent that got attempt 1 works on.
+    remote
+        .person
+        .git(&["pull", "-q", "--ff-only", "origin", "main"]);
+    let assign = remote.person.git(&["log", "-1", "--format=%H"]);
+    remote.person.git(&["revert", "--no-edit", assign.trim()]);
+    remote.person.git(&["push", "-q", "origin", "main"]);
+    let runner = remote.shallow_clone();
+    assert_eq!(runner.where_is("x"), "work/ready/x.yaml");
+    runner.ok(&["sync"]);
+    let view = remote.look();
+    let text = view.read("work/assigned/alice/x.yaml");
+    assert!(
+        text.contains("attempt: 2\n"),
+        "attempt 1 was granted before:\n{text}"
+    );
+    // The zombie's late result for attempt 1 is set aside, not taken as attempt 2's.
+    zombie.write("out.yaml", "answer: 1\n");
+    zombie.ok(&[
+        "complete",
+        "x",
+        "--agent",
+        "alice",
+        "--attempt",
+        "1",
+        "--output",
+        "out.yaml",
+    ]);
+    let (_, err) = zombie.code(&["sync"], 0);
+    let view = remote.look();
+    assert_eq!(view.where_is("x"), "work/assigned/alice/x.yaml", "{err}");
+    assert!(
+        view.read("work/assigned/alice/x.yaml")
+            .contains("event: stale_result"),
+        "{err}"
+    );
+}

@@ -121,6 +121,7 @@ impl Sim {
             now,
             verifier: &AcceptAll,
             attempts: &NoHistory,
+            sightings: &crate::engine::sighting::NoSightings,
         };
         engine::plan(board, &inputs)
     }
@@ -176,6 +177,7 @@ impl Sim {
             now: self.now,
             verifier: &AcceptAll,
             attempts: &NoHistory,
+            sightings: &crate::engine::sighting::NoSightings,
         };
         let out = f(&board, &inputs)?;
         self.apply(out.plan());

@@ -66,6 +66,7 @@ fn run_everything(d: Duration, text: &str, now: Timestamp) {
         now: end,
         verifier: &crate::engine::AcceptAll,
         attempts: &crate::engine::NoHistory,
+        sightings: &crate::engine::sighting::NoSightings,
     };
     let _ = archive::plan(&s.board(), &inputs, d);
 }

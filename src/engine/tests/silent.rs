@@ -230,6 +230,7 @@ impl Run {
             now: self.sim.now,
             verifier: &AcceptAll,
             attempts: &NoHistory,
+            sightings: &crate::engine::sighting::NoSightings,
         };
         let plan = crate::engine::plan(&board, &inputs);
         let view = board_view::view(&board, &inputs, &BTreeMap::new());
