@@ -353,20 +353,25 @@ fn serve_guards_tokens_origins_and_hosts() {
     assert_eq!(ok.status, 201, "{}", ok.body);
     drop(s);
 
-    let env = [("COORD_SERVE_TOKEN", "s3cret")];
+    let env = [("COORD_SERVE_TOKEN", "s3cret-s3cret-s3cret")];
     let t = Server::start_with(&r, &["--listen", "127.0.0.1:0"], &env);
     assert_eq!(t.get("/v1/board").status, 401);
     let wrong = [("Authorization", "Bearer nope")];
     assert_eq!(t.req("GET", "/v1/board", &wrong, "").status, 401);
-    let right = [("Authorization", "Bearer s3cret")];
+    let right = [("Authorization", "Bearer s3cret-s3cret-s3cret")];
     assert_eq!(t.req("GET", "/v1/board", &right, "").status, 200);
-    let opened = t.get("/?token=s3cret");
+    let opened = t.get("/?token=s3cret-s3cret-s3cret");
     assert!(opened
         .header("set-cookie")
         .is_some_and(|c| c.contains("HttpOnly")));
     assert_eq!(
-        t.req("GET", "/board", &[("Cookie", "coord_token=s3cret")], "")
-            .status,
+        t.req(
+            "GET",
+            "/board",
+            &[("Cookie", "coord_token=s3cret-s3cret-s3cret")],
+            ""
+        )
+        .status,
         200
     );
 }
