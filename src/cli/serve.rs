@@ -13,6 +13,10 @@ pub struct Args {
     /// The token every request must carry; required to listen on a non-loopback address
     #[arg(long, env = "COORD_SERVE_TOKEN", hide_env_values = true, hide = true)]
     token: Option<String>,
+    /// With a token: a host name (NAME or NAME:PORT, as clients write it in their URLs) the
+    /// server answers to besides localhost; repeatable
+    #[arg(long = "public-host", value_name = "HOST")]
+    public_host: Vec<String>,
     /// Also run the loop of `coord watch` in this process: tick on every change and interval
     #[arg(long)]
     tick: bool,
@@ -42,6 +46,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
             listen: args.listen,
             token,
             tick,
+            public_hosts: args.public_host,
         },
     )?;
     Ok(())

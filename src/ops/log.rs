@@ -87,6 +87,37 @@ impl LogEntry {
             .collect()
     }
 
+    /// Returns the moves of task files a commit without coord's trailers made, as
+    /// [`LogEntry::edits`] finds them, with a file's delete and add (a `git mv` between folders)
+    /// made one entry, op `move`, from the old folder's state to the new one's; edits in place
+    /// change no state and are left out.
+    pub fn moves(c: &CommitInfo, touched: &Touched, work_dir: &str) -> Vec<LogEntry> {
+        let all = LogEntry::edits(c, touched, work_dir);
+        let mut out: Vec<LogEntry> = Vec::new();
+        for e in all.into_iter().filter(|e| e.from != e.to) {
+            let pair = out.iter_mut().find(|o| {
+                o.subject == e.subject
+                    && o.op.as_deref() != Some("move")
+                    && (o.from.is_none() != e.from.is_none())
+            });
+            match pair {
+                Some(o) => {
+                    o.from = o.from.or(e.from);
+                    o.to = o.to.or(e.to);
+                    o.op = Some("move".to_string());
+                }
+                None => out.push(e),
+            }
+        }
+        out
+    }
+
+    /// Whether coord made the commit (not a person, nor coord's recording of people's
+    /// changes).
+    pub fn is_coords(c: &CommitInfo) -> bool {
+        is_own(c)
+    }
+
     /// Whether the entry records no change of state: a result written, a heartbeat (`assigned
     /// -> assigned`). People's edits are not noise.
     pub fn is_noise(&self) -> bool {

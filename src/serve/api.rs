@@ -127,8 +127,8 @@ fn parts_of(cursor: &str) -> Result<Vec<String>, Problem> {
     Ok(text.split('\n').map(str::to_string).collect())
 }
 
-/// `GET /v1/tasks`: tasks in id order, filtered, one page at a time.
-pub(super) async fn list(With(app): With<Arc<App>>, q: Params) -> Answer {
+/// `GET /v1/tasks`: tasks in id order, filtered, one page at a time, with a strong ETag.
+pub(super) async fn list(With(app): With<Arc<App>>, q: Params, headers: HeaderMap) -> Answer {
     let q = params(
         q,
         &[
@@ -154,7 +154,7 @@ pub(super) async fn list(With(app): With<Arc<App>>, q: Params) -> Answer {
         None => None,
     };
     let snap = app.hub.snapshot();
-    Ok(Json(page(&snap, &filter, after, limit)).into_response())
+    Ok(tagged(&headers, &page(&snap, &filter, after, limit), false))
 }
 
 fn page(
@@ -197,16 +197,18 @@ impl IntoResponse for Json {
     }
 }
 
+/// Returns the strong ETag of a body as [`tagged`] answers it.
+fn etag_of(text: &str) -> String {
+    let hash = Sha256::digest(text.as_bytes());
+    let hex: String = hash.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    format!("\"{hex}\"")
+}
+
 /// Answers with `body` under an ETag, or 304 when the client has that version.
 fn tagged(headers: &HeaderMap, body: &Value, weak: bool) -> Response {
     let text = serde_json::to_string_pretty(body).unwrap_or_default();
-    let hash = Sha256::digest(text.as_bytes());
-    let hex: String = hash.iter().take(16).map(|b| format!("{b:02x}")).collect();
-    let etag = if weak {
-        format!("W/\"{hex}\"")
-    } else {
-        format!("\"{hex}\"")
-    };
+    let strong = etag_of(&text);
+    let etag = if weak { format!("W/{strong}") } else { strong };
     let etag_value = HeaderValue::from_str(&etag).unwrap_or(HeaderValue::from_static("\"\""));
     let matches = headers
         .get(header::IF_NONE_MATCH)
@@ -383,10 +385,12 @@ impl ActBody {
 }
 
 /// `POST /v1/tasks/{id}/{action}`: claim, complete, fail, heartbeat, approve, reject,
-/// cancel, retry; 409 when the task is not in a state for it, or the attempt is stale.
+/// cancel, retry; 409 when the task is not in a state for it, or the attempt is stale; 412
+/// when `If-Match` names another version of the task than the current one.
 pub(super) async fn act(
     With(app): With<Arc<App>>,
     p: Result<Path<(String, String)>, PathRejection>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Answer {
     let Path((id, action)) = p.map_err(|e| Problem::bad(format!("bad path: {e}")))?;
@@ -408,6 +412,11 @@ pub(super) async fn act(
         )));
     }
     let b: ActBody = parse_body(&body)?;
+    if let Some(wanted) = headers.get(header::IF_MATCH) {
+        // Read again first: the tag is compared with the task as it is now.
+        refresh(&app).await;
+        version_matches(&task_body(&app.hub.snapshot(), &id)?, wanted, &id)?;
+    }
     let opener = app.hub.opener();
     let task = id.clone();
     let receipt = blocking(move || run_action(&opener, &task, &action, b)).await?;
@@ -417,6 +426,27 @@ pub(super) async fn act(
         None => task_body(&app.hub.snapshot(), &id)?,
     };
     Ok(Json(body).into_response())
+}
+
+/// Refuses with 412 unless `wanted` (an `If-Match` value: `*` or a list of ETags) names the
+/// version of the task `body` is.
+fn version_matches(body: &Value, wanted: &HeaderValue, id: &TaskId) -> Result<(), Problem> {
+    let text = serde_json::to_string_pretty(body).unwrap_or_default();
+    let etag = etag_of(&text);
+    let wanted = wanted.to_str().unwrap_or("");
+    if wanted
+        .split(',')
+        .map(str::trim)
+        .any(|t| t == "*" || t == etag)
+    {
+        return Ok(());
+    }
+    Err(Problem::new(
+        StatusCode::PRECONDITION_FAILED,
+        format!(
+            "task '{id}' changed since that version (If-Match {wanted}; now {etag}); read it again"
+        ),
+    ))
 }
 
 /// Runs one action through the library's operations; returns the claim's receipt.
@@ -494,14 +524,15 @@ fn report(
     }
 }
 
-/// `GET /v1/board`: the status view (`coord status --json`).
-pub(super) async fn board(With(app): With<Arc<App>>) -> Answer {
-    Ok(Json(app.hub.snapshot().view.clone()).into_response())
+/// `GET /v1/board`: the status view (`coord status --json`), with a strong ETag.
+pub(super) async fn board(With(app): With<Arc<App>>, headers: HeaderMap) -> Answer {
+    Ok(tagged(&headers, &app.hub.snapshot().view, false))
 }
 
-/// `GET /v1/agents`: the agents (`coord agents --json`).
-pub(super) async fn agents(With(app): With<Arc<App>>) -> Answer {
-    Ok(Json(json!(crate::view::agents(&app.hub.snapshot().board))).into_response())
+/// `GET /v1/agents`: the agents (`coord agents --json`), with a strong ETag.
+pub(super) async fn agents(With(app): With<Arc<App>>, headers: HeaderMap) -> Answer {
+    let body = json!(crate::view::agents(&app.hub.snapshot().board));
+    Ok(tagged(&headers, &body, false))
 }
 
 /// `GET /v1/openapi.json`: this API described.

@@ -1,8 +1,10 @@
 //! `GET /v1/events` (server-sent events: a `ready` event when the stream starts, then one
 //! `transition` per transition and a `board` event after each change of the snapshot) and
 //! `GET /metrics`. A client too slow to keep up gets a `board` event and goes on from there.
+//! At most [`super::MAX_STREAMS`] streams are open at once; past that the answer is 503.
 
 use super::hub::Event as HubEvent;
+use super::problem::Problem;
 use super::App;
 use axum::extract::State as With;
 use axum::http::header;
@@ -17,13 +19,23 @@ use tokio::sync::broadcast::error::RecvError;
 /// `GET /v1/events`.
 pub async fn events(
     With(app): With<Arc<App>>,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, Problem> {
+    // Held by the stream: it is given back when the client goes.
+    let permit = Arc::clone(&app.streams).try_acquire_owned().map_err(|_| {
+        Problem::unavailable(
+            format!(
+                "{} event streams are open, the most this server keeps; retry later",
+                super::MAX_STREAMS
+            ),
+            5,
+        )
+    })?;
     let rx = app.hub.subscribe();
     let snap = app.hub.snapshot();
     let hello = Event::default()
         .event("ready")
         .data(json!({"generation": snap.generation, "head": snap.head_hex()}).to_string());
-    let rest = stream::unfold(rx, |mut rx| async move {
+    let rest = stream::unfold((rx, permit), |(mut rx, permit)| async move {
         let ev = match rx.recv().await {
             Ok(ev) => sse(&ev),
             Err(RecvError::Lagged(_)) => Event::default()
@@ -31,9 +43,9 @@ pub async fn events(
                 .data(json!({"lagged": true}).to_string()),
             Err(RecvError::Closed) => return None,
         };
-        Some((Ok(ev), rx))
+        Some((Ok(ev), (rx, permit)))
     });
-    Sse::new(stream::once(async { Ok(hello) }).chain(rest)).keep_alive(KeepAlive::default())
+    Ok(Sse::new(stream::once(async { Ok(hello) }).chain(rest)).keep_alive(KeepAlive::default()))
 }
 
 fn sse(ev: &HubEvent) -> Event {

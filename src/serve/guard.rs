@@ -1,35 +1,76 @@
-//! Who may ask what: the token (`COORD_SERVE_TOKEN`) on every request when one is set, checked
-//! in constant time; on loopback without a token, a `Host` that names loopback (no DNS
-//! rebinding); the same-origin check for writes from a browser (no CSRF from another site);
-//! and the security headers every answer carries (a restrictive CSP among them). Pure.
+//! Who may ask what: a `Host` that names this server exactly (a loopback name or address with
+//! the server's own port, or a public name given with `--public-host`), so a page of another
+//! site that rebinds its name to 127.0.0.1 is refused; the token (`COORD_SERVE_TOKEN`) on
+//! every request when one is set, checked in constant time, and taken off the URL (a page
+//! opened with `?token=` is sent on without it, the token in a cookie); the same-origin check
+//! for writes and event streams from a browser (no CSRF from another site); every refusal and
+//! every error answer as `application/problem+json`; and the security headers every answer
+//! carries (a restrictive CSP among them). Pure.
 
 use super::problem::Problem;
 use super::App;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// The Content-Security-Policy of every answer: own scripts, styles and connections only.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
     connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/// The cookie a browser keeps the token in after opening `/?token=...`.
+/// The cookie a browser keeps the token in after opening a page with `?token=...`.
 pub const COOKIE: &str = "coord_token";
 
-/// Checks a request, then adds the security headers to the answer.
-pub async fn check(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
-    let verdict = match &app.token {
-        Some(token) => token_ok(req.headers(), req.uri().query(), token),
-        None => host_ok(req.headers()),
+/// The path of the event stream, which is checked for its origin like a write.
+const EVENTS: &str = "/v1/events";
+
+/// Returns the exact `Host` values (lowercase) a server listening on `addr` answers to: the
+/// loopback names with its port, its own address, and the public names given.
+pub fn hosts_of(addr: SocketAddr, public: &[String]) -> Vec<String> {
+    let port = addr.port();
+    let mut hosts = vec![
+        format!("localhost:{port}"),
+        format!("127.0.0.1:{port}"),
+        format!("[::1]:{port}"),
+    ];
+    if addr.ip().is_loopback() {
+        hosts.push(addr.to_string());
     }
-    .and_then(|()| origin_ok(req.method(), req.headers()));
-    let mut res = match verdict {
-        Ok(()) => next.run(req).await,
+    hosts.extend(public.iter().map(|h| h.to_ascii_lowercase()));
+    hosts.sort();
+    hosts.dedup();
+    hosts
+}
+
+/// Checks a request, then adds the security headers to the answer.
+pub async fn check(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
+    let verdict = host_ok(&app.hosts, req.headers())
+        .and_then(|()| match &app.token {
+            Some(token) => token_ok(req.headers(), req.uri().query(), token),
+            None => Ok(()),
+        })
+        .and_then(|()| origin_ok(req.method(), req.uri().path(), req.headers()));
+    let res = match verdict {
+        Ok(()) => match without_token(req.uri()) {
+            Some(uri) if app.token.is_some() && is_page(req.method(), uri.path()) => {
+                token_to_cookie(&uri, app.token.as_deref().unwrap_or_default())
+            }
+            Some(uri) => {
+                *req.uri_mut() = uri;
+                next.run(req).await
+            }
+            None => next.run(req).await,
+        },
         Err(p) => p.into_response(),
     };
+    with_headers(as_problem(res))
+}
+
+/// Adds the security headers.
+fn with_headers(mut res: Response) -> Response {
     let h = res.headers_mut();
     h.insert(
         header::CONTENT_SECURITY_POLICY,
@@ -47,13 +88,85 @@ pub async fn check(State(app): State<Arc<App>>, req: Request, next: Next) -> Res
     res
 }
 
-/// Accepts `Authorization: Bearer <token>`, the cookie, or `token=` in the query (how a
-/// browser opens the board the first time).
+/// Turns an error answer that is not a problem already (axum's own 405 and 413) into one,
+/// keeping its `Allow`.
+fn as_problem(res: Response) -> Response {
+    let status = res.status();
+    let problem = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|c| c.as_bytes().starts_with(b"application/problem+json"));
+    if problem || !(status.is_client_error() || status.is_server_error()) {
+        return res;
+    }
+    let allow = res.headers().get(header::ALLOW).cloned();
+    let detail = match (status, allow.as_ref().and_then(|a| a.to_str().ok())) {
+        (StatusCode::PAYLOAD_TOO_LARGE, _) => format!(
+            "the body is over {} bytes, the most this server reads",
+            super::BODY_LIMIT
+        ),
+        (StatusCode::METHOD_NOT_ALLOWED, Some(a)) => format!("this path answers {a} only"),
+        _ => status.canonical_reason().unwrap_or("error").to_string(),
+    };
+    let mut out = Problem::new(status, detail).into_response();
+    if let Some(a) = allow {
+        out.headers_mut().insert(header::ALLOW, a);
+    }
+    out
+}
+
+/// True for the board's pages (what a person opens in a browser), not the API.
+fn is_page(method: &Method, path: &str) -> bool {
+    *method == Method::GET
+        && !["/v1/", "/assets/"].iter().any(|p| path.starts_with(p))
+        && !matches!(path, "/metrics" | "/healthz")
+}
+
+/// Returns the URI without its `token` parameters, or `None` when it has none.
+fn without_token(uri: &Uri) -> Option<Uri> {
+    let query = uri.query()?;
+    let is_token = |kv: &&str| kv.split('=').next() == Some("token");
+    if !query.split('&').any(|kv| is_token(&kv)) {
+        return None;
+    }
+    let rest: Vec<&str> = query
+        .split('&')
+        .filter(|kv| !kv.is_empty() && !is_token(kv))
+        .collect();
+    let path = if rest.is_empty() {
+        uri.path().to_string()
+    } else {
+        format!("{}?{}", uri.path(), rest.join("&"))
+    };
+    path.parse().ok()
+}
+
+/// Answers a page opened with `?token=`: the token goes into a cookie and the browser to the
+/// same page without it, so the token stays out of the address bar, history and links.
+fn token_to_cookie(uri: &Uri, token: &str) -> Response {
+    let cookie = format!("{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/");
+    let location = uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut r = (StatusCode::SEE_OTHER, "").into_response();
+    let h = r.headers_mut();
+    if let (Ok(c), Ok(l)) = (
+        HeaderValue::from_str(&cookie),
+        HeaderValue::from_str(location),
+    ) {
+        h.insert(header::SET_COOKIE, c);
+        h.insert(header::LOCATION, l);
+    }
+    r
+}
+
+/// Accepts `Authorization: Bearer <token>` (the scheme in any case), the cookie, or `token=`
+/// in the query (how a browser opens the board the first time).
 fn token_ok(headers: &HeaderMap, query: Option<&str>, token: &str) -> Result<(), Problem> {
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+        .and_then(|v| v.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim());
     let cookie = headers
         .get_all(header::COOKIE)
         .iter()
@@ -68,10 +181,12 @@ fn token_ok(headers: &HeaderMap, query: Option<&str>, token: &str) -> Result<(),
     if given.iter().flatten().any(|g| same_secret(g, token)) {
         return Ok(());
     }
-    Err(Problem::new(
+    let mut p = Problem::fixed(
         StatusCode::UNAUTHORIZED,
         "this server needs its token: send 'Authorization: Bearer <COORD_SERVE_TOKEN>'",
-    ))
+    );
+    p.challenge = true;
+    Err(p)
 }
 
 /// Compares two secrets in time independent of where they differ: both are hashed first, so
@@ -85,31 +200,30 @@ pub fn same_secret(given: &str, expected: &str) -> bool {
         == 0
 }
 
-/// Without a token the server listens on loopback only; a page of another site that resolved
-/// its own name to 127.0.0.1 still sends its own name as `Host`, and is refused.
-fn host_ok(headers: &HeaderMap) -> Result<(), Problem> {
+/// The `Host` must be one of `hosts` exactly: a page of another site that resolved its own
+/// name to 127.0.0.1 still sends its own name (`127.evil.example:8088`), and a name without
+/// the server's port or with another is not the server's either.
+fn host_ok(hosts: &[String], headers: &HeaderMap) -> Result<(), Problem> {
     let host = headers
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    let name = match host.rsplit_once(':') {
-        Some((n, port)) if port.chars().all(|c| c.is_ascii_digit()) => n,
-        _ => host,
-    };
-    if matches!(name, "" | "localhost" | "127.0.0.1" | "[::1]") || name.starts_with("127.") {
+    if hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
         return Ok(());
     }
+    let own = hosts.first().map_or("localhost", String::as_str);
     Err(Problem::new(
         StatusCode::FORBIDDEN,
-        format!("Host '{host}' is not this machine; open the board at http://127.0.0.1"),
+        format!("Host '{host}' is not this server; open the board at http://{own}/"),
     ))
 }
 
-/// A write from a browser must come from a page of this server: its `Origin` must name the
-/// `Host` it was sent to, and `Sec-Fetch-Site` (when sent) must say same-origin. Programs
-/// that send neither header are not browsers and pass.
-fn origin_ok(method: &Method, headers: &HeaderMap) -> Result<(), Problem> {
-    if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) {
+/// A write or an event stream opened by a browser must come from a page of this server: its
+/// `Origin` must name the `Host` it was sent to, and `Sec-Fetch-Site` (when sent) must say
+/// same-origin. Programs that send neither header are not browsers and pass.
+fn origin_ok(method: &Method, path: &str, headers: &HeaderMap) -> Result<(), Problem> {
+    let read = matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
+    if read && path != EVENTS {
         return Ok(());
     }
     let get = |h| headers.get(h).and_then(|v: &HeaderValue| v.to_str().ok());
@@ -117,7 +231,7 @@ fn origin_ok(method: &Method, headers: &HeaderMap) -> Result<(), Problem> {
     let origin_ok = get(header::ORIGIN).is_none_or(|o| {
         o.strip_prefix("http://")
             .or_else(|| o.strip_prefix("https://"))
-            .is_some_and(|rest| rest == host)
+            .is_some_and(|rest| rest.eq_ignore_ascii_case(host))
     });
     let site_ok = get(header::HeaderName::from_static("sec-fetch-site"))
         .is_none_or(|s| matches!(s, "same-origin" | "none"));
@@ -126,7 +240,7 @@ fn origin_ok(method: &Method, headers: &HeaderMap) -> Result<(), Problem> {
     }
     Err(Problem::new(
         StatusCode::FORBIDDEN,
-        "a write from another site's page is refused (same-origin check)",
+        "a write or event stream from another site's page is refused (same-origin check)",
     ))
 }
 
@@ -145,26 +259,46 @@ mod tests {
     fn writes_from_another_site_are_refused() {
         let mut h = HeaderMap::new();
         h.insert(header::HOST, HeaderValue::from_static("127.0.0.1:8088"));
-        assert!(origin_ok(&Method::POST, &h).is_ok());
+        assert!(origin_ok(&Method::POST, "/v1/tasks", &h).is_ok());
         h.insert(
             header::ORIGIN,
             HeaderValue::from_static("http://127.0.0.1:8088"),
         );
-        assert!(origin_ok(&Method::POST, &h).is_ok());
+        assert!(origin_ok(&Method::POST, "/v1/tasks", &h).is_ok());
         h.insert(
             header::ORIGIN,
             HeaderValue::from_static("https://evil.example"),
         );
-        assert!(origin_ok(&Method::POST, &h).is_err());
-        assert!(origin_ok(&Method::GET, &h).is_ok());
+        assert!(origin_ok(&Method::POST, "/v1/tasks", &h).is_err());
+        assert!(origin_ok(&Method::GET, EVENTS, &h).is_err());
+        assert!(origin_ok(&Method::GET, "/v1/board", &h).is_ok());
     }
 
     #[test]
     fn other_hosts_are_refused_on_loopback() {
+        let hosts = hosts_of("127.0.0.1:8088".parse().expect("addr"), &[]);
         let mut h = HeaderMap::new();
-        h.insert(header::HOST, HeaderValue::from_static("evil.example:8088"));
-        assert!(host_ok(&h).is_err());
+        for bad in [
+            "evil.example:8088",
+            "127.evil.example:8088",
+            "localhost",
+            "[::1]:9",
+        ] {
+            h.insert(header::HOST, HeaderValue::from_static(bad));
+            assert!(host_ok(&hosts, &h).is_err(), "{bad}");
+        }
         h.insert(header::HOST, HeaderValue::from_static("localhost:8088"));
-        assert!(host_ok(&h).is_ok());
+        assert!(host_ok(&hosts, &h).is_ok());
+    }
+
+    #[test]
+    fn the_token_leaves_the_query() {
+        let uri: Uri = "/column/ready?token=x&from=500".parse().expect("uri");
+        assert_eq!(
+            without_token(&uri).map(|u| u.to_string()),
+            Some("/column/ready?from=500".to_string())
+        );
+        let plain: Uri = "/column/ready?from=500".parse().expect("uri");
+        assert_eq!(without_token(&plain), None);
     }
 }

@@ -2,7 +2,8 @@
 //! circuit, and what waits, is blocked, held, invalid or needs a person), `/board` (the same
 //! without the page around it, which the page's script fetches on every `board` event),
 //! `/column/{state}` (a whole column, a page at a time) and `/tasks/{id}` (one task with its
-//! history and log). Every value is HTML-escaped; the only script is the embedded
+//! history and log). Every page is live: its `main` names where its script fetches it again
+//! on each `board` event (`data-live`; `data-whole` when that is a whole page). Every value is HTML-escaped; the only script is the embedded
 //! `board.js`. Pure but for the task log, read from git.
 
 use super::api::{blocking, params, task_id, Params};
@@ -13,7 +14,7 @@ use crate::board::TaskFile;
 use crate::model::{Priority, State};
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State as With};
-use axum::http::{header, HeaderValue};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -57,26 +58,15 @@ fn frame(title: &str, main: &str, generation: u64) -> String {
     )
 }
 
-/// `GET /`: the board. Opened with `?token=` (on a server with a token), the token is kept in
-/// a cookie for the page's own requests.
+/// `GET /`: the board. (Opened with `?token=`, the guard has put the token in a cookie.)
 pub(super) async fn page(With(app): With<Arc<App>>, q: Params) -> Result<Response, Problem> {
-    let q = params(q, &["token"])?;
+    params(q, &[])?;
     let snap = app.hub.snapshot();
     let main = format!(
         "<main id=\"board\" data-live=\"/board\">{}</main>",
         board(&snap)
     );
-    let mut r = html(frame("coord board", &main, snap.generation));
-    if let Some(t) = q.get("token") {
-        let cookie = format!(
-            "{}={t}; HttpOnly; SameSite=Strict; Path=/",
-            super::guard::COOKIE
-        );
-        if let Ok(v) = HeaderValue::from_str(&cookie) {
-            r.headers_mut().insert(header::SET_COOKIE, v);
-        }
-    }
-    Ok(r)
+    Ok(html(frame("coord board", &main, snap.generation)))
 }
 
 /// `GET /board`: the board without the page around it.
@@ -323,9 +313,10 @@ pub(super) async fn column(
         .collect();
     sort(&mut tasks, state, snap.default_priority);
     let mut main = format!(
-        "<main class=\"page\"><h1>{} <span class=\"n\">{}</span></h1><ul>",
-        state.as_str(),
-        tasks.len()
+        "<main class=\"page\" data-live=\"/column/{s}?from={from}\" data-whole>\
+         <h1>{s} <span class=\"n\">{}</span></h1><ul>",
+        tasks.len(),
+        s = state.as_str(),
     );
     for t in tasks.iter().skip(from).take(PAGE_CARDS) {
         card(&mut main, t, &notes);
@@ -355,7 +346,10 @@ pub(super) async fn task(
     let log_id = id.clone();
     let log = blocking(move || super::api::log_of(&opener, &log_id, Some(200))).await?;
     let notes = Notes::of(&snap.view);
-    let mut main = String::from("<main class=\"page task\">");
+    let mut main = format!(
+        "<main class=\"page task\" data-live=\"/tasks/{}\" data-whole>",
+        esc(id.as_str())
+    );
     for c in &copies {
         detail(&mut main, c, notes.why.get(id.as_str()));
     }

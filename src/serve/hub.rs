@@ -2,13 +2,15 @@
 //! reloaded when HEAD moves or a file under `work/` changes, whoever changed it (a `coord tick`
 //! in a shell, a `git pull`, a person's edit, a request to this server), and the transitions
 //! between two snapshots, published to every `/v1/events` subscriber: one event per commit
-//! coord made (read from its trailers), one per state change no commit explains (a file moved
-//! by hand), then one `board` event. Reads the repository; writes nothing.
+//! coord made (read from its trailers), one per task file a person's commit moved, added or
+//! deleted (with its author), one per state change no commit explains (a file moved by hand
+//! and not committed, reported once it stayed so for [`COMMIT_GRACE`]), then one `board`
+//! event. Reads the repository; writes nothing.
 
 use super::metrics::Counters;
 use crate::board::Board;
 use crate::model::{Priority, State, TaskId};
-use crate::ops::Opener;
+use crate::ops::{LogEntry, Opener};
 use crate::store::Store;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
@@ -29,6 +31,9 @@ const REFRESH_EVERY: Duration = Duration::from_secs(10);
 const WRITER_FRESH: Duration = Duration::from_secs(10);
 /// How many commits one reload reads back at most to find the transitions since the last.
 const MAX_COMMITS: usize = 2000;
+/// How long a state change no commit explains waits for one (a person's `git mv` followed by
+/// `git commit`) before it is reported as not committed.
+pub const COMMIT_GRACE: Duration = Duration::from_secs(2);
 
 /// One reading of the repository.
 pub struct Snapshot {
@@ -84,6 +89,8 @@ pub struct Hub {
     events: broadcast::Sender<Arc<Event>>,
     next_event: AtomicU64,
     dirty: AtomicBool,
+    /// Since when a state change no commit explains has waited for one.
+    unexplained_since: Mutex<Option<Instant>>,
     /// Transitions seen since the server started.
     pub counters: Mutex<Counters>,
     /// The repository's git directory, where coord processes leave their stats.
@@ -103,6 +110,7 @@ impl Hub {
             events,
             next_event: AtomicU64::new(1),
             dirty: AtomicBool::new(false),
+            unexplained_since: Mutex::new(None),
             counters: Mutex::new(Counters::default()),
             git_dir,
         }))
@@ -148,7 +156,12 @@ impl Hub {
             .iter()
             .filter_map(|e| e["task"].as_str().map(str::to_string))
             .collect();
-        events.extend(moved_by_hand(&old, &new, &explained));
+        let by_hand = moved_by_hand(&old, &new, &explained);
+        if self.wait_for_commit(!by_hand.is_empty()) {
+            self.dirty.store(true, Ordering::SeqCst);
+            return Ok(());
+        }
+        events.extend(by_hand);
         let changed = !events.is_empty() || new.view != old.view || new.head != old.head;
         if !changed {
             return Ok(());
@@ -165,6 +178,25 @@ impl Hub {
         }
         self.publish("board", json!({"generation": generation, "head": head}));
         Ok(())
+    }
+
+    /// Whether to read again later instead of reporting state changes no commit explains
+    /// (`unexplained`): for [`COMMIT_GRACE`] after they were first seen.
+    fn wait_for_commit(&self, unexplained: bool) -> bool {
+        let mut since = self
+            .unexplained_since
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if !unexplained {
+            *since = None;
+            return false;
+        }
+        let first = *since.get_or_insert_with(Instant::now);
+        if first.elapsed() < COMMIT_GRACE {
+            return true;
+        }
+        *since = None;
+        false
     }
 
     /// Reloads at the next poll (a tick this server ran changed something).
@@ -244,7 +276,8 @@ fn load(opener: &Opener, generation: u64) -> Result<Snapshot, HubError> {
     })
 }
 
-/// Returns the transitions of the commits between the two snapshots' HEADs, oldest first.
+/// Returns the transitions of the commits between the two snapshots' HEADs, oldest first:
+/// coord's from their trailers, a person's from the task files their commit moved.
 fn commit_transitions(dir: &Path, old: &Snapshot, new: &Snapshot) -> Result<Vec<Value>, HubError> {
     // From the reading's HEAD, not today's: a commit made since is the next reading's.
     let Some(head) = new.head.filter(|_| new.head != old.head) else {
@@ -252,13 +285,21 @@ fn commit_transitions(dir: &Path, old: &Snapshot, new: &Snapshot) -> Result<Vec<
     };
     let stop = old.head_hex();
     let repo = crate::git::Repo::discover(dir)?;
-    let mut found: Vec<Value> = repo
+    let work_dir = &new.board.work_dir;
+    let mut found: Vec<Value> = Vec::new();
+    for c in repo
         .log_from(head, Some(MAX_COMMITS))?
         .iter()
         .take_while(|c| Some(&c.oid) != stop.as_ref())
-        .flat_map(crate::ops::LogEntry::all)
-        .map(|e| json!(e))
-        .collect();
+    {
+        let mut entries = LogEntry::all(c);
+        if entries.is_empty() && !LogEntry::is_coords(c) {
+            entries = LogEntry::moves(c, &repo.touched(&c.oid, work_dir)?, work_dir);
+        }
+        // A heartbeat, a result written, coord adopting a file a person moved: no change of
+        // state, no transition.
+        found.extend(entries.iter().filter(|e| !e.is_noise()).map(|e| json!(e)));
+    }
     found.reverse();
     Ok(found)
 }

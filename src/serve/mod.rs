@@ -28,6 +28,17 @@ pub const BODY_LIMIT: usize = 1024 * 1024;
 /// How long a write waits for another coordinator's lock before answering 503.
 pub const WRITE_WAIT: Duration = Duration::from_secs(2);
 
+/// How long a connection may take to send a request's headers (the first one, or the next
+/// on a kept-alive connection) before it is closed: a client that never finishes them holds
+/// nothing for longer.
+pub const HEADER_READ: Duration = Duration::from_secs(10);
+
+/// How many `/v1/events` streams may be open at once; past it the server answers 503.
+pub const MAX_STREAMS: usize = 256;
+
+/// The shortest token accepted.
+pub const MIN_TOKEN: usize = 16;
+
 /// How `coord serve` runs.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -37,6 +48,9 @@ pub struct Options {
     pub token: Option<String>,
     /// Run `coord watch`'s loop in the server too (`--tick`), with these options.
     pub tick: Option<crate::watch::Options>,
+    /// The names (`name` or `name:port`, as clients put them in `Host`) the server also
+    /// answers to besides its loopback names; only with a token.
+    pub public_hosts: Vec<String>,
 }
 
 /// Why the server could not start or stopped.
@@ -45,6 +59,15 @@ pub enum ServeError {
     /// A non-loopback address without a token.
     #[error("listening on {0} (not loopback) needs a token")]
     NeedsToken(SocketAddr),
+    /// A token too short to resist guessing.
+    #[error("COORD_SERVE_TOKEN is {0} characters; a token needs at least {MIN_TOKEN} characters")]
+    ShortToken(usize),
+    /// A public name without a token.
+    #[error("--public-host needs a token (COORD_SERVE_TOKEN)")]
+    PublicHostNeedsToken,
+    /// A non-loopback address without a name clients reach it by.
+    #[error("listening on {0} (not loopback) needs --public-host")]
+    NeedsPublicHost(SocketAddr),
     /// The address could not be bound or served.
     #[error("cannot serve on {addr}: {source}")]
     Io {
@@ -70,6 +93,17 @@ impl ServeError {
                  address"
                     .into(),
             ),
+            ServeError::ShortToken(_) => {
+                Some("make one with `openssl rand -hex 16` (32 characters)".into())
+            }
+            ServeError::PublicHostNeedsToken => Some(
+                "set COORD_SERVE_TOKEN, or leave --public-host out to answer on loopback \
+                 names only"
+                    .into(),
+            ),
+            ServeError::NeedsPublicHost(_) => {
+                Some("pass --public-host NAME[:PORT], the host clients put in their URLs".into())
+            }
             ServeError::Tick(e) => e.hint(),
             _ => None,
         }
@@ -82,6 +116,27 @@ pub struct App {
     pub hub: Arc<hub::Hub>,
     /// The token, when one is set.
     pub token: Option<String>,
+    /// The exact `Host` values (lowercase) this server answers to.
+    pub hosts: Vec<String>,
+    /// One permit per open event stream.
+    pub streams: Arc<tokio::sync::Semaphore>,
+}
+
+impl App {
+    /// Returns the state of a server on `addr` with this token and these public names.
+    pub fn new(
+        hub: Arc<hub::Hub>,
+        token: Option<String>,
+        addr: SocketAddr,
+        public_hosts: &[String],
+    ) -> App {
+        App {
+            hub,
+            token,
+            hosts: guard::hosts_of(addr, public_hosts),
+            streams: Arc::new(tokio::sync::Semaphore::new(MAX_STREAMS)),
+        }
+    }
 }
 
 /// Returns the whole router: the API under `/v1`, `/metrics` and `/healthz`, the board's
@@ -120,9 +175,7 @@ async fn not_found(uri: axum::http::Uri) -> problem::Problem {
 /// Serves until SIGINT or SIGTERM; prints the address it listens on (`http://…`) on stdout
 /// once it accepts connections (and, with `tick`, once its tick loop watches).
 pub fn run(mut opener: Opener, opts: Options) -> Result<(), ServeError> {
-    if !opts.listen.ip().is_loopback() && opts.token.is_none() {
-        return Err(ServeError::NeedsToken(opts.listen));
-    }
+    check_options(&opts)?;
     opener.options.wait.get_or_insert(WRITE_WAIT);
     let hub = hub::Hub::open(opener)?;
     hub.watch()?;
@@ -143,10 +196,7 @@ pub fn run(mut opener: Opener, opts: Options) -> Result<(), ServeError> {
         Some(w) => Some(ticker::start(Arc::clone(&hub), w)?),
         None => None,
     };
-    let app = Arc::new(App {
-        hub,
-        token: opts.token,
-    });
+    let app = Arc::new(App::new(hub, opts.token, addr, &opts.public_hosts));
     crate::term::write_out(format_args!("http://{addr}"));
     crate::term::write_err(format_args!(
         "coord: serving the board on http://{addr}/ and the API under /v1; Ctrl-C stops"
@@ -155,7 +205,7 @@ pub fn run(mut opener: Opener, opts: Options) -> Result<(), ServeError> {
     // committed before its answer, so nothing is lost by stopping at once.
     rt.block_on(async move {
         tokio::select! {
-            served = axum::serve(listener, router(app)) => served.map_err(io),
+            served = serve(listener, router(app)) => served.map_err(io),
             () = stopped() => Ok(()),
         }
     })?;
@@ -164,6 +214,46 @@ pub fn run(mut opener: Opener, opts: Options) -> Result<(), ServeError> {
         let _ = t.join();
     }
     Ok(())
+}
+
+/// Refuses what cannot be served safely: a non-loopback address without a token or a public
+/// name, a short token, a public name without a token.
+fn check_options(opts: &Options) -> Result<(), ServeError> {
+    let loopback = opts.listen.ip().is_loopback();
+    match &opts.token {
+        None if !loopback => Err(ServeError::NeedsToken(opts.listen)),
+        None if !opts.public_hosts.is_empty() => Err(ServeError::PublicHostNeedsToken),
+        Some(t) if t.chars().count() < MIN_TOKEN => Err(ServeError::ShortToken(t.chars().count())),
+        Some(_) if !loopback && opts.public_hosts.is_empty() => {
+            Err(ServeError::NeedsPublicHost(opts.listen))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Accepts connections and serves each on a task of its own, HTTP/1.1 with a bound on the
+/// time a request's headers may take ([`HEADER_READ`]). A failed accept (too many open
+/// files) is waited out instead of ending the server.
+async fn serve(listener: tokio::net::TcpListener, app: Router) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::service::TowerToHyperService;
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let service = TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(TokioTimer::new())
+                .header_read_timeout(HEADER_READ);
+            // A connection that ends badly (reset, timed out) concerns only its client.
+            let _ = http.serve_connection(TokioIo::new(stream), service).await;
+        });
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -1,6 +1,7 @@
 //! Errors as HTTP answers: an `application/problem+json` body (RFC 9457) with the status, a
 //! title and the one-line message the command line would print; 503 with `Retry-After` while
-//! another coordinator holds the lock. Every library error maps to one status here.
+//! another coordinator holds the lock (naming no path, process or command line of this
+//! machine); 401 with `WWW-Authenticate: Bearer`. Every library error maps to one status here.
 
 use crate::error::UsageError;
 use crate::ops;
@@ -19,16 +20,32 @@ pub struct Problem {
     pub detail: String,
     /// Seconds after which a retry may succeed (503).
     pub retry_after: Option<u64>,
+    /// Whether the answer asks for a bearer token (`WWW-Authenticate: Bearer`, with 401).
+    pub challenge: bool,
 }
 
 impl Problem {
     /// Returns a problem with this status and detail.
     pub fn new(status: StatusCode, detail: impl Into<String>) -> Problem {
+        Problem::fixed(status, crate::redact::error_line(&detail.into()))
+    }
+
+    /// Returns a problem whose detail is the server's own text, holding no secret, and so
+    /// not redacted (a redactor would take `Authorization: Bearer <...>` for a secret).
+    pub fn fixed(status: StatusCode, detail: impl Into<String>) -> Problem {
         Problem {
             status,
-            detail: crate::redact::error_line(&detail.into()),
+            detail: detail.into(),
             retry_after: None,
+            challenge: false,
         }
+    }
+
+    /// Returns a 503 with `Retry-After` (seconds).
+    pub fn unavailable(detail: impl Into<String>, retry_after: u64) -> Problem {
+        let mut p = Problem::new(StatusCode::SERVICE_UNAVAILABLE, detail);
+        p.retry_after = Some(retry_after);
+        p
     }
 
     /// Returns a 400 Bad Request.
@@ -70,10 +87,14 @@ impl Problem {
     }
 
     fn of_one(c: &(dyn std::error::Error + 'static)) -> Option<Problem> {
+        // The holder's pid and command line and the lock's path are for the machine's own
+        // user (the command line prints them), not for every HTTP client.
         if let Some(LockError::Held { .. }) = c.downcast_ref::<LockError>() {
-            let mut p = Problem::new(StatusCode::SERVICE_UNAVAILABLE, c.to_string());
-            p.retry_after = Some(1);
-            return Some(p);
+            return Some(Problem::unavailable(
+                "another coordinator (a tick, a sync or an agent's command) holds the \
+                 repository's lock; retry in a moment",
+                1,
+            ));
         }
         if let Some(e) = c.downcast_ref::<CommandError>() {
             return Some(Problem::of_command(e));
@@ -108,6 +129,9 @@ impl IntoResponse for Problem {
         );
         if let Some(s) = self.retry_after {
             h.insert(header::RETRY_AFTER, HeaderValue::from(s));
+        }
+        if self.challenge {
+            h.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         r
     }

@@ -99,3 +99,129 @@ fn serve_board_in_a_browser_shows_a_tick_without_a_reload() {
         std::fs::write(&path, &png).expect("write the screenshot");
     }
 }
+
+/// What a page's script gets when it asks `url` (with `init`, a JavaScript object): the
+/// status, or `network error` when the browser refused or could not connect.
+fn fetch_status(b: &mut Browser, url: &str, init: &str) -> String {
+    let js = format!(
+        "fetch({url:?}, {init}).then(r => String(r.status === 0 ? 'opaque' : r.status), \
+         () => 'network error')"
+    );
+    b.eval_async(&js).as_str().unwrap_or("").to_string()
+}
+
+#[test]
+fn serve_board_in_a_browser_refuses_rebinding_and_cross_origin_writes() {
+    let Some(chromium) =
+        chromium_or_skip("serve_board_in_a_browser_refuses_rebinding_and_cross_origin_writes")
+    else {
+        return;
+    };
+    let r = demo_repo();
+    let s = Server::start(&r);
+    let port = s.addr.rsplit_once(':').map(|(_, p)| p).expect("port");
+    let other: u16 = if port == "8099" { 8098 } else { 8099 };
+    // The attacker's names resolve to this machine, as a rebinding DNS server makes them;
+    // `noport` reaches the server on port 80 of its URL, `localhost:{other}` on another port.
+    let resolve = format!(
+        "--host-resolver-rules=MAP 127.evil.example 127.0.0.1, \
+         MAP localhost.evil.example 127.0.0.1, MAP noport.evil.example 127.0.0.1:{port}, \
+         MAP localhost 127.0.0.1:{port}"
+    );
+    let mut b = Browser::start_with(&chromium, 1024, 768, &[&resolve]);
+    let post = r#"{method: "POST", body: JSON.stringify({title: "Planted", id: "planted"}),
+                   headers: {"Content-Type": "application/json"}}"#;
+    for origin in [
+        format!("http://127.evil.example:{port}"),
+        format!("http://localhost.evil.example:{port}"),
+        "http://noport.evil.example".to_string(),
+        format!("http://localhost:{other}"),
+    ] {
+        b.open(&format!("{origin}/"));
+        let refused = "document.body?.innerText.includes('\"status\":403') === true";
+        assert!(
+            b.until(Duration::from_secs(30), refused).is_some(),
+            "{origin}/ showed: {}",
+            b.eval("document.body?.innerText ?? ''")
+        );
+        for path in ["/v1/board", "/v1/tasks", "/board", "/v1/events"] {
+            let got = fetch_status(&mut b, path, "{}");
+            assert_eq!(got, "403", "{origin}{path} read by the page");
+        }
+        assert_eq!(
+            fetch_status(&mut b, "/v1/tasks", post),
+            "403",
+            "{origin} POST"
+        );
+        let action = "/v1/tasks/release-notes/cancel";
+        assert_eq!(fetch_status(&mut b, action, post), "403", "{origin} cancel");
+        // The same page writing to the server's real address: a cross-origin write.
+        let real = format!("http://{}/v1/tasks", s.addr);
+        let no_cors =
+            r#"{method: "POST", mode: "no-cors", body: '{"title": "Planted", "id": "planted"}'}"#;
+        fetch_status(&mut b, &real, no_cors);
+        let cancel = format!("http://{}{action}", s.addr);
+        fetch_status(
+            &mut b,
+            &cancel,
+            r#"{method: "POST", mode: "no-cors", body: "{}"}"#,
+        );
+    }
+    assert!(r.find("planted").is_empty(), "a page planted a task");
+    assert_eq!(r.where_is("release-notes"), "work/inbox/release-notes.yaml");
+
+    // The server's own page still works.
+    b.open(&format!("http://{}/", s.addr));
+    let live = "document.getElementById('live')?.textContent === 'live'";
+    assert!(
+        b.until(Duration::from_secs(30), live).is_some(),
+        "{}",
+        b.eval("document.body.innerText")
+    );
+}
+
+#[test]
+fn serve_board_in_a_browser_updates_task_and_column_pages_without_a_reload() {
+    let Some(chromium) =
+        chromium_or_skip("serve_board_in_a_browser_updates_task_and_column_pages_without_a_reload")
+    else {
+        return;
+    };
+    let r = demo_repo();
+    let s = Server::start(&r);
+    let mut b = Browser::start(&chromium, 1024, 768);
+    let task = "document.querySelector('main .state')?.textContent";
+    b.open(&format!("http://{}/tasks/release-notes", s.addr));
+    let live = "document.getElementById('live')?.textContent === 'live'";
+    let inbox = format!("{live} && {task} === 'inbox'");
+    assert!(
+        b.until(Duration::from_secs(30), &inbox).is_some(),
+        "{}",
+        b.eval("document.body.innerText")
+    );
+    b.eval("window.coordSamePage = true");
+    let mut column = Browser::start(&chromium, 1024, 768);
+    column.open(&format!("http://{}/column/assigned", s.addr));
+    let card = "document.querySelector('main .card[data-id=\"release-notes\"]') !== null";
+    assert!(
+        column.until(Duration::from_secs(30), live).is_some(),
+        "{}",
+        column.eval("document.body.innerText")
+    );
+    assert_eq!(column.eval(card), serde_json::json!(false));
+    column.eval("window.coordSamePage = true");
+
+    r.ok(&["tick"]);
+    let moved = format!("window.coordSamePage === true && {task} === 'assigned'");
+    assert!(
+        b.until(Duration::from_secs(30), &moved).is_some(),
+        "the task page did not show the tick without a reload: {}",
+        b.eval("document.body.innerText")
+    );
+    let listed = format!("window.coordSamePage === true && {card}");
+    assert!(
+        column.until(Duration::from_secs(30), &listed).is_some(),
+        "the column page did not show the tick without a reload: {}",
+        column.eval("document.body.innerText")
+    );
+}

@@ -61,6 +61,12 @@ pub struct Browser {
 impl Browser {
     /// Starts `program` headless with a fresh profile, its window `width` × `height`.
     pub fn start(program: &PathBuf, width: u32, height: u32) -> Browser {
+        Browser::start_with(program, width, height, &[])
+    }
+
+    /// Starts `program` as [`Browser::start`] does, with more command-line switches (such as
+    /// `--host-resolver-rules`, which points a test's host names at the server).
+    pub fn start_with(program: &PathBuf, width: u32, height: u32, extra: &[&str]) -> Browser {
         let profile = tempfile::tempdir().expect("profile dir");
         let mut child = Command::new("sh")
             .arg("-c")
@@ -76,6 +82,7 @@ impl Browser {
                 "--remote-debugging-pipe",
                 &format!("--window-size={width},{height}"),
             ])
+            .args(extra)
             .arg(format!("--user-data-dir={}", profile.path().display()))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -109,6 +116,20 @@ impl Browser {
         let r = self.call(
             "Runtime.evaluate",
             json!({ "expression": expression, "returnByValue": true }),
+        );
+        assert!(
+            r.get("exceptionDetails").is_none(),
+            "{expression} threw: {r}"
+        );
+        r["result"]["value"].clone()
+    }
+
+    /// Evaluates a JavaScript expression whose value is a promise, and returns what the
+    /// promise resolves to.
+    pub fn eval_async(&mut self, expression: &str) -> Value {
+        let r = self.call(
+            "Runtime.evaluate",
+            json!({ "expression": expression, "returnByValue": true, "awaitPromise": true }),
         );
         assert!(
             r.get("exceptionDetails").is_none(),

@@ -47,6 +47,7 @@ mod scale;
 mod schemas;
 mod scoped;
 mod serve;
+mod serve_guard;
 mod serve_memory;
 mod ship;
 mod smoke;

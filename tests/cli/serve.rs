@@ -353,20 +353,25 @@ fn serve_guards_tokens_origins_and_hosts() {
     assert_eq!(ok.status, 201, "{}", ok.body);
     drop(s);
 
-    let env = [("COORD_SERVE_TOKEN", "s3cret")];
+    let env = [("COORD_SERVE_TOKEN", "s3cret-s3cret-s3cret")];
     let t = Server::start_with(&r, &["--listen", "127.0.0.1:0"], &env);
     assert_eq!(t.get("/v1/board").status, 401);
     let wrong = [("Authorization", "Bearer nope")];
     assert_eq!(t.req("GET", "/v1/board", &wrong, "").status, 401);
-    let right = [("Authorization", "Bearer s3cret")];
+    let right = [("Authorization", "Bearer s3cret-s3cret-s3cret")];
     assert_eq!(t.req("GET", "/v1/board", &right, "").status, 200);
-    let opened = t.get("/?token=s3cret");
+    let opened = t.get("/?token=s3cret-s3cret-s3cret");
     assert!(opened
         .header("set-cookie")
         .is_some_and(|c| c.contains("HttpOnly")));
     assert_eq!(
-        t.req("GET", "/board", &[("Cookie", "coord_token=s3cret")], "")
-            .status,
+        t.req(
+            "GET",
+            "/board",
+            &[("Cookie", "coord_token=s3cret-s3cret-s3cret")],
+            ""
+        )
+        .status,
         200
     );
 }
@@ -671,4 +676,43 @@ fn serve_refuses_to_claim_a_task_whose_dependency_was_moved_back_out_of_done() {
     assert_eq!(claim.status, 409, "{}", claim.body);
     assert!(claim.body.contains("dependency 'a'"), "{}", claim.body);
     assert_eq!(r.where_is("b"), "work/ready/b.yaml");
+}
+
+#[test]
+fn serve_events_report_a_persons_committed_move_once_as_theirs() {
+    let r = TestRepo::with_agents(&["writer"]);
+    r.ok(&["new", "Write the docs", "--id", "docs"]);
+    let s = Server::start(&r);
+    let mut events = s.events();
+    r.git(&["mv", "work/inbox/docs.yaml", "work/cancelled/docs.yaml"]);
+    // A person types the commit message meanwhile.
+    std::thread::sleep(Duration::from_millis(500));
+    r.git(&["commit", "-q", "-m", "Drop the docs task"]);
+    let head = r.git(&["rev-parse", "HEAD"]).trim().to_string();
+    let moved = format!(r#""commit":"{head}","time""#);
+    let seen = events.until(Duration::from_secs(10), |t| {
+        t.contains(&moved) && t.contains("event: board")
+    });
+    assert!(seen, "events so far:\n{}", events.seen);
+    r.ok(&["tick"]);
+    events.until(Duration::from_secs(3), |_| false);
+    let docs: Vec<Value> = events
+        .seen
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .filter(|e| e["task"] == "docs")
+        .collect();
+    assert_eq!(docs.len(), 1, "one event for the move: {docs:?}");
+    assert_eq!(
+        (&docs[0]["from"], &docs[0]["to"], &docs[0]["op"]),
+        (&json!("inbox"), &json!("cancelled"), &json!("move"))
+    );
+    assert_eq!(docs[0]["commit"], json!(head));
+    assert!(docs[0]["by"].is_string(), "{}", docs[0]);
+    let metrics = s.get("/metrics").body;
+    assert!(
+        metrics.contains(r#"coord_transitions_total{from="inbox",to="cancelled"} 1"#),
+        "{metrics}"
+    );
 }
