@@ -6,6 +6,8 @@
 //! code the CLI would give. "Nothing to claim" is an answer, not an error. stdout carries the
 //! protocol only; status lines go to stderr.
 
+mod lines;
+
 use super::Ctx;
 use crate::error::CliError;
 use crate::error::UsageError;
@@ -42,14 +44,21 @@ pub fn run(ctx: &Ctx, _args: Args) -> Result<(), CliError> {
         .enable_all()
         .build()
         .context("cannot start the MCP server's runtime")?;
-    Ok(runtime.block_on(async {
+    let served = runtime.block_on(async {
+        let io = lines::split(tokio::io::stdin(), tokio::io::stdout());
+        tokio::spawn(io.reading);
+        let writing = tokio::spawn(io.writing);
         let service = server
-            .serve(rmcp::transport::stdio())
+            .serve((io.reader, io.writer))
             .await
             .context("the MCP client did not initialize")?;
         service.waiting().await.context("the MCP session failed")?;
+        writing.await.context("the MCP server's output failed")?;
         Ok::<(), anyhow::Error>(())
-    })?)
+    });
+    // A read of stdin still waiting must not hold the process open.
+    runtime.shutdown_background();
+    Ok(served?)
 }
 
 /// The MCP server: the repo's folder and the global flags; a fresh context per call, so the

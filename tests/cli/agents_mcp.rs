@@ -323,3 +323,92 @@ fn mcp_new_writes_every_field_coord_new_writes() {
     r.ok(&["validate"]);
     assert_eq!(r.git_status(), "", "every change committed");
 }
+
+/// `coord mcp` started in `r` with its pipes held by the test: lines go in raw, and each line
+/// it prints comes back through a channel (so a missing reply fails instead of hanging).
+struct RawServer {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl RawServer {
+    fn start(r: &TestRepo) -> RawServer {
+        use std::io::BufRead;
+        use std::process::Stdio;
+        let mut child = r
+            .spawn_cmd(&["mcp"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn coord mcp");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        RawServer {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        use std::io::Write;
+        writeln!(self.stdin, "{line}").expect("write a line");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// Returns the next line the server prints, as JSON.
+    fn reply(&self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("a reply within 20 s");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    }
+}
+
+impl Drop for RawServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn mcp_answers_a_line_that_is_not_json_with_a_parse_error_and_keeps_serving() {
+    let r = pull_repo();
+    let mut s = RawServer::start(&r);
+    s.send("this is not json");
+    let reply = s.reply();
+    assert_eq!(reply["jsonrpc"], "2.0", "{reply}");
+    assert_eq!(reply["id"], Value::Null, "{reply}");
+    assert_eq!(reply["error"]["code"], -32700, "{reply}");
+    s.send("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ");
+    assert_eq!(s.reply()["error"]["code"], -32700, "a cut-off line");
+    s.send(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}})
+        .to_string(),
+    );
+    let init = s.reply();
+    assert_eq!(init["id"], 2, "{init}");
+    assert_eq!(init["result"]["serverInfo"]["name"], "coord", "{init}");
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
+    s.send("}{");
+    assert_eq!(s.reply()["error"]["code"], -32700, "after initialize too");
+    s.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}).to_string());
+    let pong = s.reply();
+    assert_eq!(pong["id"], 3, "{pong}");
+    assert!(pong["result"].is_object(), "{pong}");
+}
