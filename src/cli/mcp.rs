@@ -80,6 +80,10 @@ struct StatusParams {
     /// Only this agent's tasks and profile.
     #[schemars(with = "Option<String>")]
     agent: Option<AgentName>,
+    /// The whole board (every list, each agent's tasks) instead of the summary; it grows
+    /// with the number of tasks.
+    #[serde(default)]
+    full: bool,
 }
 
 /// A task's state (the folder its file is in).
@@ -107,7 +111,17 @@ struct ListParams {
     /// Only tasks of this agent (in its folder, or naming it in `agent:`).
     #[schemars(with = "Option<String>")]
     agent: Option<AgentName>,
+    /// At most this many tasks (default 100).
+    #[schemars(range(min = 1, max = 1000))]
+    limit: Option<usize>,
+    /// Where to go on: the next_cursor of the last answer (none for the first page).
+    cursor: Option<String>,
 }
+
+/// The tasks a `list` answers when it names no limit.
+const LIST_LIMIT: usize = 100;
+/// The most tasks one `list` answers.
+const LIST_MAX: usize = 1000;
 
 /// Arguments of `show`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -266,20 +280,42 @@ struct FailParams {
 #[tool_router]
 impl Server {
     #[tool(
-        description = "The board: counts per state, agents with their tasks and leases, \
-                          what waits and why (as `coord status --json`)"
+        description = "The board's summary: counts per state, each agent with its load, \
+                          circuit and task_counts, the oldest ready task and how many entries \
+                          each list (review, waiting, blocked, ...) holds. With full: true, \
+                          the whole board with every list (as `coord status --json`)"
     )]
     fn status(&self, Parameters(p): Parameters<StatusParams>) -> Answer {
-        self.answer(|ctx| Ok(ctx.coord()?.status(p.agent.as_ref())?.board))
+        self.answer(|ctx| {
+            let board = ctx.coord()?.status(p.agent.as_ref())?.board;
+            Ok(match p.full {
+                true => board,
+                false => crate::view::board::summary(&board),
+            })
+        })
     }
 
     #[tool(
-        description = "Tasks, one object each (id, state, agent, title, priority, \
-                          attempt, lease_expires_at, path), filtered by state and agent"
+        description = "Tasks in id order, one object each (id, state, agent, title, \
+                          priority, attempt, lease_expires_at, path), filtered by state and \
+                          agent, a page at a time: {tasks, next_cursor}; pass next_cursor \
+                          back as cursor for the next page (null on the last)"
     )]
     fn list(&self, Parameters(p): Parameters<ListParams>) -> Answer {
-        let state = p.state.and_then(|s| State::parse(&name_of(s)));
-        self.answer(|ctx| Ok(json!({"tasks": ctx.coord()?.tasks(state, p.agent.as_ref())?})))
+        let filter = ops::TaskFilter {
+            state: p.state.and_then(|s| State::parse(&name_of(s))),
+            agent: p.agent,
+            ..ops::TaskFilter::default()
+        };
+        let limit = p.limit.unwrap_or(LIST_LIMIT).clamp(1, LIST_MAX);
+        self.answer(|ctx| {
+            let after = p.cursor.as_deref().map(ops::Cursor::decode).transpose()?;
+            Ok(json!(ctx.coord()?.list_page(
+                &filter,
+                after.as_ref(),
+                limit
+            )?))
+        })
     }
 
     #[tool(
@@ -429,7 +465,8 @@ impl Server {
     fn resource(&self, uri: &str) -> Result<Option<Value>, CliError> {
         let ctx = self.ctx()?;
         if uri == BOARD_URI {
-            return Ok(Some(ctx.coord()?.status(None)?.board));
+            let board = ctx.coord()?.status(None)?.board;
+            return Ok(Some(crate::view::board::summary(&board)));
         }
         let Some(id) = uri.strip_prefix(TASK_URI_PREFIX) else {
             return Ok(None);
@@ -469,7 +506,7 @@ impl ServerHandler for Server {
         _: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let board = Resource::new(BOARD_URI, "board")
-            .with_description("The board, as coord status --json prints it")
+            .with_description("The board's summary, as the status tool answers it")
             .with_mime_type("application/json");
         Ok(ListResourcesResult::with_all_items(vec![board]))
     }

@@ -412,3 +412,111 @@ fn mcp_answers_a_line_that_is_not_json_with_a_parse_error_and_keeps_serving() {
     assert_eq!(pong["id"], 3, "{pong}");
     assert!(pong["result"].is_object(), "{pong}");
 }
+
+/// A repo on tmpfs with `n` task files committed at once: one in ten ready, the others done.
+fn seeded(n: usize) -> TestRepo {
+    let r = TestRepo::empty_in_memory();
+    r.ok(&["init"]);
+    r.ok(&["agents", "add", "p", "--pull"]);
+    for state in ["ready", "done"] {
+        std::fs::create_dir_all(r.abs(&format!("work/{state}"))).expect("mkdir");
+    }
+    for i in 0..n {
+        let state = if i % 10 == 0 { "ready" } else { "done" };
+        let attempt = u8::from(state == "done");
+        std::fs::write(
+            r.abs(&format!("work/{state}/t-{i:05}.yaml")),
+            format!(
+                "title: Task {i} with a title of a usual length\npriority: normal\n\
+                 coord:\n  state: {state}\n  attempt: {attempt}\n  created_at: 2026-11-22T09:00:00Z\n"
+            ),
+        )
+        .expect("write task");
+    }
+    r.git(&["add", "-A"]);
+    r.git(&["commit", "-q", "-m", "seed"]);
+    r
+}
+
+/// Returns the size of a tool's answer as the client got it, in bytes.
+fn size(v: &Value) -> usize {
+    v.to_string().len()
+}
+
+#[test]
+fn mcp_answers_stay_small_at_10000_tasks_and_list_pages_visit_every_task_once() {
+    const N: usize = 10_000;
+    const BOUND: usize = 64 * 1024;
+    let r = seeded(N);
+    let r = &r;
+    with_server(r, |client| async move {
+        let started = std::time::Instant::now();
+        let status = ok(&client, "status", json!({})).await;
+        eprintln!("status: {} bytes in {:?}", size(&status), started.elapsed());
+        assert!(
+            size(&status) < BOUND / 4,
+            "status is {} bytes",
+            size(&status)
+        );
+        assert_eq!(status["counts"]["done"], 9_000, "{status}");
+        assert_eq!(status["counts"]["ready"], 1_000, "{status}");
+        let full = ok(&client, "status", json!({"full": true})).await;
+        assert!(full["waiting"].is_array(), "the whole board on request");
+        assert_eq!(full["counts"], status["counts"]);
+
+        let started = std::time::Instant::now();
+        let first = ok(&client, "list", json!({})).await;
+        eprintln!("list: {} bytes in {:?}", size(&first), started.elapsed());
+        assert!(size(&first) < BOUND / 2, "list is {} bytes", size(&first));
+        assert_eq!(
+            first["tasks"].as_array().map(Vec::len),
+            Some(100),
+            "default limit"
+        );
+        assert!(first["next_cursor"].is_string(), "{}", first["next_cursor"]);
+
+        let mut seen = std::collections::BTreeMap::<String, usize>::new();
+        let mut cursor = Value::Null;
+        let mut pages = 0;
+        loop {
+            let mut args = json!({"limit": 1000});
+            if !cursor.is_null() {
+                args["cursor"] = cursor.clone();
+            }
+            let page = ok(&client, "list", args).await;
+            for t in page["tasks"].as_array().expect("tasks") {
+                *seen
+                    .entry(t["id"].as_str().expect("id").to_string())
+                    .or_default() += 1;
+            }
+            pages += 1;
+            cursor = page["next_cursor"].clone();
+            if cursor.is_null() {
+                break;
+            }
+            assert!(pages < 20, "the cursor moves on");
+        }
+        assert_eq!(pages, 10);
+        assert_eq!(seen.len(), N, "every task");
+        assert!(seen.values().all(|&n| n == 1), "each once");
+
+        let ready = ok(&client, "list", json!({"state": "ready", "limit": 5})).await;
+        let ids: Vec<&str> = ready["tasks"]
+            .as_array()
+            .expect("tasks")
+            .iter()
+            .map(|t| t["id"].as_str().expect("id"))
+            .collect();
+        assert_eq!(ids, ["t-00000", "t-00010", "t-00020", "t-00030", "t-00040"]);
+        let next = ok(
+            &client,
+            "list",
+            json!({"state": "ready", "limit": 1, "cursor": ready["next_cursor"]}),
+        )
+        .await;
+        assert_eq!(next["tasks"][0]["id"], "t-00050", "{next}");
+        let bad = refused(&client, "list", json!({"cursor": "zz"})).await;
+        assert!(bad.contains("cursor"), "{bad}");
+        client.cancel().await.expect("close");
+    });
+}
