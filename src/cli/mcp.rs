@@ -285,14 +285,15 @@ impl Server {
                           each list (review, waiting, blocked, ...) holds. With full: true, \
                           the whole board with every list (as `coord status --json`)"
     )]
-    fn status(&self, Parameters(p): Parameters<StatusParams>) -> Answer {
-        self.answer(|ctx| {
+    async fn status(&self, Parameters(p): Parameters<StatusParams>) -> Answer {
+        self.answer(move |ctx| {
             let board = ctx.coord()?.status(p.agent.as_ref())?.board;
             Ok(match p.full {
                 true => board,
                 false => crate::view::board::summary(&board),
             })
         })
+        .await
     }
 
     #[tool(
@@ -301,14 +302,14 @@ impl Server {
                           agent, a page at a time: {tasks, next_cursor}; pass next_cursor \
                           back as cursor for the next page (null on the last)"
     )]
-    fn list(&self, Parameters(p): Parameters<ListParams>) -> Answer {
+    async fn list(&self, Parameters(p): Parameters<ListParams>) -> Answer {
         let filter = ops::TaskFilter {
             state: p.state.and_then(|s| State::parse(&name_of(s))),
             agent: p.agent,
             ..ops::TaskFilter::default()
         };
         let limit = p.limit.unwrap_or(LIST_LIMIT).clamp(1, LIST_MAX);
-        self.answer(|ctx| {
+        self.answer(move |ctx| {
             let after = p.cursor.as_deref().map(ops::Cursor::decode).transpose()?;
             Ok(json!(ctx.coord()?.list_page(
                 &filter,
@@ -316,20 +317,23 @@ impl Server {
                 limit
             )?))
         })
+        .await
     }
 
     #[tool(
         description = "One task: state, folder, fields, result, coord block and history \
                           (as `coord show --json`)"
     )]
-    fn show(&self, Parameters(p): Parameters<ShowParams>) -> Answer {
-        self.answer(|ctx| Ok(one_or_copies(ctx.coord()?.show(&p.id)?)))
+    async fn show(&self, Parameters(p): Parameters<ShowParams>) -> Answer {
+        self.answer(move |ctx| Ok(one_or_copies(ctx.coord()?.show(&p.id)?)))
+            .await
     }
 
     #[tool(description = "Transitions from git history, newest first (as `coord log --json`)")]
-    fn log(&self, Parameters(p): Parameters<LogParams>) -> Answer {
+    async fn log(&self, Parameters(p): Parameters<LogParams>) -> Answer {
         let limit = Some(p.limit.unwrap_or(50));
-        self.answer(|ctx| Ok(json!({"entries": ctx.coord()?.log(p.id.as_ref(), limit)?})))
+        self.answer(move |ctx| Ok(json!({"entries": ctx.coord()?.log(p.id.as_ref(), limit)?})))
+            .await
     }
 
     #[tool(
@@ -337,8 +341,8 @@ impl Server {
         description = "Create a task in the inbox and commit it (as `coord new`, with the \
                        same fields); answers its id and path"
     )]
-    fn create(&self, Parameters(p): Parameters<NewParams>) -> Answer {
-        self.answer(|ctx| {
+    async fn create(&self, Parameters(p): Parameters<NewParams>) -> Answer {
+        self.answer(move |ctx| {
             let id = match &p.id {
                 Some(s) => Some(
                     TaskId::new(s)
@@ -366,6 +370,7 @@ impl Server {
             };
             Ok(json!(ctx.coord()?.new_task(&task)?))
         })
+        .await
     }
 
     #[tool(
@@ -374,8 +379,8 @@ impl Server {
                           or {claimed: false, reason} when there is nothing to claim. Report \
                           with the agent and attempt given here."
     )]
-    fn claim(&self, Parameters(p): Parameters<ClaimParams>) -> Answer {
-        self.answer(|ctx| match ctx.coord()?.claim(&p.agent, None)? {
+    async fn claim(&self, Parameters(p): Parameters<ClaimParams>) -> Answer {
+        self.answer(move |ctx| match ctx.coord()?.claim(&p.agent, None)? {
             Claimed::Granted(receipt) => {
                 let mut v = json!(receipt);
                 v["claimed"] = json!(true);
@@ -386,6 +391,7 @@ impl Server {
                 Ok(json!({"claimed": false, "reason": reason}))
             }
         })
+        .await
     }
 
     #[tool(
@@ -393,9 +399,9 @@ impl Server {
                           refused with code 'stale' when the attempt is no longer yours \
                           (stop working on it)"
     )]
-    fn heartbeat(&self, Parameters(p): Parameters<HeartbeatParams>) -> Answer {
+    async fn heartbeat(&self, Parameters(p): Parameters<HeartbeatParams>) -> Answer {
         let fence = fence(p.agent, p.attempt);
-        self.answer(|ctx| {
+        self.answer(move |ctx| {
             ctx.coord()?.heartbeat(&p.id, &fence, None)?;
             let task = ctx.coord()?.show(&p.id)?;
             let lease = task
@@ -403,6 +409,7 @@ impl Server {
                 .map(|t| t["task"]["coord"]["lease_expires_at"].clone());
             Ok(json!({"id": p.id, "lease_expires_at": lease}))
         })
+        .await
     }
 
     #[tool(
@@ -410,24 +417,24 @@ impl Server {
                           code 'stale' when the attempt is no longer current (the result is \
                           kept in the task's history as stale_result)"
     )]
-    fn complete(&self, Parameters(p): Parameters<CompleteParams>) -> Answer {
+    async fn complete(&self, Parameters(p): Parameters<CompleteParams>) -> Answer {
         let verdict = Verdict::Success {
             output: p.output,
             next_agents: p.next_agent,
         };
-        self.report(p.id, fence(p.agent, p.attempt), verdict)
+        self.report(p.id, fence(p.agent, p.attempt), verdict).await
     }
 
     #[tool(
         description = "Report failure (as `coord fail`): retried unless fatal; refused \
                           with code 'stale' when the attempt is no longer current"
     )]
-    fn fail(&self, Parameters(p): Parameters<FailParams>) -> Answer {
+    async fn fail(&self, Parameters(p): Parameters<FailParams>) -> Answer {
         let verdict = Verdict::Failure {
             message: p.error,
             retryable: !p.fatal,
         };
-        self.report(p.id, fence(p.agent, p.attempt), verdict)
+        self.report(p.id, fence(p.agent, p.attempt), verdict).await
     }
 }
 
@@ -437,28 +444,44 @@ impl Server {
         Ok(Ctx::new(self.dir.clone(), self.now.as_deref(), self.wait)?)
     }
 
-    /// Runs `f` with a fresh context; its value is the tool's structured answer, its error a
-    /// tool error.
-    fn answer(&self, f: impl FnOnce(Ctx) -> Result<Value, CliError>) -> Answer {
-        Ok(match self.ctx().and_then(f) {
+    /// Runs `f` with a fresh context on a thread of its own (so a call that waits, for the
+    /// lock or for git, holds up no other request); its value is the tool's structured answer,
+    /// its error a tool error.
+    async fn answer(
+        &self,
+        f: impl FnOnce(Ctx) -> Result<Value, CliError> + Send + 'static,
+    ) -> Answer {
+        Ok(match self.blocking(move |s| s.ctx().and_then(f)).await? {
             Ok(v) => CallToolResult::structured(v),
             Err(e) => CallToolResult::structured_error(tool_error(e)),
         })
     }
 
+    /// Runs `f` on the runtime's blocking threads; a panic in it is an internal error.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Server) -> T + Send + 'static,
+    ) -> Result<T, ErrorData> {
+        let server = self.clone();
+        tokio::task::spawn_blocking(move || f(&server))
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("the call failed: {e}"), None))
+    }
+
     /// Writes a result as `coord complete`/`fail --agent --attempt` do.
-    fn report(&self, id: TaskId, fence: Fence, verdict: Verdict) -> Answer {
+    async fn report(&self, id: TaskId, fence: Fence, verdict: Verdict) -> Answer {
         let attempt = fence.attempt;
         let how = ops::How {
             fence,
             ..ops::How::default()
         };
-        self.answer(|ctx| {
+        self.answer(move |ctx| {
             ctx.coord()?
                 .report(&id, &verdict, &how, None)?
                 .accepted(&id)?;
             Ok(json!({"id": id, "attempt": attempt, "recorded": true}))
         })
+        .await
     }
 
     /// Returns the board or one task as a resource's text.
@@ -528,7 +551,8 @@ impl ServerHandler for Server {
         _: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let uri = request.uri;
-        match self.resource(&uri) {
+        let read = uri.clone();
+        match self.blocking(move |s| s.resource(&read)).await? {
             Ok(Some(v)) => {
                 let text = serde_json::to_string_pretty(&v).unwrap_or_default();
                 let contents = ResourceContents::text(text, uri).with_mime_type("application/json");

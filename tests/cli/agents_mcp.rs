@@ -520,3 +520,53 @@ fn mcp_answers_stay_small_at_10000_tasks_and_list_pages_visit_every_task_once() 
         client.cancel().await.expect("close");
     });
 }
+
+/// Returns a `tools/call` request of `tool` with `args`.
+fn tool_request(tool: &'static str, args: Value) -> rmcp::model::ClientRequest {
+    let Value::Object(args) = args else {
+        panic!("arguments are an object")
+    };
+    rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(
+        CallToolRequestParams::new(tool).with_arguments(args),
+    ))
+}
+
+#[test]
+fn mcp_answers_ping_and_show_while_a_claim_waits_for_the_lock() {
+    let repo = pull_repo();
+    let r = &repo;
+    r.task("z", "title: Z\n");
+    r.ok(&["tick"]);
+    with_server(r, |client| async move {
+        let lock = r.hold_coord_lock();
+        let claim = client
+            .send_cancellable_request(
+                tool_request("claim", json!({"agent": "p"})),
+                rmcp::service::PeerRequestOptions::no_options(),
+            )
+            .await
+            .expect("claim sent");
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let started = std::time::Instant::now();
+        let ping = rmcp::model::ClientRequest::PingRequest(Default::default());
+        client.send_request(ping).await.expect("ping answered");
+        let pinged = started.elapsed();
+        let shown = ok(&client, "show", json!({"id": "z"})).await;
+        let both = started.elapsed();
+        eprintln!("with a claim in flight: ping {pinged:?}, ping and show {both:?}");
+        assert_eq!(shown["state"], "ready", "the claim still waits: {shown}");
+        assert!(
+            both < std::time::Duration::from_secs(2),
+            "ping and show answered at once, not after the claim: {both:?}"
+        );
+        drop(lock);
+        let answer = claim.await_response().await.expect("claim answered");
+        let rmcp::model::ServerResult::CallToolResult(answer) = answer else {
+            panic!("{answer:?}")
+        };
+        let answer = answer.structured_content.expect("structured");
+        assert_eq!(answer["claimed"], true, "{answer}");
+        client.cancel().await.expect("close");
+    });
+    assert_eq!(r.where_is("z"), "work/assigned/p/z.yaml");
+}
