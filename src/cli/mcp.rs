@@ -379,16 +379,25 @@ impl Server {
                           or {claimed: false, reason} when there is nothing to claim. Report \
                           with the agent and attempt given here."
     )]
-    async fn claim(&self, Parameters(p): Parameters<ClaimParams>) -> Answer {
-        self.answer(move |ctx| match ctx.coord()?.claim(&p.agent, None)? {
-            Claimed::Granted(receipt) => {
-                let mut v = json!(receipt);
-                v["claimed"] = json!(true);
-                Ok(v)
-            }
-            Claimed::Nothing { agent, why } => {
-                let reason = CommandError::NothingToClaim { agent, why }.to_string();
-                Ok(json!({"claimed": false, "reason": reason}))
+    async fn claim(
+        &self,
+        Parameters(p): Parameters<ClaimParams>,
+        request: RequestContext<RoleServer>,
+    ) -> Answer {
+        // A cancelled request takes nothing, or gives back what it took.
+        let ct = request.ct;
+        self.answer(move |ctx| {
+            let withdrawn = || ct.is_cancelled();
+            match ctx.coord()?.claim_unless(&p.agent, None, &withdrawn)? {
+                Claimed::Granted(receipt) => {
+                    let mut v = json!(receipt);
+                    v["claimed"] = json!(true);
+                    Ok(v)
+                }
+                Claimed::Nothing { agent, why } => {
+                    let reason = CommandError::NothingToClaim { agent, why }.to_string();
+                    Ok(json!({"claimed": false, "reason": reason}))
+                }
             }
         })
         .await

@@ -570,3 +570,41 @@ fn mcp_answers_ping_and_show_while_a_claim_waits_for_the_lock() {
     });
     assert_eq!(r.where_is("z"), "work/assigned/p/z.yaml");
 }
+
+#[test]
+fn mcp_a_cancelled_claim_leaves_no_claim_behind() {
+    let repo = pull_repo();
+    let r = &repo;
+    r.task("z", "title: Z\n");
+    r.ok(&["tick"]);
+    with_server(r, |client| async move {
+        let lock = r.hold_coord_lock();
+        let gave_up = tokio::time::timeout(
+            std::time::Duration::from_millis(500),
+            client.call_tool(
+                CallToolRequestParams::new("claim")
+                    .with_arguments(json!({"agent": "p"}).as_object().cloned().expect("obj")),
+            ),
+        )
+        .await;
+        assert!(
+            gave_up.is_err(),
+            "the claim waits for the lock: {gave_up:?}"
+        );
+        // Dropping the call sent notifications/cancelled; now the lock is let go, and the
+        // cancelled claim (which tries the lock every 50 ms) goes first.
+        drop(lock);
+        tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+        let claimed = ok(&client, "claim", json!({"agent": "p"})).await;
+        assert_eq!(
+            claimed["claimed"], true,
+            "the task is still there: {claimed}"
+        );
+        assert_eq!(claimed["attempt"], 1, "{claimed}");
+        client.cancel().await.expect("close");
+    });
+    let shown = r.json(&["show", "z"]);
+    assert_eq!(shown["task"]["coord"]["attempt"], 1, "{shown}");
+    let claims = r.git(&["log", "--format=%s", "--grep=^Coord-Op: claim"]);
+    assert_eq!(claims.lines().count(), 1, "one claim: {claims}");
+}
