@@ -256,6 +256,10 @@ struct CompleteParams {
     #[serde(default)]
     #[schemars(with = "Vec<String>")]
     next_agent: Vec<AgentName>,
+    /// Overwrite a result of this attempt already waiting (the old one is kept in
+    /// coord.history).
+    #[serde(default)]
+    replace: bool,
 }
 
 /// Arguments of `fail`.
@@ -275,6 +279,42 @@ struct FailParams {
     /// Another attempt cannot help: do not retry.
     #[serde(default)]
     fatal: bool,
+    /// Overwrite a result of this attempt already waiting (the old one is kept in
+    /// coord.history).
+    #[serde(default)]
+    replace: bool,
+}
+
+/// Arguments of `approve` and `retry`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct IdParams {
+    /// The task's id.
+    #[schemars(with = "String")]
+    id: TaskId,
+}
+
+/// Arguments of `reject`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RejectParams {
+    /// The task's id.
+    #[schemars(with = "String")]
+    id: TaskId,
+    /// Why it is rejected.
+    reason: String,
+}
+
+/// Arguments of `cancel`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CancelParams {
+    /// The task's id.
+    #[schemars(with = "String")]
+    id: TaskId,
+    /// Why it is cancelled.
+    #[serde(default)]
+    reason: String,
 }
 
 #[tool_router]
@@ -283,7 +323,8 @@ impl Server {
         description = "The board's summary: counts per state, each agent with its load, \
                           circuit and task_counts, the oldest ready task and how many entries \
                           each list (review, waiting, blocked, ...) holds. With full: true, \
-                          the whole board with every list (as `coord status --json`)"
+                          the whole board with every list (as `coord status --json`)",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn status(&self, Parameters(p): Parameters<StatusParams>) -> Answer {
         self.answer(move |ctx| {
@@ -300,7 +341,8 @@ impl Server {
         description = "Tasks in id order, one object each (id, state, agent, title, \
                           priority, attempt, lease_expires_at, path), filtered by state and \
                           agent, a page at a time: {tasks, next_cursor}; pass next_cursor \
-                          back as cursor for the next page (null on the last)"
+                          back as cursor for the next page (null on the last)",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn list(&self, Parameters(p): Parameters<ListParams>) -> Answer {
         let filter = ops::TaskFilter {
@@ -322,14 +364,18 @@ impl Server {
 
     #[tool(
         description = "One task: state, folder, fields, result, coord block and history \
-                          (as `coord show --json`)"
+                          (as `coord show --json`)",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn show(&self, Parameters(p): Parameters<ShowParams>) -> Answer {
         self.answer(move |ctx| Ok(one_or_copies(ctx.coord()?.show(&p.id)?)))
             .await
     }
 
-    #[tool(description = "Transitions from git history, newest first (as `coord log --json`)")]
+    #[tool(
+        description = "Transitions from git history, newest first (as `coord log --json`)",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
     async fn log(&self, Parameters(p): Parameters<LogParams>) -> Answer {
         let limit = Some(p.limit.unwrap_or(50));
         self.answer(move |ctx| Ok(json!({"entries": ctx.coord()?.log(p.id.as_ref(), limit)?})))
@@ -339,7 +385,13 @@ impl Server {
     #[tool(
         name = "new",
         description = "Create a task in the inbox and commit it (as `coord new`, with the \
-                       same fields); answers its id and path"
+                       same fields); answers its id and path",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
     )]
     async fn create(&self, Parameters(p): Parameters<NewParams>) -> Answer {
         self.answer(move |ctx| {
@@ -377,7 +429,13 @@ impl Server {
         description = "Take the best ready task for a pull agent (as `coord claim`). \
                           Answers {claimed: true, id, agent, attempt, lease_expires_at, path}, \
                           or {claimed: false, reason} when there is nothing to claim. Report \
-                          with the agent and attempt given here."
+                          with the agent and attempt given here.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
     )]
     async fn claim(
         &self,
@@ -406,7 +464,13 @@ impl Server {
     #[tool(
         description = "Extend the lease of a task you work on (as `coord heartbeat`); \
                           refused with code 'stale' when the attempt is no longer yours \
-                          (stop working on it)"
+                          (stop working on it)",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
     )]
     async fn heartbeat(&self, Parameters(p): Parameters<HeartbeatParams>) -> Answer {
         let fence = fence(p.agent, p.attempt);
@@ -424,26 +488,100 @@ impl Server {
     #[tool(
         description = "Report success with an output (as `coord complete`); refused with \
                           code 'stale' when the attempt is no longer current (the result is \
-                          kept in the task's history as stale_result)"
+                          kept in the task's history as stale_result)",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
     )]
     async fn complete(&self, Parameters(p): Parameters<CompleteParams>) -> Answer {
         let verdict = Verdict::Success {
             output: p.output,
             next_agents: p.next_agent,
         };
-        self.report(p.id, fence(p.agent, p.attempt), verdict).await
+        self.report(p.id, fence(p.agent, p.attempt), verdict, p.replace)
+            .await
     }
 
     #[tool(
         description = "Report failure (as `coord fail`): retried unless fatal; refused \
-                          with code 'stale' when the attempt is no longer current"
+                          with code 'stale' when the attempt is no longer current",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
     )]
     async fn fail(&self, Parameters(p): Parameters<FailParams>) -> Answer {
         let verdict = Verdict::Failure {
             message: p.error,
             retryable: !p.fatal,
         };
-        self.report(p.id, fence(p.agent, p.attempt), verdict).await
+        self.report(p.id, fence(p.agent, p.attempt), verdict, p.replace)
+            .await
+    }
+
+    #[tool(
+        description = "Approve a task waiting in review, before its start or its result \
+                       (as `coord approve`); answers {op, id, commits, state}",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn approve(&self, Parameters(p): Parameters<IdParams>) -> Answer {
+        self.person("approve", p.id, |coord, id| coord.approve(id))
+            .await
+    }
+
+    #[tool(
+        description = "Reject a task waiting in review, saying why (as `coord reject`); \
+                       answers {op, id, commits, state}",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn reject(&self, Parameters(p): Parameters<RejectParams>) -> Answer {
+        self.person("reject", p.id, move |coord, id| coord.reject(id, &p.reason))
+            .await
+    }
+
+    #[tool(
+        description = "Cancel a task that is not finished, saying why (as `coord cancel`); \
+                       answers {op, id, commits, state}",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn cancel(&self, Parameters(p): Parameters<CancelParams>) -> Answer {
+        self.person("cancel", p.id, move |coord, id| coord.cancel(id, &p.reason))
+            .await
+    }
+
+    #[tool(
+        description = "Send a failed, invalid or cancelled task back to the inbox (as \
+                       `coord retry`); answers {op, id, commits, state}",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn retry(&self, Parameters(p): Parameters<IdParams>) -> Answer {
+        self.person("retry", p.id, |coord, id| coord.retry(id))
+            .await
     }
 }
 
@@ -478,17 +616,35 @@ impl Server {
     }
 
     /// Writes a result as `coord complete`/`fail --agent --attempt` do.
-    async fn report(&self, id: TaskId, fence: Fence, verdict: Verdict) -> Answer {
+    async fn report(&self, id: TaskId, fence: Fence, verdict: Verdict, replace: bool) -> Answer {
         let attempt = fence.attempt;
         let how = ops::How {
             fence,
+            replace,
             ..ops::How::default()
         };
         self.answer(move |ctx| {
             ctx.coord()?
-                .report(&id, &verdict, &how, None)?
+                .report(&id, &verdict, &how, None)
+                .map_err(|e| super::report::replace_hint(e, REPLACE_HINT))?
                 .accepted(&id)?;
             Ok(json!({"id": id, "attempt": attempt, "recorded": true}))
+        })
+        .await
+    }
+
+    /// Runs a person's command `act` on task `id` and answers what it did, as the command's
+    /// `--json` does.
+    async fn person(
+        &self,
+        op: &'static str,
+        id: TaskId,
+        act: impl FnOnce(&ops::Coord, &TaskId) -> Result<usize, ops::Error> + Send + 'static,
+    ) -> Answer {
+        self.answer(move |ctx| {
+            let coord = ctx.coord()?;
+            let commits = act(&coord, &id)?;
+            Ok(json!(super::gate::Acted::of(&coord, op, &id, commits)?))
         })
         .await
     }
@@ -509,6 +665,10 @@ impl Server {
         Ok(Some(one_or_copies(ctx.coord()?.show(&id)?)))
     }
 }
+
+/// What to do about a result already waiting, through the tool's arguments.
+const REPLACE_HINT: &str =
+    "call the tool again with replace: true to overwrite it (the old one is kept in coord.history)";
 
 const BOARD_URI: &str = "coord://board";
 const TASK_URI_PREFIX: &str = "coord://task/";

@@ -196,7 +196,10 @@ fn report(
     written: &ops::How,
     remote: Option<&str>,
 ) -> Result<u32, CliError> {
-    let reported = ctx.coord()?.report(id, verdict, written, remote)?;
+    let reported = ctx
+        .coord()?
+        .report(id, verdict, written, remote)
+        .map_err(|e| replace_hint(e, REPLACE_HINT))?;
     let (agent, attempt) = reported.accepted(id)?;
     if !written.fence.is_named() {
         let who = agent.map_or(String::new(), |a| format!(" of {a}"));
@@ -239,4 +242,18 @@ fn read_output(ctx: &Ctx, src: &PathBuf) -> anyhow::Result<Value> {
     let doc = parse_bytes(&bytes, &Limits::default())
         .map_err(|e| anyhow::anyhow!("{}:{e}", src.display()))?;
     Ok(doc.value)
+}
+
+/// What to do about a result already waiting, at the command line.
+const REPLACE_HINT: &str = "pass --replace to overwrite it (the old one is kept in coord.history)";
+
+/// Returns a report's error, with `hint` (how to replace the result) when a result is
+/// already waiting.
+pub(crate) fn replace_hint(e: ops::Error, hint: &str) -> CliError {
+    let pending = matches!(e, ops::Error::Command(CommandError::ResultPending(_)));
+    let e = CliError::from(e);
+    match pending {
+        true => e.with_hint(hint),
+        false => e,
+    }
 }

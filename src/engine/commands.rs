@@ -67,7 +67,7 @@ pub enum CommandError {
     #[error("task '{0}' is being written (its file changed within `settle`, coord.yaml); run the command again once it has settled")]
     BeingWritten(TaskId),
     /// The task already holds a result that has not been acted on yet.
-    #[error("task '{0}' already has a result waiting for the next tick; pass --replace to overwrite it (the old one is kept in coord.history)")]
+    #[error("task '{0}' already has a result waiting for the next tick; it is left as it is")]
     ResultPending(TaskId),
 }
 

@@ -100,6 +100,8 @@ fn mcp_initializes_lists_tools_and_runs_new_claim_heartbeat_complete() {
         assert_eq!(
             names,
             [
+                "approve",
+                "cancel",
                 "claim",
                 "complete",
                 "fail",
@@ -107,6 +109,8 @@ fn mcp_initializes_lists_tools_and_runs_new_claim_heartbeat_complete() {
                 "list",
                 "log",
                 "new",
+                "reject",
+                "retry",
                 "show",
                 "status"
             ]
@@ -607,4 +611,99 @@ fn mcp_a_cancelled_claim_leaves_no_claim_behind() {
     assert_eq!(shown["task"]["coord"]["attempt"], 1, "{shown}");
     let claims = r.git(&["log", "--format=%s", "--grep=^Coord-Op: claim"]);
     assert_eq!(claims.lines().count(), 1, "one claim: {claims}");
+}
+
+#[test]
+fn mcp_a_pending_result_is_replaced_through_the_replace_argument_its_error_names() {
+    let repo = pull_repo();
+    let r = &repo;
+    r.task("z", "title: Z\n");
+    r.ok(&["tick"]);
+    with_server(r, |client| async move {
+        ok(&client, "claim", json!({"agent": "p"})).await;
+        let first = json!({"id": "z", "agent": "p", "attempt": 1, "output": {"v": 1}});
+        ok(&client, "complete", first.clone()).await;
+        let (failed, pending) = call(&client, "complete", first).await;
+        assert!(failed, "{pending}");
+        assert_eq!(pending["error"]["code"], "result_pending", "{pending}");
+        let text = pending.to_string();
+        assert!(
+            !text.contains("--"),
+            "no CLI flag a tool cannot pass: {text}"
+        );
+        assert!(text.contains("replace: true"), "{text}");
+        let again =
+            json!({"id": "z", "agent": "p", "attempt": 1, "output": {"v": 2}, "replace": true});
+        ok(&client, "complete", again).await;
+        client.cancel().await.expect("close");
+    });
+    let shown = r.json(&["show", "z"]);
+    assert_eq!(shown["task"]["result"]["output"]["v"], 2, "{shown}");
+}
+
+#[test]
+fn mcp_tools_say_whether_they_only_read_or_destroy() {
+    let r = pull_repo();
+    with_server(&r, |client| async move {
+        let tools = client.list_all_tools().await.expect("tools/list");
+        let hint = |name: &str, key: &str| {
+            let tool = tools.iter().find(|t| t.name == name).expect(name);
+            json!(tool.annotations)[key].clone()
+        };
+        for name in ["status", "list", "show", "log"] {
+            assert_eq!(hint(name, "readOnlyHint"), true, "{name}");
+        }
+        for name in [
+            "new",
+            "claim",
+            "heartbeat",
+            "complete",
+            "fail",
+            "approve",
+            "retry",
+        ] {
+            assert_eq!(hint(name, "readOnlyHint"), false, "{name}");
+            assert_eq!(hint(name, "destructiveHint"), false, "{name}");
+        }
+        for name in ["cancel", "reject"] {
+            assert_eq!(hint(name, "destructiveHint"), true, "{name}");
+        }
+        client.cancel().await.expect("close");
+    });
+}
+
+#[test]
+fn mcp_person_tools_approve_reject_cancel_and_retry_as_the_cli_does() {
+    let repo = TestRepo::with_agents(&["a"]);
+    let r = &repo;
+    for id in ["x", "y"] {
+        r.task(id, "title: Gate\nagent: a\nauthority: ask_me_first\n");
+    }
+    r.task("c", "title: C\nagent: a\n");
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("x"), "work/review/x.yaml");
+    with_server(r, |client| async move {
+        let approved = ok(&client, "approve", json!({"id": "x"})).await;
+        assert_eq!(approved["op"], "approve", "{approved}");
+        assert_eq!(approved["id"], "x");
+        assert!(
+            approved["commits"].as_u64().is_some_and(|n| n >= 1),
+            "{approved}"
+        );
+        let rejected = ok(&client, "reject", json!({"id": "y", "reason": "not now"})).await;
+        assert_eq!(rejected["op"], "reject", "{rejected}");
+        let cancelled = ok(&client, "cancel", json!({"id": "c", "reason": "dup"})).await;
+        assert_eq!(cancelled["state"], "cancelled", "{cancelled}");
+        let retried = ok(&client, "retry", json!({"id": "c"})).await;
+        assert_eq!(retried["state"], "inbox", "{retried}");
+        let (failed, wrong) = call(&client, "approve", json!({"id": "c"})).await;
+        assert!(failed, "{wrong}");
+        assert_eq!(wrong["error"]["code"], "wrong_state", "{wrong}");
+        client.cancel().await.expect("close");
+    });
+    let (_, cli) = r.code(&["--json", "approve", "c"], 1);
+    assert!(cli.contains("wrong_state"), "{cli}");
+    assert_eq!(r.where_is("c"), "work/inbox/c.yaml");
+    assert_ne!(r.where_is("x"), "work/review/x.yaml");
+    assert_eq!(r.git_status(), "", "every change committed");
 }
