@@ -13,7 +13,7 @@ use crate::error::CliError;
 use crate::error::UsageError;
 use crate::model::{AgentName, Authority, Duration, Priority, State, TaskId};
 use crate::ops::{self, Claimed, Verdict};
-use crate::ops::{CommandError, Fence};
+use crate::ops::Fence;
 use anyhow::Context;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -211,7 +211,8 @@ struct NewParams {
     input: Map<String, Value>,
     /// An id to use instead of a generated one.
     id: Option<String>,
-    /// A second `new` with the same key creates nothing and answers the first task.
+    /// A second `new` with the same key and fields creates nothing and answers the first
+    /// task; with other fields it is refused (code conflict).
     idempotency_key: Option<String>,
 }
 
@@ -420,7 +421,8 @@ impl Server {
                 id,
                 idempotency_key: p.idempotency_key.clone(),
             };
-            Ok(json!(ctx.coord()?.new_task(&task)?))
+            let created = ctx.coord()?.new_task(&task)?;
+            Ok(json!(super::new::same_fields(created, &task)?))
         })
         .await
     }
@@ -428,7 +430,7 @@ impl Server {
     #[tool(
         description = "Take the best ready task for a pull agent (as `coord claim`). \
                           Answers {claimed: true, id, agent, attempt, lease_expires_at, path}, \
-                          or {claimed: false, reason} when there is nothing to claim. Report \
+                          or {claimed: false, agent, why} when there is nothing to claim. Report \
                           with the agent and attempt given here.",
         annotations(
             read_only_hint = false,
@@ -453,8 +455,7 @@ impl Server {
                     Ok(v)
                 }
                 Claimed::Nothing { agent, why } => {
-                    let reason = CommandError::NothingToClaim { agent, why }.to_string();
-                    Ok(json!({"claimed": false, "reason": reason}))
+                    Ok(json!(super::report::NothingClaimed::of(agent, &why)))
                 }
             }
         })

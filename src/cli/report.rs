@@ -117,15 +117,42 @@ fn nothing(ctx: &Ctx, agent: AgentName, why: String) -> CliError {
     }
     .to_string();
     if ctx.json {
-        let why = why.trim_start_matches([':', ' ']);
-        let why = (!why.is_empty()).then_some(why);
-        super::print_json(&serde_json::json!({
-            "version": JSON_VERSION, "claimed": false, "agent": agent, "why": why,
-        }));
+        let mut answer = serde_json::json!({"version": JSON_VERSION});
+        if let (Some(answer), Value::Object(nothing)) = (
+            answer.as_object_mut(),
+            serde_json::json!(NothingClaimed::of(agent, &why)),
+        ) {
+            answer.extend(nothing);
+        }
+        super::print_json(&answer);
     } else if !ctx.quiet {
         err!("coord: {line}");
     }
     CliError::answered(Exit::NothingToClaim, line)
+}
+
+/// The answer of a claim that found nothing to claim (`claim --json` and the MCP tool).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct NothingClaimed {
+    /// Always false.
+    pub claimed: bool,
+    /// The agent that asked.
+    pub agent: AgentName,
+    /// Why, when one reason stands out; else null.
+    pub why: Option<String>,
+}
+
+impl NothingClaimed {
+    /// Returns the answer for `agent`, with `why` as [`ops::Claimed::Nothing`] gives it (a
+    /// leading `: `, or empty).
+    pub fn of(agent: AgentName, why: &str) -> NothingClaimed {
+        let why = why.trim_start_matches([':', ' ']);
+        NothingClaimed {
+            claimed: false,
+            agent,
+            why: (!why.is_empty()).then(|| why.to_string()),
+        }
+    }
 }
 
 /// Runs `coord complete`.

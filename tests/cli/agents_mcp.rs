@@ -165,9 +165,7 @@ fn mcp_initializes_lists_tools_and_runs_new_claim_heartbeat_complete() {
             none["claimed"], false,
             "nothing to claim is an answer: {none}"
         );
-        assert!(none["reason"]
-            .as_str()
-            .is_some_and(|s| s.contains("nothing to claim")));
+        assert_eq!(none["agent"], "p", "{none}");
 
         let task = read(&client, "coord://task/spec").await;
         assert_eq!(task["task"]["result"]["output"]["pages"], 3, "{task}");
@@ -706,4 +704,74 @@ fn mcp_person_tools_approve_reject_cancel_and_retry_as_the_cli_does() {
     assert_eq!(r.where_is("c"), "work/inbox/c.yaml");
     assert_ne!(r.where_is("x"), "work/review/x.yaml");
     assert_eq!(r.git_status(), "", "every change committed");
+}
+
+#[test]
+fn the_same_idempotency_key_with_other_fields_is_a_conflict_in_mcp_and_the_cli() {
+    let repo = pull_repo();
+    let r = &repo;
+    let first = r.json(&["new", "Write", "--idempotency-key", "k1", "--json"]);
+    let (_, cli) = r.code(&["--json", "new", "Rewrite", "--idempotency-key", "k1"], 1);
+    assert!(cli.contains("\"conflict\""), "{cli}");
+    assert!(
+        cli.contains("k1") && cli.contains(first["id"].as_str().expect("id")),
+        "{cli}"
+    );
+    let again = r.json(&["new", "Write", "--idempotency-key", "k1", "--json"]);
+    assert_eq!(
+        (again["id"].clone(), again["created"].clone()),
+        (first["id"].clone(), json!(false))
+    );
+    with_server(r, |client| async move {
+        let made = ok(
+            &client,
+            "new",
+            json!({"title": "Plan", "idempotency_key": "k2"}),
+        )
+        .await;
+        let replay = ok(
+            &client,
+            "new",
+            json!({"title": "Plan", "idempotency_key": "k2"}),
+        )
+        .await;
+        assert_eq!(replay["id"], made["id"], "{replay}");
+        assert_eq!(replay["created"], false, "{replay}");
+        let (failed, other) = call(
+            &client,
+            "new",
+            json!({"title": "Other plan", "idempotency_key": "k2"}),
+        )
+        .await;
+        assert!(failed, "{other}");
+        assert_eq!(other["error"]["code"], "conflict", "{other}");
+        let (failed, cli_key) = call(
+            &client,
+            "new",
+            json!({"title": "Other", "idempotency_key": "k1"}),
+        )
+        .await;
+        assert!(
+            failed && cli_key["error"]["code"] == "conflict",
+            "{cli_key}"
+        );
+        client.cancel().await.expect("close");
+    });
+    let inbox = r.git(&["ls-files", "work/inbox/*.yaml"]);
+    assert_eq!(inbox.lines().count(), 2, "one task per key: {inbox}");
+}
+
+#[test]
+fn nothing_to_claim_answers_the_same_fields_in_mcp_and_the_cli() {
+    let repo = pull_repo();
+    let r = &repo;
+    let (cli, _) = r.code(&["--json", "claim", "--agent", "p"], 4);
+    let mut cli: Value = serde_json::from_str(&cli).expect("json");
+    cli.as_object_mut().expect("object").remove("version");
+    with_server(r, |client| async move {
+        let none = ok(&client, "claim", json!({"agent": "p"})).await;
+        assert_eq!(none, cli, "MCP {none}, CLI {cli}");
+        assert!(none.get("why").is_some(), "{none}");
+        client.cancel().await.expect("close");
+    });
 }
