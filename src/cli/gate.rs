@@ -7,7 +7,7 @@ use crate::error::CliError;
 use crate::error::JSON_VERSION;
 use crate::model::TaskId;
 use crate::ops::Coord;
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// Arguments naming one task.
 #[derive(Debug, clap::Args)]
@@ -64,14 +64,49 @@ pub fn retry(ctx: &Ctx, a: IdArgs) -> Result<(), CliError> {
     done(ctx, &coord, "retry", &a.id, commits)
 }
 
-/// With `--json`, prints what the command did: the operation, the task, the commits made and
-/// the state the task is in now.
+/// What a person's command did: the operation, the task, the commits made and the state the
+/// task is in now (`--json` and the MCP tools of the same names).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Acted<'a> {
+    /// The command: approve, reject, cancel or retry.
+    pub op: &'a str,
+    /// The task.
+    pub id: &'a TaskId,
+    /// The commits made.
+    pub commits: usize,
+    /// The task's state now (null when no file has the id any more).
+    pub state: serde_json::Value,
+}
+
+impl<'a> Acted<'a> {
+    /// Returns what `op` did to `id` with `commits` commits, reading the state it left.
+    pub fn of(
+        coord: &Coord,
+        op: &'a str,
+        id: &'a TaskId,
+        commits: usize,
+    ) -> Result<Acted<'a>, CliError> {
+        let state = super::state_of(coord, id)?;
+        Ok(Acted {
+            op,
+            id,
+            commits,
+            state,
+        })
+    }
+}
+
+/// With `--json`, prints what the command did ([`Acted`]).
 fn done(ctx: &Ctx, coord: &Coord, op: &str, id: &TaskId, commits: usize) -> Result<(), CliError> {
     if ctx.json {
-        let state = super::state_of(coord, id)?;
-        super::print_json(&json!({
-            "version": JSON_VERSION, "op": op, "id": id, "commits": commits, "state": state,
-        }));
+        let mut answer = json!({"version": JSON_VERSION});
+        if let (Some(answer), Value::Object(acted)) = (
+            answer.as_object_mut(),
+            json!(Acted::of(coord, op, id, commits)?),
+        ) {
+            answer.extend(acted);
+        }
+        super::print_json(&answer);
     }
     Ok(())
 }

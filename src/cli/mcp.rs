@@ -6,12 +6,14 @@
 //! code the CLI would give. "Nothing to claim" is an answer, not an error. stdout carries the
 //! protocol only; status lines go to stderr.
 
+mod lines;
+
 use super::Ctx;
 use crate::error::CliError;
 use crate::error::UsageError;
 use crate::model::{AgentName, Authority, Duration, Priority, State, TaskId};
 use crate::ops::{self, Claimed, Verdict};
-use crate::ops::{CommandError, Fence};
+use crate::ops::Fence;
 use anyhow::Context;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -42,14 +44,21 @@ pub fn run(ctx: &Ctx, _args: Args) -> Result<(), CliError> {
         .enable_all()
         .build()
         .context("cannot start the MCP server's runtime")?;
-    Ok(runtime.block_on(async {
+    let served = runtime.block_on(async {
+        let io = lines::split(tokio::io::stdin(), tokio::io::stdout());
+        tokio::spawn(io.reading);
+        let writing = tokio::spawn(io.writing);
         let service = server
-            .serve(rmcp::transport::stdio())
+            .serve((io.reader, io.writer))
             .await
             .context("the MCP client did not initialize")?;
         service.waiting().await.context("the MCP session failed")?;
+        writing.await.context("the MCP server's output failed")?;
         Ok::<(), anyhow::Error>(())
-    })?)
+    });
+    // A read of stdin still waiting must not hold the process open.
+    runtime.shutdown_background();
+    Ok(served?)
 }
 
 /// The MCP server: the repo's folder and the global flags; a fresh context per call, so the
@@ -71,6 +80,10 @@ struct StatusParams {
     /// Only this agent's tasks and profile.
     #[schemars(with = "Option<String>")]
     agent: Option<AgentName>,
+    /// The whole board (every list, each agent's tasks) instead of the summary; it grows
+    /// with the number of tasks.
+    #[serde(default)]
+    full: bool,
 }
 
 /// A task's state (the folder its file is in).
@@ -98,7 +111,17 @@ struct ListParams {
     /// Only tasks of this agent (in its folder, or naming it in `agent:`).
     #[schemars(with = "Option<String>")]
     agent: Option<AgentName>,
+    /// At most this many tasks (default 100).
+    #[schemars(range(min = 1, max = 1000))]
+    limit: Option<usize>,
+    /// Where to go on: the next_cursor of the last answer (none for the first page).
+    cursor: Option<String>,
 }
+
+/// The tasks a `list` answers when it names no limit.
+const LIST_LIMIT: usize = 100;
+/// The most tasks one `list` answers.
+const LIST_MAX: usize = 1000;
 
 /// Arguments of `show`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -188,7 +211,8 @@ struct NewParams {
     input: Map<String, Value>,
     /// An id to use instead of a generated one.
     id: Option<String>,
-    /// A second `new` with the same key creates nothing and answers the first task.
+    /// A second `new` with the same key and fields creates nothing and answers the first
+    /// task; with other fields it is refused (code conflict).
     idempotency_key: Option<String>,
 }
 
@@ -233,6 +257,10 @@ struct CompleteParams {
     #[serde(default)]
     #[schemars(with = "Vec<String>")]
     next_agent: Vec<AgentName>,
+    /// Overwrite a result of this attempt already waiting (the old one is kept in
+    /// coord.history).
+    #[serde(default)]
+    replace: bool,
 }
 
 /// Arguments of `fail`.
@@ -252,48 +280,122 @@ struct FailParams {
     /// Another attempt cannot help: do not retry.
     #[serde(default)]
     fatal: bool,
+    /// Overwrite a result of this attempt already waiting (the old one is kept in
+    /// coord.history).
+    #[serde(default)]
+    replace: bool,
+}
+
+/// Arguments of `approve` and `retry`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct IdParams {
+    /// The task's id.
+    #[schemars(with = "String")]
+    id: TaskId,
+}
+
+/// Arguments of `reject`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RejectParams {
+    /// The task's id.
+    #[schemars(with = "String")]
+    id: TaskId,
+    /// Why it is rejected.
+    reason: String,
+}
+
+/// Arguments of `cancel`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CancelParams {
+    /// The task's id.
+    #[schemars(with = "String")]
+    id: TaskId,
+    /// Why it is cancelled.
+    #[serde(default)]
+    reason: String,
 }
 
 #[tool_router]
 impl Server {
     #[tool(
-        description = "The board: counts per state, agents with their tasks and leases, \
-                          what waits and why (as `coord status --json`)"
+        description = "The board's summary: counts per state, each agent with its load, \
+                          circuit and task_counts, the oldest ready task and how many entries \
+                          each list (review, waiting, blocked, ...) holds. With full: true, \
+                          the whole board with every list (as `coord status --json`)",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
-    fn status(&self, Parameters(p): Parameters<StatusParams>) -> Answer {
-        self.answer(|ctx| Ok(ctx.coord()?.status(p.agent.as_ref())?.board))
+    async fn status(&self, Parameters(p): Parameters<StatusParams>) -> Answer {
+        self.answer(move |ctx| {
+            let board = ctx.coord()?.status(p.agent.as_ref())?.board;
+            Ok(match p.full {
+                true => board,
+                false => crate::view::board::summary(&board),
+            })
+        })
+        .await
     }
 
     #[tool(
-        description = "Tasks, one object each (id, state, agent, title, priority, \
-                          attempt, lease_expires_at, path), filtered by state and agent"
+        description = "Tasks in id order, one object each (id, state, agent, title, \
+                          priority, attempt, lease_expires_at, path), filtered by state and \
+                          agent, a page at a time: {tasks, next_cursor}; pass next_cursor \
+                          back as cursor for the next page (null on the last)",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
-    fn list(&self, Parameters(p): Parameters<ListParams>) -> Answer {
-        let state = p.state.and_then(|s| State::parse(&name_of(s)));
-        self.answer(|ctx| Ok(json!({"tasks": ctx.coord()?.tasks(state, p.agent.as_ref())?})))
+    async fn list(&self, Parameters(p): Parameters<ListParams>) -> Answer {
+        let filter = ops::TaskFilter {
+            state: p.state.and_then(|s| State::parse(&name_of(s))),
+            agent: p.agent,
+            ..ops::TaskFilter::default()
+        };
+        let limit = p.limit.unwrap_or(LIST_LIMIT).clamp(1, LIST_MAX);
+        self.answer(move |ctx| {
+            let after = p.cursor.as_deref().map(ops::Cursor::decode).transpose()?;
+            Ok(json!(ctx.coord()?.list_page(
+                &filter,
+                after.as_ref(),
+                limit
+            )?))
+        })
+        .await
     }
 
     #[tool(
         description = "One task: state, folder, fields, result, coord block and history \
-                          (as `coord show --json`)"
+                          (as `coord show --json`)",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
-    fn show(&self, Parameters(p): Parameters<ShowParams>) -> Answer {
-        self.answer(|ctx| Ok(one_or_copies(ctx.coord()?.show(&p.id)?)))
+    async fn show(&self, Parameters(p): Parameters<ShowParams>) -> Answer {
+        self.answer(move |ctx| Ok(one_or_copies(ctx.coord()?.show(&p.id)?)))
+            .await
     }
 
-    #[tool(description = "Transitions from git history, newest first (as `coord log --json`)")]
-    fn log(&self, Parameters(p): Parameters<LogParams>) -> Answer {
+    #[tool(
+        description = "Transitions from git history, newest first (as `coord log --json`)",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn log(&self, Parameters(p): Parameters<LogParams>) -> Answer {
         let limit = Some(p.limit.unwrap_or(50));
-        self.answer(|ctx| Ok(json!({"entries": ctx.coord()?.log(p.id.as_ref(), limit)?})))
+        self.answer(move |ctx| Ok(json!({"entries": ctx.coord()?.log(p.id.as_ref(), limit)?})))
+            .await
     }
 
     #[tool(
         name = "new",
         description = "Create a task in the inbox and commit it (as `coord new`, with the \
-                       same fields); answers its id and path"
+                       same fields); answers its id and path",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
     )]
-    fn create(&self, Parameters(p): Parameters<NewParams>) -> Answer {
-        self.answer(|ctx| {
+    async fn create(&self, Parameters(p): Parameters<NewParams>) -> Answer {
+        self.answer(move |ctx| {
             let id = match &p.id {
                 Some(s) => Some(
                     TaskId::new(s)
@@ -319,38 +421,61 @@ impl Server {
                 id,
                 idempotency_key: p.idempotency_key.clone(),
             };
-            Ok(json!(ctx.coord()?.new_task(&task)?))
+            let created = ctx.coord()?.new_task(&task)?;
+            Ok(json!(super::new::same_fields(created, &task)?))
         })
+        .await
     }
 
     #[tool(
         description = "Take the best ready task for a pull agent (as `coord claim`). \
                           Answers {claimed: true, id, agent, attempt, lease_expires_at, path}, \
-                          or {claimed: false, reason} when there is nothing to claim. Report \
-                          with the agent and attempt given here."
+                          or {claimed: false, agent, why} when there is nothing to claim. Report \
+                          with the agent and attempt given here.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
     )]
-    fn claim(&self, Parameters(p): Parameters<ClaimParams>) -> Answer {
-        self.answer(|ctx| match ctx.coord()?.claim(&p.agent, None)? {
-            Claimed::Granted(receipt) => {
-                let mut v = json!(receipt);
-                v["claimed"] = json!(true);
-                Ok(v)
-            }
-            Claimed::Nothing { agent, why } => {
-                let reason = CommandError::NothingToClaim { agent, why }.to_string();
-                Ok(json!({"claimed": false, "reason": reason}))
+    async fn claim(
+        &self,
+        Parameters(p): Parameters<ClaimParams>,
+        request: RequestContext<RoleServer>,
+    ) -> Answer {
+        // A cancelled request takes nothing, or gives back what it took.
+        let ct = request.ct;
+        self.answer(move |ctx| {
+            let withdrawn = || ct.is_cancelled();
+            match ctx.coord()?.claim_unless(&p.agent, None, &withdrawn)? {
+                Claimed::Granted(receipt) => {
+                    let mut v = json!(receipt);
+                    v["claimed"] = json!(true);
+                    Ok(v)
+                }
+                Claimed::Nothing { agent, why } => {
+                    Ok(json!(super::report::NothingClaimed::of(agent, &why)))
+                }
             }
         })
+        .await
     }
 
     #[tool(
         description = "Extend the lease of a task you work on (as `coord heartbeat`); \
                           refused with code 'stale' when the attempt is no longer yours \
-                          (stop working on it)"
+                          (stop working on it)",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
     )]
-    fn heartbeat(&self, Parameters(p): Parameters<HeartbeatParams>) -> Answer {
+    async fn heartbeat(&self, Parameters(p): Parameters<HeartbeatParams>) -> Answer {
         let fence = fence(p.agent, p.attempt);
-        self.answer(|ctx| {
+        self.answer(move |ctx| {
             ctx.coord()?.heartbeat(&p.id, &fence, None)?;
             let task = ctx.coord()?.show(&p.id)?;
             let lease = task
@@ -358,31 +483,106 @@ impl Server {
                 .map(|t| t["task"]["coord"]["lease_expires_at"].clone());
             Ok(json!({"id": p.id, "lease_expires_at": lease}))
         })
+        .await
     }
 
     #[tool(
         description = "Report success with an output (as `coord complete`); refused with \
                           code 'stale' when the attempt is no longer current (the result is \
-                          kept in the task's history as stale_result)"
+                          kept in the task's history as stale_result)",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
     )]
-    fn complete(&self, Parameters(p): Parameters<CompleteParams>) -> Answer {
+    async fn complete(&self, Parameters(p): Parameters<CompleteParams>) -> Answer {
         let verdict = Verdict::Success {
             output: p.output,
             next_agents: p.next_agent,
         };
-        self.report(p.id, fence(p.agent, p.attempt), verdict)
+        self.report(p.id, fence(p.agent, p.attempt), verdict, p.replace)
+            .await
     }
 
     #[tool(
         description = "Report failure (as `coord fail`): retried unless fatal; refused \
-                          with code 'stale' when the attempt is no longer current"
+                          with code 'stale' when the attempt is no longer current",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
     )]
-    fn fail(&self, Parameters(p): Parameters<FailParams>) -> Answer {
+    async fn fail(&self, Parameters(p): Parameters<FailParams>) -> Answer {
         let verdict = Verdict::Failure {
             message: p.error,
             retryable: !p.fatal,
         };
-        self.report(p.id, fence(p.agent, p.attempt), verdict)
+        self.report(p.id, fence(p.agent, p.attempt), verdict, p.replace)
+            .await
+    }
+
+    #[tool(
+        description = "Approve a task waiting in review, before its start or its result \
+                       (as `coord approve`); answers {op, id, commits, state}",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn approve(&self, Parameters(p): Parameters<IdParams>) -> Answer {
+        self.person("approve", p.id, |coord, id| coord.approve(id))
+            .await
+    }
+
+    #[tool(
+        description = "Reject a task waiting in review, saying why (as `coord reject`); \
+                       answers {op, id, commits, state}",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn reject(&self, Parameters(p): Parameters<RejectParams>) -> Answer {
+        self.person("reject", p.id, move |coord, id| coord.reject(id, &p.reason))
+            .await
+    }
+
+    #[tool(
+        description = "Cancel a task that is not finished, saying why (as `coord cancel`); \
+                       answers {op, id, commits, state}",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn cancel(&self, Parameters(p): Parameters<CancelParams>) -> Answer {
+        self.person("cancel", p.id, move |coord, id| coord.cancel(id, &p.reason))
+            .await
+    }
+
+    #[tool(
+        description = "Send a failed, invalid or cancelled task back to the inbox (as \
+                       `coord retry`); answers {op, id, commits, state}",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn retry(&self, Parameters(p): Parameters<IdParams>) -> Answer {
+        self.person("retry", p.id, |coord, id| coord.retry(id))
+            .await
     }
 }
 
@@ -392,35 +592,70 @@ impl Server {
         Ok(Ctx::new(self.dir.clone(), self.now.as_deref(), self.wait)?)
     }
 
-    /// Runs `f` with a fresh context; its value is the tool's structured answer, its error a
-    /// tool error.
-    fn answer(&self, f: impl FnOnce(Ctx) -> Result<Value, CliError>) -> Answer {
-        Ok(match self.ctx().and_then(f) {
+    /// Runs `f` with a fresh context on a thread of its own (so a call that waits, for the
+    /// lock or for git, holds up no other request); its value is the tool's structured answer,
+    /// its error a tool error.
+    async fn answer(
+        &self,
+        f: impl FnOnce(Ctx) -> Result<Value, CliError> + Send + 'static,
+    ) -> Answer {
+        Ok(match self.blocking(move |s| s.ctx().and_then(f)).await? {
             Ok(v) => CallToolResult::structured(v),
             Err(e) => CallToolResult::structured_error(tool_error(e)),
         })
     }
 
+    /// Runs `f` on the runtime's blocking threads; a panic in it is an internal error.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Server) -> T + Send + 'static,
+    ) -> Result<T, ErrorData> {
+        let server = self.clone();
+        tokio::task::spawn_blocking(move || f(&server))
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("the call failed: {e}"), None))
+    }
+
     /// Writes a result as `coord complete`/`fail --agent --attempt` do.
-    fn report(&self, id: TaskId, fence: Fence, verdict: Verdict) -> Answer {
+    async fn report(&self, id: TaskId, fence: Fence, verdict: Verdict, replace: bool) -> Answer {
         let attempt = fence.attempt;
         let how = ops::How {
             fence,
+            replace,
             ..ops::How::default()
         };
-        self.answer(|ctx| {
+        self.answer(move |ctx| {
             ctx.coord()?
-                .report(&id, &verdict, &how, None)?
+                .report(&id, &verdict, &how, None)
+                .map_err(|e| super::report::replace_hint(e, REPLACE_HINT))?
                 .accepted(&id)?;
             Ok(json!({"id": id, "attempt": attempt, "recorded": true}))
         })
+        .await
+    }
+
+    /// Runs a person's command `act` on task `id` and answers what it did, as the command's
+    /// `--json` does.
+    async fn person(
+        &self,
+        op: &'static str,
+        id: TaskId,
+        act: impl FnOnce(&ops::Coord, &TaskId) -> Result<usize, ops::Error> + Send + 'static,
+    ) -> Answer {
+        self.answer(move |ctx| {
+            let coord = ctx.coord()?;
+            let commits = act(&coord, &id)?;
+            Ok(json!(super::gate::Acted::of(&coord, op, &id, commits)?))
+        })
+        .await
     }
 
     /// Returns the board or one task as a resource's text.
     fn resource(&self, uri: &str) -> Result<Option<Value>, CliError> {
         let ctx = self.ctx()?;
         if uri == BOARD_URI {
-            return Ok(Some(ctx.coord()?.status(None)?.board));
+            let board = ctx.coord()?.status(None)?.board;
+            return Ok(Some(crate::view::board::summary(&board)));
         }
         let Some(id) = uri.strip_prefix(TASK_URI_PREFIX) else {
             return Ok(None);
@@ -431,6 +666,10 @@ impl Server {
         Ok(Some(one_or_copies(ctx.coord()?.show(&id)?)))
     }
 }
+
+/// What to do about a result already waiting, through the tool's arguments.
+const REPLACE_HINT: &str =
+    "call the tool again with replace: true to overwrite it (the old one is kept in coord.history)";
 
 const BOARD_URI: &str = "coord://board";
 const TASK_URI_PREFIX: &str = "coord://task/";
@@ -460,7 +699,7 @@ impl ServerHandler for Server {
         _: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let board = Resource::new(BOARD_URI, "board")
-            .with_description("The board, as coord status --json prints it")
+            .with_description("The board's summary, as the status tool answers it")
             .with_mime_type("application/json");
         Ok(ListResourcesResult::with_all_items(vec![board]))
     }
@@ -482,7 +721,8 @@ impl ServerHandler for Server {
         _: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let uri = request.uri;
-        match self.resource(&uri) {
+        let read = uri.clone();
+        match self.blocking(move |s| s.resource(&read)).await? {
             Ok(Some(v)) => {
                 let text = serde_json::to_string_pretty(&v).unwrap_or_default();
                 let contents = ResourceContents::text(text, uri).with_mime_type("application/json");

@@ -117,15 +117,42 @@ fn nothing(ctx: &Ctx, agent: AgentName, why: String) -> CliError {
     }
     .to_string();
     if ctx.json {
-        let why = why.trim_start_matches([':', ' ']);
-        let why = (!why.is_empty()).then_some(why);
-        super::print_json(&serde_json::json!({
-            "version": JSON_VERSION, "claimed": false, "agent": agent, "why": why,
-        }));
+        let mut answer = serde_json::json!({"version": JSON_VERSION});
+        if let (Some(answer), Value::Object(nothing)) = (
+            answer.as_object_mut(),
+            serde_json::json!(NothingClaimed::of(agent, &why)),
+        ) {
+            answer.extend(nothing);
+        }
+        super::print_json(&answer);
     } else if !ctx.quiet {
         err!("coord: {line}");
     }
     CliError::answered(Exit::NothingToClaim, line)
+}
+
+/// The answer of a claim that found nothing to claim (`claim --json` and the MCP tool).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct NothingClaimed {
+    /// Always false.
+    pub claimed: bool,
+    /// The agent that asked.
+    pub agent: AgentName,
+    /// Why, when one reason stands out; else null.
+    pub why: Option<String>,
+}
+
+impl NothingClaimed {
+    /// Returns the answer for `agent`, with `why` as [`ops::Claimed::Nothing`] gives it (a
+    /// leading `: `, or empty).
+    pub fn of(agent: AgentName, why: &str) -> NothingClaimed {
+        let why = why.trim_start_matches([':', ' ']);
+        NothingClaimed {
+            claimed: false,
+            agent,
+            why: (!why.is_empty()).then(|| why.to_string()),
+        }
+    }
 }
 
 /// Runs `coord complete`.
@@ -196,7 +223,10 @@ fn report(
     written: &ops::How,
     remote: Option<&str>,
 ) -> Result<u32, CliError> {
-    let reported = ctx.coord()?.report(id, verdict, written, remote)?;
+    let reported = ctx
+        .coord()?
+        .report(id, verdict, written, remote)
+        .map_err(|e| replace_hint(e, REPLACE_HINT))?;
     let (agent, attempt) = reported.accepted(id)?;
     if !written.fence.is_named() {
         let who = agent.map_or(String::new(), |a| format!(" of {a}"));
@@ -239,4 +269,18 @@ fn read_output(ctx: &Ctx, src: &PathBuf) -> anyhow::Result<Value> {
     let doc = parse_bytes(&bytes, &Limits::default())
         .map_err(|e| anyhow::anyhow!("{}:{e}", src.display()))?;
     Ok(doc.value)
+}
+
+/// What to do about a result already waiting, at the command line.
+const REPLACE_HINT: &str = "pass --replace to overwrite it (the old one is kept in coord.history)";
+
+/// Returns a report's error, with `hint` (how to replace the result) when a result is
+/// already waiting.
+pub(crate) fn replace_hint(e: ops::Error, hint: &str) -> CliError {
+    let pending = matches!(e, ops::Error::Command(CommandError::ResultPending(_)));
+    let e = CliError::from(e);
+    match pending {
+        true => e.with_hint(hint),
+        false => e,
+    }
 }

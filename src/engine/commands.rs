@@ -87,7 +87,7 @@ pub enum CommandError {
         var: String,
     },
     /// The task already holds a result that has not been acted on yet.
-    #[error("task '{0}' already has a result waiting for the next tick; pass --replace to overwrite it (the old one is kept in coord.history)")]
+    #[error("task '{0}' already has a result waiting for the next tick; it is left as it is")]
     ResultPending(TaskId),
 }
 
@@ -304,6 +304,42 @@ fn take(
         .filter(|r| r.path.contains("/assigned/"))
         .map(|receipt| Claim { plan, receipt })
         .ok_or(CommandError::Unreadable(id))
+}
+
+/// Gives back a claim its claimer withdrew before using it: the task, still the attempt
+/// `fence` names with no result, goes back to `ready/` without its lease, and that attempt is
+/// not counted against `max_attempts` (its number is never given again, so a late report for
+/// it stays stale).
+pub fn release(
+    board: &Board,
+    inputs: &Inputs<'_>,
+    id: &TaskId,
+    fence: &Fence,
+) -> Result<Plan, CommandError> {
+    let mut w = world(board, inputs, id)?;
+    let e = fenced_entry(&w, id)?;
+    if let Some(why) = fence.mismatch(&e) {
+        return Err(CommandError::Stale(format!("{why}: nothing to release")));
+    }
+    let e = assigned_entry(&w, id)?;
+    if e.task.doc.value.get("result").is_some() {
+        return Err(CommandError::ResultPending(id.clone()));
+    }
+    let mut c = e.task.coord.clone();
+    c.state = Some(State::Ready);
+    c.assigned_to = None;
+    c.assigned_at = None;
+    c.lease_expires_at = None;
+    c.input = None;
+    c.attempt_base = c.attempt_base.saturating_add(1);
+    let summary = format!("release {id}: attempt {} was withdrawn", c.attempt);
+    w.transit(id, Folder::of(State::Ready), c, ResultEdit::Keep, summary);
+    Ok(stamp(
+        done(w)?,
+        board,
+        OpKind::Release,
+        fence.agent.as_ref(),
+    ))
 }
 
 /// Approves a task in review: before start (ask_me_first) or its result (do_it_and_show_me).

@@ -34,9 +34,12 @@ pub enum OpKind {
     Edit,
     /// A result that arrived for another attempt, kept in `coord.history` as `stale_result`.
     SetAside,
+    /// A claim withdrawn by the front end that made it (its client cancelled the request):
+    /// the task goes back to `ready/`.
+    Release,
 }
 
-const KINDS: [(OpKind, &str); 11] = [
+const KINDS: [(OpKind, &str); 12] = [
     (OpKind::Claim, "claim"),
     (OpKind::Complete, "complete"),
     (OpKind::Fail, "fail"),
@@ -48,6 +51,7 @@ const KINDS: [(OpKind, &str); 11] = [
     (OpKind::New, "new"),
     (OpKind::Edit, "edit"),
     (OpKind::SetAside, "set-aside"),
+    (OpKind::Release, "release"),
 ];
 
 impl OpKind {

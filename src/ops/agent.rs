@@ -119,28 +119,101 @@ impl Reported {
     }
 }
 
+/// Returns "nothing to claim" as an outcome, any other error as it is.
+fn nothing_or(e: Error) -> Result<Claimed, Error> {
+    match e {
+        Error::Command(CommandError::NothingToClaim { agent, why }) => {
+            Ok(Claimed::Nothing { agent, why })
+        }
+        e => Err(e),
+    }
+}
+
+/// The refusal of a claim withdrawn before it took anything.
+fn withdrawn_before(agent: &AgentName) -> Error {
+    Error::Command(CommandError::NothingToClaim {
+        agent: agent.clone(),
+        why: ": the claim was withdrawn before it took anything".into(),
+    })
+}
+
 impl Coord {
     /// Takes the best ready task for `agent` (pull model), here or on the tip of `remote` (see
     /// [`Coord::remote`]); after a lost race on the remote, the next best.
     pub fn claim(&self, agent: &AgentName, remote: Option<&str>) -> Result<Claimed, Error> {
+        self.claim_unless(agent, remote, &|| false)
+    }
+
+    /// Claims as [`Coord::claim`] does unless `withdrawn` says the claimer no longer wants
+    /// the task (a cancelled request): asked under the lock just before the claim is
+    /// committed (then nothing is taken), and again after (then the task is released, see
+    /// [`Coord::release`]); either way the answer is [`Claimed::Nothing`], saying so.
+    pub fn claim_unless(
+        &self,
+        agent: &AgentName,
+        remote: Option<&str>,
+        withdrawn: &dyn Fn() -> bool,
+    ) -> Result<Claimed, Error> {
+        let claimed = self.claim_checked(agent, remote, withdrawn)?;
+        let Claimed::Granted(receipt) = &claimed else {
+            return Ok(claimed);
+        };
+        if !withdrawn() {
+            return Ok(claimed);
+        }
+        let fence = Fence {
+            agent: Some(receipt.agent.clone()),
+            attempt: Some(receipt.attempt),
+        };
+        self.release(&receipt.id, &fence, remote)?;
+        Ok(Claimed::Nothing {
+            agent: agent.clone(),
+            why: format!(
+                ": the claim was withdrawn; task '{}' went back to ready",
+                receipt.id
+            ),
+        })
+    }
+
+    /// Gives back the claim `fence` names on task `id` (here or on `remote`): the task goes
+    /// back to `ready/` and the attempt does not count (see [`commands::release`]).
+    pub fn release(&self, id: &TaskId, fence: &Fence, remote: Option<&str>) -> Result<(), Error> {
+        let remote = self.remote(remote);
+        let mut step = |store: &Store| -> Result<usize, Error> {
+            let (board, _) = store.load()?;
+            let plan = commands::release(&board, &self.inputs_on(store), id, fence)?;
+            apply(store, &self.sink, &plan, self.now, Origin::Command)
+        };
+        self.run_step(remote, &mut step)
+    }
+
+    /// Claims as [`Coord::claim_unless`] does, asking `withdrawn` only before the commit.
+    fn claim_checked(
+        &self,
+        agent: &AgentName,
+        remote: Option<&str>,
+        withdrawn: &dyn Fn() -> bool,
+    ) -> Result<Claimed, Error> {
         let remote = self.remote(remote);
         if remote.is_none() {
-            if let Some(receipt) = self.claim_in_scope(agent)? {
-                return Ok(Claimed::Granted(receipt));
+            match self.claim_in_scope(agent, withdrawn) {
+                Ok(Some(receipt)) => return Ok(Claimed::Granted(receipt)),
+                Ok(None) => {}
+                Err(e) => return nothing_or(e),
             }
         }
         let mut granted = None;
         let mut step = |store: &Store| -> Result<usize, Error> {
             let (claim, ticked) = self.claim_or_tick(store, agent)?;
+            if withdrawn() {
+                return Err(withdrawn_before(agent));
+            }
             let n = apply(store, &self.sink, &claim.plan, self.now, Origin::Command)?;
             granted = Some(claim.receipt);
             Ok(ticked + n)
         };
         match self.run_step(remote, &mut step) {
-            Err(Error::Command(CommandError::NothingToClaim { agent, why })) => {
-                Ok(Claimed::Nothing { agent, why })
-            }
-            Err(e) => Err(e),
+            Err(e) => nothing_or(e),
             Ok(()) => Ok(Claimed::Granted(granted.ok_or_else(|| {
                 CommandError::Unsafe("the claim made no commit; run coord claim again".into())
             })?)),
@@ -190,7 +263,11 @@ impl Coord {
     /// other folders by name), without recording anyone's changes: done when the plan touches
     /// only files exactly as committed, takes no task with a copy elsewhere and resolves no
     /// expression; None (nothing done, the lock let go) when the claim must go the whole way.
-    fn claim_in_scope(&self, agent: &AgentName) -> Result<Option<Receipt>, Error> {
+    fn claim_in_scope(
+        &self,
+        agent: &AgentName,
+        withdrawn: &dyn Fn() -> bool,
+    ) -> Result<Option<Receipt>, Error> {
         let _lock = self.lock(AGENT_WAIT)?;
         let mine = format!("assigned/{agent}/");
         let looked = |rel: &str| {
@@ -204,6 +281,9 @@ impl Coord {
             || !self.store.plan_stays_in_scope(&board, &claim.plan)?
         {
             return Ok(None);
+        }
+        if withdrawn() {
+            return Err(withdrawn_before(agent));
         }
         self.emit(super::Event::Detail(
             "read ready/, the agent's folder and the profiles only; nothing to record",

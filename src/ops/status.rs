@@ -117,6 +117,94 @@ impl Coord {
     }
 }
 
+/// One page of task lines in id order (then path, for copies of one id), as `coord mcp`'s
+/// `list` answers it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TaskPage {
+    /// The tasks of this page, one line each (as [`Coord::list`] gives them).
+    pub tasks: Vec<Value>,
+    /// What to pass for the next page; None on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// A position in the tasks in id order: the id and path of the last task a page held. Given
+/// out opaque (hex), as `GET /v1/tasks` gives its cursors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    id: String,
+    path: String,
+}
+
+impl Cursor {
+    /// Returns the cursor's text.
+    pub fn encode(&self) -> String {
+        format!("{}\n{}", self.id, self.path)
+            .bytes()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// Reads a cursor's text; a usage error for anything [`Cursor::encode`] did not make.
+    pub fn decode(text: &str) -> Result<Cursor, Error> {
+        let bad = || {
+            Error::Usage(format!(
+                "cursor {text:?} is not one coord gave; pass the next_cursor of the last answer, or none for the first page"
+            ))
+        };
+        if !text.len().is_multiple_of(2) || text.len() > 4096 {
+            return Err(bad());
+        }
+        let bytes: Option<Vec<u8>> = (0..text.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+            .collect();
+        let text = String::from_utf8(bytes.ok_or_else(bad)?).map_err(|_| bad())?;
+        let (id, path) = text.split_once('\n').ok_or_else(bad)?;
+        Ok(Cursor {
+            id: id.to_string(),
+            path: path.to_string(),
+        })
+    }
+}
+
+impl Coord {
+    /// Returns the tasks that pass `filter` in id order, at most `limit` of them, from just
+    /// after `after` (from the first without it), and the cursor of the next page when there
+    /// are more. Redacted, as [`Coord::list`].
+    pub fn list_page(
+        &self,
+        filter: &TaskFilter,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<TaskPage, Error> {
+        let (board, _) = self.store.load()?;
+        if let Some(a) = &filter.agent {
+            known_agent(&board, a)?;
+        }
+        let default = self.store.config.defaults.priority;
+        let mut tasks: Vec<&TaskFile> = board
+            .tasks
+            .iter()
+            .filter(|t| after.is_none_or(|c| (t.id.as_str(), t.path.as_str()) > (&c.id, &c.path)))
+            .filter(|t| filter.passes(t, default))
+            .collect();
+        tasks.sort_by(|a, b| (a.id.as_str(), &a.path).cmp(&(b.id.as_str(), &b.path)));
+        let more = tasks.len() > limit;
+        tasks.truncate(limit);
+        let next_cursor = tasks.last().filter(|_| more).map(|t| {
+            Cursor {
+                id: t.id.to_string(),
+                path: t.path.clone(),
+            }
+            .encode()
+        });
+        Ok(TaskPage {
+            tasks: tasks.into_iter().map(task_line).collect(),
+            next_cursor,
+        })
+    }
+}
+
 /// Which tasks `coord list` and `GET /v1/tasks` show: those that pass every filter given.
 #[derive(Debug, Clone, Default)]
 pub struct TaskFilter {

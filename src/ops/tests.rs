@@ -689,3 +689,76 @@ fn commits_put_off_are_left_out_once_the_branch_was_reset_elsewhere() {
         "{on_remote:?}"
     );
 }
+
+/// A repo with a pull agent `alice` and one ready task `a` that allows two attempts.
+fn one_ready_task(dir: &Path) -> Coord {
+    init(dir);
+    let profile = "capabilities: [code]\nmax_active: 1\nassign: pull\n";
+    std::fs::write(dir.join("work/agents/alice.yaml"), profile).expect("agent");
+    let task = "title: T\ncapabilities: [code]\nmax_attempts: 2\n";
+    std::fs::write(dir.join("work/inbox/a.yaml"), task).expect("task");
+    let coord = open(dir);
+    coord.tick().expect("tick");
+    assert!(dir.join("work/ready/a.yaml").exists());
+    coord
+}
+
+#[test]
+fn a_claim_withdrawn_before_its_commit_takes_nothing() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let coord = one_ready_task(t.path());
+    let before = coord.store().repo.log(None).expect("log").len();
+    let alice = "alice".parse().expect("agent");
+    let claimed = coord.claim_unless(&alice, None, &|| true).expect("claim");
+    let Claimed::Nothing { why, .. } = claimed else {
+        panic!("{claimed:?}")
+    };
+    assert!(why.contains("withdrawn before it took anything"), "{why}");
+    assert!(t.path().join("work/ready/a.yaml").exists());
+    assert_eq!(coord.store().repo.log(None).expect("log").len(), before);
+}
+
+#[test]
+fn a_claim_withdrawn_after_its_commit_is_released_and_its_attempt_not_counted() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let coord = one_ready_task(t.path());
+    let alice = "alice".parse().expect("agent");
+    let asked = std::cell::Cell::new(0);
+    let late = || {
+        asked.set(asked.get() + 1);
+        asked.get() > 1
+    };
+    let claimed = coord.claim_unless(&alice, None, &late).expect("claim");
+    let Claimed::Nothing { why, .. } = claimed else {
+        panic!("{claimed:?}")
+    };
+    assert!(why.contains("went back to ready"), "{why}");
+    assert!(t.path().join("work/ready/a.yaml").exists(), "released");
+    let op = ("Coord-Op".to_string(), "release".to_string());
+    assert!(trailers(&coord, "coord: release a").contains(&op));
+    let coord = open(t.path());
+    let Claimed::Granted(second) = coord.claim(&alice, None).expect("claim") else {
+        panic!("the released task is claimed again");
+    };
+    assert_eq!(
+        second.attempt, 2,
+        "the withdrawn attempt's number is not given again"
+    );
+    let failed = Verdict::Failure {
+        message: "flaky".into(),
+        retryable: true,
+    };
+    let how = How {
+        fence: Fence {
+            agent: Some(alice.clone()),
+            attempt: Some(2),
+        },
+        ..How::default()
+    };
+    coord.report(&second.id, &failed, &how, None).expect("fail");
+    coord.tick().expect("tick");
+    assert!(
+        t.path().join("work/ready/a.yaml").exists(),
+        "one failed attempt of two: retried, the withdrawn one not counted"
+    );
+}

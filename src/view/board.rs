@@ -74,6 +74,63 @@ pub fn planned(
     Shown { view, until }
 }
 
+/// The lists of the board view that [`summary`] counts instead of showing.
+const LISTED: [&str; 9] = [
+    "review",
+    "waiting",
+    "held",
+    "blocked",
+    "overdue",
+    "invalid",
+    "duplicates",
+    "problems",
+    "settling",
+];
+
+/// Returns the summary of a board view ([`view`]): its `counts` and `oldest_ready`, each
+/// agent without its tasks but with `task_counts` (its tasks per state), and in `lists` how
+/// many entries each list holds. Its size does not grow with the number of tasks.
+pub fn summary(view: &Value) -> Value {
+    let agents: Vec<Value> = view["agents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| {
+            let mut a = a.clone();
+            let tasks = a.as_object_mut().and_then(|o| o.remove("tasks"));
+            let mut per_state = BTreeMap::<String, usize>::new();
+            for t in tasks
+                .as_ref()
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let state = t["state"].as_str().unwrap_or_default().to_string();
+                *per_state.entry(state).or_default() += 1;
+            }
+            a["task_counts"] = json!(per_state);
+            a
+        })
+        .collect();
+    let lists: BTreeMap<&str, usize> = LISTED
+        .iter()
+        .map(|key| {
+            let n = match &view[*key] {
+                Value::Array(items) => items.len(),
+                Value::Object(items) => items.len(),
+                _ => 0,
+            };
+            (*key, n)
+        })
+        .collect();
+    json!({
+        "counts": view["counts"],
+        "agents": agents,
+        "oldest_ready": view["oldest_ready"],
+        "lists": lists,
+    })
+}
+
 /// Gives every task listed in the view (waiting, held, blocked, overdue) its title. The
 /// board's tasks are looked up by id only when one is listed (a board of 10,000 finished tasks
 /// lists none).
