@@ -5,7 +5,7 @@
 use crate::board::{content_hash, Board, RawFile, Settling, StandIn};
 use crate::check::{self, TaskDoc};
 use crate::config::Config;
-use crate::engine::commands::{self, CommandError, Report};
+use crate::engine::commands::{self, CommandError, Fence, Report};
 use crate::engine::{self, AcceptAll, Inputs, NoHistory, Op, Plan};
 use crate::model::{AgentName, CoordBlock, TaskId};
 use crate::schema::Schema;
@@ -217,11 +217,30 @@ impl Sim {
         self.try_report(id, result).expect("report");
     }
 
-    /// Reports a result; returns the command's refusal instead of failing.
+    /// Reports a result as the task's holder does (naming its agent and attempt, as
+    /// `coord run` passes them); returns the command's refusal instead of failing.
     pub fn try_report(&mut self, id: &str, result: Value) -> Result<Plan, CommandError> {
         let id = tid(id);
-        self.command(|b, i| commands::report(b, i, &id, Report::new(result)))
+        let fence = self.holder(&id);
+        let report = Report {
+            fence,
+            ..Report::new(result)
+        };
+        self.command(|b, i| commands::report(b, i, &id, report))
             .map(|r| r.plan)
+    }
+
+    /// Returns the agent and attempt of the assigned copy of `id`, or no names when none is.
+    fn holder(&self, id: &TaskId) -> Fence {
+        let board = self.board();
+        let held = board.find(id).into_iter().find_map(|t| {
+            let task = t.read.as_ref().ok()?;
+            Some(Fence {
+                agent: Some(t.folder.agent.clone()?),
+                attempt: Some(task.coord.attempt),
+            })
+        });
+        held.unwrap_or_default()
     }
 
     /// Writes a `result:` block by hand, right before the `coord:` line.
