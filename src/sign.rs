@@ -157,20 +157,6 @@ fn write_canonical(v: &Value, out: &mut String) {
     }
 }
 
-/// Returns the environment variable holding an agent's key: `COORD_KEY_` and the name
-/// upper-cased, with `-` and `.` as `_`.
-pub fn env_var(agent: &AgentName) -> String {
-    let name: String = agent
-        .as_str()
-        .chars()
-        .map(|c| match c {
-            '-' | '.' => '_',
-            c => c.to_ascii_uppercase(),
-        })
-        .collect();
-    format!("COORD_KEY_{name}")
-}
-
 /// Returns the folder of key files: `$XDG_CONFIG_HOME/coord/keys`, else
 /// `$HOME/.config/coord/keys`.
 pub fn key_dir(xdg_config_home: Option<&str>, home: Option<&str>) -> Option<PathBuf> {
@@ -218,7 +204,7 @@ impl KeyRing {
 
     /// Returns an agent's key: its environment variable first, else its key file.
     pub fn key(&self, agent: &AgentName) -> Result<&Key, String> {
-        let var = env_var(agent);
+        let var = agent.key_var();
         let found = self
             .env
             .get(&var)

@@ -25,7 +25,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
         ctx.status(&format!(
             "coord: give agent {} this key (or set {}); the coordinator needs it too",
             args.agent,
-            sign::env_var(&args.agent)
+            args.agent.key_var()
         ));
     }
     Ok(())

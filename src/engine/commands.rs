@@ -682,7 +682,7 @@ pub fn report(
         if w.config.require_signed_results && report.signer.is_none() {
             return Err(CommandError::Unsigned {
                 agent: agent.clone(),
-                var: crate::sign::env_var(agent),
+                var: agent.key_var(),
             });
         }
     }

@@ -102,6 +102,22 @@ name_type!(
     AgentName
 );
 
+impl AgentName {
+    /// Returns the environment variable holding this agent's signing key: `COORD_KEY_` and
+    /// the name upper-cased, with `-` and `.` as `_`.
+    pub fn key_var(&self) -> String {
+        let name: String = self
+            .as_str()
+            .chars()
+            .map(|c| match c {
+                '-' | '.' => '_',
+                c => c.to_ascii_uppercase(),
+            })
+            .collect();
+        format!("COORD_KEY_{name}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
