@@ -12,8 +12,8 @@ use super::Ctx;
 use crate::error::CliError;
 use crate::error::UsageError;
 use crate::model::{AgentName, Authority, Duration, Priority, State, TaskId};
-use crate::ops::{self, Claimed, Verdict};
 use crate::ops::Fence;
+use crate::ops::{self, Claimed, Verdict};
 use anyhow::Context;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{

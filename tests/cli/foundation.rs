@@ -103,19 +103,19 @@ fn same_idempotency_key_gives_the_same_id_and_one_file() {
         1,
     );
     assert!(other.contains("with other fields"), "{other}");
-    assert_eq!(r.commit_count(), commits, "other fields: refused, not dropped");
+    assert_eq!(
+        r.commit_count(),
+        commits,
+        "other fields: refused, not dropped"
+    );
     let id = a.trim();
     assert_eq!(r.find(id), vec![format!("work/inbox/{id}.yaml")]);
     assert_eq!(
         tree(&r.abs("work/inbox")),
         vec![".gitkeep".to_string(), format!("{id}.yaml")]
     );
-    let json: serde_json::Value = r.json(&[
-        "new",
-        "Nightly report",
-        "--idempotency-key",
-        "ticket-4711",
-    ]);
+    let json: serde_json::Value =
+        r.json(&["new", "Nightly report", "--idempotency-key", "ticket-4711"]);
     assert_eq!(json["id"], id);
     assert_eq!(json["created"], false);
 }
