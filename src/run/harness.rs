@@ -5,7 +5,8 @@
 //! running commands get a grace period. A front end tells what happens through [`Tell`]; this
 //! module runs processes and operations and prints nothing itself.
 
-use super::{output_of, Finished, Job, Running as Process, EXIT_FATAL, MAX_OUTPUT};
+use super::record::{self, Held, Record};
+use super::{output_of, Finished, Job, Running as Process, EXIT_FATAL, MAX_OUTPUT, TERM_GRACE};
 use crate::error::{CliError, Exit};
 use crate::model::{AgentName, AssignMode, TaskId};
 use crate::ops::LockError;
@@ -173,6 +174,7 @@ impl Runner {
             tell,
             pull,
             workdir,
+            records: record::folder(&git_dir, self.agent.as_str()),
             remote,
             stop_now: Arc::new(AtomicBool::new(false)),
             ran: std::cell::RefCell::default(),
@@ -277,6 +279,8 @@ struct Harness<'a> {
     tell: &'a dyn Tell,
     pull: bool,
     workdir: PathBuf,
+    /// Where the records of the commands this agent's runners start are kept.
+    records: PathBuf,
     remote: Option<Remote>,
     /// Set when the grace period is over: workers kill their commands.
     stop_now: Arc<AtomicBool>,
@@ -304,6 +308,7 @@ impl Harness<'_> {
         let mut stopping = false;
         while !stopping {
             self.tick();
+            self.recover();
             let free = self.runner.parallel.saturating_sub(running.len());
             let taken = self.take(free, &running)?;
             if self.runner.once && taken.is_empty() && running.is_empty() {
@@ -392,6 +397,45 @@ impl Harness<'_> {
         }
     }
 
+    /// Ends what is left of the attempts whose runner is gone (killed while its commands ran)
+    /// and reports each as failed, retryable, before anything else runs: an attempt runs once,
+    /// so it is never started again, nor left running beside its retry.
+    fn recover(&self) {
+        for held in record::orphans(&self.records) {
+            let r = &held.record;
+            let id = match TaskId::new(&r.task) {
+                Ok(id) => id,
+                Err(_) => {
+                    held.remove();
+                    continue;
+                }
+            };
+            let ended = r.attempt().end(TERM_GRACE);
+            let msg = match ended {
+                0 => "coord run was killed before it reported the command's end".to_string(),
+                n => {
+                    format!("coord run was killed while the command ran; ended its {n} process(es)")
+                }
+            };
+            let told = self
+                .worker()
+                .report_failure(&id, r.attempt, &msg, true, Instant::now());
+            self.ran.borrow_mut().insert(id.clone(), r.attempt);
+            self.tell.ended(&id, r.attempt, &told);
+            held.remove();
+        }
+    }
+
+    fn worker(&self) -> Worker {
+        Worker {
+            opener: self.runner.opener.clone(),
+            agent: self.runner.agent.clone(),
+            remote: self.remote.clone(),
+            stop_now: self.stop_now.clone(),
+            records: self.records.clone(),
+        }
+    }
+
     fn ended(&self, running: &mut Tasks, e: Ended) {
         running.remove(&e.id);
         self.ran.borrow_mut().insert(e.id.clone(), e.attempt);
@@ -439,13 +483,9 @@ impl Harness<'_> {
                 ("COORD_TASK_FILE".into(), t.file.display().to_string()),
             ],
             cwd: self.workdir.clone(),
+            run_id: run_id(),
         };
-        let worker = Worker {
-            opener: self.runner.opener.clone(),
-            agent,
-            remote: self.remote.clone(),
-            stop_now: self.stop_now.clone(),
-        };
+        let worker = self.worker();
         std::thread::spawn(move || {
             let told = worker.work(&t, &job);
             let _ = tx.send(Msg::Ended(Ended {
@@ -517,6 +557,20 @@ struct Worker {
     agent: AgentName,
     remote: Option<Remote>,
     stop_now: Arc<AtomicBool>,
+    records: PathBuf,
+}
+
+/// Returns a new run id: 128 random bits, in hex.
+fn run_id() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No randomness: the pid and the time still tell attempts apart.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        bytes = (nanos ^ (u128::from(std::process::id()) << 96)).to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Why a command did not end by itself.
@@ -527,35 +581,47 @@ enum Cut {
 }
 
 impl Worker {
-    /// Runs the command for `t`, heartbeating, and reports; returns how it ended.
+    /// Runs the command for `t`, heartbeating, and reports; returns how it ended. The
+    /// command is recorded before it starts and until its end is reported ([`record`]).
     fn work(&self, t: &Work, job: &Job) -> Told {
         let started = Instant::now();
+        let fail = |msg: String| self.report_failure(&t.id, t.attempt, &msg, true, started);
+        let mut held = match Held::create(&self.records, self.record(t, job)) {
+            Ok(h) => h,
+            Err(e) => return fail(format!("cannot record the command before it starts: {e}")),
+        };
         let mut running = match Process::start(job) {
             Ok(r) => r,
             Err(e) => {
-                let msg = format!("cannot start {:?}: {e}", job.argv[0]);
-                return self.report_failure(t, &msg, true, started);
+                held.remove();
+                return fail(format!("cannot start {:?}: {e}", job.argv[0]));
             }
         };
+        let (pid, start) = running.pid();
+        if let Err(e) = held.started(pid, start) {
+            running.kill();
+            held.remove();
+            return fail(format!("cannot record the command it started: {e}"));
+        }
+        let told = self.outcome(t, running, started);
+        held.remove();
+        told
+    }
+
+    /// Watches a started command to its end and reports it.
+    fn outcome(&self, t: &Work, mut running: Process, started: Instant) -> Told {
         let cut = self.watch(t, &mut running, started);
         if cut.is_some() {
             running.kill();
         }
+        let fail = |msg: &str| self.report_failure(&t.id, t.attempt, msg, true, started);
         let finished = match running.finish() {
             Ok(f) => f,
-            Err(e) => {
-                return self.report_failure(t, &format!("lost the command: {e}"), true, started)
-            }
+            Err(e) => return fail(&format!("lost the command: {e}")),
         };
         match cut {
-            Some(Cut::Timeout) => {
-                let msg = format!("timeout: killed after {}s", t.timeout.as_secs());
-                self.report_failure(t, &msg, true, started)
-            }
-            Some(Cut::Stopped) => {
-                let msg = "coord run was stopped before the command ended";
-                self.report_failure(t, msg, true, started)
-            }
+            Some(Cut::Timeout) => fail(&format!("timeout: killed after {}s", t.timeout.as_secs())),
+            Some(Cut::Stopped) => fail("coord run was stopped before the command ended"),
             Some(Cut::Lost(why)) => Told {
                 kind: Kind::Dropped,
                 message: Some(why),
@@ -563,6 +629,18 @@ impl Worker {
                 not_recorded: None,
             },
             None => self.report_end(t, finished, started),
+        }
+    }
+
+    /// Returns the record of the command about to start for `t`.
+    fn record(&self, t: &Work, job: &Job) -> Record {
+        Record {
+            task: t.id.to_string(),
+            attempt: t.attempt,
+            run_id: job.run_id.clone(),
+            runner: std::process::id(),
+            pid: None,
+            start: None,
         }
     }
 
@@ -600,13 +678,13 @@ impl Worker {
         if f.status.success() {
             if f.stdout_cut {
                 let msg = format!("the command printed more than {MAX_OUTPUT} bytes");
-                return self.report_failure(t, &msg, true, started);
+                return self.report_failure(&t.id, t.attempt, &msg, true, started);
             }
             let verdict = Verdict::Success {
                 output: output_of(&f.stdout),
                 next_agents: Vec::new(),
             };
-            return self.report(t, verdict, Kind::Done, None, started);
+            return self.report(&t.id, t.attempt, verdict, Kind::Done, None, started);
         }
         let code = f.status.code();
         let what = code.map_or("killed by a signal".to_string(), |c| format!("exit {c}"));
@@ -614,29 +692,40 @@ impl Worker {
             "" => what,
             tail => format!("{what}: {tail}"),
         };
-        self.report_failure(t, &msg, code != Some(EXIT_FATAL), started)
+        self.report_failure(&t.id, t.attempt, &msg, code != Some(EXIT_FATAL), started)
     }
 
-    fn report_failure(&self, t: &Work, msg: &str, retryable: bool, started: Instant) -> Told {
+    fn report_failure(
+        &self,
+        id: &TaskId,
+        attempt: u32,
+        msg: &str,
+        retryable: bool,
+        started: Instant,
+    ) -> Told {
         let verdict = Verdict::Failure {
             message: msg.to_string(),
             retryable,
         };
         let kind = if retryable { Kind::Failed } else { Kind::Fatal };
-        self.report(t, verdict, kind, Some(msg.to_string()), started)
+        self.report(id, attempt, verdict, kind, Some(msg.to_string()), started)
     }
 
     /// Writes the result for the attempt this worker was given, as `coord complete`/`fail` do.
     fn report(
         &self,
-        t: &Work,
+        id: &TaskId,
+        attempt: u32,
         verdict: Verdict,
         kind: Kind,
         message: Option<String>,
         started: Instant,
     ) -> Told {
         let secs = started.elapsed().as_secs_f64();
-        let not_recorded = self.write_result(t, &verdict).err().map(|e| chain(&e));
+        let not_recorded = self
+            .write_result(id, attempt, &verdict)
+            .err()
+            .map(|e| chain(&e));
         Told {
             kind,
             message,
@@ -649,17 +738,17 @@ impl Worker {
     /// attempt that is no longer current is kept in history as `stale_result` and refused.
     /// While the task's file is being written (the command wrote a note into it), the report
     /// waits for it to settle, up to [`SETTLE_WAIT`].
-    fn write_result(&self, t: &Work, verdict: &Verdict) -> Result<(), ops::Error> {
+    fn write_result(&self, id: &TaskId, attempt: u32, verdict: &Verdict) -> Result<(), ops::Error> {
         let how = ops::How {
-            fence: self.fence(t),
+            fence: self.fence(attempt),
             ..ops::How::default()
         };
         let start = Instant::now();
         loop {
             let written = self.on_remote(|coord, remote| {
                 coord
-                    .report(&t.id, verdict, &how, remote)?
-                    .accepted(&t.id)
+                    .report(id, verdict, &how, remote)?
+                    .accepted(id)
                     .map(drop)
             });
             match written {
@@ -675,14 +764,14 @@ impl Worker {
 
     /// Extends the lease as `coord heartbeat --agent --attempt` does.
     fn heartbeat(&self, t: &Work) -> Result<(), ops::Error> {
-        let fence = self.fence(t);
+        let fence = self.fence(t.attempt);
         self.on_remote(|coord, remote| coord.heartbeat(&t.id, &fence, remote))
     }
 
-    fn fence(&self, t: &Work) -> Fence {
+    fn fence(&self, attempt: u32) -> Fence {
         Fence {
             agent: Some(self.agent.clone()),
-            attempt: Some(t.attempt),
+            attempt: Some(attempt),
         }
     }
 
