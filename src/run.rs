@@ -11,6 +11,7 @@ mod procs;
 mod record;
 
 pub use harness::{Kind, Runner, Tasks, Tell, Told};
+pub use procs::RUN_ID_VAR;
 
 use serde_json::{json, Value};
 use std::ffi::OsString;
@@ -30,6 +31,9 @@ pub const MAX_OUTPUT: usize = 1024 * 1024;
 
 /// How much of the end of stderr goes into a failure's message.
 const STDERR_TAIL: usize = 2000;
+
+/// How much of the end of stderr is kept in the attempt's log.
+pub const STDERR_LOG: usize = 64 * 1024;
 
 /// How long a group asked to stop with SIGTERM has before SIGKILL.
 pub(crate) const TERM_GRACE: Duration = Duration::from_secs(1);
@@ -70,8 +74,55 @@ pub struct Finished {
     pub stdout: Vec<u8>,
     /// Whether stdout was longer than that.
     pub stdout_cut: bool,
-    /// The last lines of its stderr.
-    pub stderr_tail: String,
+    /// The last [`STDERR_LOG`] bytes of its stderr.
+    pub stderr: Vec<u8>,
+}
+
+impl Finished {
+    /// Returns the end of its stderr for a failure's message, trimmed.
+    pub fn stderr_tail(&self) -> String {
+        let from = self.stderr.len().saturating_sub(STDERR_TAIL);
+        String::from_utf8_lossy(&self.stderr[from..])
+            .trim()
+            .to_string()
+    }
+
+    /// Returns how it ended when not by exit 0: `exit N` or the signal that killed it.
+    pub fn how_it_ended(&self) -> String {
+        use std::os::unix::process::ExitStatusExt;
+        match (self.status.code(), self.status.signal()) {
+            (Some(code), _) => format!("exit {code}"),
+            (None, Some(sig)) => match signal_name(sig) {
+                Some(name) => format!("killed by {name} (signal {sig})"),
+                None => format!("killed by signal {sig}"),
+            },
+            (None, None) => "ended without an exit code".to_string(),
+        }
+    }
+}
+
+/// Returns the name of a signal that commonly ends a process.
+fn signal_name(sig: i32) -> Option<&'static str> {
+    let names = [
+        (1, "SIGHUP"),
+        (2, "SIGINT"),
+        (3, "SIGQUIT"),
+        (4, "SIGILL"),
+        (5, "SIGTRAP"),
+        (6, "SIGABRT"),
+        (7, "SIGBUS"),
+        (8, "SIGFPE"),
+        (9, "SIGKILL"),
+        (10, "SIGUSR1"),
+        (11, "SIGSEGV"),
+        (12, "SIGUSR2"),
+        (13, "SIGPIPE"),
+        (14, "SIGALRM"),
+        (15, "SIGTERM"),
+        (24, "SIGXCPU"),
+        (25, "SIGXFSZ"),
+    ];
+    names.iter().find(|(n, _)| *n == sig).map(|(_, name)| *name)
 }
 
 impl Running {
@@ -99,7 +150,7 @@ impl Running {
             });
         }
         let stdout = keep(child.stdout.take(), MAX_OUTPUT, false);
-        let stderr = keep(child.stderr.take(), STDERR_TAIL, true);
+        let stderr = keep(child.stderr.take(), STDERR_LOG, true);
         let pid = child.id() as i32;
         let attempt = procs::Attempt {
             pgid: Some(pid),
@@ -142,12 +193,12 @@ impl Running {
         }
         self.attempt.end(TERM_GRACE);
         let (stdout, stdout_cut) = self.stdout.take();
-        let (tail, _) = self.stderr.take();
+        let (stderr, _) = self.stderr.take();
         Ok(Finished {
             status,
             stdout,
             stdout_cut,
-            stderr_tail: String::from_utf8_lossy(&tail).trim().to_string(),
+            stderr,
         })
     }
 }
@@ -271,6 +322,7 @@ mod tests {
             .expect("finish");
         assert_eq!(f.status.code(), Some(3));
         assert_eq!(String::from_utf8_lossy(&f.stdout), "in env\n");
-        assert_eq!(f.stderr_tail, "oops");
+        assert_eq!(f.stderr_tail(), "oops");
+        assert_eq!(f.how_it_ended(), "exit 3");
     }
 }

@@ -12,6 +12,7 @@ use crate::model::{AgentName, AssignMode, TaskId};
 use crate::ops::LockError;
 use crate::ops::{self, Opener, Verdict, Work};
 use crate::ops::{CommandError, Fence};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -175,6 +176,7 @@ impl Runner {
             pull,
             workdir,
             records: record::folder(&git_dir, self.agent.as_str()),
+            logs: git_dir.join("coord").join("logs"),
             remote,
             stop_now: Arc::new(AtomicBool::new(false)),
             ran: std::cell::RefCell::default(),
@@ -281,6 +283,8 @@ struct Harness<'a> {
     workdir: PathBuf,
     /// Where the records of the commands this agent's runners start are kept.
     records: PathBuf,
+    /// Where each attempt's stderr is kept.
+    logs: PathBuf,
     remote: Option<Remote>,
     /// Set when the grace period is over: workers kill their commands.
     stop_now: Arc<AtomicBool>,
@@ -433,6 +437,7 @@ impl Harness<'_> {
             remote: self.remote.clone(),
             stop_now: self.stop_now.clone(),
             records: self.records.clone(),
+            logs: self.logs.clone(),
         }
     }
 
@@ -558,6 +563,34 @@ struct Worker {
     remote: Option<Remote>,
     stop_now: Arc<AtomicBool>,
     records: PathBuf,
+    logs: PathBuf,
+}
+
+/// Splits a command's output into what it says and the agents it hands off to: a mapping's
+/// `next_agent` (a name or a list of names), as a task file's `result.next_agent` does.
+fn handoff(output: Option<Value>) -> Result<(Option<Value>, Vec<AgentName>), String> {
+    let Some(Value::Object(mut map)) = output else {
+        return Ok((output, Vec::new()));
+    };
+    let names = match map.remove("next_agent") {
+        None => Vec::new(),
+        Some(Value::String(one)) => vec![one],
+        Some(Value::Array(many)) => many
+            .into_iter()
+            .map(|v| v.as_str().map(String::from).ok_or(()))
+            .collect::<Result<_, _>>()
+            .map_err(|_| "the command's next_agent is not a list of agent names".to_string())?,
+        Some(other) => {
+            return Err(format!(
+                "the command's next_agent is not an agent name: {other}"
+            ))
+        }
+    };
+    let agents = names
+        .iter()
+        .map(|n| AgentName::new(n).map_err(|e| format!("the command's next_agent '{n}': {e}")))
+        .collect::<Result<_, _>>()?;
+    Ok((Some(Value::Object(map)), agents))
 }
 
 /// Returns a new run id: 128 random bits, in hex.
@@ -673,26 +706,45 @@ impl Worker {
         }
     }
 
-    /// Reports a command's end: success with its output on exit 0, else a failure.
+    /// Reports a command's end: success with its output on exit 0 (a `next_agent` in it
+    /// hands off), else a failure. Its stderr is kept in the attempt's log first.
     fn report_end(&self, t: &Work, f: Finished, started: Instant) -> Told {
-        if f.status.success() {
-            if f.stdout_cut {
-                let msg = format!("the command printed more than {MAX_OUTPUT} bytes");
-                return self.report_failure(&t.id, t.attempt, &msg, true, started);
-            }
-            let verdict = Verdict::Success {
-                output: output_of(&f.stdout),
-                next_agents: Vec::new(),
+        self.keep_log(t, &f.stderr);
+        let fail =
+            |msg: &str, retryable| self.report_failure(&t.id, t.attempt, msg, retryable, started);
+        if !f.status.success() {
+            let msg = match f.stderr_tail() {
+                tail if tail.is_empty() => f.how_it_ended(),
+                tail => format!("{}: {tail}", f.how_it_ended()),
             };
-            return self.report(&t.id, t.attempt, verdict, Kind::Done, None, started);
+            return fail(&msg, f.status.code() != Some(EXIT_FATAL));
         }
-        let code = f.status.code();
-        let what = code.map_or("killed by a signal".to_string(), |c| format!("exit {c}"));
-        let msg = match f.stderr_tail.as_str() {
-            "" => what,
-            tail => format!("{what}: {tail}"),
+        if f.stdout_cut {
+            return fail(
+                &format!("the command printed more than {MAX_OUTPUT} bytes"),
+                true,
+            );
+        }
+        let (output, next_agents) = match handoff(output_of(&f.stdout)) {
+            Ok(split) => split,
+            Err(why) => return fail(&why, true),
         };
-        self.report_failure(&t.id, t.attempt, &msg, code != Some(EXIT_FATAL), started)
+        let verdict = Verdict::Success {
+            output,
+            next_agents,
+        };
+        self.report(&t.id, t.attempt, verdict, Kind::Done, None, started)
+    }
+
+    /// Writes the end of the command's stderr to `.git/coord/logs/<task>@<attempt>.stderr`
+    /// (nothing when it wrote none). A log that cannot be written is not a reason to fail the
+    /// task.
+    fn keep_log(&self, t: &Work, stderr: &[u8]) {
+        if stderr.is_empty() {
+            return;
+        }
+        let path = self.logs.join(format!("{}@{}.stderr", t.id, t.attempt));
+        let _ = crate::fsx::write_private(&path, stderr, false);
     }
 
     fn report_failure(
@@ -722,15 +774,27 @@ impl Worker {
         started: Instant,
     ) -> Told {
         let secs = started.elapsed().as_secs_f64();
-        let not_recorded = self
-            .write_result(id, attempt, &verdict)
-            .err()
-            .map(|e| chain(&e));
-        Told {
-            kind,
-            message,
-            secs,
-            not_recorded,
+        match self.write_result(id, attempt, &verdict) {
+            Ok(()) => Told {
+                kind,
+                message,
+                secs,
+                not_recorded: None,
+            },
+            // The command reported the attempt itself (`coord complete`/`fail`): that result
+            // stands, and nothing is lost.
+            Err(ops::Error::Command(CommandError::ResultPending(_))) => Told {
+                kind,
+                message: Some("the command reported it itself".into()),
+                secs,
+                not_recorded: None,
+            },
+            Err(e) => Told {
+                kind,
+                message,
+                secs,
+                not_recorded: Some(chain(&e)),
+            },
         }
     }
 

@@ -4,6 +4,7 @@
 mod agents_mcp;
 mod agents_prime;
 mod agents_run;
+mod agents_run_contract;
 mod agents_run_once;
 mod archive_compact;
 mod archive_months;
