@@ -295,6 +295,9 @@ struct Harness<'a> {
     ran: std::cell::RefCell<BTreeMap<TaskId, u32>>,
 }
 
+/// What a report left for the next `coord sync` to push says.
+const PENDING: &str = "pushed by the next coord sync: a sync in this clone committed meanwhile";
+
 /// How often progress is told.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
@@ -469,6 +472,11 @@ impl Harness<'_> {
                 Ok(Some(t)) => taken.push(t),
                 Ok(None) => break,
                 Err(e) if busy(&e) => break,
+                Err(e) if e.is_tentative() => {
+                    // Not granted here; the next sync replays or drops it.
+                    self.tell.say(&format!("coord run: claim put off: {e}"));
+                    break;
+                }
                 Err(e) => return Err(e.into()),
             }
         }
@@ -786,6 +794,15 @@ impl Worker {
             Err(ops::Error::Command(CommandError::ResultPending(_))) => Told {
                 kind,
                 message: Some("the command reported it itself".into()),
+                secs,
+                not_recorded: None,
+            },
+            Err(e) if e.is_tentative() => Told {
+                kind,
+                message: Some(match message {
+                    Some(m) => format!("{m} ({PENDING})"),
+                    None => PENDING.to_string(),
+                }),
                 secs,
                 not_recorded: None,
             },

@@ -286,3 +286,56 @@ fn a_background_process_holding_the_pipes_does_not_hold_up_the_slot() {
         assert!(gone(pid), "{pid} still runs:\n{out}");
     }
 }
+
+/// `coord run --sync` beside a `coord sync` loop in the same clone: the loop's commits land
+/// while the runner's claims and results are pushed; the runner ends well, and a step the
+/// loop's next sync pushes is not told as "not recorded", and lands.
+#[test]
+fn run_with_sync_beside_a_sync_loop_in_the_same_clone_exits_zero() {
+    let net = crate::harness::Net::new(&[]);
+    net.seed
+        .ok(&["agents", "add", "p", "--pull", "--max-active", "100"]);
+    net.seed.git(&["push", "-q", "origin", "main"]);
+    let ids = net.person_adds("s", 20);
+    let c = net.clone();
+    let stop_loop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let looping = {
+        let stop_loop = stop_loop.clone();
+        let mut sync = c.spawn_cmd(&["sync"]);
+        sync.env_remove("COORD_NOW")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        std::thread::spawn(move || {
+            while !stop_loop.load(std::sync::atomic::Ordering::SeqCst) {
+                let _ = sync.status();
+            }
+        })
+    };
+    let mut said = String::new();
+    let mut codes = Vec::new();
+    for _ in 0..3 {
+        let cmd = ["sh", "-c", "echo ok"].map(String::from);
+        let (code, out, err) = crate::agents_run::run_to_end(
+            &c,
+            &args(&["p", "--once", "--sync", "--parallel", "2"], &cmd),
+        );
+        codes.push(code);
+        said += &format!("{out}{err}\n");
+    }
+    stop_loop.store(true, std::sync::atomic::Ordering::SeqCst);
+    looping.join().expect("loop");
+    assert!(codes.iter().all(|&c| c == 0), "{codes:?}\n{said}");
+    assert!(!said.contains("not recorded"), "{said}");
+    let mut last = c.spawn_cmd(&["sync"]);
+    assert!(last
+        .env_remove("COORD_NOW")
+        .status()
+        .expect("sync")
+        .success());
+    // Every result the runner told as done is on the remote once the next sync ran.
+    let check = net.clone();
+    let told_done = |id: &String| said.contains(&format!("{id} attempt 1: done"));
+    for id in ids.iter().filter(|id| told_done(id)) {
+        assert_eq!(state(&check, id), "done", "{id} on the remote:\n{said}");
+    }
+}
