@@ -1,12 +1,17 @@
 //! One command run for one task, as `coord run` starts it: the task as JSON on stdin, the
-//! environment and working directory given, a process group of its own (so a timeout or a stop
-//! kills everything it started), its stdout kept (bounded) as the output and the tail of its
-//! stderr for the error. Process I/O only, no task logic: the caller decides what to report.
-//! That caller is the runner's loop, [`Runner`] (run/harness.rs).
+//! environment and working directory given, a process group of its own and a run id in its
+//! environment (so a timeout or a stop ends everything it started, [`procs`]), its stdout kept
+//! (bounded) as the output and the tail of its stderr. When the command ends, whatever it left
+//! running is ended too, and its pipes are read for a bounded time only: a background process
+//! holding them cannot hold up the runner. Process I/O only, no task logic: the caller decides
+//! what to report. That caller is the runner's loop, [`Runner`] (run/harness.rs).
 
 mod harness;
+mod procs;
+mod record;
 
 pub use harness::{Kind, Runner, Tasks, Tell, Told};
+pub use procs::RUN_ID_VAR;
 
 use serde_json::{json, Value};
 use std::ffi::OsString;
@@ -14,6 +19,7 @@ use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -26,8 +32,14 @@ pub const MAX_OUTPUT: usize = 1024 * 1024;
 /// How much of the end of stderr goes into a failure's message.
 const STDERR_TAIL: usize = 2000;
 
+/// How much of the end of stderr is kept in the attempt's log.
+pub const STDERR_LOG: usize = 64 * 1024;
+
 /// How long a group asked to stop with SIGTERM has before SIGKILL.
-const TERM_GRACE: Duration = Duration::from_secs(1);
+pub(crate) const TERM_GRACE: Duration = Duration::from_secs(1);
+
+/// How long the pipes are read after the command ended, before what it left running is ended.
+const DRAIN: Duration = Duration::from_secs(1);
 
 /// What to start.
 #[derive(Debug, Clone)]
@@ -40,13 +52,17 @@ pub struct Job {
     pub env: Vec<(String, String)>,
     /// The working directory.
     pub cwd: PathBuf,
+    /// The run id, given to the command as `COORD_RUN_ID`: it names every process of this
+    /// attempt, also one that left the command's process group.
+    pub run_id: String,
 }
 
 /// A command that runs.
 pub struct Running {
     child: Child,
-    stdout: JoinHandle<(Vec<u8>, bool)>,
-    stderr: JoinHandle<(Vec<u8>, bool)>,
+    attempt: procs::Attempt,
+    stdout: Kept,
+    stderr: Kept,
 }
 
 /// What a finished command left.
@@ -58,8 +74,55 @@ pub struct Finished {
     pub stdout: Vec<u8>,
     /// Whether stdout was longer than that.
     pub stdout_cut: bool,
-    /// The last lines of its stderr.
-    pub stderr_tail: String,
+    /// The last [`STDERR_LOG`] bytes of its stderr.
+    pub stderr: Vec<u8>,
+}
+
+impl Finished {
+    /// Returns the end of its stderr for a failure's message, trimmed.
+    pub fn stderr_tail(&self) -> String {
+        let from = self.stderr.len().saturating_sub(STDERR_TAIL);
+        String::from_utf8_lossy(&self.stderr[from..])
+            .trim()
+            .to_string()
+    }
+
+    /// Returns how it ended when not by exit 0: `exit N` or the signal that killed it.
+    pub fn how_it_ended(&self) -> String {
+        use std::os::unix::process::ExitStatusExt;
+        match (self.status.code(), self.status.signal()) {
+            (Some(code), _) => format!("exit {code}"),
+            (None, Some(sig)) => match signal_name(sig) {
+                Some(name) => format!("killed by {name} (signal {sig})"),
+                None => format!("killed by signal {sig}"),
+            },
+            (None, None) => "ended without an exit code".to_string(),
+        }
+    }
+}
+
+/// Returns the name of a signal that commonly ends a process.
+fn signal_name(sig: i32) -> Option<&'static str> {
+    let names = [
+        (1, "SIGHUP"),
+        (2, "SIGINT"),
+        (3, "SIGQUIT"),
+        (4, "SIGILL"),
+        (5, "SIGTRAP"),
+        (6, "SIGABRT"),
+        (7, "SIGBUS"),
+        (8, "SIGFPE"),
+        (9, "SIGKILL"),
+        (10, "SIGUSR1"),
+        (11, "SIGSEGV"),
+        (12, "SIGUSR2"),
+        (13, "SIGPIPE"),
+        (14, "SIGALRM"),
+        (15, "SIGTERM"),
+        (24, "SIGXCPU"),
+        (25, "SIGXFSZ"),
+    ];
+    names.iter().find(|(n, _)| *n == sig).map(|(_, name)| *name)
 }
 
 impl Running {
@@ -72,6 +135,7 @@ impl Running {
         let mut child = std::process::Command::new(program)
             .args(args)
             .envs(job.env.iter().map(|(k, v)| (k, v)))
+            .env(procs::RUN_ID_VAR, &job.run_id)
             .current_dir(&job.cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -86,12 +150,25 @@ impl Running {
             });
         }
         let stdout = keep(child.stdout.take(), MAX_OUTPUT, false);
-        let stderr = keep(child.stderr.take(), STDERR_TAIL, true);
+        let stderr = keep(child.stderr.take(), STDERR_LOG, true);
+        let pid = child.id() as i32;
+        let attempt = procs::Attempt {
+            pgid: Some(pid),
+            start: procs::stat(pid).map(|s| s.start),
+            run_id: job.run_id.clone(),
+        };
         Ok(Running {
             child,
+            attempt,
             stdout,
             stderr,
         })
+    }
+
+    /// Returns the command's pid (also its process group) and its start time (None: it
+    /// ended before that could be read).
+    pub fn pid(&self) -> (i32, Option<u64>) {
+        (self.child.id() as i32, self.attempt.start)
     }
 
     /// Returns the exit status when the command has ended.
@@ -99,67 +176,84 @@ impl Running {
         self.child.try_wait()
     }
 
-    /// Stops the command's whole process group: SIGTERM, then SIGKILL after a second.
+    /// Stops the command and everything of its attempt: its process group and whatever
+    /// carries its run id get SIGTERM, then SIGKILL a second later.
     pub fn kill(&mut self) {
-        let Some(pid) = rustix::process::Pid::from_raw(self.child.id() as i32) else {
-            return;
-        };
-        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::TERM);
-        let until = Instant::now() + TERM_GRACE;
-        while Instant::now() < until {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        // Whatever the leader did, the rest of its group goes too.
-        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        self.attempt.end(TERM_GRACE);
+        let _ = self.child.try_wait();
     }
 
-    /// Waits for the command to end and returns what it left.
+    /// Waits for the command to end and returns what it left. Its pipes are read up to
+    /// [`DRAIN`] longer; then whatever of its attempt still runs is ended.
     pub fn finish(mut self) -> std::io::Result<Finished> {
         let status = self.child.wait()?;
-        let (stdout, stdout_cut) = self.stdout.join().unwrap_or_default();
-        let (tail, _) = self.stderr.join().unwrap_or_default();
+        let until = Instant::now() + DRAIN;
+        while !(self.stdout.done() && self.stderr.done()) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.attempt.end(TERM_GRACE);
+        let (stdout, stdout_cut) = self.stdout.take();
+        let (stderr, _) = self.stderr.take();
         Ok(Finished {
             status,
             stdout,
             stdout_cut,
-            stderr_tail: String::from_utf8_lossy(&tail).trim().to_string(),
+            stderr,
         })
     }
 }
 
+/// What a pipe's reader kept so far, and whether it reached the end.
+struct Kept {
+    bytes: Arc<Mutex<(Vec<u8>, bool)>>,
+    reader: JoinHandle<()>,
+}
+
+impl Kept {
+    fn done(&self) -> bool {
+        self.reader.is_finished()
+    }
+
+    /// Returns what was kept and whether anything was dropped. A reader still blocked (a
+    /// process nothing could end holds the pipe) is left to end with the pipe.
+    fn take(self) -> (Vec<u8>, bool) {
+        let until = Instant::now() + DRAIN;
+        while !self.reader.is_finished() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let mut kept = self.bytes.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::take(&mut *kept)
+    }
+}
+
 /// Reads a pipe to its end in a thread, keeping at most `max` bytes: the first ones, or the
-/// last ones when `tail`. Returns them and whether anything was dropped.
-fn keep<R: Read + Send + 'static>(
-    pipe: Option<R>,
-    max: usize,
-    tail: bool,
-) -> JoinHandle<(Vec<u8>, bool)> {
-    std::thread::spawn(move || {
+/// last ones when `tail`, with whether anything was dropped.
+fn keep<R: Read + Send + 'static>(pipe: Option<R>, max: usize, tail: bool) -> Kept {
+    let bytes = Arc::new(Mutex::new((Vec::new(), false)));
+    let kept = bytes.clone();
+    let reader = std::thread::spawn(move || {
         let Some(mut pipe) = pipe else {
-            return (Vec::new(), false);
+            return;
         };
-        let mut kept = Vec::new();
-        let mut cut = false;
         let mut buf = [0u8; 8192];
         while let Ok(n) = pipe.read(&mut buf) {
             if n == 0 {
                 break;
             }
-            kept.extend_from_slice(&buf[..n]);
-            if kept.len() > max {
-                cut = true;
+            let mut kept = kept.lock().unwrap_or_else(|e| e.into_inner());
+            let (bytes, cut) = &mut *kept;
+            bytes.extend_from_slice(&buf[..n]);
+            if bytes.len() > max {
+                *cut = true;
                 if tail {
-                    kept.drain(..kept.len() - max);
+                    bytes.drain(..bytes.len() - max);
                 } else {
-                    kept.truncate(max);
+                    bytes.truncate(max);
                 }
             }
         }
-        (kept, cut)
-    })
+    });
+    Kept { bytes, reader }
 }
 
 /// Returns a command's stdout as a task output: a YAML or JSON mapping or list as it is, other
@@ -200,6 +294,7 @@ mod tests {
             stdin: Vec::new(),
             env: Vec::new(),
             cwd: std::env::temp_dir(),
+            run_id: "test".into(),
         };
         let mut r = Running::start(&job).expect("start");
         let t = Instant::now();
@@ -219,6 +314,7 @@ mod tests {
             stdin: b"in ".to_vec(),
             env: vec![("X".to_string(), "env".to_string())],
             cwd: std::env::temp_dir(),
+            run_id: "test".into(),
         };
         let f = Running::start(&job)
             .expect("start")
@@ -226,6 +322,7 @@ mod tests {
             .expect("finish");
         assert_eq!(f.status.code(), Some(3));
         assert_eq!(String::from_utf8_lossy(&f.stdout), "in env\n");
-        assert_eq!(f.stderr_tail, "oops");
+        assert_eq!(f.stderr_tail(), "oops");
+        assert_eq!(f.how_it_ended(), "exit 3");
     }
 }

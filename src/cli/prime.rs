@@ -22,7 +22,11 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     let coord = ctx.coord()?;
     let agent = args.agent.as_ref();
     if !args.install {
-        let text = coord.prime(agent);
+        // A command `coord run` started: the runner reports for it.
+        let text = match std::env::var_os(crate::run::RUN_ID_VAR) {
+            Some(_) => coord.prime_under_run(agent),
+            None => coord.prime(agent),
+        };
         if ctx.json {
             let shown = agent.map_or("<you>", |a| a.as_str());
             super::print_json(&serde_json::json!({"version": 1, "agent": shown, "text": text}));

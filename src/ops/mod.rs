@@ -106,6 +106,15 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// Returns whether the step was made in this clone but not pushed, the branch having moved
+    /// on meanwhile (a `coord sync` in the same clone committed): it is not lost, the next
+    /// `coord sync` replays it (or drops it, when the task moved on upstream).
+    pub fn is_tentative(&self) -> bool {
+        matches!(self, Error::Sync(SyncError::NotUndone { .. }))
+    }
+}
+
 impl From<SyncError> for Error {
     /// Keeps a lock error a lock error, so that it is told apart (exit 3).
     fn from(e: SyncError) -> Error {

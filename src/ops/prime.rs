@@ -19,6 +19,17 @@ impl Coord {
         instructions(agent, self.store().work_dir())
     }
 
+    /// Returns the instructions for a command `coord run` started for `agent`: the runner
+    /// reports for it, so it says how to end instead of how to report.
+    pub fn prime_under_run(&self, agent: Option<&AgentName>) -> String {
+        let agent = agent.map_or("<you>", |a| a.as_str());
+        let text = instructions(agent, self.store().work_dir());
+        let (Some(from), Some(to)) = (text.find(REPORT), text.find("Do not touch:")) else {
+            return text;
+        };
+        format!("{}{UNDER_RUN}{}", &text[..from], &text[to..])
+    }
+
     /// Writes the instructions for `agent` into coord's section of AGENTS.md at the repo
     /// root (replacing that section, or appending one); returns whether the file changed.
     pub fn install_prime(&self, agent: Option<&AgentName>) -> Result<bool, Error> {
@@ -97,6 +108,19 @@ fn find_line(doc: &str, marker: &str) -> Option<usize> {
     None
 }
 
+/// The heading of the instructions' section on reporting.
+const REPORT: &str = "Report (always for the attempt you were given):";
+
+/// What replaces that section for a command `coord run` started.
+const UNDER_RUN: &str = "\
+Report: `coord run` reports for you (COORD_RUN_ID is set). The task is on your stdin. Exit 0
+and print your output (YAML or JSON; other text is kept as `text`) on stdout to complete it;
+add `next_agent: <name>` to that output to hand off. Exit non-zero to fail it (exit 100: do not
+retry); the end of your stderr is the error. Do not run `coord complete`, `fail` or
+`heartbeat` for it.
+
+";
+
 /// Returns the instructions for `agent` in a repo whose work folder is `work`.
 pub fn instructions(agent: &str, work: &str) -> String {
     format!(
@@ -154,6 +178,13 @@ mod tests {
     fn unbalanced_markers_are_refused() {
         assert!(with_section(&format!("{END}\n{BEGIN}\n"), "x").is_err());
         assert!(with_section(&format!("a\n{BEGIN}\n"), "x").is_err());
+    }
+
+    #[test]
+    fn under_run_the_report_section_says_the_runner_reports() {
+        let text = instructions("a", "work");
+        let from = text.find(REPORT).expect("report section");
+        assert!(text[from..].contains("Do not touch:"));
     }
 
     #[test]

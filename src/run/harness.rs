@@ -5,12 +5,14 @@
 //! running commands get a grace period. A front end tells what happens through [`Tell`]; this
 //! module runs processes and operations and prints nothing itself.
 
-use super::{output_of, Finished, Job, Running as Process, EXIT_FATAL, MAX_OUTPUT};
+use super::record::{self, Held, Record};
+use super::{output_of, Finished, Job, Running as Process, EXIT_FATAL, MAX_OUTPUT, TERM_GRACE};
 use crate::error::{CliError, Exit};
 use crate::model::{AgentName, AssignMode, TaskId};
 use crate::ops::LockError;
 use crate::ops::{self, Opener, Verdict, Work};
 use crate::ops::{CommandError, Fence};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -173,6 +175,8 @@ impl Runner {
             tell,
             pull,
             workdir,
+            records: record::folder(&git_dir, self.agent.as_str()),
+            logs: git_dir.join("coord").join("logs"),
             remote,
             stop_now: Arc::new(AtomicBool::new(false)),
             ran: std::cell::RefCell::default(),
@@ -277,6 +281,10 @@ struct Harness<'a> {
     tell: &'a dyn Tell,
     pull: bool,
     workdir: PathBuf,
+    /// Where the records of the commands this agent's runners start are kept.
+    records: PathBuf,
+    /// Where each attempt's stderr is kept.
+    logs: PathBuf,
     remote: Option<Remote>,
     /// Set when the grace period is over: workers kill their commands.
     stop_now: Arc<AtomicBool>,
@@ -286,6 +294,9 @@ struct Harness<'a> {
     /// instead of running again at once, in a loop.
     ran: std::cell::RefCell<BTreeMap<TaskId, u32>>,
 }
+
+/// What a report left for the next `coord sync` to push says.
+const PENDING: &str = "pushed by the next coord sync: a sync in this clone committed meanwhile";
 
 /// How often progress is told.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
@@ -304,6 +315,7 @@ impl Harness<'_> {
         let mut stopping = false;
         while !stopping {
             self.tick();
+            self.recover();
             let free = self.runner.parallel.saturating_sub(running.len());
             let taken = self.take(free, &running)?;
             if self.runner.once && taken.is_empty() && running.is_empty() {
@@ -392,6 +404,46 @@ impl Harness<'_> {
         }
     }
 
+    /// Ends what is left of the attempts whose runner is gone (killed while its commands ran)
+    /// and reports each as failed, retryable, before anything else runs: an attempt runs once,
+    /// so it is never started again, nor left running beside its retry.
+    fn recover(&self) {
+        for held in record::orphans(&self.records) {
+            let r = &held.record;
+            let id = match TaskId::new(&r.task) {
+                Ok(id) => id,
+                Err(_) => {
+                    held.remove();
+                    continue;
+                }
+            };
+            let ended = r.attempt().end(TERM_GRACE);
+            let msg = match ended {
+                0 => "coord run was killed before it reported the command's end".to_string(),
+                n => {
+                    format!("coord run was killed while the command ran; ended its {n} process(es)")
+                }
+            };
+            let told = self
+                .worker()
+                .report_failure(&id, r.attempt, &msg, true, Instant::now());
+            self.ran.borrow_mut().insert(id.clone(), r.attempt);
+            self.tell.ended(&id, r.attempt, &told);
+            held.remove();
+        }
+    }
+
+    fn worker(&self) -> Worker {
+        Worker {
+            opener: self.runner.opener.clone(),
+            agent: self.runner.agent.clone(),
+            remote: self.remote.clone(),
+            stop_now: self.stop_now.clone(),
+            records: self.records.clone(),
+            logs: self.logs.clone(),
+        }
+    }
+
     fn ended(&self, running: &mut Tasks, e: Ended) {
         running.remove(&e.id);
         self.ran.borrow_mut().insert(e.id.clone(), e.attempt);
@@ -420,6 +472,11 @@ impl Harness<'_> {
                 Ok(Some(t)) => taken.push(t),
                 Ok(None) => break,
                 Err(e) if busy(&e) => break,
+                Err(e) if e.is_tentative() => {
+                    // Not granted here; the next sync replays or drops it.
+                    self.tell.say(&format!("coord run: claim put off: {e}"));
+                    break;
+                }
                 Err(e) => return Err(e.into()),
             }
         }
@@ -439,13 +496,9 @@ impl Harness<'_> {
                 ("COORD_TASK_FILE".into(), t.file.display().to_string()),
             ],
             cwd: self.workdir.clone(),
+            run_id: run_id(),
         };
-        let worker = Worker {
-            opener: self.runner.opener.clone(),
-            agent,
-            remote: self.remote.clone(),
-            stop_now: self.stop_now.clone(),
-        };
+        let worker = self.worker();
         std::thread::spawn(move || {
             let told = worker.work(&t, &job);
             let _ = tx.send(Msg::Ended(Ended {
@@ -517,6 +570,48 @@ struct Worker {
     agent: AgentName,
     remote: Option<Remote>,
     stop_now: Arc<AtomicBool>,
+    records: PathBuf,
+    logs: PathBuf,
+}
+
+/// Splits a command's output into what it says and the agents it hands off to: a mapping's
+/// `next_agent` (a name or a list of names), as a task file's `result.next_agent` does.
+fn handoff(output: Option<Value>) -> Result<(Option<Value>, Vec<AgentName>), String> {
+    let Some(Value::Object(mut map)) = output else {
+        return Ok((output, Vec::new()));
+    };
+    let names = match map.remove("next_agent") {
+        None => Vec::new(),
+        Some(Value::String(one)) => vec![one],
+        Some(Value::Array(many)) => many
+            .into_iter()
+            .map(|v| v.as_str().map(String::from).ok_or(()))
+            .collect::<Result<_, _>>()
+            .map_err(|_| "the command's next_agent is not a list of agent names".to_string())?,
+        Some(other) => {
+            return Err(format!(
+                "the command's next_agent is not an agent name: {other}"
+            ))
+        }
+    };
+    let agents = names
+        .iter()
+        .map(|n| AgentName::new(n).map_err(|e| format!("the command's next_agent '{n}': {e}")))
+        .collect::<Result<_, _>>()?;
+    Ok((Some(Value::Object(map)), agents))
+}
+
+/// Returns a new run id: 128 random bits, in hex.
+fn run_id() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No randomness: the pid and the time still tell attempts apart.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        bytes = (nanos ^ (u128::from(std::process::id()) << 96)).to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Why a command did not end by itself.
@@ -527,35 +622,47 @@ enum Cut {
 }
 
 impl Worker {
-    /// Runs the command for `t`, heartbeating, and reports; returns how it ended.
+    /// Runs the command for `t`, heartbeating, and reports; returns how it ended. The
+    /// command is recorded before it starts and until its end is reported ([`record`]).
     fn work(&self, t: &Work, job: &Job) -> Told {
         let started = Instant::now();
+        let fail = |msg: String| self.report_failure(&t.id, t.attempt, &msg, true, started);
+        let mut held = match Held::create(&self.records, self.record(t, job)) {
+            Ok(h) => h,
+            Err(e) => return fail(format!("cannot record the command before it starts: {e}")),
+        };
         let mut running = match Process::start(job) {
             Ok(r) => r,
             Err(e) => {
-                let msg = format!("cannot start {:?}: {e}", job.argv[0]);
-                return self.report_failure(t, &msg, true, started);
+                held.remove();
+                return fail(format!("cannot start {:?}: {e}", job.argv[0]));
             }
         };
+        let (pid, start) = running.pid();
+        if let Err(e) = held.started(pid, start) {
+            running.kill();
+            held.remove();
+            return fail(format!("cannot record the command it started: {e}"));
+        }
+        let told = self.outcome(t, running, started);
+        held.remove();
+        told
+    }
+
+    /// Watches a started command to its end and reports it.
+    fn outcome(&self, t: &Work, mut running: Process, started: Instant) -> Told {
         let cut = self.watch(t, &mut running, started);
         if cut.is_some() {
             running.kill();
         }
+        let fail = |msg: &str| self.report_failure(&t.id, t.attempt, msg, true, started);
         let finished = match running.finish() {
             Ok(f) => f,
-            Err(e) => {
-                return self.report_failure(t, &format!("lost the command: {e}"), true, started)
-            }
+            Err(e) => return fail(&format!("lost the command: {e}")),
         };
         match cut {
-            Some(Cut::Timeout) => {
-                let msg = format!("timeout: killed after {}s", t.timeout.as_secs());
-                self.report_failure(t, &msg, true, started)
-            }
-            Some(Cut::Stopped) => {
-                let msg = "coord run was stopped before the command ended";
-                self.report_failure(t, msg, true, started)
-            }
+            Some(Cut::Timeout) => fail(&format!("timeout: killed after {}s", t.timeout.as_secs())),
+            Some(Cut::Stopped) => fail("coord run was stopped before the command ended"),
             Some(Cut::Lost(why)) => Told {
                 kind: Kind::Dropped,
                 message: Some(why),
@@ -563,6 +670,18 @@ impl Worker {
                 not_recorded: None,
             },
             None => self.report_end(t, finished, started),
+        }
+    }
+
+    /// Returns the record of the command about to start for `t`.
+    fn record(&self, t: &Work, job: &Job) -> Record {
+        Record {
+            task: t.id.to_string(),
+            attempt: t.attempt,
+            run_id: job.run_id.clone(),
+            runner: std::process::id(),
+            pid: None,
+            start: None,
         }
     }
 
@@ -595,53 +714,104 @@ impl Worker {
         }
     }
 
-    /// Reports a command's end: success with its output on exit 0, else a failure.
+    /// Reports a command's end: success with its output on exit 0 (a `next_agent` in it
+    /// hands off), else a failure. Its stderr is kept in the attempt's log first.
     fn report_end(&self, t: &Work, f: Finished, started: Instant) -> Told {
-        if f.status.success() {
-            if f.stdout_cut {
-                let msg = format!("the command printed more than {MAX_OUTPUT} bytes");
-                return self.report_failure(t, &msg, true, started);
-            }
-            let verdict = Verdict::Success {
-                output: output_of(&f.stdout),
-                next_agents: Vec::new(),
+        self.keep_log(t, &f.stderr);
+        let fail =
+            |msg: &str, retryable| self.report_failure(&t.id, t.attempt, msg, retryable, started);
+        if !f.status.success() {
+            let msg = match f.stderr_tail() {
+                tail if tail.is_empty() => f.how_it_ended(),
+                tail => format!("{}: {tail}", f.how_it_ended()),
             };
-            return self.report(t, verdict, Kind::Done, None, started);
+            return fail(&msg, f.status.code() != Some(EXIT_FATAL));
         }
-        let code = f.status.code();
-        let what = code.map_or("killed by a signal".to_string(), |c| format!("exit {c}"));
-        let msg = match f.stderr_tail.as_str() {
-            "" => what,
-            tail => format!("{what}: {tail}"),
+        if f.stdout_cut {
+            return fail(
+                &format!("the command printed more than {MAX_OUTPUT} bytes"),
+                true,
+            );
+        }
+        let (output, next_agents) = match handoff(output_of(&f.stdout)) {
+            Ok(split) => split,
+            Err(why) => return fail(&why, true),
         };
-        self.report_failure(t, &msg, code != Some(EXIT_FATAL), started)
+        let verdict = Verdict::Success {
+            output,
+            next_agents,
+        };
+        self.report(&t.id, t.attempt, verdict, Kind::Done, None, started)
     }
 
-    fn report_failure(&self, t: &Work, msg: &str, retryable: bool, started: Instant) -> Told {
+    /// Writes the end of the command's stderr to `.git/coord/logs/<task>@<attempt>.stderr`
+    /// (nothing when it wrote none). A log that cannot be written is not a reason to fail the
+    /// task.
+    fn keep_log(&self, t: &Work, stderr: &[u8]) {
+        if stderr.is_empty() {
+            return;
+        }
+        let path = self.logs.join(format!("{}@{}.stderr", t.id, t.attempt));
+        let _ = crate::fsx::write_private(&path, stderr, false);
+    }
+
+    fn report_failure(
+        &self,
+        id: &TaskId,
+        attempt: u32,
+        msg: &str,
+        retryable: bool,
+        started: Instant,
+    ) -> Told {
         let verdict = Verdict::Failure {
             message: msg.to_string(),
             retryable,
         };
         let kind = if retryable { Kind::Failed } else { Kind::Fatal };
-        self.report(t, verdict, kind, Some(msg.to_string()), started)
+        self.report(id, attempt, verdict, kind, Some(msg.to_string()), started)
     }
 
     /// Writes the result for the attempt this worker was given, as `coord complete`/`fail` do.
     fn report(
         &self,
-        t: &Work,
+        id: &TaskId,
+        attempt: u32,
         verdict: Verdict,
         kind: Kind,
         message: Option<String>,
         started: Instant,
     ) -> Told {
         let secs = started.elapsed().as_secs_f64();
-        let not_recorded = self.write_result(t, &verdict).err().map(|e| chain(&e));
-        Told {
-            kind,
-            message,
-            secs,
-            not_recorded,
+        match self.write_result(id, attempt, &verdict) {
+            Ok(()) => Told {
+                kind,
+                message,
+                secs,
+                not_recorded: None,
+            },
+            // The command reported the attempt itself (`coord complete`/`fail`): that result
+            // stands, and nothing is lost.
+            Err(ops::Error::Command(CommandError::ResultPending(_))) => Told {
+                kind,
+                message: Some("the command reported it itself".into()),
+                secs,
+                not_recorded: None,
+            },
+            Err(e) if e.is_tentative() => Told {
+                kind,
+                message: Some(match message {
+                    Some(m) => format!("{m} ({PENDING})"),
+                    None => PENDING.to_string(),
+                }),
+                secs,
+                not_recorded: None,
+            },
+            Err(e) => Told {
+                kind,
+                message,
+                secs,
+                not_recorded: Some(chain(&e)),
+            },
         }
     }
 
@@ -649,17 +819,17 @@ impl Worker {
     /// attempt that is no longer current is kept in history as `stale_result` and refused.
     /// While the task's file is being written (the command wrote a note into it), the report
     /// waits for it to settle, up to [`SETTLE_WAIT`].
-    fn write_result(&self, t: &Work, verdict: &Verdict) -> Result<(), ops::Error> {
+    fn write_result(&self, id: &TaskId, attempt: u32, verdict: &Verdict) -> Result<(), ops::Error> {
         let how = ops::How {
-            fence: self.fence(t),
+            fence: self.fence(attempt),
             ..ops::How::default()
         };
         let start = Instant::now();
         loop {
             let written = self.on_remote(|coord, remote| {
                 coord
-                    .report(&t.id, verdict, &how, remote)?
-                    .accepted(&t.id)
+                    .report(id, verdict, &how, remote)?
+                    .accepted(id)
                     .map(drop)
             });
             match written {
@@ -675,14 +845,14 @@ impl Worker {
 
     /// Extends the lease as `coord heartbeat --agent --attempt` does.
     fn heartbeat(&self, t: &Work) -> Result<(), ops::Error> {
-        let fence = self.fence(t);
+        let fence = self.fence(t.attempt);
         self.on_remote(|coord, remote| coord.heartbeat(&t.id, &fence, remote))
     }
 
-    fn fence(&self, t: &Work) -> Fence {
+    fn fence(&self, attempt: u32) -> Fence {
         Fence {
             agent: Some(self.agent.clone()),
-            attempt: Some(t.attempt),
+            attempt: Some(attempt),
         }
     }
 

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A repo whose coord.yaml retries at once (backoff of a second) and hands b's output to c.
-fn repo(agents: &[(&str, &str)]) -> TestRepo {
+pub(crate) fn repo(agents: &[(&str, &str)]) -> TestRepo {
     let r = TestRepo::new();
     r.write(
         "coord.yaml",
@@ -24,7 +24,7 @@ fn repo(agents: &[(&str, &str)]) -> TestRepo {
 }
 
 /// `coord run` on the real clock (no COORD_NOW), output captured.
-fn runner(r: &TestRepo, args: &[&str]) -> Command {
+pub(crate) fn runner(r: &TestRepo, args: &[&str]) -> Command {
     let mut c = r.spawn_cmd(&[]);
     c.env_remove("COORD_NOW").arg("run").args(args);
     c.stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -32,7 +32,7 @@ fn runner(r: &TestRepo, args: &[&str]) -> Command {
 }
 
 /// Runs `coord run` to its end and returns (exit code, stdout, stderr).
-fn run_to_end(r: &TestRepo, args: &[&str]) -> (i32, String, String) {
+pub(crate) fn run_to_end(r: &TestRepo, args: &[&str]) -> (i32, String, String) {
     let out = runner(r, args).output().expect("run");
     (
         out.status.code().unwrap_or(-1),
@@ -42,7 +42,7 @@ fn run_to_end(r: &TestRepo, args: &[&str]) -> (i32, String, String) {
 }
 
 /// Waits until `cond` holds, up to `secs`.
-fn wait_until(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
+pub(crate) fn wait_until(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
     let until = Instant::now() + Duration::from_secs(secs);
     while !cond() {
         assert!(Instant::now() < until, "timed out waiting for {what}");
@@ -50,7 +50,7 @@ fn wait_until(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
-fn signal(child: &Child, sig: &str) {
+pub(crate) fn signal(child: &Child, sig: &str) {
     let ok = Command::new("kill")
         .args([sig, &child.id().to_string()])
         .status()
@@ -59,7 +59,7 @@ fn signal(child: &Child, sig: &str) {
 }
 
 /// Sends SIGTERM and returns (exit code, stdout, stderr) once the runner exits.
-fn stop(child: Child) -> (i32, String, String) {
+pub(crate) fn stop(child: Child) -> (i32, String, String) {
     signal(&child, "-TERM");
     let out = child.wait_with_output().expect("wait");
     (
@@ -70,12 +70,12 @@ fn stop(child: Child) -> (i32, String, String) {
 }
 
 /// Returns the task file of `id` as JSON.
-fn task(r: &TestRepo, id: &str) -> Value {
+pub(crate) fn task(r: &TestRepo, id: &str) -> Value {
     let out = r.ok(&["show", id, "--json"]);
     serde_json::from_str(&out).expect("json")
 }
 
-fn state(r: &TestRepo, id: &str) -> String {
+pub(crate) fn state(r: &TestRepo, id: &str) -> String {
     let found = r.find(id);
     match found.as_slice() {
         [one] => one.split('/').nth(1).unwrap_or("").to_string(),
@@ -95,7 +95,7 @@ fn echo_agent(dir: &Path) -> Vec<String> {
     ]
 }
 
-fn args<'a>(head: &[&'a str], cmd: &'a [String]) -> Vec<&'a str> {
+pub(crate) fn args<'a>(head: &[&'a str], cmd: &'a [String]) -> Vec<&'a str> {
     let mut v = head.to_vec();
     v.push("--");
     v.extend(cmd.iter().map(|s| s.as_str()));

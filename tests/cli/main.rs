@@ -4,6 +4,8 @@
 mod agents_mcp;
 mod agents_prime;
 mod agents_run;
+mod agents_run_contract;
+mod agents_run_once;
 mod archive_compact;
 mod archive_months;
 mod board_browser;
