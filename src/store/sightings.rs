@@ -5,9 +5,9 @@
 //! safe (the clone then trusts the writers' clocks once, never ahead of its own). Does I/O.
 
 use super::Store;
-use crate::fsx;
 use crate::board::Board;
 use crate::engine::sighting::{key, Kind, Sighting, Sightings};
+use crate::fsx;
 use crate::model::State;
 use jiff::Timestamp;
 use std::cell::RefCell;
