@@ -13,6 +13,7 @@ use git2::{ErrorCode, IndexEntry, IndexTime, Repository, Signature, Time};
 
 mod attempts;
 mod bitmap;
+pub(crate) mod command;
 mod commit;
 mod edit;
 mod history;

@@ -16,7 +16,6 @@
 //! commits, replays and the branch move go through [`crate::git`] (libgit2). A killed sync
 //! leaves no git process behind (`guard`). See docs/sync.md.
 
-mod guard;
 pub(crate) mod put_off;
 pub mod replay;
 
@@ -1023,7 +1022,7 @@ fn git(
     action: &'static str,
     args: &[&str],
 ) -> Result<std::process::Output, SyncError> {
-    guard::git_output(root, args).map_err(|e| SyncError::GitCommand {
+    crate::git::command::git_output(root, args).map_err(|e| SyncError::GitCommand {
         action,
         message: format!("cannot run git ({e}); install git and put it on PATH"),
     })

@@ -1,6 +1,7 @@
-//! Runs the `git` command for `coord sync` so that it never outlives coord: a `git fetch` or
-//! `git push` left running by a killed sync would hold the remote-tracking ref's lock and make
-//! the next run fail. Spawns processes.
+//! Runs the `git` binary so that it never outlives coord: a `git fetch` or `git push` left
+//! running by a killed `coord sync` would hold the remote-tracking ref's lock and make the next
+//! run fail, and a `git repack` left running by a killed tick would race the next one's.
+//! Spawns processes.
 //!
 //! On Unix, git runs under a small `sh` guard in a process group of its own; the guard reads
 //! a pipe that only coord holds open. When coord exits for any reason (kill -9 included), the
