@@ -12,14 +12,12 @@ use git2::build::TreeUpdateBuilder;
 use git2::{ErrorCode, IndexEntry, IndexTime, Repository, Signature, Time};
 
 mod attempts;
-mod bitmap;
 pub(crate) mod command;
 mod commit;
 mod edit;
 mod history;
 mod index_file;
 mod locks;
-mod merge;
 mod pack;
 mod rewrite;
 mod state;
@@ -135,15 +133,9 @@ pub enum GitError {
     /// Git is in the middle of an operation (or HEAD is detached); coord wrote nothing.
     #[error("{0}; then run coord again (nothing was written)")]
     Unfinished(Unfinished),
-    /// A pack or pack index coord was merging is not what git writes; the merge was given
-    /// up and every pack left as it was.
-    #[error("cannot merge {}: {reason}; run `git fsck` and `git repack -a -d` to check and repack it", path.display())]
-    BadPack {
-        /// The pack or index file.
-        path: PathBuf,
-        /// What is wrong with it.
-        reason: &'static str,
-    },
+    /// `git repack` failed; every object stays where it was.
+    #[error("git repack failed: {0}; run `git fsck` to check the repository")]
+    Repack(String),
     /// An author string is not of the form `name <email>`.
     #[error("bad commit author {0:?}; expected `name <email>`, e.g. `coord <coord@localhost>`")]
     BadIdentity(String),
@@ -431,15 +423,14 @@ impl Repo {
 
     /// Removes the `tmp_object_git2_*` files a killed libgit2 writer left in the object
     /// database (in `objects/` or a fan-out folder), those last written before `before`; a
-    /// writer that is alive renames its file away within milliseconds. Also the
-    /// `tmp_coord_merge_<pid>.*` files of a pack merge whose process is gone. Returns how many
-    /// it removed.
+    /// writer that is alive renames its file away within milliseconds. Also the temporary files of
+    /// a killed `git repack`. Returns how many it removed.
     pub fn remove_stale_temp_objects(
         &self,
         before: std::time::SystemTime,
     ) -> Result<usize, GitError> {
         let objects = self.repo.commondir().join("objects");
-        let mut removed = self.remove_dead_merge_files(&objects.join("pack"))?;
+        let mut removed = self.remove_dead_pack_files(&objects.join("pack"))?;
         let mut dirs = vec![objects.clone()];
         if let Ok(entries) = std::fs::read_dir(&objects) {
             dirs.extend(
@@ -465,30 +456,6 @@ impl Repo {
                     remove_lock(&e.path())?;
                     removed += 1;
                 }
-            }
-        }
-        Ok(removed)
-    }
-
-    /// Removes the temporary files of pack merges (`tmp_coord_merge_<pid>.*`) whose process is
-    /// gone, and the temporary packs of libgit2's pack writer (`pack_git2_*`, written while
-    /// coord packs loose objects) that no process has open; returns how many.
-    fn remove_dead_merge_files(&self, pack: &Path) -> Result<usize, GitError> {
-        let Ok(entries) = std::fs::read_dir(pack) else {
-            return Ok(0);
-        };
-        let mut removed = 0;
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let pid = name
-                .strip_prefix("tmp_coord_merge_")
-                .and_then(|rest| rest.split('.').next())
-                .and_then(|pid| pid.parse::<u32>().ok());
-            let dead_writer =
-                name.starts_with("pack_git2_") && !crate::lock::Holder::of(&e.path()).is_known();
-            if pid.is_some_and(crate::fsx::process_gone) || dead_writer {
-                remove_lock(&e.path())?;
-                removed += 1;
             }
         }
         Ok(removed)
@@ -680,7 +647,3 @@ mod tests;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod index_tests;
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod merge_tests;

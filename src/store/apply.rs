@@ -635,9 +635,9 @@ impl Store {
         Ok(())
     }
 
-    /// Packs the loose objects when there are many, as `git gc --auto` after a commit, and
-    /// then merges the packs into one with a bitmap ([`Repo::merge_packs`]), or owes it to
-    /// the [`PackLater`] guard while one is alive. A failure leaves every object readable
+    /// Packs the objects with `git repack` when there are many loose ones, as `git gc --auto`
+    /// after a commit ([`Repo::pack_loose_objects`]), or owes it to the [`PackLater`] guard
+    /// while one is alive. A failure leaves every object readable
     /// where it was, so it does not fail the command that committed.
     fn pack_or_owe(&self) {
         let mut packing = self.packing.get();
@@ -645,9 +645,7 @@ impl Store {
             packing.owed = true;
             self.packing.set(packing);
         } else {
-            if self.repo.pack_loose_objects(packing.from).unwrap_or(0) > 0 {
-                let _ = self.repo.merge_packs();
-            }
+            let _ = self.repo.pack_loose_objects(packing.from);
             #[cfg(test)]
             self.packing.set(Packing {
                 runs: packing.runs + 1,

@@ -107,11 +107,11 @@ fn a_killed_runs_temporary_object_files_are_removed_by_recovery() {
     std::fs::create_dir_all(&fan).expect("mkdir");
     std::fs::write(fan.join("tmp_object_git2_AbCdEf"), "half an object").expect("write");
     std::fs::write(r.abs(".git/objects/tmp_object_git2_XyZ"), "half").expect("write");
-    // A pack merge killed midway (a process that is gone), and one still running (this one).
+    // A `git repack` killed midway (a process that is gone), and one still running (this one).
     let pack = r.abs(".git/objects/pack");
     std::fs::create_dir_all(&pack).expect("mkdir");
-    std::fs::write(pack.join("tmp_coord_merge_999999999.pack"), "half").expect("write");
-    let running = format!("tmp_coord_merge_{}.pack", std::process::id());
+    std::fs::write(pack.join(".tmp-999999999-pack-0a1b.pack"), "half").expect("write");
+    let running = format!(".tmp-{}-pack-0a1b.pack", std::process::id());
     std::fs::write(pack.join(&running), "being written").expect("write");
     // A killed coordinator leaves its pid in the lock file; a clean one empties it.
     std::fs::write(r.abs(".git/coord.lock"), "4242").expect("write");
@@ -119,8 +119,8 @@ fn a_killed_runs_temporary_object_files_are_removed_by_recovery() {
     assert!(err.contains("removed 3 temporary object file(s)"), "{err}");
     assert!(!fan.join("tmp_object_git2_AbCdEf").exists());
     assert!(!r.exists(".git/objects/tmp_object_git2_XyZ"));
-    assert!(!pack.join("tmp_coord_merge_999999999.pack").exists());
-    assert!(pack.join(&running).exists(), "a live merge's file stays");
+    assert!(!pack.join(".tmp-999999999-pack-0a1b.pack").exists());
+    assert!(pack.join(&running).exists(), "a live repack's file stays");
     std::fs::remove_file(pack.join(&running)).expect("rm");
     r.git(&["fsck", "--strict"]);
 }
