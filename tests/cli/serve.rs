@@ -480,11 +480,11 @@ fn serve_metrics_count_ticks_and_rejected_pushes_of_other_processes() {
     assert!(sample(&ticked, "coord_tick_duration_seconds") > 0.0);
 
     // A sync whose push the remote rejects once: another clone pushed meanwhile.
-    let (started, go) = crate::hostile::gate_pushes(&clone);
+    let (started, go) = crate::plain_git::gate_pushes(&clone);
     clone.ok(&["new", "Mine", "--id", "mine"]);
     let mut cmd = clone.spawn_cmd(&["sync"]);
     let sync = std::thread::spawn(move || cmd.output().expect("run coord sync"));
-    crate::hostile::wait_for(&started);
+    crate::plain_git::wait_for(&started);
     net.person_adds("theirs", 1);
     std::fs::write(&go, "").expect("go");
     let out = sync.join().expect("sync");

@@ -1191,7 +1191,7 @@ fn a_hand_move_resolved_as_the_conflict_advises_never_puts_the_task_in_two_place
 /// in this repository earlier:; remove the file manually to continue", without naming the
 /// file: the clone was stuck until a person found it. A lock no process has open, older than
 /// git ever holds one, is a killed git's (a live one is waited for:
-/// `hostile::a_sync_waits_for_a_persons_git_holding_the_remote_tracking_ref`).
+/// `plain_git::a_sync_waits_for_a_persons_git_holding_the_remote_tracking_ref`).
 #[test]
 fn a_tracking_ref_lock_left_by_a_killed_fetch_does_not_stop_later_syncs() {
     let net = Net::new(&["a1"]);
