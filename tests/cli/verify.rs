@@ -79,9 +79,18 @@ fn a_normal_history_verifies_clean() {
     ]);
     tick_at(&mut r, 15 * MIN);
     tick_at(&mut r, 22 * MIN);
-    r.ok(&["complete", "y", "--agent", "carol", "--next-agent", "dave"]);
+    r.ok(&[
+        "complete",
+        "y",
+        "--agent",
+        "carol",
+        "--attempt",
+        "2",
+        "--next-agent",
+        "dave",
+    ]);
     tick_at(&mut r, 23 * MIN);
-    r.ok(&["complete", "y.dave", "--agent", "dave"]);
+    r.ok(&["complete", "y.dave", "--agent", "dave", "--attempt", "1"]);
     tick_at(&mut r, 24 * MIN);
     assert_eq!(r.find("y.dave"), ["work/done/y.dave.yaml"]);
     let v = verify(&r, &[], 0);
