@@ -23,6 +23,8 @@ pub enum Exit {
     Locked = 3,
     /// Nothing to claim.
     NothingToClaim = 4,
+    /// `coord verify` found history that breaks a rule.
+    Violations = 5,
 }
 
 impl From<Exit> for ExitCode {

@@ -41,6 +41,7 @@ mod sync;
 mod synced;
 mod tick;
 mod validate;
+mod verify;
 pub mod wait;
 pub(crate) mod watch;
 
@@ -117,6 +118,8 @@ enum Command {
     List(list::Args),
     /// Show transitions from git history, newest first
     Log(log::Args),
+    /// Check the whole history of a branch: attempts granted once, results kept; exit 5 if not
+    Verify(verify::Args),
     /// Take the best ready task for an agent (pull model); exit 4 when none
     Claim(report::ClaimArgs),
     /// Write a success result into an assigned task
@@ -331,6 +334,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Show(a) => show::run(&ctx, a)?,
         Command::List(a) => list::run(&ctx, a)?,
         Command::Log(a) => log::run(&ctx, a)?,
+        Command::Verify(a) => verify::run(&ctx, a)?,
         Command::Complete(a) => report::complete(&ctx, a)?,
         Command::Fail(a) => report::fail(&ctx, a)?,
         Command::Heartbeat(a) => report::heartbeat(&ctx, a)?,

@@ -177,6 +177,41 @@ impl Repo {
         Ok(found)
     }
 
+    /// Returns every file under `prefix/` in `commit`'s tree with its blob id, in tree order;
+    /// empty when the commit has no `prefix`.
+    pub fn files_under(&self, commit: Oid, prefix: &str) -> Result<Vec<(String, Oid)>, GitError> {
+        let tree = self.tree_of(commit)?;
+        let Ok(entry) = tree.get_path(Path::new(prefix)) else {
+            return Ok(Vec::new());
+        };
+        let Ok(sub) = self.repo.find_tree(entry.id()) else {
+            return Ok(Vec::new());
+        };
+        let mut found = Vec::new();
+        sub.walk(TreeWalkMode::PreOrder, |dir, e| {
+            if e.kind() == Some(git2::ObjectType::Blob) {
+                let name = e.name().unwrap_or_default();
+                found.push((format!("{prefix}/{dir}{name}"), e.id()));
+            }
+            TreeWalkResult::Ok
+        })
+        .map_err(ctx(format!("cannot walk {prefix} in {commit}")))?;
+        Ok(found)
+    }
+
+    /// Returns the commit a revision names (`HEAD`, `main`, `origin/main`, a commit id, ...);
+    /// None for `HEAD` on an unborn branch.
+    pub fn resolve_rev(&self, rev: &str) -> Result<Option<Oid>, GitError> {
+        if rev == "HEAD" {
+            return Ok(self.resolve_head()?.oid);
+        }
+        self.repo
+            .revparse_single(rev)
+            .and_then(|o| o.peel_to_commit())
+            .map(|c| Some(c.id()))
+            .map_err(ctx(format!("cannot find the commit '{rev}' names")))
+    }
+
     /// Returns the three-way merge of `ours` and `theirs` from `base`, line by line as git
     /// merges; None when they changed the same (or adjacent) lines.
     pub fn merge_text(

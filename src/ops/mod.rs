@@ -22,6 +22,7 @@ mod status;
 mod tests;
 mod tick;
 mod validate;
+mod verify;
 mod work;
 
 pub use crate::engine::commands::{CommandError, Fence};
@@ -36,6 +37,7 @@ pub use profiles::{AddedAgent, NewAgent};
 pub use status::{Cursor, Status, TaskFilter, TaskPage, Tentative};
 pub use tick::{describe, Moved, Planned, Ticked, TICK_WAIT};
 pub use validate::{validate, Validation};
+pub use verify::{Verified, Violation, ViolationKind};
 pub use work::Work;
 
 use crate::engine::{AcceptAll, Inputs, Plan, Transition};

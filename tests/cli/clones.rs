@@ -356,6 +356,7 @@ fn a_hand_move_of_a_task_that_moved_on_upstream_never_makes_a_second_copy() {
         "{out}{err}"
     );
     assert!(err.contains("t-0"), "the dropped move is reported: {err}");
+    person.code(&["verify", "--ref", "origin/main"], 0);
 }
 
 /// What the remote moves meanwhile in [`race`]: a person's title edit of the task (the
@@ -416,6 +417,7 @@ fn race(
         std::slice::from_ref(&at),
         "a is on the remote's tip: {err}"
     );
+    a.code(&["verify", "--ref", "origin/main"], 0);
     (err, at, text)
 }
 

@@ -292,6 +292,10 @@ fn check_remote(net: &Net, completed: &BTreeSet<String>) {
     let check = net.clone();
     let git = |args: &[&str]| git_in(check.path(), args);
     git_in(net.remote.path(), &["fsck", "--no-progress"]);
+    // coord's own checker, as a team runs it, finds the same history clean.
+    let (out, _) = check.code(&["verify", "--ref", "origin/main"], 0);
+    assert!(out.trim_end().ends_with(": clean"), "{out}");
+    eprintln!("jepsen: coord verify: {}", out.trim_end());
     // Every task id in exactly one place at the tip.
     let mut places: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for path in git(&["ls-files", "work"]).lines() {

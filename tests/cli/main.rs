@@ -60,4 +60,5 @@ mod stress;
 mod sync;
 mod tour;
 mod trust;
+mod verify;
 mod watch;

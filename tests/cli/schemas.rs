@@ -110,6 +110,7 @@ fn every_json_answer_matches_its_schema() {
     ok(&r, "show", &["show", "a"], 0);
     ok(&r, "log", &["log"], 0);
     ok(&r, "doctor", &["doctor"], 0);
+    ok(&r, "verify", &["verify"], 0);
     ok(&r, "gate", &["cancel", "b"], 0);
     ok(&r, "gate", &["retry", "b"], 0);
     ok(&r, "tick", &["tick"], 0);
@@ -129,6 +130,13 @@ fn every_json_answer_matches_its_schema() {
     ok(&r, "doctor", &["doctor"], 1);
     r.add_origin();
     ok(&r, "sync", &["sync"], 0);
+    let copy = r.read(&r.where_is("a"));
+    r.commit_file("work/cancelled/a.yaml", &copy, "copy a by hand");
+    let found = ok(&r, "verify", &["verify"], 5);
+    assert_eq!(
+        found["verified"]["findings"][0]["kind"], "two_places",
+        "{found}"
+    );
     failure(&r, &["show", "nope"], 1);
     used.insert("error");
     let all = schema_names();

@@ -51,6 +51,8 @@ pub struct RemoteView {
 
 pub fn look_at_remote(net: &Net) -> RemoteView {
     let check = net.clone();
+    let (verified, _) = check.code(&["verify"], 0);
+    assert!(verified.trim_end().ends_with(": clean"), "{verified}");
     let files = check.git(&["ls-files", "work"]);
     let mut places: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut markers = Vec::new();
