@@ -479,7 +479,7 @@ fn json_and_quiet_flags() {
     assert_eq!(
         json,
         serde_json::json!({"version": 1, "dry_run": false, "commits": 0, "transitions": [],
-            "skipped": 0, "attention": [], "notes": []})
+            "skipped": 0, "attention": [], "pending": [], "notes": []})
     );
     let json: serde_json::Value = r.json(&["new", "Two", "--id", "t2"]);
     assert_eq!(

@@ -215,7 +215,13 @@ fn circuit_opens_after_threshold_probes_once_and_closes_or_reopens() {
         .filter(|id| state(&r, id) == "assigned")
         .collect();
     assert_eq!(probes.len(), 1, "exactly one probe: {probes:?}");
-    complete(&r, probes[0], &json!({"ok": true}), &[]);
+    let attempt = coord(&r, probes[0])["attempt"].to_string();
+    complete(
+        &r,
+        probes[0],
+        &json!({"ok": true}),
+        &["--attempt", &attempt],
+    );
     tick_at(&mut r, 23 * MIN);
     let p = profile(&r, "alice");
     assert!(
@@ -260,7 +266,7 @@ fn a_zombie_result_for_an_old_attempt_is_set_aside() {
     assert_eq!(last["event"], json!("stale_result"));
     assert_eq!(last["result"]["output"]["late"], json!(true));
     assert_eq!(s["task"]["coord"]["attempt"], json!(2));
-    complete(&r, "z", &json!({"on_time": true}), &[]);
+    complete(&r, "z", &json!({"on_time": true}), &["--attempt", "2"]);
     tick_at(&mut r, 13 * MIN);
     assert_eq!(state(&r, "z"), "done");
 }
@@ -308,7 +314,7 @@ fn cancel_fails_dependents_and_retry_runs_tasks_again_with_history() {
         json!("cancelled"),
         "history kept: {c}"
     );
-    complete(&r, "a", &json!({"v": 1}), &[]);
+    complete(&r, "a", &json!({"v": 1}), &["--attempt", "2"]);
     r.ok(&["retry", "b"]);
     tick_at(&mut r, 3 * MIN);
     assert_eq!(state(&r, "a"), "done");
