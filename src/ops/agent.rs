@@ -176,7 +176,7 @@ impl Coord {
     }
 
     /// Gives back the claim `fence` names on task `id` (here or on `remote`): the task goes
-    /// back to `ready/` and the attempt does not count (see [`commands::release`]).
+    /// back to `ready/` and the attempt does not count.
     pub fn release(&self, id: &TaskId, fence: &Fence, remote: Option<&str>) -> Result<(), Error> {
         let remote = self.remote(remote);
         let mut step = |store: &Store| -> Result<usize, Error> {
