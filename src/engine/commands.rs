@@ -317,11 +317,7 @@ pub fn release(
     fence: &Fence,
 ) -> Result<Plan, CommandError> {
     let mut w = world(board, inputs, id)?;
-    let e = fenced_entry(&w, id)?;
-    if let Some(why) = fence.mismatch(&e) {
-        return Err(CommandError::Stale(format!("{why}: nothing to release")));
-    }
-    let e = assigned_entry(&w, id)?;
+    let e = held_entry(&w, id, fence, "nothing to release")?;
     if e.task.doc.value.get("result").is_some() {
         return Err(CommandError::ResultPending(id.clone()));
     }
@@ -555,6 +551,21 @@ fn fenced_entry(w: &World<'_>, id: &TaskId) -> Result<Entry, CommandError> {
         .ok_or_else(|| CommandError::Unreadable(id.clone()))
 }
 
+/// Returns the assigned entry of `id` when `fence` names its current attempt; else refuses as
+/// stale, saying why and then `refused`.
+fn held_entry(
+    w: &World<'_>,
+    id: &TaskId,
+    fence: &Fence,
+    refused: &str,
+) -> Result<Entry, CommandError> {
+    let e = fenced_entry(w, id)?;
+    if let Some(why) = fence.mismatch(&e) {
+        return Err(CommandError::Stale(format!("{why}: {refused}")));
+    }
+    assigned_entry(w, id)
+}
+
 fn assigned_entry(w: &World<'_>, id: &TaskId) -> Result<Entry, CommandError> {
     let e = fenced_entry(w, id)?;
     if e.folder.state != State::Assigned {
@@ -579,13 +590,8 @@ pub fn heartbeat(
     fence: &Fence,
 ) -> Result<Plan, CommandError> {
     let mut w = world(board, inputs, id)?;
-    let e = fenced_entry(&w, id)?;
-    if let Some(why) = fence.mismatch(&e) {
-        return Err(CommandError::Stale(format!(
-            "{why}: the heartbeat was refused; stop working on it"
-        )));
-    }
-    let e = assigned_entry(&w, id)?;
+    let refused = "the heartbeat was refused; stop working on it";
+    let e = held_entry(&w, id, fence, refused)?;
     let timeout = e.task.spec.timeout.unwrap_or(w.config.defaults.timeout);
     let mut c = e.task.coord.clone();
     let until = whole_second(w.clock.after(timeout.to_signed()));

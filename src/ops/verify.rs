@@ -4,6 +4,7 @@
 //! result still kept at the tip, each task id in one place at the tip. Reads git only.
 
 use super::{Coord, Error};
+use crate::engine::operation;
 use crate::git::{CommitInfo, Oid, Repo};
 use crate::model::{Endpoint, State};
 use serde_json::Value;
@@ -186,7 +187,7 @@ impl Gathered {
         let op = c
             .trailers
             .iter()
-            .find(|(k, _)| k == "Coord-Op")
+            .find(|(k, _)| k == operation::OP)
             .map(|(_, v)| v.as_str());
         for t in c.transitions().into_iter().filter(|t| !t.agent) {
             let (from, to) = (t.from == assigned, t.to == assigned);
