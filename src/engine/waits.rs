@@ -1,6 +1,6 @@
 //! What held tasks wait for: a task in an agent's hands waits for its result or its lease's
 //! end, a task in review for a person's approval. Noted for every such task the tick left
-//! where it was, so no task that is not final is ever silent (issue 13).
+//! where it was, so no task that is not final is ever silent.
 
 use super::world::World;
 use super::Note;

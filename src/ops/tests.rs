@@ -303,7 +303,7 @@ fn windowed_tick(dir: &Path, person: impl Fn(&str) + 'static) -> (Vec<String>, u
     (recorded, vouched)
 }
 
-/// Issue 15: a tick over a big inbox paid a status scan of all of `work/` per window. A
+/// A tick over a big inbox paid a status scan of all of `work/` per window. A
 /// window that found `work/` clean vouches for the next: with nobody else writing, every
 /// window after the first skips the scan.
 #[test]
@@ -327,7 +327,7 @@ fn burst_packed_per_window() -> (tempfile::TempDir, Coord) {
     (dir, coord)
 }
 
-/// Issue 15: a tick over a big inbox packed its loose objects after every commit that
+/// A tick over a big inbox packed its loose objects after every commit that
 /// brought the index in line, while the window's board was still held: the pack builder's
 /// delta window over the big folders' trees came on top of the board (the heap peak of a
 /// 50,000-task burst). The tick packs once per window, after the window's board is dropped,
@@ -349,7 +349,7 @@ fn a_tick_packs_once_per_window_after_the_windows_board() {
     assert_eq!(loose, 0, "the last pack was made after the last commit");
 }
 
-/// Issue 15, clone time: each time a tick packs, it merges the packs into one with a bitmap
+/// Each time a tick packs, it merges the packs into one with a bitmap
 /// of HEAD's history, so a clone sends that pack as it is. Checked by git: the bitmap agrees
 /// with a walk of the history, every object is there, and every transition of the tick is
 /// still in `coord log`.
@@ -387,7 +387,7 @@ fn a_tick_that_packs_leaves_one_pack_with_a_bitmap_git_verifies() {
     assert!(!coord.log(Some(&id), None).expect("log").is_empty());
 }
 
-/// Issue 15: a window's board (every task of `work/`, the window's inbox files parsed) was
+/// A window's board (every task of `work/`, the window's inbox files parsed) was
 /// still held while the window's plan was applied, under the commits' trees and the index:
 /// the heap peak of a 50,000-task burst. The plan holds every text it writes, so no task is
 /// held while a window's transitions are applied.
@@ -457,7 +457,7 @@ fn a_persons_edit_between_windows_is_recorded_before_the_next_window() {
     }
 }
 
-/// Issue 15: a load copied the text of every cached task out of the stat cache (4 MB, ~1,000
+/// A load copied the text of every cached task out of the stat cache (4 MB, ~1,000
 /// page faults at 10,000 tasks) though a command parses a handful. A load from the cache now
 /// leaves each task's text in the cache file, and the task parses from it when used.
 #[test]
@@ -659,7 +659,7 @@ fn a_claim_put_off_by_a_sync_stopped_before_its_tick_is_replayed_by_the_next_syn
 /// Commits put off by a sync that stopped before its tick are not replayed once a person
 /// moved the branch elsewhere (`git reset --hard origin/main` discarding the clone's work):
 /// the next sync says they were left out and pushes nothing of them (it pushed the
-/// discarded claim and result; hostile run 11b).
+/// discarded claim and result).
 #[test]
 fn commits_put_off_are_left_out_once_the_branch_was_reset_elsewhere() {
     let t = tempfile::tempdir().expect("tempdir");

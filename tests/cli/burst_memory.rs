@@ -1,4 +1,4 @@
-//! The memory of one tick over a big inbox burst (issue 15), without timing anything: the
+//! The memory of one tick over a big inbox burst, without timing anything: the
 //! peak resident memory (`VmHWM`, read from `/proc` while the tick runs) of a child `coord
 //! tick` taking a burst of inbox files in windows. Only with `COORD_LONG=1` (50,000 files,
 //! a minute or more); the default suite runs 5,000 files (two windows) against the same
@@ -9,7 +9,7 @@
 use crate::harness::TestRepo;
 use std::time::Duration;
 
-/// The bound, in MB: issue 15's goal. A 50,000-task burst peaked at 174 MB before the fifth
+/// The bound, in MB: the goal. A 50,000-task burst peaked at 174 MB before the fifth
 /// pass and at 127-130 MB after it (release, docs/performance.md, section f); this test's
 /// `COORD_LONG=1` run of the debug build is in the same place.
 const BOUND_MB: f64 = 150.0;

@@ -1,4 +1,4 @@
-//! Issue 3 (engine) end to end: people's bytes survive every transition, commits hold only
+//! Engine end to end: people's bytes survive every transition, commits hold only
 //! touched paths with trailers, a user's own changes are left alone, the lock, dry runs,
 //! quarantine, hand moves, duplicates, and the status/show/log/claim/complete/fail/doctor
 //! commands.

@@ -1,4 +1,4 @@
-//! Faults of the disk and of git (SPEC 3.11, issue 12): one file that cannot be moved does not
+//! Faults of the disk and of git (SPEC 3.11): one file that cannot be moved does not
 //! stop the pass, git's own locks are waited for, and every writing command takes `--wait`.
 
 use crate::harness::TestRepo;
@@ -409,8 +409,7 @@ fn ends_in_time(r: &TestRepo, args: &[&str]) -> bool {
 
 /// A file of coord's own under `.git/coord/` that is a FIFO (or a link to a device) is never
 /// waited on or read without end: it reads as missing, so every command still ends (they
-/// all hung in the read of the history-folder record, the stat cache or the quiet board;
-/// hostile run 11).
+/// all hung in the read of the history-folder record, the stat cache or the quiet board).
 #[test]
 fn a_fifo_or_device_in_place_of_coords_own_files_never_hangs_a_command() {
     let r = TestRepo::with_agents(&["bot"]);
@@ -468,7 +467,7 @@ fn a_fifo_or_device_in_place_of_coords_own_files_never_hangs_a_command() {
 /// A run killed between writing one of coord's own files under `.git/coord/` and renaming
 /// it leaves its temporary file; the recovery after a killed run removes those of processes
 /// that are gone and leaves a live writer's (a kill -9 left one per run, for ever, at the
-/// record's size; hostile run 11).
+/// record's size).
 #[test]
 fn a_killed_runs_temporary_files_under_git_coord_are_removed_by_recovery() {
     let r = TestRepo::new();

@@ -1,4 +1,4 @@
-//! Issue 2 (foundation) end to end: `new`, idempotency keys, `validate` on every fixture and
+//! Foundation end to end: `new`, idempotency keys, `validate` on every fixture and
 //! hostile input, refused ids, writing outside a repo, `agents`, and the global flags.
 
 use crate::harness::{git_env, TestRepo, T0};

@@ -276,7 +276,7 @@ fn a_tick_with_blocks_keeps_their_cache_files() {
 /// A task a person moves by hand to another agent starts a new attempt there, which resolves
 /// its input again: an input naming a task in a block gets that task's output, as a tick
 /// over every file gives it. (The block file was not on the board, since only waiting tasks'
-/// dependencies were followed: the attempt failed with `bad_expression`; hostile run 11b.)
+/// dependencies were followed: the attempt failed with `bad_expression`.)
 #[test]
 fn an_input_naming_a_block_task_is_resolved_again_after_a_hand_move() {
     let r = blocked_repo();

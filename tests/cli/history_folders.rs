@@ -365,7 +365,7 @@ fn validate_reports_a_done_file_broken_in_place() {
 /// A command that acts on a finished task sees its file as it is: an in-place edit nobody
 /// staged is recorded first and the command acts on it. (`retry`, `archive` and `doctor
 /// --fix` skipped such a file as "changed meanwhile; the next tick retries", and no tick
-/// ever did: the rule leaves in-place edits of finished files to the person; hostile run 11.)
+/// ever did: the rule leaves in-place edits of finished files to the person.)
 #[test]
 fn commands_acting_on_a_finished_task_record_its_in_place_edit_first() {
     let settled = || std::thread::sleep(Duration::from_millis(200));
@@ -414,7 +414,7 @@ fn commands_acting_on_a_finished_task_record_its_in_place_edit_first() {
 /// are not its committed bytes though git sees it clean. A tick that took the folder from the
 /// record without the stat cache's entry reads the committed version; it must not pair those
 /// bytes with the file's key in the cache, or every later command that moves the file
-/// (`retry`, `archive`) skips it as "changed meanwhile" for ever (hostile run 11).
+/// (`retry`, `archive`) skips it as "changed meanwhile" for ever.
 #[test]
 fn committed_bytes_a_checkout_converted_are_never_cached_as_the_files() {
     let r = recorded_repo();
@@ -449,7 +449,7 @@ fn committed_bytes_a_checkout_converted_are_never_cached_as_the_files() {
 /// changed) while a finished file holds a person's unstaged in-place edit must not record the
 /// folder: the stat cache pairs the file's key with the edit, and once the person undoes the
 /// edit in place, a record naming that key would keep serving the edit, which exists nowhere
-/// (dependents got it as input; hostile run 11, phantom-output-after-readonly-walk).
+/// (dependents got it as input).
 #[test]
 fn an_unstaged_edit_seen_by_a_read_only_walk_is_never_served_after_it_is_undone() {
     for read_only in ["status", "list"] {

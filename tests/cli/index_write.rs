@@ -1,4 +1,4 @@
-//! coord's own write of an index that spans many SHA-1 chunks (issue 15): the write hashes
+//! coord's own write of an index that spans many SHA-1 chunks: the write hashes
 //! on from the state its read kept where the new bytes part from the old, and copies the
 //! entries between changes as runs. Between ticks a person adds, commits, resets, checks
 //! out and refreshes with git (git writes the index each time, the same size or not); after

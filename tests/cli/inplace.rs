@@ -1,4 +1,4 @@
-//! Files people and agents write in place (issue 13): half-written files wait to settle,
+//! Files people and agents write in place: half-written files wait to settle,
 //! results written any way are read, files past the size limit and files rewritten without
 //! the `coord:` block are handled, and files that are not tasks are never committed.
 

@@ -1,4 +1,4 @@
-//! The `--json` answers of the commands that act on one task (issue 17): one object each, with
+//! The `--json` answers of the commands that act on one task: one object each, with
 //! a version, on stdout and nothing else there; pinned field by field so that a change is
 //! deliberate.
 

@@ -1,4 +1,4 @@
-//! The kill -9 sweep (SPEC 3, 3.11; issue 12): tick, sync, claim, complete, archive, new,
+//! The kill -9 sweep: tick, sync, claim, complete, archive, new,
 //! approve, cancel and retry are each killed with SIGKILL after a random delay (drawn from a window that adapts to how long commands take here), people drop
 //! tasks and agents write results into their tasks while nothing runs, and a recovery tick
 //! follows. After every

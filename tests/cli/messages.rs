@@ -1,6 +1,6 @@
 //! What users read: a mistaken name fails at once with one line and a hint, the board shows
 //! everything that is wrong, and every message says what is wrong in the user's words and how
-//! to fix it (issue 13 items 7, 10 and 12).
+//! to fix it.
 
 use crate::harness::TestRepo;
 

@@ -1,4 +1,4 @@
-//! `coord new` makes every task the schema allows (issue 17): description, authority, due,
+//! `coord new` makes every task the schema allows: description, authority, due,
 //! timeout, max attempts, labels and a fan-out with a join; and handoff children carry their
 //! own step's title and description, not a copy of the parent's.
 

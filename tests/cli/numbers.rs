@@ -1,4 +1,4 @@
-//! Big numbers end to end (issue 12 item 3): a task with an out-of-range duration is
+//! Big numbers end to end: a task with an out-of-range duration is
 //! quarantined and the tick goes on; an out-of-range coord.yaml value, flag or clock is a
 //! usage error (exit 2) on one line naming it; the edges of the ranges work. Never a panic,
 //! for any duration and any clock (a property test through the binary).
@@ -213,7 +213,7 @@ proptest! {
         ..ProptestConfig::default()
     })]
 
-    /// Issue 12 item 3: any duration string and any `--now` the parsers see never panics a
+    /// Any duration string and any `--now` the parsers see never panics a
     /// command (all but `watch`, which runs until stopped), whether the duration is in a task,
     /// in coord.yaml or in a flag.
     #[test]

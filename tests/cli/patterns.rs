@@ -1,4 +1,4 @@
-//! Workflow patterns end to end (SPEC 3.2, 3.4, 3.7, 3.9, 6; issue 5): pipelines, fan-out with
+//! Workflow patterns end to end: pipelines, fan-out with
 //! a join, rules, approval tiers, expressions, cycles, handoff limits, failing dependencies,
 //! context passing and archiving.
 

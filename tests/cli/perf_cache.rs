@@ -365,7 +365,7 @@ fn ready_for_commands() -> TestRepo {
     r
 }
 
-/// Issue 15: a command going the whole way after coord's own commits trusts the vouch they
+/// A command going the whole way after coord's own commits trusts the vouch they
 /// left instead of scanning all of `work/` (what made `coord claim` several times `git mv` +
 /// `git commit` on 10,000 tasks), and leaves one for the next command in turn.
 #[test]

@@ -1,4 +1,4 @@
-//! Resilience end to end (SPEC 3.4–3.6, 3.8, 3.11; issue 4), every time-based step driven
+//! Resilience end to end, every time-based step driven
 //! by COORD_NOW: leases and heartbeats, retries with backoff, the dead letter, fatal errors,
 //! the circuit breaker, fencing of zombie results, cancel and retry.
 

@@ -1,4 +1,4 @@
-//! Large passes (issue 15): a tick over many tasks commits its transitions in groups, and the
+//! Large passes: a tick over many tasks commits its transitions in groups, and the
 //! audit trail stays per task: `coord log <id>` and `git log -- <path>` show every transition
 //! of every task with its trailers; small ticks keep one commit per transition.
 

@@ -1,4 +1,4 @@
-//! Scoped single-task commands (issue 15): `claim`, `complete`/`fail` and `new` read only the
+//! Scoped single-task commands: `claim`, `complete`/`fail` and `new` read only the
 //! folders they act on and record nobody's changes. A person's uncommitted edit elsewhere
 //! stays as it is, uncommitted, for the next tick to record as theirs; an edit of a file the
 //! command touches is recorded first; an id is never given to a second live file, whether

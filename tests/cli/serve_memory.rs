@@ -1,6 +1,6 @@
 //! `coord serve`'s memory at a few thousand tasks, without timing anything: the peak resident
 //! memory (`VmHWM`) after the pages and queries people and scrapers make must grow per task no
-//! faster than the goal allows (64 MB at 10,000 tasks, issue 18), measured against the same
+//! faster than the goal allows (64 MB at 10,000 tasks), measured against the same
 //! server on an empty repository. The server runs with two malloc arenas (it starts itself
 //! again with `MALLOC_ARENA_MAX=2` unless the user set it).
 

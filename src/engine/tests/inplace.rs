@@ -1,4 +1,4 @@
-//! Files written in place by agents and people (issue 13): results appended after the `coord:`
+//! Files written in place by agents and people: results appended after the `coord:`
 //! block, malformed results, files rewritten without the `coord:` block, dependency failures
 //! settled in one pass, large fan-out outputs.
 

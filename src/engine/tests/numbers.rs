@@ -1,4 +1,4 @@
-//! Big numbers (issue 12 item 3): any duration the parser takes and any clock never make the
+//! Big numbers: any duration the parser takes and any clock never make the
 //! planner panic. The CLI keeps clocks in [`crate::clock::RANGE`] and durations up to
 //! [`Duration::MAX`], where every sum fits; the planner's arithmetic is checked anyway, so the
 //! property runs it at every instant a timestamp can hold.

@@ -1,4 +1,4 @@
-//! No task is silent (issue 13): on generated boards — tasks in every state, results good,
+//! No task is silent: on generated boards — tasks in every state, results good,
 //! malformed, stale or uneditable, files broken by hand or still being written, agents full,
 //! disabled, pull-only or with broken profiles, the clock anywhere — every task that is not
 //! final is, after a tick, acted on by the next tick, or named in `coord status --json` with

@@ -443,7 +443,7 @@ fn two_new_inbox_files_of_one_id_are_both_rejected() {
     );
 }
 
-/// Issue 15: a burst leaves tens of thousands of tasks in `ready/`; the queue orders them and
+/// A burst leaves tens of thousands of tasks in `ready/`; the queue orders them and
 /// the dependency step checks them from their summaries, so a pass parses only the tasks it
 /// assigns (memory bounded by the pass's work, not by the ready folder).
 #[test]
@@ -479,7 +479,7 @@ fn parsed_ids(board: &crate::board::Board) -> Vec<&str> {
         .collect()
 }
 
-/// Issue 15: `coord new` checks the task it writes against the board (unknown agents,
+/// `coord new` checks the task it writes against the board (unknown agents,
 /// dependencies, cycles); the checks read the dependencies of the tasks on the new task's
 /// dependency paths only, so a `new` on 10,000 finished tasks parses none of them.
 #[test]
