@@ -537,7 +537,7 @@ impl Store {
     }
 
     /// Carries the vouch the last operation left over an operation that does not walk
-    /// `work/` (a scoped single-task command, docs/design.md) and is about to commit the
+    /// `work/` (a scoped single-task command, docs/internals.md) and is about to commit the
     /// repo-relative `paths`: when HEAD, the index and the watched files are as that vouch
     /// says, the base this operation leaves its vouch from is that vouch with `paths` taken
     /// out of its digest (each file's entry as its stat key is now) and added to its

@@ -1,6 +1,6 @@
 //! Scoped single-task commands: a command that acts on one task plans on a load of only the
 //! folders it acts on (`Store::load_scoped`), records nobody's changes, and commits only
-//! when every file its plan touches is exactly as committed (docs/design.md "Single-task
+//! when every file its plan touches is exactly as committed (docs/internals.md "Single-task
 //! commands read only what they act on"). Reads the touched files and the index.
 
 use super::{Store, StoreError};

@@ -1,4 +1,4 @@
-//! Archived tasks held compactly by the planner (docs/design.md, "Archived tasks are
+//! Archived tasks held compactly by the planner (docs/internals.md, "Archived tasks are
 //! history"): an archived task that is the one live copy of its id gets no planning entry,
 //! only a lookup by id. Every rule reads it as before: a dependency on it is satisfied when it
 //! was done and fails its dependents when it failed or was cancelled, an expression reads its

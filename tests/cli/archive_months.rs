@@ -1,4 +1,4 @@
-//! The archive-month record end to end (`.git/coord/history-folders`, docs/design.md
+//! The archive-month record end to end (`.git/coord/history-folders`, docs/internals.md
 //! "Archived tasks are history"): a tick takes the files of an archive month folder that is
 //! committed and unchanged from the record instead of an lstat each; an in-place edit of an
 //! archived file is left to the person until it is committed, and every other change (a file

@@ -1,4 +1,4 @@
-//! The stat cache's files end to end (docs/design.md, "The stat cache in one file per
+//! The stat cache's files end to end (docs/internals.md, "The stat cache in one file per
 //! history folder"): each history folder's entries are kept in a file of their own under
 //! `.git/coord/stat-cache.d/`; one damaged, torn or missing only means reading that folder's
 //! files again, tasks moved between folders by hand or by a tick are read where they are, and

@@ -1,4 +1,4 @@
-//! History folders as blocks (docs/design.md "History folders as blocks"): once a load has
+//! History folders as blocks (docs/internals.md "History folders as blocks"): once a load has
 //! found every file of a recorded history folder a task file as its folder says, a tick takes
 //! the folder whole, its ids alone, and puts on its board only the files the planner may ask
 //! for. Each test checks the folders are judged (so the tick took them as blocks) and that

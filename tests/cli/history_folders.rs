@@ -1,5 +1,5 @@
 //! The history-folder record for the folders of finished tasks directly under `work/`
-//! (`done/`, `failed/`, `cancelled/`; README "Finished tasks are history", docs/design.md): a
+//! (`done/`, `failed/`, `cancelled/`; README "Finished tasks are history", docs/internals.md): a
 //! tick takes their files from `.git/coord/history-folders` while the folder and HEAD's tree
 //! for it are unchanged, so an in-place edit there is left to the person until it is
 //! committed or staged or the folder's listing changes; everything else is seen as before.
