@@ -151,12 +151,24 @@ pub struct Config {
 }
 
 /// `sync:` in coord.yaml.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SyncConfig {
     /// The remote that `claim`, `complete` and `fail` fetch from and push to before they
     /// report success (as `--sync <remote>` does); None: they act on the local clone only.
     pub remote: Option<String>,
+    /// The pushes a minute the remote takes from all clones together (GitHub recommends at
+    /// most 6 per repository); `coord status` warns when this clone alone nears it.
+    pub pushes_per_minute: u32,
+}
+
+impl Default for SyncConfig {
+    fn default() -> Self {
+        SyncConfig {
+            remote: None,
+            pushes_per_minute: 6,
+        }
+    }
 }
 
 impl Config {

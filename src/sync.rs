@@ -453,6 +453,7 @@ pub fn run(
             return Ok(report);
         };
         report.pushes += 1;
+        Stats::record_push(store.repo.git_dir(), opts.now.as_second());
         let mut pushed = push(store.root(), &opts.remote, &branch, head);
         count_rejection(&store, &pushed);
         if opts.redo_on_reject

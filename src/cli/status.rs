@@ -45,5 +45,13 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
             ids.join(", ")
         ));
     }
+    if let Some(rate) = status.push_rate {
+        ctx.status(&format!(
+            "coord: this clone pushed {} times in the last {} minutes; the remote takes about {} a minute from all clones together (sync.pushes_per_minute): sync less often, or let one clone coordinate (docs/sync.md, \"Push budget\")",
+            rate.pushes,
+            crate::ops::PushRate::WINDOW_MINUTES,
+            rate.budget_per_minute
+        ));
+    }
     Ok(())
 }

@@ -44,6 +44,7 @@ require_signed_results: false
 commit: {author: \"coord <coord@localhost>\"}
 # settle: 2s                      # read a file once unchanged this long; 0s: at once
 # sync: {remote: origin}          # claim, complete, fail and run push through this remote
+#   (sync: {pushes_per_minute: 6}: the remote's push budget; coord status warns near it)
 # rules:                          # conditional routing after success
 #   - when: {agent: research, output_contains: competitor}
 #     then: competitive-analysis

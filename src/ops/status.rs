@@ -23,6 +23,35 @@ pub struct Status {
     /// The assignments here that the remote-tracking branch does not have yet; None without
     /// a remote-tracking branch.
     pub tentative: Option<Tentative>,
+    /// This clone's pushes when they near the remote's budget; None below it.
+    pub push_rate: Option<PushRate>,
+}
+
+/// This clone's pushes over the last [`PushRate::WINDOW_MINUTES`], next to the remote's budget
+/// (`sync.pushes_per_minute`, for all clones together).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushRate {
+    /// Pushes this clone made in the window, landed or rejected.
+    pub pushes: usize,
+    /// The budget, pushes a minute.
+    pub budget_per_minute: u32,
+}
+
+impl PushRate {
+    /// The window the rate is counted over.
+    pub const WINDOW_MINUTES: i64 = 10;
+
+    /// The rate when this clone alone made at least 80 % of the window's budget; None below.
+    fn near_budget(store: &Store, now: Timestamp) -> Option<PushRate> {
+        let budget_per_minute = store.config.sync.pushes_per_minute.max(1);
+        let since = now.as_second() - Self::WINDOW_MINUTES * 60;
+        let pushes = crate::store::Stats::read(store.repo.git_dir()).pushes_since(since);
+        let budget = budget_per_minute as usize * Self::WINDOW_MINUTES as usize;
+        (pushes * 5 >= budget * 4).then_some(PushRate {
+            pushes,
+            budget_per_minute,
+        })
+    }
 }
 
 /// Assignments that are tentative until a push lands: another clone may have won them.
@@ -61,6 +90,7 @@ impl Coord {
         Ok(Status {
             board: redact_value(&view),
             tentative: tentative(&self.store, assigned(&board))?,
+            push_rate: PushRate::near_budget(&self.store, self.now),
         })
     }
 
@@ -76,6 +106,7 @@ impl Coord {
         Ok(Some(Status {
             board,
             tentative: tentative(&self.store, assigned)?,
+            push_rate: PushRate::near_budget(&self.store, self.now),
         }))
     }
 

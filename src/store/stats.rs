@@ -1,7 +1,8 @@
 //! Counters every coord process of a clone adds to, for `coord serve`'s `/metrics`: the ticks
 //! run (a `coord tick` in a shell, `coord watch`, a sync's tick, `coord serve --tick`) with
 //! their total and last duration, and the pushes the remote rejected (stale: it moved on;
-//! refused: a hook or a protected branch). Kept in `.git/coord/stats` as `name value` lines;
+//! refused: a hook or a protected branch), and when the latest pushes were made (for the push
+//! budget `coord status` warns near). Kept in `.git/coord/stats` as `name value` lines;
 //! each update is a read, change and atomic rewrite under an exclusive lock of
 //! `.git/coord/stats.lock`, so concurrent processes lose no count. Best effort: a failure
 //! only means one count is missed. Does file I/O under `.git/coord/` only.
@@ -20,7 +21,7 @@ const LOCK: &str = "coord/stats.lock";
 const MAGIC: &str = "coord stats 1";
 
 /// What the processes of this clone counted since the file was made.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stats {
     /// Ticks run.
     pub ticks: u64,
@@ -32,7 +33,13 @@ pub struct Stats {
     pub pushes_stale: u64,
     /// Pushes the remote refused (a hook, a protected branch).
     pub pushes_refused: u64,
+    /// When the latest pushes were made, landed or rejected (seconds since the epoch, oldest
+    /// first, at most [`PUSH_TIMES_KEPT`]).
+    pub push_times: Vec<i64>,
 }
+
+/// How many push instants the file keeps: a budget's window of 10 minutes at 6 a minute.
+pub const PUSH_TIMES_KEPT: usize = 64;
 
 /// Why the remote rejected a push.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +66,20 @@ impl Stats {
             s.tick_seconds += took.as_secs_f64();
             s.last_tick_seconds = took.as_secs_f64();
         });
+    }
+
+    /// Notes a push made at `at` (seconds since the epoch), whatever the remote answered.
+    pub fn record_push(git_dir: &Path, at: i64) {
+        update(git_dir, |s| {
+            s.push_times.push(at);
+            let extra = s.push_times.len().saturating_sub(PUSH_TIMES_KEPT);
+            s.push_times.drain(..extra);
+        });
+    }
+
+    /// The pushes made from `since` on (seconds since the epoch).
+    pub fn pushes_since(&self, since: i64) -> usize {
+        self.push_times.iter().filter(|&&t| t >= since).count()
     }
 
     /// Counts a push the remote rejected.
@@ -93,9 +114,15 @@ fn update(git_dir: &Path, change: impl FnOnce(&mut Stats)) {
 }
 
 fn encode(s: &Stats) -> String {
+    let times: Vec<String> = s.push_times.iter().map(i64::to_string).collect();
     format!(
-        "{MAGIC}\nticks {}\ntick_seconds {}\nlast_tick_seconds {}\npushes_stale {}\npushes_refused {}\n",
-        s.ticks, s.tick_seconds, s.last_tick_seconds, s.pushes_stale, s.pushes_refused
+        "{MAGIC}\nticks {}\ntick_seconds {}\nlast_tick_seconds {}\npushes_stale {}\npushes_refused {}\npush_times {}\n",
+        s.ticks,
+        s.tick_seconds,
+        s.last_tick_seconds,
+        s.pushes_stale,
+        s.pushes_refused,
+        times.join(" ")
     )
 }
 
@@ -125,6 +152,13 @@ fn decode(text: &str) -> Stats {
             "last_tick_seconds" => s.last_tick_seconds = float(),
             "pushes_stale" => s.pushes_stale = int(),
             "pushes_refused" => s.pushes_refused = int(),
+            "push_times" => {
+                s.push_times = value
+                    .split(' ')
+                    .filter_map(|t| t.parse().ok())
+                    .take(PUSH_TIMES_KEPT)
+                    .collect()
+            }
             _ => {}
         }
     }
@@ -152,6 +186,18 @@ mod tests {
         assert_eq!((s.pushes_stale, s.pushes_refused), (2, 1));
         std::fs::write(dir.path().join(PATH), "something else\nticks 9\n").expect("write");
         assert_eq!(Stats::read(dir.path()), Stats::default());
+    }
+
+    #[test]
+    fn the_latest_push_times_are_kept_and_counted_from_an_instant() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for at in 0..(PUSH_TIMES_KEPT as i64 + 6) {
+            Stats::record_push(dir.path(), 1_000 + at);
+        }
+        let s = Stats::read(dir.path());
+        assert_eq!(s.push_times.len(), PUSH_TIMES_KEPT);
+        assert_eq!(s.push_times.first(), Some(&1_006));
+        assert_eq!(s.pushes_since(1_060), 10);
     }
 
     #[test]

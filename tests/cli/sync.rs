@@ -1209,3 +1209,28 @@ fn the_advice_after_a_drop_repeats_the_drops_already_given() {
     let theirs = check.read(&check.where_is("n-1"));
     assert!(!theirs.contains("mine 1"), "{theirs}");
 }
+
+#[test]
+fn status_warns_when_this_clones_pushes_near_the_remotes_budget() {
+    let net = Net::new(&["alice"]);
+    let c = net.clone();
+    let config = c.read("coord.yaml") + "sync: {pushes_per_minute: 1}\n";
+    c.commit_file("coord.yaml", &config, "a push budget of 1 a minute");
+    let warned = |c: &TestRepo| {
+        let (_, err) = c.code(&["status"], 0);
+        err.contains("pushes_per_minute")
+    };
+    for i in 0..7 {
+        c.write(&format!("work/inbox/t{i}.yaml"), "title: t\n");
+        c.ok(&["sync", "--remote", "origin"]);
+        assert!(!warned(&c), "no warning after {} pushes", i + 1);
+    }
+    c.write("work/inbox/t7.yaml", "title: t\n");
+    c.ok(&["sync", "--remote", "origin"]);
+    let (_, err) = c.code(&["status"], 0);
+    assert!(
+        err.contains("this clone pushed 8 times in the last 10 minutes")
+            && err.contains("about 1 a minute"),
+        "{err}"
+    );
+}
