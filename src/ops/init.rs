@@ -43,8 +43,8 @@ archive_after: 7d
 require_signed_results: false
 commit: {author: \"coord <coord@localhost>\"}
 # settle: 2s                      # read a file once unchanged this long; 0s: at once
-# sync: {remote: origin}          # claim, complete, fail and run push through this remote
-#   (sync: {pushes_per_minute: 6}: the remote's push budget; coord status warns near it)
+# sync: {remote: origin, pushes_per_minute: 6}  # claim, complete, fail and run push through
+#                                 # this remote; status warns near its push budget
 # rules:                          # conditional routing after success
 #   - when: {agent: research, output_contains: competitor}
 #     then: competitive-analysis
