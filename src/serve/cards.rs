@@ -2,16 +2,18 @@
 //! priority as `coord list` filters them, a label, a text searched in ids and titles), the
 //! order of a column (priority, then age, the oldest first) and the facts of one card
 //! (priority, age, due, agent, attempt). Fields are read through `Task::peek`, so a filtered
-//! board of 10,000 tasks leaves no parse behind. Pure: the clock comes in.
+//! board of 10,000 tasks leaves no parse behind; what the filters read is kept by content hash
+//! ([`FactCache`]). Pure but for that cache: the clock comes in.
 
 use super::api::filter_of;
 use super::problem::Problem;
 use crate::board::TaskFile;
-use crate::model::{Priority, State};
+use crate::model::{AgentName, Priority, State};
 use crate::ops::TaskFilter;
 use jiff::Timestamp;
 use std::cmp::Reverse;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// The query parameters of the board's pages besides a column page's `from`.
 pub const KEYS: [&str; 6] = ["state", "agent", "priority", "label", "q", "wall"];
@@ -76,30 +78,94 @@ impl BoardQuery {
         self.given.keys().any(|k| k != "wall")
     }
 
-    /// Returns whether a task passes every filter and the search.
-    pub fn passes(&self, t: &TaskFile, default: Priority) -> bool {
-        if !self.filter.passes(t, default) {
-            return false;
-        }
-        if self.label.is_none() && self.text.is_none() {
-            return true;
-        }
-        let in_id = self
-            .text
-            .as_ref()
-            .is_some_and(|q| t.id.as_str().to_lowercase().contains(q));
+    /// Returns whether a task, whose facts are `f`, passes every filter and the search.
+    fn keeps(&self, t: &TaskFile, f: &Facts, default: Priority) -> bool {
+        let filter = &self.filter;
+        filter.state.is_none_or(|s| t.folder.state == s)
+            && filter
+                .agent
+                .as_ref()
+                .is_none_or(|a| t.folder.agent.as_ref() == Some(a) || f.agent.as_ref() == Some(a))
+            && filter
+                .priority
+                .is_none_or(|p| f.priority.unwrap_or(default) == p)
+            && self.label.as_ref().is_none_or(|l| f.labels.contains(l))
+            && self
+                .text
+                .as_ref()
+                .is_none_or(|q| f.text.contains(q.as_str()))
+    }
+}
+
+/// What the board's filters read of a task.
+#[derive(Debug)]
+struct Facts {
+    /// The id and the title, lowercase, on two lines.
+    text: String,
+    labels: Vec<String>,
+    priority: Option<Priority>,
+    agent: Option<AgentName>,
+}
+
+impl Facts {
+    fn of(t: &TaskFile) -> Facts {
+        let id = t.id.as_str().to_lowercase();
         match &t.read {
-            Ok(task) => task.peek(|d| {
-                self.label
-                    .as_ref()
-                    .is_none_or(|l| d.spec.labels.iter().any(|x| x == l))
-                    && self
-                        .text
-                        .as_ref()
-                        .is_none_or(|q| in_id || d.spec.title.to_lowercase().contains(q))
+            Ok(task) => task.peek(|d| Facts {
+                text: format!("{id}\n{}", d.spec.title.to_lowercase()),
+                labels: d.spec.labels.clone(),
+                priority: d.spec.priority,
+                agent: d.spec.agent.clone(),
             }),
-            Err(_) => self.label.is_none() && in_id,
+            Err(_) => Facts {
+                text: id,
+                labels: Vec::new(),
+                priority: None,
+                agent: None,
+            },
         }
+    }
+}
+
+/// The facts of every task a filtered board read, by path, with the content hash they were
+/// read at: a filtered board parses only the files that changed since the one before (the
+/// first one after a start reads them all), and keeps a few dozen bytes a task, not a parse.
+#[derive(Debug, Default)]
+pub struct FactCache(Mutex<HashMap<String, (u64, Arc<Facts>)>>);
+
+impl FactCache {
+    /// Returns the tasks that pass `q`, in the order given; forgets the facts of files no
+    /// longer among `tasks`.
+    pub fn filter<'a>(
+        &self,
+        tasks: &'a [TaskFile],
+        q: &BoardQuery,
+        default: Priority,
+    ) -> Vec<&'a TaskFile> {
+        if !q.narrows() {
+            return tasks.iter().collect();
+        }
+        let mut old = std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner));
+        let mut kept = HashMap::with_capacity(tasks.len());
+        let mut out = Vec::new();
+        for t in tasks {
+            if q.filter.state.is_some_and(|s| t.folder.state != s) {
+                if let Some((path, entry)) = old.remove_entry(&t.path) {
+                    kept.insert(path, entry);
+                }
+                continue;
+            }
+            let (path, facts) = match old.remove_entry(&t.path) {
+                Some((path, (hash, f))) if hash == t.hash => (path, f),
+                _ => (t.path.clone(), Arc::new(Facts::of(t))),
+            };
+            if q.keeps(t, &facts, default) {
+                out.push(t);
+            }
+            kept.insert(path, (t.hash, facts));
+        }
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = kept;
+        out
     }
 }
 
