@@ -285,6 +285,39 @@ mod tests {
     }
 
     #[test]
+    fn facts_are_read_once_per_content_hash_and_kept_across_filters() {
+        use crate::board::{Board, RawFile};
+        use crate::schema::Schema;
+        let (t, a) = (Schema::builtin_task(), Schema::builtin_agent());
+        let raw = |rel: &str, text: &str| RawFile::new(rel.into(), Ok(text.as_bytes().to_vec()));
+        let files = vec![
+            raw("inbox/a.yaml", "title: Alpha\nlabels: [docs]\n"),
+            raw(
+                "inbox/b.yaml",
+                "title: Beta\npriority: high\nagent: writer\n",
+            ),
+        ];
+        let limits = crate::yaml::Limits::default();
+        let board = Board::build("work", files, vec![], (&t, &a), &limits);
+        let cache = FactCache::default();
+        let ids = |q: &[(&str, &str)]| -> Vec<String> {
+            let q = query(q).expect("query");
+            let kept = cache.filter(&board.tasks, &q, Priority::Normal);
+            kept.iter().map(|t| t.id.to_string()).collect()
+        };
+        let held = || cache.0.lock().expect("lock").len();
+        assert_eq!(ids(&[("label", "docs")]), ["a"]);
+        assert_eq!(ids(&[("q", "BET")]), ["b"]);
+        assert_eq!(ids(&[("q", "a")]), ["a", "b"], "ids and titles");
+        assert_eq!(ids(&[("priority", "normal")]), ["a"], "the default");
+        assert_eq!(ids(&[("agent", "writer")]), ["b"]);
+        assert_eq!(held(), 2);
+        assert!(ids(&[("state", "ready"), ("q", "a")]).is_empty());
+        assert_eq!(held(), 2, "a state filter keeps the facts of other states");
+        assert_eq!(ids(&[]), ["a", "b"], "no filter keeps every task");
+    }
+
+    #[test]
     fn ages_read_in_their_largest_unit() {
         let now: Timestamp = "2026-11-22T10:00:00Z".parse().expect("time");
         let at = |s: &str| s.parse::<Timestamp>().expect("time");
