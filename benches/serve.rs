@@ -3,11 +3,16 @@
 //!
 //! a. `GET /v1/tasks/{id}` p50 (goal ≤ 5 ms) next to `GET /healthz` (the HTTP floor) and to
 //!    `coord --json show` (what a client pays without the server);
-//! b. `GET /` (the board, goal ≤ 200 ms) next to `coord status`;
+//! b. `GET /` (the board, goal ≤ 200 ms) and a filtered board (label and text search, which
+//!    read every task) next to `coord status`;
 //! c. latency from the commit of a `coord new` (its process exit) to the `transition` event
 //!    on `/v1/events` (goal ≤ 1 s), next to the time of that `coord new` itself;
 //! d. the server's resident memory (goal ≤ 64 MB at 10,000 tasks) next to the same server on
-//!    an empty repository.
+//!    an empty repository;
+//! e. the server's resident memory with 100 open `/v1/events` streams next to none;
+//! f. `coord mcp` answers at 10,000 tasks: `status` (summary and full) and `list` (default
+//!    page and 1,000), bytes and time, next to an MCP `ping` (the stdio round trip) and to
+//!    `coord --json status` (the same reading from a new process).
 //!
 //! Run with `cargo bench --bench serve`; `COORD_BENCH_TASKS` (default 10,000) sizes it. Plain
 //! HTTP/1.1 over std's TcpStream, one request per connection, with the tests' client
@@ -41,6 +46,8 @@ fn main() {
     board(&repo, &server);
     events(&repo, &server, 20);
     memory(&server);
+    streams(&server, 100);
+    mcp(&repo);
 }
 
 /// a. One task over HTTP, the HTTP floor, and the CLI.
@@ -67,20 +74,34 @@ fn one_task(repo: &Repo, server: &Server, id: &str) {
     );
 }
 
-/// b. The board page and `coord status`.
+/// b. The board page, a filtered board and `coord status`.
 fn board(repo: &Repo, server: &Server) {
-    let runs: [(&str, &dyn Fn()); 2] = [
-        ("GET /       ", &|| server.get_ok("/")),
-        ("coord status", &|| {
+    let filtered = "/?label=batch-3&q=task%201";
+    // The first filtered board after a start reads every task; later ones only changed files.
+    let cold = Instant::now();
+    server.get_ok(filtered);
+    let cold = ms(cold.elapsed());
+    let runs: [(&str, &dyn Fn()); 3] = [
+        ("GET /        ", &|| server.get_ok("/")),
+        ("GET /?label&q", &|| server.get_ok(filtered)),
+        ("coord status ", &|| {
             repo.coord(&["status"]);
         }),
     ];
     let t = time_in_turn(&runs, 15);
     print_rows(&runs, &t);
+    let size = |path: &str| request(&server.addr, "GET", path, &[], b"").body.len() / 1024;
     println!(
-        "b. GET / p50 {:.1} ms (goal <= 200): {:.2}x coord status\n",
+        "b. GET / p50 {:.1} ms (goal <= 200, {} KB): {:.2}x coord status; filtered board {:.1} ms \
+         ({} KB): {:.2}x GET / (the first one {:.0} ms: {:.2}x coord status)\n",
         t[0].0,
-        t[0].0 / t[1].0
+        size("/"),
+        t[0].0 / t[2].0,
+        t[1].0,
+        size(filtered),
+        t[1].0 / t[0].0,
+        cold,
+        cold / t[2].0
     );
 }
 
@@ -128,6 +149,150 @@ fn memory(server: &Server) {
         small.1,
         big.1 / small.1
     );
+}
+
+/// e. Resident memory with `n` event streams open, next to the same server before.
+fn streams(server: &Server, n: usize) {
+    let before = server.memory();
+    let open: Vec<Events> = (0..n).map(|_| server.events()).collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let with = server.memory();
+    println!(
+        "e. RSS with {} event streams {:.1} MB (peak {:.1}); before {:.1} MB: {:.2}x, {:.0} KB a stream\n",
+        open.len(),
+        with.0,
+        with.1,
+        before.0,
+        with.0 / before.0,
+        (with.0 - before.0) * 1024.0 / n as f64
+    );
+}
+
+/// f. `coord mcp`'s `status` and `list` answers, next to a `ping`.
+fn mcp(repo: &Repo) {
+    let mut m = Mcp::start(repo);
+    let calls: [(&str, &str, serde_json::Value); 5] = [
+        ("ping                 ", "ping", serde_json::json!({})),
+        ("status (summary)     ", "status", serde_json::json!({})),
+        (
+            "status full          ",
+            "status",
+            serde_json::json!({"full": true}),
+        ),
+        ("list (default page)  ", "list", serde_json::json!({})),
+        (
+            "list limit 1000      ",
+            "list",
+            serde_json::json!({"limit": 1000}),
+        ),
+    ];
+    let mut rows = Vec::new();
+    for (label, tool, args) in &calls {
+        let mut times = Vec::new();
+        let mut bytes = 0;
+        for _ in 0..=10 {
+            let t = Instant::now();
+            bytes = if *tool == "ping" {
+                m.call("ping", serde_json::json!({}))
+            } else {
+                m.call(
+                    "tools/call",
+                    serde_json::json!({"name": tool, "arguments": args}),
+                )
+            };
+            times.push(ms(t.elapsed()));
+        }
+        times.remove(0);
+        let t = stats(times);
+        println!("{label} {} ms, {:.1} KB", fmt(t), bytes as f64 / 1024.0);
+        rows.push((t, bytes));
+    }
+    let cli = time_in_turn(
+        &[("coord --json status", &|| {
+            repo.coord(&["--json", "status"]);
+        })],
+        10,
+    )[0];
+    println!("coord --json status   {} ms", fmt(cli));
+    println!(
+        "f. MCP status {:.1} KB in {:.1} ms ({:.2}x coord --json status), full {:.0} KB; list \
+         {:.1} KB in {:.1} ms ({:.2}x), 1000 {:.0} KB (goal: defaults well under 64 KB)",
+        rows[1].1 as f64 / 1024.0,
+        rows[1].0 .0,
+        rows[1].0 .0 / cli.0,
+        rows[2].1 as f64 / 1024.0,
+        rows[3].1 as f64 / 1024.0,
+        rows[3].0 .0,
+        rows[3].0 .0 / cli.0,
+        rows[4].1 as f64 / 1024.0
+    );
+}
+
+/// `coord mcp` over its stdio, spoken line by line; killed when dropped.
+struct Mcp {
+    child: Child,
+    to: std::process::ChildStdin,
+    from: BufReader<std::process::ChildStdout>,
+    next: u64,
+}
+
+impl Mcp {
+    fn start(repo: &Repo) -> Mcp {
+        let mut child = env(Command::new(env!("CARGO_BIN_EXE_coord")))
+            .arg("-C")
+            .arg(repo.path())
+            .arg("mcp")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start coord mcp");
+        let to = child.stdin.take().expect("stdin");
+        let from = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut m = Mcp {
+            child,
+            to,
+            from,
+            next: 0,
+        };
+        let init = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "0"}});
+        m.call("initialize", init);
+        m.send(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        m
+    }
+
+    fn send(&mut self, v: &serde_json::Value) {
+        use std::io::Write;
+        writeln!(self.to, "{v}").expect("write to coord mcp");
+        self.to.flush().expect("flush");
+    }
+
+    /// Sends a request and returns the size of its answer in bytes.
+    fn call(&mut self, method: &str, params: serde_json::Value) -> usize {
+        self.next += 1;
+        let id = self.next;
+        self.send(
+            &serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        );
+        loop {
+            let mut line = String::new();
+            let n = self.from.read_line(&mut line).expect("read coord mcp");
+            assert!(n > 0, "coord mcp ended");
+            let v: serde_json::Value = serde_json::from_str(&line).expect("JSON line");
+            if v["id"] == id {
+                assert!(v.get("error").is_none(), "{method}: {line}");
+                return line.len();
+            }
+        }
+    }
+}
+
+impl Drop for Mcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// A temporary repo with `coord init`, one agent, and `n` tasks (nine in ten done, the rest

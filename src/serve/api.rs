@@ -76,7 +76,7 @@ fn limit(q: &BTreeMap<String, String>) -> Result<usize, Problem> {
 }
 
 /// Reads the filters of `GET /v1/tasks` into the filter `coord list` uses.
-fn filter_of(q: &BTreeMap<String, String>) -> Result<TaskFilter, Problem> {
+pub(super) fn filter_of(q: &BTreeMap<String, String>) -> Result<TaskFilter, Problem> {
     let state = match q.get("state") {
         Some(s) => Some(State::parse(s).ok_or_else(|| {
             let all: Vec<&str> = State::ALL.iter().map(|s| s.as_str()).collect();
@@ -348,7 +348,7 @@ pub fn parse_body<T: for<'de> Deserialize<'de>>(body: &Bytes) -> Result<T, Probl
 }
 
 /// Reads the repository again after a write, so the next read sees it.
-async fn refresh(app: &Arc<App>) {
+pub(super) async fn refresh(app: &Arc<App>) {
     let hub = Arc::clone(&app.hub);
     let _ = tokio::task::spawn_blocking(move || hub.refresh()).await;
 }

@@ -17,9 +17,10 @@ use sha2::{Digest, Sha256};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-/// The Content-Security-Policy of every answer: own scripts, styles and connections only.
+/// The Content-Security-Policy of every answer: own scripts, styles, connections and form
+/// targets only.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
-    connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+    connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /// The cookie a browser keeps the token in after opening a page with `?token=...`.
 pub const COOKIE: &str = "coord_token";

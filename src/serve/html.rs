@@ -1,12 +1,17 @@
-//! The live board, rendered on the server: `/` (columns per state, agent lanes with load and
-//! circuit, and what waits, is blocked, held, invalid or needs a person), `/board` (the same
-//! without the page around it, which the page's script fetches on every `board` event),
-//! `/column/{state}` (a whole column, a page at a time) and `/tasks/{id}` (one task with its
-//! history and log). Every page is live: its `main` names where its script fetches it again
-//! on each `board` event (`data-live`; `data-whole` when that is a whole page). Every value is HTML-escaped; the only script is the embedded
-//! `board.js`. Pure but for the task log, read from git.
+//! The live board, rendered on the server: `/` (the state columns first, with a search and
+//! filter form and a new-task form; cards with their priority, age, due date, agent and
+//! attempt, and the actions a person takes on them), `/board` (the same columns without the
+//! page around them, which the page's script fetches on every `board` event), `/agents` (a
+//! lane per agent with its load, circuit and tasks), `/column/{state}` (a whole column, a page
+//! at a time) and `/tasks/{id}` (one task with its history, log and actions). The board's
+//! pages take the filters of [`BoardQuery`] as query parameters and `wall=1` for a wall
+//! screen (large type, no controls). Every page is live: its `main` names where its script
+//! fetches it again on each `board` event (`data-live`; `data-whole` when that is a whole
+//! page). Every value is HTML-escaped; the only script is the embedded `board.js`. Pure but
+//! for the task log, read from git.
 
 use super::api::{blocking, params, task_id, Params};
+use super::cards::{self, BoardQuery, Card, FactCache};
 use super::hub::Snapshot;
 use super::problem::Problem;
 use super::App;
@@ -16,6 +21,7 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State as With};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
+use jiff::Timestamp;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
@@ -29,6 +35,8 @@ const PAGE_CARDS: usize = 500;
 const LANE_CARDS: usize = 20;
 /// Notes listed per kind (waiting, blocked, ...).
 const NOTES: usize = 50;
+/// A wall screen reloads itself whole this often (seconds), besides its live updates.
+const WALL_RELOAD: u32 = 600;
 
 fn html(body: String) -> Response {
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
@@ -46,126 +54,345 @@ pub fn esc(s: &str) -> String {
     out
 }
 
-fn frame(title: &str, main: &str, generation: u64) -> String {
-    format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{}</title><link rel=\"stylesheet\" href=\"/assets/board.css\">\
-         <script src=\"/assets/board.js\" defer></script></head>\n<body>\
-         <header><a class=\"home\" href=\"/\">coord</a> <span id=\"live\">connecting…</span></header>\n\
-         {main}\n<!-- generation {generation} --></body></html>\n",
-        esc(title)
-    )
+/// A page around its `main`: the header with its navigation and live status, the controls
+/// (forms outside `main`, which a refresh does not touch), left out on a wall screen.
+struct Page<'a> {
+    title: &'a str,
+    controls: String,
+    main: String,
+    generation: u64,
+    wall: bool,
+}
+
+impl Page<'_> {
+    fn render(&self) -> String {
+        let (class, refresh, nav) = if self.wall {
+            (
+                " class=\"wall\"",
+                format!("<meta http-equiv=\"refresh\" content=\"{WALL_RELOAD}\">"),
+                String::new(),
+            )
+        } else {
+            (
+                "",
+                String::new(),
+                "<nav aria-label=\"pages\"><a href=\"/\">board</a> <a href=\"/agents\">agents</a></nav> "
+                    .to_string(),
+            )
+        };
+        let skip = if self.wall {
+            ""
+        } else {
+            "<a class=\"skip\" href=\"#main\">skip to the content</a>"
+        };
+        format!(
+            "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">{refresh}\
+             <title>{}</title><link rel=\"stylesheet\" href=\"/assets/board.css\">\
+             <script src=\"/assets/board.js\" defer></script></head>\n<body{class}>{skip}\
+             <header><a class=\"home\" href=\"/\">coord</a> {nav}\
+             <span id=\"live\" role=\"status\" aria-live=\"polite\">connecting…</span></header>\n\
+             {}<p id=\"said\" role=\"alert\" hidden></p>\n{}\n<!-- generation {} --></body></html>\n",
+            esc(self.title),
+            if self.wall { "" } else { &self.controls },
+            self.main,
+            self.generation,
+        )
+    }
+}
+
+/// Reads a board page's query: its filters and `wall`, and `extra` names it also takes.
+fn board_query(
+    q: Params,
+    extra: &[&str],
+) -> Result<(BoardQuery, BTreeMap<String, String>), Problem> {
+    let known: Vec<&str> = cards::KEYS.iter().chain(extra).copied().collect();
+    let q = params(q, &known)?;
+    Ok((BoardQuery::of(q.clone())?, q))
 }
 
 /// `GET /`: the board. (Opened with `?token=`, the guard has put the token in a cookie.)
 pub(super) async fn page(With(app): With<Arc<App>>, q: Params) -> Result<Response, Problem> {
-    params(q, &[])?;
+    let (query, _) = board_query(q, &[])?;
     let snap = app.hub.snapshot();
+    let now = app.hub.opener().now();
     let main = format!(
-        "<main id=\"board\" data-live=\"/board\">{}</main>",
-        board(&snap)
+        "<main id=\"main\" data-live=\"/board{}\">{}</main>",
+        esc(&query.query()),
+        board(&snap, &query, now, &app.facts)
     );
-    Ok(html(frame("coord board", &main, snap.generation)))
+    let page = Page {
+        title: "coord board",
+        controls: controls(&query),
+        main,
+        generation: snap.generation,
+        wall: query.wall,
+    };
+    Ok(html(page.render()))
 }
 
 /// `GET /board`: the board without the page around it.
-pub(super) async fn fragment(With(app): With<Arc<App>>) -> Response {
-    html(board(&app.hub.snapshot()))
+pub(super) async fn fragment(With(app): With<Arc<App>>, q: Params) -> Result<Response, Problem> {
+    let (query, _) = board_query(q, &[])?;
+    let now = app.hub.opener().now();
+    Ok(html(board(&app.hub.snapshot(), &query, now, &app.facts)))
 }
 
-/// Renders the board of a snapshot.
-pub fn board(snap: &Snapshot) -> String {
+/// The search and filter form, and the new-task form.
+fn controls(q: &BoardQuery) -> String {
+    let mut out = String::from(
+        "<section class=\"controls\" aria-label=\"search, filter and add\">\
+         <form role=\"search\" method=\"get\" action=\"/\" class=\"filter\">",
+    );
+    let _ = write!(
+        out,
+        "<label for=\"q\">search</label><input id=\"q\" name=\"q\" type=\"search\" value=\"{}\">",
+        esc(q.value("q"))
+    );
+    let states: Vec<&str> = State::ALL.iter().map(|s| s.as_str()).collect();
+    select(
+        &mut out,
+        "f-state",
+        "state",
+        "state",
+        &states,
+        q.value("state"),
+        "any",
+    );
+    let _ = write!(
+        out,
+        "<label for=\"f-agent\">agent</label><input id=\"f-agent\" name=\"agent\" value=\"{}\" size=\"10\">",
+        esc(q.value("agent"))
+    );
+    select(
+        &mut out,
+        "f-priority",
+        "priority",
+        "priority",
+        &PRIORITIES,
+        q.value("priority"),
+        "any",
+    );
+    let _ = write!(
+        out,
+        "<label for=\"f-label\">label</label><input id=\"f-label\" name=\"label\" value=\"{}\" size=\"10\">\
+         <button type=\"submit\">filter</button> <a href=\"/\">clear</a></form>",
+        esc(q.value("label"))
+    );
+    let _ = write!(
+        out,
+        "<form method=\"post\" action=\"/tasks\" class=\"new\">\
+         <input type=\"hidden\" name=\"back\" value=\"/{}\">\
+         <label for=\"new-title\">new task</label><input id=\"new-title\" name=\"title\" required>",
+        esc(&q.query())
+    );
+    select(
+        &mut out,
+        "new-priority",
+        "priority",
+        "priority",
+        &PRIORITIES,
+        "",
+        "default",
+    );
+    out.push_str(
+        "<label for=\"new-agent\">agent</label><input id=\"new-agent\" name=\"agent\" size=\"10\">\
+         <label for=\"new-label\">labels</label><input id=\"new-label\" name=\"label\" size=\"10\">\
+         <button type=\"submit\">add</button></form></section>\n",
+    );
+    out
+}
+
+const PRIORITIES: [&str; 4] = ["critical", "high", "normal", "low"];
+
+/// A labelled `select` of `options`, `chosen` selected, `none` naming the empty choice.
+fn select(
+    out: &mut String,
+    id: &str,
+    name: &str,
+    label: &str,
+    options: &[&str],
+    chosen: &str,
+    none: &str,
+) {
+    let _ = write!(
+        out,
+        "<label for=\"{id}\">{label}</label><select id=\"{id}\" name=\"{name}\"><option value=\"\">{none}</option>"
+    );
+    for o in options {
+        let sel = if *o == chosen { " selected" } else { "" };
+        let _ = write!(out, "<option{sel}>{o}</option>");
+    }
+    out.push_str("</select>");
+}
+
+/// Renders the board of a snapshot: the state columns the query keeps, then the notes.
+pub fn board(snap: &Snapshot, q: &BoardQuery, now: Timestamp, facts: &FactCache) -> String {
     let notes = Notes::of(&snap.view);
     let mut by_state: BTreeMap<State, Vec<&TaskFile>> = BTreeMap::new();
-    for t in &snap.board.tasks {
+    for t in facts.filter(&snap.board.tasks, q, snap.default_priority) {
         by_state.entry(t.folder.state).or_default().push(t);
     }
+    let shown: usize = by_state.values().map(Vec::len).sum();
     let mut out = String::new();
     let _ = write!(
         out,
-        "<p class=\"summary\" data-generation=\"{}\">{} tasks · HEAD {}</p>",
+        "<h1>board <span class=\"n\">{}</span></h1><p class=\"summary\" data-generation=\"{}\">{} tasks · HEAD {}</p>",
+        if q.narrows() { format!("{shown} of {}", snap.board.tasks.len()) } else { shown.to_string() },
         snap.generation,
         snap.board.tasks.len(),
         esc(&snap
             .head_hex()
             .map_or_else(|| "(none)".to_string(), |h| h[..10].to_string()))
     );
-    lanes(&mut out, snap, &notes);
-    out.push_str("<section class=\"columns\">");
+    out.push_str("<div class=\"columns\">");
+    let context = Context {
+        q,
+        now,
+        default: snap.default_priority,
+        notes: &notes,
+    };
     for state in State::ALL {
+        if q.filter.state.is_some_and(|s| s != state) {
+            continue;
+        }
         let mut tasks = by_state.remove(&state).unwrap_or_default();
-        let total = tasks.len();
-        sort(&mut tasks, state, snap.default_priority);
-        let _ = write!(
-            out,
-            "<div class=\"column\" data-state=\"{s}\"><h2>{s} <span class=\"n\">{total}</span></h2><ul>",
-            s = state.as_str()
-        );
-        for t in tasks.iter().take(COLUMN_CARDS) {
-            card(&mut out, t, &notes);
-        }
-        out.push_str("</ul>");
-        if total > COLUMN_CARDS {
-            let _ = write!(
-                out,
-                "<a class=\"more\" href=\"/column/{}\">{} more…</a>",
-                state.as_str(),
-                total - COLUMN_CARDS
-            );
-        }
-        out.push_str("</div>");
+        column_section(&mut out, state, &mut tasks, &context);
     }
-    out.push_str("</section>");
-    notes.render(&mut out, &snap.view);
+    out.push_str("</div>");
+    if !q.narrows() {
+        notes.render(&mut out, &snap.view);
+    }
     out
 }
 
-/// Open tasks highest priority first, then by id; finished ones (most of a big board) by id
-/// alone: reading a task's priority parses it (the snapshot keeps only the text), and a page
-/// need not parse 10,000 finished tasks.
-fn sort(tasks: &mut [&TaskFile], state: State, default: Priority) {
-    if state.is_final() {
-        tasks.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));
-        return;
-    }
-    tasks.sort_by_cached_key(|t| {
-        let p = t
-            .read
-            .as_ref()
-            .ok()
-            .and_then(|task| task.peek(|d| d.spec.priority))
-            .unwrap_or(default);
-        (std::cmp::Reverse(p), t.id.to_string())
-    });
+/// What rendering a card needs besides its task.
+struct Context<'a> {
+    q: &'a BoardQuery,
+    now: Timestamp,
+    default: Priority,
+    notes: &'a Notes,
 }
 
-fn title(t: &TaskFile) -> String {
-    t.read
-        .as_ref()
-        .map(|task| task.peek(|d| d.spec.title.clone()))
-        .unwrap_or_else(|_| "(does not read)".to_string())
-}
-
-fn card(out: &mut String, t: &TaskFile, notes: &Notes) {
-    let id = t.id.as_str();
+/// One state's column: its heading and count, its first cards, a link to the rest.
+fn column_section(out: &mut String, state: State, tasks: &mut [&TaskFile], cx: &Context) {
+    let total = tasks.len();
+    cards::sort(tasks, state, cx.default);
     let _ = write!(
         out,
-        "<li class=\"card\" data-id=\"{}\"><a href=\"/tasks/{}\">{}</a><small>{}</small>",
-        esc(id),
-        esc(id),
-        esc(&title(t)),
-        esc(id)
+        "<section class=\"column\" data-state=\"{s}\" aria-labelledby=\"col-{s}\">\
+         <h2 id=\"col-{s}\">{s} <span class=\"n\">{total}</span></h2><ul>",
+        s = state.as_str()
     );
-    if let Some(why) = notes.why.get(id) {
+    for t in tasks.iter().take(COLUMN_CARDS) {
+        card(out, t, cx);
+    }
+    out.push_str("</ul>");
+    if total > COLUMN_CARDS {
+        let _ = write!(
+            out,
+            "<a class=\"more\" href=\"/column/{}{}\">{} more…</a>",
+            state.as_str(),
+            esc(&cx.q.query()),
+            total - COLUMN_CARDS
+        );
+    }
+    out.push_str("</section>");
+}
+
+/// One card: title, facts, why it waits, and the actions of its state.
+fn card(out: &mut String, t: &TaskFile, cx: &Context) {
+    let id = esc(t.id.as_str());
+    let c = Card::of(t, cx.default, cx.now);
+    let _ = write!(
+        out,
+        "<li class=\"card\" data-id=\"{id}\" data-priority=\"{p}\"><a href=\"/tasks/{id}\">{}</a>\
+         <span class=\"facts\"><span class=\"prio {p}\">{p}</span>",
+        esc(&c.title),
+        p = c.priority.as_str(),
+    );
+    if let Some(age) = &c.age {
+        let _ = write!(
+            out,
+            " <span class=\"age\" title=\"age\">{}</span>",
+            esc(age)
+        );
+    }
+    if let Some(due) = &c.due {
+        let late = if c.overdue { " overdue" } else { "" };
+        let _ = write!(out, " <span class=\"due{late}\">due {}</span>", esc(due));
+    }
+    if let Some(agent) = &c.agent {
+        let _ = write!(out, " <span class=\"agent\">{}</span>", esc(agent));
+    }
+    if c.attempt > 0 {
+        let _ = write!(out, " <span class=\"attempt\">attempt {}</span>", c.attempt);
+    }
+    let _ = write!(out, "</span><small>{id}</small>");
+    if let Some(why) = cx.notes.why.get(t.id.as_str()) {
         let _ = write!(out, "<em>{}</em>", esc(why));
+    }
+    if !cx.q.wall {
+        let back = format!("/{}", cx.q.query());
+        card_actions(out, t, &back);
     }
     out.push_str("</li>");
 }
 
+/// The one-button actions of a card: approve in review, retry once failed, cancelled or
+/// invalid. (Those that need a reason are on the task's page.)
+fn card_actions(out: &mut String, t: &TaskFile, back: &str) {
+    let action = match t.folder.state {
+        State::Review => "approve",
+        State::Failed | State::Cancelled | State::Invalid => "retry",
+        _ => return,
+    };
+    button(out, t.id.as_str(), action, back);
+}
+
+/// A form posting `action` on task `id`, going back to `back`.
+fn button(out: &mut String, id: &str, action: &str, back: &str) {
+    let _ = write!(
+        out,
+        "<form method=\"post\" action=\"/tasks/{id}/{action}\" class=\"act\">\
+         <input type=\"hidden\" name=\"back\" value=\"{}\">\
+         <button type=\"submit\" aria-label=\"{action} {id}\">{action}</button></form>",
+        esc(back),
+        id = esc(id),
+    );
+}
+
+/// `GET /agents`: one lane per agent.
+pub(super) async fn agents(With(app): With<Arc<App>>, q: Params) -> Result<Response, Problem> {
+    let (query, _) = board_query(q, &[])?;
+    let snap = app.hub.snapshot();
+    let now = app.hub.opener().now();
+    let notes = Notes::of(&snap.view);
+    let cx = Context {
+        q: &query,
+        now,
+        default: snap.default_priority,
+        notes: &notes,
+    };
+    let mut main = format!(
+        "<main id=\"main\" class=\"page\" data-live=\"/agents{}\" data-whole><h1>agents</h1>",
+        esc(&query.query())
+    );
+    lanes(&mut main, &snap, &cx);
+    main.push_str("</main>");
+    let page = Page {
+        title: "coord agents",
+        controls: String::new(),
+        main,
+        generation: snap.generation,
+        wall: query.wall,
+    };
+    Ok(html(page.render()))
+}
+
 /// One lane per agent: its load against its limit, assignment mode, circuit and tasks.
-fn lanes(out: &mut String, snap: &Snapshot, notes: &Notes) {
-    out.push_str("<section class=\"lanes\"><h2>agents</h2>");
+fn lanes(out: &mut String, snap: &Snapshot, cx: &Context) {
+    out.push_str("<div class=\"lanes\">");
     let agents = snap.view["agents"].as_array().cloned().unwrap_or_default();
     if agents.is_empty() {
         out.push_str("<p>no agents; add one with <code>coord agents add NAME</code></p>");
@@ -179,8 +406,8 @@ fn lanes(out: &mut String, snap: &Snapshot, notes: &Notes) {
         };
         let _ = write!(
             out,
-            "<div class=\"lane\" data-agent=\"{n}\"><h3>{n} <span class=\"load\">{}/{}</span> \
-             <span class=\"mode\">{}</span> <span class=\"circuit {c}\">circuit {c}</span></h3>",
+            "<section class=\"lane\" data-agent=\"{n}\" aria-label=\"agent {n}\"><h2>{n} <span class=\"load\">{}/{}</span> \
+             <span class=\"mode\">{}</span> <span class=\"circuit {c}\">circuit {c}</span></h2>",
             s(&a["active"]),
             s(&a["limit"]),
             esc(&mode),
@@ -198,11 +425,11 @@ fn lanes(out: &mut String, snap: &Snapshot, notes: &Notes) {
             .filter(|t| t.folder.state == State::Assigned)
             .filter(|t| t.folder.agent.as_ref().is_some_and(|x| x.as_str() == name));
         for t in mine.take(LANE_CARDS) {
-            card(out, t, notes);
+            card(out, t, cx);
         }
-        out.push_str("</ul></div>");
+        out.push_str("</ul></section>");
     }
-    out.push_str("</section>");
+    out.push_str("</div>");
 }
 
 /// Why tasks wait, from the status view.
@@ -287,7 +514,7 @@ fn s(v: &Value) -> String {
     }
 }
 
-/// `GET /column/{state}?from=N`: one column, a page at a time.
+/// `GET /column/{state}?from=N`: one column, a page at a time, filtered as the board is.
 pub(super) async fn column(
     With(app): With<Arc<App>>,
     p: Result<Path<String>, PathRejection>,
@@ -296,7 +523,7 @@ pub(super) async fn column(
     let Path(name) = p.map_err(|e| Problem::bad(format!("bad path: {e}")))?;
     let state =
         State::parse(&name).ok_or_else(|| Problem::not_found(format!("no state '{name}'")))?;
-    let q = params(q, &["from"])?;
+    let (query, q) = board_query(q, &["from"])?;
     let from: usize = match q.get("from") {
         Some(f) => f
             .parse()
@@ -304,37 +531,60 @@ pub(super) async fn column(
         None => 0,
     };
     let snap = app.hub.snapshot();
+    let now = app.hub.opener().now();
     let notes = Notes::of(&snap.view);
-    let mut tasks: Vec<&TaskFile> = snap
-        .board
-        .tasks
-        .iter()
+    let mut tasks: Vec<&TaskFile> = app
+        .facts
+        .filter(&snap.board.tasks, &query, snap.default_priority)
+        .into_iter()
         .filter(|t| t.folder.state == state)
         .collect();
-    sort(&mut tasks, state, snap.default_priority);
+    cards::sort(&mut tasks, state, snap.default_priority);
+    let rest = query.query();
+    let join = if rest.is_empty() { "?" } else { "&" };
+    let here = if rest.is_empty() {
+        "?".to_string()
+    } else {
+        format!("{rest}&")
+    };
     let mut main = format!(
-        "<main class=\"page\" data-live=\"/column/{s}?from={from}\" data-whole>\
+        "<main id=\"main\" class=\"page\" data-live=\"/column/{s}{}from={from}\" data-whole>\
          <h1>{s} <span class=\"n\">{}</span></h1><ul>",
+        esc(&here),
         tasks.len(),
         s = state.as_str(),
     );
+    let cx = Context {
+        q: &query,
+        now,
+        default: snap.default_priority,
+        notes: &notes,
+    };
     for t in tasks.iter().skip(from).take(PAGE_CARDS) {
-        card(&mut main, t, &notes);
+        card(&mut main, t, &cx);
     }
     main.push_str("</ul>");
     if from + PAGE_CARDS < tasks.len() {
         let _ = write!(
             main,
-            "<a class=\"more\" href=\"/column/{}?from={}\">next page…</a>",
+            "<a class=\"more\" href=\"/column/{}{}{join}from={}\">next page…</a>",
             state.as_str(),
+            esc(&rest),
             from + PAGE_CARDS
         );
     }
     main.push_str("</main>");
-    Ok(html(frame(state.as_str(), &main, snap.generation)))
+    let page = Page {
+        title: state.as_str(),
+        controls: String::new(),
+        main,
+        generation: snap.generation,
+        wall: query.wall,
+    };
+    Ok(html(page.render()))
 }
 
-/// `GET /tasks/{id}`: one task, its history and its log.
+/// `GET /tasks/{id}`: one task, its actions, history and log.
 pub(super) async fn task(
     With(app): With<Arc<App>>,
     p: Result<Path<String>, PathRejection>,
@@ -347,11 +597,14 @@ pub(super) async fn task(
     let log = blocking(move || super::api::log_of(&opener, &log_id, Some(200))).await?;
     let notes = Notes::of(&snap.view);
     let mut main = format!(
-        "<main class=\"page task\" data-live=\"/tasks/{}\" data-whole>",
+        "<main id=\"main\" class=\"page task\" data-live=\"/tasks/{}\" data-whole>",
         esc(id.as_str())
     );
     for c in &copies {
         detail(&mut main, c, notes.why.get(id.as_str()));
+    }
+    if let Some(state) = copies.first().and_then(|c| State::parse(&s(&c["state"]))) {
+        task_actions(&mut main, id.as_str(), state);
     }
     main.push_str("<h2>log</h2><ol class=\"log\">");
     for e in &log {
@@ -365,7 +618,51 @@ pub(super) async fn task(
         );
     }
     main.push_str("</ol></main>");
-    Ok(html(frame(id.as_str(), &main, snap.generation)))
+    let page = Page {
+        title: id.as_str(),
+        controls: String::new(),
+        main,
+        generation: snap.generation,
+        wall: false,
+    };
+    Ok(html(page.render()))
+}
+
+/// The actions a person may take on a task in `state`, as forms.
+fn task_actions(out: &mut String, id: &str, state: State) {
+    let back = format!("/tasks/{id}");
+    let mut forms = String::new();
+    if state == State::Review {
+        button(&mut forms, id, "approve", &back);
+        with_reason(&mut forms, id, "reject", &back, true);
+    }
+    if matches!(state, State::Failed | State::Cancelled | State::Invalid) {
+        button(&mut forms, id, "retry", &back);
+    }
+    if !state.is_final() {
+        with_reason(&mut forms, id, "cancel", &back, false);
+    }
+    if !forms.is_empty() {
+        let _ = write!(
+            out,
+            "<section class=\"actions\" aria-labelledby=\"actions\"><h2 id=\"actions\">actions</h2>{forms}</section>"
+        );
+    }
+}
+
+/// A form posting `action` with a reason (`required` or not).
+fn with_reason(out: &mut String, id: &str, action: &str, back: &str, required: bool) {
+    let _ = write!(
+        out,
+        "<form method=\"post\" action=\"/tasks/{id}/{action}\" class=\"act\">\
+         <input type=\"hidden\" name=\"back\" value=\"{}\">\
+         <label for=\"{action}-reason\">reason</label>\
+         <input id=\"{action}-reason\" name=\"reason\"{}>\
+         <button type=\"submit\">{action}</button></form>",
+        esc(back),
+        if required { " required" } else { "" },
+        id = esc(id),
+    );
 }
 
 fn detail(out: &mut String, c: &Value, why: Option<&String>) {

@@ -1,11 +1,14 @@
 //! `coord serve`: one process answering HTTP on one address: the REST API under `/v1`
 //! ([`api`]), server-sent events and Prometheus metrics ([`events`]), the live board at `/`
-//! ([`html`]), all behind the same checks ([`guard`]). Handlers read the hub's snapshot
+//! ([`html`], what its cards show in [`cards`], people's actions posted from it in [`forms`]),
+//! all behind the same checks ([`guard`]). Handlers read the hub's snapshot
 //! ([`hub`]) and write through the same operations as the command line. axum on a small tokio
 //! runtime; the page's script and style are embedded in the binary.
 
 pub mod api;
+pub mod cards;
 pub mod events;
+pub mod forms;
 pub mod guard;
 pub mod html;
 pub mod hub;
@@ -120,6 +123,8 @@ pub struct App {
     pub hosts: Vec<String>,
     /// One permit per open event stream.
     pub streams: Arc<tokio::sync::Semaphore>,
+    /// What the board's filters read of each task, by content hash.
+    pub facts: cards::FactCache,
 }
 
 impl App {
@@ -135,6 +140,7 @@ impl App {
             token,
             hosts: guard::hosts_of(addr, public_hosts),
             streams: Arc::new(tokio::sync::Semaphore::new(MAX_STREAMS)),
+            facts: cards::FactCache::default(),
         }
     }
 }
@@ -155,8 +161,11 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/healthz", get(api::health))
         .route("/", get(html::page))
         .route("/board", get(html::fragment))
+        .route("/agents", get(html::agents))
         .route("/column/{state}", get(html::column))
+        .route("/tasks", post(forms::new_task))
         .route("/tasks/{id}", get(html::task))
+        .route("/tasks/{id}/{action}", post(forms::act))
         .route("/assets/board.js", get(html::script))
         .route("/assets/board.css", get(html::style))
         .fallback(not_found)

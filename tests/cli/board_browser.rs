@@ -225,3 +225,66 @@ fn serve_board_in_a_browser_updates_task_and_column_pages_without_a_reload() {
         column.eval("document.body.innerText")
     );
 }
+
+#[test]
+fn serve_board_in_a_browser_approves_from_the_board_without_a_reload() {
+    let Some(chromium) =
+        chromium_or_skip("serve_board_in_a_browser_approves_from_the_board_without_a_reload")
+    else {
+        return;
+    };
+    let mut r = demo_repo();
+    r.ok(&[
+        "new",
+        "Delete the old bucket",
+        "--id",
+        "ask",
+        "--agent",
+        "writer",
+        "--authority",
+        "ask_me_first",
+    ]);
+    r.ok(&["tick"]);
+    let later = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(60);
+    r.at(&later.to_string());
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("ask"), "work/review/ask.yaml");
+    let s = Server::start(&r);
+    let mut b = Browser::start(&chromium, 1440, 1000);
+    b.open(&format!("http://{}/", s.addr));
+    let loaded = format!(
+        "document.getElementById('live')?.textContent === 'live' && {}",
+        card_in("ask", "review")
+    );
+    assert!(
+        b.until(Duration::from_secs(30), &loaded).is_some(),
+        "the board never showed the task in review: {}",
+        b.eval("document.body.innerText")
+    );
+    b.eval("window.coordSamePage = true");
+    let button = "document.querySelector('.column[data-state=\"review\"] .card[data-id=\"ask\"] \
+                  form[action=\"/tasks/ask/approve\"] button')";
+    assert_eq!(
+        b.eval(&format!("{button} !== null")),
+        serde_json::json!(true),
+        "no approve button on the card: {}",
+        b.eval("document.body.innerHTML")
+    );
+    b.eval(&format!("{button}.click()"));
+    let moved = format!(
+        "window.coordSamePage === true && {} && !({})",
+        card_in("ask", "ready"),
+        card_in("ask", "review")
+    );
+    let took = b.until(Duration::from_secs(30), &moved);
+    assert!(
+        took.is_some(),
+        "the board did not show the approval without a reload: {}",
+        b.eval("document.body.innerText")
+    );
+    eprintln!(
+        "the board showed the approval after {:?}",
+        took.unwrap_or_default()
+    );
+    assert_eq!(r.where_is("ask"), "work/ready/ask.yaml");
+}

@@ -9,6 +9,7 @@ mod agents_run_once;
 mod archive_compact;
 mod archive_months;
 mod board_browser;
+mod board_page;
 mod burst_memory;
 mod cache_files;
 mod cdp;

@@ -392,14 +392,15 @@ fn serve_board_shows_columns_lanes_and_task_detail() {
     let s = Server::start(&r);
     let page = s.get("/").body;
     assert!(
-        page.contains(r#"<div class="column" data-state="assigned">"#),
+        page.contains(r#"<section class="column" data-state="assigned""#),
         "{page}"
     );
     assert!(
         page.contains("Write &lt;the&gt; docs"),
         "titles are escaped"
     );
-    assert!(page.contains(r#"data-agent="writer""#) && page.contains("1/1"));
+    let agents = s.get("/agents").body;
+    assert!(agents.contains(r#"data-agent="writer""#) && agents.contains("1/1"));
     assert!(
         page.contains("waits for docs"),
         "blocked reason shown: {page}"
@@ -581,9 +582,9 @@ fn serve_board_pages_a_long_column() {
     let s = Server::start(&r);
     let board = s.get("/").body;
     let column = board
-        .split(r#"<div class="column" data-state="inbox">"#)
+        .split(r#"<section class="column" data-state="inbox""#)
         .nth(1)
-        .and_then(|c| c.split("</div>").next())
+        .and_then(|c| c.split("</section>").next())
         .expect("the inbox column");
     assert_eq!(column.matches(r#"<li class="card""#).count(), 50);
     assert!(
