@@ -145,11 +145,7 @@ fn back(back: &str, default: &str) -> Result<String, Problem> {
     if back.is_empty() {
         return Ok(default.to_string());
     }
-    let on_server = back.starts_with('/')
-        && !back.starts_with("//")
-        && !back.starts_with("/\\")
-        && !back.chars().any(|c| c.is_control());
-    if on_server {
+    if super::guard::on_this_server(back) {
         Ok(back.to_string())
     } else {
         Err(Problem::bad(format!(

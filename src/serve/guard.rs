@@ -146,7 +146,11 @@ fn without_token(uri: &Uri) -> Option<Uri> {
 /// same page without it, so the token stays out of the address bar, history and links.
 fn token_to_cookie(uri: &Uri, token: &str) -> Response {
     let cookie = format!("{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/");
-    let location = uri.path_and_query().map_or("/", |p| p.as_str());
+    let location = uri
+        .path_and_query()
+        .map(|p| p.as_str())
+        .filter(|p| on_this_server(p))
+        .unwrap_or("/");
     let mut r = (StatusCode::SEE_OTHER, "").into_response();
     let h = r.headers_mut();
     if let (Ok(c), Ok(l)) = (
@@ -157,6 +161,15 @@ fn token_to_cookie(uri: &Uri, token: &str) -> Response {
         h.insert(header::LOCATION, l);
     }
     r
+}
+
+/// Whether a browser reads `path` as a path on this server, not as another site's address
+/// (`//host`, `/\host`) or a header break.
+pub(super) fn on_this_server(path: &str) -> bool {
+    path.starts_with('/')
+        && !path.starts_with("//")
+        && !path.starts_with("/\\")
+        && !path.chars().any(|c| c.is_control())
 }
 
 /// Accepts `Authorization: Bearer <token>` (the scheme in any case), the cookie, or `token=`

@@ -564,13 +564,13 @@ pub(super) async fn column(
         card(&mut main, t, &cx);
     }
     main.push_str("</ul>");
-    if from + PAGE_CARDS < tasks.len() {
+    let next = from.saturating_add(PAGE_CARDS);
+    if next < tasks.len() {
         let _ = write!(
             main,
-            "<a class=\"more\" href=\"/column/{}{}{join}from={}\">next page…</a>",
+            "<a class=\"more\" href=\"/column/{}{}{join}from={next}\">next page…</a>",
             state.as_str(),
             esc(&rest),
-            from + PAGE_CARDS
         );
     }
     main.push_str("</main>");

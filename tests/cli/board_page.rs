@@ -296,3 +296,14 @@ fn board_page_has_landmarks_labels_and_a_wall_mode() {
     );
     assert_eq!(card_ids(column(&wall, "ready")).len(), 3);
 }
+
+#[test]
+fn board_page_takes_any_page_start_without_failing() {
+    let r = team_repo();
+    let s = Server::start(&r);
+    for from in ["18446744073709551615", "18446744073709551600", "3"] {
+        let page = s.get(&format!("/column/ready?from={from}"));
+        assert_eq!(page.status, 200, "from={from}: {}", page.body);
+        assert!(!page.body.contains("next page"), "from={from}");
+    }
+}

@@ -301,6 +301,12 @@ fn serve_guard_token_rules_and_the_401() {
     }
     let paged = t.get(&format!("/column/inbox?from=0&token={TOKEN}"));
     assert_eq!(paged.header("location"), Some("/column/inbox?from=0"));
+    // A path that a browser would read as another site's address goes to the board instead.
+    for away in ["//evil.example/", "/\\evil.example/"] {
+        let a = t.get(&format!("{away}?token={TOKEN}"));
+        assert_eq!(a.status, 303, "{away}: {}", a.body);
+        assert_eq!(a.header("location"), Some("/"), "{away}");
+    }
 }
 
 #[test]
