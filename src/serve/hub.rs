@@ -96,6 +96,8 @@ pub struct Hub {
     unexplained_since: Mutex<Option<Instant>>,
     /// The transitions of the branch's history.
     pub counters: Mutex<Counters>,
+    /// Where the counters are saved (`.git/coord/events/counts.json`).
+    counts: PathBuf,
     /// The repository's git directory, where coord processes leave their stats.
     pub git_dir: PathBuf,
 }
@@ -109,9 +111,9 @@ impl Hub {
         let journal = Journal::open(&git_dir);
         // What happened while no server ran is in the journal for clients that resume.
         journal.record(&repo, &first.board.work_dir, first.head, Vec::new())?;
-        let mut counters = Counters::default();
-        let all = events::change(&repo, &first.board.work_dir, None, first.head)?;
-        counters.apply(&all.unwrap_or_default());
+        let counts = git_dir.join("coord").join("events").join("counts.json");
+        let counters = counted(&repo, &first.board.work_dir, &counts, first.head)?;
+        counters.save(&counts, &first.head_hex().unwrap_or_default());
         let (events, _) = broadcast::channel(1024);
         Ok(Arc::new(Hub {
             opener,
@@ -123,6 +125,7 @@ impl Hub {
             dirty: AtomicBool::new(false),
             unexplained_since: Mutex::new(None),
             counters: Mutex::new(counters),
+            counts,
             git_dir,
         }))
     }
@@ -203,7 +206,7 @@ impl Hub {
     }
 
     /// Counts the transitions a move of HEAD added and takes back those it removed; counts
-    /// the whole history again when the old HEAD is gone.
+    /// the whole history again when the old HEAD is gone. Saves the counters when they moved.
     fn count(
         &self,
         repo: &crate::git::Repo,
@@ -213,13 +216,14 @@ impl Hub {
     ) -> Result<(), HubError> {
         let mut counters = self.counters.lock().unwrap_or_else(|e| e.into_inner());
         match change {
+            Some(c) if c.added.is_empty() && c.removed.is_empty() => return Ok(()),
             Some(change) => counters.apply(change),
-            None => {
-                *counters = Counters::default();
-                let all = events::change(repo, work_dir, None, head)?;
-                counters.apply(&all.unwrap_or_default());
-            }
+            None => *counters = counted(repo, work_dir, &self.counts, head)?,
         }
+        counters.save(
+            &self.counts,
+            &head.map(|h| h.to_string()).unwrap_or_default(),
+        );
         Ok(())
     }
 
@@ -329,6 +333,27 @@ fn load(opener: &Opener, generation: u64) -> Result<Snapshot, HubError> {
         took: started.elapsed(),
         steady,
     })
+}
+
+/// Returns the counters of the history up to `head`: those saved at `counts` and the
+/// transitions since the commit they count up to, or, without them, the whole history's.
+fn counted(
+    repo: &crate::git::Repo,
+    work_dir: &str,
+    counts: &Path,
+    head: Option<crate::git::Oid>,
+) -> Result<Counters, HubError> {
+    if let Some((mut counters, at)) = Counters::load(counts) {
+        if let Ok(at) = at.parse() {
+            if let Some(change) = events::change(repo, work_dir, Some(at), head)? {
+                counters.apply(&change);
+                return Ok(counters);
+            }
+        }
+    }
+    let mut counters = Counters::default();
+    counters.apply(&events::change(repo, work_dir, None, head)?.unwrap_or_default());
+    Ok(counters)
 }
 
 /// A transition of the journal as subscribers get it.

@@ -11,6 +11,7 @@ use crate::store::Stats;
 use jiff::Timestamp;
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::path::Path;
 
 /// The transitions in the branch's history.
 #[derive(Debug, Default)]
@@ -21,7 +22,50 @@ pub struct Counters {
     lease_expiries: u64,
 }
 
+/// The counters as a file keeps them, with the commit they count up to.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Saved {
+    head: String,
+    edges: Vec<(String, String, u64)>,
+    retries: u64,
+    dead_letters: u64,
+    lease_expiries: u64,
+}
+
 impl Counters {
+    /// Reads the counters saved at `path`, with the commit they count up to; None when there
+    /// are none or they do not read.
+    pub fn load(path: &Path) -> Option<(Counters, String)> {
+        let bytes = crate::fsx::read_private(path).ok()?;
+        let saved: Saved = serde_json::from_slice(&bytes).ok()?;
+        let by_edge = saved.edges.into_iter().map(|(f, t, n)| ((f, t), n));
+        let counters = Counters {
+            by_edge: by_edge.collect(),
+            retries: saved.retries,
+            dead_letters: saved.dead_letters,
+            lease_expiries: saved.lease_expiries,
+        };
+        Some((counters, saved.head))
+    }
+
+    /// Saves the counters at `path` with the commit they count up to, so that a restart
+    /// counts only the commits made since. A file that cannot be written is not an error:
+    /// the next start counts the whole history again.
+    pub fn save(&self, path: &Path, head: &str) {
+        let saved = Saved {
+            head: head.to_string(),
+            edges: (self.by_edge.iter())
+                .map(|((f, t), n)| (f.clone(), t.clone(), *n))
+                .collect(),
+            retries: self.retries,
+            dead_letters: self.dead_letters,
+            lease_expiries: self.lease_expiries,
+        };
+        if let Ok(bytes) = serde_json::to_vec(&saved) {
+            let _ = crate::fsx::write_private(path, &bytes, false);
+        }
+    }
+
     /// Counts the transitions a move of HEAD added and takes back those it removed.
     pub fn apply(&mut self, change: &Change) {
         for e in &change.added {
