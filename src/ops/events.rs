@@ -280,3 +280,68 @@ impl Journal {
             .collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::{Coord, Options, Setup};
+
+    fn tick_with(dir: &Path, opts: &Options, id: &str) {
+        let task = format!("title: {id}\nagent: alice\n");
+        std::fs::write(dir.join(format!("work/inbox/{id}.yaml")), task).expect("task");
+        Coord::open(dir, opts.clone())
+            .expect("open")
+            .tick()
+            .expect("tick");
+    }
+
+    #[test]
+    fn a_record_cut_short_by_a_kill_is_dropped_and_ids_go_on() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let opts = Options {
+            now: Some("2026-11-22T10:00:00Z".parse().expect("time")),
+            ..Options::default()
+        };
+        crate::ops::init(t.path(), Setup::default(), opts.clone(), Box::new(|_| {})).expect("init");
+        let config = std::fs::read_to_string(t.path().join("coord.yaml")).expect("config");
+        std::fs::write(t.path().join("coord.yaml"), config + "\nsettle: 0s\n").expect("config");
+        std::fs::write(t.path().join("work/agents/alice.yaml"), "max_active: 9\n").expect("agent");
+        let repo = Repo::discover(t.path()).expect("repo");
+        let journal = Journal::open(repo.git_dir());
+        let head = |repo: &Repo| repo.head().expect("head").oid;
+        assert_eq!(
+            journal
+                .record(&repo, "work", head(&repo), Vec::new())
+                .expect("record"),
+            []
+        );
+        tick_with(t.path(), &opts, "first");
+        let first = journal
+            .record(&repo, "work", head(&repo), Vec::new())
+            .expect("record");
+        assert!(!first.is_empty(), "the tick's transitions");
+        assert_eq!(first[0].id, 1);
+        // A writer killed after appending, before its mark: its lines were never published.
+        let log = journal.path("log.jsonl");
+        let mut text = std::fs::read(&log).expect("log");
+        text.extend_from_slice(b"{\"id\":99,\"data\":{}}\n{\"id\":1");
+        std::fs::write(&log, text).expect("log");
+        assert_eq!(
+            journal.after(0).expect("after"),
+            first,
+            "only what was published"
+        );
+        tick_with(t.path(), &opts, "second");
+        let second = journal
+            .record(&repo, "work", head(&repo), Vec::new())
+            .expect("record");
+        let last = first.last().map(|l| l.id).expect("an id");
+        assert_eq!(second.first().map(|l| l.id), Some(last + 1), "ids go on");
+        let all = journal.after(0).expect("after");
+        assert_eq!(
+            all,
+            [first, second].concat(),
+            "the log holds each event once"
+        );
+    }
+}
