@@ -52,6 +52,9 @@ pub async fn events(
         )
     })?;
     let (rx, published) = app.hub.subscribe();
+    // An id past the journal's last is none this clone gave (its journal was deleted): the
+    // client starts afresh rather than wait for ids to catch up.
+    let since = since.filter(|s| *s <= app.hub.last_id());
     let backlog = match since {
         Some(after) => app.hub.replay(after).map_err(|e| Problem::of(e.as_ref()))?,
         None => Vec::new(),

@@ -151,6 +151,11 @@ impl Hub {
         (self.events.subscribe(), *published)
     }
 
+    /// Returns the id of the last transition in the event journal.
+    pub fn last_id(&self) -> u64 {
+        self.journal.last()
+    }
+
     /// Returns the transitions published after id `after`, from the event journal.
     pub fn replay(&self, after: u64) -> Result<Vec<Arc<Event>>, HubError> {
         Ok(self

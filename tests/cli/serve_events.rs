@@ -201,6 +201,20 @@ fn events_after_amend_reset_and_restart_are_the_real_changes_and_metrics_match_t
     let mut after = Events::open_at(&s.addr, "/v1/events", &header);
     after.until(Duration::from_secs(2), |_| false);
     assert_eq!(after.transitions(), [], "nothing happened since");
+    // A deleted journal starts ids again at 1: an id past its last starts afresh.
+    drop(after);
+    drop(s);
+    std::fs::remove_dir_all(r.abs(".git/coord/events")).expect("delete the journal");
+    let s = Server::start(&r);
+    let mut afresh = Events::open_at(&s.addr, "/v1/events", &header);
+    r.task("e", "title: A task\n");
+    r.ok(&["tick"]);
+    read(&mut afresh, 3);
+    let tasks: Vec<String> = in_order(&afresh.transitions())
+        .into_iter()
+        .map(|k| k.0)
+        .collect();
+    assert_eq!(tasks, ["e", "e", "e"], "{}", afresh.seen);
 }
 
 #[test]
