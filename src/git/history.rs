@@ -190,6 +190,30 @@ impl Repo {
         }
     }
 
+    /// Returns the commits reachable from `head` and not from `hide` (all of them without
+    /// one), newest first.
+    pub fn log_range(&self, head: Oid, hide: Option<Oid>) -> Result<Vec<CommitInfo>, GitError> {
+        let mut walk = self.repo.revwalk().map_err(ctx("cannot walk history"))?;
+        walk.push(head)
+            .map_err(ctx(format!("cannot walk history from {head}")))?;
+        if let Some(hide) = hide {
+            walk.hide(hide)
+                .map_err(ctx(format!("cannot walk history from {head} to {hide}")))?;
+        }
+        walk.map(|oid| {
+            oid.and_then(|oid| self.repo.find_commit(oid))
+                .map(|c| commit_info(&c))
+                .map_err(ctx(format!("cannot read history from {head}")))
+        })
+        .collect()
+    }
+
+    /// Whether the object database holds the commit `oid` (a commit left behind by a reset
+    /// stays until git's garbage collection drops it).
+    pub fn has_commit(&self, oid: Oid) -> bool {
+        self.repo.find_commit(oid).is_ok()
+    }
+
     /// Returns the commits reachable from `head`, newest first, at most `limit` of them.
     pub fn log_from(&self, head: Oid, limit: Option<usize>) -> Result<Vec<CommitInfo>, GitError> {
         let mut walk = self.repo.revwalk().map_err(ctx("cannot walk history"))?;

@@ -10,6 +10,7 @@ mod agent;
 mod archive;
 pub(crate) mod demo;
 mod doctor;
+pub mod events;
 pub(crate) mod init;
 mod log;
 mod new;

@@ -1,21 +1,24 @@
 //! The server's picture of the repository: the latest snapshot (board, status view, HEAD),
 //! reloaded when HEAD moves or a file under `work/` changes, whoever changed it (a `coord tick`
 //! in a shell, a `git pull`, a person's edit, a request to this server), and the transitions
-//! between two snapshots, published to every `/v1/events` subscriber: one event per commit
-//! coord made (read from its trailers), one per task file a person's commit moved, added or
-//! deleted (with its author), one per state change no commit explains (a file moved by hand
-//! and not committed, reported once it stayed so for [`COMMIT_GRACE`]), then one `board`
-//! event. Reads the repository; writes nothing.
+//! between two snapshots, published to every `/v1/events` subscriber with the ids of the
+//! clone's event journal ([`crate::ops::events`]): one event per transition a commit records
+//! (coord's from its trailers, a person's from the task files their commit moved, with its
+//! author) that history did not already hold, one per state change no commit explains (a file
+//! moved by hand and not committed, reported once it stayed so for [`COMMIT_GRACE`]), then one
+//! `board` event. Counts the transitions of the branch's history for `/metrics`. Writes only
+//! the event journal.
 
 use super::metrics::Counters;
 use crate::board::Board;
 use crate::model::{Priority, State, TaskId};
-use crate::ops::{LogEntry, Opener};
+use crate::ops::events::{self, Change, Journal, Logged};
+use crate::ops::Opener;
 use crate::store::Store;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 use tokio::sync::broadcast;
@@ -29,8 +32,6 @@ const POLL: Duration = Duration::from_millis(100);
 const REFRESH_EVERY: Duration = Duration::from_secs(10);
 /// How long a writer may hold the lock before the snapshot is read anyway (a killed holder).
 const WRITER_FRESH: Duration = Duration::from_secs(10);
-/// How many commits one reload reads back at most to find the transitions since the last.
-const MAX_COMMITS: usize = 2000;
 /// How long a state change no commit explains waits for one (a person's `git mv` followed by
 /// `git commit`) before it is reported as not committed.
 pub const COMMIT_GRACE: Duration = Duration::from_secs(2);
@@ -73,8 +74,8 @@ impl Snapshot {
 /// Something that happened, as `/v1/events` sends it.
 #[derive(Debug, Clone)]
 pub struct Event {
-    /// Increases by one per event.
-    pub id: u64,
+    /// A transition's id in the event journal; None for a `board` event.
+    pub id: Option<u64>,
     /// `transition` or `board`.
     pub kind: &'static str,
     /// The event's JSON.
@@ -87,12 +88,16 @@ pub struct Hub {
     current: RwLock<Arc<Snapshot>>,
     reloading: Mutex<()>,
     events: broadcast::Sender<Arc<Event>>,
-    next_event: AtomicU64,
+    journal: Journal,
+    /// The id of the last transition sent to subscribers; held while sending.
+    published: Mutex<u64>,
     dirty: AtomicBool,
     /// Since when a state change no commit explains has waited for one.
     unexplained_since: Mutex<Option<Instant>>,
-    /// Transitions seen since the server started.
+    /// The transitions of the branch's history.
     pub counters: Mutex<Counters>,
+    /// Where the counters are saved (`.git/coord/events/counts.json`).
+    counts: PathBuf,
     /// The repository's git directory, where coord processes leave their stats.
     pub git_dir: PathBuf,
 }
@@ -101,17 +106,26 @@ impl Hub {
     /// Reads the repository around `opener.dir` for the first time.
     pub fn open(opener: Opener) -> Result<Arc<Hub>, HubError> {
         let first = load(&opener, 1)?;
-        let git_dir = Store::open(&opener.dir)?.repo.git_dir().to_path_buf();
+        let repo = crate::git::Repo::discover(&opener.dir)?;
+        let git_dir = repo.git_dir().to_path_buf();
+        let journal = Journal::open(&git_dir);
+        // What happened while no server ran is in the journal for clients that resume.
+        journal.record(&repo, &first.board.work_dir, first.head, Vec::new())?;
+        let counts = git_dir.join("coord").join("events").join("counts.json");
+        let counters = counted(&repo, &first.board.work_dir, &counts, first.head)?;
+        counters.save(&counts, &first.head_hex().unwrap_or_default());
         let (events, _) = broadcast::channel(1024);
         Ok(Arc::new(Hub {
             opener,
             current: RwLock::new(Arc::new(first)),
             reloading: Mutex::new(()),
             events,
-            next_event: AtomicU64::new(1),
+            published: Mutex::new(journal.last()),
+            journal,
             dirty: AtomicBool::new(false),
             unexplained_since: Mutex::new(None),
-            counters: Mutex::new(Counters::default()),
+            counters: Mutex::new(counters),
+            counts,
             git_dir,
         }))
     }
@@ -130,9 +144,26 @@ impl Hub {
         self.opener.clone()
     }
 
-    /// Returns a receiver of every event published from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
-        self.events.subscribe()
+    /// Returns a receiver of every event published from now on, and the id of the last
+    /// transition published before.
+    pub fn subscribe(&self) -> (broadcast::Receiver<Arc<Event>>, u64) {
+        let published = self.published.lock().unwrap_or_else(|e| e.into_inner());
+        (self.events.subscribe(), *published)
+    }
+
+    /// Returns the id of the last transition in the event journal.
+    pub fn last_id(&self) -> u64 {
+        self.journal.last()
+    }
+
+    /// Returns the transitions published after id `after`, from the event journal.
+    pub fn replay(&self, after: u64) -> Result<Vec<Arc<Event>>, HubError> {
+        Ok(self
+            .journal
+            .after(after)?
+            .into_iter()
+            .map(transition)
+            .collect())
     }
 
     /// Returns how many clients listen to events.
@@ -151,32 +182,71 @@ impl Hub {
             self.dirty.store(true, Ordering::SeqCst);
             return Ok(());
         }
-        let mut events = commit_transitions(&self.opener.dir, &old, &new)?;
-        let explained: HashSet<String> = events
-            .iter()
-            .filter_map(|e| e["task"].as_str().map(str::to_string))
-            .collect();
+        let repo = crate::git::Repo::discover(&self.opener.dir)?;
+        let work_dir = new.board.work_dir.clone();
+        let change = events::change(&repo, &work_dir, old.head, new.head)?;
+        let explained: HashSet<&str> = change.iter().flat_map(Change::subjects).collect();
         let by_hand = moved_by_hand(&old, &new, &explained);
         if self.wait_for_commit(!by_hand.is_empty()) {
             self.dirty.store(true, Ordering::SeqCst);
             return Ok(());
         }
-        events.extend(by_hand);
-        let changed = !events.is_empty() || new.view != old.view || new.head != old.head;
+        let logged = self.journal.record(&repo, &work_dir, new.head, by_hand)?;
+        self.count(&repo, &work_dir, change.as_ref(), new.head)?;
+        let changed = !logged.is_empty() || new.view != old.view || new.head != old.head;
         if !changed {
             return Ok(());
         }
         new.generation = old.generation + 1;
         let (generation, head) = (new.generation, new.head_hex());
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(new);
-        for data in events {
-            self.counters
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .count(&data);
-            self.publish("transition", data);
+        self.publish(logged)?;
+        let board = json!({"generation": generation, "head": head});
+        let _ = self.events.send(Arc::new(Event {
+            id: None,
+            kind: "board",
+            data: board,
+        }));
+        Ok(())
+    }
+
+    /// Counts the transitions a move of HEAD added and takes back those it removed; counts
+    /// the whole history again when the old HEAD is gone. Saves the counters when they moved.
+    fn count(
+        &self,
+        repo: &crate::git::Repo,
+        work_dir: &str,
+        change: Option<&Change>,
+        head: Option<crate::git::Oid>,
+    ) -> Result<(), HubError> {
+        let mut counters = self.counters.lock().unwrap_or_else(|e| e.into_inner());
+        match change {
+            Some(c) if c.added.is_empty() && c.removed.is_empty() => return Ok(()),
+            Some(change) => counters.apply(change),
+            None => *counters = counted(repo, work_dir, &self.counts, head)?,
         }
-        self.publish("board", json!({"generation": generation, "head": head}));
+        counters.save(
+            &self.counts,
+            &head.map(|h| h.to_string()).unwrap_or_default(),
+        );
+        Ok(())
+    }
+
+    /// Sends the transitions of the journal not sent yet: `logged` when it follows the last
+    /// sent, else read back from the journal (another process wrote some meanwhile).
+    fn publish(&self, logged: Vec<Logged>) -> Result<(), HubError> {
+        let mut published = self.published.lock().unwrap_or_else(|e| e.into_inner());
+        let follows = logged.first().is_none_or(|l| l.id == *published + 1);
+        let due: Vec<Arc<Event>> = if follows {
+            logged.into_iter().map(transition).collect()
+        } else {
+            self.replay(*published)?
+        };
+        for ev in due {
+            *published = ev.id.unwrap_or(*published).max(*published);
+            // No subscriber is not an error: the event is simply not wanted.
+            let _ = self.events.send(ev);
+        }
         Ok(())
     }
 
@@ -202,12 +272,6 @@ impl Hub {
     /// Reloads at the next poll (a tick this server ran changed something).
     pub fn changed(&self) {
         self.dirty.store(true, Ordering::SeqCst);
-    }
-
-    fn publish(&self, kind: &'static str, data: Value) {
-        let id = self.next_event.fetch_add(1, Ordering::SeqCst);
-        // No subscriber is not an error: the event is simply not wanted.
-        let _ = self.events.send(Arc::new(Event { id, kind, data }));
     }
 
     /// Starts the thread that reloads on change: it polls HEAD every 100 ms and is woken by
@@ -276,36 +340,38 @@ fn load(opener: &Opener, generation: u64) -> Result<Snapshot, HubError> {
     })
 }
 
-/// Returns the transitions of the commits between the two snapshots' HEADs, oldest first:
-/// coord's from their trailers, a person's from the task files their commit moved.
-fn commit_transitions(dir: &Path, old: &Snapshot, new: &Snapshot) -> Result<Vec<Value>, HubError> {
-    // From the reading's HEAD, not today's: a commit made since is the next reading's.
-    let Some(head) = new.head.filter(|_| new.head != old.head) else {
-        return Ok(Vec::new());
-    };
-    let stop = old.head_hex();
-    let repo = crate::git::Repo::discover(dir)?;
-    let work_dir = &new.board.work_dir;
-    let mut found: Vec<Value> = Vec::new();
-    for c in repo
-        .log_from(head, Some(MAX_COMMITS))?
-        .iter()
-        .take_while(|c| Some(&c.oid) != stop.as_ref())
-    {
-        let mut entries = LogEntry::all(c);
-        if entries.is_empty() && !LogEntry::is_coords(c) {
-            entries = LogEntry::moves(c, &repo.touched(&c.oid, work_dir)?, work_dir);
+/// Returns the counters of the history up to `head`: those saved at `counts` and the
+/// transitions since the commit they count up to, or, without them, the whole history's.
+fn counted(
+    repo: &crate::git::Repo,
+    work_dir: &str,
+    counts: &Path,
+    head: Option<crate::git::Oid>,
+) -> Result<Counters, HubError> {
+    if let Some((mut counters, at)) = Counters::load(counts) {
+        if let Ok(at) = at.parse() {
+            if let Some(change) = events::change(repo, work_dir, Some(at), head)? {
+                counters.apply(&change);
+                return Ok(counters);
+            }
         }
-        // A heartbeat, a result written, coord adopting a file a person moved: no change of
-        // state, no transition.
-        found.extend(entries.iter().filter(|e| !e.is_noise()).map(|e| json!(e)));
     }
-    found.reverse();
-    Ok(found)
+    let mut counters = Counters::default();
+    counters.apply(&events::change(repo, work_dir, None, head)?.unwrap_or_default());
+    Ok(counters)
+}
+
+/// A transition of the journal as subscribers get it.
+fn transition(l: Logged) -> Arc<Event> {
+    Arc::new(Event {
+        id: Some(l.id),
+        kind: "transition",
+        data: l.data,
+    })
 }
 
 /// Returns a transition for each task whose state changed without a commit saying so.
-fn moved_by_hand(old: &Snapshot, new: &Snapshot, explained: &HashSet<String>) -> Vec<Value> {
+fn moved_by_hand(old: &Snapshot, new: &Snapshot, explained: &HashSet<&str>) -> Vec<Value> {
     let before = old.states();
     let after = new.states();
     let ids: std::collections::BTreeSet<&&TaskId> = before.keys().chain(after.keys()).collect();
@@ -380,18 +446,21 @@ mod tests {
         let new = load(&opener, 2).expect("load");
         // A writer commits between the reading and the walk of its history.
         tick_with(t.path(), &opts, "second");
-        let tasks = |events: Vec<Value>| -> Vec<String> {
-            let mut ids: Vec<String> = events
-                .iter()
-                .filter_map(|e| e["task"].as_str().map(str::to_string))
-                .collect();
+        let tasks = |a: &Snapshot, b: &Snapshot| -> Vec<String> {
+            let repo = crate::git::Repo::discover(t.path()).expect("repo");
+            let change = events::change(&repo, &b.board.work_dir, a.head, b.head)
+                .expect("history")
+                .expect("the old HEAD is there");
+            let mut ids: Vec<String> = change.real().iter().map(|e| e.subject.clone()).collect();
             ids.dedup();
             ids
         };
-        let seen = commit_transitions(t.path(), &old, &new).expect("transitions");
-        assert_eq!(tasks(seen), ["first"], "only the commits the reading saw");
+        assert_eq!(
+            tasks(&old, &new),
+            ["first"],
+            "only the commits the reading saw"
+        );
         let newer = load(&opener, 3).expect("load");
-        let seen = commit_transitions(t.path(), &new, &newer).expect("transitions");
-        assert_eq!(tasks(seen), ["second"], "each commit once");
+        assert_eq!(tasks(&new, &newer), ["second"], "each commit once");
     }
 }

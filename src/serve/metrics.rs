@@ -1,17 +1,19 @@
 //! `/metrics` in the Prometheus text format: tasks and the oldest task's age per state (from
-//! the snapshot), counters of the transitions this server has seen since it started
-//! (retries, dead letters, lease expiries), and what every coord process of the clone counted
+//! the snapshot), counters of the transitions in the branch's history (retries, dead
+//! letters, lease expiries), each counted once however often history was rewritten, and what every coord process of the clone counted
 //! in its stats (ticks and their duration, rejected pushes), whoever ran them. Pure.
 
 use super::hub::Snapshot;
 use crate::model::State;
+use crate::ops::events::Change;
+use crate::ops::LogEntry;
 use crate::store::Stats;
 use jiff::Timestamp;
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::path::Path;
 
-/// Transitions seen since the server started.
+/// The transitions in the branch's history.
 #[derive(Debug, Default)]
 pub struct Counters {
     by_edge: BTreeMap<(String, String), u64>,
@@ -20,24 +22,78 @@ pub struct Counters {
     lease_expiries: u64,
 }
 
+/// The counters as a file keeps them, with the commit they count up to.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Saved {
+    head: String,
+    edges: Vec<(String, String, u64)>,
+    retries: u64,
+    dead_letters: u64,
+    lease_expiries: u64,
+}
+
 impl Counters {
-    /// Counts one transition event.
-    pub fn count(&mut self, t: &Value) {
-        let s = |k: &str| t[k].as_str().unwrap_or("none").to_string();
-        let (from, to, summary) = (s("from"), s("to"), s("summary"));
+    /// Reads the counters saved at `path`, with the commit they count up to; None when there
+    /// are none or they do not read.
+    pub fn load(path: &Path) -> Option<(Counters, String)> {
+        let bytes = crate::fsx::read_private(path).ok()?;
+        let saved: Saved = serde_json::from_slice(&bytes).ok()?;
+        let by_edge = saved.edges.into_iter().map(|(f, t, n)| ((f, t), n));
+        let counters = Counters {
+            by_edge: by_edge.collect(),
+            retries: saved.retries,
+            dead_letters: saved.dead_letters,
+            lease_expiries: saved.lease_expiries,
+        };
+        Some((counters, saved.head))
+    }
+
+    /// Saves the counters at `path` with the commit they count up to, so that a restart
+    /// counts only the commits made since. A file that cannot be written is not an error:
+    /// the next start counts the whole history again.
+    pub fn save(&self, path: &Path, head: &str) {
+        let saved = Saved {
+            head: head.to_string(),
+            edges: (self.by_edge.iter())
+                .map(|((f, t), n)| (f.clone(), t.clone(), *n))
+                .collect(),
+            retries: self.retries,
+            dead_letters: self.dead_letters,
+            lease_expiries: self.lease_expiries,
+        };
+        if let Ok(bytes) = serde_json::to_vec(&saved) {
+            let _ = crate::fsx::write_private(path, &bytes, false);
+        }
+    }
+
+    /// Counts the transitions a move of HEAD added and takes back those it removed.
+    pub fn apply(&mut self, change: &Change) {
+        for e in &change.added {
+            self.count(e, true);
+        }
+        for e in &change.removed {
+            self.count(e, false);
+        }
+    }
+
+    /// Counts one transition, or takes it back (`up` false).
+    fn count(&mut self, t: &LogEntry, up: bool) {
+        let end = |p: &Option<crate::model::Endpoint>| p.map_or("none".into(), |p| p.to_string());
+        let (from, to, summary) = (end(&t.from), end(&t.to), t.summary.as_str());
+        let step = |n: &mut u64| *n = if up { *n + 1 } else { n.saturating_sub(1) };
         if from == "assigned" && to == "ready" && summary.starts_with("retry ") {
-            self.retries += 1;
+            step(&mut self.retries);
             if summary.contains(" after timeout") {
-                self.lease_expiries += 1;
+                step(&mut self.lease_expiries);
             }
         }
         if from == "assigned" && to == "failed" {
-            self.dead_letters += 1;
+            step(&mut self.dead_letters);
             if summary.contains(": timeout ") {
-                self.lease_expiries += 1;
+                step(&mut self.lease_expiries);
             }
         }
-        *self.by_edge.entry((from, to)).or_default() += 1;
+        step(self.by_edge.entry((from, to)).or_default());
     }
 }
 
@@ -82,7 +138,7 @@ pub fn render(
             "coord_task_oldest_age_seconds{{state=\"{s}\"}} {age:.0}"
         );
     }
-    let help = "Transitions seen since the server started.";
+    let help = "Transitions in the branch's history, each once however often it was rewritten.";
     head(&mut out, "coord_transitions_total", "counter", help);
     for ((from, to), n) in &counters.by_edge {
         let _ = writeln!(

@@ -121,10 +121,16 @@ pub struct Events {
 impl Events {
     /// Opens `/v1/events` on `addr` and waits (10 s at most) for its `ready` event.
     pub fn open(addr: &str) -> Events {
+        Events::open_at(addr, "/v1/events", "")
+    }
+
+    /// Opens `path` (`/v1/events` with a query) on `addr` with the extra header lines
+    /// `headers` (each ending in `\r\n`) and waits (10 s at most) for its `ready` event.
+    pub fn open_at(addr: &str, path: &str, headers: &str) -> Events {
         let mut s = TcpStream::connect(addr).expect("connect");
         write!(
             s,
-            "GET /v1/events HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n"
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n{headers}\r\n"
         )
         .expect("send");
         let mut ev = Events::over(s);
@@ -166,6 +172,47 @@ impl Events {
             }
         }
         done(&self.seen)
+    }
+}
+
+/// One event of a stream: its `event:` name, its `id:` (when it has one) and its `data:`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sent {
+    /// The event's name.
+    pub kind: String,
+    /// Its id, when it has one.
+    pub id: Option<u64>,
+    /// Its data, as JSON.
+    pub data: serde_json::Value,
+}
+
+impl Events {
+    /// Returns the whole events read so far, in order.
+    pub fn parsed(&self) -> Vec<Sent> {
+        let mut out = Vec::new();
+        for block in self.seen.split("\n\n") {
+            let field = |name: &str| {
+                block
+                    .lines()
+                    .find_map(|l| l.strip_prefix(name))
+                    .map(str::to_string)
+            };
+            let (Some(kind), Some(data)) = (field("event: "), field("data: ")) else {
+                continue;
+            };
+            let Ok(data) = serde_json::from_str(&data) else {
+                continue;
+            };
+            let id = field("id: ").and_then(|i| i.parse().ok());
+            out.push(Sent { kind, id, data });
+        }
+        out
+    }
+
+    /// Returns the transitions read so far.
+    pub fn transitions(&self) -> Vec<Sent> {
+        let all = self.parsed().into_iter();
+        all.filter(|e| e.kind == "transition").collect()
     }
 }
 

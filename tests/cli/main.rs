@@ -50,6 +50,7 @@ mod scale;
 mod schemas;
 mod scoped;
 mod serve;
+mod serve_events;
 mod serve_guard;
 mod serve_memory;
 mod ship;
