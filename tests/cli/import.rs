@@ -234,6 +234,8 @@ fn github_issues_import_once_from_a_file_or_stdin() {
 #[test]
 fn a_dry_run_writes_nothing_and_a_changed_item_is_reported_not_written() {
     let r = TestRepo::new();
+    // A file a person dropped and did not commit: a dry run does not record it either.
+    r.task("by-hand", "title: Dropped by hand\n");
     let before = r.commit_count();
     let out = r.ok(&[
         "import",
@@ -242,8 +244,10 @@ fn a_dry_run_writes_nothing_and_a_changed_item_is_reported_not_written() {
         &fixture("github/issues.json"),
     ]);
     assert!(out.contains("would create"), "{out}");
-    assert_eq!(r.commit_count(), before);
-    assert_eq!(r.git_status(), "");
+    assert_eq!(r.commit_count(), before, "a dry run commits nothing");
+    assert_eq!(r.git_status(), "?? work/inbox/by-hand.yaml\n");
+    r.git(&["add", "work/inbox/by-hand.yaml"]);
+    r.git(&["commit", "-qm", "a task by hand"]);
     r.ok(&["import", "github", &fixture("github/issues.json")]);
     let changed = std::fs::read_to_string(fixture("github/issues.json"))
         .expect("fixture")

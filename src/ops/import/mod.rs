@@ -248,7 +248,11 @@ impl Coord {
     /// Writes the items not yet imported into `work/` in one commit (none with `dry_run`)
     /// and reports every item.
     pub fn import(&self, source: Source, items: &[Item], dry_run: bool) -> Result<Imported, Error> {
-        let _lock = self.session(AGENT_WAIT)?;
+        // A dry run reads the board as it is: no lock, nobody's changes recorded.
+        let _lock = match dry_run {
+            true => None,
+            false => Some(self.session(AGENT_WAIT)?),
+        };
         let (board, _) = self.store.load()?;
         let mut imported = Imported {
             source,
