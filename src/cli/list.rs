@@ -79,7 +79,8 @@ fn cells(v: &Value) -> [String; 6] {
     ]
 }
 
-fn parse_state(s: &str) -> Result<State, String> {
+/// Returns the state `s` names, or a message listing the names.
+pub(crate) fn parse_state(s: &str) -> Result<State, String> {
     State::parse(s).ok_or_else(|| {
         let names: Vec<&str> = State::ALL.iter().map(|s| s.as_str()).collect();
         format!("unknown state {s:?}: use one of {}", names.join(", "))

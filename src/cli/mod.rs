@@ -24,6 +24,7 @@ mod demo;
 mod doctor;
 mod gate;
 mod generate;
+mod import;
 mod init;
 mod keygen;
 mod list;
@@ -104,6 +105,10 @@ enum Command {
     Init(init::Args),
     /// Write a new task into work/inbox/ and print its id
     New(new::Args),
+    /// Bring in the tasks of beads, Backlog.md, Taskmaster or GitHub issues, in one commit
+    Import(import::ImportArgs),
+    /// Print tasks as JSON Lines, one task per line
+    Export(import::ExportArgs),
     /// Check task files; exit 1 if any is invalid
     Validate(validate::Args),
     /// Run one reconciliation pass
@@ -327,6 +332,8 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Claim(a) => report::claim(&ctx, a)?,
         Command::Init(a) => init::run(&ctx, a)?,
         Command::New(a) => new::run(&ctx, a)?,
+        Command::Import(a) => import::import(&ctx, a)?,
+        Command::Export(a) => import::export(&ctx, a)?,
         Command::Validate(a) => validate::run(&ctx, a)?,
         Command::Tick(a) => tick::run(&ctx, a)?,
         Command::Watch(a) => watch::run(&ctx, a)?,

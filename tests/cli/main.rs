@@ -29,6 +29,7 @@ mod history_blocks;
 mod history_folders;
 mod http;
 mod http_client;
+mod import;
 mod index_write;
 mod inplace;
 mod install;

@@ -137,17 +137,47 @@ fn every_json_answer_matches_its_schema() {
         found["verified"]["findings"][0]["kind"], "two_places",
         "{found}"
     );
+    let issues = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/import/github/issues.json"
+    );
+    ok(&r, "import", &["import", "github", issues, "--dry-run"], 0);
+    ok(&r, "import", &["import", "github", issues], 0);
     failure(&r, &["show", "nope"], 1);
     used.insert("error");
     let all = schema_names();
     let missing: Vec<&String> = all
         .iter()
-        .filter(|n| !used.contains(n.as_str()) && !["demo", "run"].contains(&n.as_str()))
+        .filter(|n| !used.contains(n.as_str()) && !["demo", "run", "export"].contains(&n.as_str()))
         .collect();
     assert!(
         missing.is_empty(),
         "schemas no command was checked against: {missing:?}"
     );
+}
+
+#[test]
+fn export_lines_match_their_schema() {
+    let r = TestRepo::new();
+    let issues = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/import/github/issues.json"
+    );
+    r.ok(&["import", "github", issues]);
+    r.ok(&["tick"]);
+    let raw = std::fs::read_to_string(Path::new(DIR).join("export.json")).expect("schema");
+    let schema: Value = serde_json::from_str(&raw).expect("schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let out = r.ok(&["export"]);
+    assert_eq!(out.lines().count(), 4, "{out}");
+    for line in out.lines() {
+        let value: Value = serde_json::from_str(line).expect("one JSON object a line");
+        let errors: Vec<String> = validator
+            .iter_errors(&value)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{line}: {errors:?}");
+    }
 }
 
 #[test]

@@ -157,6 +157,14 @@ const RECIPE_OUTCOMES: &[(&str, &[&str])] = &[
         "`coord watch` as a systemd service",
         &["keys  assigned  alice"],
     ),
+    (
+        "Coming from beads, Backlog.md, Taskmaster or GitHub issues",
+        &[
+            "2 from github: 2 new, 0 unchanged",
+            "2 from github: 0 new, 2 unchanged",
+            "\"id\":\"gh-14\",\"state\":\"ready\"",
+        ],
+    ),
 ];
 
 #[test]
