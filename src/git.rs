@@ -21,6 +21,7 @@ mod locks;
 mod pack;
 mod rewrite;
 mod state;
+mod subjects;
 
 pub use attempts::Granted;
 use commit::check_path;
@@ -34,6 +35,7 @@ pub(crate) use index_file::{IndexChange, IndexFile};
 pub use pack::PACK_LOOSE_FROM;
 pub use rewrite::{LocalCommit, UNRELATED};
 pub use state::Unfinished;
+pub use subjects::Named;
 
 /// Returns the id git gives `bytes` as a blob.
 pub fn blob_id(bytes: &[u8]) -> Option<Oid> {

@@ -14,6 +14,7 @@ pub(crate) mod handoff;
 mod intake;
 pub mod operation;
 pub mod retry;
+pub mod schedule;
 pub mod sighting;
 mod waits;
 mod world;

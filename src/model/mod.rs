@@ -1,5 +1,5 @@
 //! The task and agent data model: validated names, durations, states and the typed views of
-//! task files (SPEC 2.1) and agent profiles (SPEC 2.2). Pure data, no I/O.
+//! task files (SPEC 2.1), agent profiles (SPEC 2.2) and schedules. Pure data, no I/O.
 
 mod agent;
 mod code;
@@ -7,6 +7,7 @@ mod duration;
 mod endpoint;
 mod history;
 mod ids;
+pub mod schedule;
 pub(crate) mod state;
 mod task;
 pub mod time;

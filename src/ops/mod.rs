@@ -17,6 +17,7 @@ mod person;
 mod prime;
 mod profiles;
 mod remote;
+mod schedules;
 mod status;
 #[cfg(test)]
 mod tests;
@@ -34,6 +35,7 @@ pub use init::{init, Initialized, Setup};
 pub use log::LogEntry;
 pub use new::{Created, NewTask};
 pub use profiles::{AddedAgent, NewAgent};
+pub use schedules::ScheduleRow;
 pub use status::{Cursor, PushRate, Status, TaskFilter, TaskPage, Tentative};
 pub use tick::{describe, Moved, Planned, Ticked, TICK_WAIT};
 pub use validate::{validate, Validation};

@@ -16,6 +16,7 @@ mod history;
 mod indexed;
 mod load;
 mod quiet;
+mod schedules;
 mod scoped;
 mod settle;
 mod sightings;

@@ -47,6 +47,7 @@ mod plain_git;
 mod quiet_status;
 mod resilience;
 mod scale;
+mod schedules;
 mod schemas;
 mod scoped;
 mod serve;
