@@ -15,6 +15,7 @@ mod attempts;
 pub(crate) mod command;
 mod commit;
 mod edit;
+mod gates;
 mod history;
 mod index_file;
 mod locks;

@@ -439,6 +439,7 @@ pub(crate) fn inputs_for<'a>(store: &'a Store, now: Timestamp, keys: &'a KeyRing
         verifier,
         attempts: store,
         sightings: store,
+        gates: store,
     }
 }
 

@@ -396,9 +396,12 @@ fn describe_raw(note: &Note) -> String {
         Note::Waiting { id, reason } | Note::Held { id, reason } => {
             format!("{id} waits: {reason}")
         }
-        Note::Blocked { id, open } => {
-            let open: Vec<&str> = open.iter().map(|i| i.as_str()).collect();
-            format!("{id} is blocked on {}", open.join(", "))
+        Note::Blocked { id, open, gates } => {
+            let open = open
+                .iter()
+                .map(|i| i.to_string())
+                .chain(gates.iter().cloned());
+            format!("{id} is blocked on {}", open.collect::<Vec<_>>().join(", "))
         }
         Note::Duplicate { id, paths } => {
             format!(

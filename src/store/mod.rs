@@ -12,6 +12,7 @@ mod clean;
 mod edit;
 #[cfg(test)]
 mod faults;
+mod gates;
 mod history;
 mod indexed;
 mod load;

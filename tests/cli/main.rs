@@ -23,6 +23,7 @@ mod faults;
 mod fencing;
 mod finished;
 mod foundation;
+mod gates;
 mod gitstate;
 mod harness;
 mod history_blocks;
