@@ -198,6 +198,8 @@ pub struct Waiting {
     pub capabilities: Vec<String>,
     /// `depends_on`.
     pub depends_on: Vec<TaskId>,
+    /// `wait_for`.
+    pub wait_for: Vec<crate::model::gate::Gate>,
 }
 
 impl Waiting {
@@ -211,6 +213,7 @@ impl Waiting {
             agent: task.spec.agent.clone(),
             capabilities: task.spec.capabilities.clone(),
             depends_on: task.spec.depends_on.clone(),
+            wait_for: task.spec.wait_for.clone(),
         }
     }
 

@@ -148,6 +148,9 @@ pub struct Config {
     pub settle: Duration,
     /// How agents' commands share work through a remote.
     pub sync: SyncConfig,
+    /// How often a tick that found nothing else to do looks at the gates of waiting tasks
+    /// again.
+    pub gate_interval: Duration,
 }
 
 /// `sync:` in coord.yaml.
@@ -192,17 +195,19 @@ impl Default for Config {
             rules: Vec::new(),
             settle: Duration::from_secs(2),
             sync: SyncConfig::default(),
+            gate_interval: Duration::from_secs(60),
         }
     }
 }
 
 /// The keys of coord.yaml that hold durations.
-const DURATION_KEYS: [&str; 5] = [
+const DURATION_KEYS: [&str; 6] = [
     "/defaults/timeout",
     "/backoff/base",
     "/backoff/max",
     "/circuit_breaker/open_for",
     "/archive_after",
+    "/gate_interval",
 ];
 
 /// Returns why a duration in the raw config is out of range, naming its key.

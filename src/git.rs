@@ -15,12 +15,14 @@ mod attempts;
 pub(crate) mod command;
 mod commit;
 mod edit;
+mod gates;
 mod history;
 mod index_file;
 mod locks;
 mod pack;
 mod rewrite;
 mod state;
+mod subjects;
 
 pub use attempts::Granted;
 use commit::check_path;
@@ -34,6 +36,7 @@ pub(crate) use index_file::{IndexChange, IndexFile};
 pub use pack::PACK_LOOSE_FROM;
 pub use rewrite::{LocalCommit, UNRELATED};
 pub use state::Unfinished;
+pub use subjects::Named;
 
 /// Returns the id git gives `bytes` as a blob.
 pub fn blob_id(bytes: &[u8]) -> Option<Oid> {

@@ -1,4 +1,4 @@
-//! The task and agent JSON Schemas: the copies compiled into the binary, the repo's own copy
+//! The task, agent and schedule JSON Schemas: the copies compiled into the binary, the repo's own copy
 //! when present (the extension point), and validation that reports every violation as a
 //! position in the YAML source. Pure apart from reading the repo's schema file.
 
@@ -14,6 +14,8 @@ use std::sync::OnceLock;
 pub const TASK_SCHEMA: &str = include_str!("../schemas/task.schema.json");
 /// The agent profile schema shipped with coord.
 pub const AGENT_SCHEMA: &str = include_str!("../schemas/agent.schema.json");
+/// The schedule schema shipped with coord.
+pub const SCHEDULE_SCHEMA: &str = include_str!("../schemas/schedule.schema.json");
 
 /// One problem in a file, with where it is.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -153,6 +155,12 @@ impl Schema {
     pub fn builtin_agent() -> Schema {
         Schema::deferred(AGENT_SCHEMA, Path::new("schemas/agent.schema.json"))
             .expect("the built-in agent schema is JSON (tested)")
+    }
+
+    /// Returns the built-in schedule schema.
+    pub fn builtin_schedule() -> Schema {
+        Schema::deferred(SCHEDULE_SCHEMA, Path::new("schemas/schedule.schema.json"))
+            .expect("the built-in schedule schema is JSON (tested)")
     }
 
     /// Returns every violation of `doc`, each placed at the offending key or value.

@@ -828,6 +828,7 @@ fn command(
         verifier: &AcceptAll,
         attempts: store,
         sightings: store,
+        gates: store,
     };
     let planned = plan(&board, &inputs);
     if let Ok(p) = &planned {

@@ -73,6 +73,7 @@ enum Kind {
     Task(Folder, TaskId),
     Profile(AgentName),
     Errors,
+    Schedule,
     Ignored,
     Stray(String),
 }
@@ -177,7 +178,8 @@ impl Board {
             Kind::Errors => {
                 self.error_files.insert(path);
             }
-            Kind::Ignored => {}
+            // Schedules are read by the tick's schedule step, not by the board.
+            Kind::Schedule | Kind::Ignored => {}
             Kind::Stray(message) => self.problems.push(Problem { path, message }),
         }
     }
@@ -185,12 +187,12 @@ impl Board {
 
 /// Returns whether a work-relative path belongs to the layout, which is all coord ever
 /// commits of people's changes: task files in their folders, `.errors` files, agent
-/// profiles, `.gitkeep` and `README.md` files and `work/.gitignore` (what the `.gitignore`
+/// profiles, schedules, `.gitkeep` and `README.md` files and `work/.gitignore` (what the `.gitignore`
 /// `coord init` writes lets git see). Anything else is stray (or ignored).
 pub fn is_layout(rel: &str) -> bool {
     let name = rel.rsplit('/').next().unwrap_or(rel);
     match classify(rel, &|m| Arc::from(m)) {
-        Kind::Task(..) | Kind::Profile(_) | Kind::Errors => true,
+        Kind::Task(..) | Kind::Profile(_) | Kind::Errors | Kind::Schedule => true,
         Kind::Ignored => {
             rel == ".gitignore" || name == ".gitkeep" || name.eq_ignore_ascii_case("README.md")
         }
@@ -310,6 +312,12 @@ fn classify(rel: &str, month: &dyn Fn(&str) -> Arc<str>) -> Kind {
         ["agents", n] => match is_task_name(n).map(AgentName::new) {
             Some(Ok(a)) => Kind::Profile(a),
             _ => Kind::Stray("agent profiles are <name>.yaml with a valid agent name".to_string()),
+        },
+        ["schedules", n] => match is_task_name(n).map(AgentName::new) {
+            Some(Ok(_)) => Kind::Schedule,
+            _ => Kind::Stray(
+                "schedules are <name>.yaml with a name like a task id".to_string(),
+            ),
         },
         ["assigned", agent, n] => match AgentName::new(agent) {
             Ok(a) => task_kind(Folder::assigned(a), n),

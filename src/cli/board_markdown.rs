@@ -33,6 +33,8 @@ pub fn render(v: &Value) -> String {
             .as_array()
             .map(|a| a.iter().map(|d| format!("`{}`", text(d))).collect())
             .unwrap_or_default();
+        let gates = b["gates"].as_array().into_iter().flatten().map(text);
+        let open: Vec<String> = open.into_iter().chain(gates).collect();
         format!("`{}` waits for {}", text(&b["id"]), open.join(", "))
     });
     list(&mut md, v, "overdue", "Overdue", |o| {

@@ -116,6 +116,8 @@ pub fn render(v: &Value, st: Style) -> String {
                     .collect()
             })
             .unwrap_or_default();
+        let gates = b["gates"].as_array().into_iter().flatten().map(line);
+        let ids: Vec<String> = ids.into_iter().chain(gates).collect();
         format!("{}: waiting for {}", entry(b, st), ids.join(", "))
     });
     section(&mut out, v, "overdue", "overdue", st, |o| {

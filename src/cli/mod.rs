@@ -35,6 +35,7 @@ mod prime;
 mod report;
 mod run;
 mod run_output;
+mod schedules;
 mod serve;
 mod show;
 mod status;
@@ -153,6 +154,8 @@ enum Command {
     Sync(sync::Args),
     /// Build a sample repo and run a pipeline and a fan-out to the end with simulated agents
     Demo(demo::Args),
+    /// List recurring tasks (work/schedules/) with their next slots
+    Schedules(schedules::Args),
     /// Run a command once per task of an agent: task JSON on stdin, heartbeats, timeout, report
     Run(run::Args),
     /// Serve the REST API under /v1, the live board at / and /metrics over HTTP
@@ -351,6 +354,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Retry(a) => gate::retry(&ctx, a)?,
         Command::Keygen(a) => keygen::run(&ctx, a)?,
         Command::Agents(a) => agents::run(&ctx, a)?,
+        Command::Schedules(a) => schedules::run(&ctx, a)?,
         Command::Archive(a) => archive::run(&ctx, a)?,
         Command::Doctor(a) => doctor::run(&ctx, a)?,
         Command::Sync(a) => sync::run(&ctx, a)?,

@@ -1,4 +1,5 @@
-//! Dependencies (SPEC 3.2): a blocked task becomes ready when every dependency is done, a ready
+//! Dependencies (SPEC 3.2) and gates (`wait_for`): a blocked task becomes ready when every
+//! dependency is done and every gate is open, a ready
 //! one goes back to blocked when a person moved a dependency back out of `done/`, and a task
 //! not yet started (blocked, ready, or in review waiting to start) fails with
 //! `dependency_failed` when one failed or was cancelled, the whole graph in one pass.
@@ -35,7 +36,16 @@ pub fn run(w: &mut World<'_>) {
     }
     for id in w.ids_in(State::Blocked) {
         let open = open_deps(w, &id);
-        w.note(Note::Blocked { id, open });
+        let gates = w
+            .entry(&id)
+            .map(|e| e.task.waiting().wait_for.clone())
+            .unwrap_or_default();
+        let gates = w
+            .closed_gates(&gates)
+            .iter()
+            .map(|g| g.describe())
+            .collect();
+        w.note(Note::Blocked { id, open, gates });
     }
 }
 
@@ -95,14 +105,19 @@ fn step(w: &mut World<'_>, id: &TaskId) -> bool {
     }
     // A dependency whose file is not on the board is waited for: it may be mid-move by a
     // person (its new file still settling), and status names it as missing.
+    let gates = e.task.waiting().wait_for.clone();
     if blocked
         && deps
             .iter()
             .all(|d| effective_state(w, d) == Some(State::Done))
+        && w.closed_gates(&gates).is_empty()
     {
         let mut c = e.task.coord.clone();
         c.state = Some(State::Ready);
-        let summary = format!("unblock {id}: dependencies done");
+        let summary = match gates.is_empty() {
+            true => format!("unblock {id}: dependencies done"),
+            false => format!("unblock {id}: dependencies done, gates open"),
+        };
         return w.transit(id, Folder::of(State::Ready), c, ResultEdit::Keep, summary);
     }
     false

@@ -133,6 +133,7 @@ fn admit(w: &mut World<'_>, id: &TaskId) {
         .depends_on
         .iter()
         .all(|d| super::deps::effective_state(w, d) == Some(State::Done));
+    let deps_done = deps_done && w.closed_gates(&spec.wait_for).is_empty();
     let target = match (spec.authority, deps_done) {
         (Authority::AskMeFirst, _) => State::Review,
         (_, false) => State::Blocked,

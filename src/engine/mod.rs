@@ -14,6 +14,7 @@ pub(crate) mod handoff;
 mod intake;
 pub mod operation;
 pub mod retry;
+pub mod schedule;
 pub mod sighting;
 mod waits;
 mod world;
@@ -206,12 +207,14 @@ pub enum Note {
         /// What it waits for and what ends the wait.
         reason: String,
     },
-    /// A blocked task and the dependencies it still waits for.
+    /// A blocked task and the dependencies and gates it still waits for.
     Blocked {
         /// The task.
         id: TaskId,
         /// Open dependencies.
         open: Vec<TaskId>,
+        /// Gates not open yet, in words.
+        gates: Vec<String>,
     },
     /// One id in several places: never assigned until a person keeps one copy.
     Duplicate {
@@ -284,6 +287,8 @@ pub struct Inputs<'a> {
     pub attempts: &'a dyn AttemptFloor,
     /// When this clone first saw each deadline, for measuring it with its own clock.
     pub sightings: &'a dyn sighting::Sightings,
+    /// Answers the gates of waiting tasks that need the repository (refs, merges, paths).
+    pub gates: &'a dyn crate::model::gate::GateAnswers,
 }
 
 /// Plans one tick (SPEC 3): adoption of hand moves, intake, completion and timeouts,

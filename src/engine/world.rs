@@ -143,6 +143,8 @@ pub struct World<'a> {
     pub attempts: &'a dyn AttemptFloor,
     /// When this clone first saw each deadline.
     sightings: &'a dyn super::sighting::Sightings,
+    /// Answers repository gates.
+    gates: &'a dyn crate::model::gate::GateAnswers,
     /// Live, unique, readable tasks by id, except those of `archived`.
     live: BTreeMap<TaskId, Entry>,
     /// The archived tasks that are the one live copy of their id and read, sorted by id, as
@@ -192,6 +194,7 @@ impl<'a> World<'a> {
             verifier: inputs.verifier,
             attempts: inputs.attempts,
             sightings: inputs.sightings,
+            gates: inputs.gates,
             live: BTreeMap::new(),
             archived: Vec::new(),
             ids: board
@@ -368,6 +371,28 @@ impl<'a> World<'a> {
     /// Returns the current time as coord records it (whole seconds).
     pub fn now(&self) -> Timestamp {
         whole_second(self.clock.now())
+    }
+
+    /// Returns the gates of `gates` not open now. A time gate asks the clock; the others ask
+    /// the repository, and while one is closed the plan's deadline is at most
+    /// `gate_interval` away, so a quiet tick looks again then.
+    pub fn closed_gates<'g>(
+        &self,
+        gates: &'g [crate::model::gate::Gate],
+    ) -> Vec<&'g crate::model::gate::Gate> {
+        let closed: Vec<_> = gates
+            .iter()
+            .filter(|g| match g.time() {
+                Some(t) => !self.clock.reached(t),
+                None if matches!(g, crate::model::gate::Gate::Time(_)) => true,
+                None => self.gates.open(g) != Some(true),
+            })
+            .collect();
+        if closed.iter().any(|g| g.time().is_none()) {
+            let interval = self.config.gate_interval.to_signed();
+            self.clock.reached(self.clock.after(interval));
+        }
+        closed
     }
 
     /// Returns whether the deadline `kind` written as `at`, `span` after its writer's start,

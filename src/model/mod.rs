@@ -1,12 +1,14 @@
 //! The task and agent data model: validated names, durations, states and the typed views of
-//! task files (SPEC 2.1) and agent profiles (SPEC 2.2). Pure data, no I/O.
+//! task files (SPEC 2.1) with their gates, agent profiles (SPEC 2.2) and schedules. Pure data, no I/O.
 
 mod agent;
 mod code;
 mod duration;
 mod endpoint;
+pub mod gate;
 mod history;
 mod ids;
+pub mod schedule;
 pub(crate) mod state;
 mod task;
 pub mod time;

@@ -118,6 +118,8 @@ pub struct TaskSpec {
     pub priority: Option<Priority>,
     /// Ids that must be done first.
     pub depends_on: Vec<TaskId>,
+    /// `wait_for`: gates that must open before it becomes ready.
+    pub wait_for: Vec<super::gate::Gate>,
     /// Handoff after success.
     pub next_agent: Option<NextAgent>,
     /// Fan-in agent with a `next_agent` list.

@@ -40,6 +40,7 @@ backoff: {base: 1m, max: 1h}
 circuit_breaker: {failure_threshold: 5, open_for: 10m}
 max_handoffs: 10
 archive_after: 7d
+gate_interval: 1m
 require_signed_results: false
 commit: {author: \"coord <coord@localhost>\"}
 # settle: 2s                      # read a file once unchanged this long; 0s: at once

@@ -20,6 +20,7 @@ mod person;
 mod prime;
 mod profiles;
 mod remote;
+mod schedules;
 mod status;
 #[cfg(test)]
 mod tests;
@@ -38,6 +39,7 @@ pub use init::{init, Initialized, Setup};
 pub use log::LogEntry;
 pub use new::{Created, NewTask};
 pub use profiles::{AddedAgent, NewAgent};
+pub use schedules::ScheduleRow;
 pub use status::{Cursor, PushRate, Status, TaskFilter, TaskPage, Tentative};
 pub use tick::{describe, Moved, Planned, Ticked, TICK_WAIT};
 pub use validate::{validate, Validation};
@@ -441,6 +443,7 @@ pub(crate) fn inputs_for<'a>(store: &'a Store, now: Timestamp, keys: &'a KeyRing
         verifier,
         attempts: store,
         sightings: store,
+        gates: store,
     }
 }
 

@@ -185,17 +185,21 @@ fn pass(store: &Store, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Result<Ti
 /// (names in byte order), each window loaded, planned and applied in turn: what the pass
 /// holds at once is bounded by the window, not by the inbox.
 fn reconcile(store: &Store, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Result<Ticked, Error> {
+    let scheduled = super::schedules::run_due(store, sink, now)?;
+    let mut ticked = Ticked {
+        commits: scheduled.commits,
+        transitions: scheduled.transitions,
+        attention: scheduled.attention,
+        ..Ticked::default()
+    };
     let mut walked = store.walk_work_blocks()?;
     if store.is_quiet(&walked, now) {
         store.look_unchanged(now);
         sink(&Event::Detail("coord: nothing changed since a tick found nothing to do, and nothing it waits for is due; planning skipped ('coord status' shows what waits)"));
-        return Ok(Ticked {
-            quiet: true,
-            ..Ticked::default()
-        });
+        ticked.quiet = true;
+        return Ok(ticked);
     }
-    let mut ticked = Ticked::default();
-    let mut seen = std::collections::HashSet::new();
+    let mut seen: std::collections::HashSet<String> = ticked.attention.iter().cloned().collect();
     let last = store.window_inbox(&mut walked, None);
     let mut first = Some((walked, last));
     let mut after: Option<String> = None;
@@ -392,9 +396,12 @@ fn describe_raw(note: &Note) -> String {
         Note::Waiting { id, reason } | Note::Held { id, reason } => {
             format!("{id} waits: {reason}")
         }
-        Note::Blocked { id, open } => {
-            let open: Vec<&str> = open.iter().map(|i| i.as_str()).collect();
-            format!("{id} is blocked on {}", open.join(", "))
+        Note::Blocked { id, open, gates } => {
+            let open = open
+                .iter()
+                .map(|i| i.to_string())
+                .chain(gates.iter().cloned());
+            format!("{id} is blocked on {}", open.collect::<Vec<_>>().join(", "))
         }
         Note::Duplicate { id, paths } => {
             format!(

@@ -57,7 +57,7 @@ impl Store {
 
     /// In a shallow clone, fetches the missing history (once) and reads the marks again from
     /// all of it.
-    fn deepen_once(&self) {
+    pub(super) fn deepen_once(&self) {
         if !self.repo.is_shallow() {
             return;
         }

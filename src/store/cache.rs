@@ -45,7 +45,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const PATH: &str = "coord/stat-cache.bin";
 
 /// The first bytes of the cache file: its format and version.
-const MAGIC: &[u8] = b"coord stat-cache 7\n";
+const MAGIC: &[u8] = b"coord stat-cache 8\n";
 
 /// How old a stamp with whole seconds must be to be trusted (git's racy rule, FAT's 2 s).
 const COARSE_SETTLE: Duration = Duration::from_secs(2);
@@ -972,7 +972,7 @@ fn put_opt(out: &mut Vec<u8>, s: Option<&str>) {
 }
 
 /// Encodes what the planner reads of a task waiting to start: a 0 byte for none, else a 1
-/// and its fields (optional strings, then the two lists as a count and strings).
+/// and its fields (optional strings, then the three lists as a count and strings; gates as JSON).
 fn put_waiting(out: &mut Vec<u8>, w: Option<&Waiting>) {
     let Some(w) = w else {
         out.push(0);
@@ -987,6 +987,12 @@ fn put_waiting(out: &mut Vec<u8>, w: Option<&Waiting>) {
     put_opt(out, w.agent.as_ref().map(AgentName::as_str));
     put_list(out, w.capabilities.iter().map(String::as_str));
     put_list(out, w.depends_on.iter().map(TaskId::as_str));
+    let gates: Vec<String> = w
+        .wait_for
+        .iter()
+        .filter_map(|g| serde_json::to_string(g).ok())
+        .collect();
+    put_list(out, gates.iter().map(String::as_str));
 }
 
 fn put_list<'s>(out: &mut Vec<u8>, items: impl ExactSizeIterator<Item = &'s str>) {
@@ -1009,6 +1015,7 @@ fn read_waiting(r: &mut Reader<'_>) -> Option<Option<Waiting>> {
     let agent = r.opt()?.map(AgentName::new).transpose().ok()?;
     let capabilities = r.list()?.into_iter().map(str::to_string).collect();
     let depends_on = r.list()?.into_iter().map(TaskId::new);
+    let wait_for = r.list()?.into_iter().map(serde_json::from_str);
     Some(Some(Waiting {
         priority,
         due,
@@ -1017,6 +1024,7 @@ fn read_waiting(r: &mut Reader<'_>) -> Option<Option<Waiting>> {
         agent,
         capabilities,
         depends_on: depends_on.collect::<Result<_, _>>().ok()?,
+        wait_for: wait_for.collect::<Result<_, _>>().ok()?,
     }))
 }
 

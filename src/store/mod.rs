@@ -12,10 +12,12 @@ mod clean;
 mod edit;
 #[cfg(test)]
 mod faults;
+mod gates;
 mod history;
 mod indexed;
 mod load;
 mod quiet;
+mod schedules;
 mod scoped;
 mod settle;
 mod sightings;

@@ -308,7 +308,7 @@ fn blocked(board: &Board, notes: &[Note]) -> Vec<Value> {
     notes
         .iter()
         .filter_map(|n| match n {
-            Note::Blocked { id, open } => {
+            Note::Blocked { id, open, gates } => {
                 let states: BTreeMap<String, &str> = open
                     .iter()
                     .map(|d| {
@@ -319,7 +319,7 @@ fn blocked(board: &Board, notes: &[Note]) -> Vec<Value> {
                         (d.to_string(), state)
                     })
                     .collect();
-                Some(json!({"id": id, "waiting_for": open, "states": states}))
+                Some(json!({"id": id, "waiting_for": open, "states": states, "gates": gates}))
             }
             _ => None,
         })

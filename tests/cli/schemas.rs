@@ -64,6 +64,11 @@ fn every_json_answer_matches_its_schema() {
         0,
     );
     ok(&r, "agents", &["agents"], 0);
+    r.write(
+        "work/schedules/daily.yaml",
+        "cron: '0 9 * * *'\ntask: {title: Daily digest}\n",
+    );
+    ok(&r, "schedules", &["schedules"], 0);
     ok(
         &r,
         "new",

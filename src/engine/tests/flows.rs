@@ -114,7 +114,8 @@ fn fan_out_creates_children_and_a_join_that_collects_every_output() {
     assert_eq!(join.spec.agent, Some(agent("pm")));
     assert!(p.notes.contains(&Note::Blocked {
         id: tid("p.join"),
-        open: vec![tid("p.x"), tid("p.y")]
+        open: vec![tid("p.x"), tid("p.y")],
+        gates: Vec::new()
     }));
 
     s.report("p.x", json!({"status": "success", "output": {"v": 1}}));
@@ -369,7 +370,8 @@ fn dependencies_block_until_done() {
     );
     assert!(p.notes.contains(&Note::Blocked {
         id: tid("b"),
-        open: vec![tid("a")]
+        open: vec![tid("a")],
+        gates: Vec::new()
     }));
     s.report("a", json!({"status": "success"}));
     let p = s.tick(at(60));

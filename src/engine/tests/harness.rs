@@ -122,6 +122,7 @@ impl Sim {
             verifier: &AcceptAll,
             attempts: &NoHistory,
             sightings: &crate::engine::sighting::NoSightings,
+            gates: &NoGates,
         };
         engine::plan(board, &inputs)
     }
@@ -178,6 +179,7 @@ impl Sim {
             verifier: &AcceptAll,
             attempts: &NoHistory,
             sightings: &crate::engine::sighting::NoSightings,
+            gates: &NoGates,
         };
         let out = f(&board, &inputs)?;
         self.apply(out.plan());
@@ -338,4 +340,13 @@ pub fn rel(path: &str) -> &str {
 /// Returns the summaries of a plan's transitions.
 pub fn summaries(plan: &Plan) -> Vec<String> {
     plan.transitions.iter().map(|t| t.summary.clone()).collect()
+}
+
+/// Answers no repository gate (the engine's tests have no repository).
+pub(super) struct NoGates;
+
+impl crate::model::gate::GateAnswers for NoGates {
+    fn open(&self, _: &crate::model::gate::Gate) -> Option<bool> {
+        None
+    }
 }

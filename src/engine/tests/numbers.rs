@@ -67,6 +67,7 @@ fn run_everything(d: Duration, text: &str, now: Timestamp) {
         verifier: &crate::engine::AcceptAll,
         attempts: &crate::engine::NoHistory,
         sightings: &crate::engine::sighting::NoSightings,
+        gates: &super::harness::NoGates,
     };
     let _ = archive::plan(&s.board(), &inputs, d);
 }

@@ -231,6 +231,7 @@ impl Run {
             verifier: &AcceptAll,
             attempts: &NoHistory,
             sightings: &crate::engine::sighting::NoSightings,
+            gates: &super::harness::NoGates,
         };
         let plan = crate::engine::plan(&board, &inputs);
         let view = board_view::view(&board, &inputs, &BTreeMap::new());

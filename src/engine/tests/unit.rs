@@ -535,6 +535,7 @@ fn archived_tasks_get_no_planning_entry_but_are_found_by_id() {
         verifier: &AcceptAll,
         attempts: &NoHistory,
         sightings: &crate::engine::sighting::NoSightings,
+        gates: &super::harness::NoGates,
     };
     let w = World::new(&board, &inputs);
     let live: Vec<&str> = w.live_entries().map(|e| e.id.as_str()).collect();
