@@ -14,31 +14,38 @@ impl Repo {
     pub fn add_worktree(&self, path: &Path, branch: &str, base: &str) -> Result<(), GitError> {
         self.remove_worktree(path)?;
         let at = path.to_string_lossy();
-        if self.has_branch(branch) {
+        let add = || match self.has_branch(branch) {
             // --force: the branch may still be checked out in a worktree kept for debugging.
-            self.git(&["worktree", "add", "--force", "--quiet", &at, branch])
-        } else {
-            self.git(&["worktree", "add", "--quiet", "-b", branch, &at, base])
+            true => self.git(&["worktree", "add", "--force", "--quiet", &at, branch]),
+            false => self.git(&["worktree", "add", "--quiet", "-b", branch, &at, base]),
+        };
+        if add().is_ok() {
+            return Ok(());
         }
-        .map(drop)
+        // git may still record a worktree there whose folder is gone: forget it, then again.
+        self.git(&["worktree", "prune"])?;
+        add().map(drop)
     }
 
     /// Removes the worktree at `path` with whatever it holds, and git's record of it;
     /// nothing when there is none.
     pub fn remove_worktree(&self, path: &Path) -> Result<(), GitError> {
-        if path.exists() {
-            let at = path.to_string_lossy();
-            if self
-                .git(&["worktree", "remove", "--force", "--force", &at])
-                .is_err()
-            {
-                // Not a worktree git knows (cut short while it was added): a plain folder.
-                std::fs::remove_dir_all(path).map_err(|source| GitError::Write {
-                    path: path.to_path_buf(),
-                    source,
-                })?;
-            }
+        if !path.exists() {
+            return Ok(());
         }
+        let at = path.to_string_lossy();
+        if self
+            .git(&["worktree", "remove", "--force", "--force", &at])
+            .is_ok()
+        {
+            return Ok(());
+        }
+        // Not a worktree git knows (cut short while it was added): a plain folder, and
+        // perhaps git's record of it.
+        std::fs::remove_dir_all(path).map_err(|source| GitError::Write {
+            path: path.to_path_buf(),
+            source,
+        })?;
         self.git(&["worktree", "prune"]).map(drop)
     }
 
@@ -51,17 +58,23 @@ impl Repo {
         who: &Identity,
         message: &str,
     ) -> Result<String, GitError> {
-        let changed = git_in(path, &["status", "--porcelain"])?;
-        if !changed.trim().is_empty() {
-            git_in(path, &["add", "--all"])?;
-            let author = format!("--author={} <{}>", who.name, who.email);
-            let name = format!("user.name={}", who.name);
-            let email = format!("user.email={}", who.email);
-            let args = [
-                "-c", &name, "-c", &email, "commit", "--quiet", &author, "-m", message,
-            ];
-            git_in(path, &args)?;
+        let status = git_in(path, &["status", "--porcelain=v2", "--branch"])?;
+        let changed = status.lines().any(|l| !l.starts_with("# "));
+        let head = status
+            .lines()
+            .find_map(|l| l.strip_prefix("# branch.oid "))
+            .map(str::to_string);
+        if let (false, Some(head)) = (changed, head) {
+            return Ok(head);
         }
+        git_in(path, &["add", "--all"])?;
+        let author = format!("--author={} <{}>", who.name, who.email);
+        let name = format!("user.name={}", who.name);
+        let email = format!("user.email={}", who.email);
+        let args = [
+            "-c", &name, "-c", &email, "commit", "--quiet", &author, "-m", message,
+        ];
+        git_in(path, &args)?;
         Ok(git_in(path, &["rev-parse", "HEAD"])?.trim().to_string())
     }
 

@@ -457,8 +457,8 @@ impl Harness<'_> {
             };
             let worker = self.worker();
             let told = worker.report_failure(&id, r.attempt, &msg, true, Instant::now());
-            if let Some(path) = &r.worktree {
-                worker.put_away(path, Kind::Failed);
+            if let (Some(path), Ok(repo)) = (&r.worktree, self.runner.opener.open()) {
+                worker.put_away(&repo, path, Kind::Failed);
             }
             self.ran.borrow_mut().insert(id.clone(), r.attempt);
             self.tell.ended(&id, r.attempt, &told);
@@ -675,11 +675,12 @@ impl Worker {
     fn work(&self, t: &Work, job: &Job) -> Told {
         let started = Instant::now();
         let fail = |msg: String| self.report_failure(&t.id, t.attempt, &msg, true, started);
-        let tree = match self
-            .trees
-            .as_ref()
-            .map(|_| self.on_repo(|c| c.worktree_of(t)))
-        {
+        // Opened once for the attempt's worktree: placed, made, read and removed with it.
+        let repo = match self.trees.as_ref().map(|_| self.opener.open()) {
+            Some(Err(e)) => return fail(format!("cannot open the repository: {e}")),
+            opened => opened.and_then(Result::ok),
+        };
+        let tree = match repo.as_ref().map(|c| c.worktree_of(t)) {
             Some(Err(e)) => return fail(format!("cannot place the attempt's worktree: {e}")),
             found => found.and_then(Result::ok),
         };
@@ -687,11 +688,12 @@ impl Worker {
             Ok(h) => h,
             Err(e) => return fail(format!("cannot record the command before it starts: {e}")),
         };
-        let job = match &tree {
-            Some(tree) => match self.on_repo(|c| c.add_worktree(tree)) {
+        let at = tree.as_ref().zip(repo.as_ref());
+        let job = match at {
+            Some((tree, c)) => match c.add_worktree(tree) {
                 Ok(()) => self.in_tree(job, tree),
                 Err(e) => {
-                    let _ = self.on_repo(|c| c.remove_worktree(&tree.path));
+                    let _ = c.remove_worktree(&tree.path);
                     held.remove();
                     return fail(format!("cannot make the attempt's worktree: {e}"));
                 }
@@ -712,9 +714,9 @@ impl Worker {
             held.remove();
             return fail(format!("cannot record the command it started: {e}"));
         }
-        let told = self.outcome(t, running, started, tree.as_ref());
-        if let Some(tree) = &tree {
-            self.put_away(&tree.path, told.kind);
+        let told = self.outcome(t, running, started, at);
+        if let Some((tree, c)) = at {
+            self.put_away(c, &tree.path, told.kind);
         }
         held.remove();
         told
@@ -737,20 +739,12 @@ impl Worker {
     /// Removes an attempt's worktree once it ended as `kind`; a failed one stays when
     /// coord.yaml's `run.keep_failed_worktrees` says so. A worktree that cannot be removed
     /// stays too: it holds no task's state.
-    fn put_away(&self, path: &Path, kind: Kind) {
+    fn put_away(&self, repo: &ops::Coord, path: &Path, kind: Kind) {
         let keep = self.trees.as_ref().is_some_and(|t| t.keep_failed);
         if keep && matches!(kind, Kind::Failed | Kind::Fatal) {
             return;
         }
-        let _ = self.on_repo(|c| c.remove_worktree(path));
-    }
-
-    /// Runs a reading or git-only operation on the repository as it is now.
-    fn on_repo<T>(
-        &self,
-        op: impl FnOnce(&ops::Coord) -> Result<T, ops::Error>,
-    ) -> Result<T, ops::Error> {
-        op(&self.opener.open()?)
+        let _ = repo.remove_worktree(path);
     }
 
     /// Watches a started command to its end and reports it.
@@ -759,7 +753,7 @@ impl Worker {
         t: &Work,
         mut running: Process,
         started: Instant,
-        tree: Option<&Worktree>,
+        tree: Option<(&Worktree, &ops::Coord)>,
     ) -> Told {
         let cut = self.watch(t, &mut running, started);
         if cut.is_some() {
@@ -828,7 +822,13 @@ impl Worker {
     /// Reports a command's end: success with its output on exit 0 (a `next_agent` in it
     /// hands off; the branch and commit of its worktree added), else a failure. Its stderr is
     /// kept in the attempt's log first.
-    fn report_end(&self, t: &Work, f: Finished, started: Instant, tree: Option<&Worktree>) -> Told {
+    fn report_end(
+        &self,
+        t: &Work,
+        f: Finished,
+        started: Instant,
+        tree: Option<(&Worktree, &ops::Coord)>,
+    ) -> Told {
         self.keep_log(t, &f.stderr);
         let fail =
             |msg: &str, retryable| self.report_failure(&t.id, t.attempt, msg, retryable, started);
@@ -849,8 +849,8 @@ impl Worker {
             Ok(split) => split,
             Err(why) => return fail(&why, true),
         };
-        if let Some(tree) = tree {
-            match self.on_repo(|c| c.worktree_commit(tree, &t.id, t.attempt)) {
+        if let Some((tree, c)) = tree {
+            match c.worktree_commit(tree, &t.id, t.attempt) {
                 Ok(commit) => output = Some(with_branch(output, tree, commit)),
                 Err(e) => return fail(&format!("cannot read the worktree's commit: {e}"), true),
             }
