@@ -1,8 +1,10 @@
 //! Overhead per task of `coord run` around a no-op command, next to what an agent scripting
-//! the loop by hand pays: one `coord claim` plus one `coord complete` per task. Both run the
-//! release binary on the real clock against repos with the same N ready tasks of a pull agent
-//! (on /dev/shm when there is one, so fsync noise of a shared disk stays out), in turns A B A B
-//! so drift of a shared machine hits both; each pair gives a ratio, the median is quoted.
+//! the loop by hand pays: one `coord claim` plus one `coord complete` per task, and next to
+//! `coord run --worktree` (a git worktree and branch per attempt), with the cost of a bare
+//! `git worktree add` + `remove` named on its own. All run the release binary on the real
+//! clock against repos with the same N ready tasks of a pull agent (on /dev/shm when there is
+//! one, so fsync noise of a shared disk stays out), in turns A B W A B W so drift of a shared
+//! machine hits each; each turn gives ratios, the medians are quoted.
 //! Run with `cargo bench --bench run_overhead`; `COORD_BENCH_TASKS` (default 30) and
 //! `COORD_BENCH_ROUNDS` (default 5) size it. See docs/performance.md.
 
@@ -18,24 +20,54 @@ fn main() {
     let rounds = var("COORD_BENCH_ROUNDS", 5);
     let mut by_run = Vec::new();
     let mut by_hand = Vec::new();
+    let mut by_tree = Vec::new();
+    let mut git_trees = Vec::new();
     let mut ratios = Vec::new();
+    let mut tree_ratios = Vec::new();
     for _ in 0..rounds {
         let a = per_task(&Repo::with_ready(tasks), tasks, run_once);
         let b = per_task(&Repo::with_ready(tasks), tasks, claim_complete);
+        let w = per_task(&Repo::with_ready(tasks), tasks, run_once_in_worktrees);
+        git_trees.push(worktree_add_remove(&Repo::with_ready(tasks), tasks));
         ratios.push(a.as_secs_f64() / b.as_secs_f64());
+        tree_ratios.push(w.as_secs_f64() / a.as_secs_f64());
         by_run.push(a);
         by_hand.push(b);
+        by_tree.push(w);
     }
     println!("{tasks} tasks, {rounds} rounds, ms per task: median (min..max)");
-    println!("  coord run --once -- true   {}", spread(&mut by_run));
-    println!("  coord claim + complete     {}", spread(&mut by_hand));
-    ratios.sort_by(f64::total_cmp);
     println!(
-        "  ratio run / (claim + complete): median {:.2} (min {:.2}, max {:.2})",
-        ratios[ratios.len() / 2],
-        ratios[0],
-        ratios[ratios.len() - 1]
+        "  coord run --once -- true              {}",
+        spread(&mut by_run)
     );
+    println!(
+        "  coord claim + complete                {}",
+        spread(&mut by_hand)
+    );
+    println!(
+        "  coord run --once --worktree -- true   {}",
+        spread(&mut by_tree)
+    );
+    println!(
+        "  git worktree add + remove             {}",
+        spread(&mut git_trees)
+    );
+    println!("  ratio run / (claim + complete): {}", median(&mut ratios));
+    println!(
+        "  ratio run --worktree / run:     {}",
+        median(&mut tree_ratios)
+    );
+}
+
+/// Returns the median of `v` with its range.
+fn median(v: &mut [f64]) -> String {
+    v.sort_by(f64::total_cmp);
+    format!(
+        "median {:.2} (min {:.2}, max {:.2})",
+        v[v.len() / 2],
+        v[0],
+        v[v.len() - 1]
+    )
 }
 
 /// Times `work` on `repo` and returns the time per task; checks every task ended done.
@@ -55,6 +87,26 @@ fn per_task(repo: &Repo, tasks: usize, work: fn(&Repo, usize)) -> Duration {
 /// `coord run p --once -- true`: the harness claims, runs, completes each task.
 fn run_once(repo: &Repo, _tasks: usize) {
     repo.coord(&["run", "p", "--once", "--", "true"]);
+}
+
+/// `coord run p --once --worktree -- true`: as [`run_once`], each attempt in a worktree of its
+/// own on a new branch, removed when the attempt ends.
+fn run_once_in_worktrees(repo: &Repo, _tasks: usize) {
+    repo.coord(&["run", "p", "--once", "--worktree", "--", "true"]);
+}
+
+/// The git part of a worktree per task, alone: `git worktree add -b` then `git worktree
+/// remove`, N times, in a repo like the others; returns the time per task.
+fn worktree_add_remove(repo: &Repo, tasks: usize) -> Duration {
+    let t = Instant::now();
+    for i in 0..tasks {
+        let dir = repo.path().join(format!(".git/bench-trees/t{i}"));
+        let dir = dir.to_str().expect("utf-8 path");
+        let branch = format!("bench/t{i}");
+        repo.git(&["worktree", "add", "--quiet", "-b", &branch, dir, "HEAD"]);
+        repo.git(&["worktree", "remove", "--force", dir]);
+    }
+    t.elapsed() / tasks as u32
 }
 
 /// One `coord claim` and one `coord complete` per task, as a script around coord does.
@@ -116,6 +168,19 @@ impl Repo {
             .expect("run coord");
         assert!(out.status.success(), "coord {args:?}: {out:?}");
         out
+    }
+}
+
+impl Repo {
+    fn git(&self, args: &[&str]) {
+        let out = Command::new("git")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .current_dir(self.path())
+            .args(args)
+            .output()
+            .expect("run git");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
     }
 }
 

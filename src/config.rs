@@ -151,6 +151,8 @@ pub struct Config {
     /// How often a tick that found nothing else to do looks at the gates of waiting tasks
     /// again.
     pub gate_interval: Duration,
+    /// How `coord run` runs agents' commands.
+    pub run: RunConfig,
 }
 
 /// `sync:` in coord.yaml.
@@ -170,6 +172,32 @@ impl Default for SyncConfig {
         SyncConfig {
             remote: None,
             pushes_per_minute: 6,
+        }
+    }
+}
+
+/// `run:` in coord.yaml.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunConfig {
+    /// Whether each attempt's command runs in a git worktree of its own (as `--worktree`).
+    pub worktree: bool,
+    /// What a new attempt's branch starts from.
+    pub worktree_base: String,
+    /// Where the worktrees are made, relative to the repository root; None: under
+    /// `.git/coord/worktrees/`.
+    pub worktree_dir: Option<String>,
+    /// Whether a failed attempt's worktree stays for a person to look at.
+    pub keep_failed_worktrees: bool,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            worktree: false,
+            worktree_base: "HEAD".to_string(),
+            worktree_dir: None,
+            keep_failed_worktrees: false,
         }
     }
 }
@@ -196,6 +224,7 @@ impl Default for Config {
             settle: Duration::from_secs(2),
             sync: SyncConfig::default(),
             gate_interval: Duration::from_secs(60),
+            run: RunConfig::default(),
         }
     }
 }
@@ -312,7 +341,7 @@ mod tests {
 
     #[test]
     fn a_file_with_every_key_reads_and_passes_the_schema() {
-        let text = "work_dir: work\ndefaults: {timeout: 5m, max_attempts: 2, priority: high}\nbackoff: {base: 1m, max: 1h}\ncircuit_breaker: {failure_threshold: 3, open_for: 10m}\nmax_handoffs: 4\narchive_after: 7d\nrequire_signed_results: false\ncommit: {author: \"a <a@b>\"}\nrules: [{when: {agent: a, output_contains: x, label: y}, then: b}]\nsettle: 2s\nsync: {remote: origin}\n";
+        let text = "work_dir: work\ndefaults: {timeout: 5m, max_attempts: 2, priority: high}\nbackoff: {base: 1m, max: 1h}\ncircuit_breaker: {failure_threshold: 3, open_for: 10m}\nmax_handoffs: 4\narchive_after: 7d\nrequire_signed_results: false\ncommit: {author: \"a <a@b>\"}\nrules: [{when: {agent: a, output_contains: x, label: y}, then: b}]\nsettle: 2s\nsync: {remote: origin}\nrun: {worktree: true, worktree_base: main, worktree_dir: ../trees, keep_failed_worktrees: true}\n";
         let dir = tempfile::tempdir().expect("tempdir");
         let p = dir.path().join("coord.yaml");
         std::fs::write(&p, text).expect("write");

@@ -23,6 +23,7 @@ mod pack;
 mod rewrite;
 mod state;
 mod subjects;
+mod worktree;
 
 pub use attempts::Granted;
 use commit::check_path;
@@ -142,6 +143,14 @@ pub enum GitError {
     /// An author string is not of the form `name <email>`.
     #[error("bad commit author {0:?}; expected `name <email>`, e.g. `coord <coord@localhost>`")]
     BadIdentity(String),
+    /// A git command (for an attempt's worktree) failed.
+    #[error("{command} failed: {stderr}")]
+    Command {
+        /// The command, with its arguments.
+        command: String,
+        /// What git said.
+        stderr: String,
+    },
 }
 
 /// Returns a closure that wraps a libgit2 error with what coord was doing.

@@ -31,6 +31,9 @@ pub struct Args {
     /// Run the command in this directory (default: the repository root)
     #[arg(long, value_name = "DIR")]
     workdir: Option<PathBuf>,
+    /// Run each attempt in a git worktree of its own, on a branch coord/<task>-<attempt>
+    #[arg(long)]
+    worktree: bool,
     #[command(flatten)]
     sync: super::synced::SyncArg,
     /// The command and its arguments, after `--`
@@ -62,6 +65,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
         interval: args.interval,
         grace: args.grace,
         workdir: args.workdir.map(|d| ctx.dir.join(d)),
+        worktree: args.worktree,
         command: args.command,
         remote,
     };

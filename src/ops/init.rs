@@ -46,6 +46,7 @@ commit: {author: \"coord <coord@localhost>\"}
 # settle: 2s                      # read a file once unchanged this long; 0s: at once
 # sync: {remote: origin, pushes_per_minute: 6}  # claim, complete, fail and run push through
 #                                 # this remote; status warns near its push budget
+# run: {worktree: true, worktree_base: main, keep_failed_worktrees: true}  # coord run --worktree
 # rules:                          # conditional routing after success
 #   - when: {agent: research, output_contains: competitor}
 #     then: competitive-analysis

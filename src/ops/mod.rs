@@ -28,6 +28,7 @@ mod tick;
 mod validate;
 mod verify;
 mod work;
+mod worktree;
 
 pub use crate::engine::commands::{CommandError, Fence};
 pub use crate::lock::LockError;
@@ -45,6 +46,7 @@ pub use tick::{describe, Moved, Planned, Ticked, TICK_WAIT};
 pub use validate::{validate, Validation};
 pub use verify::{Verified, Violation, ViolationKind};
 pub use work::Work;
+pub use worktree::Worktree;
 
 use crate::engine::{AcceptAll, Inputs, Plan, Transition};
 use crate::git::GitError;

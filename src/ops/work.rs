@@ -13,6 +13,9 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The prefix of the branches a runner with worktrees makes: `coord/<task>-<attempt>`.
+pub const BRANCH_PREFIX: &str = "coord/";
+
 /// One task an agent is to work on, as a runner hands it to its command.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Work {
@@ -31,6 +34,9 @@ pub struct Work {
     /// The task as the command reads it on stdin: id, agent, attempt, title, description,
     /// input (resolved), previous, timeout, lease_expires_at, file.
     pub json: Value,
+    /// The branch the task it was handed off from worked on (that task's `output.branch`,
+    /// written by a runner with worktrees): a worktree of this attempt checks it out.
+    pub branch: Option<String>,
 }
 
 impl Coord {
@@ -137,7 +143,21 @@ fn waiting_in_folder(board: &Board, agent: &AgentName, now: Timestamp, store: &S
                     "timeout": timeout.to_string(), "lease_expires_at": task.coord.lease_expires_at.map(time::format),
                     "file": f.path,
                 }),
+                branch: task.coord.parent.as_ref().and_then(|p| handed_branch(board, p)),
             })
         })
         .collect()
+}
+
+/// Returns the branch the task `parent` recorded in its result (`output.branch`), when it is
+/// one of the branches coord's runner makes (`coord/…`).
+fn handed_branch(board: &Board, parent: &TaskId) -> Option<String> {
+    board.find(parent).iter().find_map(|f| {
+        let task = f.read.as_ref().ok()?;
+        let output = task.result.as_ref()?.output.as_ref()?;
+        let branch = output.get("branch")?.as_str()?;
+        branch
+            .starts_with(BRANCH_PREFIX)
+            .then(|| branch.to_string())
+    })
 }

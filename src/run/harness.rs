@@ -10,7 +10,7 @@ use super::{output_of, Finished, Job, Running as Process, EXIT_FATAL, MAX_OUTPUT
 use crate::error::{CliError, Exit};
 use crate::model::{AgentName, AssignMode, TaskId};
 use crate::ops::LockError;
-use crate::ops::{self, Opener, Verdict, Work};
+use crate::ops::{self, Opener, Verdict, Work, Worktree};
 use crate::ops::{CommandError, Fence};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -36,8 +36,12 @@ pub struct Runner {
     pub interval: crate::model::Duration,
     /// How long running commands may finish after a stop before they are killed.
     pub grace: crate::model::Duration,
-    /// Where the command runs; the repository root when None.
+    /// Where the command runs; the repository root when None. With worktrees, the same
+    /// folder in the attempt's worktree.
     pub workdir: Option<PathBuf>,
+    /// Whether each attempt's command runs in a git worktree of its own (also when
+    /// coord.yaml's `run.worktree` says so).
+    pub worktree: bool,
     /// The command and its arguments.
     pub command: Vec<OsString>,
     /// The remote claims and results are pushed to (`--sync`), if any.
@@ -157,11 +161,26 @@ impl Runner {
             Some(d) => d.clone(),
             None => store.root().to_path_buf(),
         };
+        let run = &store.config.run;
+        let trees = match self.worktree || run.worktree {
+            true => Some(Trees {
+                root: store.root().to_path_buf(),
+                keep_failed: run.keep_failed_worktrees,
+            }),
+            false => None,
+        };
+        let place = match &trees {
+            Some(_) => format!(
+                "a worktree per attempt in {}",
+                coord.worktree_dir()?.display()
+            ),
+            None => workdir.display().to_string(),
+        };
         tell.say(&format!(
             "coord run: serving {} agent {} in {} ({} at once); SIGINT/SIGTERM stop it",
             if pull { "pull" } else { "push" },
             self.agent,
-            workdir.display(),
+            place,
             self.parallel
         ));
         let remote = self.remote.clone().map(Remote::new);
@@ -175,6 +194,7 @@ impl Runner {
             tell,
             pull,
             workdir,
+            trees,
             records: record::folder(&git_dir, self.agent.as_str()),
             logs: git_dir.join("coord").join("logs"),
             remote,
@@ -196,6 +216,15 @@ impl Runner {
             ),
         }
     }
+}
+
+/// How attempts run in worktrees of their own.
+#[derive(Debug, Clone)]
+struct Trees {
+    /// The checkout's root: a `--workdir` inside it is the same folder of the worktree.
+    root: PathBuf,
+    /// Whether a failed attempt's worktree stays.
+    keep_failed: bool,
 }
 
 /// Who holds a runner lock, and what to do.
@@ -281,6 +310,8 @@ struct Harness<'a> {
     tell: &'a dyn Tell,
     pull: bool,
     workdir: PathBuf,
+    /// How attempts get worktrees, when they do.
+    trees: Option<Trees>,
     /// Where the records of the commands this agent's runners start are kept.
     records: PathBuf,
     /// Where each attempt's stderr is kept.
@@ -424,9 +455,11 @@ impl Harness<'_> {
                     format!("coord run was killed while the command ran; ended its {n} process(es)")
                 }
             };
-            let told = self
-                .worker()
-                .report_failure(&id, r.attempt, &msg, true, Instant::now());
+            let worker = self.worker();
+            let told = worker.report_failure(&id, r.attempt, &msg, true, Instant::now());
+            if let (Some(path), Ok(repo)) = (&r.worktree, self.runner.opener.open()) {
+                worker.put_away(&repo, path, Kind::Failed);
+            }
             self.ran.borrow_mut().insert(id.clone(), r.attempt);
             self.tell.ended(&id, r.attempt, &told);
             held.remove();
@@ -441,6 +474,7 @@ impl Harness<'_> {
             stop_now: self.stop_now.clone(),
             records: self.records.clone(),
             logs: self.logs.clone(),
+            trees: self.trees.clone(),
         }
     }
 
@@ -572,6 +606,7 @@ struct Worker {
     stop_now: Arc<AtomicBool>,
     records: PathBuf,
     logs: PathBuf,
+    trees: Option<Trees>,
 }
 
 /// Splits a command's output into what it says and the agents it hands off to: a mapping's
@@ -601,6 +636,19 @@ fn handoff(output: Option<Value>) -> Result<(Option<Value>, Vec<AgentName>), Str
     Ok((Some(Value::Object(map)), agents))
 }
 
+/// Returns a command's output with the branch its worktree is on and the commit that branch
+/// ends on (`branch`, `commit`); an output that is a list goes under `items`.
+fn with_branch(output: Option<Value>, tree: &Worktree, commit: String) -> Value {
+    let mut map = match output {
+        None => serde_json::Map::new(),
+        Some(Value::Object(map)) => map,
+        Some(other) => serde_json::Map::from_iter([("items".to_string(), other)]),
+    };
+    map.insert("branch".into(), Value::String(tree.branch.clone()));
+    map.insert("commit".into(), Value::String(commit));
+    Value::Object(map)
+}
+
 /// Returns a new run id: 128 random bits, in hex.
 fn run_id() -> String {
     let mut bytes = [0u8; 16];
@@ -627,10 +675,32 @@ impl Worker {
     fn work(&self, t: &Work, job: &Job) -> Told {
         let started = Instant::now();
         let fail = |msg: String| self.report_failure(&t.id, t.attempt, &msg, true, started);
-        let mut held = match Held::create(&self.records, self.record(t, job)) {
+        // Opened once for the attempt's worktree: placed, made, read and removed with it.
+        let repo = match self.trees.as_ref().map(|_| self.opener.open()) {
+            Some(Err(e)) => return fail(format!("cannot open the repository: {e}")),
+            opened => opened.and_then(Result::ok),
+        };
+        let tree = match repo.as_ref().map(|c| c.worktree_of(t)) {
+            Some(Err(e)) => return fail(format!("cannot place the attempt's worktree: {e}")),
+            found => found.and_then(Result::ok),
+        };
+        let mut held = match Held::create(&self.records, self.record(t, job, tree.as_ref())) {
             Ok(h) => h,
             Err(e) => return fail(format!("cannot record the command before it starts: {e}")),
         };
+        let at = tree.as_ref().zip(repo.as_ref());
+        let job = match at {
+            Some((tree, c)) => match c.add_worktree(tree) {
+                Ok(()) => self.in_tree(job, tree),
+                Err(e) => {
+                    let _ = c.remove_worktree(&tree.path);
+                    held.remove();
+                    return fail(format!("cannot make the attempt's worktree: {e}"));
+                }
+            },
+            None => job.clone(),
+        };
+        let job = &job;
         let mut running = match Process::start(job) {
             Ok(r) => r,
             Err(e) => {
@@ -644,13 +714,47 @@ impl Worker {
             held.remove();
             return fail(format!("cannot record the command it started: {e}"));
         }
-        let told = self.outcome(t, running, started);
+        let told = self.outcome(t, running, started, at);
+        if let Some((tree, c)) = at {
+            self.put_away(c, &tree.path, told.kind);
+        }
         held.remove();
         told
     }
 
+    /// Returns `job` run in `tree`: its `--workdir` there, its path and branch in the
+    /// environment.
+    fn in_tree(&self, job: &Job, tree: &Worktree) -> Job {
+        let root = self.trees.as_ref().map(|t| t.root.as_path());
+        let inside = root.and_then(|r| job.cwd.strip_prefix(r).ok());
+        let mut job = job.clone();
+        job.cwd = tree.path.join(inside.unwrap_or(Path::new("")));
+        job.env.extend([
+            ("COORD_WORKTREE".into(), tree.path.display().to_string()),
+            ("COORD_BRANCH".into(), tree.branch.clone()),
+        ]);
+        job
+    }
+
+    /// Removes an attempt's worktree once it ended as `kind`; a failed one stays when
+    /// coord.yaml's `run.keep_failed_worktrees` says so. A worktree that cannot be removed
+    /// stays too: it holds no task's state.
+    fn put_away(&self, repo: &ops::Coord, path: &Path, kind: Kind) {
+        let keep = self.trees.as_ref().is_some_and(|t| t.keep_failed);
+        if keep && matches!(kind, Kind::Failed | Kind::Fatal) {
+            return;
+        }
+        let _ = repo.remove_worktree(path);
+    }
+
     /// Watches a started command to its end and reports it.
-    fn outcome(&self, t: &Work, mut running: Process, started: Instant) -> Told {
+    fn outcome(
+        &self,
+        t: &Work,
+        mut running: Process,
+        started: Instant,
+        tree: Option<(&Worktree, &ops::Coord)>,
+    ) -> Told {
         let cut = self.watch(t, &mut running, started);
         if cut.is_some() {
             running.kill();
@@ -669,12 +773,12 @@ impl Worker {
                 secs: started.elapsed().as_secs_f64(),
                 not_recorded: None,
             },
-            None => self.report_end(t, finished, started),
+            None => self.report_end(t, finished, started, tree),
         }
     }
 
     /// Returns the record of the command about to start for `t`.
-    fn record(&self, t: &Work, job: &Job) -> Record {
+    fn record(&self, t: &Work, job: &Job, tree: Option<&Worktree>) -> Record {
         Record {
             task: t.id.to_string(),
             attempt: t.attempt,
@@ -682,6 +786,7 @@ impl Worker {
             runner: std::process::id(),
             pid: None,
             start: None,
+            worktree: tree.map(|t| t.path.clone()),
         }
     }
 
@@ -715,8 +820,15 @@ impl Worker {
     }
 
     /// Reports a command's end: success with its output on exit 0 (a `next_agent` in it
-    /// hands off), else a failure. Its stderr is kept in the attempt's log first.
-    fn report_end(&self, t: &Work, f: Finished, started: Instant) -> Told {
+    /// hands off; the branch and commit of its worktree added), else a failure. Its stderr is
+    /// kept in the attempt's log first.
+    fn report_end(
+        &self,
+        t: &Work,
+        f: Finished,
+        started: Instant,
+        tree: Option<(&Worktree, &ops::Coord)>,
+    ) -> Told {
         self.keep_log(t, &f.stderr);
         let fail =
             |msg: &str, retryable| self.report_failure(&t.id, t.attempt, msg, retryable, started);
@@ -733,10 +845,16 @@ impl Worker {
                 true,
             );
         }
-        let (output, next_agents) = match handoff(output_of(&f.stdout)) {
+        let (mut output, next_agents) = match handoff(output_of(&f.stdout)) {
             Ok(split) => split,
             Err(why) => return fail(&why, true),
         };
+        if let Some((tree, c)) = tree {
+            match c.worktree_commit(tree, &t.id, t.attempt) {
+                Ok(commit) => output = Some(with_branch(output, tree, commit)),
+                Err(e) => return fail(&format!("cannot read the worktree's commit: {e}"), true),
+            }
+        }
         let verdict = Verdict::Success {
             output,
             next_agents,

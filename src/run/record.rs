@@ -4,7 +4,7 @@
 //! once its end is reported. While the command is its runner's, the runner holds a lock on the
 //! record's `.lock` file; the kernel lets it go when the runner dies, so a record whose lock can
 //! be taken is an orphan: its runner is gone, and the next runner ends what is left of that
-//! attempt and reports it before it runs anything else.
+//! attempt, removes its worktree, and reports it before it runs anything else.
 
 use super::procs::Attempt;
 use crate::fsx::write_private;
@@ -28,6 +28,9 @@ pub struct Record {
     pub pid: Option<i32>,
     /// The command's start time (clock ticks since boot), once it started.
     pub start: Option<u64>,
+    /// The attempt's worktree, when it runs in one: removed with the attempt.
+    #[serde(default)]
+    pub worktree: Option<PathBuf>,
 }
 
 impl Record {

@@ -6,6 +6,7 @@ mod agents_prime;
 mod agents_run;
 mod agents_run_contract;
 mod agents_run_once;
+mod agents_run_worktree;
 mod archive_compact;
 mod archive_months;
 mod board_browser;

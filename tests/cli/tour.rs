@@ -36,14 +36,24 @@ fn sections(doc: &str) -> Vec<(String, String)> {
     out
 }
 
-/// The stand-in for an LLM CLI: the prompt is its last argument; it answers in YAML.
+/// The stand-in for an LLM CLI: the prompt is its last argument; it answers in YAML. Asked
+/// to commit a change (as a coding agent is), it writes `changes/<task id>.md` and commits it.
 const LLM_STAND_IN: &str = r#"#!/bin/sh
 # A stand-in for an LLM CLI (claude -p, codex exec, gemini -p): the prompt is the last
-# argument; the answer is YAML on stdout.
+# argument; the answer is YAML on stdout. Asked to commit a change, it writes
+# changes/<task id>.md and commits it.
 for prompt in "$@"; do :; done
 [ -n "$prompt" ] || { echo "no prompt" >&2; exit 2; }
 title=$(printf '%s' "$prompt" | sed -n 's/.*"title": *"\([^"]*\)".*/\1/p' | head -n 1)
-printf 'summary: %s did %s in %s\nfiles: []\n' "$(basename "$0")" "$title" "$(pwd)"
+files="[]"
+case "$prompt" in
+*"commit your change"*)
+  mkdir -p changes
+  printf '%s\n' "$title" > "changes/$COORD_TASK_ID.md"
+  git add changes && git commit -q -m "$title"
+  files="[changes/$COORD_TASK_ID.md]" ;;
+esac
+printf 'summary: %s did %s in %s\nfiles: %s\n' "$(basename "$0")" "$title" "$(pwd)" "$files"
 "#;
 
 /// A folder with `coord` (the binary under test) and the LLM stand-ins.
@@ -135,7 +145,12 @@ fn the_guide_tutorial_runs_on_a_fresh_repository() {
 const RECIPE_OUTCOMES: &[(&str, &[&str])] = &[
     (
         "Three coding agents and a reviewer on one repository",
-        &["tasks: done 6", "reviewer             0/3  push"],
+        &[
+            "tasks: done 6",
+            "reviewer             0/3  push",
+            "  coord/add-a-health-endpoint-",
+            "  coord/log-requests-as-json-",
+        ],
     ),
     (
         "Agents on two laptops plus CI",
