@@ -56,6 +56,37 @@ impl Coord {
         }
     }
 
+    /// Returns why `id` is no longer `agent`'s for `attempt`, as a runner checks while the
+    /// attempt's command runs: cancelled, taken back (its lease ran out, a person moved it),
+    /// or another attempt current; None while it is still the attempt's, and also once the
+    /// attempt's result was accepted (done, in review).
+    pub fn lost(
+        &self,
+        id: &TaskId,
+        agent: &AgentName,
+        attempt: u32,
+    ) -> Result<Option<String>, Error> {
+        let (board, _) = self.store().load()?;
+        let Some(f) = board.tasks.iter().find(|f| &f.id == id) else {
+            return Ok(Some("the task is gone".into()));
+        };
+        let current = f.read.as_ref().ok().map(|t| t.coord.attempt);
+        let why = match f.folder.state {
+            State::Cancelled => Some("the task was cancelled".to_string()),
+            State::Done | State::Review | State::Archived => None,
+            State::Assigned if f.folder.agent.as_ref() != Some(agent) => {
+                Some("the task was given to another agent".into())
+            }
+            State::Assigned => current
+                .filter(|&a| a != attempt)
+                .map(|a| format!("attempt {a} of the task is current now")),
+            other => Some(format!(
+                "the task was taken back (now {other}): its lease ran out or a person moved it"
+            )),
+        };
+        Ok(why)
+    }
+
     /// Claims one task for `agent` as [`Coord::claim`] does and returns it as work; None when
     /// there is nothing to claim.
     pub fn claim_work(
