@@ -41,7 +41,7 @@ pub use status::{Cursor, PushRate, Status, TaskFilter, TaskPage, Tentative};
 pub use tick::{describe, Moved, Planned, Ticked, TICK_WAIT};
 pub use validate::{validate, Validation};
 pub use verify::{Verified, Violation, ViolationKind};
-pub use work::Work;
+pub use work::{Lost, Work};
 
 use crate::engine::{AcceptAll, Inputs, Plan, Transition};
 use crate::git::GitError;

@@ -735,7 +735,8 @@ impl Worker {
     /// cannot be made (the lock held, the repository unreadable) says nothing.
     fn lost(&self, t: &Work) -> Option<String> {
         let coord = self.opener.open().ok()?;
-        coord.lost(&t.id, &self.agent, t.attempt).ok().flatten()
+        let lost = coord.lost(&t.id, &self.agent, t.attempt).ok()??;
+        Some(lost.to_string())
     }
 
     /// Reports a command's end: success with its output on exit 0 (a `next_agent` in it
