@@ -122,7 +122,7 @@ pub fn rotate(dir: &Path, task: &str, budget: u64) -> usize {
             removed += 1;
         }
     }
-    left.sort_by(|a, b| b.modified.cmp(&a.modified));
+    left.sort_by_key(|e| std::cmp::Reverse(e.modified));
     let mut total = 0;
     for e in left {
         total += e.len;
