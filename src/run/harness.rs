@@ -775,7 +775,8 @@ impl Worker {
         if f.stderr_cut {
             let from = f.stderr.len().saturating_sub(logs::LOG_MAX);
             let path = logs::path(&self.logs, t.id.as_str(), t.attempt, Stream::Stderr);
-            let _ = crate::fsx::write_private(&path, &f.stderr[from..], false);
+            // Rewritten in place, so the file keeps the owner-only mode it was made with.
+            let _ = std::fs::write(&path, &f.stderr[from..]);
         }
         logs::rotate(&self.logs, t.id.as_str(), logs::BUDGET);
     }

@@ -221,3 +221,29 @@ fn run_ends_a_command_whose_lease_was_lost() {
     let shown = task(&r, "t")["task"].to_string();
     assert!(shown.contains("the lease expired"), "{shown}");
 }
+
+#[test]
+fn a_long_stderr_keeps_its_end_and_logs_are_the_owners_alone() {
+    let r = repo(&[("a", "")]);
+    r.task("t", "title: Loud\nagent: a\n");
+    let cmd = [
+        "sh",
+        "-c",
+        "head -c 100000 /dev/zero | tr '\\0' x >&2; echo ' the end' >&2; echo 'n: 1'",
+    ]
+    .map(String::from)
+    .to_vec();
+    let out = runner(&r, &args(&["a", "--once"], &cmd))
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    let err = r.abs(".git/coord/logs/t@1.stderr");
+    let kept = std::fs::read(&err).expect("stderr log");
+    assert_eq!(kept.len(), 64 * 1024, "bounded");
+    assert!(kept.ends_with(b"x the end\n"), "its end is kept");
+    for stream in ["stdout", "stderr"] {
+        let meta = std::fs::metadata(r.abs(&format!(".git/coord/logs/t@1.{stream}"))).expect("log");
+        let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777;
+        assert_eq!(mode, 0o600, "{stream}");
+    }
+}
