@@ -3,10 +3,12 @@
 //! environment (so a timeout or a stop ends everything it started, [`procs`]), its stdout kept
 //! (bounded) as the output and the tail of its stderr. When the command ends, whatever it left
 //! running is ended too, and its pipes are read for a bounded time only: a background process
-//! holding them cannot hold up the runner. Process I/O only, no task logic: the caller decides
+//! holding them cannot hold up the runner. Both streams are also written to the attempt's log
+//! files as they come ([`logs`]). Process I/O only, no task logic: the caller decides
 //! what to report. That caller is the runner's loop, [`Runner`] (run/harness.rs).
 
 mod harness;
+pub mod logs;
 mod procs;
 mod record;
 
@@ -15,6 +17,7 @@ pub use procs::RUN_ID_VAR;
 
 use serde_json::{json, Value};
 use std::ffi::OsString;
+use std::fs::File;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -55,6 +58,9 @@ pub struct Job {
     /// The run id, given to the command as `COORD_RUN_ID`: it names every process of this
     /// attempt, also one that left the command's process group.
     pub run_id: String,
+    /// The files its stdout and stderr are logged to as they come, up to [`logs::LOG_MAX`]
+    /// bytes each (None: not logged).
+    pub log: Option<(PathBuf, PathBuf)>,
 }
 
 /// A command that runs.
@@ -76,6 +82,8 @@ pub struct Finished {
     pub stdout_cut: bool,
     /// The last [`STDERR_LOG`] bytes of its stderr.
     pub stderr: Vec<u8>,
+    /// Whether stderr was longer than that.
+    pub stderr_cut: bool,
 }
 
 impl Finished {
@@ -149,8 +157,12 @@ impl Running {
                 let _ = stdin.write_all(&input);
             });
         }
-        let stdout = keep(child.stdout.take(), MAX_OUTPUT, false);
-        let stderr = keep(child.stderr.take(), STDERR_LOG, true);
+        let (out_log, err_log) = match &job.log {
+            Some((out, err)) => (log_file(out), log_file(err)),
+            None => (None, None),
+        };
+        let stdout = keep(child.stdout.take(), MAX_OUTPUT, false, out_log);
+        let stderr = keep(child.stderr.take(), STDERR_LOG, true, err_log);
         let pid = child.id() as i32;
         let attempt = procs::Attempt {
             pgid: Some(pid),
@@ -193,12 +205,13 @@ impl Running {
         }
         self.attempt.end(TERM_GRACE);
         let (stdout, stdout_cut) = self.stdout.take();
-        let (stderr, _) = self.stderr.take();
+        let (stderr, stderr_cut) = self.stderr.take();
         Ok(Finished {
             status,
             stdout,
             stdout_cut,
             stderr,
+            stderr_cut,
         })
     }
 }
@@ -226,9 +239,29 @@ impl Kept {
     }
 }
 
+/// Creates (or empties) a log file, readable by its owner alone; None when it cannot be
+/// made: a log is not a reason to fail a task.
+fn log_file(path: &std::path::Path) -> Option<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::create_dir_all(path.parent()?).ok()?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .ok()
+}
+
 /// Reads a pipe to its end in a thread, keeping at most `max` bytes: the first ones, or the
-/// last ones when `tail`, with whether anything was dropped.
-fn keep<R: Read + Send + 'static>(pipe: Option<R>, max: usize, tail: bool) -> Kept {
+/// last ones when `tail`, with whether anything was dropped. The first [`logs::LOG_MAX`]
+/// bytes also go to `log` as they come.
+fn keep<R: Read + Send + 'static>(
+    pipe: Option<R>,
+    max: usize,
+    tail: bool,
+    mut log: Option<File>,
+) -> Kept {
     let bytes = Arc::new(Mutex::new((Vec::new(), false)));
     let kept = bytes.clone();
     let reader = std::thread::spawn(move || {
@@ -236,9 +269,17 @@ fn keep<R: Read + Send + 'static>(pipe: Option<R>, max: usize, tail: bool) -> Ke
             return;
         };
         let mut buf = [0u8; 8192];
+        let mut logged = 0;
         while let Ok(n) = pipe.read(&mut buf) {
             if n == 0 {
                 break;
+            }
+            if let Some(file) = log.as_mut() {
+                let room = logs::LOG_MAX.saturating_sub(logged).min(n);
+                logged += room;
+                if room == 0 || file.write_all(&buf[..room]).is_err() {
+                    log = None;
+                }
             }
             let mut kept = kept.lock().unwrap_or_else(|e| e.into_inner());
             let (bytes, cut) = &mut *kept;
@@ -295,6 +336,7 @@ mod tests {
             env: Vec::new(),
             cwd: std::env::temp_dir(),
             run_id: "test".into(),
+            log: None,
         };
         let mut r = Running::start(&job).expect("start");
         let t = Instant::now();
@@ -315,6 +357,7 @@ mod tests {
             env: vec![("X".to_string(), "env".to_string())],
             cwd: std::env::temp_dir(),
             run_id: "test".into(),
+            log: None,
         };
         let f = Running::start(&job)
             .expect("start")

@@ -4,9 +4,11 @@
 //! for one task. Each tool calls the function its CLI command calls, so errors are the CLI's:
 //! a tool error carries the message, a code (`stale`, `locked`, `not_found`, ...) and the exit
 //! code the CLI would give. "Nothing to claim" is an answer, not an error. stdout carries the
-//! protocol only; status lines go to stderr.
+//! protocol only; status lines go to stderr. The client is told of its agents' tasks as they
+//! change ([`notices`]).
 
 mod lines;
+mod notices;
 
 use super::Ctx;
 use crate::error::CliError;
@@ -30,16 +32,24 @@ use std::path::PathBuf;
 
 /// Arguments of `coord mcp`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The agent the client works as: it is told when a task is assigned to it, when its
+    /// lease is lost and when its task is cancelled (an agent a claim, heartbeat or
+    /// lease_status call names is told too)
+    #[arg(long, env = "COORD_AGENT", value_name = "AGENT")]
+    agent: Option<AgentName>,
+}
 
 /// Runs `coord mcp`: serves until the client closes stdin.
-pub fn run(ctx: &Ctx, _args: Args) -> Result<(), CliError> {
+pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     ctx.store()?;
     let server = Server {
         dir: ctx.dir.clone(),
         now: ctx.now_fixed.then(|| ctx.now.to_string()),
         wait: ctx.wait,
+        agents: notices::Agents::new(args.agent),
     };
+    let told = server.clone();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -52,6 +62,7 @@ pub fn run(ctx: &Ctx, _args: Args) -> Result<(), CliError> {
             .serve((io.reader, io.writer))
             .await
             .context("the MCP client did not initialize")?;
+        tokio::spawn(notices::tell(told, service.peer().clone()));
         service.waiting().await.context("the MCP session failed")?;
         writing.await.context("the MCP server's output failed")?;
         Ok::<(), anyhow::Error>(())
@@ -68,6 +79,8 @@ struct Server {
     dir: PathBuf,
     now: Option<String>,
     wait: Option<std::time::Duration>,
+    /// The agents the client is told about.
+    agents: notices::Agents,
 }
 
 /// What a tool answers: structured content on success, a tool error otherwise.
@@ -446,6 +459,7 @@ impl Server {
     ) -> Answer {
         // A cancelled request takes nothing, or gives back what it took.
         let ct = request.ct;
+        self.agents.add(&p.agent);
         self.answer(move |ctx| {
             let withdrawn = || ct.is_cancelled();
             match ctx.coord()?.claim_unless(&p.agent, None, &withdrawn)? {
@@ -474,6 +488,7 @@ impl Server {
         )
     )]
     async fn heartbeat(&self, Parameters(p): Parameters<HeartbeatParams>) -> Answer {
+        self.agents.add(&p.agent);
         let fence = fence(p.agent, p.attempt);
         self.answer(move |ctx| {
             ctx.coord()?.heartbeat(&p.id, &fence, None)?;
@@ -482,6 +497,36 @@ impl Server {
                 .first()
                 .map(|t| t["task"]["coord"]["lease_expires_at"].clone());
             Ok(json!({"id": p.id, "lease_expires_at": lease}))
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Whether an attempt still holds its task: {id, agent, attempt, held, \
+                          lost (why not: cancelled, lease_lost), why, lease_expires_at}. Read \
+                          only: the lease is not extended (heartbeat does that)",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn lease_status(&self, Parameters(p): Parameters<HeartbeatParams>) -> Answer {
+        self.agents.add(&p.agent);
+        self.answer(move |ctx| {
+            let coord = ctx.coord()?;
+            let lost = coord.lost(&p.id, &p.agent, p.attempt)?;
+            let lease = match lost {
+                Some(_) => Value::Null,
+                None => coord.show(&p.id)?.first().map_or(Value::Null, |t| {
+                    t["task"]["coord"]["lease_expires_at"].clone()
+                }),
+            };
+            Ok(json!({
+                "id": p.id,
+                "agent": p.agent,
+                "attempt": p.attempt,
+                "held": lost.is_none(),
+                "lost": lost.map(notices::event_of),
+                "why": lost.map(|l| l.to_string()),
+                "lease_expires_at": lease,
+            }))
         })
         .await
     }
@@ -676,11 +721,14 @@ const TASK_URI_PREFIX: &str = "coord://task/";
 
 #[tool_handler]
 impl ServerHandler for Server {
+    // Logging, which the SDK marks deprecated, carries the notices to the client ([`notices`]).
+    #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
+                .enable_logging()
                 .build(),
         )
         .with_server_info(rmcp::model::Implementation::new("coord", super::VERSION))
@@ -689,7 +737,8 @@ impl ServerHandler for Server {
              Read the board with status/list/show/log; add work with new. As an agent: claim \
              (pull agents), heartbeat while you work, then complete or fail naming the agent \
              and attempt claim gave you. A 'stale' error means the task moved on: drop your \
-             work on it.",
+             work on it. Log messages (logger 'coord') tell of your tasks: assigned, \
+             lease_lost, cancelled; lease_status asks.",
         )
     }
 

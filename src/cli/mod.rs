@@ -29,6 +29,7 @@ mod init;
 mod keygen;
 mod list;
 mod log;
+mod logs;
 mod mcp;
 pub(crate) mod new;
 mod prime;
@@ -124,6 +125,8 @@ enum Command {
     List(list::Args),
     /// Show transitions from git history, newest first
     Log(log::Args),
+    /// Print the stdout and stderr 'coord run' kept of a task's attempt; --follow a running one
+    Logs(logs::Args),
     /// Check the whole history of a branch: attempts granted once, results kept; exit 5 if not
     Verify(verify::Args),
     /// Take the best ready task for an agent (pull model); exit 4 when none
@@ -344,6 +347,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Show(a) => show::run(&ctx, a)?,
         Command::List(a) => list::run(&ctx, a)?,
         Command::Log(a) => log::run(&ctx, a)?,
+        Command::Logs(a) => logs::run(&ctx, a)?,
         Command::Verify(a) => verify::run(&ctx, a)?,
         Command::Complete(a) => report::complete(&ctx, a)?,
         Command::Fail(a) => report::fail(&ctx, a)?,

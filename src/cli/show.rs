@@ -15,7 +15,8 @@ pub struct Args {
 
 /// Runs `coord show`.
 pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
-    let copies = ctx.coord()?.show(&args.id)?;
+    let coord = ctx.coord()?;
+    let copies = coord.show(&args.id)?;
     if ctx.json {
         super::print_answer(answer(copies));
         return Ok(());
@@ -28,6 +29,15 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     }
     for c in &copies {
         print_copy(c);
+    }
+    let dir = crate::run::logs::folder(coord.store().repo.git_dir());
+    let kept = crate::run::logs::attempts(&dir, args.id.as_str());
+    if let Some(last) = kept.last() {
+        out!(
+            "logs: attempt {} kept in this clone; see 'coord logs {} --attempt {last}' (--follow while it runs)",
+            super::logs::list(&kept),
+            args.id
+        );
     }
     Ok(())
 }

@@ -1,10 +1,9 @@
 //! `prime`: the instructions an agent working in this repo needs (its name, how to take work,
-//! how to report, what not to touch), as text, or installed into a marked section of
-//! AGENTS.md at the repo root, replacing that section and nothing else.
+//! how to report, what not to touch), as text, and coord's marked section of AGENTS.md that
+//! `coord prime --install` writes (the files it writes are [`super::setup`]'s).
 
-use super::{Coord, Error};
+use super::Coord;
 use crate::model::AgentName;
-use std::path::Path;
 
 /// The line that opens coord's section of AGENTS.md.
 pub const BEGIN: &str =
@@ -29,46 +28,11 @@ impl Coord {
         };
         format!("{}{UNDER_RUN}{}", &text[..from], &text[to..])
     }
-
-    /// Writes the instructions for `agent` into coord's section of AGENTS.md at the repo
-    /// root (replacing that section, or appending one); returns whether the file changed.
-    pub fn install_prime(&self, agent: Option<&AgentName>) -> Result<bool, Error> {
-        let path = self.store().root().join("AGENTS.md");
-        install(&path, &self.prime(agent))
-    }
-}
-
-/// Writes `text` between the markers of `path`: replaces the section when there is one,
-/// appends it otherwise (creating the file). Returns whether the file changed.
-fn install(path: &Path, text: &str) -> Result<bool, Error> {
-    let io = |what: &'static str| {
-        move |source| Error::Io {
-            what,
-            path: path.display().to_string(),
-            source,
-        }
-    };
-    let old = match std::fs::read_to_string(path) {
-        Ok(s) => s,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(io("read")(e)),
-    };
-    let new = with_section(&old, text).map_err(|why| {
-        Error::Refused(format!(
-            "{}: {why}; keep one '{BEGIN}' line followed by one '{END}' line, or remove both",
-            path.display()
-        ))
-    })?;
-    if new == old {
-        return Ok(false);
-    }
-    std::fs::write(path, new).map_err(io("write"))?;
-    Ok(true)
 }
 
 /// Returns `doc` with coord's section set to `text`; people's text around it is kept byte
 /// for byte.
-fn with_section(doc: &str, text: &str) -> Result<String, &'static str> {
+pub(super) fn with_section(doc: &str, text: &str) -> Result<String, &'static str> {
     let section = format!("{BEGIN}\n{}\n{END}\n", text.trim_end());
     let begin = find_line(doc, BEGIN);
     let end = find_line(doc, END);
@@ -92,6 +56,21 @@ fn with_section(doc: &str, text: &str) -> Result<String, &'static str> {
         (Some(_), None) => Err("the begin marker has no end marker"),
         (None, Some(_)) => Err("the end marker has no begin marker"),
     }
+}
+
+/// Returns `doc` without coord's section (and the blank line [`with_section`] put before it),
+/// or None when it has no whole section.
+pub(super) fn without_section(doc: &str) -> Option<String> {
+    let (b, e) = (find_line(doc, BEGIN)?, find_line(doc, END)?);
+    if b > e {
+        return None;
+    }
+    let after = doc[e..].find('\n').map_or(doc.len(), |n| e + n + 1);
+    let before = &doc[..b];
+    let before = before
+        .strip_suffix('\n')
+        .filter(|s| s.ends_with('\n') || s.is_empty());
+    Some(format!("{}{}", before.unwrap_or(&doc[..b]), &doc[after..]))
 }
 
 /// Returns the byte offset of the line that starts with `marker`'s stem (the text before any

@@ -39,6 +39,36 @@ pub struct Work {
     pub branch: Option<String>,
 }
 
+/// Why a task is no longer an attempt's ([`Coord::lost`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lost {
+    /// No task has the id any more.
+    Gone,
+    /// A person cancelled it.
+    Cancelled,
+    /// Another agent holds it.
+    OtherAgent,
+    /// This attempt is current now.
+    OtherAttempt(u32),
+    /// It was taken back into this state: its lease ran out, or a person moved it.
+    TakenBack(State),
+}
+
+impl std::fmt::Display for Lost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Lost::Gone => write!(f, "the task is gone"),
+            Lost::Cancelled => write!(f, "the task was cancelled"),
+            Lost::OtherAgent => write!(f, "the task was given to another agent"),
+            Lost::OtherAttempt(a) => write!(f, "attempt {a} of the task is current now"),
+            Lost::TakenBack(state) => write!(
+                f,
+                "the task was taken back (now {state}): its lease ran out or a person moved it"
+            ),
+        }
+    }
+}
+
 impl Coord {
     /// Returns how `agent` takes work (push or pull); an unknown agent is an error.
     pub fn assign_mode(&self, agent: &AgentName) -> Result<AssignMode, Error> {
@@ -60,6 +90,31 @@ impl Coord {
             Some(remote) => landed(self.store(), remote, found),
             None => Ok(found),
         }
+    }
+
+    /// Returns why `id` is no longer `agent`'s for `attempt`, as a runner or the MCP server
+    /// checks while the attempt runs: cancelled, taken back (its lease ran out, a person moved
+    /// it), or another attempt current; None while it is still the attempt's, and also once
+    /// the attempt's result was accepted (done, in review).
+    pub fn lost(
+        &self,
+        id: &TaskId,
+        agent: &AgentName,
+        attempt: u32,
+    ) -> Result<Option<Lost>, Error> {
+        let (board, _) = self.store().load()?;
+        let Some(f) = board.tasks.iter().find(|f| &f.id == id) else {
+            return Ok(Some(Lost::Gone));
+        };
+        let current = f.read.as_ref().ok().map(|t| t.coord.attempt);
+        let why = match f.folder.state {
+            State::Cancelled => Some(Lost::Cancelled),
+            State::Done | State::Review | State::Archived => None,
+            State::Assigned if f.folder.agent.as_ref() != Some(agent) => Some(Lost::OtherAgent),
+            State::Assigned => current.filter(|&a| a != attempt).map(Lost::OtherAttempt),
+            other => Some(Lost::TakenBack(other)),
+        };
+        Ok(why)
     }
 
     /// Claims one task for `agent` as [`Coord::claim`] does and returns it as work; None when

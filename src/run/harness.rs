@@ -5,6 +5,7 @@
 //! running commands get a grace period. A front end tells what happens through [`Tell`]; this
 //! module runs processes and operations and prints nothing itself.
 
+use super::logs::{self, Stream};
 use super::record::{self, Held, Record};
 use super::{output_of, Finished, Job, Running as Process, EXIT_FATAL, MAX_OUTPUT, TERM_GRACE};
 use crate::error::{CliError, Exit};
@@ -196,7 +197,7 @@ impl Runner {
             workdir,
             trees,
             records: record::folder(&git_dir, self.agent.as_str()),
-            logs: git_dir.join("coord").join("logs"),
+            logs: logs::folder(&git_dir),
             remote,
             stop_now: Arc::new(AtomicBool::new(false)),
             ran: std::cell::RefCell::default(),
@@ -314,7 +315,7 @@ struct Harness<'a> {
     trees: Option<Trees>,
     /// Where the records of the commands this agent's runners start are kept.
     records: PathBuf,
-    /// Where each attempt's stderr is kept.
+    /// Where each attempt's stdout and stderr are kept.
     logs: PathBuf,
     remote: Option<Remote>,
     /// Set when the grace period is over: workers kill their commands.
@@ -328,6 +329,9 @@ struct Harness<'a> {
 
 /// What a report left for the next `coord sync` to push says.
 const PENDING: &str = "pushed by the next coord sync: a sync in this clone committed meanwhile";
+
+/// How often a running command's task is checked for a cancel or a lost lease.
+const LOST_CHECK: Duration = Duration::from_secs(2);
 
 /// How often progress is told.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
@@ -531,6 +535,10 @@ impl Harness<'_> {
             ],
             cwd: self.workdir.clone(),
             run_id: run_id(),
+            log: Some((
+                logs::path(&self.logs, t.id.as_str(), t.attempt, Stream::Stdout),
+                logs::path(&self.logs, t.id.as_str(), t.attempt, Stream::Stderr),
+            )),
         };
         let worker = self.worker();
         std::thread::spawn(move || {
@@ -764,6 +772,7 @@ impl Worker {
             Ok(f) => f,
             Err(e) => return fail(&format!("lost the command: {e}")),
         };
+        self.close_log(t, &finished);
         match cut {
             Some(Cut::Timeout) => fail(&format!("timeout: killed after {}s", t.timeout.as_secs())),
             Some(Cut::Stopped) => fail("coord run was stopped before the command ended"),
@@ -790,12 +799,14 @@ impl Worker {
         }
     }
 
-    /// Waits for the command, heartbeating when a third of the lease is used; returns why it
-    /// was cut short, if it was.
+    /// Waits for the command, heartbeating when a third of the lease is used and checking
+    /// every [`LOST_CHECK`] that the task is still this attempt's (not cancelled, not taken
+    /// back); returns why it was cut short, if it was.
     fn watch(&self, t: &Work, running: &mut Process, started: Instant) -> Option<Cut> {
         let deadline = started + t.timeout;
         let mut lease_end = started + t.lease_left;
         let beat_before = t.timeout * 2 / 3;
+        let mut next_check = started + LOST_CHECK;
         loop {
             match running.poll() {
                 Ok(Some(_)) | Err(_) => return None,
@@ -815,13 +826,26 @@ impl Worker {
                     Err(e) => return Some(Cut::Lost(e.to_string())),
                 }
             }
+            if now >= next_check {
+                next_check = now + LOST_CHECK;
+                if let Some(why) = self.lost(t) {
+                    return Some(Cut::Lost(format!("ended the command: {why}")));
+                }
+            }
             std::thread::sleep(Duration::from_millis(25));
         }
     }
 
+    /// Returns why the task of `t` is no longer its attempt's, when it is not; a check that
+    /// cannot be made (the lock held, the repository unreadable) says nothing.
+    fn lost(&self, t: &Work) -> Option<String> {
+        let coord = self.opener.open().ok()?;
+        let lost = coord.lost(&t.id, &self.agent, t.attempt).ok()??;
+        Some(lost.to_string())
+    }
+
     /// Reports a command's end: success with its output on exit 0 (a `next_agent` in it
-    /// hands off; the branch and commit of its worktree added), else a failure. Its stderr is
-    /// kept in the attempt's log first.
+    /// hands off; the branch and commit of its worktree added), else a failure.
     fn report_end(
         &self,
         t: &Work,
@@ -829,7 +853,6 @@ impl Worker {
         started: Instant,
         tree: Option<(&Worktree, &ops::Coord)>,
     ) -> Told {
-        self.keep_log(t, &f.stderr);
         let fail =
             |msg: &str, retryable| self.report_failure(&t.id, t.attempt, msg, retryable, started);
         if !f.status.success() {
@@ -862,15 +885,17 @@ impl Worker {
         self.report(&t.id, t.attempt, verdict, Kind::Done, None, started)
     }
 
-    /// Writes the end of the command's stderr to `.git/coord/logs/<task>@<attempt>.stderr`
-    /// (nothing when it wrote none). A log that cannot be written is not a reason to fail the
-    /// task.
-    fn keep_log(&self, t: &Work, stderr: &[u8]) {
-        if stderr.is_empty() {
-            return;
+    /// Finishes the attempt's logs once the command ended: a stderr longer than the log
+    /// keeps its end instead of its start, and the logs rotate ([`logs::rotate`]). A log that
+    /// cannot be written is not a reason to fail the task.
+    fn close_log(&self, t: &Work, f: &Finished) {
+        if f.stderr_cut {
+            let from = f.stderr.len().saturating_sub(logs::LOG_MAX);
+            let path = logs::path(&self.logs, t.id.as_str(), t.attempt, Stream::Stderr);
+            // Rewritten in place, so the file keeps the owner-only mode it was made with.
+            let _ = std::fs::write(&path, &f.stderr[from..]);
         }
-        let path = self.logs.join(format!("{}@{}.stderr", t.id, t.attempt));
-        let _ = crate::fsx::write_private(&path, stderr, false);
+        logs::rotate(&self.logs, t.id.as_str(), logs::BUDGET);
     }
 
     fn report_failure(

@@ -135,6 +135,24 @@ fn take_orphan(dir: &Path, stem: &str) -> Option<Held> {
     })
 }
 
+/// Returns whether a runner holds the record `<stem>.json` of any agent's in the clone whose
+/// git folder is `git_dir`: the record is there and its lock is taken.
+pub fn live(git_dir: &Path, stem: &str) -> bool {
+    let Ok(agents) = std::fs::read_dir(git_dir.join("coord").join("run")) else {
+        return false;
+    };
+    agents.flatten().any(|a| {
+        let dir = a.path();
+        if !dir.join(format!("{stem}.json")).is_file() {
+            return false;
+        }
+        let Ok(lock) = File::open(dir.join(format!("{stem}.lock"))) else {
+            return false;
+        };
+        matches!(lock.try_lock(), Err(std::fs::TryLockError::WouldBlock))
+    })
+}
+
 fn lock_file(path: &Path) -> io::Result<File> {
     std::fs::OpenOptions::new()
         .create(true)

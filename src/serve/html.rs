@@ -606,6 +606,7 @@ pub(super) async fn task(
     if let Some(state) = copies.first().and_then(|c| State::parse(&s(&c["state"]))) {
         task_actions(&mut main, id.as_str(), state);
     }
+    run_logs(&mut main, &app.hub.git_dir, &id);
     main.push_str("<h2>log</h2><ol class=\"log\">");
     for e in &log {
         let _ = write!(
@@ -662,6 +663,22 @@ fn with_reason(out: &mut String, id: &str, action: &str, back: &str, required: b
         esc(back),
         if required { " required" } else { "" },
         id = esc(id),
+    );
+}
+
+/// Names the attempts of `id` whose stdout and stderr `coord run` kept in this clone, and the
+/// command that prints them (their text stays off the page: it is the agent's, unredacted).
+fn run_logs(out: &mut String, git_dir: &std::path::Path, id: &crate::model::TaskId) {
+    let kept = crate::run::logs::attempts(&crate::run::logs::folder(git_dir), id.as_str());
+    let Some(last) = kept.last() else {
+        return;
+    };
+    let names: Vec<String> = kept.iter().map(u32::to_string).collect();
+    let _ = write!(
+        out,
+        "<h2>run logs</h2><p class=\"logs\">attempt {} kept in this clone: <code>coord logs {} --attempt {last}</code></p>",
+        names.join(", "),
+        esc(id.as_str())
     );
 }
 

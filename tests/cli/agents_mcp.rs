@@ -26,7 +26,7 @@ fn with_server<F: std::future::Future<Output = ()>>(r: &TestRepo, f: impl FnOnce
 }
 
 /// Calls a tool; returns whether it answered a tool error, and its structured answer.
-async fn call(client: &Client, tool: &'static str, args: Value) -> (bool, Value) {
+async fn call(client: &rmcp::Peer<RoleClient>, tool: &'static str, args: Value) -> (bool, Value) {
     let Value::Object(args) = args else {
         panic!("arguments are an object")
     };
@@ -42,7 +42,7 @@ async fn call(client: &Client, tool: &'static str, args: Value) -> (bool, Value)
 }
 
 /// Calls a tool that must succeed and returns its answer.
-async fn ok(client: &Client, tool: &'static str, args: Value) -> Value {
+async fn ok(client: &rmcp::Peer<RoleClient>, tool: &'static str, args: Value) -> Value {
     let (failed, v) = call(client, tool, args).await;
     assert!(!failed, "{tool} failed: {v}");
     v
@@ -106,6 +106,7 @@ fn mcp_initializes_lists_tools_and_runs_new_claim_heartbeat_complete() {
                 "complete",
                 "fail",
                 "heartbeat",
+                "lease_status",
                 "list",
                 "log",
                 "new",
@@ -648,7 +649,7 @@ fn mcp_tools_say_whether_they_only_read_or_destroy() {
             let tool = tools.iter().find(|t| t.name == name).expect(name);
             json!(tool.annotations)[key].clone()
         };
-        for name in ["status", "list", "show", "log"] {
+        for name in ["status", "list", "show", "log", "lease_status"] {
             assert_eq!(hint(name, "readOnlyHint"), true, "{name}");
         }
         for name in [
@@ -772,6 +773,95 @@ fn nothing_to_claim_answers_the_same_fields_in_mcp_and_the_cli() {
         let none = ok(&client, "claim", json!({"agent": "p"})).await;
         assert_eq!(none, cli, "MCP {none}, CLI {cli}");
         assert!(none.get("why").is_some(), "{none}");
+        client.cancel().await.expect("close");
+    });
+}
+
+/// A client that passes on each log message's data the server sends.
+#[derive(Clone)]
+struct Listener(tokio::sync::mpsc::UnboundedSender<Value>);
+
+impl rmcp::ClientHandler for Listener {
+    #[allow(deprecated)] // The SDK marks MCP log messages as deprecated; clients still show them.
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        let _ = self.0.send(params.data);
+    }
+}
+
+/// Waits up to `secs` for the next message the server sends.
+async fn next_notice(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Value>, secs: u64) -> Value {
+    tokio::time::timeout(std::time::Duration::from_secs(secs), rx.recv())
+        .await
+        .expect("a notification in time")
+        .expect("the server is still there")
+}
+
+#[test]
+fn mcp_tells_its_agent_of_an_assignment_a_lost_lease_and_a_cancel() {
+    let r = pull_repo();
+    r.ok(&["new", "First", "--id", "one"]);
+    r.ok(&["new", "Second", "--id", "two"]);
+    r.ok(&["tick"]);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let mut cmd = tokio::process::Command::from(r.spawn_cmd(&["mcp", "--agent", "p"]));
+        cmd.stderr(std::process::Stdio::null());
+        let transport = TokioChildProcess::new(cmd).expect("spawn coord mcp");
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let client = Listener(tx).serve(transport).await.expect("initialize");
+        let claimed = ok(&client, "claim", json!({"agent": "p"})).await;
+        let id = claimed["id"].as_str().expect("id").to_string();
+        let told = next_notice(&mut rx, 5).await;
+        assert_eq!(told["event"], "assigned", "{told}");
+        assert_eq!(
+            (told["id"].as_str(), told["attempt"].as_u64()),
+            (Some(id.as_str()), Some(1))
+        );
+        let status = ok(
+            &client,
+            "lease_status",
+            json!({"id": id, "agent": "p", "attempt": 1}),
+        )
+        .await;
+        assert_eq!(status["held"], true, "{status}");
+        assert!(status["lease_expires_at"].is_string(), "{status}");
+
+        // A tick whose clock is past the lease takes the task back.
+        r.ok(&["--now", "2099-01-01T00:00:00Z", "tick"]);
+        let expired = std::time::Instant::now();
+        let told = next_notice(&mut rx, 5).await;
+        assert!(
+            expired.elapsed() < std::time::Duration::from_secs(3),
+            "within a tick"
+        );
+        assert_eq!(told["event"], "lease_lost", "{told}");
+        assert_eq!(told["id"].as_str(), Some(id.as_str()), "{told}");
+        let status = ok(
+            &client,
+            "lease_status",
+            json!({"id": id, "agent": "p", "attempt": 1}),
+        )
+        .await;
+        assert_eq!(
+            (status["held"].clone(), status["lost"].clone()),
+            (json!(false), json!("lease_lost")),
+            "{status}"
+        );
+
+        let other = ok(&client, "claim", json!({"agent": "p"})).await;
+        let other = other["id"].as_str().expect("id").to_string();
+        assert_eq!(next_notice(&mut rx, 5).await["event"], "assigned");
+        r.ok(&["cancel", &other, "--reason", "not needed"]);
+        let told = next_notice(&mut rx, 5).await;
+        assert_eq!(told["event"], "cancelled", "{told}");
+        assert_eq!(told["id"].as_str(), Some(other.as_str()), "{told}");
         client.cancel().await.expect("close");
     });
 }

@@ -1,4 +1,5 @@
-//! `coord prime`: the instructions block for an agent, and `--install` into AGENTS.md.
+//! `coord prime`: the instructions block for an agent, `--install` into AGENTS.md, `.mcp.json`
+//! and `.codex/config.toml`, and `--uninstall`.
 
 use crate::harness::TestRepo;
 
@@ -32,18 +33,135 @@ fn prime_install_twice_leaves_one_section_and_keeps_peoples_text() {
     assert!(once.starts_with(mine), "{once}");
     r.write("AGENTS.md", &format!("{once}\n## After\nalso mine\n"));
     let (_, err) = r.code(&["prime", "--install", "--agent", "writer"], 0);
-    assert!(err.contains("unchanged"), "{err}");
-    let before = r.read("AGENTS.md");
-    r.ok(&["prime", "--install", "--agent", "editor"]);
+    assert!(err.contains("unchanged: AGENTS.md"), "{err}");
     let after = r.read("AGENTS.md");
     assert_eq!(after.matches("coord:prime:begin").count(), 1, "{after}");
     assert_eq!(after.matches("coord:prime:end").count(), 1, "{after}");
-    assert!(after.contains("coord claim --agent editor") && !after.contains("--agent writer"));
     assert!(
         after.starts_with(mine) && after.ends_with("\n## After\nalso mine\n"),
         "{after}"
     );
-    assert_ne!(before, after);
+}
+
+/// The files `--install` writes, relative to the repo root.
+const FILES: [&str; 3] = ["AGENTS.md", ".mcp.json", ".codex/config.toml"];
+
+fn snapshot(r: &TestRepo) -> Vec<Option<String>> {
+    FILES
+        .iter()
+        .map(|f| r.exists(f).then(|| r.read(f)))
+        .collect()
+}
+
+#[test]
+fn prime_install_sets_up_every_agents_files_once_and_for_any_agent() {
+    let r = TestRepo::with_agents(&["writer"]);
+    r.write("AGENTS.md", "# Agents\n\nPeople wrote this.\n");
+    r.write(
+        ".mcp.json",
+        "{\n  \"mcpServers\": {\n    \"db\": {\"command\": \"db-mcp\", \"args\": [\"--ro\"]}\n  }\n}\n",
+    );
+    r.write(
+        ".codex/config.toml",
+        "model = \"o3\"\n\n[mcp_servers.db]\ncommand = \"db-mcp\"\n",
+    );
+    let (_, err) = r.code(&["prime", "--install"], 0);
+    for f in FILES {
+        assert!(err.contains(&format!("wrote {f}")), "{err}");
+    }
+    let once = snapshot(&r);
+    let (_, err) = r.code(&["prime", "--install", "--agent", "writer"], 0);
+    assert_eq!(snapshot(&r), once, "a second install changes no byte");
+    assert_eq!(err.matches("unchanged:").count(), 3, "{err}");
+
+    let agents = r.read("AGENTS.md");
+    assert!(
+        agents.starts_with("# Agents\n\nPeople wrote this.\n"),
+        "{agents}"
+    );
+    assert!(
+        agents.contains("--agent <you>") && !agents.contains("writer"),
+        "{agents}"
+    );
+    for name in ["Claude", "Codex", "claude", "codex"] {
+        assert!(!agents.contains(name), "no one agent's name: {name}");
+    }
+    let mcp: serde_json::Value = serde_json::from_str(&r.read(".mcp.json")).expect("json");
+    assert_eq!(mcp["mcpServers"]["db"]["args"][0], "--ro", "{mcp}");
+    assert_eq!(mcp["mcpServers"]["coord"]["command"], "coord", "{mcp}");
+    assert_eq!(mcp["mcpServers"]["coord"]["args"][0], "mcp", "{mcp}");
+    let codex = r.read(".codex/config.toml");
+    assert_eq!(
+        codex,
+        "model = \"o3\"\n\n[mcp_servers.db]\ncommand = \"db-mcp\"\n\n\
+         [mcp_servers.coord]\ncommand = \"coord\"\nargs = [\"mcp\"]\n"
+    );
+    let status = r.git_status();
+    let mut lines: Vec<&str> = status.lines().collect();
+    lines.sort_unstable();
+    assert_eq!(
+        lines,
+        ["?? .codex/config.toml", "?? .mcp.json", "?? AGENTS.md"],
+        "no temporary file left"
+    );
+}
+
+#[test]
+fn prime_install_refuses_a_conflicting_coord_entry_and_writes_nothing() {
+    let r = TestRepo::new();
+    let theirs = "{\"mcpServers\": {\"coord\": {\"command\": \"/opt/other\"}}}\n";
+    r.write(".mcp.json", theirs);
+    let (_, err) = r.code(&["prime", "--install"], 1);
+    assert!(
+        err.contains(".mcp.json") && err.contains("'coord' is not coord's own"),
+        "{err}"
+    );
+    assert_eq!(r.read(".mcp.json"), theirs);
+    assert!(!r.exists("AGENTS.md") && !r.exists(".codex/config.toml"));
+
+    r.write(".mcp.json", "{}");
+    r.write(
+        ".codex/config.toml",
+        "[mcp_servers.coord]\ncommand = \"/opt/other\"\n",
+    );
+    let (_, err) = r.code(&["prime", "--install"], 1);
+    assert!(
+        err.contains("config.toml") && err.contains("'coord'"),
+        "{err}"
+    );
+    assert_eq!(r.read(".mcp.json"), "{}");
+}
+
+#[test]
+fn prime_uninstall_puts_back_what_was_there() {
+    let r = TestRepo::new();
+    let agents = "# Agents\nno newline at the end";
+    let mcp = "{ \"mcpServers\": { \"db\": { \"command\": \"db-mcp\" } } }";
+    r.write("AGENTS.md", agents);
+    r.write(".mcp.json", mcp);
+    let before = snapshot(&r);
+    r.ok(&["prime", "--install"]);
+    assert_ne!(snapshot(&r), before);
+    r.ok(&["prime", "--uninstall"]);
+    assert_eq!(
+        snapshot(&r),
+        before,
+        "byte for byte, and no .codex/config.toml"
+    );
+    assert!(!r.exists(".codex"), "the folder made for it is gone too");
+
+    // Edited since the install: only coord's section and entries are taken out.
+    r.ok(&["prime", "--install"]);
+    let edited = format!("{}\n## Later\nmine\n", r.read("AGENTS.md"));
+    r.write("AGENTS.md", &edited);
+    r.ok(&["prime", "--uninstall"]);
+    let left = r.read("AGENTS.md");
+    assert!(!left.contains("coord:prime"), "{left}");
+    assert!(
+        left.starts_with("# Agents\nno newline at the end") && left.ends_with("## Later\nmine\n"),
+        "{left}"
+    );
+    assert_eq!(r.read(".mcp.json"), mcp);
 }
 
 #[test]

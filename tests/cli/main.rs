@@ -1,6 +1,7 @@
 //! End-to-end tests: the real `coord` binary against real temporary git repositories.
 //! One test binary, one module per area, so the suite links once.
 
+mod agents_logs;
 mod agents_mcp;
 mod agents_prime;
 mod agents_run;

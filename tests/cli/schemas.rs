@@ -129,6 +129,9 @@ fn every_json_answer_matches_its_schema() {
     ok(&r, "keygen", &["keygen", "p"], 0);
     ok(&r, "prime", &["prime"], 0);
     ok(&r, "prime", &["prime", "--install"], 0);
+    ok(&r, "prime", &["prime", "--uninstall"], 0);
+    r.write(".git/coord/logs/a@1.stdout", "out\n");
+    ok(&r, "logs", &["logs", "a"], 0);
     r.write("work/inbox/bad.yaml", "title: [unclosed\n");
     let invalid = ok(&r, "validate", &["validate"], 1);
     assert_eq!(invalid["valid"], false, "{invalid}");
