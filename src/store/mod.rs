@@ -217,7 +217,7 @@ impl Store {
             seen_complete: Default::default(),
             marks: RefCell::new(None),
             sightings: RefCell::new(None),
-            deepen: RefCell::new(None),
+            deepen: RefCell::new(Some(None)),
         })
     }
 
