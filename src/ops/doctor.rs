@@ -72,9 +72,9 @@ impl Coord {
         findings(&self.store, &board)
     }
 
-    /// Commits stray changes under `work/`, adopts hand moves and removes the copies of a
-    /// duplicate id that hold nothing the kept copy lacks (the safe fixes); returns the
-    /// number of commits.
+    /// Commits stray changes under `work/`, adopts hand moves, carries an editor's save of a
+    /// moved task into it, and removes the copies of a duplicate id that hold nothing the
+    /// kept copy lacks (the safe fixes); returns the number of commits.
     pub fn doctor_fix(&self) -> Result<usize, Error> {
         let _lock = self.session_over(Duration::ZERO, Folders::Finished)?;
         let (board, _) = self.store.load()?;
@@ -111,7 +111,14 @@ fn findings(store: &Store, board: &Board) -> Result<Vec<Finding>, Error> {
         out.push(Finding::new(FindingCode::Stray, Some(&p.path), line));
     }
     let known: HashSet<&TaskId> = board.tasks.iter().map(|t| &t.id).collect();
-    for t in &board.tasks {
+    // A copy of an id in several places gets the duplicate's advice alone.
+    let copied: HashSet<&TaskId> = board
+        .live_by_id()
+        .into_iter()
+        .filter(|(_, all)| split_copies(all).kept.len() > 1)
+        .map(|(id, _)| id)
+        .collect();
+    for t in board.tasks.iter().filter(|t| !copied.contains(&t.id)) {
         task_findings(board, t, &known, fix, &mut out);
     }
     for a in board.agents.values() {
@@ -284,7 +291,7 @@ fn plain_copies_removed(board: &Board) -> Vec<Transition> {
     let mut out = Vec::new();
     for (id, all) in board.live_by_id() {
         let live = split_copies(&all).kept;
-        if live.len() < 2 {
+        if live.len() < 2 || engine::copies::moved(&live).is_some() {
             continue;
         }
         let keep = kept_copy(&live);
@@ -362,6 +369,20 @@ fn rejected_copies(
     }
 }
 
+/// The finding of old copies of a moved task an editor saved at their old paths: the tick
+/// (or `--fix`) carries a person's edit in them into the task and removes them.
+fn older_copies(id: &TaskId, task: &TaskFile, older: &[&TaskFile]) -> Finding {
+    let paths: Vec<&str> = older.iter().map(|f| f.path.as_str()).collect();
+    let line = format!(
+        "duplicate id '{id}': {} {} an editor's save from before coord moved the task to {}; the next tick carries a person's edit in the copy into {} and removes the copy, or run 'coord doctor --fix'",
+        paths.join(", "),
+        if paths.len() == 1 { "is" } else { "are" },
+        task.path,
+        task.path,
+    );
+    Finding::new(FindingCode::Duplicate, Some(&task.path), line).fixed_by_doctor()
+}
+
 fn duplicates(work: &str, board: &Board, out: &mut Vec<Finding>) {
     let live = board.live_by_id();
     rejected_copies(work, board, &live, out);
@@ -371,6 +392,10 @@ fn duplicates(work: &str, board: &Board, out: &mut Vec<Finding>) {
             out.push(taken_id(id, f, holder));
         }
         if live.len() < 2 {
+            continue;
+        }
+        if let Some((task, older)) = engine::copies::moved(&live) {
+            out.push(older_copies(id, task, &older));
             continue;
         }
         let keep = kept_copy(&live);

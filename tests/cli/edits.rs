@@ -1,0 +1,66 @@
+//! People's edits of task files coord works on: an editor saving a file after coord moved it,
+//! a task copied by hand into another folder.
+
+use crate::harness::TestRepo;
+
+/// An editor saves the file it had open at the path coord moved it from: the agent's
+/// `complete` goes on, and the next tick carries the person's edit into the moved task (an
+/// unchanged save is removed), leaving one file per id and nothing for `doctor`.
+#[test]
+fn an_editors_save_after_a_claim_never_blocks_complete_and_its_edit_is_kept() {
+    let r = TestRepo::with_agents(&["p --pull --max-active 2"]);
+    r.ok(&["new", "X", "--id", "x"]);
+    r.ok(&["new", "Y", "--id", "y"]);
+    r.ok(&["tick"]);
+    let (x_before, y_before) = (r.read("work/ready/x.yaml"), r.read("work/ready/y.yaml"));
+    r.ok(&["claim", "--agent", "p"]);
+    r.ok(&["claim", "--agent", "p"]);
+    r.write(
+        "work/ready/x.yaml",
+        &x_before.replace("title: X\n", "title: X\ndescription: a person's edit\n"),
+    );
+    r.write("work/ready/y.yaml", &y_before);
+    r.ok(&["complete", "x", "--agent", "p", "--attempt", "1"]);
+    r.ok(&["tick"]);
+    assert_eq!(r.find("x"), ["work/done/x.yaml"]);
+    assert!(
+        r.read("work/done/x.yaml")
+            .contains("description: a person's edit"),
+        "{}",
+        r.read("work/done/x.yaml")
+    );
+    assert_eq!(r.find("y"), ["work/assigned/p/y.yaml"]);
+    assert_eq!(r.git_status(), "");
+    let out = r.ok(&["doctor"]);
+    assert!(!out.contains("'x'") && !out.contains("'y'"), "{out}");
+    // Both saves stay in history: the edit was recorded before it was carried over.
+    let log = r.git(&["log", "--format=%s"]);
+    assert!(log.contains("record external changes"), "{log}");
+    r.ok(&["complete", "y", "--agent", "p", "--attempt", "1"]);
+}
+
+/// A task copied by hand into an agent's folder (instead of moved) is one id in two places:
+/// `doctor` gives one piece of advice for it, never also "the next tick adopts the folder"
+/// for the copy it says to remove, and `doctor --fix` does what the advice says.
+#[test]
+fn doctor_gives_one_advice_for_a_copied_task_and_fix_follows_it() {
+    let r = TestRepo::with_agents(&["bob --pull"]);
+    r.ok(&["new", "X", "--id", "x"]);
+    r.ok(&["tick"]);
+    let text = r.read("work/ready/x.yaml");
+    r.write("work/assigned/bob/x.yaml", &text);
+    let (out, _) = r.code(&["--json", "doctor"], 1);
+    let json: serde_json::Value = serde_json::from_str(&out).expect("one JSON value");
+    let about_x: Vec<&serde_json::Value> = json["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["code"] != "uncommitted")
+        .filter(|f| f["message"].as_str().is_some_and(|m| m.contains("x.yaml")))
+        .collect();
+    assert_eq!(about_x.len(), 1, "{json}");
+    assert_eq!(about_x[0]["code"], "duplicate", "{json}");
+    r.code(&["doctor", "--fix"], 0);
+    assert_eq!(r.find("x"), ["work/ready/x.yaml"]);
+    assert_eq!(r.git_status(), "");
+}
