@@ -17,6 +17,7 @@ mod history;
 mod indexed;
 mod load;
 mod quiet;
+mod renames;
 mod schedules;
 mod scoped;
 mod settle;

@@ -64,3 +64,30 @@ fn doctor_gives_one_advice_for_a_copied_task_and_fix_follows_it() {
     assert_eq!(r.find("x"), ["work/ready/x.yaml"]);
     assert_eq!(r.git_status(), "");
 }
+
+/// A task file renamed by hand outside the inbox would change the task's id, and its
+/// dependents would wait for the old one forever: the tick moves it back to its id's name,
+/// says so, and the dependent goes on once the task is done.
+#[test]
+fn a_task_renamed_by_hand_keeps_its_id_and_its_dependents_go_on() {
+    let r = TestRepo::with_agents(&["p --pull"]);
+    r.ok(&["new", "A", "--id", "a"]);
+    r.ok(&["new", "B", "--id", "b", "--depends-on", "a"]);
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("b"), "work/blocked/b.yaml");
+    std::fs::rename(r.abs("work/ready/a.yaml"), r.abs("work/ready/renamed.yaml")).expect("rename");
+    let (out, err) = r.code(&["tick"], 0);
+    let said = format!("{out}{err}");
+    assert!(
+        said.contains("work/ready/renamed.yaml is task 'a' renamed by hand")
+            && said.contains("moved back to work/ready/a.yaml"),
+        "{said}"
+    );
+    assert!(r.find("renamed").is_empty());
+    assert_eq!(r.where_is("a"), "work/ready/a.yaml");
+    assert_eq!(r.git_status(), "");
+    assert_eq!(r.ok(&["claim", "--agent", "p"]).trim(), "a");
+    r.ok(&["complete", "a", "--agent", "p", "--attempt", "1"]);
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("b"), "work/ready/b.yaml");
+}
