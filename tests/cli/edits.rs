@@ -91,3 +91,21 @@ fn a_task_renamed_by_hand_keeps_its_id_and_its_dependents_go_on() {
     r.ok(&["tick"]);
     assert_eq!(r.where_is("b"), "work/ready/b.yaml");
 }
+
+/// A person writes a task into the inbox with an editor and saves it again after coord took
+/// it in: the agent's `complete` goes on, and the second save's edit reaches the task.
+#[test]
+fn an_inbox_file_saved_again_after_intake_reaches_the_task() {
+    let r = TestRepo::with_agents(&["alice"]);
+    r.task("x", "title: X\n");
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("x"), "work/assigned/alice/x.yaml");
+    r.task("x", "title: X\ndescription: the second save\n");
+    r.ok(&["complete", "x", "--agent", "alice", "--attempt", "1"]);
+    r.ok(&["tick"]);
+    assert_eq!(r.find("x"), ["work/done/x.yaml"]);
+    assert!(r
+        .read("work/done/x.yaml")
+        .contains("description: the second save"));
+    assert_eq!(r.git_status(), "");
+}
