@@ -59,6 +59,31 @@ fn regated(copy: &TaskFile, task: &TaskFile) -> bool {
     matches!(task.folder.state, State::Ready | State::Blocked) && authority(copy) != authority(task)
 }
 
+/// Returns `task`'s text with `copy`'s text outside `coord:` and `result:` (a person's edit
+/// made in another copy), keeping `task`'s `coord:` block and `result:`; None when that
+/// would change the gate of a task not started yet or the text cannot be made.
+pub fn carried(copy: &TaskFile, task: &TaskFile) -> Option<String> {
+    if regated(copy, task) {
+        return None;
+    }
+    let (from, into) = (copy.read.as_ref().ok()?, task.read.as_ref().ok()?);
+    edit_text(
+        from,
+        &into.coord,
+        result_of(&into.doc.value, &from.doc.value),
+    )
+    .ok()
+}
+
+/// Returns the edit that leaves `into`'s `result:` on a text that has `from`'s.
+fn result_of(into: &Value, from: &Value) -> ResultEdit {
+    match into.get("result") {
+        Some(v) => ResultEdit::Set(v.clone()),
+        None if from.get("result").is_some() => ResultEdit::Remove,
+        None => ResultEdit::Keep,
+    }
+}
+
 /// The tick's step: for each task with old copies, carries what a person changed in an old
 /// copy into the task and removes the old copy (see [`carry`]).
 pub fn run(w: &mut World<'_>) {
@@ -83,11 +108,7 @@ fn carry(w: &mut World<'_>, id: &TaskId, old: &TaskFile) {
     let mut ops = Vec::new();
     let mut text = None;
     if people(&copy.doc.value) != people(&task.task.doc.value) {
-        let result = match task.task.doc.value.get("result") {
-            Some(v) => ResultEdit::Set(v.clone()),
-            None if copy.doc.value.get("result").is_some() => ResultEdit::Remove,
-            None => ResultEdit::Keep,
-        };
+        let result = result_of(&task.task.doc.value, &copy.doc.value);
         let Ok(merged) = edit_text(copy, &task.task.coord, result) else {
             return;
         };

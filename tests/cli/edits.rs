@@ -109,3 +109,28 @@ fn an_inbox_file_saved_again_after_intake_reaches_the_task() {
         .contains("description: the second save"));
     assert_eq!(r.git_status(), "");
 }
+
+/// A task copied by hand into another folder, both copies then edited: `doctor --fix` keeps
+/// the copy whose `coord:` block agrees with its folder, with the text of the copy written
+/// last, and removes the other; the older edit stays in git history.
+#[test]
+fn doctor_fix_keeps_the_newest_edit_of_a_copied_task_and_loses_no_bytes() {
+    let r = TestRepo::with_agents(&["bob --pull"]);
+    r.ok(&["new", "X", "--id", "x"]);
+    r.ok(&["tick"]);
+    let text = r.read("work/ready/x.yaml");
+    let edit = |what: &str| text.replace("title: X\n", &format!("title: X\ndescription: {what}\n"));
+    r.write("work/ready/x.yaml", &edit("the older edit"));
+    r.write("work/assigned/bob/x.yaml", &edit("the newest edit"));
+    let (out, _) = r.code(&["doctor"], 1);
+    let line = out.lines().find(|l| l.contains("'x'")).expect("x named");
+    assert!(line.contains("coord doctor --fix"), "{line}");
+    r.ok(&["doctor", "--fix"]);
+    assert_eq!(r.find("x"), ["work/ready/x.yaml"]);
+    let kept = r.read("work/ready/x.yaml");
+    assert!(kept.contains("description: the newest edit"), "{kept}");
+    assert!(kept.contains("state: ready"), "{kept}");
+    assert_eq!(r.git_status(), "");
+    let history = r.git(&["log", "-p", "--", "work/"]);
+    assert!(history.contains("the older edit"), "{history}");
+}
