@@ -10,39 +10,30 @@ use crate::model::{State, TaskId};
 use serde_json::Value;
 
 /// Returns the copy coord moved last and the older ones, when the copies of one id are
-/// versions of one task: each reads and is either a version coord wrote (it agrees with its
-/// folder, was taken in at the same time as the others, and one is further on, a later
-/// attempt or finished, than every other) or the file a person sent in, saved again in
-/// `inbox/` under the same name while the task is not finished. Copies that cannot be
-/// ordered so (a task copied by hand into another folder) are a duplicate for a person.
+/// versions of one task coord wrote: each reads, agrees with its folder, was taken in at the
+/// same time, and one is further on (a later attempt, or finished) than every other. Copies
+/// that cannot be ordered so (a task copied by hand into another folder) are a duplicate for
+/// a person to sort out.
 pub fn moved<'a>(copies: &[&'a TaskFile]) -> Option<(&'a TaskFile, Vec<&'a TaskFile>)> {
     let mut read = Vec::with_capacity(copies.len());
-    let mut sent = Vec::new();
     for f in copies {
         let task = f.read.as_ref().ok().filter(|_| f.stand_in.is_none())?;
-        let c = &task.coord;
-        if f.folder.state == State::Inbox && c.created_at.is_none() {
-            sent.push(*f);
-            continue;
-        }
         let seen = task.summary();
         let agrees = seen.state == Some(f.folder.state) && seen.assigned_to == f.folder.agent;
+        let c = &task.coord;
         c.created_at?;
         agrees.then_some(())?;
         read.push((*f, (c.attempt, c.finished_at.is_some()), c.created_at));
     }
     let (newest, progress, created) = *read.iter().max_by_key(|(_, p, _)| *p)?;
-    let resent =
-        |f: &TaskFile| f.file_name() == newest.file_name() && !newest.folder.state.is_final();
-    if !sent.iter().all(|f| resent(f)) || copies.iter().any(|f| regated(f, newest)) {
+    if read.iter().any(|(f, _, _)| regated(f, newest)) {
         return None;
     }
-    let mut older: Vec<&TaskFile> = read
+    let older: Vec<&TaskFile> = read
         .iter()
         .filter(|(f, _, _)| f.path != newest.path)
         .map(|(f, p, c)| (*p < progress && *c == created).then_some(*f))
         .collect::<Option<_>>()?;
-    older.extend(sent);
     (!older.is_empty()).then_some((newest, older))
 }
 

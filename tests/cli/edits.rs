@@ -91,25 +91,6 @@ fn a_task_renamed_by_hand_keeps_its_id_and_its_dependents_go_on() {
     r.ok(&["tick"]);
     assert_eq!(r.where_is("b"), "work/ready/b.yaml");
 }
-
-/// A person writes a task into the inbox with an editor and saves it again after coord took
-/// it in: the agent's `complete` goes on, and the second save's edit reaches the task.
-#[test]
-fn an_inbox_file_saved_again_after_intake_reaches_the_task() {
-    let r = TestRepo::with_agents(&["alice"]);
-    r.task("x", "title: X\n");
-    r.ok(&["tick"]);
-    assert_eq!(r.where_is("x"), "work/assigned/alice/x.yaml");
-    r.task("x", "title: X\ndescription: the second save\n");
-    r.ok(&["complete", "x", "--agent", "alice", "--attempt", "1"]);
-    r.ok(&["tick"]);
-    assert_eq!(r.find("x"), ["work/done/x.yaml"]);
-    assert!(r
-        .read("work/done/x.yaml")
-        .contains("description: the second save"));
-    assert_eq!(r.git_status(), "");
-}
-
 /// A task copied by hand into another folder, both copies then edited: `doctor --fix` keeps
 /// the copy whose `coord:` block agrees with its folder, with the text of the copy written
 /// last, and removes the other; the older edit stays in git history.
