@@ -372,6 +372,27 @@ impl Repo {
         self.repo.is_shallow()
     }
 
+    /// In a shallow clone, fetches the history it lacks from the remote its branch tracks
+    /// (else `origin`); returns whether it did. Attempt numbers come from that history.
+    pub fn unshallow(&self) -> bool {
+        let branch = self.head().ok().and_then(|h| h.branch);
+        let config = self.repo.config().ok();
+        let tracked = branch.and_then(|b| {
+            let key = format!("branch.{b}.remote");
+            config.as_ref()?.get_string(&key).ok()
+        });
+        let Some(remote) = tracked.or_else(|| {
+            self.repo
+                .find_remote("origin")
+                .is_ok()
+                .then(|| "origin".to_string())
+        }) else {
+            return false;
+        };
+        let args = ["fetch", "--quiet", "--no-tags", "--unshallow", &remote];
+        command::git_output(&self.workdir, &args).is_ok_and(|out| out.status.success())
+    }
+
     /// Returns the repository's git directory (`.git`, or `.git/worktrees/<name>` in a linked
     /// work tree), where the coordinator lock and caches live.
     pub fn git_dir(&self) -> &Path {

@@ -7,7 +7,7 @@ use super::complete::finish_success;
 use super::operation::{stamp, OpKind};
 use super::world::{Entry, ResultEdit, World};
 use super::{deps, Inputs, Op, Plan, Signer, Transition};
-use crate::board::Board;
+use crate::board::{Board, TaskFile};
 use crate::model::time::whole_second;
 use crate::model::HistoryEntry;
 use crate::model::{AgentName, ErrorCode, ErrorInfo, Folder, NextAgent, Review, State, TaskId};
@@ -117,8 +117,12 @@ fn world_of<'a>(
     if copies.is_empty() {
         return Err(CommandError::NotFound(id.clone()));
     }
-    let live = copies.iter().filter(|t| t.folder.state != State::Invalid);
-    if live.count() > 1 {
+    let live: Vec<&TaskFile> = copies
+        .into_iter()
+        .filter(|t| t.folder.state != State::Invalid)
+        .collect();
+    // Old copies an editor saved after a move do not stop the task's own commands.
+    if live.len() > 1 && super::copies::moved(&live).is_none() {
         return Err(CommandError::Duplicate(id.clone()));
     }
     Ok(World::new(board, inputs))

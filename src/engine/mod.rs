@@ -9,6 +9,7 @@ mod assign;
 pub mod clock;
 pub mod commands;
 mod complete;
+pub mod copies;
 mod deps;
 pub(crate) mod handoff;
 mod intake;
@@ -295,6 +296,7 @@ pub struct Inputs<'a> {
 /// dependencies, assignment, agent circuit updates.
 pub fn plan(board: &Board, inputs: &Inputs<'_>) -> Plan {
     let mut w = world::World::new(board, inputs);
+    copies::run(&mut w);
     adopt::run(&mut w);
     intake::run(&mut w);
     complete::run(&mut w);
@@ -304,9 +306,11 @@ pub fn plan(board: &Board, inputs: &Inputs<'_>) -> Plan {
     w.finish()
 }
 
-/// Plans only the adoption of hand moves (what `coord doctor --fix` repairs).
+/// Plans only the adoption of hand moves and the removal of old copies of moved tasks (what
+/// `coord doctor --fix` repairs).
 pub fn adoption_plan(board: &Board, inputs: &Inputs<'_>) -> Plan {
     let mut w = world::World::new(board, inputs);
+    copies::run(&mut w);
     adopt::run(&mut w);
     w.finish()
 }

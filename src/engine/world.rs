@@ -162,6 +162,9 @@ pub struct World<'a> {
     pub agents: BTreeMap<AgentName, AgentState>,
     /// Tasks whose file is still being written: on the board as committed, never moved.
     frozen: HashSet<TaskId>,
+    /// Tasks with old copies an editor saved after coord moved them (see
+    /// [`super::copies`]): the task is its entry, the old copies are listed here.
+    pub older: Vec<(TaskId, Vec<&'a TaskFile>)>,
     /// The number of live entries in each agent's folder, kept as entries move (counting
     /// them for every ready task made a plan over many tasks quadratic).
     loads: std::collections::HashMap<AgentName, usize>,
@@ -214,6 +217,7 @@ impl<'a> World<'a> {
                 .filter(|t| matches!(t.stand_in, Some(StandIn::Settling(_))))
                 .map(|t| t.id.clone())
                 .collect(),
+            older: Vec::new(),
             agents: board
                 .agents
                 .iter()
@@ -253,6 +257,13 @@ impl<'a> World<'a> {
             let Copies { taken, kept } = split_copies(live);
             self.taken.extend(taken);
             if kept.len() > 1 {
+                if let Some((newest, older)) = super::copies::moved(&kept) {
+                    if let Ok(task) = &newest.read {
+                        entries.push((id.clone(), entry_of(newest, task)));
+                        self.older.push((id.clone(), older));
+                    }
+                    continue;
+                }
                 self.note(Note::Duplicate {
                     id: id.clone(),
                     paths: kept.iter().map(|f| f.path.clone()).collect(),
@@ -319,6 +330,18 @@ impl<'a> World<'a> {
             self.live.insert(id.clone(), entry_of(f, task));
             *taken = true;
         }
+    }
+
+    /// Takes `text` as task `id`'s planned content (a transition planned to write it there);
+    /// false when it does not read back.
+    pub fn rewrite(&mut self, id: &TaskId, text: &str) -> bool {
+        let (Some(task), Some(e)) = (check::reread(text), self.live.get_mut(id)) else {
+            return false;
+        };
+        e.hash = crate::board::content_hash(text.as_bytes());
+        e.stand_in = None;
+        e.task = Arc::new(Task::kept(e.folder.state, task));
+        true
     }
 
     /// Records a note.
@@ -731,7 +754,7 @@ fn file_ops(entry: &Entry, new_path: &str, text: Option<&str>) -> Vec<Op> {
 
 /// Why a task file could not be edited.
 #[derive(Debug, thiserror::Error)]
-enum EditError {
+pub(super) enum EditError {
     /// The edited file would pass the size limit.
     #[error("with coord's block the file would pass the {} KiB limit; shorten it (large outputs belong in a file the result names)", .0 / 1024)]
     TooLarge(usize),
@@ -740,7 +763,11 @@ enum EditError {
     Unsafe(String),
 }
 
-fn edit_text(task: &TaskDoc, coord: &CoordBlock, result: ResultEdit) -> Result<String, EditError> {
+pub(super) fn edit_text(
+    task: &TaskDoc,
+    coord: &CoordBlock,
+    result: ResultEdit,
+) -> Result<String, EditError> {
     let unsafe_edit = |e: String| EditError::Unsafe(e);
     let (text, doc) = match result {
         ResultEdit::Keep => (task.text.clone(), task.doc.clone()),

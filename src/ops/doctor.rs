@@ -72,14 +72,14 @@ impl Coord {
         findings(&self.store, &board)
     }
 
-    /// Commits stray changes under `work/`, adopts hand moves and removes the copies of a
-    /// duplicate id that hold nothing the kept copy lacks (the safe fixes); returns the
-    /// number of commits.
+    /// Commits stray changes under `work/`, adopts hand moves, carries an editor's save of a
+    /// moved task into it, and settles every other duplicate id on one copy holding the
+    /// newest edit (each version stays in git history); returns the number of commits.
     pub fn doctor_fix(&self) -> Result<usize, Error> {
         let _lock = self.session_over(Duration::ZERO, Folders::Finished)?;
         let (board, _) = self.store.load()?;
         let mut plan = engine::adoption_plan(&board, &self.inputs());
-        plan.transitions.extend(plain_copies_removed(&board));
+        plan.transitions.extend(copies_settled(&self.store, &board));
         self.apply(&plan, Origin::Command)
     }
 }
@@ -111,7 +111,14 @@ fn findings(store: &Store, board: &Board) -> Result<Vec<Finding>, Error> {
         out.push(Finding::new(FindingCode::Stray, Some(&p.path), line));
     }
     let known: HashSet<&TaskId> = board.tasks.iter().map(|t| &t.id).collect();
-    for t in &board.tasks {
+    // A copy of an id in several places gets the duplicate's advice alone.
+    let copied: HashSet<&TaskId> = board
+        .live_by_id()
+        .into_iter()
+        .filter(|(_, all)| split_copies(all).kept.len() > 1)
+        .map(|(id, _)| id)
+        .collect();
+    for t in board.tasks.iter().filter(|t| !copied.contains(&t.id)) {
         task_findings(board, t, &known, fix, &mut out);
     }
     for a in board.agents.values() {
@@ -278,37 +285,77 @@ fn kept_copy<'b>(live: &[&'b TaskFile]) -> &'b TaskFile {
         .unwrap_or(&live[0])
 }
 
-/// Returns the transitions removing each copy of a duplicate id that holds nothing the kept
-/// copy lacks (an editor saving unchanged a file coord had moved).
-fn plain_copies_removed(board: &Board) -> Vec<Transition> {
+/// Returns the transitions settling each duplicate id that is not an editor's save of a
+/// moved task: the copy kept (see [`kept_copy`]) takes the text outside `coord:` of the copy
+/// written last when that one holds a person's edit, and the other copies are removed. `--fix`
+/// recorded every copy first, so each version stays in git history. Only the copies holding
+/// nothing the kept one lacks are removed when a copy does not read or the edit cannot be
+/// carried (it would change the gate of a task not started).
+fn copies_settled(store: &Store, board: &Board) -> Vec<Transition> {
     let mut out = Vec::new();
     for (id, all) in board.live_by_id() {
         let live = split_copies(&all).kept;
-        if live.len() < 2 {
+        if live.len() < 2 || engine::copies::moved(&live).is_some() {
             continue;
         }
         let keep = kept_copy(&live);
-        for f in live
+        let newest = live
             .iter()
-            .filter(|f| f.path != keep.path && same_rest(f, keep))
-        {
-            out.push(Transition {
-                subject: id.to_string(),
-                from: Endpoint::State(f.folder.state),
-                to: Endpoint::State(keep.folder.state),
-                summary: format!(
-                    "remove {}, a copy of {} holding nothing it lacks",
-                    f.path, keep.path
-                ),
-                ops: vec![Op::Remove {
-                    path: f.path.clone(),
-                }],
-                guard: vec![(f.path.clone(), f.hash)],
-                op: None,
-            });
+            .filter(|f| f.read.is_ok() && f.stand_in.is_none())
+            .max_by_key(|f| written_at(store, &f.path))
+            .filter(|_| live.iter().all(|f| f.read.is_ok() && f.stand_in.is_none()));
+        let carry = newest
+            .filter(|n| !same_rest(n, keep))
+            .map(|n| (n, engine::copies::carried(n, keep)));
+        let others = |plain_only: bool| -> Vec<&TaskFile> {
+            live.iter()
+                .copied()
+                .filter(|f| f.path != keep.path && (!plain_only || same_rest(f, keep)))
+                .collect()
+        };
+        let (write, gone) = match carry {
+            Some((n, Some(text))) => (Some((n, text)), others(false)),
+            Some((_, None)) => (None, others(true)),
+            None => (None, others(newest.is_none())),
+        };
+        let summary = match &write {
+            Some((n, _)) => format!(
+                "keep {}, with the text of {} (the copy written last); remove the other copies of {id}",
+                keep.path, n.path
+            ),
+            None => format!("remove the copies of {id} holding nothing {} lacks", keep.path),
+        };
+        let mut ops: Vec<Op> = write
+            .map(|(_, text)| Op::Write {
+                path: keep.path.clone(),
+                text,
+            })
+            .into_iter()
+            .collect();
+        ops.extend(gone.iter().map(|f| Op::Remove {
+            path: f.path.clone(),
+        }));
+        if ops.is_empty() {
+            continue;
         }
+        out.push(Transition {
+            subject: id.to_string(),
+            from: Endpoint::State(keep.folder.state),
+            to: Endpoint::State(keep.folder.state),
+            summary,
+            ops,
+            guard: live.iter().map(|f| (f.path.clone(), f.hash)).collect(),
+            op: None,
+        });
     }
     out
+}
+
+/// Returns when the file at `path` was last written (the epoch when that cannot be read).
+fn written_at(store: &Store, path: &str) -> std::time::SystemTime {
+    std::fs::symlink_metadata(store.abs(path))
+        .and_then(|m| m.modified())
+        .unwrap_or(std::time::UNIX_EPOCH)
 }
 
 /// Returns whether two copies of a task hold the same text outside their `coord:` blocks:
@@ -362,6 +409,20 @@ fn rejected_copies(
     }
 }
 
+/// The finding of old copies of a moved task an editor saved at their old paths: the tick
+/// (or `--fix`) carries a person's edit in them into the task and removes them.
+fn older_copies(id: &TaskId, task: &TaskFile, older: &[&TaskFile]) -> Finding {
+    let paths: Vec<&str> = older.iter().map(|f| f.path.as_str()).collect();
+    let line = format!(
+        "duplicate id '{id}': {} {} an editor's save from before coord moved the task to {}; the next tick carries a person's edit in the copy into {} and removes the copy, or run 'coord doctor --fix'",
+        paths.join(", "),
+        if paths.len() == 1 { "is" } else { "are" },
+        task.path,
+        task.path,
+    );
+    Finding::new(FindingCode::Duplicate, Some(&task.path), line).fixed_by_doctor()
+}
+
 fn duplicates(work: &str, board: &Board, out: &mut Vec<Finding>) {
     let live = board.live_by_id();
     rejected_copies(work, board, &live, out);
@@ -371,6 +432,10 @@ fn duplicates(work: &str, board: &Board, out: &mut Vec<Finding>) {
             out.push(taken_id(id, f, holder));
         }
         if live.len() < 2 {
+            continue;
+        }
+        if let Some((task, older)) = engine::copies::moved(&live) {
+            out.push(older_copies(id, task, &older));
             continue;
         }
         let keep = kept_copy(&live);
@@ -387,8 +452,9 @@ fn duplicates(work: &str, board: &Board, out: &mut Vec<Finding>) {
         let mut advice = Vec::new();
         if !edited.is_empty() {
             advice.push(format!(
-                "{} holds changes {} lacks (an editor saving a file coord had moved?): copy them into it, then 'git rm' the copy",
+                "{} holds changes {} lacks: 'coord doctor --fix' gives {} the text of the copy written last (keeping its coord block) and removes the other copies, every version staying in git history; or copy the changes in by hand and 'git rm' the copy",
                 paths(&edited),
+                keep.path,
                 keep.path
             ));
         }
@@ -404,10 +470,7 @@ fn duplicates(work: &str, board: &Board, out: &mut Vec<Finding>) {
             keep.path,
             advice.join("; ")
         );
-        let mut f = Finding::new(FindingCode::Duplicate, Some(&keep.path), line);
-        if edited.is_empty() {
-            f = f.fixed_by_doctor();
-        }
-        out.push(f);
+        let f = Finding::new(FindingCode::Duplicate, Some(&keep.path), line);
+        out.push(f.fixed_by_doctor());
     }
 }

@@ -796,29 +796,31 @@ impl Store {
         now: Timestamp,
         listing: Option<&Listing>,
     ) -> Result<Recorded, StoreError> {
-        let (mut clean, mut scanned) = (None, Vec::new());
-        let made = self.record_external(now, listing, &mut clean, &mut scanned);
+        let (mut clean, mut scanned, mut undone) = (None, Vec::new(), Vec::new());
+        let made = self.record_external(now, listing, &mut clean, &mut scanned, &mut undone);
         self.save_history(made.is_ok().then_some(&scanned[..]));
         let index = self.finish();
         let made = made.and_then(|m| index.map(|()| m))?;
         Ok(Recorded {
-            lines: made
-                .map(|n| format!("record external changes ({n} paths)"))
+            lines: undone
                 .into_iter()
+                .chain(made.map(|n| format!("record external changes ({n} paths)")))
                 .collect(),
             clean,
         })
     }
 
     /// Commits uncommitted changes under `work/` as `coord: record external changes`; sets
-    /// `clean` when it found `work/` clean, and `scanned` to the changed paths a status scan
-    /// found (none when it needed no scan).
+    /// `clean` when it found `work/` clean, `scanned` to the changed paths a status scan
+    /// found (none when it needed no scan), and `undone` to a line per hand rename of a task
+    /// file it undid first.
     fn record_external(
         &self,
         now: Timestamp,
         listing: Option<&Listing>,
         clean: &mut Option<Clean>,
         scanned: &mut Vec<String>,
+        undone: &mut Vec<String>,
     ) -> Result<Option<usize>, StoreError> {
         *self.base.borrow_mut() = None;
         self.held_back.borrow_mut().clear();
@@ -861,7 +863,10 @@ impl Store {
         }
         scanned.clone_from(&scan.paths);
         let (changed, held) = self.settled_changes(scan.paths, &prefix);
-        let settling = !held.is_empty();
+        let (changed, renames) = self.undo_renames(changed, &prefix)?;
+        *undone = renames;
+        // A rename undone just now changed work/ after the listing: no clean mark from it.
+        let settling = !held.is_empty() || !undone.is_empty();
         *self.held_back.borrow_mut() = held;
         if changed.is_empty() {
             if !scan.ignored && !settling {

@@ -5,8 +5,9 @@
 //! the commits since (all of history again when HEAD moved to a commit that does not descend
 //! from it); deleting the file is always safe. A shallow clone (the workflow's `fetch-depth:
 //! 1`) does not hold the assignment commits below its boundary: before it numbers an attempt,
-//! it fetches the rest of the history once, when the command gave it a way to
-//! ([`Store::deepen_with`]; sync does). Does I/O (git, `.git/coord/`).
+//! it fetches the rest of the history once, the way the command gave it
+//! ([`Store::deepen_with`]; sync does), else from the remote its branch tracks (a plain
+//! tick). Does I/O (git, `.git/coord/`).
 
 use super::Store;
 use crate::fsx;
@@ -33,8 +34,9 @@ pub(super) type MarksCell = RefCell<Option<Marks>>;
 /// Fetches the history a shallow clone lacks; true when it did.
 pub type Deepen = Box<dyn FnOnce() -> bool + Send>;
 
-/// The way to deepen a shallow clone, until it was used.
-pub(super) type DeepenCell = RefCell<Option<Deepen>>;
+/// The way to deepen a shallow clone, until it was used: a command's own, else the
+/// repository's (a fetch from the remote its branch tracks).
+pub(super) type DeepenCell = RefCell<Option<Option<Deepen>>>;
 
 impl crate::engine::AttemptFloor for Store {
     fn floor(&self, id: &TaskId) -> u32 {
@@ -52,7 +54,7 @@ impl Store {
     /// Gives this store a way to fetch the history a shallow clone lacks, used once, the
     /// first time an attempt is numbered in a shallow clone.
     pub fn deepen_with(&self, deepen: Deepen) {
-        *self.deepen.borrow_mut() = Some(deepen);
+        *self.deepen.borrow_mut() = Some(Some(deepen));
     }
 
     /// In a shallow clone, fetches the missing history (once) and reads the marks again from
@@ -61,10 +63,14 @@ impl Store {
         if !self.repo.is_shallow() {
             return;
         }
-        let Some(deepen) = self.deepen.borrow_mut().take() else {
+        let Some(given) = self.deepen.borrow_mut().take() else {
             return;
         };
-        if deepen() {
+        let deepened = match given {
+            Some(deepen) => deepen(),
+            None => self.repo.unshallow(),
+        };
+        if deepened {
             *self.marks.borrow_mut() = Some(Marks {
                 deepened: true,
                 ..Marks::default()

@@ -17,6 +17,7 @@ mod history;
 mod indexed;
 mod load;
 mod quiet;
+mod renames;
 mod schedules;
 mod scoped;
 mod settle;
@@ -217,7 +218,7 @@ impl Store {
             seen_complete: Default::default(),
             marks: RefCell::new(None),
             sightings: RefCell::new(None),
-            deepen: RefCell::new(None),
+            deepen: RefCell::new(Some(None)),
         })
     }
 

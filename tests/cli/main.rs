@@ -19,6 +19,7 @@ mod clocks;
 mod clones;
 mod clones_history;
 mod crash;
+mod edits;
 mod engine;
 mod errors;
 mod faults;

@@ -457,7 +457,8 @@ fn sync_without_a_remote_says_there_is_none() {
 
 /// An editor saving a task file after coord moved it leaves a second copy under the old
 /// name. Doctor keeps the copy coord moved; an old copy holding a person's edit is never
-/// advised away without it, and one holding nothing new is removed by `doctor --fix`.
+/// advised away without it: `doctor --fix` carries the edit into the task, and removes a
+/// copy holding nothing new.
 #[test]
 fn doctor_never_drops_an_editors_copy_with_a_persons_edit_and_fixes_a_plain_one() {
     let r = TestRepo::with_agents(&["p --pull --max-active 2"]);
@@ -481,8 +482,9 @@ fn doctor_never_drops_an_editors_copy_with_a_persons_edit_and_fixes_a_plain_one(
     );
     let y = out.lines().find(|l| l.contains("'y'")).expect("y named");
     assert!(y.contains("doctor --fix"), "{y}");
-    r.code(&["doctor", "--fix"], 1);
-    assert!(r.read("work/ready/x.yaml").contains("a person's edit"));
+    r.ok(&["doctor", "--fix"]);
+    assert_eq!(r.find("x"), ["work/assigned/p/x.yaml"]);
+    assert!(r.read("work/assigned/p/x.yaml").contains("a person's edit"));
     assert_eq!(r.find("y"), ["work/assigned/p/y.yaml"]);
     r.ok(&["complete", "y", "--agent", "p", "--attempt", "1"]);
 }

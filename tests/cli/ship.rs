@@ -458,3 +458,38 @@ fn a_depth_1_clone_never_grants_an_attempt_a_reverted_assignment_granted_before(
         "{err}"
     );
 }
+
+/// A plain `coord tick` in a depth-1 clone fetches the history it lacks from the remote its
+/// branch tracks before it numbers an attempt: a reverted assignment's attempt is never
+/// granted again, and the late result of the agent that had it is set aside.
+#[test]
+fn a_plain_tick_in_a_depth_1_clone_never_grants_a_reverted_attempt_again() {
+    let remote = Remote::new();
+    remote.person.task("x", "title: Task x\nagent: alice\n");
+    remote.person.git(&["add", "work"]);
+    remote.person.git(&["commit", "-q", "-m", "add x"]);
+    remote.person.git(&["push", "-q", "origin", "main"]);
+    let zombie = remote.look();
+    zombie.ok(&["sync"]);
+    remote
+        .person
+        .git(&["pull", "-q", "--ff-only", "origin", "main"]);
+    let assign = remote.person.git(&["log", "-1", "--format=%H"]);
+    remote.person.git(&["revert", "--no-edit", assign.trim()]);
+    remote.person.git(&["push", "-q", "origin", "main"]);
+    let runner = remote.shallow_clone();
+    assert_eq!(runner.where_is("x"), "work/ready/x.yaml");
+    runner.ok(&["tick"]);
+    let text = runner.read("work/assigned/alice/x.yaml");
+    assert!(
+        text.contains("attempt: 2\n"),
+        "attempt 1 was granted before:\n{text}"
+    );
+    let (_, err) = runner.code(&["complete", "x", "--agent", "alice", "--attempt", "1"], 1);
+    assert!(err.contains("attempt"), "{err}");
+    runner.ok(&["tick"]);
+    assert_eq!(runner.where_is("x"), "work/assigned/alice/x.yaml");
+    assert!(runner
+        .read("work/assigned/alice/x.yaml")
+        .contains("event: stale_result"));
+}
