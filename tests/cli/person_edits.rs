@@ -166,6 +166,15 @@ fn a_task_written_in_the_editor_is_checked_before_it_is_saved() {
         err.contains("nothing was written") && err.contains("kept in"),
         "{err}"
     );
+    let kept = err
+        .split("kept in ")
+        .nth(1)
+        .and_then(|k| k.split(')').next());
+    let kept = kept.expect("the draft's path");
+    assert!(std::fs::read_to_string(kept)
+        .expect("kept")
+        .contains("[Edited"));
+    std::fs::remove_file(kept).expect("remove the draft");
     let untouched = r
         .cmd(&["new", "--edit"])
         .env("EDITOR", "true")
