@@ -1,5 +1,5 @@
 //! `coord agents`: lists agents with their load and circuit; `coord agents add` creates a
-//! profile and commits it. Both call [`crate::ops::Coord`] and print.
+//! profile, `disable` / `enable` set its `enabled:` and `remove` deletes it, each committed. Both call [`crate::ops::Coord`] and print.
 
 use super::Ctx;
 use crate::error::CliError;
@@ -30,6 +30,21 @@ enum Action {
         #[arg(long)]
         pull: bool,
     },
+    /// Assign an agent nothing more (`enabled: false`); what it holds runs on
+    Disable {
+        /// The agent's name
+        name: AgentName,
+    },
+    /// Assign an agent work again (`enabled: true`)
+    Enable {
+        /// The agent's name
+        name: AgentName,
+    },
+    /// Delete an agent's profile; refused while it has unfinished tasks
+    Remove {
+        /// The agent's name
+        name: AgentName,
+    },
 }
 
 /// Runs `coord agents`.
@@ -50,7 +65,27 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
                 pull,
             },
         ),
+        Some(Action::Disable { name }) => change(ctx, "disable", &name),
+        Some(Action::Enable { name }) => change(ctx, "enable", &name),
+        Some(Action::Remove { name }) => change(ctx, "remove", &name),
     }
+}
+
+/// Runs `coord agents disable|enable|remove NAME`.
+fn change(ctx: &Ctx, verb: &str, name: &AgentName) -> Result<(), CliError> {
+    let coord = ctx.coord()?;
+    let commits = match verb {
+        "remove" => coord.remove_agent(name)?,
+        _ => coord.enable_agent(name, verb == "enable")?,
+    };
+    if ctx.json {
+        super::print_answer(
+            json!({"op": format!("agents {verb}"), "agent": name, "commits": commits}),
+        );
+    } else if commits == 0 {
+        ctx.status(&format!("coord: agent {name} was {verb}d already"));
+    }
+    Ok(())
 }
 
 fn list(ctx: &Ctx) -> Result<(), CliError> {

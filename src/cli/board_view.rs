@@ -1,12 +1,12 @@
 //! Prints the board view ([`crate::view::board`]) for people: counts, one lane per agent with
 //! its tasks and their lease ends, the review queue, then ready tasks that wait, held, blocked,
 //! overdue and invalid tasks, each with its title. A long list shows its first entries and how
-//! many more there are (`--all` lists them). Colour on a terminal, none with `NO_COLOR` or when
-//! stdout is not a terminal. Shared by status and demo.
+//! many more there are (`--all` lists them). Colour and times as [`super::human`] says.
+//! Shared by status and demo.
 
+use super::human::{Look, Times};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
-use std::io::IsTerminal;
 
 /// Entries a list shows before it is summarised (`coord status --all` shows them all).
 pub const LIST: usize = 10;
@@ -18,17 +18,27 @@ pub struct Style {
     pub colour: bool,
     /// Every entry of every list.
     pub all: bool,
+    /// How times are shown.
+    pub times: Times,
 }
 
 impl Style {
-    /// Returns the style for stdout: colour when it is a terminal and `NO_COLOR` is unset or
-    /// empty (no-color.org).
-    pub fn for_stdout(all: bool) -> Style {
-        let no_colour = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    /// Returns the style of output that looks as `look` says (`--color`, `--utc`).
+    pub fn of(look: Look, all: bool) -> Style {
         Style {
-            colour: std::io::stdout().is_terminal() && !no_colour,
+            colour: look.colour,
             all,
+            times: look.times,
         }
+    }
+
+    /// Returns a time (RFC 3339 text) as this style shows it.
+    fn time(&self, v: &Value) -> String {
+        let look = Look {
+            colour: false,
+            times: self.times,
+        };
+        look.time_text(&line(v))
     }
 
     /// Returns `text` in the SGR colour `code` when colouring.
@@ -121,7 +131,7 @@ pub fn render(v: &Value, st: Style) -> String {
         format!("{}: waiting for {}", entry(b, st), ids.join(", "))
     });
     section(&mut out, v, "overdue", "overdue", st, |o| {
-        let due = st.warn(&format!("due {}", line(&o["due"])));
+        let due = st.warn(&format!("due {}", st.time(&o["due"])));
         format!("{} ({}): {due}", entry(o, st), line(&o["state"]))
     });
     invalid(&mut out, v, st);
@@ -200,7 +210,11 @@ fn lanes(out: &mut String, v: &Value, st: Style) {
         let tasks = a["tasks"].as_array().cloned().unwrap_or_default();
         list(out, &tasks, "    ", st, |t| {
             let lease = match t["lease_expires_at"].as_str() {
-                Some(l) => format!("attempt {}, lease until {}", t["attempt"], line(&json!(l))),
+                Some(l) => format!(
+                    "attempt {}, lease until {}",
+                    t["attempt"],
+                    st.time(&json!(l))
+                ),
                 None => line(&t["state"]),
             };
             format!("{}  {}", entry(t, st), st.dim(&lease))
@@ -360,7 +374,7 @@ mod tests {
             &view(1),
             Style {
                 colour: true,
-                all: false,
+                ..Style::default()
             },
         );
         assert!(text.contains("\x1b[1magents:\x1b[0m"), "{text:?}");

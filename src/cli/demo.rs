@@ -84,7 +84,7 @@ coord demo: finished in {rounds} rounds of 'coord run --once' ({:.1}s)
 ",
         started.elapsed().as_secs_f64()
     );
-    board_view::print(&view, board_view::Style::for_stdout(false));
+    board_view::print(&view, board_view::Style::of(ctx.look, false));
     out!("\nlog (newest first):");
     log::run(&demo, log::Args::all())?;
     out!("\nlook around: cd {} && git log --stat", dir.display());

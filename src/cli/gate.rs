@@ -1,11 +1,11 @@
-//! A person's commands on one task: `approve` / `reject` (authority gate), `cancel` and
-//! `retry`; each calls its operation ([`crate::ops::Coord`]) and, with `--json`, prints
+//! A person's commands on one task: `approve` / `reject` (authority gate), `cancel`,
+//! `retry` and `reassign`; each calls its operation ([`crate::ops::Coord`]) and, with `--json`, prints
 //! `{version, op, id, commits, state}`.
 
 use super::Ctx;
 use crate::error::CliError;
 use crate::error::JSON_VERSION;
-use crate::model::TaskId;
+use crate::model::{AgentName, TaskId};
 use crate::ops::Coord;
 use serde_json::{json, Value};
 
@@ -36,6 +36,15 @@ pub struct CancelArgs {
     reason: String,
 }
 
+/// Arguments of `coord reassign`.
+#[derive(Debug, clap::Args)]
+pub struct ReassignArgs {
+    /// The task's id
+    id: TaskId,
+    /// The agent to give it to
+    agent: AgentName,
+}
+
 /// Runs `coord approve`.
 pub fn approve(ctx: &Ctx, a: IdArgs) -> Result<(), CliError> {
     let coord = ctx.coord()?;
@@ -57,6 +66,16 @@ pub fn cancel(ctx: &Ctx, a: CancelArgs) -> Result<(), CliError> {
     done(ctx, &coord, "cancel", &a.id, commits)
 }
 
+/// Runs `coord reassign`.
+pub fn reassign(ctx: &Ctx, a: ReassignArgs) -> Result<(), CliError> {
+    let coord = ctx.coord()?;
+    let commits = coord.reassign(&a.id, &a.agent)?;
+    if commits == 0 {
+        ctx.status(&format!("coord: {} is {}'s already", a.id, a.agent));
+    }
+    done(ctx, &coord, "reassign", &a.id, commits)
+}
+
 /// Runs `coord retry`.
 pub fn retry(ctx: &Ctx, a: IdArgs) -> Result<(), CliError> {
     let coord = ctx.coord()?;
@@ -68,7 +87,7 @@ pub fn retry(ctx: &Ctx, a: IdArgs) -> Result<(), CliError> {
 /// task is in now (`--json` and the MCP tools of the same names).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Acted<'a> {
-    /// The command: approve, reject, cancel or retry.
+    /// The command: approve, reject, cancel, retry or reassign.
     pub op: &'a str,
     /// The task.
     pub id: &'a TaskId,

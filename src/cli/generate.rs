@@ -1,6 +1,5 @@
-//! `coord completions <shell>` and `coord man`: shell completion scripts and the man page,
-//! generated from the command line definition by clap's own generators. Prints to stdout; no
-//! repository is needed.
+//! `coord completions <shell>`: shell completion scripts generated from the command line
+//! definition by clap's own generator. Prints to stdout; no repository is needed.
 
 use super::Cli;
 use crate::error::CliError;
@@ -24,16 +23,8 @@ pub fn completions(args: CompletionsArgs) -> Result<(), CliError> {
     Ok(write_stdout(&buf)?)
 }
 
-/// Prints the man page `coord(1)` in roff: synopsis, global options and every subcommand.
-pub fn man() -> Result<(), CliError> {
-    let mut buf = Vec::new();
-    clap_mangen::Man::new(Cli::command())
-        .render(&mut buf)
-        .context("cannot render the man page")?;
-    Ok(write_stdout(&buf)?)
-}
-
-fn write_stdout(bytes: &[u8]) -> Result<()> {
+/// Writes bytes on stdout; a closed pipe is not an error.
+pub(super) fn write_stdout(bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     match out.write_all(bytes).and_then(|()| out.flush()) {

@@ -48,23 +48,36 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
             *w = (*w).max(c.chars().count());
         }
     }
-    for row in std::iter::once(&header)
-        .chain(&cells)
-        .filter(|_| !rows.is_empty())
-    {
-        let mut line = String::new();
-        for (w, c) in widths.iter().zip(row) {
-            line.push_str(&format!("{c:<w$}  "));
-        }
-        line.push_str(&row[5]);
-        out!("{}", crate::redact::one_line(&line));
+    if !rows.is_empty() {
+        out!("{}", line(&header, &widths, None));
+    }
+    for row in &cells {
+        out!("{}", line(row, &widths, Some(ctx.look)));
     }
     Ok(())
 }
 
+/// Returns one row in aligned columns, the id and state in colour when `look` colours (not
+/// the header's).
+fn line(row: &[String; 6], widths: &[usize; 5], look: Option<super::human::Look>) -> String {
+    let mut line = String::new();
+    for (i, (w, c)) in widths.iter().zip(row).enumerate() {
+        let pad = " ".repeat(w - c.chars().count() + 2);
+        let cell = match (look, i) {
+            (Some(look), 0) => look.paint("36", c),
+            (Some(look), 1) => look.state(c),
+            _ => c.clone(),
+        };
+        line.push_str(&cell);
+        line.push_str(&pad);
+    }
+    line.push_str(&row[5]);
+    line
+}
+
 /// Returns a task's row: id, state, agent, priority, attempt and title ("-" for none).
 fn cells(v: &Value) -> [String; 6] {
-    let text = |k: &str, none: &str| v[k].as_str().unwrap_or(none).to_string();
+    let text = |k: &str, none: &str| crate::redact::one_line(v[k].as_str().unwrap_or(none));
     let attempt = v["attempt"]
         .as_u64()
         .filter(|n| *n > 0)

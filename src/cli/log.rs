@@ -41,17 +41,24 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
         super::print_answer(json!({ "entries": entries }));
         return Ok(());
     }
-    let rows: Vec<[String; 4]> = entries.iter().map(row).collect();
+    let look = ctx.look;
+    let rows: Vec<[String; 4]> = entries.iter().map(|e| row(e, look)).collect();
     let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
-    let (task, change) = (width(1), width(2));
+    let (when, task, change) = (width(0), width(1), width(2));
     for [time, id, what, summary] in &rows {
-        out!("{time}  {id:<task$}  {what:<change$}  {summary}");
+        let (time, id) = (format!("{time:<when$}"), format!("{id:<task$}"));
+        out!(
+            "{}  {}  {what:<change$}  {summary}",
+            look.paint("2", &time),
+            look.paint("36", &id)
+        );
     }
     Ok(())
 }
 
-/// Returns an entry's columns: time, task, what changed, summary (with who, for a person).
-fn row(e: &LogEntry) -> [String; 4] {
+/// Returns an entry's columns: time (as `look` shows it), task, what changed, summary (with
+/// who, for a person).
+fn row(e: &LogEntry, look: super::human::Look) -> [String; 4] {
     let state = |s: &Option<Endpoint>| s.map_or_else(|| "?".into(), |s| s.to_string());
     let what = match (e.by.is_some(), e.op.as_deref()) {
         (true, Some("add")) => format!("added in {}", state(&e.to)),
@@ -63,5 +70,5 @@ fn row(e: &LogEntry) -> [String; 4] {
         Some(who) => format!("by {who}: {}", e.summary),
         None => e.summary.clone(),
     };
-    [e.time.to_string(), e.subject.clone(), what, summary]
+    [look.time(e.time), e.subject.clone(), what, summary]
 }

@@ -24,14 +24,17 @@ mod demo;
 mod doctor;
 mod gate;
 mod generate;
+pub(crate) mod human;
 mod import;
 mod init;
 mod keygen;
 mod list;
 mod log;
 mod logs;
+mod man;
 mod mcp;
 pub(crate) mod new;
+mod new_text;
 mod prime;
 mod report;
 mod run;
@@ -55,34 +58,48 @@ use crate::store::{Applied, Store};
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use jiff::Timestamp;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 /// coord's version and the commit it was built from, when known (`coord --version`).
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), env!("COORD_BUILD_COMMIT"));
+
+/// The help heading of the options every command takes.
+const GLOBAL: &str = "Global options";
 
 /// coord: a git-native, file-driven coordinator for work shared between AI agents and people.
 #[derive(Debug, Parser)]
 #[command(name = "coord", version = VERSION, about, max_term_width = 100)]
 pub struct Cli {
     /// Run as if started in DIR
-    #[arg(short = 'C', global = true, value_name = "DIR")]
+    #[arg(short = 'C', global = true, value_name = "DIR", help_heading = GLOBAL)]
     dir: Option<PathBuf>,
     /// Print machine-readable JSON on stdout
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     json: bool,
     /// Print less
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = GLOBAL)]
     quiet: bool,
     /// Print more (repeat for more)
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, help_heading = GLOBAL)]
     verbose: u8,
-    /// Use this time as now (RFC 3339), for reproducible runs
-    #[arg(long, global = true, env = "COORD_NOW", value_name = "TIME")]
+    /// Use this time as now (RFC 3339), for reproducible runs; COORD_NOW sets it too
+    #[arg(long, global = true, value_name = "TIME", help_heading = GLOBAL)]
     now: Option<String>,
     /// In a command that writes, wait this long for another coordinator's lock (e.g. 30s,
     /// 500ms; default 10s for agent and person commands, 0s for tick and sync)
-    #[arg(long, global = true, value_name = "DURATION")]
+    #[arg(long, global = true, value_name = "DURATION", help_heading = GLOBAL)]
     wait: Option<wait::FlagDuration>,
+    /// When to colour output: auto (on a terminal, unless NO_COLOR is set), always or never
+    #[arg(long, global = true, value_enum, default_value_t, value_name = "WHEN", help_heading = GLOBAL)]
+    color: human::ColorChoice,
+    /// Show times in UTC (RFC 3339) on a terminal too, not local with how long ago
+    #[arg(long, global = true, help_heading = GLOBAL)]
+    utc: bool,
+    /// Print long output (list, log, show) straight to the terminal, without COORD_PAGER,
+    /// PAGER or less
+    #[arg(long, global = true, help_heading = GLOBAL)]
+    no_pager: bool,
     #[command(subcommand)]
     command: Command,
     /// Whether these are the process's own arguments, so that starting the process again
@@ -141,13 +158,15 @@ enum Command {
     Approve(gate::IdArgs),
     /// Reject a task waiting in review
     Reject(gate::RejectArgs),
-    /// Cancel a task that is not final
+    /// Cancel a task that is not final (in the inbox too)
     Cancel(gate::CancelArgs),
     /// Send a failed, invalid or cancelled task back to the inbox
     Retry(gate::IdArgs),
+    /// Give a task no agent holds yet to another agent
+    Reassign(gate::ReassignArgs),
     /// Create a signing key for an agent (outside the repository)
     Keygen(keygen::Args),
-    /// List agents, or add one
+    /// List agents, or add, disable, enable or remove one
     Agents(agents::Args),
     /// Move old done and cancelled tasks to work/archive/<YYYY-MM>/
     Archive(archive::Args),
@@ -169,8 +188,8 @@ enum Command {
     Mcp(mcp::Args),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish)
     Completions(generate::CompletionsArgs),
-    /// Print the man page coord(1) in roff
-    Man,
+    /// Print the man page of coord or of one command in roff, or write them all
+    Man(man::ManArgs),
 }
 
 /// What every command gets: the flags that apply to all of them.
@@ -192,6 +211,8 @@ pub struct Ctx {
     pub wait: Option<std::time::Duration>,
     /// Whether starting the process again runs this command again ([`Cli::of_this_process`]).
     pub restartable: bool,
+    /// How values printed on stdout look: colour and times.
+    pub look: human::Look,
 }
 
 impl Ctx {
@@ -211,6 +232,7 @@ impl Ctx {
             now_fixed: now.is_some(),
             wait,
             restartable: false,
+            look: human::Look::default(),
         })
     }
 
@@ -323,54 +345,80 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Some(d) => d,
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
-    let ctx = Ctx {
+    let terminal = std::io::stdout().is_terminal();
+    let mut ctx = Ctx {
         json: cli.json,
         quiet: cli.quiet,
         verbose: cli.verbose,
         restartable: cli.own_arguments,
         ..Ctx::new(
             dir,
-            cli.now.as_deref(),
+            cli.now.or_else(now_from_env).as_deref(),
             cli.wait.map(wait::FlagDuration::get),
         )?
     };
-    match cli.command {
-        Command::Claim(a) => report::claim(&ctx, a)?,
-        Command::Init(a) => init::run(&ctx, a)?,
-        Command::New(a) => new::run(&ctx, a)?,
-        Command::Import(a) => import::import(&ctx, a)?,
-        Command::Export(a) => import::export(&ctx, a)?,
-        Command::Validate(a) => validate::run(&ctx, a)?,
-        Command::Tick(a) => tick::run(&ctx, a)?,
-        Command::Watch(a) => watch::run(&ctx, a)?,
-        Command::Status(a) => status::run(&ctx, a)?,
-        Command::Show(a) => show::run(&ctx, a)?,
-        Command::List(a) => list::run(&ctx, a)?,
-        Command::Log(a) => log::run(&ctx, a)?,
-        Command::Logs(a) => logs::run(&ctx, a)?,
-        Command::Verify(a) => verify::run(&ctx, a)?,
-        Command::Complete(a) => report::complete(&ctx, a)?,
-        Command::Fail(a) => report::fail(&ctx, a)?,
-        Command::Heartbeat(a) => report::heartbeat(&ctx, a)?,
-        Command::Approve(a) => gate::approve(&ctx, a)?,
-        Command::Reject(a) => gate::reject(&ctx, a)?,
-        Command::Cancel(a) => gate::cancel(&ctx, a)?,
-        Command::Retry(a) => gate::retry(&ctx, a)?,
-        Command::Keygen(a) => keygen::run(&ctx, a)?,
-        Command::Agents(a) => agents::run(&ctx, a)?,
-        Command::Schedules(a) => schedules::run(&ctx, a)?,
-        Command::Archive(a) => archive::run(&ctx, a)?,
-        Command::Doctor(a) => doctor::run(&ctx, a)?,
-        Command::Sync(a) => sync::run(&ctx, a)?,
-        Command::Demo(a) => demo::run(&ctx, a)?,
-        Command::Run(a) => run::run(&ctx, a)?,
-        Command::Serve(a) => serve::run(&ctx, a)?,
-        Command::Prime(a) => prime::run(&ctx, a)?,
-        Command::Mcp(a) => mcp::run(&ctx, a)?,
+    ctx.look = human::Look {
+        colour: cli.color.colour(terminal),
+        times: human::Times::at_terminal(terminal && !cli.utc, ctx.now),
+    };
+    let paged = matches!(
+        cli.command,
+        Command::List(_) | Command::Log(_) | Command::Show(_)
+    );
+    if paged && terminal && !cli.no_pager {
+        crate::term::start_pager();
+    }
+    let ran = dispatch(&ctx, cli.command);
+    crate::term::finish_pager();
+    ran
+}
+
+/// Runs one command.
+fn dispatch(ctx: &Ctx, command: Command) -> Result<(), CliError> {
+    match command {
+        Command::Claim(a) => report::claim(ctx, a)?,
+        Command::Init(a) => init::run(ctx, a)?,
+        Command::New(a) => new::run(ctx, a)?,
+        Command::Import(a) => import::import(ctx, a)?,
+        Command::Export(a) => import::export(ctx, a)?,
+        Command::Validate(a) => validate::run(ctx, a)?,
+        Command::Tick(a) => tick::run(ctx, a)?,
+        Command::Watch(a) => watch::run(ctx, a)?,
+        Command::Status(a) => status::run(ctx, a)?,
+        Command::Show(a) => show::run(ctx, a)?,
+        Command::List(a) => list::run(ctx, a)?,
+        Command::Log(a) => log::run(ctx, a)?,
+        Command::Logs(a) => logs::run(ctx, a)?,
+        Command::Verify(a) => verify::run(ctx, a)?,
+        Command::Complete(a) => report::complete(ctx, a)?,
+        Command::Fail(a) => report::fail(ctx, a)?,
+        Command::Heartbeat(a) => report::heartbeat(ctx, a)?,
+        Command::Approve(a) => gate::approve(ctx, a)?,
+        Command::Reject(a) => gate::reject(ctx, a)?,
+        Command::Cancel(a) => gate::cancel(ctx, a)?,
+        Command::Retry(a) => gate::retry(ctx, a)?,
+        Command::Reassign(a) => gate::reassign(ctx, a)?,
+        Command::Keygen(a) => keygen::run(ctx, a)?,
+        Command::Agents(a) => agents::run(ctx, a)?,
+        Command::Schedules(a) => schedules::run(ctx, a)?,
+        Command::Archive(a) => archive::run(ctx, a)?,
+        Command::Doctor(a) => doctor::run(ctx, a)?,
+        Command::Sync(a) => sync::run(ctx, a)?,
+        Command::Demo(a) => demo::run(ctx, a)?,
+        Command::Run(a) => run::run(ctx, a)?,
+        Command::Serve(a) => serve::run(ctx, a)?,
+        Command::Prime(a) => prime::run(ctx, a)?,
+        Command::Mcp(a) => mcp::run(ctx, a)?,
         Command::Completions(a) => generate::completions(a)?,
-        Command::Man => generate::man()?,
+        Command::Man(a) => man::man(a)?,
     }
     Ok(())
+}
+
+/// Returns the clock `COORD_NOW` sets, when set and not empty (read here rather than by clap,
+/// whose usage lines would show a flag set from the environment as given).
+fn now_from_env() -> Option<String> {
+    std::env::var("COORD_NOW").ok().filter(|v| !v.is_empty())
 }
 
 /// Signals that a command ran and found a problem (exit 1) after printing it.

@@ -1,5 +1,6 @@
-//! `coord new`: turns the flags into a [`NewTask`] for [`crate::ops::Coord::new_task`] and
-//! prints the id.
+//! `coord new`: turns the flags (and the YAML of `coord new -` or `--edit`, see
+//! [`super::new_text`]) into a [`NewTask`] for [`crate::ops::Coord::new_task`] and prints
+//! the id.
 
 use super::Ctx;
 use crate::error::UsageError;
@@ -11,8 +12,12 @@ use serde_json::{Map, Value};
 /// Arguments of `coord new`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The task's title
-    title: String,
+    /// The task's title; `-` reads the whole task as YAML (a task file's fields) on stdin
+    #[arg(required_unless_present = "edit")]
+    title: Option<String>,
+    /// Write the task as YAML in $VISUAL or $EDITOR (flags fill what it leaves out)
+    #[arg(long, conflicts_with = "title")]
+    edit: bool,
     /// Longer text for whoever does the task
     #[arg(long)]
     description: Option<String>,
@@ -69,8 +74,13 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
         ),
         None => None,
     };
-    let task = NewTask {
-        title: args.title,
+    let from_text = match args.title.as_deref() {
+        Some("-") => Some(super::new_text::from_stdin()?),
+        _ if args.edit => Some(super::new_text::from_editor()?),
+        _ => None,
+    };
+    let flags = NewTask {
+        title: args.title.unwrap_or_default(),
         description: args.description,
         agent: args.agent,
         capabilities: args.capabilities,
@@ -86,6 +96,10 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
         input: parse_input(&args.input)?,
         id,
         idempotency_key: args.idempotency_key,
+    };
+    let task = match from_text {
+        Some(text) => super::new_text::fill(text, flags),
+        None => flags,
     };
     let created = same_fields(ctx.coord()?.new_task(&task)?, &task)?;
     if ctx.json {

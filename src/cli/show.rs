@@ -1,5 +1,6 @@
 //! `coord show <id>`: one task's state, file, fields, result and history, secrets redacted.
 
+use super::human::{Look, Times};
 use super::Ctx;
 use crate::error::CliError;
 use crate::model::TaskId;
@@ -28,7 +29,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
         );
     }
     for c in &copies {
-        print_copy(c);
+        print_copy(c, ctx.look);
     }
     let dir = crate::run::logs::folder(coord.store().repo.git_dir());
     let kept = crate::run::logs::attempts(&dir, args.id.as_str());
@@ -53,11 +54,11 @@ fn answer(mut copies: Vec<Value>) -> Value {
     first
 }
 
-fn print_copy(c: &Value) {
+fn print_copy(c: &Value, look: Look) {
     out!(
         "{}  [{}]  {}",
-        txt(&c["id"]),
-        txt(&c["state"]),
+        look.paint("36", &txt(&c["id"])),
+        look.state(&txt(&c["state"])),
         txt(&c["path"])
     );
     if let Some(errors) = c["errors"].as_array() {
@@ -72,7 +73,7 @@ fn print_copy(c: &Value) {
             .iter()
             .filter(|(k, _)| !matches!(k.as_str(), "result" | "coord"))
         {
-            out!("  {k}: {}", one_line(&compact(v)));
+            out!("  {k}: {}", look.time_text(&txt(v)));
         }
     }
     if !task["result"].is_null() {
@@ -83,14 +84,29 @@ fn print_copy(c: &Value) {
     if let Some(m) = coord.as_object() {
         out!("coord:");
         for (k, v) in m.iter().filter(|(k, _)| k.as_str() != "history") {
-            out!("  {k}: {}", one_line(&compact(v)));
+            out!("  {k}: {}", look.time_text(&txt(v)));
         }
     }
     if let Some(history) = coord["history"].as_array() {
         out!("history:");
         for h in history {
-            out!("  - {}", one_line(&compact(h)));
+            out!("  - {}", history_line(h, look));
         }
+    }
+}
+
+/// Returns a history entry on one line: as compact JSON, or, when times are local, its time
+/// first and the other fields after it.
+fn history_line(h: &Value, look: Look) -> String {
+    match (look.times, h["at"].as_str()) {
+        (Times::Local { .. }, Some(at)) => {
+            let mut rest = h.clone();
+            if let Some(m) = rest.as_object_mut() {
+                m.remove("at");
+            }
+            format!("{}  {}", look.paint("2", &look.time_text(at)), txt(&rest))
+        }
+        _ => txt(h),
     }
 }
 

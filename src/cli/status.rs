@@ -34,7 +34,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     } else if ctx.json {
         super::print_answer(v);
     } else {
-        board_view::print(&v, board_view::Style::for_stdout(args.all));
+        board_view::print(&v, board_view::Style::of(ctx.look, args.all));
     }
     if let Some(t) = status.tentative.filter(|t| !t.ids.is_empty()) {
         let ids: Vec<&str> = t.ids.iter().map(|id| id.as_str()).collect();

@@ -418,12 +418,8 @@ pub fn cancel(
             "only tasks that are not final can be cancelled",
         ));
     }
-    if state == State::Inbox {
-        return Err(wrong(
-            id,
-            state,
-            "run 'coord tick' first, or delete the file",
-        ));
+    if state == State::Inbox && w.entry(id).is_none() {
+        return Err(CommandError::Unreadable(id.clone()));
     }
     end(
         &mut w,

@@ -1,5 +1,6 @@
 //! Agent profiles: `agents` lists them with their load and circuit; `add_agent` writes a new
-//! profile under `work/agents/` and commits it.
+//! profile under `work/agents/` and commits it; `enable_agent` sets its `enabled:` and
+//! `remove_agent` deletes it, each in one commit.
 
 use super::{Coord, Error, AGENT_WAIT};
 use crate::engine::{Op, Plan, Transition};
@@ -68,5 +69,89 @@ impl Coord {
         };
         let commits = self.apply(&Plan::one(t), Origin::Command)?;
         Ok(AddedAgent { path, commits })
+    }
+
+    /// Sets an agent's `enabled:` (a disabled agent is assigned nothing; what it holds runs
+    /// on) and commits the profile; refused for an unknown agent. Returns the commits made
+    /// (none when it already was so).
+    pub fn enable_agent(&self, name: &AgentName, enabled: bool) -> Result<usize, Error> {
+        let _lock = self.session(AGENT_WAIT)?;
+        let (board, _) = self.store().load()?;
+        let file = profile_of(&board, name)?;
+        if board.agents[name].profile.enabled == enabled {
+            return Ok(0);
+        }
+        let text = crate::yaml::set_block(&file.text, &file.doc, "enabled", &json!(enabled))
+            .map_err(|e| Error::Refused(format!("cannot edit {}: {e}", file.path)))?;
+        let verb = if enabled { "enable" } else { "disable" };
+        let ops = vec![Op::Write {
+            path: file.path.clone(),
+            text,
+        }];
+        self.apply(&Plan::one(agent_change(name, verb, ops)), Origin::Command)
+    }
+
+    /// Deletes an agent's profile and commits it; refused while a task is in its folder or
+    /// names it in `agent:` and is not finished (reassign or cancel those first).
+    pub fn remove_agent(&self, name: &AgentName) -> Result<usize, Error> {
+        let _lock = self.session(AGENT_WAIT)?;
+        let (board, _) = self.store().load()?;
+        let file = profile_of(&board, name)?;
+        let held: Vec<&str> = board
+            .tasks
+            .iter()
+            .filter(|t| !t.folder.state.is_final())
+            .filter(|t| {
+                t.folder.agent.as_ref() == Some(name)
+                    || t.read
+                        .as_ref()
+                        .is_ok_and(|task| task.spec.agent.as_ref() == Some(name))
+            })
+            .map(|t| t.id.as_str())
+            .collect();
+        if !held.is_empty() {
+            return Err(Error::Refused(format!(
+                "agent {name} still has unfinished tasks ({}); reassign or cancel them first, or disable the agent with 'coord agents disable {name}'",
+                held.join(", ")
+            )));
+        }
+        let ops = vec![Op::Remove {
+            path: file.path.clone(),
+        }];
+        self.apply(
+            &Plan::one(agent_change(name, "remove", ops)),
+            Origin::Command,
+        )
+    }
+}
+
+/// Returns the profile file of agent `name`, or why there is none.
+fn profile_of<'b>(
+    board: &'b crate::board::Board,
+    name: &AgentName,
+) -> Result<&'b crate::board::ProfileFile, Error> {
+    let known: Vec<&str> = board.agents.keys().map(|a| a.as_str()).collect();
+    board
+        .agents
+        .get(name)
+        .and_then(|a| a.file.as_ref())
+        .ok_or_else(|| {
+            Error::Refused(format!(
+                "no agent named {name}; the agents are: {}",
+                known.join(", ")
+            ))
+        })
+}
+
+/// Returns the transition of a person's change to agent `name`'s profile (`verb agent name`).
+fn agent_change(name: &AgentName, verb: &str, ops: Vec<Op>) -> Transition {
+    Transition {
+        subject: name.to_string(),
+        from: Endpoint::Agent,
+        to: Endpoint::Agent,
+        summary: format!("{verb} agent {name}"),
+        ops,
+        guard: Vec::new(),
+        op: None,
     }
 }

@@ -259,13 +259,16 @@ fn demo_runs_the_same_at_a_fixed_clock_as_its_snapshot_shows() {
 }
 
 #[test]
-fn completions_and_man_print_what_their_snapshots_show_with_or_without_json() {
+fn completions_man_and_help_print_what_their_snapshots_show_with_or_without_json() {
     let r = TestRepo::empty();
     let mut commands: Vec<(String, Vec<&str>)> = SHELLS
         .iter()
         .map(|sh| (format!("completions_{sh}"), vec!["completions", sh]))
         .collect();
     commands.push(("man".to_string(), vec!["man"]));
+    commands.push(("man_list".to_string(), vec!["man", "list"]));
+    commands.push(("help".to_string(), vec!["--help"]));
+    commands.push(("help_list".to_string(), vec!["list", "--help"]));
     for (name, args) in &commands {
         check(&r, name, false, args, 0);
         let mut with_json = vec!["--json"];
