@@ -1,4 +1,5 @@
-//! `coord.yaml`, the optional repo configuration (SPEC 6), with its defaults. Reads one file.
+//! `coord.yaml`, the optional repo configuration (docs/files.md), with its defaults. Reads one
+//! file.
 
 use crate::model::{AgentName, Duration, Priority};
 use crate::schema::{Schema, Violation};
@@ -111,7 +112,7 @@ pub struct RuleWhen {
     pub label: Option<String>,
 }
 
-/// A conditional handoff after success (SPEC 6 `rules`).
+/// A conditional handoff after success (docs/files.md `rules`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
@@ -143,7 +144,7 @@ pub struct Config {
     pub commit: CommitConfig,
     /// Conditional routing after success.
     pub rules: Vec<Rule>,
-    /// How long a file's size and mtime must stay unchanged before it is read (SPEC 3.12);
+    /// How long a file's size and mtime must stay unchanged before it is read (docs/behaviour.md);
     /// `0s` reads every file at once.
     pub settle: Duration,
     /// How agents' commands share work through a remote.

@@ -1,5 +1,6 @@
 //! How failures leave the program: a [`CliError`] carries the error with its causes, the exit
-//! code (SPEC 4), a code a script can act on and the hints that say what to do. It is rendered
+//! code (docs/commands.md), a code a script can act on and the hints that say what to do. It is
+//! rendered
 //! as `error: …`, `caused by: …` and `hint: …` lines on stderr, or in `--json` mode as one JSON
 //! object on stderr; the MCP server answers a failed tool call with the same object.
 
@@ -10,7 +11,7 @@ use crate::store::StoreError;
 use serde_json::{json, Value};
 use std::process::ExitCode;
 
-/// Exit codes of SPEC 4.
+/// Exit codes of docs/commands.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     /// All went well.

@@ -1,4 +1,5 @@
-//! Expressions in task `input` (SPEC 3.9): `${tasks.<id>.result.output.<path>}` with an optional
+//! Expressions in task `input` (docs/behaviour.md): `${tasks.<id>.result.output.<path>}` with an
+//! optional
 //! `?? "default"`. Nothing is evaluated: a path of map keys and `[n]` indexes into one task's
 //! output, at most 10 deep, expanding to at most 64 KiB. Pure.
 

@@ -1,4 +1,5 @@
-//! Result signatures (SPEC 5): HMAC-SHA256 over a canonical encoding of (task id, attempt,
+//! Result signatures (docs/security.md): HMAC-SHA256 over a canonical encoding of (task id,
+//! attempt,
 //! agent, status, canonical JSON of output), written as `signature: hmac-sha256:<hex>`.
 //! Signing, verifying (constant-time) and the canonical encoding are pure; [`KeyRing::load`]
 //! and [`keygen`] read and write agents' keys outside the repository

@@ -8,7 +8,8 @@
 //! and reconciles, whatever the event kinds said. Reads (`Access` events, which the tick's own
 //! reading causes, and a writer closing a file), `.git`, editor temp files and coord's own temp
 //! files are ignored. One kind of event says more: a rename into place marks the file
-//! complete (SPEC 3.12), so the settle rule reads it at once; `renamed` keeps those marks by
+//! complete (docs/behaviour.md), so the settle rule reads it at once; `renamed` keeps those marks
+//! by
 //! event order, never by the time an event came in, and confirms them with a barrier before a
 //! tick uses them. A close marks nothing: a writer may append again. When a tick
 //! leaves a file unread because it is still being written, the loop ticks again as soon as it

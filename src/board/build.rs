@@ -38,7 +38,7 @@ impl RawFile {
 /// guarded by it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StandIn {
-    /// The file is still being written (SPEC 3.12): `bytes` are its last committed version,
+    /// The file is still being written (docs/behaviour.md): `bytes` are its last committed version,
     /// which the planner leaves alone until the file settles.
     Settling(u64),
     /// The file passed the size limit (this many bytes): `bytes` are its newest committed

@@ -36,7 +36,7 @@ pub struct TaskFile {
     pub hash: u64,
 }
 
-/// The live copies of one id, split as intake judges them (SPEC 3.1 and 3.11).
+/// The live copies of one id, split as intake judges them (docs/behaviour.md).
 pub struct Copies<'a> {
     /// New inbox files reusing the id, each with the path of another file holding it.
     pub taken: Vec<(&'a TaskFile, &'a str)>,
@@ -46,8 +46,8 @@ pub struct Copies<'a> {
 
 /// Splits the `live` files of one id. A file is a new one reusing a taken id when it is in
 /// `inbox/`, settled, and no other file of the id has its file name. A copy under the same
-/// name is rather a moved file reappearing at its old path (an editor saving it), which SPEC
-/// 3.11 keeps and reports as a duplicate; a file still being written is judged once it
+/// name is rather a moved file reappearing at its old path (an editor saving it), which is
+/// kept and reported as a duplicate; a file still being written is judged once it
 /// settles.
 pub fn split_copies<'a>(live: &[&'a TaskFile]) -> Copies<'a> {
     let mut copies = Copies {
@@ -107,7 +107,7 @@ pub struct Problem {
     pub message: String,
 }
 
-/// A file still being written (SPEC 3.12): read once its size and mtime have been stable
+/// A file still being written (docs/behaviour.md): read once its size and mtime have been stable
 /// for `settle`, or sooner when it arrived by rename, its writer closed it, or it is
 /// committed as it is.
 #[derive(Debug, Clone, PartialEq, Eq)]

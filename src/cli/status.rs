@@ -1,4 +1,4 @@
-//! `coord status`: the board (SPEC 4) for people (in colour on a terminal, long lists
+//! `coord status`: the board (docs/commands.md) for people (in colour on a terminal, long lists
 //! summarised unless `--all`) or, with `--json`, for scripts.
 
 use super::{board_markdown, board_view, Ctx};

@@ -1,4 +1,4 @@
-//! Adoption of hand moves (SPEC 1): a file a person moved between folders keeps its folder's
+//! Adoption of hand moves (docs/files.md): a file a person moved between folders keeps its folder's
 //! state; its `coord:` block is brought in line with the folder.
 
 use super::assign::start_attempt;

@@ -1,4 +1,4 @@
-//! Archiving (SPEC 4 `coord archive`, 6 `archive_after`): done and cancelled tasks whose
+//! Archiving (docs/commands.md `coord archive`, 6 `archive_after`): done and cancelled tasks whose
 //! `coord.finished_at` is at least the given age move to `archive/<YYYY-MM>/`, the month of
 //! `finished_at`, one commit each. The file is moved, never rewritten: its `coord.state` stays
 //! `done` or `cancelled`, which is what dependencies read (`deps::effective_state`). Pure.

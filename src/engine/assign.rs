@@ -1,4 +1,4 @@
-//! Assignment (SPEC 3.3): ready tasks in order of priority, due, age and id go to their
+//! Assignment (docs/behaviour.md): ready tasks in order of priority, due, age and id go to their
 //! explicit agent or to the least-loaded enabled agent having all their capabilities, within
 //! WIP limits, circuit breakers and backoff. Expressions in `input` are resolved here.
 

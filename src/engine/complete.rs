@@ -1,4 +1,4 @@
-//! Completion (SPEC 3.4, 3.5, 3.11): results of assigned tasks and expired leases. Success goes
+//! Completion (docs/behaviour.md): results of assigned tasks and expired leases. Success goes
 //! to done (or review for do_it_and_show_me) with handoffs; failure retries with backoff or
 //! goes to the dead letter; a result for an older attempt is set aside as `stale_result`.
 

@@ -1,4 +1,4 @@
-//! Dependencies (SPEC 3.2) and gates (`wait_for`): a blocked task becomes ready when every
+//! Dependencies (docs/behaviour.md) and gates (`wait_for`): a blocked task becomes ready when every
 //! dependency is done and every gate is open, a ready
 //! one goes back to blocked when a person moved a dependency back out of `done/`, and a task
 //! not yet started (blocked, ready, or in review waiting to start) fails with

@@ -1,4 +1,4 @@
-//! Handoffs after success (SPEC 3.4, 6 `rules`): a child task for each next agent, with
+//! Handoffs after success (docs/behaviour.md `rules`): a child task for each next agent, with
 //! deterministic ids so a repeated tick never creates two, the parent's output passed in
 //! `input.previous` (bounded), and a join task for fan-in.
 

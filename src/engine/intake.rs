@@ -1,6 +1,8 @@
-//! Intake (SPEC 3.1): inbox files are validated on their own and among the others; valid ones
+//! Intake (docs/behaviour.md): inbox files are validated on their own and among the others; valid
+//! ones
 //! go to review/, blocked/ or ready/, invalid ones to invalid/ with a `.errors` file beside the
-//! original bytes. A file still being written is not on the board yet (SPEC 3.12): every inbox
+//! original bytes. A file still being written is not on the board yet (docs/behaviour.md): every
+//! inbox
 //! file here has settled, so each is taken or quarantined on the tick that sees it.
 
 use super::world::{ResultEdit, World};
@@ -70,7 +72,7 @@ fn on_a_rejected_id(task: &Task, taken: &[(&TaskFile, &str)], path: &str) -> Vec
         .collect()
 }
 
-/// Sends each new inbox file whose id another file holds to invalid/ (SPEC 3.1: ids are
+/// Sends each new inbox file whose id another file holds to invalid/ (docs/behaviour.md: ids are
 /// unique across `work/`), naming the holder; the holder keeps the id and goes on.
 fn reject_taken_ids(w: &mut World<'_>, taken: &[(&TaskFile, &str)]) {
     for &(f, holder) in taken {

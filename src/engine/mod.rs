@@ -292,7 +292,7 @@ pub struct Inputs<'a> {
     pub gates: &'a dyn crate::model::gate::GateAnswers,
 }
 
-/// Plans one tick (SPEC 3): adoption of hand moves, intake, completion and timeouts,
+/// Plans one tick (docs/behaviour.md): adoption of hand moves, intake, completion and timeouts,
 /// dependencies, assignment, agent circuit updates.
 pub fn plan(board: &Board, inputs: &Inputs<'_>) -> Plan {
     let mut w = world::World::new(board, inputs);

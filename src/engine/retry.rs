@@ -1,4 +1,4 @@
-//! Retry timing and the per-agent circuit breaker (SPEC 3.4, 3.6): exponential backoff with
+//! Retry timing and the per-agent circuit breaker (docs/behaviour.md): exponential backoff with
 //! full jitter, deterministic for a task and attempt so plans are reproducible. Pure.
 
 use crate::config::{Backoff, CircuitBreaker};

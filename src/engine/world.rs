@@ -27,7 +27,7 @@ pub enum Rejection {
     Unverifiable(String),
 }
 
-/// Checks a result's signature (SPEC 5).
+/// Checks a result's signature (docs/security.md).
 pub trait Verifier {
     /// Returns why the result's signature is not acceptable, if it is not.
     fn verify(
@@ -51,7 +51,7 @@ pub trait Signer {
     ) -> Result<String, String>;
 }
 
-/// The highest attempt ever granted per task (SPEC 3.11), as history shows it: a new attempt
+/// The highest attempt ever granted per task (docs/security.md), as history shows it: a new attempt
 /// is numbered above it, so a revert or a hand edit of the `coord:` block cannot make coord
 /// grant an attempt number twice.
 pub trait AttemptFloor {
@@ -155,7 +155,7 @@ pub struct World<'a> {
     /// Every id present on the board in any form but those of `archived` (the board's own,
     /// borrowed: a world at 100,000 tasks copied each).
     ids: HashSet<Cow<'a, TaskId>>,
-    /// New inbox files whose id another live file holds under another file name (SPEC 3.1:
+    /// New inbox files whose id another live file holds under another file name (docs/behaviour.md:
     /// the id is not unique), each with the paths of the files holding it.
     pub taken: Vec<(&'a TaskFile, &'a str)>,
     /// Agents by name.

@@ -1,4 +1,4 @@
-//! The agent profile `work/agents/<name>.yaml` (SPEC 2.2) and its circuit-breaker block.
+//! The agent profile `work/agents/<name>.yaml` (docs/files.md) and its circuit-breaker block.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,4 @@
-//! The entries of a task's `coord.history` (SPEC 2.1): failed attempts and the events that set
+//! The entries of a task's `coord.history` (docs/files.md): failed attempts and the events that set
 //! a result or an error aside. An entry of any other shape — written by hand, or by another
 //! version of coord — is kept verbatim, so nothing a person wrote is lost. Pure.
 

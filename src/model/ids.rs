@@ -1,4 +1,5 @@
-//! Validated task ids and agent names (SPEC 1): `^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`, never `..`.
+//! Validated task ids and agent names (docs/files.md): `^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`, never
+//! `..`.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;

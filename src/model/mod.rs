@@ -1,5 +1,6 @@
 //! The task and agent data model: validated names, durations, states and the typed views of
-//! task files (SPEC 2.1) with their gates, agent profiles (SPEC 2.2) and schedules. Pure data, no I/O.
+//! task files (docs/files.md) with their gates, agent profiles (docs/files.md) and schedules. Pure
+//! data, no I/O.
 
 mod agent;
 mod code;

@@ -1,4 +1,4 @@
-//! Task states and the folders that hold them (SPEC 1): the folder is the source of truth.
+//! Task states and the folders that hold them (docs/files.md): the folder is the source of truth.
 
 use super::AgentName;
 use std::fmt;

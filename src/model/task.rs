@@ -1,4 +1,4 @@
-//! Typed views of a task file (SPEC 2.1): the person-owned fields, the agent's `result:` and
+//! Typed views of a task file (docs/files.md): the person-owned fields, the agent's `result:` and
 //! the coordinator's `coord:` block.
 
 use super::{AgentName, Duration, HistoryEntry, State, TaskId};
@@ -43,7 +43,7 @@ impl std::str::FromStr for Priority {
     }
 }
 
-/// How much a person wants to be asked (SPEC 3.7).
+/// How much a person wants to be asked (docs/behaviour.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Authority {

@@ -1,4 +1,5 @@
-//! `doctor`: consistency checks of `work/` (SPEC 4), each finding typed with its code, the
+//! `doctor`: consistency checks of `work/` (docs/commands.md), each finding typed with its code,
+//! the
 //! file it concerns and its fix; and the safe fix (`--fix`): committing stray changes and
 //! adopting hand moves. Reads the store and git; the fix commits.
 
@@ -371,7 +372,7 @@ fn same_rest(a: &TaskFile, b: &TaskFile) -> bool {
 }
 
 /// The finding of a new inbox file reusing the id `holder` has: the next tick rejects it
-/// (SPEC 3.1), so the advice is to give it a free id.
+/// (docs/behaviour.md), so the advice is to give it a free id.
 fn taken_id(id: &TaskId, file: &TaskFile, holder: &str) -> Finding {
     let line = format!(
         "new task file {} reuses id '{id}' of {holder}: the next tick moves it to invalid/; rename it to a free id",

@@ -1,4 +1,5 @@
-//! Attempt high-water marks (SPEC 3.11): the highest attempt coord ever granted per task, read
+//! Attempt high-water marks (docs/security.md): the highest attempt coord ever granted per task,
+//! read
 //! from the assignment commits in HEAD's history (`git::Repo::granted_attempts`), so a revert
 //! or a hand edit of a `coord:` block never lets an attempt number be granted twice. Kept in
 //! `.git/coord/attempt-marks.json` with the HEAD they were read at, so a command reads only

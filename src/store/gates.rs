@@ -1,5 +1,6 @@
-//! The answers to the gates of waiting tasks that need the repository (SPEC `wait_for`):
-//! refs, merges and paths, read from the local refs when the planner asks. Does I/O (git).
+//! The answers to the gates of waiting tasks that need the repository (`wait_for`,
+//! docs/files.md): refs, merges and paths, read from the local refs when the planner asks.
+//! Does I/O (git).
 
 use super::Store;
 use crate::model::gate::{Gate, GateAnswers};

@@ -1,4 +1,4 @@
-//! The settle rule (SPEC 3.12): whether a file under `work/` is complete enough to read. A
+//! The settle rule (docs/behaviour.md): whether a file under `work/` is complete enough to read. A
 //! file is still being written while its mtime is less than `settle` ago on the system clock
 //! (never the `--now` clock: file times are real), unless it arrived by rename (a rename
 //! changes the ctime but not the mtime, so its ctime is later) or `coord watch` saw it renamed

@@ -1,5 +1,6 @@
 //! Which files were renamed into place and not written since, as the watcher reports it: the
-//! evidence that lets `coord watch` read a file before its mtime is `settle` old (SPEC 3.12).
+//! evidence that lets `coord watch` read a file before its mtime is `settle` old
+//! (docs/behaviour.md).
 //!
 //! A writer closing a file is no such evidence: a shell's `>> f` closes it after each half,
 //! so a close says nothing of what comes next, and a gate (`authority:`) written in the second

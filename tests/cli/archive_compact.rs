@@ -74,7 +74,8 @@ fn a_dependency_on_an_archived_failed_or_cancelled_task_fails_its_dependents() {
 }
 
 /// A new file reusing an archived id under another name goes to `invalid/`; one under the
-/// same name is a second copy of the task (SPEC 3.11): reported, and the archived task stays.
+/// same name is a second copy of the task (docs/security.md): reported, and the archived task
+/// stays.
 #[test]
 fn a_new_task_reusing_an_archived_id_is_rejected() {
     let r = archived_repo();

@@ -1,4 +1,4 @@
-//! Crash safety (SPEC 3, 3.11): a tick over a 1,500-task inbox (grouped commits) killed with
+//! Crash safety (docs/behaviour.md): a tick over a 1,500-task inbox (grouped commits) killed with
 //! SIGKILL at random points, then ticked to the end, leaves every task in exactly one place,
 //! fully committed, each task's transitions in history with their trailers, `git fsck` clean.
 

@@ -241,7 +241,8 @@ fn a_hand_move_between_agents_is_adopted() {
     assert_eq!(r.commit_count(), n);
 }
 
-/// SPEC 3.1: a new inbox file reusing a done task's id under another file name fails intake's
+/// docs/behaviour.md: a new inbox file reusing a done task's id under another file name fails
+/// intake's
 /// unique-id check; it goes to invalid/ with its bytes and the done task keeps its id. A task
 /// sent in with it naming that id goes to invalid/ too (which d1 it means cannot be told);
 /// sent in again, it runs after the done d1. Before, the copy sat in inbox/ as a duplicate

@@ -1,4 +1,4 @@
-//! Faults of the disk and of git (SPEC 3.11): one file that cannot be moved does not
+//! Faults of the disk and of git (docs/security.md): one file that cannot be moved does not
 //! stop the pass, git's own locks are waited for, and every writing command takes `--wait`.
 
 use crate::harness::TestRepo;

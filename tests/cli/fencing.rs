@@ -1,4 +1,4 @@
-//! Fencing end to end (SPEC 3.11): agents name the
+//! Fencing end to end (docs/security.md): agents name the
 //! agent and attempt they worked on, a zombie's report is refused and kept as a
 //! `stale_result`, a waiting result is not overwritten silently, and attempt numbers only grow.
 

@@ -225,7 +225,7 @@ fn files_that_are_not_tasks_are_listed_as_stray_and_never_committed() {
 }
 
 /// A committed inbox file being rewritten in place is, until it settles, its committed
-/// version standing in (SPEC 3.12): neither a committed copy reusing a taken id nor a
+/// version standing in (docs/behaviour.md): neither a committed copy reusing a taken id nor a
 /// committed invalid one is moved to invalid/ with its half-written bytes; each is rejected
 /// whole once it settles.
 #[test]

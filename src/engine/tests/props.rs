@@ -1,7 +1,7 @@
 //! The tick as a state machine: random drops, results, hand moves, cancels and clock steps
 //! (leases expire, backoffs pass, circuits open and half-open), with the board's invariants
 //! checked after every tick; then the agents fall silent and every task must reach a final
-//! state (SPEC 3, 3.4–3.6, 3.11; STYLE "Tests").
+//! state (docs/behaviour.md; STYLE "Tests").
 
 use super::harness::{summaries, Sim};
 use crate::check;

@@ -373,7 +373,8 @@ fn new_inbox_file_with_a_taken_id_is_a_duplicate_not_an_intake() {
     );
 }
 
-/// SPEC 3.1: a new inbox file under another name than the task holding its id (`d.yml` next
+/// docs/behaviour.md: a new inbox file under another name than the task holding its id (`d.yml`
+/// next
 /// to a done `d.yaml`) fails intake's unique-id check and goes to invalid/; the task keeping the
 /// id goes on. A task sent in with it naming that id in `depends_on` cannot be told which of
 /// the two it means, so it goes to invalid/ too rather than run against the old one.
