@@ -36,16 +36,7 @@ impl Repo {
             .transpose()
             .map_err(ctx("cannot open the repository again"))?;
         let repo = reopened.as_ref().unwrap_or(&self.repo);
-        let mut walk = repo.revwalk().map_err(ctx("cannot walk history"))?;
-        walk.push(head)
-            .map_err(ctx(format!("cannot walk history from {head}")))?;
-        let since = since.and_then(|s| Oid::from_str(s).ok());
-        let incremental =
-            since.is_some_and(|s| s == head || repo.graph_descendant_of(head, s).unwrap_or(false));
-        if let Some(s) = since.filter(|_| incremental) {
-            walk.hide(s)
-                .map_err(ctx(format!("cannot walk history to {s}")))?;
-        }
+        let (walk, incremental) = walk_since(repo, head, since)?;
         let mut files = Vec::new();
         for oid in walk {
             let commit = oid
@@ -94,4 +85,24 @@ fn assigned_tasks(commit: &git2::Commit<'_>) -> Vec<String> {
         .filter(|t| !t.agent && t.to == Some(Endpoint::State(State::Assigned)))
         .map(|t| t.subject)
         .collect()
+}
+
+/// A walk of the commits reachable from `head`, only those after `since` when `since` is
+/// `head` or one of its ancestors (then the second value is true: the walk is incremental).
+pub(super) fn walk_since<'r>(
+    repo: &'r Repository,
+    head: Oid,
+    since: Option<&str>,
+) -> Result<(git2::Revwalk<'r>, bool), GitError> {
+    let mut walk = repo.revwalk().map_err(ctx("cannot walk history"))?;
+    walk.push(head)
+        .map_err(ctx(format!("cannot walk history from {head}")))?;
+    let since = since.and_then(|s| Oid::from_str(s).ok());
+    let incremental =
+        since.is_some_and(|s| s == head || repo.graph_descendant_of(head, s).unwrap_or(false));
+    if let Some(s) = since.filter(|_| incremental) {
+        walk.hide(s)
+            .map_err(ctx(format!("cannot walk history to {s}")))?;
+    }
+    Ok((walk, incremental))
 }

@@ -28,16 +28,7 @@ impl Repo {
             return Ok(Named::default());
         };
         let repo = &self.repo;
-        let mut walk = repo.revwalk().map_err(ctx("cannot walk history"))?;
-        walk.push(head)
-            .map_err(ctx(format!("cannot walk history from {head}")))?;
-        let since = since.and_then(|s| Oid::from_str(s).ok());
-        let incremental =
-            since.is_some_and(|s| s == head || repo.graph_descendant_of(head, s).unwrap_or(false));
-        if let Some(s) = since.filter(|_| incremental) {
-            walk.hide(s)
-                .map_err(ctx(format!("cannot walk history to {s}")))?;
-        }
+        let (walk, incremental) = super::attempts::walk_since(repo, head, since)?;
         let mut ids = Vec::new();
         for oid in walk {
             let commit = oid
