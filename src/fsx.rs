@@ -13,6 +13,7 @@ use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// The suffix of coord's temporary files; the loader ignores and the recovery removes them.
@@ -281,6 +282,12 @@ pub fn remove_in(root: &Path, rel: &str) -> io::Result<()> {
 /// Journals and caches need none: a killed process loses nothing the kernel accepted, and
 /// after a power cut recovery adopts the folders as they are.
 pub fn write_private(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
+    write_with_mode(path, bytes, durable, 0o666)
+}
+
+/// [`write_private`] with the file created as `mode` (less the umask) from the start, so a
+/// file that holds secrets is never readable by others, not even for a moment.
+pub fn write_with_mode(path: &Path, bytes: &[u8], durable: bool, mode: u32) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir)?;
     let name = path
@@ -294,6 +301,7 @@ pub fn write_private(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()>
             .write(true)
             .create(true)
             .truncate(true)
+            .mode(mode)
             .open(&tmp)?;
         f.write_all(bytes)?;
         if durable {

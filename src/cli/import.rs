@@ -44,10 +44,11 @@ pub fn import(ctx: &Ctx, args: ImportArgs) -> Result<(), CliError> {
             (Outcome::Unchanged, _) => "unchanged",
             (Outcome::Changed, _) => "changed",
         };
-        out!("{what:<12}  {:<10}  {}  ({})", t.state, t.id, t.key);
+        let key = crate::redact::one_line(&t.key);
+        out!("{what:<12}  {:<10}  {}  ({key})", t.state, t.id);
     }
     for note in &imported.notes {
-        ctx.status(&format!("note: {note}"));
+        ctx.status(&format!("note: {}", crate::redact::one_line(note)));
     }
     ctx.status(&summary(&imported));
     Ok(())

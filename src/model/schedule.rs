@@ -56,6 +56,9 @@ pub enum ScheduleError {
     /// The time zone is not known to the system's time zone database.
     #[error("timezone '{0}' is unknown; use an IANA name such as UTC or Europe/Berlin")]
     TimeZone(String),
+    /// The name does not make valid task ids with a slot (too long, most often).
+    #[error("schedule name '{0}' makes no valid task id with its slot ('<name>.YYYYMMDDTHHMMZ', at most 128 characters); rename the file")]
+    Name(String),
 }
 
 /// The default `grace` of `catch_up: skip`.
@@ -82,6 +85,9 @@ impl Schedule {
         })?;
         let zone = spec.timezone.as_deref().unwrap_or("UTC");
         let tz = TimeZone::get(zone).map_err(|_| ScheduleError::TimeZone(zone.to_string()))?;
+        if slot_task_id(name, Timestamp::UNIX_EPOCH).is_err() {
+            return Err(ScheduleError::Name(name.to_string()));
+        }
         Ok(Schedule {
             name: name.to_string(),
             spec,

@@ -159,7 +159,7 @@ fn back_up(kept: &Path, rel: &str, old: Option<&str>) -> Result<(), Error> {
 
 fn keep(kept: &Path, rel: &str, what: &str, text: &str) -> Result<(), Error> {
     let path = kept_path(kept, rel, what);
-    crate::fsx::write_private(&path, text.as_bytes(), true).map_err(io("write", &path))
+    crate::fsx::write_with_mode(&path, text.as_bytes(), true, 0o600).map_err(io("write", &path))
 }
 
 /// Returns the file of `.git/coord/prime/` that keeps `what` of `rel`.
@@ -176,9 +176,12 @@ fn read(path: &Path) -> Result<Option<String>, Error> {
     }
 }
 
-/// Writes a file with a temporary file and a rename, making its folder.
+/// Writes a file with a temporary file and a rename, making its folder; a file that is there
+/// keeps its mode (a `.mcp.json` holding keys stays the owner's alone).
 fn write(path: &Path, text: &str) -> Result<(), Error> {
-    crate::fsx::write_private(path, text.as_bytes(), true).map_err(io("write", path))
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).map_or(0o666, |m| m.permissions().mode() & 0o7777);
+    crate::fsx::write_with_mode(path, text.as_bytes(), true, mode).map_err(io("write", path))
 }
 
 fn io(what: &'static str, path: &Path) -> impl Fn(std::io::Error) -> Error {

@@ -177,3 +177,38 @@ fn prime_install_creates_agents_md_and_refuses_a_broken_section() {
     );
     assert_eq!(r.read("AGENTS.md"), "<!-- coord:prime:begin -->\nno end\n");
 }
+
+#[test]
+fn prime_install_keeps_a_files_mode_and_its_backup_is_the_owners_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let r = TestRepo::with_agents(&["writer"]);
+    let secret = r#"{"mcpServers":{"db":{"command":"x","env":{"API_KEY":"sk"}}}}"#;
+    r.write(".mcp.json", secret);
+    let mode =
+        |p: &std::path::Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+    std::fs::set_permissions(r.abs(".mcp.json"), std::fs::Permissions::from_mode(0o600))
+        .expect("chmod");
+    r.ok(&["prime", "--install"]);
+    assert_eq!(mode(&r.abs(".mcp.json")), 0o600, "the file keeps its mode");
+    let kept = r.abs(".git/coord/prime");
+    let backups: Vec<_> = walk(&kept);
+    assert!(!backups.is_empty(), "a backup is kept");
+    for b in &backups {
+        assert_eq!(mode(b), 0o600, "{}", b.display());
+    }
+    r.ok(&["prime", "--uninstall"]);
+    assert_eq!(mode(&r.abs(".mcp.json")), 0o600, "and after uninstall");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

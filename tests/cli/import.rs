@@ -402,3 +402,70 @@ fn a_project_backlog_md_writes_now_imports_twice() {
         (Some("ready"), &serde_json::json!(["task-1"]))
     );
 }
+
+#[test]
+fn an_import_never_writes_over_a_file_there_or_two_items_into_one_task() {
+    let r = TestRepo::with_agents(&["alice"]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A person's file not yet committed (nor settled) at the path an item would take.
+    r.write_now("work/inbox/x1.yaml", "title: my precious\n");
+    let one = dir.path().join("one.jsonl");
+    std::fs::write(
+        &one,
+        "{\"id\":\"x1\",\"title\":\"imported\",\"status\":\"open\"}\n",
+    )
+    .expect("write");
+    let (_, err) = r.code(&["import", "beads", one.to_str().expect("utf8")], 1);
+    assert!(err.contains("x1"), "{err}");
+    assert_eq!(r.read("work/inbox/x1.yaml"), "title: my precious\n");
+    // Two items that become one id: refused whole, nothing written.
+    let two = dir.path().join("two.jsonl");
+    std::fs::write(
+        &two,
+        "{\"id\":\"d1\",\"title\":\"one\",\"status\":\"open\"}\n{\"id\":\"d1\",\"title\":\"two\",\"status\":\"open\"}\n",
+    )
+    .expect("write");
+    let before = r.commit_count();
+    let (_, err) = r.code(&["import", "beads", two.to_str().expect("utf8")], 1);
+    assert!(
+        err.contains("d1") && err.contains("nothing was written"),
+        "{err}"
+    );
+    assert_eq!(r.commit_count(), before);
+    assert!(!r.exists("work/inbox/d1.yaml"));
+    // A task of that id made by hand is not taken for the item's.
+    r.ok(&["new", "mine", "--id", "gh-5"]);
+    let (_, err) = r.code(
+        &[
+            "import",
+            "github",
+            &fixture_json(dir.path(), r#"[{"number":5,"title":"imp","state":"OPEN"}]"#),
+        ],
+        1,
+    );
+    assert!(err.contains("gh-5"), "{err}");
+}
+
+fn fixture_json(dir: &std::path::Path, text: &str) -> String {
+    let p = dir.join("issues.json");
+    std::fs::write(&p, text).expect("write");
+    p.to_str().expect("utf8").to_string()
+}
+
+#[test]
+fn control_characters_of_a_source_never_reach_the_terminal() {
+    let r = TestRepo::with_agents(&["alice"]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("e.jsonl");
+    std::fs::write(
+        &p,
+        "{\"id\":\"x\\u001b]0;pwned\\u0007\",\"title\":\"t\",\"status\":\"open\",\"dependencies\":[{\"depends_on_id\":\"y\\u001b[2J\",\"type\":\"blocks\"}]}\n",
+    )
+    .expect("write");
+    let out = r.run(&["import", "beads", p.to_str().expect("utf8")]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        !out.stdout.contains(&0x1b) && !out.stderr.contains(&0x1b),
+        "{out:?}"
+    );
+}

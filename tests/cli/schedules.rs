@@ -179,3 +179,17 @@ fn schedules_lists_next_slots_and_names_a_bad_file() {
         "{out}"
     );
 }
+
+#[test]
+fn a_schedule_name_too_long_for_its_slot_ids_is_named_not_skipped_silently() {
+    let r = hourly_repo();
+    let long = "n".repeat(120);
+    r.commit_file(
+        &format!("work/schedules/{long}.yaml"),
+        "cron: '*/5 * * * *'\ntask: {title: t}\n",
+        "a schedule with a long name",
+    );
+    let (out, err) = r.code(&["schedules"], 1);
+    assert!(out.contains("rename the file"), "{out}");
+    assert!(err.contains("1 schedule(s) do not read"), "{err}");
+}

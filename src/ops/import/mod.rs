@@ -261,6 +261,7 @@ impl Coord {
             notes: Vec::new(),
             committed: false,
         };
+        one_task_per_item(source, items)?;
         let mut writes = Vec::new();
         for item in items {
             let (task, write) =
@@ -288,6 +289,15 @@ impl Coord {
         let deps = known_deps(board, items, item, notes);
         let fields = task_fields(item, &deps, &key);
         if let Some(t) = existing(board, &item.id, &key) {
+            if t.read
+                .as_ref()
+                .is_ok_and(|d| d.summary().idempotency_key.as_deref() != Some(key.as_str()))
+            {
+                return Err(Error::Refused(format!(
+                    "task '{}' is there already and was not imported from {key}; give it another id, then import again; nothing was written",
+                    t.id
+                )));
+            }
             let same = t
                 .read
                 .as_ref()
@@ -320,6 +330,12 @@ impl Coord {
             state.as_str(),
             item.id
         );
+        if std::fs::symlink_metadata(self.store.root().join(&path)).is_ok() {
+            return Err(Error::Refused(format!(
+                "{path} is there already (for {}); commit or move it, then import again; nothing was written",
+                item.key
+            )));
+        }
         let mut text: String = fields.iter().map(|(k, v)| emit_block(k, v, 0)).collect();
         if state != State::Inbox {
             text.push_str(&emit_block("coord", &finished_block(state, self.now), 0));
@@ -386,6 +402,22 @@ impl Coord {
                 ))
             })
     }
+}
+
+/// Refuses an import in which two items become one task id.
+fn one_task_per_item(source: Source, items: &[Item]) -> Result<(), Error> {
+    let mut seen: std::collections::HashMap<&TaskId, &str> = std::collections::HashMap::new();
+    for item in items {
+        if let Some(first) = seen.insert(&item.id, &item.key) {
+            return Err(Error::Refused(format!(
+                "items {first:?} and {:?} of {} both become task '{}'; nothing was written",
+                item.key,
+                source.as_str(),
+                item.id
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Returns the task holding `key` as its idempotency key, else the task of id `id`.
