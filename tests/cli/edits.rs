@@ -91,6 +91,28 @@ fn a_task_renamed_by_hand_keeps_its_id_and_its_dependents_go_on() {
     r.ok(&["tick"]);
     assert_eq!(r.where_is("b"), "work/ready/b.yaml");
 }
+
+/// A rename a person commits is taken as meant, and never silently: status and doctor name the
+/// task left depending on the old id.
+#[test]
+fn a_committed_rename_names_the_tasks_left_waiting_for_the_old_id() {
+    let r = TestRepo::with_agents(&["p --pull"]);
+    r.ok(&["new", "A", "--id", "a"]);
+    r.ok(&["new", "B", "--id", "b", "--depends-on", "a"]);
+    r.ok(&["tick"]);
+    r.git(&["mv", "work/ready/a.yaml", "work/ready/z.yaml"]);
+    r.git(&["commit", "-qm", "rename a to z"]);
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("z"), "work/ready/z.yaml");
+    let status = r.ok(&["status"]);
+    assert!(status.contains("waiting for a (missing)"), "{status}");
+    let (out, _) = r.code(&["doctor"], 1);
+    assert!(
+        out.contains("depends on 'a', which does not exist"),
+        "{out}"
+    );
+}
+
 /// A task copied by hand into another folder, both copies then edited: `doctor --fix` keeps
 /// the copy whose `coord:` block agrees with its folder, with the text of the copy written
 /// last, and removes the other; the older edit stays in git history.
