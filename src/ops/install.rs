@@ -277,6 +277,11 @@ fn with_codex_table(doc: &str) -> Result<String, String> {
             "its MCP server 'coord' is not coord's own; remove it, or make it the table\n{CODEX_TABLE}"
         )
     };
+    if declares_servers_inline(doc) {
+        return Err(format!(
+            "it declares mcp_servers as one inline table, which a table cannot be added to; write each server as its own [mcp_servers.<name>] table, or add coord's by hand:\n{CODEX_TABLE}"
+        ));
+    }
     match codex_table(doc) {
         (_, true) => Err(conflict()),
         (Some((s, e)), false) if doc[s..e].trim_end() == CODEX_TABLE.trim_end() => {
@@ -295,6 +300,17 @@ fn with_codex_table(doc: &str) -> Result<String, String> {
             Ok(out)
         }
     }
+}
+
+/// Whether the document's top level holds `mcp_servers = { … }` (an inline table: TOML lets
+/// no `[mcp_servers.<name>]` table be added to it).
+fn declares_servers_inline(doc: &str) -> bool {
+    let mut top = true;
+    doc.lines().any(|line| {
+        let key = line.trim().replace(' ', "");
+        top &= !key.starts_with('[');
+        top && key.starts_with("mcp_servers=")
+    })
 }
 
 /// Returns Codex's config without coord's own table (and the blank line put before it).
@@ -337,6 +353,14 @@ mod tests {
             assert!(with_codex_table(doc).is_err(), "{doc}");
             assert_eq!(without_codex_table(doc), None, "{doc}");
         }
+    }
+
+    #[test]
+    fn servers_declared_as_one_inline_table_are_refused_not_declared_twice() {
+        let doc = "mcp_servers = { other = { command = \"x\" } }\n";
+        assert!(with_codex_table(doc).is_err());
+        let later = "[other]\nmcp_servers = 1\n";
+        assert!(with_codex_table(later).is_ok(), "a key of another table");
     }
 
     #[test]

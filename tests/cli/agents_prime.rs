@@ -212,3 +212,20 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[test]
+fn prime_install_refuses_codex_servers_written_as_one_inline_table_and_writes_nothing() {
+    let r = TestRepo::with_agents(&["writer"]);
+    let codex = "mcp_servers = { other = { command = \"x\" } }\n";
+    r.write(".codex/config.toml", codex);
+    let (_, err) = r.code(&["prime", "--install"], 1);
+    assert!(
+        err.contains(".codex/config.toml") && err.contains("inline table"),
+        "{err}"
+    );
+    assert_eq!(r.read(".codex/config.toml"), codex);
+    assert!(
+        !r.exists("AGENTS.md") && !r.exists(".mcp.json"),
+        "nothing written"
+    );
+}
