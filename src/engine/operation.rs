@@ -124,6 +124,16 @@ pub const PRE_AGENT: &str = "Coord-Pre-Agent";
 pub const PRE_ATTEMPT: &str = "Coord-Pre-Attempt";
 
 impl Operation {
+    /// An operation of `kind` with nothing else named (the store gives it its id).
+    pub fn of(kind: OpKind) -> Operation {
+        Operation {
+            kind,
+            id: None,
+            by: None,
+            pre: None,
+        }
+    }
+
     /// Returns the trailer lines, each ending with a newline.
     pub fn trailers(&self) -> String {
         let mut out = format!("{OP}: {}\n", self.kind);

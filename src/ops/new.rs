@@ -135,12 +135,7 @@ impl Coord {
                 text,
             }],
             guard: Vec::new(),
-            op: Some(Operation {
-                kind: OpKind::New,
-                id: None,
-                by: None,
-                pre: None,
-            }),
+            op: Some(Operation::of(OpKind::New)),
         };
         let created = Created {
             id,

@@ -32,6 +32,21 @@ fn import_twice(r: &TestRepo, source: &str, path: &str) -> Value {
     first
 }
 
+/// Returns each imported task's id and state, in source order.
+fn id_states(answer: &Value) -> Vec<(&str, &str)> {
+    answer["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .map(|t| {
+            (
+                t["id"].as_str().expect("id"),
+                t["state"].as_str().expect("state"),
+            )
+        })
+        .collect()
+}
+
 /// Returns `field` of the task `coord export` printed for `id`.
 fn exported(r: &TestRepo, id: &str) -> Value {
     r.ok(&["export"])
@@ -45,12 +60,7 @@ fn exported(r: &TestRepo, id: &str) -> Value {
 fn beads_issues_import_once_with_fields_dependencies_and_states() {
     let r = TestRepo::new();
     let first = import_twice(&r, "beads", &fixture("beads"));
-    let states: Vec<(&str, &str)> = first["tasks"]
-        .as_array()
-        .expect("tasks")
-        .iter()
-        .map(|t| (t["id"].as_str().unwrap(), t["state"].as_str().unwrap()))
-        .collect();
+    let states = id_states(&first);
     assert_eq!(
         states,
         [
@@ -191,12 +201,7 @@ fn taskmaster_tasks_and_subtasks_import_once() {
 fn github_issues_import_once_from_a_file_or_stdin() {
     let r = TestRepo::new();
     let first = import_twice(&r, "github", &fixture("github/issues.json"));
-    let states: Vec<(&str, &str)> = first["tasks"]
-        .as_array()
-        .expect("tasks")
-        .iter()
-        .map(|t| (t["id"].as_str().unwrap(), t["state"].as_str().unwrap()))
-        .collect();
+    let states = id_states(&first);
     assert_eq!(
         states,
         [

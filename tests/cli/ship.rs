@@ -411,8 +411,9 @@ fn init_refuses_a_work_folder_whose_files_its_gitignore_would_hide() {
     assert_eq!(r.git_status().trim(), "?? work/more.txt");
 }
 
-#[test]
-fn a_depth_1_clone_never_grants_an_attempt_a_reverted_assignment_granted_before() {
+/// A remote where task x was assigned to alice (attempt 1, seen by the returned zombie clone)
+/// and a person then reverted the assignment; and a depth-1 clone made after the revert.
+fn assigned_reverted_then_cloned_shallow() -> (Remote, TestRepo, TestRepo) {
     let remote = Remote::new();
     remote.person.task("x", "title: Task x\nagent: alice\n");
     remote.person.git(&["add", "work"]);
@@ -429,6 +430,12 @@ fn a_depth_1_clone_never_grants_an_attempt_a_reverted_assignment_granted_before(
     remote.person.git(&["revert", "--no-edit", assign.trim()]);
     remote.person.git(&["push", "-q", "origin", "main"]);
     let runner = remote.shallow_clone();
+    (remote, zombie, runner)
+}
+
+#[test]
+fn a_depth_1_clone_never_grants_an_attempt_a_reverted_assignment_granted_before() {
+    let (remote, zombie, runner) = assigned_reverted_then_cloned_shallow();
     assert_eq!(runner.where_is("x"), "work/ready/x.yaml");
     runner.ok(&["sync"]);
     let view = remote.look();
@@ -464,20 +471,7 @@ fn a_depth_1_clone_never_grants_an_attempt_a_reverted_assignment_granted_before(
 /// granted again, and the late result of the agent that had it is set aside.
 #[test]
 fn a_plain_tick_in_a_depth_1_clone_never_grants_a_reverted_attempt_again() {
-    let remote = Remote::new();
-    remote.person.task("x", "title: Task x\nagent: alice\n");
-    remote.person.git(&["add", "work"]);
-    remote.person.git(&["commit", "-q", "-m", "add x"]);
-    remote.person.git(&["push", "-q", "origin", "main"]);
-    let zombie = remote.look();
-    zombie.ok(&["sync"]);
-    remote
-        .person
-        .git(&["pull", "-q", "--ff-only", "origin", "main"]);
-    let assign = remote.person.git(&["log", "-1", "--format=%H"]);
-    remote.person.git(&["revert", "--no-edit", assign.trim()]);
-    remote.person.git(&["push", "-q", "origin", "main"]);
-    let runner = remote.shallow_clone();
+    let (_remote, _zombie, runner) = assigned_reverted_then_cloned_shallow();
     assert_eq!(runner.where_is("x"), "work/ready/x.yaml");
     runner.ok(&["tick"]);
     let text = runner.read("work/assigned/alice/x.yaml");

@@ -367,12 +367,7 @@ impl Coord {
             summary: format!("import {n} tasks from {}", source.as_str()),
             ops,
             guard: Vec::new(),
-            op: Some(Operation {
-                kind: OpKind::New,
-                id: None,
-                by: None,
-                pre: None,
-            }),
+            op: Some(Operation::of(OpKind::New)),
         };
         let silent: super::Sink = Box::new(|_| {});
         super::apply(
