@@ -328,7 +328,8 @@ fn load(opener: &Opener, generation: u64) -> Result<Snapshot, HubError> {
     let after = store.repo.head()?.oid;
     let steady = after == head && !crate::lock::busy(store.repo.git_dir(), WRITER_FRESH);
     let reasons = crate::view::invalid_reasons(store, &board);
-    let view = crate::view::board::view(&board, &coord.inputs(), &reasons);
+    let mut view = crate::view::board::view(&board, &coord.inputs(), &reasons);
+    crate::ops::webhooks::add_problems(store.repo.git_dir(), &mut view);
     Ok(Snapshot {
         generation,
         head,
