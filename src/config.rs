@@ -471,13 +471,56 @@ mod tests {
 
     #[test]
     fn a_file_with_every_key_reads_and_passes_the_schema() {
-        let text = "work_dir: work\ndefaults: {timeout: 5m, max_attempts: 2, priority: high}\nbackoff: {base: 1m, max: 1h}\ncircuit_breaker: {failure_threshold: 3, open_for: 10m}\nmax_handoffs: 4\narchive_after: 7d\nrequire_signed_results: false\ncommit: {author: \"a <a@b>\"}\nrules: [{when: {agent: a, output_contains: x, label: y}, then: b}]\nsettle: 2s\nsync: {remote: origin}\nrun: {worktree: true, worktree_base: main, worktree_dir: ../trees, keep_failed_worktrees: true}\n";
+        let text = "work_dir: work\ndefaults: {timeout: 5m, max_attempts: 2, priority: high}\nbackoff: {base: 1m, max: 1h}\ncircuit_breaker: {failure_threshold: 3, open_for: 10m}\nmax_handoffs: 4\narchive_after: 7d\nrequire_signed_results: false\ncommit: {author: \"a <a@b>\"}\nrules: [{when: {agent: a, output_contains: x, label: y}, then: b}]\nsettle: 2s\nsync: {remote: origin}\nrun: {worktree: true, worktree_base: main, worktree_dir: ../trees, keep_failed_worktrees: true}\nwebhooks: {ops: {url: \"https://h.example/c\", events: [dead_letter, done], secret_env: S, max_attempts: 3, retry: {base: 250ms, max: 5m}, timeout: 10s}}\n";
         let dir = tempfile::tempdir().expect("tempdir");
         let p = dir.path().join("coord.yaml");
         std::fs::write(&p, text).expect("write");
         assert!(Config::load(&p).is_ok(), "{:?}", Config::load(&p).err());
         let doc = crate::yaml::parse(text, &Limits::default()).expect("yaml");
         assert_eq!(Config::violations(&doc), vec![]);
+    }
+
+    #[test]
+    fn webhooks_are_checked_and_durations_take_milliseconds() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("coord.yaml");
+        let load = |text: &str| {
+            std::fs::write(&p, text).expect("write");
+            Config::load(&p)
+        };
+        let c = load("webhooks: {a: {url: \"http://x\", retry: {base: 250ms}}}\n").expect("valid");
+        let hook = &c.webhooks["a"];
+        assert_eq!(hook.retry.base.0, std::time::Duration::from_millis(250));
+        assert_eq!(hook.retry.max.0, std::time::Duration::from_secs(300));
+        assert_eq!(hook.max_attempts, 8);
+        assert!(hook.wants("transition", "done"));
+        for (text, says) in [
+            ("webhooks: {\"a b\": {url: \"http://x\"}}\n", "a name is"),
+            (
+                "webhooks: {a: {url: \"ftp://x\"}}\n",
+                "must start with http",
+            ),
+            (
+                "webhooks: {a: {url: \"http://x\", max_attempts: 0}}\n",
+                "at least 1",
+            ),
+            (
+                "webhooks: {a: {url: \"http://x\", events: [dne]}}\n",
+                "\"dne\" is no event",
+            ),
+            (
+                "webhooks: {a: {url: \"http://x\", timeout: 5 s}}\n",
+                "a whole number and a unit",
+            ),
+        ] {
+            let e = load(text).expect_err(text).to_string();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+        let c = load("webhooks: {a: {url: \"http://x\", events: [dead_letter, done]}}\n")
+            .expect("valid");
+        let hook = &c.webhooks["a"];
+        assert!(hook.wants("dead_letter", "failed") && hook.wants("transition", "done"));
+        assert!(!hook.wants("transition", "ready"));
     }
 
     #[test]

@@ -221,13 +221,16 @@ fn recorded(out: &mut String, s: &Stats) {
     let _ = writeln!(out, "{name}{{reason=\"refused\"}} {}", s.pushes_refused);
 }
 
+/// Picks one figure of an endpoint's report.
+type Pick = fn(&crate::ops::webhooks::Report) -> u64;
+
 /// Renders each webhook endpoint's cursor, the events it has yet to take, the failed tries
 /// of its next event and its dead letters.
 pub fn webhooks(out: &mut String, endpoints: &[crate::ops::webhooks::Report]) {
     if endpoints.is_empty() {
         return;
     }
-    let rows: [(&str, &str, &str, fn(&crate::ops::webhooks::Report) -> u64); 4] = [
+    let rows: [(&str, &str, &str, Pick); 4] = [
         (
             "coord_webhook_cursor",
             "gauge",

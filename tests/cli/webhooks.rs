@@ -376,3 +376,44 @@ fn a_receiver_down_for_good_ends_in_a_dead_letter_that_status_and_metrics_show()
         "{metrics}"
     );
 }
+
+#[test]
+fn coord_serve_delivers_with_the_ids_of_its_event_stream_and_the_stream_misses_none() {
+    let r = TestRepo::with_agents(&["writer --max-active 100"]);
+    let receiver = Receiver::start(0, Duration::ZERO);
+    configure(&r, &receiver.url(), "");
+    let env = [("HOOK_SECRET", SECRET)];
+    let s = Server::start_with(&r, &["--listen", "127.0.0.1:0"], &env);
+    let mut stream = s.events();
+    for round in 0..5 {
+        for i in 0..4 {
+            r.task(&format!("r{round}-{i}"), "title: A task\n");
+        }
+        r.ok(&["tick"]);
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    let total = 5 * 4 * 3;
+    let seen = stream.until(Duration::from_secs(30), |t| {
+        t.matches("event: transition").count() >= total && t.ends_with("\n\n")
+    });
+    assert!(seen, "the stream got {}", stream.transitions().len());
+    receiver.wait(Duration::from_secs(30), "every transition", |ids| {
+        ids.len() >= total
+    });
+    let key = |v: &serde_json::Value| {
+        let s = |k: &str| v[k].as_str().unwrap_or("none").to_string();
+        (s("task"), s("from"), s("to"))
+    };
+    let streamed: BTreeMap<u64, _> = stream
+        .transitions()
+        .iter()
+        .map(|e| (e.id.expect("an id"), key(&e.data)))
+        .collect();
+    let posted: BTreeMap<u64, _> = receiver
+        .hits()
+        .iter()
+        .map(|h| (h.id(), key(&h.json())))
+        .collect();
+    assert_eq!(streamed.len(), total, "each transition streamed once");
+    assert_eq!(posted, streamed, "the same events under the same ids");
+}
