@@ -370,6 +370,8 @@ fn a_receiver_down_for_good_ends_in_a_dead_letter_that_status_and_metrics_show()
     let text = r.ok(&["status"]);
     assert!(text.contains("webhook ops"), "{text}");
     let s = Server::start(&r);
+    let page = s.req("GET", "/", &[], "").body;
+    assert!(page.contains("webhook ops gave up"), "the board shows it");
     let metrics = s.req("GET", "/metrics", &[], "").body;
     assert!(
         metrics.contains("coord_webhook_dead_letters{endpoint=\"ops\"} 3"),
@@ -378,18 +380,20 @@ fn a_receiver_down_for_good_ends_in_a_dead_letter_that_status_and_metrics_show()
 }
 
 #[test]
-fn coord_serve_delivers_with_the_ids_of_its_event_stream_and_the_stream_misses_none() {
+fn one_deliverer_of_serve_and_watch_posts_with_the_ids_of_the_event_stream() {
     let r = TestRepo::with_agents(&["writer --max-active 100"]);
     let receiver = Receiver::start(0, Duration::ZERO);
     configure(&r, &receiver.url(), "");
     let env = [("HOOK_SECRET", SECRET)];
     let s = Server::start_with(&r, &["--listen", "127.0.0.1:0"], &env);
+    // A watch of the same clone: one of the two delivers, never both.
+    let mut w = watch(&r);
     let mut stream = s.events();
     for round in 0..5 {
         for i in 0..4 {
             r.task(&format!("r{round}-{i}"), "title: A task\n");
         }
-        r.ok(&["tick"]);
+        r.ok(&["--wait", "30s", "tick"]);
         std::thread::sleep(Duration::from_millis(150));
     }
     let total = 5 * 4 * 3;
@@ -414,6 +418,10 @@ fn coord_serve_delivers_with_the_ids_of_its_event_stream_and_the_stream_misses_n
         .iter()
         .map(|h| (h.id(), key(&h.json())))
         .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    w.kill().expect("kill");
+    w.wait().expect("reaped");
+    assert_eq!(receiver.hits().len(), total, "each event posted once");
     assert_eq!(streamed.len(), total, "each transition streamed once");
     assert_eq!(posted, streamed, "the same events under the same ids");
 }
