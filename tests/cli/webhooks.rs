@@ -280,15 +280,13 @@ fn every_transition_is_delivered_once_by_id_across_a_kill_and_a_failing_receiver
     let tries: Vec<&Hit> = hits.iter().filter(|h| h.id() == 1).collect();
     assert!(tries.len() >= 5, "{} tries of event 1", tries.len());
     let gaps: Vec<Duration> = tries.windows(2).map(|w| w[1].at - w[0].at).collect();
-    assert!(
-        gaps.windows(2).all(|w| w[1] * 10 >= w[0] * 9),
-        "gaps grow: {gaps:?}"
-    );
-    assert!(gaps[3] > gaps[0] * 3, "backoff doubles: {gaps:?}");
-    assert!(
-        gaps[0] >= Duration::from_millis(90),
-        "jitter keeps half: {gaps:?}"
-    );
+    // The nth wait is at least half of 200 ms doubled n-1 times (the rest is jitter, and
+    // the time a busy deliverer takes to come back).
+    for (n, gap) in gaps.iter().take(4).enumerate() {
+        let floor = Duration::from_millis(95 << n);
+        assert!(*gap >= floor, "wait {n} at least {floor:?}: {gaps:?}");
+    }
+    assert!(gaps[3] > gaps[0] * 2, "backoff doubles: {gaps:?}");
     // The event's fields.
     let v = ok
         .iter()
