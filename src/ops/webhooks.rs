@@ -61,7 +61,7 @@ pub struct DeadLetter {
 }
 
 /// The folder of the clone's webhook state.
-pub fn dir(git_dir: &Path) -> PathBuf {
+fn dir(git_dir: &Path) -> PathBuf {
     git_dir.join("coord").join("webhooks")
 }
 
@@ -135,7 +135,7 @@ pub fn report(git_dir: &Path) -> Vec<Report> {
 
 /// Returns the dead letters as problems of the board view (one per endpoint), as `coord
 /// status`, the board and the live board list them.
-pub fn problems(git_dir: &Path) -> Vec<Value> {
+fn problems(git_dir: &Path) -> Vec<Value> {
     let mut by_endpoint: BTreeMap<&str, Vec<&DeadLetter>> = BTreeMap::new();
     let dead = dead_letters(git_dir);
     for d in &dead {
@@ -489,7 +489,7 @@ fn read_tasks(repo: &Repo, work_dir: &str, commit: &str) -> Vec<(String, Value)>
 }
 
 /// The kind of a transition: `dead_letter`, `lease_lost`, `circuit_open` or `transition`.
-pub fn kind(from: &str, to: &str, summary: &str) -> &'static str {
+fn kind(from: &str, to: &str, summary: &str) -> &'static str {
     let timeout = summary.contains(" after timeout") || summary.contains(": timeout ");
     match (from, to) {
         (_, "circuit open") => "circuit_open",
