@@ -5,6 +5,7 @@ use crate::model::{AgentName, Duration, Priority};
 use crate::schema::{Schema, Violation};
 use crate::yaml::{parse_bytes, Doc, Limits, Pos};
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Why coord.yaml could not be used.
@@ -154,6 +155,96 @@ pub struct Config {
     pub gate_interval: Duration,
     /// How `coord run` runs agents' commands.
     pub run: RunConfig,
+    /// The endpoints every event is POSTed to, by name (docs/webhooks.md).
+    pub webhooks: BTreeMap<String, Webhook>,
+}
+
+/// The event kinds a webhook may ask for besides the states a transition ends in.
+pub const WEBHOOK_KINDS: [&str; 4] = ["transition", "dead_letter", "lease_lost", "circuit_open"];
+
+/// One endpoint of `webhooks:` in coord.yaml.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Webhook {
+    /// Where the events are POSTed (`http://` or `https://`).
+    pub url: String,
+    /// The events it gets: kinds ([`WEBHOOK_KINDS`]) or the states transitions end in; empty:
+    /// every event.
+    #[serde(default)]
+    pub events: Vec<String>,
+    /// The environment variable that holds the signing secret; None: deliveries are unsigned.
+    #[serde(default)]
+    pub secret_env: Option<String>,
+    /// Failed tries of one event before it goes to the dead-letter record.
+    #[serde(default = "default_webhook_attempts")]
+    pub max_attempts: u32,
+    /// The delays between tries.
+    #[serde(default)]
+    pub retry: WebhookRetry,
+    /// How long one request may take, connecting included.
+    #[serde(default = "default_webhook_timeout")]
+    pub timeout: Millis,
+}
+
+fn default_webhook_attempts() -> u32 {
+    8
+}
+
+fn default_webhook_timeout() -> Millis {
+    Millis(std::time::Duration::from_secs(10))
+}
+
+impl Webhook {
+    /// Returns whether the endpoint asked for an event of `kind` that ends in `to`.
+    pub fn wants(&self, kind: &str, to: &str) -> bool {
+        self.events.is_empty() || self.events.iter().any(|e| e == kind || e == to)
+    }
+}
+
+/// Exponential backoff with jitter between the tries of one webhook event.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebhookRetry {
+    /// The delay after the first failure (each one after doubles it).
+    pub base: Millis,
+    /// The largest delay.
+    pub max: Millis,
+}
+
+impl Default for WebhookRetry {
+    fn default() -> Self {
+        WebhookRetry {
+            base: Millis(std::time::Duration::from_secs(1)),
+            max: Millis(std::time::Duration::from_secs(300)),
+        }
+    }
+}
+
+/// A duration that may be shorter than a second: a whole number and `ms`, `s`, `m` or `h`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct Millis(pub std::time::Duration);
+
+impl TryFrom<String> for Millis {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<Millis, String> {
+        let bad =
+            || format!("{s:?} is not a duration: write a number and ms, s, m or h (250ms, 5s)");
+        let digits = s.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+        let n: u64 = s[..digits].parse().map_err(|_| bad())?;
+        let ms = match &s[digits..] {
+            "ms" => Some(n),
+            "s" => n.checked_mul(1000),
+            "m" => n.checked_mul(60_000),
+            "h" => n.checked_mul(3_600_000),
+            _ => None,
+        };
+        match ms {
+            Some(ms) if ms <= 86_400_000 => Ok(Millis(std::time::Duration::from_millis(ms))),
+            _ => Err(bad()),
+        }
+    }
 }
 
 /// `sync:` in coord.yaml.
@@ -226,6 +317,7 @@ impl Default for Config {
             sync: SyncConfig::default(),
             gate_interval: Duration::from_secs(60),
             run: RunConfig::default(),
+            webhooks: BTreeMap::new(),
         }
     }
 }
@@ -323,7 +415,44 @@ impl Config {
         if self.defaults.max_attempts == 0 {
             return Err("defaults.max_attempts must be at least 1".to_string());
         }
-        Ok(())
+        self.webhooks
+            .iter()
+            .try_for_each(|(name, hook)| check_webhook(name, hook))
+    }
+}
+
+/// Refuses an endpoint name that cannot name a file, a URL that is not http(s), no tries, and
+/// an event no transition has.
+fn check_webhook(name: &str, hook: &Webhook) -> Result<(), String> {
+    let named = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !named {
+        return Err(format!(
+            "webhooks.{name}: a name is 1 to 64 letters, digits, '-' or '_'"
+        ));
+    }
+    if !(hook.url.starts_with("http://") || hook.url.starts_with("https://")) {
+        return Err(format!(
+            "webhooks.{name}.url {:?} must start with http:// or https://",
+            hook.url
+        ));
+    }
+    if hook.max_attempts == 0 {
+        return Err(format!("webhooks.{name}.max_attempts must be at least 1"));
+    }
+    let known = |e: &String| {
+        WEBHOOK_KINDS.contains(&e.as_str())
+            || crate::model::State::ALL.iter().any(|s| s.as_str() == e)
+    };
+    match hook.events.iter().find(|e| !known(e)) {
+        Some(e) => Err(format!(
+            "webhooks.{name}.events: {e:?} is no event; write {} or a state (done, failed, ...)",
+            WEBHOOK_KINDS.join(", ")
+        )),
+        None => Ok(()),
     }
 }
 
@@ -342,13 +471,56 @@ mod tests {
 
     #[test]
     fn a_file_with_every_key_reads_and_passes_the_schema() {
-        let text = "work_dir: work\ndefaults: {timeout: 5m, max_attempts: 2, priority: high}\nbackoff: {base: 1m, max: 1h}\ncircuit_breaker: {failure_threshold: 3, open_for: 10m}\nmax_handoffs: 4\narchive_after: 7d\nrequire_signed_results: false\ncommit: {author: \"a <a@b>\"}\nrules: [{when: {agent: a, output_contains: x, label: y}, then: b}]\nsettle: 2s\nsync: {remote: origin}\nrun: {worktree: true, worktree_base: main, worktree_dir: ../trees, keep_failed_worktrees: true}\n";
+        let text = "work_dir: work\ndefaults: {timeout: 5m, max_attempts: 2, priority: high}\nbackoff: {base: 1m, max: 1h}\ncircuit_breaker: {failure_threshold: 3, open_for: 10m}\nmax_handoffs: 4\narchive_after: 7d\nrequire_signed_results: false\ncommit: {author: \"a <a@b>\"}\nrules: [{when: {agent: a, output_contains: x, label: y}, then: b}]\nsettle: 2s\nsync: {remote: origin}\nrun: {worktree: true, worktree_base: main, worktree_dir: ../trees, keep_failed_worktrees: true}\nwebhooks: {ops: {url: \"https://h.example/c\", events: [dead_letter, done], secret_env: S, max_attempts: 3, retry: {base: 250ms, max: 5m}, timeout: 10s}}\n";
         let dir = tempfile::tempdir().expect("tempdir");
         let p = dir.path().join("coord.yaml");
         std::fs::write(&p, text).expect("write");
         assert!(Config::load(&p).is_ok(), "{:?}", Config::load(&p).err());
         let doc = crate::yaml::parse(text, &Limits::default()).expect("yaml");
         assert_eq!(Config::violations(&doc), vec![]);
+    }
+
+    #[test]
+    fn webhooks_are_checked_and_durations_take_milliseconds() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("coord.yaml");
+        let load = |text: &str| {
+            std::fs::write(&p, text).expect("write");
+            Config::load(&p)
+        };
+        let c = load("webhooks: {a: {url: \"http://x\", retry: {base: 250ms}}}\n").expect("valid");
+        let hook = &c.webhooks["a"];
+        assert_eq!(hook.retry.base.0, std::time::Duration::from_millis(250));
+        assert_eq!(hook.retry.max.0, std::time::Duration::from_secs(300));
+        assert_eq!(hook.max_attempts, 8);
+        assert!(hook.wants("transition", "done"));
+        for (text, says) in [
+            ("webhooks: {\"a b\": {url: \"http://x\"}}\n", "a name is"),
+            (
+                "webhooks: {a: {url: \"ftp://x\"}}\n",
+                "must start with http",
+            ),
+            (
+                "webhooks: {a: {url: \"http://x\", max_attempts: 0}}\n",
+                "at least 1",
+            ),
+            (
+                "webhooks: {a: {url: \"http://x\", events: [dne]}}\n",
+                "\"dne\" is no event",
+            ),
+            (
+                "webhooks: {a: {url: \"http://x\", timeout: 5 s}}\n",
+                "a whole number and a unit",
+            ),
+        ] {
+            let e = load(text).expect_err(text).to_string();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+        let c = load("webhooks: {a: {url: \"http://x\", events: [dead_letter, done]}}\n")
+            .expect("valid");
+        let hook = &c.webhooks["a"];
+        assert!(hook.wants("dead_letter", "failed") && hook.wants("transition", "done"));
+        assert!(!hook.wants("transition", "ready"));
     }
 
     #[test]

@@ -105,6 +105,18 @@ impl Key {
     }
 }
 
+/// Returns HMAC-SHA256 of `payload` under `secret` (any length) in lowercase hex, as webhook
+/// deliveries carry it (`X-Coord-Signature: sha256=<hex>`).
+pub fn hmac_sha256_hex(secret: &[u8], payload: &[u8]) -> String {
+    match <Hmac<Sha256> as Mac>::new_from_slice(secret) {
+        Ok(mut mac) => {
+            mac.update(payload);
+            hex_encode(&mac.finalize().into_bytes())
+        }
+        Err(_) => String::new(),
+    }
+}
+
 /// Returns the bytes a signature covers: a version tag and the five fields, NUL-separated
 /// (ids, agent names and statuses cannot hold a NUL; the output's canonical JSON comes last).
 pub fn payload(

@@ -1,7 +1,8 @@
 //! `coord watch`: tick on every change under `work/` (debounced) and every interval, until
 //! Ctrl-C or SIGTERM. The loop lives in [`crate::watch`]; each tick is
 //! [`crate::ops::Opener::watch_tick`] (it takes the lock, so agent commands can run between
-//! ticks).
+//! ticks). With `webhooks:` in coord.yaml it also delivers the events
+//! ([`crate::ops::webhooks`]), unless another process of the clone does.
 
 use super::Ctx;
 use crate::error::{CliError, UsageError};
@@ -31,6 +32,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
         ..Options::default()
     };
     let opener = ctx.opener();
+    crate::ops::webhooks::start(&opener.dir, Box::new(|line| err!("{line}")))?;
     let mut tick = |why: Why, seen: &SeenComplete| Ok(opener.watch_tick(why, seen)?);
     let mut say = |line: &str| err!("{line}");
     let ticks = watch::run(&store.repo, &work, &opts, &mut tick, &mut say)?;

@@ -47,6 +47,14 @@ commit: {author: \"coord <coord@localhost>\"}
 # sync: {remote: origin, pushes_per_minute: 6}  # claim, complete, fail and run push through
 #                                 # this remote; status warns near its push budget
 # run: {worktree: true, worktree_base: main, keep_failed_worktrees: true}  # coord run --worktree
+# webhooks:                       # POST every event, signed (docs/webhooks.md)
+#   ops:
+#     url: https://hooks.example.com/coord
+#     events: [dead_letter, lease_lost, done]   # kinds or end states; default: all
+#     secret_env: OPS_HOOK_SECRET  # the variable holding the secret, never the secret
+#     max_attempts: 8              # failed tries before the event's dead letter
+#     retry: {base: 1s, max: 5m}   # exponential backoff with jitter
+#     timeout: 10s                 # per request
 # rules:                          # conditional routing after success
 #   - when: {agent: research, output_contains: competitor}
 #     then: competitive-analysis

@@ -28,6 +28,7 @@ mod tests;
 mod tick;
 mod validate;
 mod verify;
+pub mod webhooks;
 mod work;
 mod worktree;
 

@@ -86,7 +86,8 @@ impl Coord {
             board.agents.retain(|n, _| n == a);
         }
         let reasons = crate::view::invalid_reasons(&self.store, &board);
-        let view = crate::view::board::view(&board, &self.inputs(), &reasons);
+        let mut view = crate::view::board::view(&board, &self.inputs(), &reasons);
+        super::webhooks::add_problems(self.store.repo.git_dir(), &mut view);
         Ok(Status {
             board: redact_value(&view),
             tentative: tentative(&self.store, assigned(&board))?,
@@ -98,9 +99,10 @@ impl Coord {
     /// it saw and nothing the board shows has come due; None otherwise.
     fn saved_board(&self, walked: &Walk) -> Result<Option<Status>, Error> {
         let saved = self.store.quiet_board(walked, self.now);
-        let Some((board, assigned)) = saved.as_deref().and_then(decode_saved) else {
+        let Some((mut board, assigned)) = saved.as_deref().and_then(decode_saved) else {
             return Ok(None);
         };
+        super::webhooks::add_problems(self.store.repo.git_dir(), &mut board);
         self.emit(Event::Detail(SHOWN_SAVED));
         let assigned = assigned.iter().map(|(id, path)| (id, path.as_str()));
         Ok(Some(Status {

@@ -150,7 +150,10 @@ pub async fn metrics(With(app): With<Arc<App>>) -> Response {
     let text = {
         let counters = app.hub.counters.lock().unwrap_or_else(|e| e.into_inner());
         let stats = crate::store::Stats::read(&app.hub.git_dir);
-        super::metrics::render(&snap, &counters, &stats, app.hub.listeners(), now)
+        let mut text = super::metrics::render(&snap, &counters, &stats, app.hub.listeners(), now);
+        let hooks = crate::ops::webhooks::report(&app.hub.git_dir);
+        super::metrics::webhooks(&mut text, &hooks);
+        text
     };
     (
         [(

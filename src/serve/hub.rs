@@ -233,10 +233,14 @@ impl Hub {
     }
 
     /// Sends the transitions of the journal not sent yet: `logged` when it follows the last
-    /// sent, else read back from the journal (another process wrote some meanwhile).
+    /// sent, else read back from the journal (another process, or the webhook deliverer,
+    /// recorded some meanwhile).
     fn publish(&self, logged: Vec<Logged>) -> Result<(), HubError> {
         let mut published = self.published.lock().unwrap_or_else(|e| e.into_inner());
-        let follows = logged.first().is_none_or(|l| l.id == *published + 1);
+        let follows = match logged.first() {
+            Some(l) => l.id == *published + 1,
+            None => self.journal.last() <= *published,
+        };
         let due: Vec<Arc<Event>> = if follows {
             logged.into_iter().map(transition).collect()
         } else {
@@ -328,7 +332,8 @@ fn load(opener: &Opener, generation: u64) -> Result<Snapshot, HubError> {
     let after = store.repo.head()?.oid;
     let steady = after == head && !crate::lock::busy(store.repo.git_dir(), WRITER_FRESH);
     let reasons = crate::view::invalid_reasons(store, &board);
-    let view = crate::view::board::view(&board, &coord.inputs(), &reasons);
+    let mut view = crate::view::board::view(&board, &coord.inputs(), &reasons);
+    crate::ops::webhooks::add_problems(store.repo.git_dir(), &mut view);
     Ok(Snapshot {
         generation,
         head,

@@ -221,6 +221,54 @@ fn recorded(out: &mut String, s: &Stats) {
     let _ = writeln!(out, "{name}{{reason=\"refused\"}} {}", s.pushes_refused);
 }
 
+/// Picks one figure of an endpoint's report.
+type Pick = fn(&crate::ops::webhooks::Report) -> u64;
+
+/// Renders each webhook endpoint's cursor, the events it has yet to take, the failed tries
+/// of its next event and its dead letters.
+pub fn webhooks(out: &mut String, endpoints: &[crate::ops::webhooks::Report]) {
+    if endpoints.is_empty() {
+        return;
+    }
+    let rows: [(&str, &str, &str, Pick); 4] = [
+        (
+            "coord_webhook_cursor",
+            "gauge",
+            "The last event id the endpoint took or gave up on.",
+            |r| r.cursor,
+        ),
+        (
+            "coord_webhook_pending",
+            "gauge",
+            "Events of the journal the endpoint has yet to take.",
+            |r| r.pending,
+        ),
+        (
+            "coord_webhook_failures",
+            "gauge",
+            "Failed tries of the endpoint's next event.",
+            |r| u64::from(r.failures),
+        ),
+        (
+            "coord_webhook_dead_letters",
+            "gauge",
+            "Events the endpoint was given up on (.git/coord/webhooks/dead.jsonl).",
+            |r| r.dead,
+        ),
+    ];
+    for (name, kind, help, value) in rows {
+        head(out, name, kind, help);
+        for r in endpoints {
+            let _ = writeln!(
+                out,
+                "{name}{{endpoint=\"{}\"}} {}",
+                label(&r.name),
+                value(r)
+            );
+        }
+    }
+}
+
 fn head(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
 }

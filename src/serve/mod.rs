@@ -186,8 +186,14 @@ async fn not_found(uri: axum::http::Uri) -> problem::Problem {
 pub fn run(mut opener: Opener, opts: Options) -> Result<(), ServeError> {
     check_options(&opts)?;
     opener.options.wait.get_or_insert(WRITE_WAIT);
+    let dir = opener.dir.clone();
     let hub = hub::Hub::open(opener)?;
     hub.watch()?;
+    crate::ops::webhooks::start(
+        &dir,
+        Box::new(|line| crate::term::write_err(format_args!("{line}"))),
+    )
+    .map_err(|e| ServeError::Repo(e.into()))?;
     let io = |source| ServeError::Io {
         addr: opts.listen,
         source,

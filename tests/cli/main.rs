@@ -73,3 +73,4 @@ mod tour;
 mod trust;
 mod verify;
 mod watch;
+mod webhooks;
