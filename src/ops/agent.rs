@@ -154,7 +154,7 @@ impl Coord {
         remote: Option<&str>,
         withdrawn: &dyn Fn() -> bool,
     ) -> Result<Claimed, Error> {
-        let claimed = self.claim_checked(agent, remote, withdrawn)?;
+        let claimed = self.claim_checked(agent, remote, withdrawn, &mut Vec::new())?;
         let Claimed::Granted(receipt) = &claimed else {
             return Ok(claimed);
         };
@@ -187,12 +187,27 @@ impl Coord {
         self.run_step(remote, &mut step)
     }
 
-    /// Claims as [`Coord::claim_unless`] does, asking `withdrawn` only before the commit.
+    /// Claims as [`Coord::claim`] does, and adds to `unsettled` each claim a try of the step
+    /// made here whose push did not land (undone and redone on the newer tip, or left for the
+    /// next sync): another push of this clone (a `coord sync`) may have carried it to the
+    /// remote all the same, so its claimer is to look for it there.
+    pub(crate) fn claim_noting(
+        &self,
+        agent: &AgentName,
+        remote: Option<&str>,
+        unsettled: &mut Vec<Receipt>,
+    ) -> Result<Claimed, Error> {
+        self.claim_checked(agent, remote, &|| false, unsettled)
+    }
+
+    /// Claims as [`Coord::claim_unless`] does, asking `withdrawn` only before the commit; the
+    /// claims of tries that did not land are added to `unsettled`.
     fn claim_checked(
         &self,
         agent: &AgentName,
         remote: Option<&str>,
         withdrawn: &dyn Fn() -> bool,
+        unsettled: &mut Vec<Receipt>,
     ) -> Result<Claimed, Error> {
         let remote = self.remote(remote);
         if remote.is_none() {
@@ -202,17 +217,23 @@ impl Coord {
                 Err(e) => return nothing_or(e),
             }
         }
-        let mut granted = None;
+        let mut tries = Vec::new();
         let mut step = |store: &Store| -> Result<usize, Error> {
             let (claim, ticked) = self.claim_or_tick(store, agent)?;
             if withdrawn() {
                 return Err(withdrawn_before(agent));
             }
             let n = apply(store, &self.sink, &claim.plan, self.now, Origin::Command)?;
-            granted = Some(claim.receipt);
+            tries.push(claim.receipt);
             Ok(ticked + n)
         };
-        match self.run_step(remote, &mut step) {
+        let stepped = self.run_step(remote, &mut step);
+        let granted = match stepped {
+            Ok(()) => tries.pop(),
+            Err(_) => None,
+        };
+        unsettled.extend(tries);
+        match stepped {
             Err(e) => nothing_or(e),
             Ok(()) => Ok(Claimed::Granted(granted.ok_or_else(|| {
                 CommandError::Unsafe("the claim made no commit; run coord claim again".into())
