@@ -4,6 +4,7 @@
 //! values.
 
 use super::{apply, Coord, Error, Sink, AGENT_WAIT};
+use crate::board::Board;
 use crate::engine::commands::{self, CommandError, Fence, Outcome, Receipt, Report};
 use crate::engine::Signer;
 use crate::model::{AgentName, TaskId};
@@ -117,6 +118,32 @@ impl Reported {
             }),
         }
     }
+}
+
+/// Returns whether task `id` on `board` holds `result` as `written` stamped it (its attempt).
+fn holds_result(board: &Board, id: &TaskId, result: &Value, written: &Reported) -> bool {
+    let Reported::Written { attempt, .. } = written else {
+        return false;
+    };
+    board.find(id).iter().any(|f| {
+        let Some(held) = f.read.as_ref().ok().and_then(|t| t.doc.value.get("result")) else {
+            return false;
+        };
+        let same = |(k, v): (&String, &Value)| held.get(k) == Some(v);
+        held.get("attempt") == Some(&json!(attempt))
+            && result.as_object().is_some_and(|r| r.iter().all(same))
+    })
+}
+
+/// Returns whether task `id` on `board` holds a result of the agent and attempt `how` names.
+fn own_result(board: &Board, id: &TaskId, how: &How) -> bool {
+    let (Some(agent), Some(attempt)) = (&how.fence.agent, how.fence.attempt) else {
+        return false;
+    };
+    board.find(id).iter().any(|f| {
+        let held = f.read.as_ref().ok().and_then(|t| t.doc.value.get("result"));
+        held.is_some_and(|r| r["attempt"] == json!(attempt) && r["agent"] == json!(agent))
+    })
 }
 
 /// Returns "nothing to claim" as an outcome, any other error as it is.
@@ -340,8 +367,23 @@ impl Coord {
         }
         let result = verdict.to_value();
         let mut reported = None;
+        let mut written = None;
         let mut step = |store: &Store| -> Result<usize, Error> {
             let (board, _) = store.load()?;
+            if let Some(w) = written
+                .clone()
+                .filter(|w| holds_result(&board, id, &result, w))
+            {
+                // An earlier try's push did not land, but another push of this clone (a
+                // `coord sync`) carried its result there: it stands, it is not redone.
+                reported = Some(w);
+                return Ok(0);
+            }
+            if remote.is_some() && !how.replace && own_result(&board, id, how) {
+                // The attempt reported itself already (its command ran `coord complete`),
+                // and the task may have moved on with that result: nothing to set aside.
+                return Err(CommandError::ResultPending(id.clone()).into());
+            }
             let inputs = self.inputs_on(store);
             let done = match commands::report(&board, &inputs, id, self.report_of(&result, how)) {
                 // On the remote the task moved on: keep the result in its history.
@@ -355,14 +397,44 @@ impl Coord {
                 other => other?,
             };
             let (n, outcome) = self.apply_report(store, done)?;
+            if matches!(outcome, Reported::Written { .. }) {
+                written = Some(outcome.clone());
+            }
             reported = Some(outcome);
             Ok(n)
         };
-        self.run_step(remote, &mut step)?;
+        match (self.run_step(remote, &mut step), remote, written) {
+            (Err(e), Some(remote), Some(w)) if e.is_tentative() => {
+                return self.settle_report(remote, id, &result, w);
+            }
+            (stepped, _, _) => stepped?,
+        }
         reported.ok_or_else(|| {
             Error::Command(CommandError::Unsafe(
                 "the report made no commit; run the command again".into(),
             ))
+        })
+    }
+
+    /// Settles a result left in this clone because a `coord sync` here committed while its
+    /// push ran: a sync now carries it to `remote` (replayed by the sync's rules), and then
+    /// the remote says what became of it: accepted, or set aside because the task moved on
+    /// there.
+    fn settle_report(
+        &self,
+        remote: &str,
+        id: &TaskId,
+        result: &Value,
+        written: Reported,
+    ) -> Result<Reported, Error> {
+        self.sync_now(remote)?;
+        let (board, _) = self.store.load()?;
+        if holds_result(&board, id, result, &written) {
+            return Ok(written);
+        }
+        let state = board.find(id).first().map(|f| f.folder.state.to_string());
+        Ok(Reported::MovedOn {
+            state: state.unwrap_or_else(|| "gone".into()),
         })
     }
 
