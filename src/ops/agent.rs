@@ -4,6 +4,7 @@
 //! values.
 
 use super::{apply, Coord, Error, Sink, AGENT_WAIT};
+use crate::board::Board;
 use crate::engine::commands::{self, CommandError, Fence, Outcome, Receipt, Report};
 use crate::engine::Signer;
 use crate::model::{AgentName, TaskId};
@@ -119,6 +120,32 @@ impl Reported {
     }
 }
 
+/// Returns whether task `id` on `board` holds `result` as `written` stamped it (its attempt).
+fn holds_result(board: &Board, id: &TaskId, result: &Value, written: &Reported) -> bool {
+    let Reported::Written { attempt, .. } = written else {
+        return false;
+    };
+    board.find(id).iter().any(|f| {
+        let Some(held) = f.read.as_ref().ok().and_then(|t| t.doc.value.get("result")) else {
+            return false;
+        };
+        let same = |(k, v): (&String, &Value)| held.get(k) == Some(v);
+        held.get("attempt") == Some(&json!(attempt))
+            && result.as_object().is_some_and(|r| r.iter().all(same))
+    })
+}
+
+/// Returns whether task `id` on `board` holds a result of the agent and attempt `how` names.
+fn own_result(board: &Board, id: &TaskId, how: &How) -> bool {
+    let (Some(agent), Some(attempt)) = (&how.fence.agent, how.fence.attempt) else {
+        return false;
+    };
+    board.find(id).iter().any(|f| {
+        let held = f.read.as_ref().ok().and_then(|t| t.doc.value.get("result"));
+        held.is_some_and(|r| r["attempt"] == json!(attempt) && r["agent"] == json!(agent))
+    })
+}
+
 /// Returns "nothing to claim" as an outcome, any other error as it is.
 fn nothing_or(e: Error) -> Result<Claimed, Error> {
     match e {
@@ -154,7 +181,7 @@ impl Coord {
         remote: Option<&str>,
         withdrawn: &dyn Fn() -> bool,
     ) -> Result<Claimed, Error> {
-        let claimed = self.claim_checked(agent, remote, withdrawn)?;
+        let claimed = self.claim_checked(agent, remote, withdrawn, &mut Vec::new())?;
         let Claimed::Granted(receipt) = &claimed else {
             return Ok(claimed);
         };
@@ -187,12 +214,27 @@ impl Coord {
         self.run_step(remote, &mut step)
     }
 
-    /// Claims as [`Coord::claim_unless`] does, asking `withdrawn` only before the commit.
+    /// Claims as [`Coord::claim`] does, and adds to `unsettled` each claim a try of the step
+    /// made here whose push did not land (undone and redone on the newer tip, or left for the
+    /// next sync): another push of this clone (a `coord sync`) may have carried it to the
+    /// remote all the same, so its claimer is to look for it there.
+    pub(crate) fn claim_noting(
+        &self,
+        agent: &AgentName,
+        remote: Option<&str>,
+        unsettled: &mut Vec<Receipt>,
+    ) -> Result<Claimed, Error> {
+        self.claim_checked(agent, remote, &|| false, unsettled)
+    }
+
+    /// Claims as [`Coord::claim_unless`] does, asking `withdrawn` only before the commit; the
+    /// claims of tries that did not land are added to `unsettled`.
     fn claim_checked(
         &self,
         agent: &AgentName,
         remote: Option<&str>,
         withdrawn: &dyn Fn() -> bool,
+        unsettled: &mut Vec<Receipt>,
     ) -> Result<Claimed, Error> {
         let remote = self.remote(remote);
         if remote.is_none() {
@@ -202,17 +244,23 @@ impl Coord {
                 Err(e) => return nothing_or(e),
             }
         }
-        let mut granted = None;
+        let mut tries = Vec::new();
         let mut step = |store: &Store| -> Result<usize, Error> {
             let (claim, ticked) = self.claim_or_tick(store, agent)?;
             if withdrawn() {
                 return Err(withdrawn_before(agent));
             }
             let n = apply(store, &self.sink, &claim.plan, self.now, Origin::Command)?;
-            granted = Some(claim.receipt);
+            tries.push(claim.receipt);
             Ok(ticked + n)
         };
-        match self.run_step(remote, &mut step) {
+        let stepped = self.run_step(remote, &mut step);
+        let granted = match stepped {
+            Ok(()) => tries.pop(),
+            Err(_) => None,
+        };
+        unsettled.extend(tries);
+        match stepped {
             Err(e) => nothing_or(e),
             Ok(()) => Ok(Claimed::Granted(granted.ok_or_else(|| {
                 CommandError::Unsafe("the claim made no commit; run coord claim again".into())
@@ -319,8 +367,23 @@ impl Coord {
         }
         let result = verdict.to_value();
         let mut reported = None;
+        let mut written = None;
         let mut step = |store: &Store| -> Result<usize, Error> {
             let (board, _) = store.load()?;
+            if let Some(w) = written
+                .clone()
+                .filter(|w| holds_result(&board, id, &result, w))
+            {
+                // An earlier try's push did not land, but another push of this clone (a
+                // `coord sync`) carried its result there: it stands, it is not redone.
+                reported = Some(w);
+                return Ok(0);
+            }
+            if remote.is_some() && !how.replace && own_result(&board, id, how) {
+                // The attempt reported itself already (its command ran `coord complete`),
+                // and the task may have moved on with that result: nothing to set aside.
+                return Err(CommandError::ResultPending(id.clone()).into());
+            }
             let inputs = self.inputs_on(store);
             let done = match commands::report(&board, &inputs, id, self.report_of(&result, how)) {
                 // On the remote the task moved on: keep the result in its history.
@@ -334,14 +397,44 @@ impl Coord {
                 other => other?,
             };
             let (n, outcome) = self.apply_report(store, done)?;
+            if matches!(outcome, Reported::Written { .. }) {
+                written = Some(outcome.clone());
+            }
             reported = Some(outcome);
             Ok(n)
         };
-        self.run_step(remote, &mut step)?;
+        match (self.run_step(remote, &mut step), remote, written) {
+            (Err(e), Some(remote), Some(w)) if e.is_tentative() => {
+                return self.settle_report(remote, id, &result, w);
+            }
+            (stepped, _, _) => stepped?,
+        }
         reported.ok_or_else(|| {
             Error::Command(CommandError::Unsafe(
                 "the report made no commit; run the command again".into(),
             ))
+        })
+    }
+
+    /// Settles a result left in this clone because a `coord sync` here committed while its
+    /// push ran: a sync now carries it to `remote` (replayed by the sync's rules), and then
+    /// the remote says what became of it: accepted, or set aside because the task moved on
+    /// there.
+    fn settle_report(
+        &self,
+        remote: &str,
+        id: &TaskId,
+        result: &Value,
+        written: Reported,
+    ) -> Result<Reported, Error> {
+        self.sync_now(remote)?;
+        let (board, _) = self.store.load()?;
+        if holds_result(&board, id, result, &written) {
+            return Ok(written);
+        }
+        let state = board.find(id).first().map(|f| f.folder.state.to_string());
+        Ok(Reported::MovedOn {
+            state: state.unwrap_or_else(|| "gone".into()),
         })
     }
 

@@ -8,7 +8,7 @@
 //! `--uninstall` puts that copy back when the file was not changed since, and otherwise takes
 //! out coord's entry alone.
 
-use super::prime::{with_section, without_section};
+use super::prime::{section_text, with_section, without_section};
 use super::{Coord, Error};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -42,10 +42,15 @@ impl Coord {
         let root = self.store().root().to_path_buf();
         let mut planned = Vec::new();
         for rel in FILES {
-            let path = root.join(rel);
+            let path = through_link(&root.join(rel))?;
             let old = read(&path)?;
-            let new = merged(rel, old.as_deref().unwrap_or(""), &text).map_err(|why| {
-                Error::Refused(format!("{}: {why}; nothing was written", path.display()))
+            let new = merged(rel, old.as_deref().unwrap_or(""), &text).map_err(|no| {
+                let at = no.line.map(|n| format!(":{n}")).unwrap_or_default();
+                Error::Refused(format!(
+                    "{}{at}: {}; nothing was written",
+                    path.display(),
+                    no.why
+                ))
             })?;
             planned.push((rel, path, old, new));
         }
@@ -72,11 +77,20 @@ impl Coord {
     pub fn uninstall_prime(&self) -> Result<Vec<Touched>, Error> {
         let root = self.store().root().to_path_buf();
         let kept = self.kept();
+        let mut ours = vec![self.prime(None)];
+        let installed = read(&kept_path(&kept, "AGENTS.md", "after"))?;
+        ours.extend(
+            installed
+                .as_deref()
+                .and_then(section_text)
+                .map(str::to_string),
+        );
         let mut touched = Vec::new();
         for rel in FILES {
             let path = root.join(rel);
+            let path = through_link(&path).unwrap_or(path);
             let changed = match read(&path)? {
-                Some(now) => restore(&kept, rel, &path, &now)?,
+                Some(now) => restore(&kept, rel, &path, &now, &ours)?,
                 None => false,
             };
             for what in ["before", "after", "absent"] {
@@ -96,21 +110,70 @@ impl Coord {
     }
 }
 
-/// Returns `doc` (the text of `rel`) with coord's entry, or why it cannot have it.
-fn merged(rel: &str, doc: &str, text: &str) -> Result<String, String> {
-    match rel {
-        "AGENTS.md" => with_section(doc, text).map_err(|why| {
-            format!("{why}; keep one coord:prime:begin line followed by one coord:prime:end line, or remove both")
-        }),
-        ".mcp.json" => with_mcp_server(doc),
-        _ => with_codex_table(doc),
+/// Why a file cannot take coord's entry, and the line at fault when one is.
+struct Unmergeable {
+    line: Option<usize>,
+    why: String,
+}
+
+impl From<String> for Unmergeable {
+    fn from(why: String) -> Unmergeable {
+        Unmergeable { line: None, why }
     }
 }
 
-/// Returns `doc` without coord's entry; None when it has none of coord's own.
-fn taken_out(rel: &str, doc: &str) -> Option<String> {
+/// Returns `doc` (the text of `rel`) with coord's entry, or why it cannot have it.
+fn merged(rel: &str, doc: &str, text: &str) -> Result<String, Unmergeable> {
     match rel {
-        "AGENTS.md" => without_section(doc),
+        "AGENTS.md" => with_section(doc, text).map_err(|why| {
+            format!("{why}; keep one coord:prime:begin line followed by one coord:prime:end line, or remove both").into()
+        }),
+        ".mcp.json" => Ok(with_mcp_server(doc)?),
+        _ => {
+            valid_toml(doc)?;
+            Ok(with_codex_table(doc)?)
+        }
+    }
+}
+
+/// Refuses a Codex config that is not valid TOML: coord's table appended to it would leave
+/// it as broken, and Codex would read neither.
+fn valid_toml(doc: &str) -> Result<(), Unmergeable> {
+    let Err(e) = doc.parse::<toml_edit::DocumentMut>() else {
+        return Ok(());
+    };
+    let line = e.span().map(|s| doc[..s.start].matches('\n').count() + 1);
+    let message: Vec<&str> = e.message().split_whitespace().collect();
+    Err(Unmergeable {
+        line,
+        why: format!(
+            "not valid TOML ({}); fix it (or move the file away), then run coord prime --install again",
+            message.join(" ")
+        ),
+    })
+}
+
+/// Returns the file a symbolic link at `path` leads to, so that it is written through the
+/// link and the link stays; `path` itself when it is no link. A link to nothing is refused.
+fn through_link(path: &Path) -> Result<PathBuf, Error> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path).map_err(|e| {
+            let to = std::fs::read_link(path).unwrap_or_default();
+            Error::Refused(format!(
+                "{} is a symbolic link to {}, which cannot be read ({e}); create that file or remove the link; nothing was written",
+                path.display(),
+                to.display()
+            ))
+        }),
+        _ => Ok(path.to_path_buf()),
+    }
+}
+
+/// Returns `doc` without coord's entry; None when it has none of coord's own (`ours`: the
+/// texts coord's section of AGENTS.md was written with).
+fn taken_out(rel: &str, doc: &str, ours: &[String]) -> Option<String> {
+    match rel {
+        "AGENTS.md" => without_section(doc, ours),
         ".mcp.json" => without_mcp_server(doc),
         _ => without_codex_table(doc),
     }
@@ -118,7 +181,7 @@ fn taken_out(rel: &str, doc: &str) -> Option<String> {
 
 /// Puts `rel` back: the copy kept when the file is as coord wrote it, else the file without
 /// coord's entry. Returns whether it changed.
-fn restore(kept: &Path, rel: &str, path: &Path, now: &str) -> Result<bool, Error> {
+fn restore(kept: &Path, rel: &str, path: &Path, now: &str, ours: &[String]) -> Result<bool, Error> {
     let written = read(&kept_path(kept, rel, "after"))?;
     if written.as_deref() == Some(now) {
         if let Some(before) = read(&kept_path(kept, rel, "before"))? {
@@ -134,7 +197,7 @@ fn restore(kept: &Path, rel: &str, path: &Path, now: &str) -> Result<bool, Error
             return Ok(true);
         }
     }
-    match taken_out(rel, now) {
+    match taken_out(rel, now, ours) {
         Some(new) if new != now => {
             write(path, &new)?;
             Ok(true)

@@ -58,13 +58,22 @@ pub(super) fn with_section(doc: &str, text: &str) -> Result<String, &'static str
     }
 }
 
-/// Returns `doc` without coord's section (and the blank line [`with_section`] put before it),
-/// or None when it has no whole section.
-pub(super) fn without_section(doc: &str) -> Option<String> {
+/// Returns the text between the marker lines of `doc`'s section, when it has a whole one.
+pub(super) fn section_text(doc: &str) -> Option<&str> {
     let (b, e) = (find_line(doc, BEGIN)?, find_line(doc, END)?);
-    if b > e {
+    let start = doc[b..].find('\n').map_or(doc.len(), |n| b + n + 1);
+    doc.get(start..e)
+}
+
+/// Returns `doc` without coord's section (and the blank line [`with_section`] put before it),
+/// or None when it has no whole section, or one whose text is none of `ours` (the texts coord
+/// wrote there): a section a person wrote between the markers is theirs, and stays.
+pub(super) fn without_section(doc: &str, ours: &[String]) -> Option<String> {
+    let text = section_text(doc)?;
+    if !ours.iter().any(|o| o.trim_end() == text.trim_end()) {
         return None;
     }
+    let (b, e) = (find_line(doc, BEGIN)?, find_line(doc, END)?);
     let after = doc[e..].find('\n').map_or(doc.len(), |n| e + n + 1);
     let before = &doc[..b];
     let before = before

@@ -20,6 +20,21 @@ impl Coord {
         flag.or(self.store.config.sync.remote.as_deref())
     }
 
+    /// Runs a `coord sync` with `remote` now: what the next sync would do for a step left in
+    /// this clone (a sync here committed while its push ran), replayed by the sync's rules.
+    pub(crate) fn sync_now(&self, remote: &str) -> Result<(), Error> {
+        let opts = sync::Options {
+            remote: remote.to_string(),
+            branch: None,
+            max_retries: RETRIES,
+            wait: self.wait.unwrap_or(AGENT_WAIT),
+            now: self.now,
+            redo_on_reject: false,
+            drop_edits: Vec::new(),
+        };
+        self.sync(&opts).map(drop)
+    }
+
     /// Runs `step` under the lock after recording people's changes: on this repository, or on
     /// the tip of `remote` and pushed there (redone after each rejected push). The step's own
     /// error comes back as it was.

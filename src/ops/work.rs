@@ -118,13 +118,19 @@ impl Coord {
     }
 
     /// Claims one task for `agent` as [`Coord::claim`] does and returns it as work; None when
-    /// there is nothing to claim.
+    /// there is nothing to claim. Adds to `unsettled` the (task, attempt) of each claim made
+    /// on the way whose push did not land: another push of this clone (a `coord sync`) may
+    /// have carried it to `remote` all the same, and then it is the caller's to run.
     pub fn claim_work(
         &self,
         agent: &AgentName,
         remote: Option<&str>,
+        unsettled: &mut Vec<(TaskId, u32)>,
     ) -> Result<Option<Work>, Error> {
-        let id = match self.claim(agent, remote)? {
+        let mut tried = Vec::new();
+        let claimed = self.claim_noting(agent, remote, &mut tried);
+        unsettled.extend(tried.into_iter().map(|r| (r.id, r.attempt)));
+        let id = match claimed? {
             Claimed::Granted(receipt) => receipt.id,
             Claimed::Nothing { .. } => return Ok(None),
         };

@@ -55,9 +55,18 @@ impl Coord {
     }
 
     /// Makes the worktree: its branch as it is when a handoff gave it, else a new branch from
-    /// `run.worktree_base`.
+    /// `run.worktree_base`. A new branch's name that is taken already is refused: the branch
+    /// is a person's, or an earlier task's of the same id (an attempt's own branch is made
+    /// once: a killed runner's attempt is failed, never started again), and its commits are
+    /// not this attempt's to build on.
     pub fn add_worktree(&self, tree: &Worktree) -> Result<(), Error> {
         let repo = &self.store().repo;
+        if tree.new_branch && repo.has_branch(&tree.branch) {
+            let b = &tree.branch;
+            return Err(Error::Refused(format!(
+                "branch {b} is there already, made by someone else than this attempt; rename it ('git branch -m {b} <name>') or delete it ('git branch -D {b}')"
+            )));
+        }
         if !tree.new_branch && !repo.has_branch(&tree.branch) {
             return Err(Error::Refused(format!(
                 "branch {} that the step before worked on is gone; restore it, or cancel the task",

@@ -201,6 +201,7 @@ impl Runner {
             remote,
             stop_now: Arc::new(AtomicBool::new(false)),
             ran: std::cell::RefCell::default(),
+            unsettled: std::cell::RefCell::default(),
         }
         .serve()
     }
@@ -325,6 +326,10 @@ struct Harness<'a> {
     /// command refused, a heartbeat failed) waits for its lease like any unreported one,
     /// instead of running again at once, in a loop.
     ran: std::cell::RefCell<BTreeMap<TaskId, u32>>,
+    /// The claims this runner made whose push did not land (a `coord sync` in this clone
+    /// committed or pushed meanwhile), by task: the sync may carry one to the remote all the
+    /// same, and then it is this runner's to run.
+    unsettled: std::cell::RefCell<BTreeMap<TaskId, u32>>,
 }
 
 /// What a report left for the next `coord sync` to push says.
@@ -349,11 +354,13 @@ impl Harness<'_> {
         let mut running = Tasks::new();
         let mut stopping = false;
         while !stopping {
-            self.tick();
+            let synced = self.tick();
             self.recover();
             let free = self.runner.parallel.saturating_sub(running.len());
-            let taken = self.take(free, &running)?;
-            if self.runner.once && taken.is_empty() && running.is_empty() {
+            let mut taken = self.landed_claims(free, &running, synced)?;
+            taken.extend(self.take(free - taken.len(), &running)?);
+            let settled = self.unsettled.borrow().is_empty();
+            if self.runner.once && taken.is_empty() && running.is_empty() && settled {
                 break;
             }
             for t in taken {
@@ -417,8 +424,9 @@ impl Harness<'_> {
     }
 
     /// One tick, as `coord tick` (or with `--sync`, `coord sync`) makes it; skipped when another
-    /// coordinator holds the lock. An error is told and the runner goes on.
-    fn tick(&self) {
+    /// coordinator holds the lock. An error is told and the runner goes on. Returns whether
+    /// it ran: with `--sync`, this clone then holds what the remote holds.
+    fn tick(&self) -> bool {
         let opener = &self.runner.opener;
         let ticked = match &self.remote {
             Some(remote) => opener
@@ -431,12 +439,48 @@ impl Harness<'_> {
                 })
                 .and_then(|coord| coord.tick().map(drop)),
         };
-        match ticked {
-            Err(e) if !busy(&e) => self
+        match &ticked {
+            Err(e) if !busy(e) => self
                 .tell
                 .say(&format!("coord run: tick failed: {e}; trying again later")),
             _ => {}
         }
+        ticked.is_ok()
+    }
+
+    /// Returns the work of the unsettled claims the remote holds after all, at most `free`.
+    /// Once `synced` (this clone holds what the remote does), forgets those neither the remote
+    /// nor this clone holds for the agent (undone, or dropped by the sync that replayed
+    /// them), and those whose lease ran out.
+    fn landed_claims(
+        &self,
+        free: usize,
+        running: &Tasks,
+        synced: bool,
+    ) -> Result<Vec<Work>, RunError> {
+        let mut unsettled = self.unsettled.borrow_mut();
+        let Some(remote) = self.remote.as_ref().filter(|_| !unsettled.is_empty()) else {
+            return Ok(Vec::new());
+        };
+        let coord = self.runner.opener.open()?;
+        let agent = &self.runner.agent;
+        let here = coord.work_of(agent, None)?;
+        let mut landed = coord.work_of(agent, Some(&remote.name))?;
+        let ran = self.ran.borrow();
+        let mut taken = Vec::new();
+        unsettled.retain(|id, &mut attempt| {
+            let is = |w: &Work| &w.id == id && w.attempt == attempt;
+            if running.contains_key(id) || ran.get(id) == Some(&attempt) {
+                return false;
+            }
+            if let Some(at) = landed.iter().position(is).filter(|_| taken.len() < free) {
+                taken.push(landed.swap_remove(at));
+                return false;
+            }
+            let pending = here.iter().any(|w| is(w) && !w.lease_left.is_zero());
+            pending || !synced
+        });
+        Ok(taken)
     }
 
     /// Ends what is left of the attempts whose runner is gone (killed while its commands ran)
@@ -506,8 +550,19 @@ impl Harness<'_> {
         }
         let mut taken = Vec::new();
         while taken.len() < free {
-            match claim(&self.runner.opener, agent, self.remote.clone()) {
-                Ok(Some(t)) => taken.push(t),
+            let mut unsettled = Vec::new();
+            let claimed = claim(
+                &self.runner.opener,
+                agent,
+                self.remote.clone(),
+                &mut unsettled,
+            );
+            self.unsettled.borrow_mut().extend(unsettled);
+            match claimed {
+                Ok(Some(t)) => {
+                    self.unsettled.borrow_mut().remove(&t.id);
+                    taken.push(t);
+                }
                 Ok(None) => break,
                 Err(e) if busy(&e) => break,
                 Err(e) if e.is_tentative() => {
@@ -578,16 +633,19 @@ fn chain(e: &dyn std::error::Error) -> String {
 }
 
 /// Claims one task for a pull agent, as `coord claim` does; None when there is nothing to
-/// claim.
+/// claim. The claims made on the way whose push did not land are added to `unsettled`.
 fn claim(
     opener: &Opener,
     agent: &AgentName,
     remote: Option<Remote>,
+    unsettled: &mut Vec<(TaskId, u32)>,
 ) -> Result<Option<Work>, ops::Error> {
     let coord = opener.open()?;
     match remote {
-        Some(remote) => remote.one_at_a_time(|name| coord.claim_work(agent, Some(&name))),
-        None => coord.claim_work(agent, None),
+        Some(remote) => {
+            remote.one_at_a_time(|name| coord.claim_work(agent, Some(&name), unsettled))
+        }
+        None => coord.claim_work(agent, None, unsettled),
     }
 }
 

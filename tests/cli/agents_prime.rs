@@ -229,3 +229,80 @@ fn prime_install_refuses_codex_servers_written_as_one_inline_table_and_writes_no
         "nothing written"
     );
 }
+
+#[test]
+fn prime_install_and_uninstall_write_through_a_symlinked_agents_md() {
+    let r = TestRepo::with_agents(&["writer"]);
+    let mine = "# Agents\n\nShared with another tool.\n";
+    r.write("docs/AGENTS.md", mine);
+    std::os::unix::fs::symlink("docs/AGENTS.md", r.abs("AGENTS.md")).expect("link");
+    let is_link = |r: &TestRepo| {
+        std::fs::symlink_metadata(r.abs("AGENTS.md"))
+            .expect("stat")
+            .file_type()
+            .is_symlink()
+    };
+    r.ok(&["prime", "--install"]);
+    assert!(is_link(&r), "the link is kept");
+    let written = r.read("docs/AGENTS.md");
+    assert!(
+        written.starts_with(mine) && written.contains("coord:prime:begin"),
+        "{written}"
+    );
+    r.ok(&["prime", "--uninstall"]);
+    assert!(is_link(&r), "the link is kept");
+    assert_eq!(r.read("docs/AGENTS.md"), mine);
+
+    // A link to nothing is refused, and left as it is.
+    std::fs::remove_file(r.abs("docs/AGENTS.md")).expect("rm");
+    let (_, err) = r.code(&["prime", "--install"], 1);
+    assert!(
+        err.contains("AGENTS.md") && err.contains("link") && err.lines().count() <= 2,
+        "{err}"
+    );
+    assert!(is_link(&r) && !r.exists("docs/AGENTS.md"));
+}
+
+#[test]
+fn prime_uninstall_without_an_install_keeps_a_persons_own_section() {
+    let r = TestRepo::with_agents(&["writer"]);
+    let theirs = "# Agents\n\n<!-- coord:prime:begin -->\nOur own notes on coord.\n<!-- coord:prime:end -->\n";
+    r.write("AGENTS.md", theirs);
+    r.ok(&["prime", "--uninstall"]);
+    assert_eq!(
+        r.read("AGENTS.md"),
+        theirs,
+        "a person's text is never removed"
+    );
+
+    // The section exactly as prime writes it is coord's own, installed or not.
+    r.ok(&["prime", "--install"]);
+    let installed = r.read("AGENTS.md");
+    std::fs::remove_dir_all(r.abs(".git/coord/prime")).expect("forget the install");
+    r.write(
+        "AGENTS.md",
+        &installed.replace("Our own notes on coord.\n", ""),
+    );
+    let ours = r.read("AGENTS.md");
+    assert!(ours.contains("coord claim"), "{ours}");
+    r.ok(&["prime", "--uninstall"]);
+    assert_eq!(r.read("AGENTS.md"), "# Agents\n");
+}
+
+#[test]
+fn prime_install_refuses_an_invalid_codex_config_naming_its_line() {
+    let r = TestRepo::with_agents(&["writer"]);
+    let codex = "model = \"o3\"\n\n[profiles.fast\nmodel = \"o4-mini\"\n";
+    r.write(".codex/config.toml", codex);
+    let (_, err) = r.code(&["prime", "--install"], 1);
+    assert!(
+        err.contains(".codex/config.toml:3") && err.contains("TOML"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(r.read(".codex/config.toml"), codex);
+    assert!(
+        !r.exists("AGENTS.md") && !r.exists(".mcp.json"),
+        "nothing written"
+    );
+}

@@ -287,55 +287,132 @@ fn a_background_process_holding_the_pipes_does_not_hold_up_the_slot() {
     }
 }
 
-/// `coord run --sync` beside a `coord sync` loop in the same clone: the loop's commits land
-/// while the runner's claims and results are pushed; the runner ends well, and a step the
-/// loop's next sync pushes is not told as "not recorded", and lands.
-#[test]
-fn run_with_sync_beside_a_sync_loop_in_the_same_clone_exits_zero() {
-    let net = crate::harness::Net::new(&[]);
-    net.seed
-        .ok(&["agents", "add", "p", "--pull", "--max-active", "100"]);
-    net.seed.git(&["push", "-q", "origin", "main"]);
-    let ids = net.person_adds("s", 20);
-    let c = net.clone();
-    let stop_loop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let looping = {
-        let stop_loop = stop_loop.clone();
+/// `coord sync` run in a loop in a clone until dropped.
+struct SyncLoop {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SyncLoop {
+    fn start(c: &crate::harness::TestRepo) -> SyncLoop {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let mut sync = c.spawn_cmd(&["sync"]);
         sync.env_remove("COORD_NOW")
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
-        std::thread::spawn(move || {
-            while !stop_loop.load(std::sync::atomic::Ordering::SeqCst) {
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !stopped.load(std::sync::atomic::Ordering::SeqCst) {
                 let _ = sync.status();
             }
-        })
-    };
+        });
+        SyncLoop {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for SyncLoop {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// `coord run --sync --once` rounds beside a `coord sync` loop in the same clone, until a
+/// round finds nothing to claim: the loop's commits land while the runner's claims and results
+/// are pushed. Every runner ends well; a claim the loop's commit put off is run by the runner
+/// that made it once it lands, so no task is left on the remote held by the agent, waiting out
+/// its lease; no attempt runs twice; and a step the loop's next sync pushes is not told as
+/// "not recorded", and lands.
+#[test]
+fn run_with_sync_beside_a_sync_loop_in_the_same_clone_runs_every_claim_it_made() {
+    let net = crate::harness::Net::new(&[]);
+    net.seed
+        .ok(&["agents", "add", "p", "--pull", "--max-active", "100"]);
+    net.seed.git(&["push", "-q", "origin", "main"]);
+    let ids = net.person_adds("s", 24);
+    let c = net.clone();
+    let looping = SyncLoop::start(&c);
+    let ledger = Ledger::new();
+    let cmd = ledger.command("0");
     let mut said = String::new();
     let mut codes = Vec::new();
-    for _ in 0..3 {
-        let cmd = ["sh", "-c", "echo ok"].map(String::from);
+    for _ in 0..8 {
+        let before = ledger.starts();
         let (code, out, err) = crate::agents_run::run_to_end(
             &c,
-            &args(&["p", "--once", "--sync", "--parallel", "2"], &cmd),
+            &args(&["p", "--once", "--sync", "--parallel", "3"], &cmd),
         );
         codes.push(code);
         said += &format!("{out}{err}\n");
+        if ledger.starts() == before {
+            break;
+        }
     }
-    stop_loop.store(true, std::sync::atomic::Ordering::SeqCst);
-    looping.join().expect("loop");
+    drop(looping);
     assert!(codes.iter().all(|&c| c == 0), "{codes:?}\n{said}");
     assert!(!said.contains("not recorded"), "{said}");
+    for (key, runs) in ledger.entries() {
+        assert_eq!(runs.len(), 1, "{key:?} ran {} times:\n{said}", runs.len());
+    }
     let mut last = c.spawn_cmd(&["sync"]);
     assert!(last
         .env_remove("COORD_NOW")
         .status()
         .expect("sync")
         .success());
-    // Every result the runner told as done is on the remote once the next sync ran.
+    // Every task is done on the remote: none was claimed and left unrun.
     let check = net.clone();
-    let told_done = |id: &String| said.contains(&format!("{id} attempt 1: done"));
-    for id in ids.iter().filter(|id| told_done(id)) {
+    for id in &ids {
         assert_eq!(state(&check, id), "done", "{id} on the remote:\n{said}");
+    }
+}
+
+/// `coord complete --sync` beside a `coord sync` loop in the same clone (run by the agent's
+/// command, so each completes the attempt it was given): a result whose push the loop's own
+/// push carried is accepted, never set aside as the task's `stale_result` nor told as not
+/// accepted, and every task ends done.
+#[test]
+fn complete_with_sync_beside_a_sync_loop_never_sets_its_own_result_aside() {
+    let net = crate::harness::Net::new(&[]);
+    net.seed
+        .ok(&["agents", "add", "p", "--pull", "--max-active", "100"]);
+    net.seed.git(&["push", "-q", "origin", "main"]);
+    let ids = net.person_adds("k", 16);
+    let c = net.clone();
+    let looping = SyncLoop::start(&c);
+    let log = tempfile::tempdir().expect("tmp");
+    let script = format!(
+        "{} complete \"$COORD_TASK_ID\" --sync >> {log}/out 2>&1 || echo \"exit $? $COORD_TASK_ID\" >> {log}/out",
+        assert_cmd::cargo::cargo_bin("coord").display(),
+        log = log.path().display()
+    );
+    let cmd = ["sh", "-c", &script].map(String::from);
+    let (code, out, err) = crate::agents_run::run_to_end(
+        &c,
+        &args(&["p", "--once", "--sync", "--parallel", "3"], &cmd),
+    );
+    drop(looping);
+    let said = std::fs::read_to_string(log.path().join("out")).unwrap_or_default();
+    assert_eq!(code, 0, "{out}{err}\n{said}");
+    assert!(
+        !said.contains("not accepted") && !said.contains("exit "),
+        "{said}\n{out}"
+    );
+    let mut last = c.spawn_cmd(&["sync"]);
+    assert!(last
+        .env_remove("COORD_NOW")
+        .status()
+        .expect("sync")
+        .success());
+    let check = net.clone();
+    for id in &ids {
+        assert_eq!(state(&check, id), "done", "{id}:\n{said}");
+        let shown = check.ok(&["show", id]);
+        assert!(!shown.contains("stale_result"), "{shown}");
     }
 }

@@ -242,3 +242,44 @@ fn a_runner_after_a_kill_9_removes_the_dead_attempts_worktree_and_keeps_a_live_o
     );
     assert_eq!(r.git_status(), "");
 }
+
+/// A branch `coord/<task>-<attempt>` that is there before the attempt starts (a person's, or
+/// an earlier task of the same id) is not taken over: the attempt fails naming the branch and
+/// the fix, its command never runs on it, and the branch stays as it was.
+#[test]
+fn an_attempt_never_starts_from_a_branch_it_did_not_make() {
+    let r = repo(&[("a", "")]);
+    r.git(&["switch", "-q", "-c", "coord/t-1"]);
+    r.write("old.txt", "someone's work\n");
+    r.git(&["add", "old.txt"]);
+    r.git(&["commit", "-qm", "old work"]);
+    r.git(&["switch", "-q", "main"]);
+    let old = r.git(&["rev-parse", "coord/t-1"]);
+    r.write("coord.yaml", "defaults: {max_attempts: 1}\n");
+    r.git(&["commit", "-qam", "one attempt"]);
+    r.task("t", "title: Edit\nagent: a\n");
+    let seen = tempfile::tempdir().expect("tmp");
+    let script = format!("ls > {}/files; echo ok", seen.path().display());
+    let (code, out, err) =
+        crate::agents_run::run_to_end(&r, &args(&["a", "--worktree", "--once"], &sh(&script)));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        !seen.path().join("files").exists(),
+        "the command ran:\n{out}"
+    );
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("t attempt 1"))
+        .unwrap_or("");
+    assert!(
+        line.contains("failed") && line.contains("coord/t-1") && line.contains("git branch"),
+        "{out}"
+    );
+    assert_eq!(state(&r, "t"), "failed");
+    assert_eq!(
+        r.git(&["rev-parse", "coord/t-1"]),
+        old,
+        "the branch is untouched"
+    );
+    assert!(entries(&trees(&r)).is_empty(), "no worktree left");
+}
