@@ -14,7 +14,6 @@ use super::Session;
 use crate::fsx;
 use crate::model::{CoordBlock, TaskId};
 use crate::yaml::{parse_bytes, Limits};
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 const FILE: &str = "attempt-marks.json";
@@ -29,15 +28,8 @@ pub(super) struct Marks {
     deepened: bool,
 }
 
-/// The marks a store has read during this command (HEAD may move between two plans).
-pub(super) type MarksCell = RefCell<Option<Marks>>;
-
 /// Fetches the history a shallow clone lacks; true when it did.
 pub type Deepen = Box<dyn FnOnce() -> bool + Send>;
-
-/// The way to deepen a shallow clone, until it was used: a command's own, else the
-/// repository's (a fetch from the remote its branch tracks).
-pub(super) type DeepenCell = RefCell<Option<Option<Deepen>>>;
 
 impl crate::engine::AttemptFloor for Session<'_> {
     fn floor(&self, id: &TaskId) -> u32 {

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 /// One operation over a store. The planner reads it through shared references while the
 /// same pass applies (`engine::Inputs` borrows it), so its state sits in cells; a session is
 /// never shared between threads or operations.
-#[must_use = "a session that committed writes git's index in `finish`"]
+#[must_use = "a session holds the coordinator lock until it is finished or dropped"]
 pub struct Session<'s> {
     store: &'s Store,
     /// The paths committed since git's index was last written for them.
@@ -45,12 +45,13 @@ pub struct Session<'s> {
     /// The task files (repo-relative) the last recording of people's changes held back as
     /// still being written, deletions held with a move's new file included.
     pub(super) held_back: RefCell<Vec<String>>,
-    /// The attempt high-water marks read so far.
-    pub(super) marks: attempts::MarksCell,
+    /// The attempt high-water marks read so far (HEAD may move between two plans).
+    pub(super) marks: RefCell<Option<attempts::Marks>>,
     /// The sightings of deadlines as read or last recorded.
-    pub(super) sightings: sightings::RecordCell,
-    /// How to fetch the history a shallow clone lacks, when a command set it (sync).
-    pub(super) deepen: attempts::DeepenCell,
+    pub(super) sightings: RefCell<Option<sightings::Record>>,
+    /// The way to deepen a shallow clone, until it was used: a command's own (sync's), else
+    /// the repository's (a fetch from the remote its branch tracks).
+    pub(super) deepen: RefCell<Option<Option<attempts::Deepen>>>,
     /// The coordinator lock, when the operation took it: released when the session ends,
     /// after git's index lock (fields drop in order).
     lock: Option<CoordLock>,

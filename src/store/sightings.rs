@@ -10,7 +10,6 @@ use crate::engine::sighting::{key, Kind, Sighting, Sightings};
 use crate::fsx;
 use crate::model::State;
 use jiff::Timestamp;
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 const FILE: &str = "sightings.json";
@@ -22,9 +21,6 @@ pub(super) struct Record {
     /// The look that found each deadline, and the look before it.
     seen: BTreeMap<String, (i64, Option<i64>)>,
 }
-
-/// The record as this command read or wrote it.
-pub(super) type RecordCell = RefCell<Option<Record>>;
 
 impl Sightings for Session<'_> {
     fn sighting(&self, key: &str) -> Option<Sighting> {
