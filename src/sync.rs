@@ -25,7 +25,7 @@ use crate::engine::{AcceptAll, Inputs, Plan};
 use crate::git::{GitError, Identity, LocalCommit, Oid, Repo, UNRELATED};
 use crate::lock::{self, LockError};
 use crate::model::TaskId;
-use crate::store::{Origin, Rejection, Stats, Store, StoreError, TICK_TRAILER};
+use crate::store::{Origin, Rejection, Session, Stats, Store, StoreError, TICK_TRAILER};
 use jiff::Timestamp;
 use put_off::PutOff;
 use replay::{Clash, Defer, Stop};
@@ -406,7 +406,7 @@ pub fn backoff(attempt: u32, random: u64) -> Duration {
 pub fn run(
     dir: &Path,
     opts: &Options,
-    tick: &mut dyn FnMut(&Store) -> Result<usize, TickError>,
+    tick: &mut dyn FnMut(&Session<'_>) -> Result<usize, TickError>,
     say: &mut dyn FnMut(&str),
 ) -> Result<Report, SyncError> {
     let store = Store::open(dir)?;
@@ -424,18 +424,19 @@ pub fn run(
         fetch(store.root(), &opts.remote, &branch, &tracking)?;
         let remote_tip = store.repo.ref_target(&tracking)?;
         let (before, head) = {
-            let lock = lock::acquire(store.repo.git_dir(), opts.wait)?;
+            let session = store.session(Some(lock::acquire(store.repo.git_dir(), opts.wait)?));
+            let store = &session;
             store.repo.refuse_unfinished()?;
             let mut recovered = Vec::new();
-            if lock.previous_killed() {
+            if store.previous_killed() {
                 recovered = store.remove_temp_objects()?;
             }
             recovered.extend(store.recover(opts.now)?);
             for line in recovered {
                 say(&format!("coord: {line}"));
             }
-            settle_put_off(&store)?;
-            integrate(&store, opts, &branch, remote_tip, &mut report, say)?;
+            settle_put_off(store)?;
+            integrate(store, opts, &branch, remote_tip, &mut report, say)?;
             if opts.redo_on_reject {
                 for line in store.record_external_changes(opts.now, None)?.lines {
                     say(&format!("coord: {line}"));
@@ -443,11 +444,13 @@ pub fn run(
             }
             let before = store.repo.head()?.oid;
             store.deepen_with(unshallow(store.root(), &opts.remote, &branch, &tracking));
-            report.commits = tick(&store).map_err(SyncError::Tick)?;
+            report.commits = tick(store).map_err(SyncError::Tick)?;
             if !opts.redo_on_reject {
-                replay_put_off(&store, opts, &branch, &mut report, say)?;
+                replay_put_off(store, opts, &branch, &mut report, say)?;
             }
-            (before, store.repo.head()?.oid)
+            let after = store.repo.head()?.oid;
+            session.finish()?;
+            (before, after)
         };
         let Some(head) = head.filter(|h| Some(*h) != remote_tip) else {
             return Ok(report);
@@ -561,7 +564,7 @@ fn not_undone(
 /// changed since `head`: its change would land later as it is, never replayed onto the
 /// remote's (a hand move as a second copy of the task).
 fn refuse_still_written(
-    store: &Store,
+    store: &Session<'_>,
     remote: &str,
     head: Option<Oid>,
     tip: Oid,
@@ -600,7 +603,7 @@ fn refuse_still_written(
 /// replay puts off until after the tick ([`replay::Replay::again`]) are added to the record
 /// of them ([`PutOff`]) before the branch moves without them.
 fn integrate(
-    store: &Store,
+    store: &Session<'_>,
     opts: &Options,
     branch: &str,
     remote_tip: Option<Oid>,
@@ -726,7 +729,7 @@ fn settle_put_off(store: &Store) -> Result<(), SyncError> {
 /// with the later operations on those tasks. A claim stands when the tick unblocked the task
 /// again and nobody took it meanwhile; otherwise it is lost and said so.
 fn replay_put_off(
-    store: &Store,
+    store: &Session<'_>,
     opts: &Options,
     branch: &str,
     report: &mut Report,
@@ -783,7 +786,7 @@ fn replay_put_off(
 /// Makes the handoff steps of `parents` again, through the engine, where the replay could not
 /// place them (another clone took a step's id meanwhile): the missing ones get free ids.
 fn hand_off_again(
-    store: &Store,
+    store: &Session<'_>,
     now: Timestamp,
     parents: &[String],
     say: &mut dyn FnMut(&str),
@@ -817,7 +820,7 @@ fn hand_off_again(
 /// Plans a command through the engine on the board as it is now and applies it; the plan on
 /// success, the command's refusal otherwise.
 fn command(
-    store: &Store,
+    store: &Session<'_>,
     now: Timestamp,
     plan: impl FnOnce(&Board, &Inputs<'_>) -> Result<Plan, commands::CommandError>,
 ) -> Result<Result<Plan, commands::CommandError>, SyncError> {
@@ -828,19 +831,18 @@ fn command(
         verifier: &AcceptAll,
         attempts: store,
         sightings: store,
-        gates: store,
+        gates: store.store(),
     };
     let planned = plan(&board, &inputs);
     if let Ok(p) = &planned {
         store.apply_plan(&p.transitions, now, Origin::Command, &mut |_, _| {})?;
-        store.finish()?;
     }
     Ok(planned)
 }
 
 /// Records results whose task moved on upstream in the task's history, through the engine.
 fn set_aside(
-    store: &Store,
+    store: &Session<'_>,
     now: Timestamp,
     stale: Vec<replay::Stale>,
     say: &mut dyn FnMut(&str),

@@ -112,7 +112,7 @@ fn drive(dir: &Path, clock: Option<Timestamp>, print: bool) -> Result<usize, Cli
                 did = true;
             }
         }
-        let (board, _) = Store::open(dir)?.load()?;
+        let (board, _) = Store::open(dir)?.session(None).load()?;
         if board.tasks.iter().all(|t| t.folder.state.is_final()) {
             return Ok(round);
         }

@@ -8,7 +8,7 @@ use crate::board::Board;
 use crate::engine::commands::{self, CommandError, Fence, Outcome, Receipt, Report};
 use crate::engine::Signer;
 use crate::model::{AgentName, TaskId};
-use crate::store::{Origin, Store};
+use crate::store::{Origin, Session};
 use serde_json::{json, Value};
 
 /// What a claim found.
@@ -206,9 +206,9 @@ impl Coord {
     /// back to `ready/` and the attempt does not count.
     pub fn release(&self, id: &TaskId, fence: &Fence, remote: Option<&str>) -> Result<(), Error> {
         let remote = self.remote(remote);
-        let mut step = |store: &Store| -> Result<usize, Error> {
+        let mut step = |store: &Session<'_>| -> Result<usize, Error> {
             let (board, _) = store.load()?;
-            let plan = commands::release(&board, &self.inputs_on(store), id, fence)?;
+            let plan = commands::release(&board, &self.inputs(store), id, fence)?;
             apply(store, &self.sink, &plan, self.now, Origin::Command)
         };
         self.run_step(remote, &mut step)
@@ -245,7 +245,7 @@ impl Coord {
             }
         }
         let mut tries = Vec::new();
-        let mut step = |store: &Store| -> Result<usize, Error> {
+        let mut step = |store: &Session<'_>| -> Result<usize, Error> {
             let (claim, ticked) = self.claim_or_tick(store, agent)?;
             if withdrawn() {
                 return Err(withdrawn_before(agent));
@@ -286,11 +286,11 @@ impl Coord {
     /// tick of their own in the agent's loop. Returns the claim and the tick's commits.
     fn claim_or_tick(
         &self,
-        store: &Store,
+        store: &Session<'_>,
         agent: &AgentName,
     ) -> Result<(commands::Claim, usize), Error> {
         let (board, _) = store.load()?;
-        match commands::claim(&board, &self.inputs_on(store), agent) {
+        match commands::claim(&board, &self.inputs(store), agent) {
             Err(nothing @ CommandError::NothingToClaim { .. }) => {
                 drop(board);
                 let ticked = self.tick_on(store)?.commits;
@@ -298,10 +298,7 @@ impl Coord {
                     return Err(nothing.into());
                 }
                 let (board, _) = store.load()?;
-                Ok((
-                    commands::claim(&board, &self.inputs_on(store), agent)?,
-                    ticked,
-                ))
+                Ok((commands::claim(&board, &self.inputs(store), agent)?, ticked))
             }
             other => Ok((other?, 0)),
         }
@@ -316,17 +313,17 @@ impl Coord {
         agent: &AgentName,
         withdrawn: &dyn Fn() -> bool,
     ) -> Result<Option<Receipt>, Error> {
-        let _lock = self.lock(AGENT_WAIT)?;
+        let session = self.lock(AGENT_WAIT)?;
         let mine = format!("assigned/{agent}/");
         let looked = |rel: &str| {
             rel.starts_with("ready/") || rel.starts_with(&mine) || rel.starts_with("agents/")
         };
-        let board = self.store.load_scoped(&looked)?;
-        let Ok(claim) = commands::claim(&board, &self.inputs(), agent) else {
+        let board = session.load_scoped(&looked)?;
+        let Ok(claim) = commands::claim(&board, &self.inputs(&session), agent) else {
             return Ok(None);
         };
         if commands::reads_other_tasks(&board, &claim.receipt.id)
-            || !self.store.plan_stays_in_scope(&board, &claim.plan)?
+            || !session.plan_stays_in_scope(&board, &claim.plan)?
         {
             return Ok(None);
         }
@@ -336,17 +333,12 @@ impl Coord {
         self.emit(super::Event::Detail(
             "read ready/, the agent's folder and the profiles only; nothing to record",
         ));
-        apply(
-            &self.store,
-            &self.sink,
-            &claim.plan,
-            self.now,
-            Origin::Command,
-        )?;
-        match self.store.first_skipped() {
-            Some((path, why)) => Err(Error::Unchanged { path, why }),
-            None => Ok(Some(claim.receipt)),
+        apply(&session, &self.sink, &claim.plan, self.now, Origin::Command)?;
+        if let Some((path, why)) = session.first_skipped() {
+            return Err(Error::Unchanged { path, why });
         }
+        session.finish()?;
+        Ok(Some(claim.receipt))
     }
 
     /// Writes an agent's result into an assigned task, here or on the tip of `remote` (see
@@ -368,7 +360,7 @@ impl Coord {
         let result = verdict.to_value();
         let mut reported = None;
         let mut written = None;
-        let mut step = |store: &Store| -> Result<usize, Error> {
+        let mut step = |store: &Session<'_>| -> Result<usize, Error> {
             let (board, _) = store.load()?;
             if let Some(w) = written
                 .clone()
@@ -384,7 +376,7 @@ impl Coord {
                 // and the task may have moved on with that result: nothing to set aside.
                 return Err(CommandError::ResultPending(id.clone()).into());
             }
-            let inputs = self.inputs_on(store);
+            let inputs = self.inputs(store);
             let done = match commands::report(&board, &inputs, id, self.report_of(&result, how)) {
                 // On the remote the task moved on: keep the result in its history.
                 Err(CommandError::WrongState { state, .. })
@@ -448,7 +440,7 @@ impl Coord {
         verdict: &Verdict,
         how: &How,
     ) -> Result<Option<Reported>, Error> {
-        let _lock = self.lock(AGENT_WAIT)?;
+        let session = self.lock(AGENT_WAIT)?;
         let names = [format!("{id}.yaml"), format!("{id}.yml")];
         let looked = |rel: &str| {
             rel.starts_with("agents/")
@@ -457,19 +449,21 @@ impl Coord {
                     .next()
                     .is_some_and(|name| names.iter().any(|n| n == name))
         };
-        let board = self.store.load_scoped(&looked)?;
+        let board = session.load_scoped(&looked)?;
         let result = verdict.to_value();
         let report = self.report_of(&result, how);
-        let Ok(done) = commands::report(&board, &self.inputs(), id, report) else {
+        let Ok(done) = commands::report(&board, &self.inputs(&session), id, report) else {
             return Ok(None);
         };
-        if !self.store.plan_stays_in_scope(&board, &done.plan)? {
+        if !session.plan_stays_in_scope(&board, &done.plan)? {
             return Ok(None);
         }
         self.emit(super::Event::Detail(
             "read the task's files and the profiles only; nothing to record",
         ));
-        Ok(Some(self.apply_report(&self.store, done)?.1))
+        let (_, reported) = self.apply_report(&session, done)?;
+        session.finish()?;
+        Ok(Some(reported))
     }
 
     /// Returns the report of `result` as `how` says.
@@ -488,7 +482,7 @@ impl Coord {
     /// is not shown as applied: the refusal says the rest.
     fn apply_report(
         &self,
-        store: &Store,
+        store: &Session<'_>,
         done: commands::Reported,
     ) -> Result<(usize, Reported), Error> {
         let silent: Sink = Box::new(|_| {});
@@ -512,9 +506,9 @@ impl Coord {
                 .act(&|b, i| commands::heartbeat(b, i, id, fence))
                 .map(drop);
         };
-        let mut step = |store: &Store| -> Result<usize, Error> {
+        let mut step = |store: &Session<'_>| -> Result<usize, Error> {
             let (board, _) = store.load()?;
-            let plan = commands::heartbeat(&board, &self.inputs_on(store), id, fence)?;
+            let plan = commands::heartbeat(&board, &self.inputs(store), id, fence)?;
             apply(store, &self.sink, &plan, self.now, Origin::Command)
         };
         self.run_step(Some(remote), &mut step)

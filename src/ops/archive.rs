@@ -23,11 +23,10 @@ impl Coord {
     /// Moves every done or cancelled task finished at least `older_than` ago (default:
     /// `archive_after` of coord.yaml) to the archive; with `dry_run`, changes nothing.
     pub fn archive(&self, older_than: Option<Duration>, dry_run: bool) -> Result<Archived, Error> {
-        let _lock = self.session_over(AGENT_WAIT, Folders::Finished)?;
-        let store = self.store();
-        let (board, _) = store.load()?;
-        let age = older_than.unwrap_or(store.config.archive_after);
-        let plan = archive::plan(&board, &self.inputs(), age);
+        let session = self.session_over(AGENT_WAIT, Folders::Finished)?;
+        let (board, _) = session.load()?;
+        let age = older_than.unwrap_or(session.config.archive_after);
+        let plan = archive::plan(&board, &self.inputs(&session), age);
         let left = plan
             .notes
             .iter()
@@ -40,7 +39,7 @@ impl Coord {
         let archived = if dry_run {
             0
         } else {
-            self.apply(&plan, Origin::Command)?
+            self.apply(session, &plan, Origin::Command)?
         };
         Ok(Archived {
             age,

@@ -67,7 +67,7 @@ impl Coord {
     /// Writes the demo's agents, tasks, scripts and coord.yaml into this (freshly
     /// initialized) repository and commits them.
     pub fn seed_demo(&self) -> Result<(), Error> {
-        let _lock = self.session(AGENT_WAIT)?;
+        let session = self.session(AGENT_WAIT)?;
         let wd = self.store().work_dir();
         let mut ops: Vec<Op> = AGENTS
             .iter()
@@ -97,7 +97,7 @@ impl Coord {
             guard: vec![],
             op: None,
         };
-        self.apply(&Plan::one(t), Origin::Command)?;
+        self.apply(session, &Plan::one(t), Origin::Command)?;
         Ok(())
     }
 }

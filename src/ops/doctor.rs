@@ -69,7 +69,7 @@ impl Finding {
 impl Coord {
     /// Checks `work/` and returns every finding.
     pub fn doctor(&self) -> Result<Vec<Finding>, Error> {
-        let (board, _) = self.store.load()?;
+        let (board, _) = self.read().load()?;
         findings(&self.store, &board)
     }
 
@@ -77,11 +77,11 @@ impl Coord {
     /// moved task into it, and settles every other duplicate id on one copy holding the
     /// newest edit (each version stays in git history); returns the number of commits.
     pub fn doctor_fix(&self) -> Result<usize, Error> {
-        let _lock = self.session_over(Duration::ZERO, Folders::Finished)?;
-        let (board, _) = self.store.load()?;
-        let mut plan = engine::adoption_plan(&board, &self.inputs());
+        let session = self.session_over(Duration::ZERO, Folders::Finished)?;
+        let (board, _) = session.load()?;
+        let mut plan = engine::adoption_plan(&board, &self.inputs(&session));
         plan.transitions.extend(copies_settled(&self.store, &board));
-        self.apply(&plan, Origin::Command)
+        self.apply(session, &plan, Origin::Command)
     }
 }
 

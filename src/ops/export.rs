@@ -38,7 +38,7 @@ pub struct Exported {
 impl Coord {
     /// Returns every task in board order, only those in `states` when some are given.
     pub fn export(&self, states: &[State]) -> Result<Vec<Exported>, Error> {
-        let (board, _) = self.store.load()?;
+        let (board, _) = self.read().load()?;
         Ok(board
             .tasks
             .iter()

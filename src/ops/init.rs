@@ -8,7 +8,7 @@ use super::{Coord, Error, Event, Options, Sink};
 use crate::engine::{Op, Plan, Transition};
 use crate::git::Repo;
 use crate::model::{AgentName, Endpoint, State};
-use crate::store::{Origin, Store};
+use crate::store::{Origin, Session, Store};
 use std::path::{Path, PathBuf};
 
 /// The workflow `coord init` writes as `.github/workflows/coord.yml`.
@@ -96,8 +96,8 @@ pub fn init(dir: &Path, setup: Setup<'_>, opts: Options, sink: Sink) -> Result<I
     })?;
     Repo::open_or_init(dir)?;
     let coord = Coord::open(dir, opts)?.with_sink(sink);
-    let _lock = coord.session(std::time::Duration::ZERO)?;
-    let store = coord.store();
+    let session = coord.session(std::time::Duration::ZERO)?;
+    let store: &Session<'_> = &session;
     let existed = store.abs(store.work_dir()).is_dir();
     if existed {
         refuse_hidden_files(store)?;
@@ -122,19 +122,27 @@ pub fn init(dir: &Path, setup: Setup<'_>, opts: Options, sink: Sink) -> Result<I
             guard: Vec::new(),
             op: None,
         };
-        commits = coord.apply(&Plan::one(t), Origin::Command)?;
+        commits = super::apply(
+            store,
+            &coord.sink,
+            &Plan::one(t),
+            coord.now,
+            Origin::Command,
+        )?;
     }
-    Ok(Initialized {
+    let initialized = Initialized {
         root: store.root().to_path_buf(),
         work_dir: store.work_dir().to_string(),
         existed,
         added,
         commits,
-    })
+    };
+    session.finish()?;
+    Ok(initialized)
 }
 
 /// Describes an existing work folder: its task files per state and its agents.
-fn found(store: &Store) -> Result<String, Error> {
+fn found(store: &Session<'_>) -> Result<String, Error> {
     let (board, _) = store.load()?;
     let per_state: Vec<String> = State::ALL
         .iter()

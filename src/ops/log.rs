@@ -160,7 +160,7 @@ impl Coord {
         }
         entries.truncate(limit.unwrap_or(usize::MAX));
         if let Some(id) = id.filter(|_| entries.is_empty()) {
-            let (board, _) = self.store.load()?;
+            let (board, _) = self.read().load()?;
             if board.find(id).is_empty() {
                 return Err(CommandError::NotFound(id.clone()).into());
             }
@@ -181,7 +181,7 @@ impl Coord {
             .take(limit.unwrap_or(usize::MAX))
             .collect();
         if let Some(id) = id.filter(|_| entries.is_empty()) {
-            let (board, _) = self.store.load()?;
+            let (board, _) = self.read().load()?;
             if board.find(id).is_empty() {
                 return Err(CommandError::NotFound(id.clone()).into());
             }

@@ -53,9 +53,9 @@ pub use worktree::Worktree;
 
 use crate::engine::{AcceptAll, Inputs, Plan, Transition};
 use crate::git::GitError;
-use crate::lock::{self, CoordLock};
+use crate::lock;
 use crate::sign::KeyRing;
-use crate::store::{Applied, Origin, Store, StoreError};
+use crate::store::{Applied, Origin, Session, Store, StoreError};
 use crate::sync::{self, SyncError};
 use crate::watch::SeenComplete;
 use jiff::Timestamp;
@@ -277,15 +277,17 @@ impl Coord {
         self.keys.get_or_init(KeyRing::from_env)
     }
 
-    /// Returns the planner inputs: with `require_signed_results`, a verifier holding the
-    /// agents' keys.
-    pub fn inputs(&self) -> Inputs<'_> {
-        self.inputs_on(&self.store)
+    /// Starts a session that only reads (no lock): what a read's load and planner inputs
+    /// come from.
+    pub fn read(&self) -> Session<'_> {
+        self.store.session(None)
     }
 
-    /// Returns the planner inputs for another opening of this repository (a sync step's).
-    fn inputs_on<'a>(&'a self, store: &'a Store) -> Inputs<'a> {
-        inputs_for(store, self.now, self.keys())
+    /// Returns the planner inputs over `session` (a session of this repository, or of a sync
+    /// step's opening of it): with `require_signed_results`, a verifier holding the agents'
+    /// keys.
+    pub fn inputs<'a>(&'a self, session: &'a Session<'_>) -> Inputs<'a> {
+        inputs_for(session, self.now, self.keys())
     }
 
     fn emit(&self, event: Event<'_>) {
@@ -300,27 +302,27 @@ impl Coord {
 
     /// Takes the coordinator lock (waiting `Options::wait`, else `default`) and finishes
     /// anything a killed run left. Refuses, before writing anything, when git is in the middle
-    /// of an operation or HEAD is detached. The lock is held until the returned guard drops.
-    pub fn lock(&self, default: Duration) -> Result<CoordLock, Error> {
+    /// of an operation or HEAD is detached. Returns the session that holds the lock until it
+    /// ends ([`Session::finish`], or when it is dropped).
+    pub fn lock(&self, default: Duration) -> Result<Session<'_>, Error> {
         let store = &self.store;
         store.repo.refuse_unfinished()?;
         let say = &mut |line: &str| self.emit(Event::Status(&format!("coord: {line}")));
         let guard = lock::acquire_saying(store.repo.git_dir(), self.wait.unwrap_or(default), say)?;
-        // A walk an earlier operation kept and did not load is stale now.
-        store.keep_walk(None);
-        if guard.previous_killed() {
-            self.emit_lines(&store.remove_temp_objects()?);
+        let session = store.session(Some(guard));
+        if session.previous_killed() {
+            self.emit_lines(&session.remove_temp_objects()?);
         }
         store.repo.refuse_unfinished()?;
-        self.emit_lines(&store.finish_interrupted(self.now)?);
-        Ok(guard)
+        self.emit_lines(&session.resume_interrupted(self.now)?);
+        Ok(session)
     }
 
     /// Takes the lock as [`Coord::lock`] does and records people's uncommitted changes under
     /// `work/`: what a single-task command starts with. The recording is checked against a
     /// walk of `work/` (skipping the status scan when the vouch the last operation left, or
     /// the clean mark, holds for it), and the command's load reads that same walk.
-    pub fn session(&self, default: Duration) -> Result<CoordLock, Error> {
+    pub fn session(&self, default: Duration) -> Result<Session<'_>, Error> {
         self.session_over(default, Folders::Live)
     }
 
@@ -332,11 +334,11 @@ impl Coord {
         &self,
         default: Duration,
         folders: Folders,
-    ) -> Result<CoordLock, Error> {
-        let guard = self.lock(default)?;
+    ) -> Result<Session<'_>, Error> {
+        let session = self.lock(default)?;
         let walk = || match folders {
-            Folders::Live => self.store.walk_work(),
-            Folders::Finished => self.store.walk_work_whole(),
+            Folders::Live => session.walk_work(),
+            Folders::Finished => session.walk_work_whole(),
         };
         // Without a work folder yet (`coord init`) there is nothing to walk or to vouch for.
         let walked = match walk() {
@@ -344,21 +346,23 @@ impl Coord {
             walked => Some(walked?),
         };
         let listing = walked.as_ref().map(|w| &w.listing);
-        let recorded = self.store.record_external_changes(self.now, listing)?;
+        let recorded = session.record_external_changes(self.now, listing)?;
         if let Some(why) = recorded.skipped_scan() {
             self.emit(Event::Detail(why));
         }
         self.emit_lines(&recorded.lines);
         // Something was recorded: a file may have come after the walk; the load walks again.
-        self.store
-            .keep_walk(walked.filter(|_| recorded.lines.is_empty()));
-        Ok(guard)
+        session.keep_walk(walked.filter(|_| recorded.lines.is_empty()));
+        Ok(session)
     }
 
-    /// Applies a plan's transitions (the caller holds the lock), committing each; reports each
-    /// as an [`Event::Applied`]. Returns the number of commits.
-    pub fn apply(&self, plan: &Plan, origin: Origin) -> Result<usize, Error> {
-        apply(&self.store, &self.sink, plan, self.now, origin)
+    /// Applies a plan's transitions in `session` (which holds the lock), committing each,
+    /// and ends the session; reports each as an [`Event::Applied`]. Returns the number of
+    /// commits.
+    pub fn apply(&self, session: Session<'_>, plan: &Plan, origin: Origin) -> Result<usize, Error> {
+        let n = apply(&session, &self.sink, plan, self.now, origin)?;
+        session.finish()?;
+        Ok(n)
     }
 
     /// Runs a single-task command: session, load, plan with `planner`, apply. A file the plan
@@ -400,21 +404,23 @@ impl Coord {
         folders: Folders,
         planner: &dyn Fn(&crate::board::Board, &Inputs<'_>) -> Result<Plan, CommandError>,
     ) -> Result<usize, Error> {
-        let _lock = self.session_over(AGENT_WAIT, folders)?;
-        let (board, _) = self.store.load()?;
-        let plan = planner(&board, &self.inputs())?;
-        let n = self.apply(&plan, Origin::Command)?;
-        match self.store.first_skipped() {
-            Some((path, why)) => Err(Error::Unchanged { path, why }),
-            None => Ok(n),
+        let session = self.session_over(AGENT_WAIT, folders)?;
+        let (board, _) = session.load()?;
+        let plan = planner(&board, &self.inputs(&session))?;
+        let n = apply(&session, &self.sink, &plan, self.now, Origin::Command)?;
+        if let Some((path, why)) = session.first_skipped() {
+            return Err(Error::Unchanged { path, why });
         }
+        session.finish()?;
+        Ok(n)
     }
 
     /// Runs `coord sync`: fetch, bring the branch onto the remote, tick (this library's tick),
     /// push; retry on a rejected push.
     pub fn sync(&self, opts: &sync::Options) -> Result<sync::Report, Error> {
-        let mut tick =
-            |store: &Store| -> Result<usize, sync::TickError> { Ok(self.tick_on(store)?.commits) };
+        let mut tick = |session: &Session<'_>| -> Result<usize, sync::TickError> {
+            Ok(self.tick_on(session)?.commits)
+        };
         let mut say = |line: &str| self.emit(Event::Status(line));
         Ok(sync::run(self.store.root(), opts, &mut tick, &mut say)?)
     }
@@ -435,8 +441,13 @@ pub(crate) enum Folders {
     Finished,
 }
 
-/// Returns the planner inputs for `store` at `now`.
-pub(crate) fn inputs_for<'a>(store: &'a Store, now: Timestamp, keys: &'a KeyRing) -> Inputs<'a> {
+/// Returns the planner inputs over `session` at `now`.
+pub(crate) fn inputs_for<'a>(
+    session: &'a Session<'_>,
+    now: Timestamp,
+    keys: &'a KeyRing,
+) -> Inputs<'a> {
+    let store = session.store();
     let verifier: &dyn crate::engine::Verifier = if store.config.require_signed_results {
         keys
     } else {
@@ -446,15 +457,15 @@ pub(crate) fn inputs_for<'a>(store: &'a Store, now: Timestamp, keys: &'a KeyRing
         config: &store.config,
         now,
         verifier,
-        attempts: store,
-        sightings: store,
+        attempts: session,
+        sightings: session,
         gates: store,
     }
 }
 
-/// Applies a plan's transitions on `store`, reporting each to `sink`; returns the commits.
+/// Applies a plan's transitions in `session`, reporting each to `sink`; returns the commits.
 pub(crate) fn apply(
-    store: &Store,
+    store: &Session<'_>,
     sink: &dyn Fn(&Event<'_>),
     plan: &Plan,
     now: Timestamp,
@@ -467,7 +478,6 @@ pub(crate) fn apply(
         }
         sink(&Event::Applied(t, &applied));
     })?;
-    store.finish()?;
     store.leave_vouch();
     // The walk a session kept shows `work/` before these commits: a later load walks again.
     store.keep_walk(None);

@@ -7,7 +7,7 @@ use crate::board::{Board, Checks};
 use crate::engine::commands::known_agent;
 use crate::engine::{Op, OpKind, Operation, Plan, Transition};
 use crate::model::{AgentName, Authority, Duration, Endpoint, Priority, State, TaskId};
-use crate::store::Origin;
+use crate::store::{Origin, Session};
 use crate::yaml::emit_block;
 use serde_json::{json, Map, Value};
 
@@ -79,13 +79,13 @@ impl Coord {
                 return Ok(created);
             }
         }
-        let _lock = self.session(AGENT_WAIT)?;
-        let (board, _) = self.store.load()?;
+        let session = self.session(AGENT_WAIT)?;
+        let (board, _) = session.load()?;
         if let Some(existing) = same_key(&board, task) {
             return Ok(existing);
         }
         let (plan, created) = self.plan_new(&board, task)?;
-        self.write_new(&plan)?;
+        self.write_new(session, &plan)?;
         Ok(created)
     }
 
@@ -94,18 +94,18 @@ impl Coord {
     /// when nothing is at the new file's path, on disk, in HEAD or in the index; None
     /// (nothing done, the lock let go) when `new` must go the whole way.
     fn new_in_scope(&self, task: &NewTask) -> Result<Option<Created>, Error> {
-        let _lock = self.lock(AGENT_WAIT)?;
-        let board = self.store.load_scoped(&|rel| rel.starts_with("agents/"))?;
+        let session = self.lock(AGENT_WAIT)?;
+        let board = session.load_scoped(&|rel| rel.starts_with("agents/"))?;
         let Ok((plan, created)) = self.plan_new(&board, task) else {
             return Ok(None);
         };
-        if !self.store.plan_stays_in_scope(&board, &plan)? {
+        if !session.plan_stays_in_scope(&board, &plan)? {
             return Ok(None);
         }
         self.emit(super::Event::Detail(
             "read the profiles and the task files' names only; nothing to record",
         ));
-        self.write_new(&plan)?;
+        self.write_new(session, &plan)?;
         Ok(Some(created))
     }
 
@@ -146,10 +146,11 @@ impl Coord {
         Ok((Plan::one(t), created))
     }
 
-    /// Applies the plan of a new task (the caller holds the lock).
-    fn write_new(&self, plan: &Plan) -> Result<(), Error> {
+    /// Applies the plan of a new task in `session` (which holds the lock) and ends it.
+    fn write_new(&self, session: Session<'_>, plan: &Plan) -> Result<(), Error> {
         let silent: super::Sink = Box::new(|_| {});
-        super::apply(&self.store, &silent, plan, self.now, Origin::Command).map(drop)
+        super::apply(&session, &silent, plan, self.now, Origin::Command)?;
+        Ok(session.finish()?)
     }
 
     /// Refuses a task the schema or the cross-task checks would reject.

@@ -37,8 +37,8 @@ impl Coord {
     /// holds or that is finished, saying what to do instead. Returns the commits made (none
     /// when `to` has it already).
     pub fn reassign(&self, id: &TaskId, to: &AgentName) -> Result<usize, Error> {
-        let _lock = self.session(super::AGENT_WAIT)?;
-        let (board, _) = self.store().load()?;
+        let session = self.session(super::AGENT_WAIT)?;
+        let (board, _) = session.load()?;
         if !board.agents.contains_key(to) {
             let known: Vec<&str> = board.agents.keys().map(|a| a.as_str()).collect();
             return Err(Error::Refused(format!(
@@ -94,6 +94,6 @@ impl Coord {
             guard: Vec::new(),
             op: None,
         };
-        self.apply(&Plan::one(t), Origin::Command)
+        self.apply(session, &Plan::one(t), Origin::Command)
     }
 }

@@ -35,13 +35,13 @@ impl Coord {
     /// Returns every agent with its capabilities, load, limit, assignment mode and circuit
     /// (the JSON `coord agents` prints).
     pub fn agents(&self) -> Result<Vec<Value>, Error> {
-        let (board, _) = self.store().load()?;
+        let (board, _) = self.read().load()?;
         Ok(crate::view::agents(&board))
     }
 
     /// Writes the profile of a new agent and commits it; refused when the profile exists.
     pub fn add_agent(&self, agent: &NewAgent) -> Result<AddedAgent, Error> {
-        let _lock = self.session(AGENT_WAIT)?;
+        let session = self.session(AGENT_WAIT)?;
         let store = self.store();
         let name = &agent.name;
         let path = format!("{}/agents/{name}.yaml", store.work_dir());
@@ -67,7 +67,7 @@ impl Coord {
             guard: Vec::new(),
             op: None,
         };
-        let commits = self.apply(&Plan::one(t), Origin::Command)?;
+        let commits = self.apply(session, &Plan::one(t), Origin::Command)?;
         Ok(AddedAgent { path, commits })
     }
 
@@ -75,8 +75,8 @@ impl Coord {
     /// on) and commits the profile; refused for an unknown agent. Returns the commits made
     /// (none when it already was so).
     pub fn enable_agent(&self, name: &AgentName, enabled: bool) -> Result<usize, Error> {
-        let _lock = self.session(AGENT_WAIT)?;
-        let (board, _) = self.store().load()?;
+        let session = self.session(AGENT_WAIT)?;
+        let (board, _) = session.load()?;
         let file = profile_of(&board, name)?;
         if board.agents[name].profile.enabled == enabled {
             return Ok(0);
@@ -88,14 +88,18 @@ impl Coord {
             path: file.path.clone(),
             text,
         }];
-        self.apply(&Plan::one(agent_change(name, verb, ops)), Origin::Command)
+        self.apply(
+            session,
+            &Plan::one(agent_change(name, verb, ops)),
+            Origin::Command,
+        )
     }
 
     /// Deletes an agent's profile and commits it; refused while a task is in its folder or
     /// names it in `agent:` and is not finished (reassign or cancel those first).
     pub fn remove_agent(&self, name: &AgentName) -> Result<usize, Error> {
-        let _lock = self.session(AGENT_WAIT)?;
-        let (board, _) = self.store().load()?;
+        let session = self.session(AGENT_WAIT)?;
+        let (board, _) = session.load()?;
         let file = profile_of(&board, name)?;
         let held: Vec<&str> = board
             .tasks
@@ -119,6 +123,7 @@ impl Coord {
             path: file.path.clone(),
         }];
         self.apply(
+            session,
             &Plan::one(agent_change(name, "remove", ops)),
             Origin::Command,
         )

@@ -4,14 +4,14 @@
 //! newer tip. The fetch, replay and push live in [`crate::sync`].
 
 use super::{Coord, Error, Event, AGENT_WAIT};
-use crate::store::Store;
+use crate::store::Session;
 use crate::sync::{self, SyncError, TickError};
 
 /// How many times a step is redone after a rejected push before giving up.
 const RETRIES: u32 = 30;
 
 /// A step: acts on the store it is given (the lock held) and returns its commits.
-pub(crate) type Step<'s> = dyn FnMut(&Store) -> Result<usize, Error> + 's;
+pub(crate) type Step<'s> = dyn FnMut(&Session<'_>) -> Result<usize, Error> + 's;
 
 impl Coord {
     /// Returns the remote an agent command syncs with: `flag` when given, else `sync.remote`
@@ -40,8 +40,9 @@ impl Coord {
     /// error comes back as it was.
     pub(crate) fn run_step(&self, remote: Option<&str>, step: &mut Step<'_>) -> Result<(), Error> {
         let Some(remote) = remote else {
-            let _lock = self.session(AGENT_WAIT)?;
-            return step(&self.store).map(drop);
+            let session = self.session(AGENT_WAIT)?;
+            step(&session)?;
+            return Ok(session.finish()?);
         };
         let opts = sync::Options {
             remote: remote.to_string(),
@@ -52,7 +53,7 @@ impl Coord {
             redo_on_reject: true,
             drop_edits: Vec::new(),
         };
-        let mut boxed = |store: &Store| step(store).map_err(|e| Box::new(e) as TickError);
+        let mut boxed = |store: &Session<'_>| step(store).map_err(|e| Box::new(e) as TickError);
         let mut say = |line: &str| self.emit(Event::Status(line));
         match sync::run(self.store.root(), &opts, &mut boxed, &mut say) {
             Ok(_) => Ok(()),

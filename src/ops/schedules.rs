@@ -3,7 +3,7 @@
 
 use super::{apply, Coord, Error, Event, Sink};
 use crate::model::schedule::{CatchUp, Schedule};
-use crate::store::{Applied, Origin, Store};
+use crate::store::{Applied, Origin, Session};
 use jiff::Timestamp;
 use std::cell::RefCell;
 
@@ -33,9 +33,9 @@ pub struct ScheduleRow {
 impl Coord {
     /// Returns every schedule with its next `n` slots after now and the latest slot run.
     pub fn schedules(&self, n: usize) -> Result<Vec<ScheduleRow>, Error> {
-        let store = self.store();
-        let files = store.schedules()?;
-        let last = store.slots_run();
+        let session = self.read();
+        let files = session.schedules()?;
+        let last = session.slots_run();
         Ok(files
             .into_iter()
             .map(|f| match f.read {
@@ -86,7 +86,11 @@ pub(crate) struct Scheduled {
 
 /// Creates the task of every schedule slot due at `now` and not run yet (the caller holds
 /// the lock). Reads history only when some schedule has a slot due.
-pub(crate) fn run_due(store: &Store, sink: &Sink, now: Timestamp) -> Result<Scheduled, Error> {
+pub(crate) fn run_due(
+    store: &Session<'_>,
+    sink: &Sink,
+    now: Timestamp,
+) -> Result<Scheduled, Error> {
     let mut done = Scheduled::default();
     let mut schedules: Vec<Schedule> = Vec::new();
     for f in store.schedules()? {

@@ -11,7 +11,7 @@ use crate::engine::Plan;
 use crate::model::time;
 use crate::model::{AgentName, Priority, State, TaskId, TaskSpec};
 use crate::redact::redact_value;
-use crate::store::{Store, Walk};
+use crate::store::{Session, Store, Walk};
 use jiff::Timestamp;
 use serde_json::{json, Value};
 
@@ -71,22 +71,23 @@ impl Coord {
     /// repository is in the state it saw and nothing the board shows has come due
     /// (the store's quiet board); otherwise it is loaded and planned.
     pub fn status(&self, agent: Option<&AgentName>) -> Result<Status, Error> {
-        if agent.is_none() && !self.store.has_kept_walk() {
-            let walked = self.store.walk_work()?;
-            if let Some(status) = self.saved_board(&walked)? {
+        let session = self.read();
+        if agent.is_none() {
+            let walked = session.walk_work()?;
+            if let Some(status) = self.saved_board(&session, &walked)? {
                 return Ok(status);
             }
             // The load takes this walk instead of walking again.
-            self.store.keep_walk(Some(walked));
+            session.keep_walk(Some(walked));
         }
-        let (mut board, _) = self.store.load()?;
+        let (mut board, _) = session.load()?;
         if let Some(a) = agent {
             known_agent(&board, a)?;
             board.tasks.retain(|t| belongs_to(t, a));
             board.agents.retain(|n, _| n == a);
         }
         let reasons = crate::view::invalid_reasons(&self.store, &board);
-        let mut view = crate::view::board::view(&board, &self.inputs(), &reasons);
+        let mut view = crate::view::board::view(&board, &self.inputs(&session), &reasons);
         super::webhooks::add_problems(self.store.repo.git_dir(), &mut view);
         Ok(Status {
             board: redact_value(&view),
@@ -97,8 +98,8 @@ impl Coord {
 
     /// Returns the whole board as the last quiet tick saved it when `walked` shows the state
     /// it saw and nothing the board shows has come due; None otherwise.
-    fn saved_board(&self, walked: &Walk) -> Result<Option<Status>, Error> {
-        let saved = self.store.quiet_board(walked, self.now);
+    fn saved_board(&self, session: &Session<'_>, walked: &Walk) -> Result<Option<Status>, Error> {
+        let saved = session.quiet_board(walked, self.now);
         let Some((mut board, assigned)) = saved.as_deref().and_then(decode_saved) else {
             return Ok(None);
         };
@@ -115,7 +116,7 @@ impl Coord {
     /// Returns every file of task `id` (one, unless the id is duplicated) as `coord show
     /// --json` prints each; an id no file has is an error.
     pub fn show(&self, id: &TaskId) -> Result<Vec<Value>, Error> {
-        let (board, _) = self.store.load()?;
+        let (board, _) = self.read().load()?;
         Ok(crate::view::task_copies(&board, id)?)
     }
 
@@ -137,7 +138,7 @@ impl Coord {
     /// Returns one line of facts per task, as [`Coord::tasks`] does, for the tasks that pass
     /// every filter given (`coord list`). An unknown agent is an error.
     pub fn list(&self, filter: &TaskFilter) -> Result<Vec<Value>, Error> {
-        let (board, _) = self.store.load()?;
+        let (board, _) = self.read().load()?;
         if let Some(a) = &filter.agent {
             known_agent(&board, a)?;
         }
@@ -210,7 +211,7 @@ impl Coord {
         after: Option<&Cursor>,
         limit: usize,
     ) -> Result<TaskPage, Error> {
-        let (board, _) = self.store.load()?;
+        let (board, _) = self.read().load()?;
         if let Some(a) = &filter.agent {
             known_agent(&board, a)?;
         }

@@ -133,7 +133,7 @@ fn doctor_findings_carry_their_code_path_and_fix() {
     std::fs::write(t.path().join("work/inbox/b.yaml"), "title: T\n").expect("task");
     let coord = open(t.path());
     coord.tick().expect("tick");
-    let (board, _) = coord.store().load().expect("load");
+    let (board, _) = coord.read().load().expect("load");
     let b = board
         .tasks
         .iter()
@@ -256,9 +256,7 @@ fn a_tick_over_an_inbox_bigger_than_its_window_ends_as_one_over_the_whole_inbox(
         drop_burst(t.path());
     }
     let at_once = open(whole.path()).tick().expect("tick");
-    let coord = open(windowed.path());
-    coord.store().set_inbox_window(16);
-    let by_window = coord.tick().expect("tick");
+    let (by_window, _) = tick_by_16(&open(windowed.path()), false);
 
     let ends = layout(windowed.path());
     assert_eq!(ends, layout(whole.path()));
@@ -296,8 +294,7 @@ fn windowed_tick(dir: &Path, person: impl Fn(&str) + 'static) -> (Vec<String>, u
         super::Event::Applied(t, _) => person(&t.subject),
         _ => {}
     }));
-    coord.store().set_inbox_window(16);
-    coord.tick().expect("tick");
+    tick_by_16(&coord, false);
     let recorded = recorded.borrow().clone();
     let vouched = *vouched.borrow();
     (recorded, vouched)
@@ -315,16 +312,26 @@ fn windows_after_the_first_skip_the_status_scan_when_only_the_tick_wrote() {
     assert_eq!(layout(dir.path()).len(), 50);
 }
 
-/// A repo with a 50-file inbox burst whose tick takes windows of 16 files and packs after
-/// every window.
-fn burst_packed_per_window() -> (tempfile::TempDir, Coord) {
+/// Returns a repo with a 50-file inbox burst.
+fn burst() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("dir");
     init(dir.path());
     drop_burst(dir.path());
-    let coord = open(dir.path());
-    coord.store().set_inbox_window(16);
-    coord.store().pack_always();
-    (dir, coord)
+    dir
+}
+
+/// Ticks as [`Coord::tick`] does, taking the inbox 16 files at a time (packing whenever it
+/// may, with `pack_always`); returns the tick and how many times it packed.
+fn tick_by_16(coord: &Coord, pack_always: bool) -> (super::Ticked, usize) {
+    let session = coord.lock(std::time::Duration::ZERO).expect("lock");
+    session.set_inbox_window(16);
+    if pack_always {
+        session.pack_always();
+    }
+    let ticked = coord.tick_on(&session).expect("tick");
+    let packed = session.pack_runs();
+    session.finish().expect("finish");
+    (ticked, packed)
 }
 
 /// A tick over a big inbox packed its loose objects after every commit that
@@ -334,14 +341,10 @@ fn burst_packed_per_window() -> (tempfile::TempDir, Coord) {
 /// and not again for the commit of people's changes before it.
 #[test]
 fn a_tick_packs_once_per_window_after_the_windows_board() {
-    let (dir, coord) = burst_packed_per_window();
-    let ticked = coord.tick().expect("tick");
+    let dir = burst();
+    let (ticked, packed) = tick_by_16(&open(dir.path()), true);
     assert!(ticked.commits >= 4, "{} commits", ticked.commits);
-    assert_eq!(
-        coord.store().pack_runs(),
-        4,
-        "one pack per window of 16 of the 50 inbox files"
-    );
+    assert_eq!(packed, 4, "one pack per window of 16 of the 50 inbox files");
     let loose = (0..=255u8)
         .filter_map(|b| std::fs::read_dir(dir.path().join(format!(".git/objects/{b:02x}"))).ok())
         .map(|d| d.count())
@@ -355,8 +358,9 @@ fn a_tick_packs_once_per_window_after_the_windows_board() {
 /// still in `coord log`.
 #[test]
 fn a_tick_that_packs_leaves_one_pack_with_a_bitmap_git_verifies() {
-    let (dir, coord) = burst_packed_per_window();
-    coord.tick().expect("tick");
+    let dir = burst();
+    let coord = open(dir.path());
+    tick_by_16(&coord, true);
     let pack_dir = dir.path().join(".git/objects/pack");
     let names: Vec<String> = std::fs::read_dir(&pack_dir)
         .expect("pack dir")
@@ -406,8 +410,7 @@ fn no_task_is_held_while_a_windows_plan_is_applied() {
             m.set(m.get().max(crate::check::live::tasks()));
         }
     }));
-    coord.store().set_inbox_window(16);
-    coord.tick().expect("tick");
+    tick_by_16(&coord, false);
     assert!(applied.get() >= 50, "{} transitions applied", applied.get());
     assert_eq!(
         most.get(),
@@ -471,9 +474,9 @@ fn a_load_from_the_stat_cache_holds_no_task_text() {
     // Older than the timestamp granularity, so the first load may cache them.
     std::thread::sleep(std::time::Duration::from_millis(100));
     let coord = open(t.path());
-    let (first, _) = coord.store().load().expect("load");
+    let (first, _) = coord.read().load().expect("load");
     assert_eq!(first.tasks.len(), 5);
-    let (board, _) = coord.store().load().expect("load from the cache");
+    let (board, _) = coord.read().load().expect("load from the cache");
     for (i, f) in board.tasks.iter().enumerate() {
         let task = f.read.as_ref().expect("reads");
         assert!(
@@ -611,7 +614,7 @@ fn a_claim_put_off_by_a_sync_stopped_before_its_tick_is_replayed_by_the_next_syn
     let agents = blocked_claim_net(t.path());
     let coord = open(&agents);
     let receipt = claim_a_task_this_clone_unblocked(&coord);
-    let mut stopped = |_: &crate::store::Store| -> Result<usize, crate::sync::TickError> {
+    let mut stopped = |_: &crate::store::Session<'_>| -> Result<usize, crate::sync::TickError> {
         Err("stopped before the tick".into())
     };
     let said = std::cell::RefCell::new(Vec::new());
@@ -665,7 +668,7 @@ fn commits_put_off_are_left_out_once_the_branch_was_reset_elsewhere() {
     let t = tempfile::tempdir().expect("tempdir");
     let agents = blocked_claim_net(t.path());
     claim_a_task_this_clone_unblocked(&open(&agents));
-    let mut stopped = |_: &crate::store::Store| -> Result<usize, crate::sync::TickError> {
+    let mut stopped = |_: &crate::store::Session<'_>| -> Result<usize, crate::sync::TickError> {
         Err("stopped before the tick".into())
     };
     let opts = sync_options();

@@ -9,7 +9,7 @@ use crate::engine::{self, Note, Plan, Transition};
 use crate::lock::LockError;
 use crate::model::Endpoint;
 use crate::sign::KeyRing;
-use crate::store::{Applied, Loaded, Origin, Recorded, Stats, Store, Walk};
+use crate::store::{Applied, Loaded, Origin, Recorded, Session, Stats, Walk};
 use crate::watch::{self, SeenComplete, Why};
 use jiff::Timestamp;
 use std::cell::RefCell;
@@ -101,13 +101,15 @@ impl Coord {
     /// disk) is left where it was and the pass plans again without it, so one such file never
     /// stops the other tasks; the files skipped are recorded for `status` and `doctor`.
     pub fn tick(&self) -> Result<Ticked, Error> {
-        let _lock = self.lock(Duration::ZERO)?;
-        pass(&self.store, &self.sink, self.now, self.keys())
+        let session = self.lock(Duration::ZERO)?;
+        let ticked = pass(&session, &self.sink, self.now, self.keys())?;
+        session.finish()?;
+        Ok(ticked)
     }
 
     /// Runs one pass on `store`: this repository as a step of a sync opened it, with the lock
     /// held and a killed run's work finished (a sync step's tick).
-    pub fn tick_on(&self, store: &Store) -> Result<Ticked, Error> {
+    pub fn tick_on(&self, store: &Session<'_>) -> Result<Ticked, Error> {
         pass(store, &self.sink, self.now, self.keys())
     }
 
@@ -115,7 +117,7 @@ impl Coord {
     /// does (`coord run --sync`): redone on the newer tip after a rejected push.
     pub fn tick_remote(&self, remote: &str) -> Result<Ticked, Error> {
         let mut ticked = Ticked::default();
-        let mut step = |store: &Store| -> Result<usize, Error> {
+        let mut step = |store: &Session<'_>| -> Result<usize, Error> {
             ticked = self.tick_on(store)?;
             Ok(ticked.commits)
         };
@@ -128,7 +130,7 @@ impl Coord {
     /// ticks; a lock still held then is [`watch::Ticked::Busy`] (said as a status line), not
     /// an error. Says why it ran and what it made as a detail.
     pub fn watch_tick(&self, why: Why) -> Result<watch::Ticked, Error> {
-        let _lock = match self.lock(TICK_WAIT) {
+        let session = match self.lock(TICK_WAIT) {
             Ok(lock) => lock,
             Err(e @ Error::Lock(LockError::Held { .. })) => {
                 self.emit(Event::Status(&format!("coord: {e}; trying again shortly")));
@@ -136,7 +138,8 @@ impl Coord {
             }
             Err(e) => return Err(e),
         };
-        let pass = pass(&self.store, &self.sink, self.now, self.keys())?;
+        let pass = pass(&session, &self.sink, self.now, self.keys())?;
+        session.finish()?;
         let n = pass.commits;
         self.emit(Event::Detail(&format!(
             "coord: tick ({why:?}): {n} commits"
@@ -154,14 +157,15 @@ impl Coord {
     /// Returns whether the inbox holds more files than one window of a tick takes: a tick
     /// then goes window by window, each building a board of every task of `work/`.
     pub fn inbox_is_a_burst(&self) -> bool {
-        self.store.inbox_exceeds_window()
+        self.read().inbox_exceeds_window()
     }
 
     /// Plans a tick without the lock and changes nothing (`coord tick --dry-run`).
     pub fn plan(&self) -> Result<Planned, Error> {
         self.store.refuse_setup_left_out()?;
-        let (board, _) = self.store.load()?;
-        let plan = engine::plan(&board, &self.inputs());
+        let session = self.read();
+        let (board, _) = session.load()?;
+        let plan = engine::plan(&board, &self.inputs(&session));
         let attention = attention(&board, &plan.notes);
         Ok(Planned {
             board,
@@ -173,7 +177,7 @@ impl Coord {
 
 /// Runs one pass on `store`, whose lock the caller holds and whose killed run is finished,
 /// and counts it with its duration in the clone's stats (`coord serve`'s `/metrics`).
-fn pass(store: &Store, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Result<Ticked, Error> {
+fn pass(store: &Session<'_>, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Result<Ticked, Error> {
     let started = Instant::now();
     let ticked = reconcile(store, sink, now, keys)?;
     Stats::record_tick(store.repo.git_dir(), started.elapsed());
@@ -184,7 +188,12 @@ fn pass(store: &Store, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Result<Ti
 /// apply. An inbox of more than [`crate::store::INBOX_WINDOW`] files is taken window by window
 /// (names in byte order), each window loaded, planned and applied in turn: what the pass
 /// holds at once is bounded by the window, not by the inbox.
-fn reconcile(store: &Store, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Result<Ticked, Error> {
+fn reconcile(
+    store: &Session<'_>,
+    sink: &Sink,
+    now: Timestamp,
+    keys: &KeyRing,
+) -> Result<Ticked, Error> {
     let scheduled = super::schedules::run_due(store, sink, now)?;
     let mut ticked = Ticked {
         commits: scheduled.commits,
@@ -271,7 +280,7 @@ impl Found {
 /// taken when more wait for the next window. A window that found `work/` clean leaves a vouch
 /// (see `ops::apply`), so the next one skips the status scan when only the tick wrote.
 fn window_pass(
-    store: &Store,
+    store: &Session<'_>,
     sink: &Sink,
     now: Timestamp,
     keys: &KeyRing,
@@ -336,7 +345,7 @@ fn window_pass(
 /// Returns the board, the last recording (the quiet mark is made from it) and the last inbox
 /// file taken when more wait for the next window.
 fn load_recorded(
-    store: &Store,
+    store: &Session<'_>,
     sink: &Sink,
     now: Timestamp,
     window: Window<'_>,

@@ -33,7 +33,7 @@ pub fn validate(dir: &Path, paths: &[PathBuf]) -> Result<Validation, Error> {
     if paths.is_empty() {
         let store = Store::open(dir)?;
         store.refuse_setup_left_out()?;
-        let (board, _) = store.load_fresh()?;
+        let (board, _) = store.session(None).load_fresh()?;
         check_board(&board, errors, warnings);
         found.pending = board.settling.iter().map(|s| s.path.clone()).collect();
         return Ok(found);
@@ -44,7 +44,10 @@ pub fn validate(dir: &Path, paths: &[PathBuf]) -> Result<Validation, Error> {
     }
     let builtin = Schema::builtin_task();
     let schema = store.as_ref().map_or(&builtin, |s| s.task_schema());
-    let board = store.as_ref().and_then(|s| s.load().ok()).map(|(b, _)| b);
+    let board = store
+        .as_ref()
+        .and_then(|s| s.session(None).load().ok())
+        .map(|(b, _)| b);
     let root = store.as_ref().map(|s| s.root().to_path_buf());
     for p in paths {
         check_path(dir, p, schema, board.as_ref(), errors, warnings);

@@ -72,7 +72,7 @@ impl std::fmt::Display for Lost {
 impl Coord {
     /// Returns how `agent` takes work (push or pull); an unknown agent is an error.
     pub fn assign_mode(&self, agent: &AgentName) -> Result<AssignMode, Error> {
-        let (board, _) = self.store().load()?;
+        let (board, _) = self.read().load()?;
         known_agent(&board, agent)?;
         Ok(board
             .agents
@@ -84,7 +84,7 @@ impl Coord {
     /// `landed_on` (a remote), only those whose attempt its remote-tracking branch has (as of
     /// the last fetch or accepted push), never an assignment tentative in this clone.
     pub fn work_of(&self, agent: &AgentName, landed_on: Option<&str>) -> Result<Vec<Work>, Error> {
-        let (board, _) = self.store().load()?;
+        let (board, _) = self.read().load()?;
         let found = waiting_in_folder(&board, agent, self.now(), self.store());
         match landed_on {
             Some(remote) => landed(self.store(), remote, found),
@@ -102,7 +102,7 @@ impl Coord {
         agent: &AgentName,
         attempt: u32,
     ) -> Result<Option<Lost>, Error> {
-        let (board, _) = self.store().load()?;
+        let (board, _) = self.read().load()?;
         let Some(f) = board.tasks.iter().find(|f| &f.id == id) else {
             return Ok(Some(Lost::Gone));
         };
@@ -134,7 +134,7 @@ impl Coord {
             Claimed::Granted(receipt) => receipt.id,
             Claimed::Nothing { .. } => return Ok(None),
         };
-        let (board, _) = self.store().load()?;
+        let (board, _) = self.read().load()?;
         let work = waiting_in_folder(&board, agent, self.now(), self.store())
             .into_iter()
             .find(|t| t.id == id);

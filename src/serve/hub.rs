@@ -325,14 +325,15 @@ fn load(opener: &Opener, generation: u64) -> Result<Snapshot, HubError> {
     let coord = opener.open()?;
     let store = coord.store();
     let head = store.repo.head()?.oid;
-    let (board, _) = store.load()?;
+    let session = coord.read();
+    let (board, _) = session.load()?;
     // A writer that started during the read (the poll saw the lock free) may have moved
     // files that its commit does not name yet: such a read would report them as moved by
     // hand, and again from the commit once it lands.
     let after = store.repo.head()?.oid;
     let steady = after == head && !crate::lock::busy(store.repo.git_dir(), WRITER_FRESH);
     let reasons = crate::view::invalid_reasons(store, &board);
-    let mut view = crate::view::board::view(&board, &coord.inputs(), &reasons);
+    let mut view = crate::view::board::view(&board, &coord.inputs(&session), &reasons);
     crate::ops::webhooks::add_problems(store.repo.git_dir(), &mut view);
     Ok(Snapshot {
         generation,

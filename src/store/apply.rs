@@ -7,7 +7,7 @@
 
 use super::clean::Listing;
 use super::edit::Edited;
-use super::{io_err, Clean, Store, StoreError, Written};
+use super::{io_err, Clean, Session, StoreError, Written};
 use crate::board::content_hash;
 use crate::engine::{Op, Transition};
 use crate::fsx::inject;
@@ -198,7 +198,7 @@ struct TickJournal<'p> {
     size: usize,
 }
 
-impl Store {
+impl Session<'_> {
     /// Applies a plan's transitions in order, committing each, and calls `each` with the
     /// outcome. The journal holds every transition not yet committed, so a run killed
     /// midway is finished by the next one (`recover`) — a handoff planned after the
@@ -214,7 +214,7 @@ impl Store {
         each: &mut dyn FnMut(&Transition, Applied),
     ) -> Result<(), StoreError> {
         let applied = self.apply_journaled(plan, now, origin, each);
-        match (applied, self.finish()) {
+        match (applied, self.write_index()) {
             (Err(first), Err(StoreError::IndexBehind { work, .. })) => {
                 Err(StoreError::IndexBehind {
                     work,
@@ -600,7 +600,7 @@ impl Store {
 
     /// Takes git's index lock before a plan's first file operation or a commit, unless this run
     /// holds it already: a person's git must not start a merge or stash among coord's file
-    /// moves, nor record the index between coord's commits and its index write (`finish`).
+    /// moves, nor record the index between coord's commits and its index write (`write_index`).
     fn hold_index(&self) -> Result<(), StoreError> {
         let mut hold = self.index_hold.borrow_mut();
         if hold.is_none() {
@@ -611,7 +611,7 @@ impl Store {
 
     /// Brings the index in line for every path committed since the last call, and lets go
     /// of git's index lock.
-    pub fn finish(&self) -> Result<(), StoreError> {
+    pub fn write_index(&self) -> Result<(), StoreError> {
         let hold = self.index_hold.borrow_mut().take();
         let mut touched = self.touched.borrow_mut();
         if !touched.is_empty() {
@@ -654,7 +654,7 @@ impl Store {
         }
     }
 
-    /// Returns how many times `finish` or a [`PackLater`] guard packed (or looked whether to).
+    /// Returns how many times `write_index` or a [`PackLater`] guard packed (or looked whether to).
     #[cfg(test)]
     pub(crate) fn pack_runs(&self) -> usize {
         self.packing.get().runs
@@ -674,7 +674,7 @@ impl Store {
         PackLater(self)
     }
 
-    /// Makes `finish` pack after every commit (tests that count packs).
+    /// Makes `write_index` pack after every commit (tests that count packs).
     #[cfg(test)]
     pub(crate) fn pack_always(&self) {
         let packing = self.packing.get();
@@ -684,7 +684,7 @@ impl Store {
     /// Finishes what an interrupted run left: the journaled transition, temp files, and
     /// uncommitted changes under `work/`. Returns the summaries of the commits it made.
     pub fn recover(&self, now: Timestamp) -> Result<Vec<String>, StoreError> {
-        let mut done = self.finish_interrupted(now)?;
+        let mut done = self.resume_interrupted(now)?;
         done.extend(self.record_external_changes(now, None)?.lines);
         Ok(done)
     }
@@ -717,7 +717,7 @@ impl Store {
     /// stale git locks, temp files and the journaled plan. Returns the summaries of the commits it made. Temp files under `work/`
     /// are written only by journaled transitions, so they are looked for only when a journal
     /// is left.
-    pub fn finish_interrupted(&self, now: Timestamp) -> Result<Vec<String>, StoreError> {
+    pub fn resume_interrupted(&self, now: Timestamp) -> Result<Vec<String>, StoreError> {
         // Stale git locks first: finishing a switch moves the branch, and a killed switch may
         // have left the branch's lock.
         let mut done: Vec<String> = self
@@ -727,12 +727,12 @@ impl Store {
             .map(|lock| format!("removed the stale lock {} of a killed run", lock.display()))
             .collect();
         done.extend(self.repo.finish_switch()?);
-        let finished = self.finish_journal(now, &mut done);
-        let index = self.finish();
+        let finished = self.resume_journal(now, &mut done);
+        let index = self.write_index();
         finished.and(index).map(|()| done)
     }
 
-    fn finish_journal(&self, now: Timestamp, done: &mut Vec<String>) -> Result<(), StoreError> {
+    fn resume_journal(&self, now: Timestamp, done: &mut Vec<String>) -> Result<(), StoreError> {
         let journal = self.private_dir().join(JOURNAL);
         match crate::fsx::read_private(&journal) {
             Ok(bytes) => {
@@ -774,7 +774,7 @@ impl Store {
                 let resume = (Resume::Yes, size);
                 let plan: Vec<&Transition> = plan.iter().collect();
                 let applied = self.apply_groups(&plan, now, origin, resume, &mut report);
-                let index = self.finish();
+                let index = self.write_index();
                 applied.and(index)?;
                 self.clear_journal()?;
             }
@@ -790,7 +790,7 @@ impl Store {
     /// status scan is skipped when the vouch the last operation left holds for it, or when
     /// the clean mark shows that nothing a scan depends on changed since one found nothing;
     /// when `work/` is clean, the operation keeps what it needs to leave a vouch at its end
-    /// ([`Store::leave_vouch`]).
+    /// ([`Session::leave_vouch`]).
     pub fn record_external_changes(
         &self,
         now: Timestamp,
@@ -799,7 +799,7 @@ impl Store {
         let (mut clean, mut scanned, mut undone) = (None, Vec::new(), Vec::new());
         let made = self.record_external(now, listing, &mut clean, &mut scanned, &mut undone);
         self.save_history(made.is_ok().then_some(&scanned[..]));
-        let index = self.finish();
+        let index = self.write_index();
         let made = made.and_then(|m| index.map(|()| m))?;
         Ok(Recorded {
             lines: undone
@@ -924,7 +924,7 @@ impl Store {
     }
 }
 
-impl Store {
+impl Session<'_> {
     /// Splits the changed `paths` under `work/` (`prefix`) into those to record now and
     /// those held back because they are still being written (the settle rule). A deletion of
     /// a task file waits with a file of the same task still being written: a hand move is
@@ -1013,8 +1013,8 @@ fn op_id() -> String {
     format!("{n:016x}")
 }
 
-/// Packing left to the end of a tick ([`Store::pack_later`]): dropped, it packs when due.
-pub struct PackLater<'s>(&'s Store);
+/// Packing left to the end of a tick ([`Session::pack_later`]): dropped, it packs when due.
+pub struct PackLater<'s>(&'s Session<'s>);
 
 impl Drop for PackLater<'_> {
     fn drop(&mut self) {
@@ -1030,7 +1030,7 @@ impl Drop for PackLater<'_> {
     }
 }
 
-/// When `Store::finish` packs the loose objects.
+/// When `Session::write_index` packs the loose objects.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Packing {
     /// How many loose objects (git's estimate) make it pack them

@@ -7,14 +7,13 @@
 //! from it); deleting the file is always safe. A shallow clone (the workflow's `fetch-depth:
 //! 1`) does not hold the assignment commits below its boundary: before it numbers an attempt,
 //! it fetches the rest of the history once, the way the command gave it
-//! ([`Store::deepen_with`]; sync does), else from the remote its branch tracks (a plain
+//! ([`Session::deepen_with`]; sync does), else from the remote its branch tracks (a plain
 //! tick). Does I/O (git, `.git/coord/`).
 
-use super::Store;
+use super::Session;
 use crate::fsx;
 use crate::model::{CoordBlock, TaskId};
 use crate::yaml::{parse_bytes, Limits};
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 const FILE: &str = "attempt-marks.json";
@@ -29,17 +28,10 @@ pub(super) struct Marks {
     deepened: bool,
 }
 
-/// The marks a store has read during this command (HEAD may move between two plans).
-pub(super) type MarksCell = RefCell<Option<Marks>>;
-
 /// Fetches the history a shallow clone lacks; true when it did.
 pub type Deepen = Box<dyn FnOnce() -> bool + Send>;
 
-/// The way to deepen a shallow clone, until it was used: a command's own, else the
-/// repository's (a fetch from the remote its branch tracks).
-pub(super) type DeepenCell = RefCell<Option<Option<Deepen>>>;
-
-impl crate::engine::AttemptFloor for Store {
+impl crate::engine::AttemptFloor for Session<'_> {
     fn floor(&self, id: &TaskId) -> u32 {
         self.deepen_once();
         self.refresh_marks();
@@ -51,7 +43,7 @@ impl crate::engine::AttemptFloor for Store {
     }
 }
 
-impl Store {
+impl Session<'_> {
     /// Gives this store a way to fetch the history a shallow clone lacks, used once, the
     /// first time an attempt is numbered in a shallow clone.
     pub fn deepen_with(&self, deepen: Deepen) {

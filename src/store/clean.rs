@@ -26,7 +26,7 @@
 //! Does file I/O under `.git/` and reads committed files under `work/`.
 
 use super::cache::StatKey;
-use super::Store;
+use super::Session;
 use crate::git::EntryStat;
 use crate::git::{Oid, Staged};
 use crate::hash::{checksum, mixed};
@@ -244,14 +244,14 @@ impl RepoState {
 pub(super) struct Base {
     files: Vec<(u64, Option<u64>)>,
     /// What the digest of files an earlier vouch listed adds (an operation that carried
-    /// that vouch without walking: [`Store::carry_vouch`]); 0 otherwise.
+    /// that vouch without walking: [`Session::carry_vouch`]); 0 otherwise.
     carried: u64,
     state: RepoState,
     committed: Vec<(String, Option<Staged>)>,
 }
 
 /// What an operation whose recording found `work/` clean leaves for the next one in
-/// `.git/coord/clean-vouch`, which then needs no status scan ([`Store::vouched`]): a digest of
+/// `.git/coord/clean-vouch`, which then needs no status scan ([`Session::vouched`]): a digest of
 /// its walk's files other than those it committed, the paths it committed with the blob id
 /// staged for each (checked by content: their stamps are too recent to trust), and HEAD, the
 /// index checksum and the watched files' stat keys as it left them.
@@ -393,7 +393,7 @@ impl StatsByPath<'_> {
 /// Returns the vouch's digest of `files` other than those in `skip`: a sum of each entry's
 /// mix, so that the order of the files does not count (each entry names its path) and an
 /// operation that did not walk can take out the entries of the files it commits
-/// ([`Store::carry_vouch`]).
+/// ([`Session::carry_vouch`]).
 fn digest_of(files: &[(u64, Option<u64>)], skip: &HashSet<u64>) -> Option<u64> {
     let mut digest = 0u64;
     for (path, entry) in files {
@@ -413,7 +413,7 @@ fn recent_in(files: &[(u64, Option<u64>)]) -> HashSet<u64> {
         .collect()
 }
 
-impl Store {
+impl Session<'_> {
     /// Returns the path checksums (relative to `work/`) of repo-relative `paths`.
     fn work_checksums<'p>(&self, paths: impl IntoIterator<Item = &'p String>) -> HashSet<u64> {
         let work = format!("{}/", self.work_dir());
@@ -462,7 +462,7 @@ impl Store {
 
     /// Returns whether the file at `path` (repo-relative) is still inside the settle window:
     /// a load will ask whether it is committed as it is, which the vouch's list answers
-    /// without reading the index ([`Store::staged_by_coord`]).
+    /// without reading the index ([`Session::staged_by_coord`]).
     fn settling(&self, path: &str, settle: &super::settle::Settle<'_>) -> bool {
         rustix::fs::lstat(self.abs(path)).is_ok_and(|st| {
             let key = StatKey::of(&st);
@@ -610,7 +610,7 @@ impl Store {
         }
     }
 
-    /// Leaves a vouch for the next operation, made from the base (see [`Store::set_base`]):
+    /// Leaves a vouch for the next operation, made from the base (see [`Session::set_base`]):
     /// when HEAD and the index are still as coord's own writes left them. Otherwise removes
     /// the last one. A failure only means the next operation scans.
     pub(crate) fn leave_vouch(&self) {

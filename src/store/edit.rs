@@ -2,7 +2,7 @@
 //! ones it was planned from: an agent may have written its `result:` between the plan (or a
 //! killed run) and this write. Does I/O (reads and atomically rewrites one file).
 
-use super::{io_err, Store, StoreError};
+use super::{io_err, Session, StoreError};
 use crate::fsx;
 use crate::yaml::{self, Limits};
 
@@ -15,7 +15,7 @@ pub(super) enum Edited {
     LeftAsFound(String),
 }
 
-impl Store {
+impl Session<'_> {
     /// Applies the coordinator's edit `text` (planned from bytes whose part outside `coord:`
     /// hashes to `rest`) to the file at `path` as it is now: the planned text while that part
     /// is unchanged; else, when the edit changes nothing outside `coord:`, the bytes there

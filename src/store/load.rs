@@ -8,7 +8,7 @@ use super::clean::Listing;
 use super::history::{self, History, Judged};
 use super::settle::{Settle, Written};
 use super::walk::{self, Walk};
-use super::{io_err, Store, StoreError};
+use super::{io_err, Session, Store, StoreError};
 use crate::board::{content_hash, Block, Board, Cached, Problem, RawFile, Settling, StandIn};
 use crate::model::{State, TaskId};
 use crate::yaml::Limits;
@@ -25,9 +25,28 @@ pub struct Loaded {
 }
 
 impl Store {
+    /// Returns the settle rule of a load made now.
+    pub(crate) fn settle_rule<'s>(&self, seen: &'s HashMap<String, Written>) -> Settle<'s> {
+        Settle {
+            wait: self.config.settle_wait(),
+            now: std::time::SystemTime::now(),
+            seen_complete: seen,
+        }
+    }
+
+    /// Returns this store knowing which files `coord watch` saw renamed in and not written
+    /// since (repo-relative paths), with their mtime and size
+    /// then: its loads take those as complete while they still have them.
+    pub fn with_seen_complete(mut self, seen: HashMap<String, Written>) -> Store {
+        self.seen_complete = seen;
+        self
+    }
+}
+
+impl Session<'_> {
     /// Loads a snapshot of `work/`, taking unchanged task files outside `inbox/` from the stat
     /// cache: their text and summary, parsed only when used. Reads the walk a command's
-    /// session kept ([`Store::keep_walk`]) when there is one, else walks now.
+    /// session kept ([`Session::keep_walk`]) when there is one, else walks now.
     pub fn load(&self) -> Result<(Board, Loaded), StoreError> {
         let kept = self.kept_walk.borrow_mut().take();
         self.load_walked(match kept {
@@ -37,15 +56,10 @@ impl Store {
     }
 
     /// Keeps `walked`, the walk a command's recording of people's changes was checked
-    /// against, for the command's next [`Store::load`]: the board is then the state the
+    /// against, for the command's next [`Session::load`]: the board is then the state the
     /// recording found clean; None forgets a walk kept earlier.
     pub fn keep_walk(&self, walked: Option<Walk>) {
         *self.kept_walk.borrow_mut() = walked;
-    }
-
-    /// Returns whether a walk is kept for the next [`Store::load`] ([`Store::keep_walk`]).
-    pub fn has_kept_walk(&self) -> bool {
-        self.kept_walk.borrow().is_some()
     }
 
     /// Loads a snapshot of `work/` reading every file, so every document has the positions of
@@ -65,13 +79,13 @@ impl Store {
     }
 
     /// Loads the task files of `work/` whose work-relative path `looked` takes, as
-    /// [`Store::load`] does, and only the ids of the others, from their folders' listings
+    /// [`Session::load`] does, and only the ids of the others, from their folders' listings
     /// ([`walk::walk_in`]: no lstat, no read): what a single-task command needs from the
     /// folders it does not act on. The stat cache is used, never rewritten (it would lose
     /// the entries of the files left unread).
     pub fn load_scoped(&self, looked: &dyn Fn(&str) -> bool) -> Result<Board, StoreError> {
         // No recording vouched for `work/`: what an earlier operation's did is not carried
-        // (`Store::carry_vouch` carries the last vouch left on disk).
+        // (`Session::carry_vouch` carries the last vouch left on disk).
         *self.base.borrow_mut() = None;
         let walked = self.walk_work_in(looked, None)?;
         let unread: Vec<TaskId> = walked.unread.iter().filter_map(|r| task_id_of(r)).collect();
@@ -84,12 +98,12 @@ impl Store {
     /// Walks `work/` (see [`Walk`]) without reading any file, taking the files of the
     /// history folders (`done/`, `failed/`, `cancelled/`, archive months) the record holds as
     /// they are from it, and noting those walked file by file for the record ([`History`]),
-    /// which the next recording of people's changes saves ([`Store::save_history`]).
+    /// which the next recording of people's changes saves ([`Session::save_history`]).
     pub fn walk_work(&self) -> Result<Walk, StoreError> {
         self.walk_history(false)
     }
 
-    /// Walks `work/` as [`Store::walk_work`], taking each judged history folder whole, as
+    /// Walks `work/` as [`Session::walk_work`], taking each judged history folder whole, as
     /// one block ([`Walk::blocks`], [`Block`]): what a tick walks with. Its load holds no
     /// file of such a folder but those the planner may ask for.
     pub fn walk_work_blocks(&self) -> Result<Walk, StoreError> {
@@ -168,13 +182,13 @@ impl Store {
         walk::walk_in(&work, looked, history).map_err(|(p, e)| io_err(&p)(e))
     }
 
-    /// Loads the snapshot a walk of `work/` found, as [`Store::load`].
+    /// Loads the snapshot a walk of `work/` found, as [`Session::load`].
     pub fn load_walked(&self, walked: Walk) -> Result<(Board, Loaded), StoreError> {
         let cache = StatCache::read(&self.cache_path(), self.schema_salt);
         self.build(walked, cache, Save::Yes)
     }
 
-    /// Walks (with blocks, [`Store::walk_work_blocks`]) and loads `work/` as a tick does,
+    /// Walks (with blocks, [`Session::walk_work_blocks`]) and loads `work/` as a tick does,
     /// taking only the window of the inbox after `after` ([`Walk::window_inbox`]); returns
     /// the last inbox file taken when files after it wait for the next window.
     pub fn load_window(
@@ -330,7 +344,7 @@ impl Store {
 
     /// Marks in the history record each folder of `judgeable` (with how many files the walk
     /// found in it) whose every file the board holds as a task a tick may leave in a block
-    /// ([`History::judge`]): once the walk's record is saved ([`Store::save_history`]) when
+    /// ([`History::judge`]): once the walk's record is saved ([`Session::save_history`]) when
     /// it waits for the recording, else now (a command's session recorded before its load).
     fn judge(&self, board: &Board, judgeable: &[(Judged, usize)]) {
         let judged: Vec<Judged> = judgeable
@@ -389,23 +403,6 @@ impl Store {
         if !expanded.is_empty() {
             board.tasks.sort_by(|a, b| a.path.cmp(&b.path));
         }
-    }
-
-    /// Returns the settle rule of a load made now.
-    pub(crate) fn settle_rule<'s>(&self, seen: &'s HashMap<String, Written>) -> Settle<'s> {
-        Settle {
-            wait: self.config.settle_wait(),
-            now: std::time::SystemTime::now(),
-            seen_complete: seen,
-        }
-    }
-
-    /// Returns this store knowing which files `coord watch` saw renamed in and not written
-    /// since (repo-relative paths), with their mtime and size
-    /// then: its loads take those as complete while they still have them.
-    pub fn with_seen_complete(mut self, seen: HashMap<String, Written>) -> Store {
-        self.seen_complete = seen;
-        self
     }
 
     /// Returns whether a file holds exactly what HEAD or the index has at its path (what
@@ -483,7 +480,7 @@ impl Store {
 }
 
 /// The history-folder record a walk made, with the folders its load judged, until a recording
-/// of people's changes saves it ([`Store::save_history`]).
+/// of people's changes saves it ([`Session::save_history`]).
 pub(super) struct PendingHistory {
     path: std::path::PathBuf,
     history: History,

@@ -20,6 +20,8 @@ mod quiet;
 mod renames;
 mod schedules;
 mod scoped;
+mod session;
+pub use session::Session;
 mod settle;
 mod sightings;
 pub use settle::Written;
@@ -35,7 +37,6 @@ use crate::config::{Config, ConfigError};
 use crate::fsx;
 use crate::git::{GitError, Identity, Repo};
 use crate::schema::{Schema, SchemaError};
-use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 /// Why the store could not do its work.
@@ -106,41 +107,8 @@ pub struct Store {
     /// A digest of the stat keys of `coord.yaml` and the schema file, taken before they were
     /// read; None when one was too recent to trust (the quiet mark needs it).
     setup_keys: Option<u64>,
-    touched: RefCell<Vec<String>>,
-    /// From a recording that found `work/` clean to the end of the operation: what the
-    /// vouch it leaves for the next one is made from (`clean::Base`).
-    base: RefCell<Option<clean::Base>>,
-    /// The walk a command's session checked the recording against, for its load.
-    kept_walk: RefCell<Option<Walk>>,
-    /// The history-folder record the last walk made, saved only once a recording of people's
-    /// changes has shown which of its folders hold none ([`Store::record_external_changes`]).
-    history: RefCell<Option<load::PendingHistory>>,
-    /// git's index lock, held from the first commit of `touched` until `finish` writes the
-    /// index for them.
-    index_hold: RefCell<Option<crate::git::IndexHold>>,
-    /// The number of files in the fullest folder of `work/` at the last walk: a big plan's
-    /// commits are sized by it (see `group_size`).
-    fullest: std::cell::Cell<usize>,
-    /// How many inbox files one window of a tick takes ([`INBOX_WINDOW`]; smaller in tests).
-    inbox_window: std::cell::Cell<usize>,
-    /// When `finish` packs the loose objects.
-    packing: std::cell::Cell<apply::Packing>,
-    /// While a group of transitions is applied: the folders its writes and moves changed,
-    /// synced once each before its commit instead of after every rename.
-    unsynced: RefCell<Option<std::collections::BTreeSet<String>>>,
-    /// Task files this run left where they were after a file operation on them failed.
-    skipped: RefCell<std::collections::BTreeMap<String, String>>,
-    /// The task files (repo-relative) the last recording of people's changes held back as
-    /// still being written, deletions held with a move's new file included.
-    held_back: RefCell<Vec<String>>,
     /// Files `coord watch` saw renamed in and not written since.
     seen_complete: std::collections::HashMap<String, Written>,
-    /// The attempt high-water marks read so far.
-    marks: attempts::MarksCell,
-    /// The sightings of deadlines as read or last recorded.
-    sightings: sightings::RecordCell,
-    /// How to fetch the history a shallow clone lacks, when a command set it (sync).
-    deepen: attempts::DeepenCell,
 }
 
 /// How a recording of external changes knew `work/` was clean, with its clean-mark state
@@ -204,21 +172,7 @@ impl Store {
             schema_salt,
             agent_schema: Schema::builtin_agent(),
             setup_keys,
-            touched: RefCell::new(Vec::new()),
-            held_back: RefCell::new(Vec::new()),
-            base: RefCell::default(),
-            kept_walk: RefCell::default(),
-            history: RefCell::default(),
-            index_hold: RefCell::default(),
-            fullest: std::cell::Cell::new(0),
-            inbox_window: std::cell::Cell::new(INBOX_WINDOW),
-            packing: std::cell::Cell::default(),
-            unsynced: RefCell::default(),
-            skipped: RefCell::default(),
             seen_complete: Default::default(),
-            marks: RefCell::new(None),
-            sightings: RefCell::new(None),
-            deepen: RefCell::new(Some(None)),
         })
     }
 

@@ -20,7 +20,7 @@
 //! of loading and planning. Does file I/O under `.git/coord/` only.
 
 use super::walk::Walk;
-use super::{Clean, Recorded, Store};
+use super::{Clean, Recorded, Session};
 use crate::hash::checksum;
 use jiff::Timestamp;
 
@@ -35,7 +35,7 @@ const BOARD_MAGIC: &[u8] = b"coord quiet-board 1\n";
 /// The files besides `work/` that a plan depends on, relative to the work tree root.
 pub(super) const SETUP_FILES: [&str; 2] = ["coord.yaml", "schemas/task.schema.json"];
 
-impl Store {
+impl Session<'_> {
     /// Returns whether the last tick that planned nothing saw the state this walk shows, and
     /// none of the instants its decisions waited for has come by `now`: planning again would
     /// find nothing to do; saves the walk's history-folder record then (a recording found
@@ -57,7 +57,7 @@ impl Store {
     }
 
     /// Returns whether a quiet mark made from the recording `recorded` would be kept: what
-    /// [`Store::set_quiet_mark`] and [`Store::save_quiet_board`] need.
+    /// [`Session::set_quiet_mark`] and [`Session::save_quiet_board`] need.
     pub fn may_mark_quiet(&self, recorded: &Recorded) -> bool {
         self.recorded_quiet_state(recorded).is_some()
     }
@@ -85,7 +85,7 @@ impl Store {
         let _ = crate::fsx::write_private(&path, &encode_board(&mark, payload), false);
     }
 
-    /// Returns the payload [`Store::save_quiet_board`] saved when this walk shows the state
+    /// Returns the payload [`Session::save_quiet_board`] saved when this walk shows the state
     /// it was saved in and `now` lies from its planning time until before its deadline; None
     /// otherwise (no file, another format, a damaged or cut file, another state, past the
     /// deadline or before the planning time). Call it before anything is read.

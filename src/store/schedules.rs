@@ -5,7 +5,7 @@
 //! tick reads only the commits since. Deleting that file is always safe. Does I/O (files,
 //! git).
 
-use super::{io_err, Store, StoreError};
+use super::{io_err, Session, Store, StoreError};
 use crate::check::read_task;
 use crate::engine::schedule::task_text;
 use crate::fsx;
@@ -103,7 +103,9 @@ impl Store {
         }
         Ok(schedule)
     }
+}
 
+impl Session<'_> {
     /// Returns the latest slot history names per schedule (by the ids of the tasks slots
     /// created), reading only the commits since the last read when HEAD descends from it.
     /// In a shallow clone it first fetches the history the clone lacks, when the command

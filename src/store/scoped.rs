@@ -1,21 +1,21 @@
 //! Scoped single-task commands: a command that acts on one task plans on a load of only the
-//! folders it acts on (`Store::load_scoped`), records nobody's changes, and commits only
+//! folders it acts on (`Session::load_scoped`), records nobody's changes, and commits only
 //! when every file its plan touches is exactly as committed (docs/internals.md "Single-task
 //! commands read only what they act on"). Reads the touched files and the index.
 
-use super::{Store, StoreError};
+use super::{Session, StoreError};
 use crate::board::Board;
 use crate::engine::Plan;
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 
-impl Store {
+impl Session<'_> {
     /// Returns whether `plan`, made on a scoped load's `board`, may be applied as it is: no
     /// task it acts on has a copy among the files the load left unread, and every file it
     /// touches is in the work tree exactly as HEAD has it and as the index stages it (absent
     /// from all three for a file it creates). Otherwise the command goes the whole way:
     /// people's changes recorded first, every folder read. When it may, the vouch the last
-    /// operation left is carried over it (`Store::carry_vouch`).
+    /// operation left is carried over it (`Session::carry_vouch`).
     pub fn plan_stays_in_scope(&self, board: &Board, plan: &Plan) -> Result<bool, StoreError> {
         let copied = plan
             .transitions

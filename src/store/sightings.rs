@@ -1,16 +1,15 @@
 //! The sightings of deadlines (`engine::sighting`): when this clone first found each lease,
 //! backoff and open circuit now on the board, by its own clock, and when it looked before.
-//! Each tick looks (`Store::look`): values still on the board keep their sighting, new ones
+//! Each tick looks (`Session::look`): values still on the board keep their sighting, new ones
 //! are found now, gone ones are dropped. Kept in `.git/coord/sightings.json`; deleting it is
 //! safe (the clone then trusts the writers' clocks once, never ahead of its own). Does I/O.
 
-use super::Store;
+use super::Session;
 use crate::board::Board;
 use crate::engine::sighting::{key, Kind, Sighting, Sightings};
 use crate::fsx;
 use crate::model::State;
 use jiff::Timestamp;
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 const FILE: &str = "sightings.json";
@@ -23,10 +22,7 @@ pub(super) struct Record {
     seen: BTreeMap<String, (i64, Option<i64>)>,
 }
 
-/// The record as this command read or wrote it.
-pub(super) type RecordCell = RefCell<Option<Record>>;
-
-impl Sightings for Store {
+impl Sightings for Session<'_> {
     fn sighting(&self, key: &str) -> Option<Sighting> {
         let mut cell = self.sightings.borrow_mut();
         let (found, before) = *cell
@@ -40,7 +36,7 @@ impl Sightings for Store {
     }
 }
 
-impl Store {
+impl Session<'_> {
     /// Looks at `board` at `now`: records the deadlines on it not seen before as found now,
     /// forgets those no longer on it. A failure to write keeps the record in memory only.
     pub fn look(&self, board: &Board, now: Timestamp) {

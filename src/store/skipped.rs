@@ -3,7 +3,7 @@
 //! goes on without them, and the tick records them in `.git/coord/skipped.json` so `status`
 //! and `doctor` can name them until a tick moves them. Does I/O (that one file).
 
-use super::{io_err, Store, StoreError};
+use super::{io_err, Session, StoreError};
 use crate::board::Problem;
 use crate::fsx::write_private;
 use std::collections::BTreeMap;
@@ -11,7 +11,7 @@ use std::fs;
 
 const SKIPPED_FILE: &str = "skipped.json";
 
-impl Store {
+impl Session<'_> {
     /// Remembers, for the rest of this run, that a file operation on the task file at `path`
     /// failed with `why`: later loads read it as unreadable, so plans leave it alone.
     pub(super) fn skip_file(&self, path: &str, why: &str) {

@@ -16,7 +16,7 @@ use super::{Coord, Error, AGENT_WAIT};
 use crate::board::Board;
 use crate::engine::{Op, OpKind, Operation, Plan, Transition};
 use crate::model::{Endpoint, Priority, State, TaskId};
-use crate::store::Origin;
+use crate::store::{Origin, Session};
 use crate::yaml::emit_block;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -249,11 +249,11 @@ impl Coord {
     /// and reports every item.
     pub fn import(&self, source: Source, items: &[Item], dry_run: bool) -> Result<Imported, Error> {
         // A dry run reads the board as it is: no lock, nobody's changes recorded.
-        let _lock = match dry_run {
-            true => None,
-            false => Some(self.session(AGENT_WAIT)?),
+        let session = match dry_run {
+            true => self.read(),
+            false => self.session(AGENT_WAIT)?,
         };
-        let (board, _) = self.store.load()?;
+        let (board, _) = session.load()?;
         let mut imported = Imported {
             source,
             dry_run,
@@ -270,9 +270,10 @@ impl Coord {
             writes.extend(write);
         }
         if !dry_run && !writes.is_empty() {
-            self.write_import(source, &imported, writes)?;
+            self.write_import(&session, source, &imported, writes)?;
             imported.committed = true;
         }
+        session.finish()?;
         Ok(imported)
     }
 
@@ -352,7 +353,13 @@ impl Coord {
     }
 
     /// Commits the new files of an import in one commit.
-    fn write_import(&self, source: Source, imported: &Imported, ops: Vec<Op>) -> Result<(), Error> {
+    fn write_import(
+        &self,
+        session: &Session<'_>,
+        source: Source,
+        imported: &Imported,
+        ops: Vec<Op>,
+    ) -> Result<(), Error> {
         let n = ops.len();
         let first = imported
             .tasks
@@ -370,14 +377,8 @@ impl Coord {
             op: Some(Operation::of(OpKind::New)),
         };
         let silent: super::Sink = Box::new(|_| {});
-        super::apply(
-            &self.store,
-            &silent,
-            &Plan::one(t),
-            self.now,
-            Origin::Command,
-        )?;
-        match self.store.first_skipped() {
+        super::apply(session, &silent, &Plan::one(t), self.now, Origin::Command)?;
+        match session.first_skipped() {
             Some((path, why)) => Err(Error::Unchanged { path, why }),
             None => Ok(()),
         }
