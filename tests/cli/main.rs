@@ -69,6 +69,7 @@ mod status_board;
 mod steps;
 mod stress;
 mod sync;
+mod task_edit;
 mod tour;
 mod trust;
 mod verify;
