@@ -20,6 +20,7 @@ mod agents;
 mod archive;
 mod board_markdown;
 pub(crate) mod board_view;
+pub(crate) mod complete;
 mod demo;
 mod doctor;
 mod edit;

@@ -18,6 +18,7 @@ mod cdp;
 mod clocks;
 mod clones;
 mod clones_history;
+mod completions;
 mod crash;
 mod edits;
 mod engine;
