@@ -106,5 +106,8 @@ fn every_script_asks_coord_for_ids_and_agents() {
     assert!(none.stdout.is_empty() && none.stderr.is_empty(), "{none:?}");
     let outside = asked(&["coord", "show", ""]);
     assert_eq!(outside.status.code(), Some(0), "an id's place: {outside:?}");
-    assert!(outside.stdout.is_empty() && outside.stderr.is_empty(), "{outside:?}");
+    assert!(
+        outside.stdout.is_empty() && outside.stderr.is_empty(),
+        "{outside:?}"
+    );
 }

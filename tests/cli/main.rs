@@ -32,6 +32,7 @@ mod gitstate;
 mod harness;
 mod help;
 mod history_blocks;
+mod history_commits;
 mod history_folders;
 mod http;
 mod http_client;
