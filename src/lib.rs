@@ -79,6 +79,9 @@ use std::process::ExitCode;
 /// Runs the command line `args` (program name first) and returns the exit code.
 pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let args: Vec<OsString> = args.into_iter().collect();
+    if let Some(answered) = cli::complete::answer(&args) {
+        return answered;
+    }
     let own = args
         .iter()
         .eq(std::env::args_os().collect::<Vec<_>>().iter());

@@ -1,5 +1,6 @@
 //! `coord completions <shell>`: shell completion scripts generated from the command line
-//! definition by clap's own generator. Prints to stdout; no repository is needed.
+//! definition by clap's own generator, with bash, zsh and fish asking `coord __complete` for
+//! task ids and agent names ([`super::complete`]). Prints to stdout; no repository is needed.
 
 use super::Cli;
 use crate::error::CliError;
@@ -20,7 +21,8 @@ pub fn completions(args: CompletionsArgs) -> Result<(), CliError> {
     let mut cmd = Cli::command();
     let mut buf = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "coord", &mut buf);
-    Ok(write_stdout(&buf)?)
+    let script = super::complete::dynamic(args.shell, String::from_utf8_lossy(&buf).into_owned());
+    Ok(write_stdout(script.as_bytes())?)
 }
 
 /// Writes bytes on stdout; a closed pipe is not an error.

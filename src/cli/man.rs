@@ -222,6 +222,10 @@ fn examples(path: &str) -> Vec<(String, String)> {
                 "coord new \"Review it\" --depends-on fix-the-login",
             ),
         ],
+        "edit" => &[(
+            "Change a task in another editor",
+            "EDITOR=nano coord edit fix-the-login",
+        )],
         "validate" => &[("Check every task file", "coord validate")],
         "tick" => &[("Show the plan without writing", "coord tick --dry-run")],
         "watch" => &[(

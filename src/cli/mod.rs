@@ -20,8 +20,10 @@ mod agents;
 mod archive;
 mod board_markdown;
 pub(crate) mod board_view;
+pub(crate) mod complete;
 mod demo;
 mod doctor;
+mod edit;
 mod gate;
 mod generate;
 pub(crate) mod human;
@@ -124,6 +126,8 @@ enum Command {
     Init(init::Args),
     /// Write a new task into work/inbox/ and print its id
     New(new::Args),
+    /// Edit a task's file in $VISUAL or $EDITOR; checked before it is committed
+    Edit(edit::Args),
     /// Bring in the tasks of beads, Backlog.md, Taskmaster or GitHub issues, in one commit
     Import(import::ImportArgs),
     /// Print tasks as JSON Lines, one task per line
@@ -379,6 +383,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<(), CliError> {
         Command::Claim(a) => report::claim(ctx, a)?,
         Command::Init(a) => init::run(ctx, a)?,
         Command::New(a) => new::run(ctx, a)?,
+        Command::Edit(a) => edit::run(ctx, a)?,
         Command::Import(a) => import::import(ctx, a)?,
         Command::Export(a) => import::export(ctx, a)?,
         Command::Validate(a) => validate::run(ctx, a)?,

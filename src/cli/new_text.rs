@@ -62,7 +62,7 @@ fn draft_path() -> PathBuf {
 
 /// Runs `$VISUAL`, else `$EDITOR`, else `vi` on `file` through the shell (so the variable
 /// may hold arguments), waiting for it to end.
-fn edit(file: &Path) -> Result<()> {
+pub(super) fn edit(file: &Path) -> Result<()> {
     let editor = ["VISUAL", "EDITOR"]
         .iter()
         .find_map(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))

@@ -593,6 +593,9 @@ pub fn heartbeat(
     let refused = "the heartbeat was refused; stop working on it";
     let e = held_entry(&w, id, fence, refused)?;
     let timeout = e.task.spec.timeout.unwrap_or(w.config.defaults.timeout);
+    if lease_well_ahead(&w, &e, timeout.to_signed()) {
+        return Ok(Plan::default());
+    }
     let mut c = e.task.coord.clone();
     let until = whole_second(w.clock.after(timeout.to_signed()));
     c.lease_expires_at = Some(until);
@@ -605,6 +608,22 @@ pub fn heartbeat(
     );
     let by = fence.agent.as_ref();
     Ok(stamp(done(w)?, board, OpKind::Heartbeat, by))
+}
+
+/// Returns whether the committed lease of `e` ends more than half of `span` from now, by
+/// this clone's own measure of it and as written, and was written by a clock not ahead of
+/// this one's: a heartbeat then changes nothing (no commit). The agent's next heartbeat,
+/// within half the lease, finds less than half left and commits, so the lease every clone
+/// reads never runs out under an agent that heartbeats; the answer shows the lease in force.
+fn lease_well_ahead(w: &World<'_>, e: &Entry, span: jiff::SignedDuration) -> bool {
+    let Some(at) = e.task.coord.lease_expires_at else {
+        return false;
+    };
+    let now = w.now();
+    let kind = super::sighting::Kind::Lease(&e.id, e.task.coord.attempt);
+    let end = w.local_deadline(kind, at, span).min(at);
+    let written_here_or_before = at.checked_sub(span).is_ok_and(|start| start <= now);
+    written_here_or_before && now.checked_add(span / 2).is_ok_and(|half| end > half)
 }
 
 /// What an agent reports with `coord complete` or `coord fail`.

@@ -151,7 +151,8 @@ impl Transition {
 }
 
 /// Returns the message of one commit that records several transitions: a summary line
-/// counting them by kind, then, per transition and in order, the trailers its own commit would
+/// counting them by kind (or, for one task's transition with agents' profile updates, their
+/// summaries), then, per transition and in order, the trailers its own commit would
 /// have (with the operation's, if any) and `Coord-Summary` (its summary line), so every transition stays in history.
 pub fn group_message(group: &[&Transition]) -> String {
     let mut kinds: Vec<((Endpoint, Endpoint), usize)> = Vec::new();
@@ -166,11 +167,18 @@ pub fn group_message(group: &[&Transition]) -> String {
         .iter()
         .map(|((from, to), n)| crate::redact::one_line(&format!("{n} {from} -> {to}")))
         .collect();
-    let mut message = format!(
-        "coord: {} transitions ({})\n\n",
-        group.len(),
-        counted.join(", ")
-    );
+    let tasks = group.iter().filter(|t| t.from != Endpoint::Agent).count();
+    let mut message = match tasks {
+        1 => {
+            let lines: Vec<&str> = group.iter().map(|t| t.summary.as_str()).collect();
+            format!("coord: {}\n\n", crate::redact::one_line(&lines.join("; ")))
+        }
+        _ => format!(
+            "coord: {} transitions ({})\n\n",
+            group.len(),
+            counted.join(", ")
+        ),
+    };
     for t in group {
         let op = t.op.as_ref().map(Operation::trailers).unwrap_or_default();
         message.push_str(&format!(

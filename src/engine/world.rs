@@ -426,9 +426,19 @@ impl<'a> World<'a> {
         at: Timestamp,
         span: jiff::SignedDuration,
     ) -> bool {
+        self.clock.reached(self.local_deadline(kind, at, span))
+    }
+
+    /// Returns the instant, by this clone's clock, at which the deadline `kind` written as
+    /// `at`, `span` after its writer's start, ends (see [`super::sighting`]).
+    pub fn local_deadline(
+        &self,
+        kind: super::sighting::Kind<'_>,
+        at: Timestamp,
+        span: jiff::SignedDuration,
+    ) -> Timestamp {
         let seen = self.sightings.sighting(&super::sighting::key(kind, at));
-        let local = super::sighting::local_deadline(at, span, seen, self.clock.now());
-        self.clock.reached(local)
+        super::sighting::local_deadline(at, span, seen, self.clock.now())
     }
 
     /// Returns the number of tasks assigned to `agent` now.

@@ -119,6 +119,25 @@ fn group_size(len: usize, origin: Origin, fullest: usize) -> usize {
     }
 }
 
+/// Returns the groups a plan is committed in, `size` transitions each, except that in a
+/// tick's plan an agent's profile update (its failures in a row and circuit) joins the group
+/// before it: it is a consequence of the results that group accepted and makes no commit of
+/// its own (its line stays in that commit's message). A plan of profile updates alone still
+/// commits them.
+fn commit_groups(plan: &[Transition], size: usize, origin: Origin) -> Vec<&[Transition]> {
+    let mut groups = Vec::new();
+    let mut start = 0;
+    while start < plan.len() {
+        let mut end = (start + size.max(1)).min(plan.len());
+        while origin == Origin::Tick && end < plan.len() && plan[end].from == Endpoint::Agent {
+            end += 1;
+        }
+        groups.push(&plan[start..end]);
+        start = end;
+    }
+    groups
+}
+
 /// Returns a grouped plan's transitions in the order they are applied: each intake (a task
 /// leaving `inbox/`) just before the same task's next transition, when the plan has one that
 /// starts where the intake ends. A task taken in and assigned in one pass then lands in the
@@ -268,7 +287,7 @@ impl Session<'_> {
         write_private(&cursor, b"0", false).map_err(io_err(&cursor))?;
         write_private(&journal, &text, false).map_err(io_err(&journal))?;
         let mut next = 0;
-        for group in plan.chunks(size.max(1)) {
+        for group in commit_groups(plan, size, origin) {
             let failed = self.apply_group(group, now, origin, resume, each)?;
             if failed {
                 break;

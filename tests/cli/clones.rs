@@ -452,7 +452,8 @@ const CANCELLED: &[&[&str]] = &[
     &["cancel", "t", "--reason", "x"],
 ];
 const REVIEW: &str = "authority: ask_me_first\n";
-const T1: &str = "2026-11-22T10:05:00Z";
+/// Twenty minutes into a 30-minute lease: less than half is left, so a heartbeat commits.
+const T1: &str = "2026-11-22T10:20:00Z";
 
 /// Each operation replayed onto a remote that moved: where its precondition (the task's state,
 /// agent and attempt, read from the commit's trailers) still holds it is redone on the moved
@@ -511,7 +512,7 @@ fn each_operation_is_redone_when_its_precondition_holds_on_the_moved_remote() {
         );
         if kind == "heartbeat" {
             assert!(
-                text.contains("lease_expires_at: 2026-11-22T10:35:00Z"),
+                text.contains("lease_expires_at: 2026-11-22T10:50:00Z"),
                 "{text}"
             );
         }

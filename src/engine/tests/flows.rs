@@ -2,10 +2,10 @@
 //! followed through several ticks with exact outcomes.
 
 use super::harness::{agent, at, summaries, tid, Sim};
-use crate::engine::commands;
+use crate::engine::commands::{self, Fence};
 use crate::engine::retry::backoff;
 use crate::engine::Note;
-use crate::model::{ErrorCode, ErrorInfo, HistoryEntry, State};
+use crate::model::{AgentName, ErrorCode, ErrorInfo, HistoryEntry, State};
 use serde_json::json;
 
 fn sim_with(agents: &[&str]) -> Sim {
@@ -317,6 +317,25 @@ fn heartbeat_extends_the_lease() {
         Some("2026-11-22T10:18:20Z")
     );
     assert!(s.tick(at(600)).is_empty());
+}
+
+#[test]
+fn a_heartbeat_with_more_than_half_the_lease_left_plans_nothing() {
+    let mut s = sim_with(&["alice"]);
+    s.drop_task("a", "title: x\ntimeout: 10m\n");
+    s.tick(at(0));
+    s.now = at(299);
+    let id = tid("a");
+    let plan = s
+        .command(|b, i| commands::heartbeat(b, i, &id, &Default::default()))
+        .expect("heartbeat");
+    assert!(plan.transitions.is_empty(), "{:?}", plan.transitions);
+    let wrong = Fence {
+        agent: Some(AgentName::new("bob").expect("name")),
+        attempt: Some(1),
+    };
+    let refused = s.command(|b, i| commands::heartbeat(b, i, &id, &wrong));
+    assert!(refused.is_err(), "a fenced heartbeat is refused first");
 }
 
 #[test]
