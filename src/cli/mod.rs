@@ -24,6 +24,7 @@ mod demo;
 mod doctor;
 mod gate;
 mod generate;
+mod hub;
 pub(crate) mod human;
 mod import;
 mod init;
