@@ -81,8 +81,19 @@ where
     let answer = match key {
         None => blocking(write).await?,
         Some(k) => {
+            // A task of its own: a client that hangs up does not stop the write half-way,
+            // and its retry finds the answer kept.
             let cell = app.replies.cell(format!("{scope}\n{k}"));
-            cell.get_or_try_init(|| blocking(write)).await?.clone()
+            let made =
+                tokio::spawn(
+                    async move { cell.get_or_try_init(|| blocking(write)).await.cloned() },
+                );
+            made.await.map_err(|e| {
+                Problem::new(
+                    axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("the request failed: {e}"),
+                )
+            })??
         }
     };
     refresh(app).await;

@@ -180,6 +180,12 @@ fn hub_commands_answer_as_the_local_ones() {
 /// answer of the first request (the server did the work; the client sees the connection
 /// break): a network that loses an answer in transit.
 fn lossy_proxy(to: String) -> (String, Arc<AtomicUsize>) {
+    proxy(to, false)
+}
+
+/// A proxy as [`lossy_proxy`], or with `hang_up` one that hangs up on the first request (on
+/// its client and the server) before the server answers it.
+fn proxy(to: String, hang_up: bool) -> (String, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = listener.local_addr().expect("addr").to_string();
     let seen = Arc::new(AtomicUsize::new(0));
@@ -187,17 +193,23 @@ fn lossy_proxy(to: String) -> (String, Arc<AtomicUsize>) {
     std::thread::spawn(move || {
         for client in listener.incoming().flatten() {
             let (to, count) = (to.clone(), Arc::clone(&count));
-            std::thread::spawn(move || relay(client, &to, &count));
+            std::thread::spawn(move || relay(client, &to, &count, hang_up));
         }
     });
     (addr, seen)
 }
 
 /// Relays the requests of one connection, one at a time.
-fn relay(mut client: TcpStream, to: &str, count: &AtomicUsize) {
+fn relay(mut client: TcpStream, to: &str, count: &AtomicUsize, hang_up: bool) {
     while let Some(req) = read_message(&mut client) {
         let mut server = TcpStream::connect(to).expect("connect to the server");
         server.write_all(&with_host(&req, to)).expect("forward");
+        if hang_up && count.load(Ordering::SeqCst) == 0 {
+            count.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let _ = server.shutdown(std::net::Shutdown::Both);
+            return;
+        }
         let Some(res) = read_message(&mut server) else {
             return;
         };
@@ -276,6 +288,38 @@ fn hub_claim_whose_answer_is_lost_is_not_made_twice() {
         held,
         vec![got["id"].as_str().unwrap_or_default().to_string()]
     );
+}
+
+#[test]
+fn hub_claim_whose_client_hangs_up_is_still_made_once() {
+    let there = TestRepo::with_agents(&["p --pull"]);
+    there.ok(&["new", "First", "--id", "first"]);
+    there.ok(&["new", "Second", "--id", "second"]);
+    there.ok(&["tick"]);
+    let s = Server::start(&there);
+    let (proxy, seen) = proxy(s.addr.clone(), true);
+    // The claim waits for the lock, so the hang-up comes while it runs.
+    let lock = there.hold_coord_lock();
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(1200));
+        drop(lock);
+    });
+    let folder = agent_folder();
+    let o = through(
+        &folder,
+        &format!("http://{proxy}"),
+        &["claim", "--agent", "p", "--json"],
+        &[],
+    );
+    releaser.join().expect("releaser");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(seen.load(Ordering::SeqCst) >= 2, "the claim was sent again");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let held = ["first", "second"]
+        .iter()
+        .filter(|id| there.where_is(id).starts_with("work/assigned/"))
+        .count();
+    assert_eq!(held, 1, "one claim, whatever the network did");
 }
 
 #[test]
@@ -509,4 +553,57 @@ fn hub_run_works_through_a_server_from_another_folder() {
         !folder.exists(".git"),
         "the agent's folder stays no repository"
     );
+}
+
+#[test]
+fn hub_run_serves_a_push_agent_through_a_server() {
+    let there = TestRepo::with_agents(&["w --max-active 5"]);
+    for i in 0..5 {
+        there.ok(&[
+            "new",
+            &format!("Task {i}"),
+            "--id",
+            &format!("w{i}"),
+            "--agent",
+            "w",
+        ]);
+    }
+    there.ok(&["tick"]);
+    let s = Server::start(&there);
+    let folder = agent_folder();
+    let url = format!("http://{}", s.addr);
+    let o = through(
+        &folder,
+        &url,
+        &[
+            "run",
+            "w",
+            "--once",
+            "--",
+            "sh",
+            "-c",
+            "cat >/dev/null; echo '{\"ok\": 1}'",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains(&format!("through the hub at {url}")),
+        "{said}"
+    );
+    there.ok(&["tick"]);
+    for i in 0..5 {
+        assert_eq!(
+            there.where_is(&format!("w{i}")),
+            format!("work/done/w{i}.yaml")
+        );
+    }
+    let refused = through(
+        &folder,
+        &url,
+        &["run", "w", "--worktree", "--", "true"],
+        &[],
+    );
+    assert_eq!(refused.status.code(), Some(2));
 }
