@@ -157,6 +157,17 @@ pub struct Config {
     pub run: RunConfig,
     /// The endpoints every event is POSTed to, by name (docs/webhooks.md).
     pub webhooks: BTreeMap<String, Webhook>,
+    /// The hub the agent commands in this folder ask.
+    pub hub: HubConfig,
+}
+
+/// `hub:` in coord.yaml.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HubConfig {
+    /// The URL of the `coord serve` that `claim`, `complete`, `fail`, `heartbeat`, `new` and
+    /// `run` ask instead of the local repository (as `--hub`).
+    pub url: Option<String>,
 }
 
 /// The event kinds a webhook may ask for besides the states a transition ends in.
@@ -318,6 +329,7 @@ impl Default for Config {
             gate_interval: Duration::from_secs(60),
             run: RunConfig::default(),
             webhooks: BTreeMap::new(),
+            hub: HubConfig::default(),
         }
     }
 }

@@ -109,6 +109,16 @@ impl From<crate::sign::KeyError> for CliError {
     }
 }
 
+impl From<crate::client::ClientError> for CliError {
+    /// Maps a hub's refusal by the kind the server named, so a command through a hub exits
+    /// as it would here; a network error is a problem naming the URL.
+    fn from(e: crate::client::ClientError) -> CliError {
+        let hint = e.hint();
+        let (exit, code) = e.code().map_or((Exit::Problem, "problem"), kind_named);
+        CliError::new(e.into(), exit, code).with_hints(hint)
+    }
+}
+
 impl CliError {
     /// Returns a failure with its exit code and kind.
     pub fn new(error: anyhow::Error, exit: Exit, code: &'static str) -> CliError {
@@ -263,6 +273,41 @@ fn kind_of(c: &(dyn std::error::Error + 'static)) -> Option<(Exit, &'static str)
     config
         .filter(|c| c.out_of_range)
         .map(|_| (Exit::Usage, "usage"))
+}
+
+/// Returns the exit code and kind named `code` (as [`kind_code`] gives them to a hub's
+/// clients); an unknown name is a problem.
+fn kind_named(code: &str) -> (Exit, &'static str) {
+    const PROBLEMS: [&str; 13] = [
+        "not_found",
+        "duplicate",
+        "wrong_state",
+        "unknown_agent",
+        "unreadable",
+        "sign",
+        "unsafe",
+        "stale",
+        "result_pending",
+        "unfenced",
+        "unsigned",
+        "being_written",
+        "conflict",
+    ];
+    match code {
+        "nothing_to_claim" => (Exit::NothingToClaim, "nothing_to_claim"),
+        "locked" => (Exit::Locked, "locked"),
+        "usage" => (Exit::Usage, "usage"),
+        _ => PROBLEMS
+            .iter()
+            .find(|p| **p == code)
+            .map_or((Exit::Problem, "problem"), |p| (Exit::Problem, *p)),
+    }
+}
+
+/// Returns the kind of an error as the command line names it (`stale`, `locked`, `usage`,
+/// ...), for a server to tell its clients; None when it has no kind of its own.
+pub fn kind_code(c: &(dyn std::error::Error + 'static)) -> Option<&'static str> {
+    kind_of(c).map(|(_, code)| code)
 }
 
 fn command_kind(e: &CommandError) -> (Exit, &'static str) {

@@ -47,6 +47,7 @@
 pub(crate) mod board;
 pub(crate) mod check;
 pub(crate) mod cli;
+pub(crate) mod client;
 pub(crate) mod clock;
 pub(crate) mod config;
 pub(crate) mod engine;

@@ -9,6 +9,7 @@
 
 mod harness;
 pub mod logs;
+mod place;
 mod procs;
 mod record;
 

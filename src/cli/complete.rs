@@ -170,7 +170,7 @@ fn slot_of(arg: &Arg, path: &[String]) -> Option<Slot> {
 /// Returns the task ids or agent names of the repository around `dir`, sorted (none outside
 /// a repository).
 fn candidates(slot: Slot, dir: &std::path::Path) -> Vec<String> {
-    let Ok((board, _)) = Store::open(dir).and_then(|s| s.load()) else {
+    let Ok((board, _)) = Store::open(dir).and_then(|s| s.session(None).load()) else {
         return Vec::new();
     };
     let mut names: Vec<String> = match slot {

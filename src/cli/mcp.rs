@@ -15,7 +15,7 @@ use crate::error::CliError;
 use crate::error::UsageError;
 use crate::model::{AgentName, Authority, Duration, Priority, State, TaskId};
 use crate::ops::Fence;
-use crate::ops::{self, Claimed, Verdict};
+use crate::ops::{self, Verdict};
 use anyhow::Context;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -462,16 +462,10 @@ impl Server {
         self.agents.add(&p.agent);
         self.answer(move |ctx| {
             let withdrawn = || ct.is_cancelled();
-            match ctx.coord()?.claim_unless(&p.agent, None, &withdrawn)? {
-                Claimed::Granted(receipt) => {
-                    let mut v = json!(receipt);
-                    v["claimed"] = json!(true);
-                    Ok(v)
-                }
-                Claimed::Nothing { agent, why } => {
-                    Ok(json!(super::report::NothingClaimed::of(agent, &why)))
-                }
-            }
+            Ok(ctx
+                .coord()?
+                .claim_unless(&p.agent, None, &withdrawn)?
+                .answer())
         })
         .await
     }

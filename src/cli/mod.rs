@@ -26,6 +26,7 @@ mod doctor;
 mod edit;
 mod gate;
 mod generate;
+mod hub;
 pub(crate) mod human;
 mod import;
 mod init;

@@ -63,6 +63,8 @@ pub struct Args {
     /// A second `coord new` with the same key does nothing and prints the first id
     #[arg(long = "idempotency-key", value_name = "KEY")]
     idempotency_key: Option<String>,
+    #[command(flatten)]
+    hub: super::hub::HubArg,
 }
 
 /// Runs `coord new`.
@@ -101,7 +103,10 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
         Some(text) => super::new_text::fill(text, flags),
         None => flags,
     };
-    let created = same_fields(ctx.coord()?.new_task(&task)?, &task)?;
+    let created = match super::hub::of(ctx, &args.hub, None)? {
+        Some(hub) => hub.new_task(&task)?,
+        None => same_fields(ctx.coord()?.new_task(&task)?, &task)?,
+    };
     if ctx.json {
         super::print_answer(serde_json::to_value(&created)?);
     } else {

@@ -1,6 +1,7 @@
 //! The agent's commands: `claim` (pull model), `complete` and `fail` (write a `result:` stamped
 //! with the attempt, for fencing) and `heartbeat` (extend the lease). Each commits its change.
 
+use super::hub::HubArg;
 use super::synced::SyncArg;
 use super::Ctx;
 use crate::error::{CliError, Exit, JSON_VERSION};
@@ -22,6 +23,8 @@ pub struct ClaimArgs {
     agent: AgentName,
     #[command(flatten)]
     sync: SyncArg,
+    #[command(flatten)]
+    hub: HubArg,
 }
 
 /// The agent and attempt an agent command names, so a zombie (an agent whose lease was
@@ -52,6 +55,8 @@ pub struct HeartbeatArgs {
     pub id: TaskId,
     #[command(flatten)]
     fence: FenceArgs,
+    #[command(flatten)]
+    hub: HubArg,
 }
 
 /// Arguments of `coord complete`.
@@ -86,17 +91,22 @@ pub struct FailArgs {
 
 /// Runs `coord claim`; nothing to claim is an answer (exit 4), not an error.
 pub fn claim(ctx: &Ctx, args: ClaimArgs) -> Result<(), CliError> {
-    let r = match ctx.coord()?.claim(&args.agent, args.sync.sync.as_deref())? {
+    let claimed = match super::hub::of(ctx, &args.hub, args.sync.sync.as_deref())? {
+        Some(hub) => hub.claim(&args.agent)?,
+        None => ctx.coord()?.claim(&args.agent, args.sync.sync.as_deref())?,
+    };
+    print_claimed(ctx, &claimed)
+}
+
+/// Prints what a claim found, here or through a hub: the receipt, or that there is nothing
+/// to claim (exit 4).
+fn print_claimed(ctx: &Ctx, claimed: &Claimed) -> Result<(), CliError> {
+    let r = match claimed {
         Claimed::Granted(r) => r,
-        Claimed::Nothing { agent, why } => return Err(nothing(ctx, agent, why)),
+        Claimed::Nothing { agent, why } => return Err(nothing(ctx, agent.clone(), why.clone())),
     };
     if ctx.json {
-        let mut receipt = serde_json::json!({ "claimed": true });
-        if let (Value::Object(m), Value::Object(fields)) = (&mut receipt, serde_json::to_value(&r)?)
-        {
-            m.extend(fields);
-        }
-        super::print_answer(receipt);
+        super::print_answer(claimed.answer());
     } else {
         out!("{}", r.id);
         let lease = r.lease_expires_at.map_or("never".into(), time::format);
@@ -117,42 +127,11 @@ fn nothing(ctx: &Ctx, agent: AgentName, why: String) -> CliError {
     }
     .to_string();
     if ctx.json {
-        let mut answer = serde_json::json!({"version": JSON_VERSION});
-        if let (Some(answer), Value::Object(nothing)) = (
-            answer.as_object_mut(),
-            serde_json::json!(NothingClaimed::of(agent, &why)),
-        ) {
-            answer.extend(nothing);
-        }
-        super::print_json(&answer);
+        super::print_answer(serde_json::json!(ops::NothingClaimed::of(agent, &why)));
     } else if !ctx.quiet {
         err!("coord: {line}");
     }
     CliError::answered(Exit::NothingToClaim, line)
-}
-
-/// The answer of a claim that found nothing to claim (`claim --json` and the MCP tool).
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct NothingClaimed {
-    /// Always false.
-    pub claimed: bool,
-    /// The agent that asked.
-    pub agent: AgentName,
-    /// Why, when one reason stands out; else null.
-    pub why: Option<String>,
-}
-
-impl NothingClaimed {
-    /// Returns the answer for `agent`, with `why` as [`ops::Claimed::Nothing`] gives it (a
-    /// leading `: `, or empty).
-    pub fn of(agent: AgentName, why: &str) -> NothingClaimed {
-        let why = why.trim_start_matches([':', ' ']);
-        NothingClaimed {
-            claimed: false,
-            agent,
-            why: (!why.is_empty()).then(|| why.to_string()),
-        }
-    }
 }
 
 /// Runs `coord complete`.
@@ -191,6 +170,8 @@ pub struct How {
     replace: bool,
     #[command(flatten)]
     fence: FenceArgs,
+    #[command(flatten)]
+    hub: HubArg,
 }
 
 fn write_result(ctx: &Ctx, id: &TaskId, verdict: &Verdict, how: How) -> Result<(), CliError> {
@@ -198,19 +179,44 @@ fn write_result(ctx: &Ctx, id: &TaskId, verdict: &Verdict, how: How) -> Result<(
         fence: how.fence.fence(),
         sign: how.sign,
         replace: how.replace,
+        signed: None,
     };
-    let attempt = report(ctx, id, verdict, &written, how.sync.sync.as_deref())?;
+    let remote = how.sync.sync.as_deref();
+    let (attempt, state) = match super::hub::of(ctx, &how.hub, remote)? {
+        Some(hub) => {
+            let there = hub.report(id, verdict, &written).map_err(pending_there)?;
+            stamped(ctx, &written, there.agent.as_ref(), there.attempt);
+            (there.attempt, there.state)
+        }
+        None => {
+            let attempt = report(ctx, id, verdict, &written, remote)?;
+            (attempt, Value::Null)
+        }
+    };
     if ctx.json {
         let op = match verdict {
             Verdict::Success { .. } => "complete",
             Verdict::Failure { .. } => "fail",
         };
-        let state = super::state_of(&ctx.coord()?, id)?;
+        let state = match state {
+            Value::Null => super::state_of(&ctx.coord()?, id)?,
+            there => there,
+        };
         super::print_json(&serde_json::json!({
             "version": JSON_VERSION, "op": op, "id": id, "state": state, "attempt": attempt,
         }));
     }
     Ok(())
+}
+
+/// Says which attempt a result was stamped with, when the reporter named none.
+fn stamped(ctx: &Ctx, written: &ops::How, agent: Option<&AgentName>, attempt: u32) {
+    if !written.fence.is_named() {
+        let who = agent.map_or(String::new(), |a| format!(" of {a}"));
+        ctx.status(&format!(
+            "coord: stamped the result for attempt {attempt}{who}"
+        ));
+    }
 }
 
 /// Reports `verdict` for task `id` as `coord complete`/`fail` do (here, or through `remote`):
@@ -228,27 +234,36 @@ fn report(
         .report(id, verdict, written, remote)
         .map_err(|e| replace_hint(e, REPLACE_HINT))?;
     let (agent, attempt) = reported.accepted(id)?;
-    if !written.fence.is_named() {
-        let who = agent.map_or(String::new(), |a| format!(" of {a}"));
-        ctx.status(&format!(
-            "coord: stamped the result for attempt {attempt}{who}"
-        ));
-    }
+    stamped(ctx, written, agent.as_ref(), attempt);
     Ok(attempt)
 }
 
 /// Runs `coord heartbeat`.
 /// With `--json`, prints `{version, op, id, state, lease_expires_at}`.
 pub fn heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<(), CliError> {
-    let coord = ctx.coord()?;
-    coord.heartbeat(&args.id, &args.fence.fence(), None)?;
+    let fence = args.fence.fence();
+    let (state, lease) = match super::hub::of(ctx, &args.hub, None)? {
+        Some(hub) => {
+            let beat = hub.heartbeat(&args.id, &fence)?;
+            (beat.state, beat.lease_expires_at)
+        }
+        None => {
+            let coord = ctx.coord()?;
+            coord.heartbeat(&args.id, &fence, None)?;
+            let copies = coord.show(&args.id)?;
+            let first = copies.first();
+            (
+                first.map_or(Value::Null, |c| c["state"].clone()),
+                first.map_or(Value::Null, |c| {
+                    c["task"]["coord"]["lease_expires_at"].clone()
+                }),
+            )
+        }
+    };
     if ctx.json {
-        let copies = coord.show(&args.id)?;
-        let first = copies.first();
         super::print_json(&serde_json::json!({
             "version": JSON_VERSION, "op": "heartbeat", "id": args.id,
-            "state": first.map(|c| &c["state"]),
-            "lease_expires_at": first.map(|c| &c["task"]["coord"]["lease_expires_at"]),
+            "state": state, "lease_expires_at": lease,
         }));
     }
     Ok(())
@@ -273,6 +288,17 @@ fn read_output(ctx: &Ctx, src: &PathBuf) -> anyhow::Result<Value> {
 
 /// What to do about a result already waiting, at the command line.
 const REPLACE_HINT: &str = "pass --replace to overwrite it (the old one is kept in coord.history)";
+
+/// Returns a hub's refusal of a report, with the hint of [`replace_hint`] when a result is
+/// already waiting.
+fn pending_there(e: crate::client::ClientError) -> CliError {
+    let pending = e.code() == Some("result_pending");
+    let e = CliError::from(e);
+    match pending {
+        true => e.with_hint(REPLACE_HINT),
+        false => e,
+    }
+}
 
 /// Returns a report's error, with `hint` (how to replace the result) when a result is
 /// already waiting.

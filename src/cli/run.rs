@@ -36,6 +36,8 @@ pub struct Args {
     worktree: bool,
     #[command(flatten)]
     sync: super::synced::SyncArg,
+    #[command(flatten)]
+    hub: super::hub::HubArg,
     /// The command and its arguments, after `--`
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -49,7 +51,17 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     if args.interval.as_secs() < 1 {
         return Err(UsageError("--interval must be at least 1s".into()).into());
     }
-    let remote = super::synced::remote(ctx, args.sync.sync.clone())?;
+    let hub = super::hub::of(ctx, &args.hub, args.sync.sync.as_deref())?;
+    if hub.is_some() && args.worktree {
+        return Err(UsageError(
+            "--worktree and a hub exclude each other: worktrees are of a local repository".into(),
+        )
+        .into());
+    }
+    let remote = match hub {
+        Some(_) => None,
+        None => super::synced::remote(ctx, args.sync.sync.clone())?,
+    };
     let output = Output::new(args.agent.clone(), ctx.json, ctx.quiet);
     // On a terminal the live line and one line per task tell what happens; commit lines
     // would break the live line.
@@ -68,6 +80,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
         worktree: args.worktree,
         command: args.command,
         remote,
+        hub,
     };
     Ok(runner.run(&output)?)
 }

@@ -17,6 +17,10 @@ pub struct Args {
     /// server answers to besides localhost; repeatable
     #[arg(long = "public-host", value_name = "HOST")]
     public_host: Vec<String>,
+    /// With a token: a YAML file of agent tokens (AGENT: TOKEN, owner-only) outside git; a
+    /// request with one acts as that agent only
+    #[arg(long = "agent-tokens", value_name = "FILE")]
+    agent_tokens: Option<std::path::PathBuf>,
     /// Also run the loop of `coord watch` in this process: tick on every change and interval
     #[arg(long)]
     tick: bool,
@@ -47,6 +51,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
             token,
             tick,
             public_hosts: args.public_host,
+            agent_tokens: args.agent_tokens.map(|f| ctx.dir.join(f)),
         },
     )?;
     Ok(())

@@ -92,6 +92,13 @@ impl std::str::FromStr for Duration {
     }
 }
 
+impl serde::Serialize for Duration {
+    /// Writes the duration as it reads back (`30m`).
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 impl<'de> Deserialize<'de> for Duration {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;

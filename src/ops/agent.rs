@@ -26,6 +26,50 @@ pub enum Claimed {
     },
 }
 
+impl Claimed {
+    /// Returns the answer of `claim --json` without its version, as the MCP tool and the
+    /// hub's claim route give it too: `{claimed: true, id, agent, attempt, lease_expires_at,
+    /// path}`, or `{claimed: false, agent, why}`.
+    pub fn answer(&self) -> Value {
+        match self {
+            Claimed::Granted(receipt) => {
+                let mut answer = json!({ "claimed": true });
+                if let (Value::Object(m), Ok(Value::Object(fields))) =
+                    (&mut answer, serde_json::to_value(receipt))
+                {
+                    m.extend(fields);
+                }
+                answer
+            }
+            Claimed::Nothing { agent, why } => json!(NothingClaimed::of(agent.clone(), why)),
+        }
+    }
+}
+
+/// The answer of a claim that found nothing to claim (`claim --json`, the MCP tool, the hub).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct NothingClaimed {
+    /// Always false.
+    pub claimed: bool,
+    /// The agent that asked.
+    pub agent: AgentName,
+    /// Why, when one reason stands out; else null.
+    pub why: Option<String>,
+}
+
+impl NothingClaimed {
+    /// Returns the answer for `agent`, with `why` as [`Claimed::Nothing`] gives it (a
+    /// leading `: `, or empty).
+    pub fn of(agent: AgentName, why: &str) -> NothingClaimed {
+        let why = why.trim_start_matches([':', ' ']);
+        NothingClaimed {
+            claimed: false,
+            agent,
+            why: (!why.is_empty()).then(|| why.to_string()),
+        }
+    }
+}
+
 /// The result an agent reports.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
@@ -81,6 +125,20 @@ pub struct How {
     pub sign: bool,
     /// Overwrite a result already waiting (the old one is kept in `coord.history`).
     pub replace: bool,
+    /// The `signature:` the agent made itself (an agent reporting through a hub signs on its
+    /// own machine, with the attempt it was granted); checked like any other when the task
+    /// is ticked.
+    pub signed: Option<Signature>,
+}
+
+/// A `signature:` value the reporter made itself, written as it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signature(pub String);
+
+impl Signer for Signature {
+    fn sign(&self, _: &TaskId, _: u32, _: &AgentName, _: &Value) -> Result<String, String> {
+        Ok(self.0.clone())
+    }
 }
 
 /// What became of a reported result.
@@ -467,8 +525,11 @@ impl Coord {
     }
 
     /// Returns the report of `result` as `how` says.
-    fn report_of<'a>(&'a self, result: &Value, how: &How) -> Report<'a> {
-        let signer: Option<&dyn Signer> = how.sign.then(|| self.keys() as &dyn Signer);
+    fn report_of<'a>(&'a self, result: &Value, how: &'a How) -> Report<'a> {
+        let signer: Option<&dyn Signer> = match &how.signed {
+            Some(given) => Some(given as &dyn Signer),
+            None => how.sign.then(|| self.keys() as &dyn Signer),
+        };
         Report {
             result: result.clone(),
             signer,

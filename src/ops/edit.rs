@@ -39,7 +39,7 @@ impl Coord {
     /// copies, a file that is not UTF-8, and a task an agent holds (`assigned`): an edit
     /// then could change the work under the agent or its report.
     pub fn edit_start(&self, id: &TaskId) -> Result<EditSource, Error> {
-        let (board, _) = self.store().load()?;
+        let (board, _) = self.read().load()?;
         let file = one_file(&board, id)?;
         refuse_held(file)?;
         let bytes = self
@@ -77,7 +77,7 @@ impl Coord {
             .iter()
             .map(|v| v.render(shown))
             .collect();
-        if let Ok((board, _)) = self.store().load() {
+        if let Ok((board, _)) = self.read().load() {
             let ctx = Checks::new(&board);
             errors.extend(
                 check::check_in_context(&source.id, &task, &ctx)
@@ -100,8 +100,8 @@ impl Coord {
         if let Some(why) = self.edit_check(source, text, &source.path).first() {
             return Err(Error::Refused(why.clone()));
         }
-        let _lock = self.session_over(super::AGENT_WAIT, Folders::Finished)?;
-        let (board, _) = self.store().load()?;
+        let session = self.session_over(super::AGENT_WAIT, Folders::Finished)?;
+        let (board, _) = session.load()?;
         let file = one_file(&board, &source.id)?;
         refuse_held(file)?;
         if file.path != source.path || file.hash != content_hash(source.text.as_bytes()) {
@@ -122,11 +122,12 @@ impl Coord {
             guard: vec![(file.path.clone(), file.hash)],
             op: Some(Operation::of(OpKind::Edit)),
         };
-        let n = self.apply(&Plan::one(t), Origin::Command)?;
-        match self.store().first_skipped() {
-            Some((path, why)) => Err(Error::Unchanged { path, why }),
-            None => Ok(n),
+        let n = super::apply(&session, &self.sink, &Plan::one(t), self.now, Origin::Command)?;
+        if let Some((path, why)) = session.first_skipped() {
+            return Err(Error::Unchanged { path, why });
         }
+        session.finish()?;
+        Ok(n)
     }
 }
 

@@ -55,6 +55,8 @@ commit: {author: \"coord <coord@localhost>\"}
 #     max_attempts: 8              # failed tries before the event's dead letter
 #     retry: {base: 1s, max: 5m}   # exponential backoff with jitter
 #     timeout: 10s                 # per request
+# hub: {url: \"https://hub.example.com\"}  # claim, complete, fail, heartbeat, new and run
+#                                 # in this folder ask this coord serve instead
 # rules:                          # conditional routing after success
 #   - when: {agent: research, output_contains: competitor}
 #     then: competitive-analysis

@@ -35,7 +35,7 @@ mod worktree;
 
 pub use crate::engine::commands::{CommandError, Fence};
 pub use crate::lock::LockError;
-pub use agent::{Claimed, How, Reported, Verdict};
+pub use agent::{Claimed, How, NothingClaimed, Reported, Signature, Verdict};
 pub use archive::Archived;
 pub use doctor::{Finding, FindingCode};
 pub use edit::EditSource;

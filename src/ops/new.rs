@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 /// The task `new` writes: the fields a person gives on the command line, the MCP tool `new`
 /// or the body of `POST /v1/tasks`.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Deserialize, serde::Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NewTask {
     /// The title (not empty).

@@ -6,20 +6,22 @@
 //! module runs processes and operations and prints nothing itself.
 
 use super::logs::{self, Stream};
+use super::place::{Place, PlaceError, Remote};
 use super::record::{self, Held, Record};
 use super::{output_of, Finished, Job, Running as Process, EXIT_FATAL, MAX_OUTPUT, TERM_GRACE};
+use crate::client::Hub;
 use crate::error::{CliError, Exit};
-use crate::model::{AgentName, AssignMode, TaskId};
+use crate::model::{AgentName, TaskId};
+use crate::ops::Fence;
 use crate::ops::LockError;
 use crate::ops::{self, Opener, Verdict, Work, Worktree};
-use crate::ops::{CommandError, Fence};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What to run, for which agent, and how.
@@ -47,6 +49,8 @@ pub struct Runner {
     pub command: Vec<OsString>,
     /// The remote claims and results are pushed to (`--sync`), if any.
     pub remote: Option<String>,
+    /// The hub to take work from and report to instead of this repository (`--hub`).
+    pub hub: Option<Hub>,
 }
 
 /// Where a runner tells what happens.
@@ -110,6 +114,9 @@ pub enum RunError {
     /// An operation failed (opening the repository, reading the agent, taking work).
     #[error(transparent)]
     Ops(#[from] ops::Error),
+    /// The hub refused, or could not be reached.
+    #[error(transparent)]
+    Hub(#[from] crate::client::ClientError),
     /// Another runner holds what this one needs.
     #[error("{what}")]
     Busy {
@@ -133,6 +140,15 @@ pub enum RunError {
     Signals(std::io::Error),
 }
 
+impl From<PlaceError> for RunError {
+    fn from(e: PlaceError) -> RunError {
+        match e {
+            PlaceError::Ops(e) => RunError::Ops(e),
+            PlaceError::Hub(e) => RunError::Hub(e),
+        }
+    }
+}
+
 impl RunError {
     /// Returns what to do about it, when there is something to do.
     pub fn hint(&self) -> Option<String> {
@@ -146,59 +162,75 @@ impl RunError {
 impl Runner {
     /// Runs until stopped (SIGINT/SIGTERM), or with `once` until nothing is left to run.
     pub fn run(&self, tell: &dyn Tell) -> Result<(), RunError> {
-        let coord = self.opener.open()?;
-        let store = coord.store();
-        let pull = coord.assign_mode(&self.agent)? == AssignMode::Pull;
-        let git_dir = store.repo.git_dir().to_path_buf();
+        let place = match &self.hub {
+            Some(hub) => Place::Hub(hub.clone()),
+            None => Place::Repo {
+                opener: self.opener.clone(),
+                remote: self.remote.clone().map(Remote::new),
+            },
+        };
+        let pull = place.pulls(&self.agent).map_err(RunError::from)?;
+        let local = match (&self.hub, self.opener.open()) {
+            (None, opened) => Some(opened?),
+            (Some(_), opened) => opened.ok(),
+        };
+        let (state_dir, root) = match &local {
+            Some(coord) => (
+                coord.store().repo.git_dir().to_path_buf(),
+                coord.store().root().to_path_buf(),
+            ),
+            None => (self.opener.dir.join(".coord"), self.opener.dir.clone()),
+        };
         let _serving = match pull {
             true => None,
             false => Some(run_lock(
-                &git_dir,
+                &state_dir,
                 &format!("run-{}", self.agent),
                 self.push_busy(),
             )?),
         };
-        let workdir = match &self.workdir {
-            Some(d) => d.clone(),
-            None => store.root().to_path_buf(),
+        let workdir = self.workdir.clone().unwrap_or_else(|| root.clone());
+        let trees = match (&local, &self.hub) {
+            (Some(coord), None) if self.worktree || coord.store().config.run.worktree => {
+                Some(Trees {
+                    root: root.clone(),
+                    keep_failed: coord.store().config.run.keep_failed_worktrees,
+                })
+            }
+            _ => None,
         };
-        let run = &store.config.run;
-        let trees = match self.worktree || run.worktree {
-            true => Some(Trees {
-                root: store.root().to_path_buf(),
-                keep_failed: run.keep_failed_worktrees,
-            }),
-            false => None,
-        };
-        let place = match &trees {
-            Some(_) => format!(
+        let place_line = match (&trees, &local) {
+            (Some(_), Some(coord)) => format!(
                 "a worktree per attempt in {}",
                 coord.worktree_dir()?.display()
             ),
-            None => workdir.display().to_string(),
+            _ => workdir.display().to_string(),
+        };
+        let through = match &self.hub {
+            Some(hub) => format!(" through the hub at {}", hub.url()),
+            None => String::new(),
         };
         tell.say(&format!(
-            "coord run: serving {} agent {} in {} ({} at once); SIGINT/SIGTERM stop it",
+            "coord run: serving {} agent {}{through} in {} ({} at once); SIGINT/SIGTERM stop it",
             if pull { "pull" } else { "push" },
             self.agent,
-            place,
+            place_line,
             self.parallel
         ));
-        let remote = self.remote.clone().map(Remote::new);
-        let _syncing = match &remote {
-            Some(_) => Some(run_lock(&git_dir, "run-sync", sync_busy())?),
+        let _syncing = match place.remote() {
+            Some(_) => Some(run_lock(&state_dir, "run-sync", sync_busy())?),
             None => None,
         };
-        drop(coord);
+        drop(local);
         Harness {
             runner: self,
             tell,
             pull,
             workdir,
             trees,
-            records: record::folder(&git_dir, self.agent.as_str()),
-            logs: logs::folder(&git_dir),
-            remote,
+            records: record::folder(&state_dir, self.agent.as_str()),
+            logs: logs::folder(&state_dir),
+            place,
             stop_now: Arc::new(AtomicBool::new(false)),
             ran: std::cell::RefCell::default(),
             unsettled: std::cell::RefCell::default(),
@@ -284,29 +316,6 @@ enum Msg {
     Stop,
 }
 
-/// The remote of `--sync`, and the gate that keeps this runner's sync steps (ticks, claims,
-/// results, heartbeats from several threads) one at a time.
-#[derive(Clone)]
-struct Remote {
-    name: String,
-    gate: Arc<Mutex<()>>,
-}
-
-impl Remote {
-    fn new(name: String) -> Remote {
-        Remote {
-            name,
-            gate: Arc::new(Mutex::new(())),
-        }
-    }
-
-    /// Runs `f` with the remote's name while no other sync step of this runner runs.
-    fn one_at_a_time<T>(&self, f: impl FnOnce(String) -> T) -> T {
-        let _turn = self.gate.lock().unwrap_or_else(|e| e.into_inner());
-        f(self.name.clone())
-    }
-}
-
 struct Harness<'a> {
     runner: &'a Runner,
     tell: &'a dyn Tell,
@@ -318,7 +327,8 @@ struct Harness<'a> {
     records: PathBuf,
     /// Where each attempt's stdout and stderr are kept.
     logs: PathBuf,
-    remote: Option<Remote>,
+    /// Where work is taken and reported.
+    place: Place,
     /// Set when the grace period is over: workers kill their commands.
     stop_now: Arc<AtomicBool>,
     /// The attempt of each task this runner last ran, kept while the task is still the
@@ -427,20 +437,9 @@ impl Harness<'_> {
     /// coordinator holds the lock. An error is told and the runner goes on. Returns whether
     /// it ran: with `--sync`, this clone then holds what the remote holds.
     fn tick(&self) -> bool {
-        let opener = &self.runner.opener;
-        let ticked = match &self.remote {
-            Some(remote) => opener
-                .open()
-                .and_then(|coord| remote.one_at_a_time(|name| coord.tick_remote(&name).map(drop))),
-            None => opener
-                .open_with(ops::Options {
-                    wait: opener.options.wait.or(Some(ops::TICK_WAIT)),
-                    ..opener.options.clone()
-                })
-                .and_then(|coord| coord.tick().map(drop)),
-        };
+        let ticked = self.place.tick();
         match &ticked {
-            Err(e) if !busy(e) => self
+            Err(e) if !e.busy() => self
                 .tell
                 .say(&format!("coord run: tick failed: {e}; trying again later")),
             _ => {}
@@ -459,10 +458,10 @@ impl Harness<'_> {
         synced: bool,
     ) -> Result<Vec<Work>, RunError> {
         let mut unsettled = self.unsettled.borrow_mut();
-        let Some(remote) = self.remote.as_ref().filter(|_| !unsettled.is_empty()) else {
+        let Some(remote) = self.place.remote().filter(|_| !unsettled.is_empty()) else {
             return Ok(Vec::new());
         };
-        let coord = self.runner.opener.open()?;
+        let coord = self.place.open()?;
         let agent = &self.runner.agent;
         let here = coord.work_of(agent, None)?;
         let mut landed = coord.work_of(agent, Some(&remote.name))?;
@@ -505,7 +504,7 @@ impl Harness<'_> {
             };
             let worker = self.worker();
             let told = worker.report_failure(&id, r.attempt, &msg, true, Instant::now());
-            if let (Some(path), Ok(repo)) = (&r.worktree, self.runner.opener.open()) {
+            if let (Some(path), Ok(repo)) = (&r.worktree, self.place.open()) {
                 worker.put_away(&repo, path, Kind::Failed);
             }
             self.ran.borrow_mut().insert(id.clone(), r.attempt);
@@ -516,9 +515,8 @@ impl Harness<'_> {
 
     fn worker(&self) -> Worker {
         Worker {
-            opener: self.runner.opener.clone(),
+            place: self.place.clone(),
             agent: self.runner.agent.clone(),
-            remote: self.remote.clone(),
             stop_now: self.stop_now.clone(),
             records: self.records.clone(),
             logs: self.logs.clone(),
@@ -540,8 +538,7 @@ impl Harness<'_> {
         }
         let agent = &self.runner.agent;
         if !self.pull {
-            let landed_on = self.remote.as_ref().map(|r| r.name.as_str());
-            let mut found = self.runner.opener.open()?.work_of(agent, landed_on)?;
+            let mut found = self.place.work_of(agent)?;
             let mut ran = self.ran.borrow_mut();
             ran.retain(|id, _| found.iter().any(|t| &t.id == id));
             found.retain(|t| !running.contains_key(&t.id) && ran.get(&t.id) != Some(&t.attempt));
@@ -551,12 +548,7 @@ impl Harness<'_> {
         let mut taken = Vec::new();
         while taken.len() < free {
             let mut unsettled = Vec::new();
-            let claimed = claim(
-                &self.runner.opener,
-                agent,
-                self.remote.clone(),
-                &mut unsettled,
-            );
+            let claimed = self.place.claim_work(agent, &mut unsettled);
             self.unsettled.borrow_mut().extend(unsettled);
             match claimed {
                 Ok(Some(t)) => {
@@ -564,7 +556,7 @@ impl Harness<'_> {
                     taken.push(t);
                 }
                 Ok(None) => break,
-                Err(e) if busy(&e) => break,
+                Err(e) if e.busy() => break,
                 Err(e) if e.is_tentative() => {
                     // Not granted here; the next sync replays or drops it.
                     self.tell.say(&format!("coord run: claim put off: {e}"));
@@ -612,11 +604,6 @@ fn std_duration(d: crate::model::Duration) -> Duration {
     Duration::from_secs(u64::try_from(d.as_secs()).unwrap_or(0))
 }
 
-/// Returns whether an error means "another command holds the lock".
-fn busy(e: &ops::Error) -> bool {
-    matches!(e, ops::Error::Lock(LockError::Held { .. }))
-}
-
 /// Returns an error and each of its causes, joined by `: `.
 fn chain(e: &dyn std::error::Error) -> String {
     let mut line = e.to_string();
@@ -630,23 +617,6 @@ fn chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     line
-}
-
-/// Claims one task for a pull agent, as `coord claim` does; None when there is nothing to
-/// claim. The claims made on the way whose push did not land are added to `unsettled`.
-fn claim(
-    opener: &Opener,
-    agent: &AgentName,
-    remote: Option<Remote>,
-    unsettled: &mut Vec<(TaskId, u32)>,
-) -> Result<Option<Work>, ops::Error> {
-    let coord = opener.open()?;
-    match remote {
-        Some(remote) => {
-            remote.one_at_a_time(|name| coord.claim_work(agent, Some(&name), unsettled))
-        }
-        None => coord.claim_work(agent, None, unsettled),
-    }
 }
 
 /// Sends `Stop` on SIGINT or SIGTERM; the handlers stay, so a second signal does not kill the
@@ -666,9 +636,8 @@ fn stop_on_signals(tx: Sender<Msg>) -> Result<signal_hook::iterator::Handle, Run
 
 /// Runs one task's command and reports its outcome.
 struct Worker {
-    opener: Opener,
+    place: Place,
     agent: AgentName,
-    remote: Option<Remote>,
     stop_now: Arc<AtomicBool>,
     records: PathBuf,
     logs: PathBuf,
@@ -742,7 +711,7 @@ impl Worker {
         let started = Instant::now();
         let fail = |msg: String| self.report_failure(&t.id, t.attempt, &msg, true, started);
         // Opened once for the attempt's worktree: placed, made, read and removed with it.
-        let repo = match self.trees.as_ref().map(|_| self.opener.open()) {
+        let repo = match self.trees.as_ref().map(|_| self.place.open()) {
             Some(Err(e)) => return fail(format!("cannot open the repository: {e}")),
             opened => opened.and_then(Result::ok),
         };
@@ -880,7 +849,7 @@ impl Worker {
             if lease_end.saturating_duration_since(now) < beat_before {
                 match self.heartbeat(t) {
                     Ok(()) => lease_end = now + t.timeout,
-                    Err(e) if busy(&e) => {}
+                    Err(e) if e.busy() => {}
                     Err(e) => return Some(Cut::Lost(e.to_string())),
                 }
             }
@@ -897,9 +866,7 @@ impl Worker {
     /// Returns why the task of `t` is no longer its attempt's, when it is not; a check that
     /// cannot be made (the lock held, the repository unreadable) says nothing.
     fn lost(&self, t: &Work) -> Option<String> {
-        let coord = self.opener.open().ok()?;
-        let lost = coord.lost(&t.id, &self.agent, t.attempt).ok()??;
-        Some(lost.to_string())
+        self.place.lost(&t.id, &self.agent, t.attempt)
     }
 
     /// Reports a command's end: success with its output on exit 0 (a `next_agent` in it
@@ -992,7 +959,7 @@ impl Worker {
             },
             // The command reported the attempt itself (`coord complete`/`fail`): that result
             // stands, and nothing is lost.
-            Err(ops::Error::Command(CommandError::ResultPending(_))) => Told {
+            Err(e) if e.is("result_pending") => Told {
                 kind,
                 message: Some("the command reported it itself".into()),
                 secs,
@@ -1020,23 +987,12 @@ impl Worker {
     /// attempt that is no longer current is kept in history as `stale_result` and refused.
     /// While the task's file is being written (the command wrote a note into it), the report
     /// waits for it to settle, up to [`SETTLE_WAIT`].
-    fn write_result(&self, id: &TaskId, attempt: u32, verdict: &Verdict) -> Result<(), ops::Error> {
-        let how = ops::How {
-            fence: self.fence(attempt),
-            ..ops::How::default()
-        };
+    fn write_result(&self, id: &TaskId, attempt: u32, verdict: &Verdict) -> Result<(), PlaceError> {
+        let fence = self.fence(attempt);
         let start = Instant::now();
         loop {
-            let written = self.on_remote(|coord, remote| {
-                coord
-                    .report(id, verdict, &how, remote)?
-                    .accepted(id)
-                    .map(drop)
-            });
-            match written {
-                Err(ops::Error::Command(CommandError::BeingWritten(_)))
-                    if start.elapsed() < SETTLE_WAIT =>
-                {
+            match self.place.report(id, verdict, &fence) {
+                Err(e) if e.is("being_written") && start.elapsed() < SETTLE_WAIT => {
                     std::thread::sleep(SETTLE_POLL);
                 }
                 other => return other,
@@ -1045,28 +1001,14 @@ impl Worker {
     }
 
     /// Extends the lease as `coord heartbeat --agent --attempt` does.
-    fn heartbeat(&self, t: &Work) -> Result<(), ops::Error> {
-        let fence = self.fence(t.attempt);
-        self.on_remote(|coord, remote| coord.heartbeat(&t.id, &fence, remote))
+    fn heartbeat(&self, t: &Work) -> Result<(), PlaceError> {
+        self.place.heartbeat(&t.id, &self.fence(t.attempt))
     }
 
     fn fence(&self, attempt: u32) -> Fence {
         Fence {
             agent: Some(self.agent.clone()),
             attempt: Some(attempt),
-        }
-    }
-
-    /// Runs an operation at the time of the call, as the agent commands do: here, or on the
-    /// remote's tip and pushed with `--sync`.
-    fn on_remote<T>(
-        &self,
-        op: impl FnOnce(&ops::Coord, Option<&str>) -> Result<T, ops::Error>,
-    ) -> Result<T, ops::Error> {
-        let coord = self.opener.open()?;
-        match &self.remote {
-            Some(remote) => remote.one_at_a_time(|name| op(&coord, Some(&name))),
-            None => op(&coord, None),
         }
     }
 }
@@ -1078,6 +1020,7 @@ impl From<RunError> for CliError {
         let hint = e.hint();
         match e {
             RunError::Ops(e) => e.into(),
+            RunError::Hub(e) => e.into(),
             e @ RunError::Busy { .. } => CliError::new(e.into(), Exit::Locked, "locked"),
             e => CliError::new(e.into(), Exit::Problem, "problem"),
         }

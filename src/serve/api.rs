@@ -188,7 +188,7 @@ fn page(
 }
 
 /// A JSON answer.
-struct Json(Value);
+pub(super) struct Json(pub(super) Value);
 
 impl IntoResponse for Json {
     fn into_response(self) -> Response {
@@ -328,7 +328,8 @@ pub(super) async fn create(With(app): With<Arc<App>>, headers: HeaderMap, body: 
     refresh(&app).await;
     let location = HeaderValue::from_str(&format!("/v1/tasks/{}", made.id))
         .unwrap_or(HeaderValue::from_static("/v1/tasks"));
-    let mut r = (StatusCode::CREATED, Json(json!({"id": made.id}))).into_response();
+    let answer = json!({"id": made.id, "path": made.path});
+    let mut r = (StatusCode::CREATED, Json(answer)).into_response();
     r.headers_mut().insert(header::LOCATION, location);
     if !made.created {
         r.headers_mut()
@@ -465,6 +466,7 @@ fn run_action(
         fence: b.fence(),
         sign: false,
         replace: b.replace,
+        signed: None,
     };
     match action {
         "claim" => {

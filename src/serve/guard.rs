@@ -1,20 +1,24 @@
 //! Who may ask what: a `Host` that names this server exactly (a loopback name or address with
 //! the server's own port, or a public name given with `--public-host`), so a page of another
-//! site that rebinds its name to 127.0.0.1 is refused; the token (`COORD_SERVE_TOKEN`) on
-//! every request when one is set, checked in constant time, and taken off the URL (a page
-//! opened with `?token=` is sent on without it, the token in a cookie); the same-origin check
+//! site that rebinds its name to 127.0.0.1 is refused; the token (`COORD_SERVE_TOKEN`, or an
+//! agent's own from `--agent-tokens`) on every request when one is set, checked in constant
+//! time, and taken off the URL (a page opened with `?token=` is sent on without it, the token
+//! in a cookie); an agent's token acting as that agent only ([`agent_may`]); the same-origin check
 //! for writes and event streams from a browser (no CSRF from another site); every refusal and
 //! every error answer as `application/problem+json`; and the security headers every answer
-//! carries (a restrictive CSP among them). Pure.
+//! carries (a restrictive CSP among them). Pure, but for reading the agent tokens file once.
 
 use super::problem::Problem;
 use super::App;
+use crate::model::AgentName;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::sync::Arc;
 
 /// The Content-Security-Policy of every answer: own scripts, styles, connections and form
@@ -49,15 +53,16 @@ pub fn hosts_of(addr: SocketAddr, public: &[String]) -> Vec<String> {
 /// Checks a request, then adds the security headers to the answer.
 pub async fn check(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
     let verdict = host_ok(&app.hosts, req.headers())
-        .and_then(|()| match &app.token {
-            Some(token) => token_ok(req.headers(), req.uri().query(), token),
-            None => Ok(()),
-        })
-        .and_then(|()| origin_ok(req.method(), req.uri().path(), req.headers()));
+        .and_then(|()| who(&app, req.headers(), req.uri().query()))
+        .and_then(|who| {
+            agent_may(&who, req.method(), req.uri().path())?;
+            origin_ok(req.method(), req.uri().path(), req.headers())?;
+            Ok(who)
+        });
     let res = match verdict {
-        Ok(()) => match without_token(req.uri()) {
+        Ok(who) => match without_token(req.uri()) {
             Some(uri) if app.token.is_some() && is_page(req.method(), uri.path()) => {
-                token_to_cookie(&uri, app.token.as_deref().unwrap_or_default())
+                token_to_cookie(&uri, who.token(&app))
             }
             Some(uri) => {
                 *req.uri_mut() = uri;
@@ -68,6 +73,151 @@ pub async fn check(State(app): State<Arc<App>>, mut req: Request, next: Next) ->
         Err(p) => p.into_response(),
     };
     with_headers(as_problem(res))
+}
+
+/// Who a request comes from, by its token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Who {
+    /// A person or program with the server's token (or anyone, when it has none).
+    Person,
+    /// An agent with its own token (`--agent-tokens`): it acts as that agent only.
+    Agent(AgentName),
+}
+
+impl Who {
+    /// Returns the token that names this caller, as a page's cookie keeps it.
+    fn token<'a>(&self, app: &'a App) -> &'a str {
+        match self {
+            Who::Person => app.token.as_deref().unwrap_or_default(),
+            Who::Agent(a) => app.agent_tokens.token_of(a).unwrap_or_default(),
+        }
+    }
+}
+
+/// Each agent's token, read from the file `coord serve --agent-tokens` names (docs/security.md):
+/// a YAML mapping of agent names to tokens, readable by its owner only, each token at least
+/// [`super::MIN_TOKEN`] characters, none shared with another agent or the server's token.
+#[derive(Debug, Clone, Default)]
+pub struct AgentTokens {
+    tokens: Vec<(AgentName, String)>,
+}
+
+/// Why the agent tokens file cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {why}", path.display())]
+pub struct TokensError {
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// What is wrong with it.
+    pub why: String,
+}
+
+impl AgentTokens {
+    /// Reads the agent tokens file at `path`; `server` is the server's own token.
+    pub fn load(path: &Path, server: &str) -> Result<AgentTokens, TokensError> {
+        let bad = |why: String| TokensError {
+            path: path.to_path_buf(),
+            why,
+        };
+        let meta = std::fs::metadata(path).map_err(|e| bad(e.to_string()))?;
+        if meta.permissions().mode() & 0o077 != 0 {
+            return Err(bad(
+                "others may read it; make it the owner's alone (chmod 600)".into(),
+            ));
+        }
+        let bytes = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+        let doc = crate::yaml::parse_bytes(&bytes, &crate::yaml::Limits::default())
+            .map_err(|e| bad(format!("{}:{}: {}", e.pos.line, e.pos.col, e.message)))?;
+        let map: std::collections::BTreeMap<AgentName, String> = serde_json::from_value(doc.value)
+            .map_err(|e| bad(format!("not a mapping of agent names to tokens: {e}")))?;
+        let mut tokens: Vec<(AgentName, String)> = Vec::new();
+        for (agent, token) in map {
+            let n = token.chars().count();
+            if n < super::MIN_TOKEN {
+                return Err(bad(format!(
+                    "the token of {agent} is {n} characters; a token needs at least {}",
+                    super::MIN_TOKEN
+                )));
+            }
+            if same_secret(&token, server) || tokens.iter().any(|(_, t)| same_secret(t, &token)) {
+                return Err(bad(format!(
+                    "the token of {agent} is another's too; give each agent a token of its own"
+                )));
+            }
+            tokens.push((agent, token));
+        }
+        Ok(AgentTokens { tokens })
+    }
+
+    /// Returns the agent whose token `given` is (every token compared, in constant time).
+    fn agent_of(&self, given: &str) -> Option<&AgentName> {
+        self.tokens
+            .iter()
+            .fold(None, |found, (a, t)| match same_secret(given, t) {
+                true => Some(a),
+                false => found,
+            })
+    }
+
+    /// Returns `agent`'s token.
+    fn token_of(&self, agent: &AgentName) -> Option<&str> {
+        self.tokens
+            .iter()
+            .find(|(a, _)| a == agent)
+            .map(|(_, t)| t.as_str())
+    }
+}
+
+/// Returns who sent the request: a person when the server has no token or the request
+/// carries the server's, the agent whose token it carries, else 401.
+fn who(app: &App, headers: &HeaderMap, query: Option<&str>) -> Result<Who, Problem> {
+    let Some(token) = &app.token else {
+        return Ok(Who::Person);
+    };
+    let given = tokens_given(headers, query);
+    if given.iter().flatten().any(|g| same_secret(g, token)) {
+        return Ok(Who::Person);
+    }
+    if let Some(agent) = given
+        .iter()
+        .flatten()
+        .find_map(|g| app.agent_tokens.agent_of(g))
+    {
+        return Ok(Who::Agent(agent.clone()));
+    }
+    let mut p = Problem::fixed(
+        StatusCode::UNAUTHORIZED,
+        "this server needs its token: send 'Authorization: Bearer <COORD_SERVE_TOKEN>'",
+    );
+    p.challenge = true;
+    Err(p)
+}
+
+/// An agent's token reads everything, writes new tasks, and acts under its own
+/// `/v1/agents/<agent>/` routes only: it cannot claim, report or heartbeat as another agent,
+/// nor approve, reject, cancel or retry (403).
+fn agent_may(who: &Who, method: &Method, path: &str) -> Result<(), Problem> {
+    let Who::Agent(agent) = who else {
+        return Ok(());
+    };
+    let read = matches!(*method, Method::GET | Method::HEAD);
+    let own = format!("/v1/agents/{agent}/");
+    if (read && !path.starts_with("/v1/agents/"))
+        || path.starts_with(&own)
+        || (*method == Method::POST && path == "/v1/tasks")
+        || (read && path == "/v1/agents")
+    {
+        return Ok(());
+    }
+    let detail = match path.strip_prefix("/v1/agents/").and_then(|r| r.split('/').next()) {
+        Some(other) if !other.is_empty() => {
+            format!("the token of agent {agent} cannot act as agent {other}")
+        }
+        _ => format!(
+            "the token of agent {agent} may only add tasks and act under {own}; this needs the              server's token"
+        ),
+    };
+    Err(Problem::new(StatusCode::FORBIDDEN, detail))
 }
 
 /// Adds the security headers.
@@ -172,9 +322,10 @@ pub(super) fn on_this_server(path: &str) -> bool {
         && !path.chars().any(|c| c.is_control())
 }
 
-/// Accepts `Authorization: Bearer <token>` (the scheme in any case), the cookie, or `token=`
-/// in the query (how a browser opens the board the first time).
-fn token_ok(headers: &HeaderMap, query: Option<&str>, token: &str) -> Result<(), Problem> {
+/// Returns the tokens a request carries: `Authorization: Bearer <token>` (the scheme in any
+/// case), the cookie, and `token=` in the query (how a browser opens the board the first
+/// time).
+fn tokens_given<'a>(headers: &'a HeaderMap, query: Option<&'a str>) -> [Option<&'a str>; 3] {
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -186,21 +337,16 @@ fn token_ok(headers: &HeaderMap, query: Option<&str>, token: &str) -> Result<(),
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
-        .find_map(|c| c.trim().strip_prefix(&format!("{COOKIE}=")));
+        .find_map(|c| {
+            c.trim()
+                .strip_prefix(COOKIE)
+                .and_then(|c| c.strip_prefix('='))
+        });
     let in_query = query
         .into_iter()
         .flat_map(|q| q.split('&'))
         .find_map(|kv| kv.strip_prefix("token="));
-    let given = [bearer, cookie, in_query];
-    if given.iter().flatten().any(|g| same_secret(g, token)) {
-        return Ok(());
-    }
-    let mut p = Problem::fixed(
-        StatusCode::UNAUTHORIZED,
-        "this server needs its token: send 'Authorization: Bearer <COORD_SERVE_TOKEN>'",
-    );
-    p.challenge = true;
-    Err(p)
+    [bearer, cookie, in_query]
 }
 
 /// Compares two secrets in time independent of where they differ: both are hashed first, so

@@ -5,6 +5,7 @@
 //! ([`hub`]) and write through the same operations as the command line. axum on a small tokio
 //! runtime; the page's script and style are embedded in the binary.
 
+pub mod agent;
 pub mod api;
 pub mod cards;
 pub mod events;
@@ -54,6 +55,8 @@ pub struct Options {
     /// The names (`name` or `name:port`, as clients put them in `Host`) the server also
     /// answers to besides its loopback names; only with a token.
     pub public_hosts: Vec<String>,
+    /// The file of each agent's token (`--agent-tokens`); only with the server's token.
+    pub agent_tokens: Option<std::path::PathBuf>,
 }
 
 /// Why the server could not start or stopped.
@@ -82,6 +85,12 @@ pub enum ServeError {
     /// The repository could not be read.
     #[error("{0}")]
     Repo(#[from] hub::HubError),
+    /// Agent tokens without the server's token.
+    #[error("--agent-tokens needs the server's token (COORD_SERVE_TOKEN)")]
+    AgentTokensNeedToken,
+    /// The agent tokens file cannot be used.
+    #[error("--agent-tokens {0}")]
+    AgentTokens(#[from] guard::TokensError),
     /// The tick loop (`--tick`) could not start.
     #[error("coord serve --tick: {0}")]
     Tick(#[from] crate::watch::WatchError),
@@ -107,6 +116,9 @@ impl ServeError {
             ServeError::NeedsPublicHost(_) => {
                 Some("pass --public-host NAME[:PORT], the host clients put in their URLs".into())
             }
+            ServeError::AgentTokensNeedToken => {
+                Some("set COORD_SERVE_TOKEN too: without it every request acts as a person".into())
+            }
             ServeError::Tick(e) => e.hint(),
             _ => None,
         }
@@ -125,6 +137,10 @@ pub struct App {
     pub streams: Arc<tokio::sync::Semaphore>,
     /// What the board's filters read of each task, by content hash.
     pub facts: cards::FactCache,
+    /// Each agent's token (`--agent-tokens`): a request with one acts as that agent only.
+    pub agent_tokens: guard::AgentTokens,
+    /// The answers of agent writes by idempotency key.
+    pub replies: agent::Replies,
 }
 
 impl App {
@@ -141,6 +157,8 @@ impl App {
             hosts: guard::hosts_of(addr, public_hosts),
             streams: Arc::new(tokio::sync::Semaphore::new(MAX_STREAMS)),
             facts: cards::FactCache::default(),
+            agent_tokens: guard::AgentTokens::default(),
+            replies: agent::Replies::default(),
         }
     }
 }
@@ -155,6 +173,10 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/tasks/{id}/{action}", post(api::act))
         .route("/v1/board", get(api::board))
         .route("/v1/agents", get(api::agents))
+        .route("/v1/agents/{agent}/claim", post(agent::claim))
+        .route("/v1/agents/{agent}/work", get(agent::work))
+        .route("/v1/agents/{agent}/tasks/{id}/lost", get(agent::lost))
+        .route("/v1/agents/{agent}/tasks/{id}/{action}", post(agent::act))
         .route("/v1/openapi.json", get(api::openapi))
         .route("/v1/events", get(events::events))
         .route("/metrics", get(events::metrics))
@@ -185,6 +207,11 @@ async fn not_found(uri: axum::http::Uri) -> problem::Problem {
 /// once it accepts connections (and, with `tick`, once its tick loop watches).
 pub fn run(mut opener: Opener, opts: Options) -> Result<(), ServeError> {
     check_options(&opts)?;
+    let agent_tokens = match (&opts.agent_tokens, &opts.token) {
+        (None, _) => guard::AgentTokens::default(),
+        (Some(_), None) => return Err(ServeError::AgentTokensNeedToken),
+        (Some(path), Some(token)) => guard::AgentTokens::load(path, token)?,
+    };
     opener.options.wait.get_or_insert(WRITE_WAIT);
     let dir = opener.dir.clone();
     let hub = hub::Hub::open(opener)?;
@@ -211,7 +238,10 @@ pub fn run(mut opener: Opener, opts: Options) -> Result<(), ServeError> {
         Some(w) => Some(ticker::start(Arc::clone(&hub), w)?),
         None => None,
     };
-    let app = Arc::new(App::new(hub, opts.token, addr, &opts.public_hosts));
+    let app = Arc::new(App {
+        agent_tokens,
+        ..App::new(hub, opts.token, addr, &opts.public_hosts)
+    });
     crate::term::write_out(format_args!("http://{addr}"));
     crate::term::write_err(format_args!(
         "coord: serving the board on http://{addr}/ and the API under /v1; Ctrl-C stops"

@@ -22,6 +22,9 @@ pub struct Problem {
     pub retry_after: Option<u64>,
     /// Whether the answer asks for a bearer token (`WWW-Authenticate: Bearer`, with 401).
     pub challenge: bool,
+    /// The kind of error as the command line names it (`stale`, `locked`, ...), so a hub
+    /// client exits as the command would here; in the body as `code`.
+    pub code: Option<&'static str>,
 }
 
 impl Problem {
@@ -38,6 +41,7 @@ impl Problem {
             detail: detail.into(),
             retry_after: None,
             challenge: false,
+            code: None,
         }
     }
 
@@ -70,7 +74,9 @@ impl Problem {
             CommandError::UnknownAgent { .. } | CommandError::Sign(_) => StatusCode::BAD_REQUEST,
             _ => StatusCode::CONFLICT,
         };
-        Problem::new(status, e.to_string())
+        let mut p = Problem::new(status, e.to_string());
+        p.code = crate::error::kind_code(e);
+        p
     }
 
     /// Returns the answer for an error of an operation: the first cause that has a status of
@@ -78,7 +84,8 @@ impl Problem {
     pub fn of(e: &(dyn std::error::Error + 'static)) -> Problem {
         let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
         while let Some(c) = cause {
-            if let Some(p) = Problem::of_one(c) {
+            if let Some(mut p) = Problem::of_one(c) {
+                p.code = p.code.or_else(|| crate::error::kind_code(c));
                 return p;
             }
             cause = c.source();
@@ -115,12 +122,15 @@ impl Problem {
 
 impl IntoResponse for Problem {
     fn into_response(self) -> Response {
-        let body = json!({
+        let mut body = json!({
             "type": "about:blank",
             "title": self.status.canonical_reason().unwrap_or("Error"),
             "status": self.status.as_u16(),
             "detail": self.detail,
         });
+        if let Some(code) = self.code {
+            body["code"] = json!(code);
+        }
         let mut r = (self.status, body.to_string()).into_response();
         let h = r.headers_mut();
         h.insert(

@@ -18,7 +18,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("pure core", &["board", "engine", "sign"]),
     ("doing", &["lock", "git", "store", "sync"]),
-    ("operations", &["view", "watch", "ops", "error"]),
+    ("operations", &["view", "watch", "ops", "client", "error"]),
     ("front ends", &["fuzz", "run", "serve", "cli"]),
 ];
 

@@ -1,0 +1,304 @@
+//! The agent routes under `/v1/agents/{agent}/`: what `coord claim`, `complete`, `fail`,
+//! `heartbeat` and `coord run` do, asked over HTTP by an agent on another machine (`--hub`),
+//! answered as those commands answer with `--json`. The agent is in the path, so an agent's
+//! token is checked against it before the body is read ([`super::guard`]). A write sent again
+//! with the same `Idempotency-Key` gets the first answer ([`Replies`]): a claim whose answer
+//! was lost in transit is not made twice.
+
+use super::api::{blocking, params, parse_body, refresh, Json, Params};
+use super::problem::Problem;
+use super::App;
+use crate::model::{AgentName, TaskId};
+use crate::ops::{Coord, Fence, How, Opener, Signature, Verdict, Work};
+use axum::body::Bytes;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State as With};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+type Answer = Result<Response, Problem>;
+
+/// How many answers [`Replies`] keeps; the oldest go first.
+const KEPT_REPLIES: usize = 4096;
+
+/// The answers of agent writes by idempotency key, for as long as the server runs (at most
+/// [`KEPT_REPLIES`]): the same key again gets the first answer without doing the write
+/// again, also while the first is still being made. A refusal is not kept (a retry asks
+/// again).
+#[derive(Default)]
+pub struct Replies {
+    kept: Mutex<Kept>,
+}
+
+/// One answer, made once.
+type Cell = Arc<tokio::sync::OnceCell<Value>>;
+
+/// The answers kept, by scope and key, and the keys oldest first.
+#[derive(Default)]
+struct Kept {
+    cells: HashMap<String, Cell>,
+    order: VecDeque<String>,
+}
+
+impl Replies {
+    /// Returns the cell of `key`, made when new.
+    fn cell(&self, key: String) -> Cell {
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = kept.cells.get(&key) {
+            return Arc::clone(c);
+        }
+        if kept.order.len() >= KEPT_REPLIES {
+            if let Some(old) = kept.order.pop_front() {
+                kept.cells.remove(&old);
+            }
+        }
+        kept.order.push_back(key.clone());
+        Arc::clone(kept.cells.entry(key).or_default())
+    }
+}
+
+/// Runs `write` once per idempotency key in `scope` (an agent's route; every time without a
+/// key).
+async fn once<F>(app: &Arc<App>, headers: &HeaderMap, scope: String, write: F) -> Answer
+where
+    F: FnOnce() -> Result<Value, Problem> + Send + 'static,
+{
+    let key = match headers.get("idempotency-key") {
+        None => None,
+        Some(k) => Some(
+            k.to_str()
+                .ok()
+                .filter(|k| !k.is_empty() && k.len() <= 255)
+                .ok_or_else(|| {
+                    Problem::bad("Idempotency-Key must be 1 to 255 visible characters")
+                })?,
+        ),
+    };
+    let answer = match key {
+        None => blocking(write).await?,
+        Some(k) => {
+            // A task of its own: a client that hangs up does not stop the write half-way,
+            // and its retry finds the answer kept.
+            let cell = app.replies.cell(format!("{scope}\n{k}"));
+            let made =
+                tokio::spawn(
+                    async move { cell.get_or_try_init(|| blocking(write)).await.cloned() },
+                );
+            made.await.map_err(|e| {
+                Problem::new(
+                    axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("the request failed: {e}"),
+                )
+            })??
+        }
+    };
+    refresh(app).await;
+    Ok(Json(answer).into_response())
+}
+
+/// Returns the agent of the path.
+fn agent_of(name: &str) -> Result<AgentName, Problem> {
+    AgentName::new(name).map_err(|e| Problem::bad(format!("agent {name:?} {e}")))
+}
+
+/// The body of a claim.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct ClaimBody {
+    /// Answer with the task as a runner's command gets it (`work`).
+    work: bool,
+}
+
+/// `POST /v1/agents/{agent}/claim`: takes the best ready task for the agent, as `coord claim
+/// --json` answers (`{claimed, id, agent, attempt, lease_expires_at, path}` or `{claimed:
+/// false, agent, why}`); with `{"work": true}`, `{claimed, work}` as `coord run` takes it.
+pub(super) async fn claim(
+    With(app): With<Arc<App>>,
+    p: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    let Path(name) = p.map_err(|e| Problem::bad(format!("bad path: {e}")))?;
+    let agent = agent_of(&name)?;
+    let b: ClaimBody = parse_body(&body)?;
+    let opener = app.hub.opener();
+    let scope = format!("{agent}\nclaim");
+    once(&app, &headers, scope, move || {
+        let coord = opener.open().map_err(|e| Problem::of(&e))?;
+        match b.work {
+            true => {
+                let work = coord
+                    .claim_work(&agent, None, &mut Vec::new())
+                    .map_err(|e| Problem::of(&e))?;
+                Ok(json!({"claimed": work.is_some(), "work": work.as_ref().map(work_json)}))
+            }
+            false => Ok(coord
+                .claim(&agent, None)
+                .map_err(|e| Problem::of(&e))?
+                .answer()),
+        }
+    })
+    .await
+}
+
+/// `GET /v1/agents/{agent}/work`: the agent's assigned tasks without a result, as a push
+/// agent's runner takes them.
+pub(super) async fn work(
+    With(app): With<Arc<App>>,
+    p: Result<Path<String>, PathRejection>,
+) -> Answer {
+    let Path(name) = p.map_err(|e| Problem::bad(format!("bad path: {e}")))?;
+    let agent = agent_of(&name)?;
+    let opener = app.hub.opener();
+    let items = blocking(move || {
+        let coord = opener.open().map_err(|e| Problem::of(&e))?;
+        let found = coord.work_of(&agent, None).map_err(|e| Problem::of(&e))?;
+        Ok(found.iter().map(work_json).collect::<Vec<_>>())
+    })
+    .await?;
+    Ok(Json(json!({ "items": items })).into_response())
+}
+
+/// `GET /v1/agents/{agent}/tasks/{id}/lost?attempt=N`: `{lost: why}` when the task is no
+/// longer that attempt's (cancelled, taken back, another attempt current), else `{lost:
+/// null}`.
+pub(super) async fn lost(
+    With(app): With<Arc<App>>,
+    p: Result<Path<(String, String)>, PathRejection>,
+    q: Params,
+) -> Answer {
+    let Path((name, id)) = p.map_err(|e| Problem::bad(format!("bad path: {e}")))?;
+    let agent = agent_of(&name)?;
+    let id = TaskId::new(&id).map_err(|e| Problem::bad(format!("task id {id:?} {e}")))?;
+    let q = params(q, &["attempt"])?;
+    let attempt: u32 = q
+        .get("attempt")
+        .and_then(|a| a.parse().ok())
+        .ok_or_else(|| Problem::bad("lost needs ?attempt=N"))?;
+    let opener = app.hub.opener();
+    let why = blocking(move || {
+        let coord = opener.open().map_err(|e| Problem::of(&e))?;
+        let lost = coord
+            .lost(&id, &agent, attempt)
+            .map_err(|e| Problem::of(&e))?;
+        Ok(lost.map(|l| l.to_string()))
+    })
+    .await?;
+    Ok(Json(json!({ "lost": why })).into_response())
+}
+
+/// Returns one task of work as the hub client reads it.
+fn work_json(w: &Work) -> Value {
+    json!({
+        "id": w.id,
+        "attempt": w.attempt,
+        "timeout_secs": w.timeout.as_secs(),
+        "lease_left_secs": w.lease_left.as_secs(),
+        "path": w.path,
+        "json": w.json,
+        "branch": w.branch,
+    })
+}
+
+/// The body of an agent's report or heartbeat.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct ReportBody {
+    attempt: Option<u32>,
+    output: Option<Value>,
+    next_agent: Vec<AgentName>,
+    replace: bool,
+    error: Option<String>,
+    fatal: bool,
+    signature: Option<String>,
+}
+
+/// `POST /v1/agents/{agent}/tasks/{id}/{complete|fail|heartbeat}`: as `coord complete`,
+/// `fail` and `heartbeat --agent AGENT` answer with `--json` (without `version` and `op`);
+/// a result for another attempt is kept in the task's history and refused (409, `stale`).
+pub(super) async fn act(
+    With(app): With<Arc<App>>,
+    p: Result<Path<(String, String, String)>, PathRejection>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    let Path((name, id, action)) = p.map_err(|e| Problem::bad(format!("bad path: {e}")))?;
+    let agent = agent_of(&name)?;
+    let id = TaskId::new(&id).map_err(|e| Problem::bad(format!("task id {id:?} {e}")))?;
+    const ACTIONS: [&str; 3] = ["complete", "fail", "heartbeat"];
+    if !ACTIONS.contains(&action.as_str()) {
+        return Err(Problem::not_found(format!(
+            "no agent action '{action}' (known: {})",
+            ACTIONS.join(", ")
+        )));
+    }
+    let b: ReportBody = parse_body(&body)?;
+    let opener = app.hub.opener();
+    let scope = format!("{agent}\n{id}\n{action}");
+    once(&app, &headers, scope, move || {
+        run_action(&opener, &id, &agent, &action, b)
+    })
+    .await
+}
+
+/// Runs one agent action; returns its answer.
+fn run_action(
+    opener: &Opener,
+    id: &TaskId,
+    agent: &AgentName,
+    action: &str,
+    b: ReportBody,
+) -> Result<Value, Problem> {
+    let coord = opener.open().map_err(|e| Problem::of(&e))?;
+    let how = How {
+        fence: Fence {
+            agent: Some(agent.clone()),
+            attempt: b.attempt,
+        },
+        sign: false,
+        replace: b.replace,
+        signed: b.signature.map(Signature),
+    };
+    let verdict = match action {
+        "heartbeat" => return heartbeat(&coord, id, &how.fence),
+        "complete" => Verdict::Success {
+            output: b.output,
+            next_agents: b.next_agent,
+        },
+        _ => Verdict::Failure {
+            message: b
+                .error
+                .ok_or_else(|| Problem::bad("fail needs \"error\" in the body"))?,
+            retryable: !b.fatal,
+        },
+    };
+    let reported = coord
+        .report(id, &verdict, &how, None)
+        .map_err(|e| Problem::of(&e))?;
+    let (agent, attempt) = reported.accepted(id).map_err(|e| Problem::of(&e))?;
+    Ok(json!({"id": id, "agent": agent, "attempt": attempt, "state": state(&coord, id)?}))
+}
+
+/// Extends the lease; answers the task's state and new lease.
+fn heartbeat(coord: &Coord, id: &TaskId, fence: &Fence) -> Result<Value, Problem> {
+    coord
+        .heartbeat(id, fence, None)
+        .map_err(|e| Problem::of(&e))?;
+    let copies = coord.show(id).map_err(|e| Problem::of(&e))?;
+    let first = copies.first();
+    Ok(json!({
+        "id": id,
+        "state": first.map(|c| &c["state"]),
+        "lease_expires_at": first.map(|c| &c["task"]["coord"]["lease_expires_at"]),
+    }))
+}
+
+/// Returns the state task `id` is in now (its first copy's).
+fn state(coord: &Coord, id: &TaskId) -> Result<Value, Problem> {
+    let copies = coord.show(id).map_err(|e| Problem::of(&e))?;
+    Ok(copies.first().map_or(Value::Null, |c| c["state"].clone()))
+}
