@@ -604,7 +604,8 @@ pub(super) async fn task(
         detail(&mut main, c, notes.why.get(id.as_str()));
     }
     if let Some(state) = copies.first().and_then(|c| State::parse(&s(&c["state"]))) {
-        task_actions(&mut main, id.as_str(), state);
+        let agents: Vec<&str> = snap.board.agents.keys().map(|a| a.as_str()).collect();
+        task_actions(&mut main, id.as_str(), state, &agents);
     }
     run_logs(&mut main, &app.hub.git_dir, &id);
     main.push_str("<h2>log</h2><ol class=\"log\">");
@@ -629,8 +630,9 @@ pub(super) async fn task(
     Ok(html(page.render()))
 }
 
-/// The actions a person may take on a task in `state`, as forms.
-fn task_actions(out: &mut String, id: &str, state: State) {
+/// The actions a person may take on a task in `state`, as forms; `agents` are those it may
+/// be reassigned to.
+fn task_actions(out: &mut String, id: &str, state: State, agents: &[&str]) {
     let back = format!("/tasks/{id}");
     let mut forms = String::new();
     if state == State::Review {
@@ -643,12 +645,33 @@ fn task_actions(out: &mut String, id: &str, state: State) {
     if !state.is_final() {
         with_reason(&mut forms, id, "cancel", &back, false);
     }
+    if !state.is_final() && state != State::Review && !agents.is_empty() {
+        reassign(&mut forms, id, &back, agents);
+    }
     if !forms.is_empty() {
         let _ = write!(
             out,
             "<section class=\"actions\" aria-labelledby=\"actions\"><h2 id=\"actions\">actions</h2>{forms}</section>"
         );
     }
+}
+
+/// The form giving task `id` to one of `agents`.
+fn reassign(out: &mut String, id: &str, back: &str, agents: &[&str]) {
+    let options: String = agents
+        .iter()
+        .map(|a| format!("<option>{}</option>", esc(a)))
+        .collect();
+    let _ = write!(
+        out,
+        "<form method=\"post\" action=\"/tasks/{id}/reassign\" class=\"act\">\
+         <input type=\"hidden\" name=\"back\" value=\"{}\">\
+         <label for=\"reassign-agent\">agent</label>\
+         <select id=\"reassign-agent\" name=\"agent\" required>{options}</select>\
+         <button type=\"submit\">reassign</button></form>",
+        esc(back),
+        id = esc(id),
+    );
 }
 
 /// A form posting `action` with a reason (`required` or not).
