@@ -11,7 +11,7 @@
 //! for the task log, read from git.
 
 use super::api::{blocking, params, task_id, Params};
-use super::cards::{self, BoardQuery, Card, FactCache};
+use super::cards::{self, BoardQuery, Card};
 use super::hub::Snapshot;
 use super::problem::Problem;
 use super::App;
@@ -119,7 +119,7 @@ pub(super) async fn page(With(app): With<Arc<App>>, q: Params) -> Result<Respons
     let main = format!(
         "<main id=\"main\" data-live=\"/board{}\">{}</main>",
         esc(&query.query()),
-        board(&snap, &query, now, &app.facts)
+        board(&snap, &query, now)
     );
     let page = Page {
         title: "coord board",
@@ -135,7 +135,7 @@ pub(super) async fn page(With(app): With<Arc<App>>, q: Params) -> Result<Respons
 pub(super) async fn fragment(With(app): With<Arc<App>>, q: Params) -> Result<Response, Problem> {
     let (query, _) = board_query(q, &[])?;
     let now = app.hub.opener().now();
-    Ok(html(board(&app.hub.snapshot(), &query, now, &app.facts)))
+    Ok(html(board(&app.hub.snapshot(), &query, now)))
 }
 
 /// The search and filter form, and the new-task form.
@@ -227,10 +227,10 @@ fn select(
 }
 
 /// Renders the board of a snapshot: the state columns the query keeps, then the notes.
-pub fn board(snap: &Snapshot, q: &BoardQuery, now: Timestamp, facts: &FactCache) -> String {
+pub fn board(snap: &Snapshot, q: &BoardQuery, now: Timestamp) -> String {
     let notes = Notes::of(&snap.view);
     let mut by_state: BTreeMap<State, Vec<&TaskFile>> = BTreeMap::new();
-    for t in facts.filter(&snap.board.tasks, q, snap.default_priority) {
+    for t in cards::filter(&snap.board.tasks, q, snap.default_priority) {
         by_state.entry(t.folder.state).or_default().push(t);
     }
     let shown: usize = by_state.values().map(Vec::len).sum();
@@ -533,9 +533,7 @@ pub(super) async fn column(
     let snap = app.hub.snapshot();
     let now = app.hub.opener().now();
     let notes = Notes::of(&snap.view);
-    let mut tasks: Vec<&TaskFile> = app
-        .facts
-        .filter(&snap.board.tasks, &query, snap.default_priority)
+    let mut tasks: Vec<&TaskFile> = cards::filter(&snap.board.tasks, &query, snap.default_priority)
         .into_iter()
         .filter(|t| t.folder.state == state)
         .collect();

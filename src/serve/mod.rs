@@ -123,8 +123,6 @@ pub struct App {
     pub hosts: Vec<String>,
     /// One permit per open event stream.
     pub streams: Arc<tokio::sync::Semaphore>,
-    /// What the board's filters read of each task, by content hash.
-    pub facts: cards::FactCache,
 }
 
 impl App {
@@ -140,7 +138,6 @@ impl App {
             token,
             hosts: guard::hosts_of(addr, public_hosts),
             streams: Arc::new(tokio::sync::Semaphore::new(MAX_STREAMS)),
-            facts: cards::FactCache::default(),
         }
     }
 }
