@@ -147,9 +147,9 @@ pub fn from_parsed(text: String, doc: Doc) -> Option<TaskDoc> {
 }
 
 /// What planning needs of every task without parsing it in full: the recorded state and
-/// agent (adoption, dependency states), the idempotency key (`coord new`) and, for a task
-/// that has not started, what orders and places it (assignment, dependencies). Kept in the
-/// stat cache next to the text.
+/// agent (adoption, dependency states), the idempotency key (`coord new`), what a board
+/// shows and filters on ([`Shown`]) and, for a task that has not started, what orders and
+/// places it (assignment, dependencies). Kept in the stat cache next to the text.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Summary {
     /// `coord.state`; none when absent or not a state's name.
@@ -162,6 +162,34 @@ pub struct Summary {
     /// and the dependency step read of it, so a ready folder of 50,000 tasks is ordered
     /// without parsing any. None for other states (those tasks are parsed when read).
     pub waiting: Option<Box<Waiting>>,
+    /// What a board's filters read of it.
+    pub shown: Shown,
+}
+
+/// What the board of `coord serve` filters and searches on, for every task: kept in the
+/// summary so that a filtered board of 10,000 tasks parses none of them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Shown {
+    /// `title`.
+    pub title: String,
+    /// `labels`.
+    pub labels: Vec<String>,
+    /// `priority` (the config default applies when absent).
+    pub priority: Option<Priority>,
+    /// `agent`: the explicit assignee.
+    pub agent: Option<AgentName>,
+}
+
+impl Shown {
+    /// Returns what the board reads of a parsed task.
+    pub fn of(task: &TaskDoc) -> Shown {
+        Shown {
+            title: task.spec.title.clone(),
+            labels: task.spec.labels.clone(),
+            priority: task.spec.priority,
+            agent: task.spec.agent.clone(),
+        }
+    }
 }
 
 impl Summary {
@@ -176,6 +204,7 @@ impl Summary {
             assigned_to: task.coord.assigned_to.clone(),
             idempotency_key: task.spec.idempotency_key.clone(),
             waiting: not_started.then(|| Box::new(Waiting::of(task))),
+            shown: Shown::of(task),
         }
     }
 }
@@ -246,6 +275,17 @@ pub mod live {
 
     thread_local! {
         static LIVE: Cell<usize> = const { Cell::new(0) };
+        static PARSES: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// Returns how many task texts this thread has parsed so far.
+    pub fn parses() -> usize {
+        PARSES.with(Cell::get)
+    }
+
+    /// Counts one parse of a task's text.
+    pub(super) fn parsed() {
+        PARSES.with(|n| n.set(n.get() + 1));
     }
 
     /// Returns how many tasks this thread holds now.
@@ -365,6 +405,8 @@ impl Task {
     /// rewrite the file from it; the damaged cache is removed, so the next load reads the
     /// task's file again.
     fn parse(&self) -> Box<TaskDoc> {
+        #[cfg(test)]
+        live::parsed();
         let text = self.text.read();
         Box::new(text.as_deref().and_then(reread).unwrap_or_else(|| TaskDoc {
             text: text.map(|t| t.into_owned()).unwrap_or_default(),

@@ -308,6 +308,18 @@ struct IdParams {
     id: TaskId,
 }
 
+/// Arguments of `reassign`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ReassignParams {
+    /// The task's id.
+    #[schemars(with = "String")]
+    id: TaskId,
+    /// The agent to give it to.
+    #[schemars(with = "String")]
+    agent: AgentName,
+}
+
 /// Arguments of `reject`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -622,6 +634,24 @@ impl Server {
     async fn retry(&self, Parameters(p): Parameters<IdParams>) -> Answer {
         self.person("retry", p.id, |coord, id| coord.retry(id))
             .await
+    }
+
+    #[tool(
+        description = "Give a task to another agent (as `coord reassign`): one an agent holds \
+                       ends that attempt (its late result is set aside) and starts a new one \
+                       for the agent named; answers {op, id, commits, state}",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn reassign(&self, Parameters(p): Parameters<ReassignParams>) -> Answer {
+        self.person("reassign", p.id, move |coord, id| {
+            coord.reassign(id, &p.agent)
+        })
+        .await
     }
 }
 

@@ -167,7 +167,7 @@ enum Command {
     Cancel(gate::CancelArgs),
     /// Send a failed, invalid or cancelled task back to the inbox
     Retry(gate::IdArgs),
-    /// Give a task no agent holds yet to another agent
+    /// Give a task to another agent (one an agent holds gets a new attempt)
     Reassign(gate::ReassignArgs),
     /// Create a signing key for an agent (outside the repository)
     Keygen(keygen::Args),

@@ -284,19 +284,8 @@ pub fn assign(w: &mut World<'_>, id: &TaskId, agent: &AgentName) {
     };
     match start_attempt(w, id, agent, &mut c) {
         Ok(()) => {
-            let probe = w
-                .agents
-                .get(agent)
-                .filter(|st| gate(&st.coord, |t| circuit_reopened(w, agent, t)) == Gate::Probe)
-                .map(|st| AgentCoord {
-                    circuit: Circuit::HalfOpen,
-                    ..st.coord.clone()
-                });
             let summary = format!("assign {id} to {agent}");
-            let moved = w.transit(id, Folder::assigned(agent.clone()), c, edit, summary);
-            if let Some(probe) = probe.filter(|_| moved) {
-                w.set_agent_coord(agent, probe);
-            }
+            give(w, id, agent, c, edit, summary);
         }
         Err(error) => {
             c.assigned_to = None;
@@ -304,6 +293,32 @@ pub fn assign(w: &mut World<'_>, id: &TaskId, agent: &AgentName) {
             w.end(id, c, State::Failed, error, summary);
         }
     }
+}
+
+/// Moves task `id` into `agent`'s folder with `c`, an attempt [`start_attempt`] started; an
+/// agent whose circuit lets one probe through is half-open from then on. Returns whether the
+/// task moved.
+pub fn give(
+    w: &mut World<'_>,
+    id: &TaskId,
+    agent: &AgentName,
+    c: CoordBlock,
+    edit: ResultEdit,
+    summary: String,
+) -> bool {
+    let probe = w
+        .agents
+        .get(agent)
+        .filter(|st| gate(&st.coord, |t| circuit_reopened(w, agent, t)) == Gate::Probe)
+        .map(|st| AgentCoord {
+            circuit: Circuit::HalfOpen,
+            ..st.coord.clone()
+        });
+    let moved = w.transit(id, Folder::assigned(agent.clone()), c, edit, summary);
+    if let Some(probe) = probe.filter(|_| moved) {
+        w.set_agent_coord(agent, probe);
+    }
+    moved
 }
 
 /// Starts a new attempt in `c`: attempt + 1, lease, resolved input. Errs with `bad_expression`.

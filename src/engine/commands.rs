@@ -1,8 +1,8 @@
-//! Single-task commands as plans: claim, approve, reject, cancel, retry, heartbeat, and the
+//! Single-task commands as plans: claim, approve, reject, cancel, retry, reassign, heartbeat, and the
 //! result an agent reports with complete / fail. Each checks the task's state and returns the
 //! transitions to apply, or why it cannot. Pure.
 
-use super::assign::{assign, backoff_wait, pick, queue};
+use super::assign::{assign, backoff_wait, give, pick, queue, start_attempt};
 use super::complete::finish_success;
 use super::operation::{stamp, OpKind};
 use super::world::{Entry, ResultEdit, World};
@@ -429,6 +429,128 @@ pub fn cancel(
         "cancel",
     );
     Ok(stamp(done(w)?, board, OpKind::Cancel, None))
+}
+
+/// Gives task `id` to agent `to`: one no agent holds yet (inbox, ready, blocked) gets `agent:
+/// to`, for the tick or a claim to act on; one an agent holds is taken from it
+/// ([`take_from_holder`]). Refused for a task in review or finished. An empty plan when `to`
+/// has it already.
+pub fn reassign(
+    board: &Board,
+    inputs: &Inputs<'_>,
+    id: &TaskId,
+    to: &AgentName,
+) -> Result<Plan, CommandError> {
+    known_agent(board, to)?;
+    let w = world(board, inputs, id)?;
+    match state_of(&w, id)? {
+        State::Inbox | State::Ready | State::Blocked => name_agent(&w, id, to),
+        State::Assigned => take_from_holder(w, board, id, to),
+        s => Err(wrong(
+            id,
+            s,
+            "only a task not in review and not finished can be reassigned (cancel and retry it to send it back to the inbox first)",
+        )),
+    }
+}
+
+/// Sets `agent: to` in a task no agent holds yet.
+fn name_agent(w: &World<'_>, id: &TaskId, to: &AgentName) -> Result<Plan, CommandError> {
+    let e = w
+        .entry(id)
+        .ok_or_else(|| CommandError::Unreadable(id.clone()))?;
+    if e.task.waiting().agent.as_ref() == Some(to) {
+        return Ok(Plan::default());
+    }
+    let text = agent_named(&e, to)?;
+    let state = e.folder.state;
+    Ok(Plan::one(Transition {
+        subject: id.to_string(),
+        from: state.into(),
+        to: state.into(),
+        summary: format!("reassign {id} to {to}"),
+        ops: vec![Op::Write {
+            path: e.path.clone(),
+            text,
+        }],
+        guard: vec![(e.path.clone(), e.hash)],
+        op: None,
+    }))
+}
+
+/// Returns the task's text with `agent:` set to `to`.
+fn agent_named(e: &Entry, to: &AgentName) -> Result<String, CommandError> {
+    crate::yaml::set_block(&e.task.text, &e.task.doc, "agent", &json!(to))
+        .map_err(|err| CommandError::Unsafe(format!("cannot edit {}: {err}", e.path)))
+}
+
+/// Takes task `id` from the agent holding it and gives it to `to`: the attempt ends as
+/// cancelled (recorded in `coord.history`, not counted against `max_attempts`, its number
+/// never given again, so the old holder's late report is a `stale_result`), `agent:` names
+/// `to`, and `to` starts a new attempt at once when it can take one now; otherwise the task
+/// waits in `ready/` for it. Refused while a result is waiting for the tick; an empty plan
+/// when `to` holds it already.
+fn take_from_holder(
+    mut w: World<'_>,
+    board: &Board,
+    id: &TaskId,
+    to: &AgentName,
+) -> Result<Plan, CommandError> {
+    let e = assigned_entry(&w, id)?;
+    if e.task.doc.value.get("result").is_some() {
+        return Err(CommandError::ResultPending(id.clone()));
+    }
+    let from = e.folder.agent.clone();
+    if from.as_ref() == Some(to) {
+        return Ok(Plan::default());
+    }
+    let text = agent_named(&e, to)?;
+    if !w.rewrite(id, &text) {
+        return Err(CommandError::Unsafe(format!("cannot edit {}", e.path)));
+    }
+    let mut c = e.task.coord.clone();
+    let why = format!("reassigned to {to}");
+    c.history.push(HistoryEntry::FailedAttempt {
+        at: w.now(),
+        attempt: c.attempt,
+        agent: from.clone(),
+        error: ErrorInfo::new(ErrorCode::Cancelled, why, false),
+        result: None,
+    });
+    c.attempt_base = c.attempt_base.saturating_add(1);
+    c.state = Some(State::Ready);
+    c.assigned_to = None;
+    c.assigned_at = None;
+    c.lease_expires_at = None;
+    c.input = None;
+    let held = from.map_or(String::new(), |a| format!(" from {a}"));
+    let summary = format!("reassign {id}{held} to {to}");
+    let mut started = c.clone();
+    let now = pick(&w, id, None).is_ok_and(|a| &a == to)
+        && start_attempt(&w, id, to, &mut started).is_ok();
+    if now {
+        started.state = Some(State::Assigned);
+        give(&mut w, id, to, started, ResultEdit::Keep, summary);
+    } else {
+        w.transit(id, Folder::of(State::Ready), c, ResultEdit::Keep, summary);
+    }
+    let mut plan = done(w)?;
+    // The rewrite above is part of this one transition: it starts from the file as it is
+    // and writes the whole text, `agent:` with the `coord:` block.
+    if let Some(t) = plan
+        .transitions
+        .iter_mut()
+        .find(|t| t.subject == id.as_str())
+    {
+        t.guard = vec![(e.path.clone(), e.hash)];
+        for op in &mut t.ops {
+            if let Op::Edit { path, text, .. } = op {
+                let (path, text) = (std::mem::take(path), std::mem::take(text));
+                *op = Op::Write { path, text };
+            }
+        }
+    }
+    Ok(stamp(plan, board, OpKind::Reassign, None))
 }
 
 /// Ends a task by a person's command and fails the blocked tasks that depended on it.

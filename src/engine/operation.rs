@@ -37,9 +37,11 @@ pub enum OpKind {
     /// A claim withdrawn by the front end that made it (its client cancelled the request):
     /// the task goes back to `ready/`.
     Release,
+    /// `coord reassign` of a task an agent holds: its attempt ends and another agent has it.
+    Reassign,
 }
 
-const KINDS: [(OpKind, &str); 12] = [
+const KINDS: [(OpKind, &str); 13] = [
     (OpKind::Claim, "claim"),
     (OpKind::Complete, "complete"),
     (OpKind::Fail, "fail"),
@@ -52,6 +54,7 @@ const KINDS: [(OpKind, &str); 12] = [
     (OpKind::Edit, "edit"),
     (OpKind::SetAside, "set-aside"),
     (OpKind::Release, "release"),
+    (OpKind::Reassign, "reassign"),
 ];
 
 impl OpKind {

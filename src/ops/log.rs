@@ -119,9 +119,12 @@ impl LogEntry {
     }
 
     /// Whether the entry records no change of state: a result written, a heartbeat (`assigned
-    /// -> assigned`). People's edits are not noise.
+    /// -> assigned`). People's edits and reassignments are not noise.
     pub fn is_noise(&self) -> bool {
-        self.by.is_none() && self.from.is_some() && self.from == self.to
+        self.by.is_none()
+            && self.from.is_some()
+            && self.from == self.to
+            && self.op.as_deref() != Some(crate::engine::OpKind::Reassign.as_str())
     }
 }
 

@@ -386,7 +386,7 @@ impl ActBody {
 }
 
 /// `POST /v1/tasks/{id}/{action}`: claim, complete, fail, heartbeat, approve, reject,
-/// cancel, retry; 409 when the task is not in a state for it, or the attempt is stale; 412
+/// cancel, retry, reassign; 409 when the task is not in a state for it, or the attempt is stale; 412
 /// when `If-Match` names another version of the task than the current one.
 pub(super) async fn act(
     With(app): With<Arc<App>>,
@@ -396,7 +396,7 @@ pub(super) async fn act(
 ) -> Answer {
     let Path((id, action)) = p.map_err(|e| Problem::bad(format!("bad path: {e}")))?;
     let id = TaskId::new(&id).map_err(|e| Problem::bad(format!("task id {id:?} {e}")))?;
-    const ACTIONS: [&str; 8] = [
+    const ACTIONS: [&str; 9] = [
         "claim",
         "complete",
         "fail",
@@ -405,6 +405,7 @@ pub(super) async fn act(
         "reject",
         "cancel",
         "retry",
+        "reassign",
     ];
     if !ACTIONS.contains(&action.as_str()) {
         return Err(Problem::not_found(format!(
@@ -503,6 +504,12 @@ fn run_action(
         "cancel" => {
             let reason = b.reason.unwrap_or_default();
             coord.cancel(id, &reason).map_err(fail).map(|_| None)
+        }
+        "reassign" => {
+            let agent = b
+                .agent
+                .ok_or_else(|| Problem::bad("reassign needs \"agent\" in the body"))?;
+            coord.reassign(id, &agent).map_err(fail).map(|_| None)
         }
         _ => coord.retry(id).map_err(fail).map(|_| None),
     }

@@ -1,9 +1,9 @@
 //! What the board shows of its tasks: which tasks a page's query keeps (state, agent and
 //! priority as `coord list` filters them, a label, a text searched in ids and titles), the
 //! order of a column (priority, then age, the oldest first) and the facts of one card
-//! (priority, age, due, agent, attempt). Fields are read through `Task::peek`, so a filtered
-//! board of 10,000 tasks leaves no parse behind; what the filters read is kept by content hash
-//! ([`FactCache`]). Pure but for that cache: the clock comes in.
+//! (priority, age, due, agent, attempt). The filters read each task's summary, which the stat
+//! cache keeps, so a filtered board of 10,000 tasks parses none; a card's fields are read
+//! through `Task::peek`, which leaves no parse behind. Pure: the clock comes in.
 
 use super::api::filter_of;
 use super::problem::Problem;
@@ -12,8 +12,7 @@ use crate::model::{AgentName, Priority, State};
 use crate::ops::TaskFilter;
 use jiff::Timestamp;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::BTreeMap;
 
 /// The query parameters of the board's pages besides a column page's `from`.
 pub const KEYS: [&str; 6] = ["state", "agent", "priority", "label", "q", "wall"];
@@ -79,13 +78,13 @@ impl BoardQuery {
     }
 
     /// Returns whether a task, whose facts are `f`, passes every filter and the search.
-    fn keeps(&self, t: &TaskFile, f: &Facts, default: Priority) -> bool {
+    fn keeps(&self, t: &TaskFile, f: &Facts<'_>, default: Priority) -> bool {
         let filter = &self.filter;
         filter.state.is_none_or(|s| t.folder.state == s)
             && filter
                 .agent
                 .as_ref()
-                .is_none_or(|a| t.folder.agent.as_ref() == Some(a) || f.agent.as_ref() == Some(a))
+                .is_none_or(|a| t.folder.agent.as_ref() == Some(a) || f.agent == Some(a))
             && filter
                 .priority
                 .is_none_or(|p| f.priority.unwrap_or(default) == p)
@@ -97,29 +96,35 @@ impl BoardQuery {
     }
 }
 
-/// What the board's filters read of a task.
-#[derive(Debug)]
-struct Facts {
+/// What the board's filters read of a task: from its summary ([`crate::check::Shown`]),
+/// so filtering parses no task.
+struct Facts<'t> {
     /// The id and the title, lowercase, on two lines.
     text: String,
-    labels: Vec<String>,
+    labels: &'t [String],
     priority: Option<Priority>,
-    agent: Option<AgentName>,
+    agent: Option<&'t AgentName>,
 }
 
-impl Facts {
-    fn of(t: &TaskFile) -> Facts {
+impl<'t> Facts<'t> {
+    fn of(t: &'t TaskFile, search: bool) -> Facts<'t> {
         let id = t.id.as_str().to_lowercase();
         match &t.read {
-            Ok(task) => task.peek(|d| Facts {
-                text: format!("{id}\n{}", d.spec.title.to_lowercase()),
-                labels: d.spec.labels.clone(),
-                priority: d.spec.priority,
-                agent: d.spec.agent.clone(),
-            }),
+            Ok(task) => {
+                let s = &task.summary().shown;
+                Facts {
+                    text: match search {
+                        true => format!("{id}\n{}", s.title.to_lowercase()),
+                        false => String::new(),
+                    },
+                    labels: &s.labels,
+                    priority: s.priority,
+                    agent: s.agent.as_ref(),
+                }
+            }
             Err(_) => Facts {
                 text: id,
-                labels: Vec::new(),
+                labels: &[],
                 priority: None,
                 agent: None,
             },
@@ -127,46 +132,16 @@ impl Facts {
     }
 }
 
-/// The facts of every task a filtered board read, by path, with the content hash they were
-/// read at: a filtered board parses only the files that changed since the one before (the
-/// first one after a start reads them all), and keeps a few dozen bytes a task, not a parse.
-#[derive(Debug, Default)]
-pub struct FactCache(Mutex<HashMap<String, (u64, Arc<Facts>)>>);
-
-impl FactCache {
-    /// Returns the tasks that pass `q`, in the order given; forgets the facts of files no
-    /// longer among `tasks`.
-    pub fn filter<'a>(
-        &self,
-        tasks: &'a [TaskFile],
-        q: &BoardQuery,
-        default: Priority,
-    ) -> Vec<&'a TaskFile> {
-        if !q.narrows() {
-            return tasks.iter().collect();
-        }
-        let mut old = std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner));
-        let mut kept = HashMap::with_capacity(tasks.len());
-        let mut out = Vec::new();
-        for t in tasks {
-            if q.filter.state.is_some_and(|s| t.folder.state != s) {
-                if let Some((path, entry)) = old.remove_entry(&t.path) {
-                    kept.insert(path, entry);
-                }
-                continue;
-            }
-            let (path, facts) = match old.remove_entry(&t.path) {
-                Some((path, (hash, f))) if hash == t.hash => (path, f),
-                _ => (t.path.clone(), Arc::new(Facts::of(t))),
-            };
-            if q.keeps(t, &facts, default) {
-                out.push(t);
-            }
-            kept.insert(path, (t.hash, facts));
-        }
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = kept;
-        out
+/// Returns the tasks that pass `q`, in the order given.
+pub fn filter<'a>(tasks: &'a [TaskFile], q: &BoardQuery, default: Priority) -> Vec<&'a TaskFile> {
+    if !q.narrows() {
+        return tasks.iter().collect();
     }
+    tasks
+        .iter()
+        .filter(|t| q.filter.state.is_none_or(|s| t.folder.state == s))
+        .filter(|t| q.keeps(t, &Facts::of(t, q.text.is_some()), default))
+        .collect()
 }
 
 /// Percent-encodes a query value (all but letters, digits and `-_.~`).
@@ -285,7 +260,7 @@ mod tests {
     }
 
     #[test]
-    fn facts_are_read_once_per_content_hash_and_kept_across_filters() {
+    fn filters_read_labels_titles_priorities_and_agents() {
         use crate::board::{Board, RawFile};
         use crate::schema::Schema;
         let (t, a) = (Schema::builtin_task(), Schema::builtin_agent());
@@ -299,22 +274,46 @@ mod tests {
         ];
         let limits = crate::yaml::Limits::default();
         let board = Board::build("work", files, vec![], (&t, &a), &limits);
-        let cache = FactCache::default();
         let ids = |q: &[(&str, &str)]| -> Vec<String> {
             let q = query(q).expect("query");
-            let kept = cache.filter(&board.tasks, &q, Priority::Normal);
+            let kept = filter(&board.tasks, &q, Priority::Normal);
             kept.iter().map(|t| t.id.to_string()).collect()
         };
-        let held = || cache.0.lock().expect("lock").len();
         assert_eq!(ids(&[("label", "docs")]), ["a"]);
         assert_eq!(ids(&[("q", "BET")]), ["b"]);
         assert_eq!(ids(&[("q", "a")]), ["a", "b"], "ids and titles");
         assert_eq!(ids(&[("priority", "normal")]), ["a"], "the default");
         assert_eq!(ids(&[("agent", "writer")]), ["b"]);
-        assert_eq!(held(), 2);
         assert!(ids(&[("state", "ready"), ("q", "a")]).is_empty());
-        assert_eq!(held(), 2, "a state filter keeps the facts of other states");
         assert_eq!(ids(&[]), ["a", "b"], "no filter keeps every task");
+    }
+
+    #[test]
+    fn a_filtered_board_parses_no_task() {
+        use crate::board::{Board, RawFile};
+        use crate::schema::Schema;
+        let (t, a) = (Schema::builtin_task(), Schema::builtin_agent());
+        let files: Vec<RawFile> = (0..50)
+            .map(|i| {
+                let text = format!(
+                    "title: Task {i}\nlabels: [l{}]\npriority: high\nagent: writer\ncoord:\n  state: ready\n",
+                    i % 5
+                );
+                RawFile::new(format!("ready/t{i}.yaml"), Ok(text.into_bytes()))
+            })
+            .collect();
+        let limits = crate::yaml::Limits::default();
+        let board = Board::build("work", files, vec![], (&t, &a), &limits);
+        let before = crate::check::live::parses();
+        for q in [
+            &[("label", "l3")][..],
+            &[("q", "task 4")],
+            &[("priority", "high"), ("agent", "writer")],
+        ] {
+            let kept = filter(&board.tasks, &query(q).expect("query"), Priority::Normal);
+            assert!(!kept.is_empty(), "{q:?}");
+        }
+        assert_eq!(crate::check::live::parses(), before, "no task was parsed");
     }
 
     #[test]

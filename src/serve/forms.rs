@@ -1,5 +1,5 @@
 //! People's actions posted from the board's pages as plain HTML forms: `POST /tasks` (a new
-//! task) and `POST /tasks/{id}/{action}` (approve, reject, cancel, retry). They run the same
+//! task) and `POST /tasks/{id}/{action}` (approve, reject, cancel, retry, reassign). They run the same
 //! operations as the command line and the API, behind the guard's same-origin check like
 //! every write, so another site's page cannot post them; each answers 303 back to the page
 //! it came from (`back`, a path on this server), so the pages work without their script, and
@@ -19,7 +19,7 @@ use serde::Deserialize;
 use std::sync::Arc;
 
 /// The actions a form may post on one task.
-pub const ACTIONS: [&str; 4] = ["approve", "reject", "cancel", "retry"];
+pub const ACTIONS: [&str; 5] = ["approve", "reject", "cancel", "retry", "reassign"];
 
 /// The fields of an action's form.
 #[derive(Debug, Deserialize)]
@@ -27,6 +27,9 @@ pub(super) struct ActForm {
     /// Why (reject needs it; cancel keeps it).
     #[serde(default)]
     reason: String,
+    /// The agent to give the task to (reassign).
+    #[serde(default)]
+    agent: String,
     /// The page to go back to.
     #[serde(default)]
     back: String,
@@ -56,7 +59,7 @@ fn form<T>(f: Result<Form<T>, FormRejection>) -> Result<T, Problem> {
 }
 
 /// `POST /tasks/{id}/{action}`: a person's action on one task, as `coord approve` (`reject`,
-/// `cancel`, `retry`) runs it.
+/// `cancel`, `retry`, `reassign`) runs it.
 pub(super) async fn act(
     With(app): With<Arc<App>>,
     p: Result<Path<(String, String)>, PathRejection>,
@@ -76,13 +79,21 @@ pub(super) async fn act(
     if action == "reject" && reason.is_empty() {
         return Err(Problem::bad("reject needs a reason"));
     }
+    let agent = match (action.as_str(), f.agent.trim()) {
+        ("reassign", "") => return Err(Problem::bad("reassign needs an agent")),
+        ("reassign", a) => {
+            Some(AgentName::new(a).map_err(|e| Problem::bad(format!("agent {a:?} {e}")))?)
+        }
+        _ => None,
+    };
     let opener = app.hub.opener();
     blocking(move || {
         let c = opener.open().map_err(|e| Problem::of(&e))?;
-        let done = match action.as_str() {
-            "approve" => c.approve(&id),
-            "reject" => c.reject(&id, &reason),
-            "cancel" => c.cancel(&id, &reason),
+        let done = match (action.as_str(), &agent) {
+            ("approve", _) => c.approve(&id),
+            ("reject", _) => c.reject(&id, &reason),
+            ("cancel", _) => c.cancel(&id, &reason),
+            ("reassign", Some(to)) => c.reassign(&id, to),
             _ => c.retry(&id),
         };
         done.map(|_| ()).map_err(|e| Problem::of(&e))

@@ -11,7 +11,7 @@
 //! for the task log, read from git.
 
 use super::api::{blocking, params, task_id, Params};
-use super::cards::{self, BoardQuery, Card, FactCache};
+use super::cards::{self, BoardQuery, Card};
 use super::hub::Snapshot;
 use super::problem::Problem;
 use super::App;
@@ -119,7 +119,7 @@ pub(super) async fn page(With(app): With<Arc<App>>, q: Params) -> Result<Respons
     let main = format!(
         "<main id=\"main\" data-live=\"/board{}\">{}</main>",
         esc(&query.query()),
-        board(&snap, &query, now, &app.facts)
+        board(&snap, &query, now)
     );
     let page = Page {
         title: "coord board",
@@ -135,7 +135,7 @@ pub(super) async fn page(With(app): With<Arc<App>>, q: Params) -> Result<Respons
 pub(super) async fn fragment(With(app): With<Arc<App>>, q: Params) -> Result<Response, Problem> {
     let (query, _) = board_query(q, &[])?;
     let now = app.hub.opener().now();
-    Ok(html(board(&app.hub.snapshot(), &query, now, &app.facts)))
+    Ok(html(board(&app.hub.snapshot(), &query, now)))
 }
 
 /// The search and filter form, and the new-task form.
@@ -227,10 +227,10 @@ fn select(
 }
 
 /// Renders the board of a snapshot: the state columns the query keeps, then the notes.
-pub fn board(snap: &Snapshot, q: &BoardQuery, now: Timestamp, facts: &FactCache) -> String {
+pub fn board(snap: &Snapshot, q: &BoardQuery, now: Timestamp) -> String {
     let notes = Notes::of(&snap.view);
     let mut by_state: BTreeMap<State, Vec<&TaskFile>> = BTreeMap::new();
-    for t in facts.filter(&snap.board.tasks, q, snap.default_priority) {
+    for t in cards::filter(&snap.board.tasks, q, snap.default_priority) {
         by_state.entry(t.folder.state).or_default().push(t);
     }
     let shown: usize = by_state.values().map(Vec::len).sum();
@@ -533,9 +533,7 @@ pub(super) async fn column(
     let snap = app.hub.snapshot();
     let now = app.hub.opener().now();
     let notes = Notes::of(&snap.view);
-    let mut tasks: Vec<&TaskFile> = app
-        .facts
-        .filter(&snap.board.tasks, &query, snap.default_priority)
+    let mut tasks: Vec<&TaskFile> = cards::filter(&snap.board.tasks, &query, snap.default_priority)
         .into_iter()
         .filter(|t| t.folder.state == state)
         .collect();
@@ -604,7 +602,8 @@ pub(super) async fn task(
         detail(&mut main, c, notes.why.get(id.as_str()));
     }
     if let Some(state) = copies.first().and_then(|c| State::parse(&s(&c["state"]))) {
-        task_actions(&mut main, id.as_str(), state);
+        let agents: Vec<&str> = snap.board.agents.keys().map(|a| a.as_str()).collect();
+        task_actions(&mut main, id.as_str(), state, &agents);
     }
     run_logs(&mut main, &app.hub.git_dir, &id);
     main.push_str("<h2>log</h2><ol class=\"log\">");
@@ -629,8 +628,9 @@ pub(super) async fn task(
     Ok(html(page.render()))
 }
 
-/// The actions a person may take on a task in `state`, as forms.
-fn task_actions(out: &mut String, id: &str, state: State) {
+/// The actions a person may take on a task in `state`, as forms; `agents` are those it may
+/// be reassigned to.
+fn task_actions(out: &mut String, id: &str, state: State, agents: &[&str]) {
     let back = format!("/tasks/{id}");
     let mut forms = String::new();
     if state == State::Review {
@@ -643,12 +643,33 @@ fn task_actions(out: &mut String, id: &str, state: State) {
     if !state.is_final() {
         with_reason(&mut forms, id, "cancel", &back, false);
     }
+    if !state.is_final() && state != State::Review && !agents.is_empty() {
+        reassign(&mut forms, id, &back, agents);
+    }
     if !forms.is_empty() {
         let _ = write!(
             out,
             "<section class=\"actions\" aria-labelledby=\"actions\"><h2 id=\"actions\">actions</h2>{forms}</section>"
         );
     }
+}
+
+/// The form giving task `id` to one of `agents`.
+fn reassign(out: &mut String, id: &str, back: &str, agents: &[&str]) {
+    let options: String = agents
+        .iter()
+        .map(|a| format!("<option>{}</option>", esc(a)))
+        .collect();
+    let _ = write!(
+        out,
+        "<form method=\"post\" action=\"/tasks/{id}/reassign\" class=\"act\">\
+         <input type=\"hidden\" name=\"back\" value=\"{}\">\
+         <label for=\"reassign-agent\">agent</label>\
+         <select id=\"reassign-agent\" name=\"agent\" required>{options}</select>\
+         <button type=\"submit\">reassign</button></form>",
+        esc(back),
+        id = esc(id),
+    );
 }
 
 /// A form posting `action` with a reason (`required` or not).

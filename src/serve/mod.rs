@@ -135,8 +135,6 @@ pub struct App {
     pub hosts: Vec<String>,
     /// One permit per open event stream.
     pub streams: Arc<tokio::sync::Semaphore>,
-    /// What the board's filters read of each task, by content hash.
-    pub facts: cards::FactCache,
     /// Each agent's token (`--agent-tokens`): a request with one acts as that agent only.
     pub agent_tokens: guard::AgentTokens,
     /// The answers of agent writes by idempotency key.
@@ -156,7 +154,6 @@ impl App {
             token,
             hosts: guard::hosts_of(addr, public_hosts),
             streams: Arc::new(tokio::sync::Semaphore::new(MAX_STREAMS)),
-            facts: cards::FactCache::default(),
             agent_tokens: guard::AgentTokens::default(),
             replies: agent::Replies::default(),
         }

@@ -27,7 +27,7 @@
 
 use super::settle::Written;
 use crate::board::{AgentEntry, ProfileFile, TaskFile};
-use crate::check::{Summary, Waiting};
+use crate::check::{Shown, Summary, Waiting};
 use crate::hash::{checksum, Sum};
 use crate::model::{AgentName, Priority, State, TaskId};
 use crate::text::{CacheFile, Stored, StoredRun, Text};
@@ -45,7 +45,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const PATH: &str = "coord/stat-cache.bin";
 
 /// The first bytes of the cache file: its format and version.
-const MAGIC: &[u8] = b"coord stat-cache 8\n";
+const MAGIC: &[u8] = b"coord stat-cache 9\n";
 
 /// How old a stamp with whole seconds must be to be trusted (git's racy rule, FAT's 2 s).
 const COARSE_SETTLE: Duration = Duration::from_secs(2);
@@ -210,6 +210,7 @@ struct SummaryRef<'a> {
     assigned_to: Option<&'a str>,
     idempotency_key: Option<&'a str>,
     waiting: Option<Cow<'a, Waiting>>,
+    shown: Cow<'a, Shown>,
 }
 
 impl EntryRef<'_> {
@@ -234,6 +235,7 @@ impl EntryRef<'_> {
                     assigned_to: s.assigned_to.map(AgentName::new).transpose().ok()?,
                     idempotency_key: s.idempotency_key.map(str::to_string),
                     waiting: s.waiting.clone().map(|w| Box::new(w.into_owned())),
+                    shown: s.shown.clone().into_owned(),
                 },
                 text,
             ),
@@ -827,6 +829,7 @@ fn entry_of<'b>(rel: &'b str, key: StatKey, source: &'b Source<'b>) -> EntryRef<
                 assigned_to: s.assigned_to.as_ref().map(AgentName::as_str),
                 idempotency_key: s.idempotency_key.as_deref(),
                 waiting: s.waiting.as_deref().map(Cow::Borrowed),
+                shown: Cow::Borrowed(&s.shown),
             });
             EntryRef {
                 rel,
@@ -950,6 +953,7 @@ fn encode_entry(out: &mut Vec<u8>, e: &EntryRef<'_>, text_at: u64) {
             put_opt(out, summary.assigned_to);
             put_opt(out, summary.idempotency_key);
             put_waiting(out, summary.waiting.as_deref());
+            put_shown(out, &summary.shown);
         }
     }
     out.extend_from_slice(&text_at.to_le_bytes());
@@ -993,6 +997,24 @@ fn put_waiting(out: &mut Vec<u8>, w: Option<&Waiting>) {
         .filter_map(|g| serde_json::to_string(g).ok())
         .collect();
     put_list(out, gates.iter().map(String::as_str));
+}
+
+/// Encodes what a board reads of a task: its title, labels, priority and agent.
+fn put_shown(out: &mut Vec<u8>, s: &Shown) {
+    put_str(out, &s.title);
+    put_list(out, s.labels.iter().map(String::as_str));
+    put_opt(out, s.priority.map(Priority::as_str));
+    put_opt(out, s.agent.as_ref().map(AgentName::as_str));
+}
+
+/// Decodes what `put_shown` wrote; None when the bytes are not such an encoding.
+fn read_shown(r: &mut Reader<'_>) -> Option<Shown> {
+    Some(Shown {
+        title: r.str()?.to_string(),
+        labels: r.list()?.into_iter().map(str::to_string).collect(),
+        priority: r.opt()?.map(str::parse).transpose().ok()?,
+        agent: r.opt()?.map(AgentName::new).transpose().ok()?,
+    })
 }
 
 fn put_list<'s>(out: &mut Vec<u8>, items: impl ExactSizeIterator<Item = &'s str>) {
@@ -1082,6 +1104,7 @@ fn entry_at(bytes: &[u8], at: usize) -> Option<(EntryRef<'_>, usize)> {
             assigned_to: r.opt()?,
             idempotency_key: r.opt()?,
             waiting: read_waiting(&mut r)?.map(Cow::Owned),
+            shown: Cow::Owned(read_shown(&mut r)?),
         }),
         _ => return None,
     };

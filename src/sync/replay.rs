@@ -4,10 +4,10 @@
 //! A commit whose every path still holds, on the new tip, the bytes it changed is carried over
 //! as it is. Otherwise:
 //! - a coord operation on one task (`Coord-Task`: claim, complete, fail, heartbeat, cancel,
-//!   approve, reject, retry, …) checks its precondition on the new tip: the task is still in
-//!   the same folder with the same `coord.state`, `assigned_to` and `attempt` it acted on. If so
-//!   it is redone: the new tip's file with the operation's `coord:` and `result:` blocks, so a
-//!   person's edit made meanwhile stays. If not it is dropped and reported; a result whose task
+//!   approve, reject, retry, reassign, …) checks its precondition on the new tip: the task is
+//!   still in the same folder with the same `coord.state`, `assigned_to` and `attempt` it acted
+//!   on. If so it is redone: the new tip's file with the operation's `coord:` and `result:`
+//!   blocks (and a reassign's `agent:`), so a person's edit made meanwhile stays. If not it is dropped and reported; a result whose task
 //!   moved on is handed back as a [`Stale`] result, for the caller to record in the task's
 //!   `coord.history` (never lost);
 //! - a person's edit (recorded external changes) of a task coord moved meanwhile is applied to
@@ -423,8 +423,15 @@ impl Replayer<'_> {
         if !holds && self.defer == Defer::BlockedClaims && self.is_claim() && self.blocked(src)? {
             return Ok(Step::ClaimAgain);
         }
+        let reassign = self.op().is_some_and(|o| o.kind == OpKind::Reassign);
         let redone = match (holds, now) {
-            (true, Some(now)) => redo(&before, &now, &after),
+            (true, Some(now)) => redo(&before, &now, &after).and_then(|text| {
+                if reassign {
+                    with_agent(&text, &after)
+                } else {
+                    Some(text)
+                }
+            }),
             _ => None,
         };
         let Some(text) = redone else {
@@ -1158,6 +1165,19 @@ fn with_blocks(text: &[u8], from: &[u8]) -> Option<Vec<u8>> {
             None => remove_block(&out, &doc, key).ok()?,
         };
     }
+    Some(out.into_bytes())
+}
+
+/// Returns `text` with the `agent:` of `from` (a reassign names the new agent there as well
+/// as in its `coord:` block); None when a file does not read as a block mapping.
+fn with_agent(text: &[u8], from: &[u8]) -> Option<Vec<u8>> {
+    let from = parse_bytes(from, &Limits::default()).ok()?;
+    let out = String::from_utf8(text.to_vec()).ok()?;
+    let doc = crate::yaml::parse(&out, &Limits::default()).ok()?;
+    let out = match from.value.get("agent") {
+        Some(v) => set_block(&out, &doc, "agent", v).ok()?,
+        None => remove_block(&out, &doc, "agent").ok()?,
+    };
     Some(out.into_bytes())
 }
 

@@ -110,6 +110,7 @@ fn mcp_initializes_lists_tools_and_runs_new_claim_heartbeat_complete() {
                 "list",
                 "log",
                 "new",
+                "reassign",
                 "reject",
                 "retry",
                 "show",
@@ -664,7 +665,7 @@ fn mcp_tools_say_whether_they_only_read_or_destroy() {
             assert_eq!(hint(name, "readOnlyHint"), false, "{name}");
             assert_eq!(hint(name, "destructiveHint"), false, "{name}");
         }
-        for name in ["cancel", "reject"] {
+        for name in ["cancel", "reject", "reassign"] {
             assert_eq!(hint(name, "destructiveHint"), true, "{name}");
         }
         client.cancel().await.expect("close");
@@ -704,6 +705,28 @@ fn mcp_person_tools_approve_reject_cancel_and_retry_as_the_cli_does() {
     assert!(cli.contains("wrong_state"), "{cli}");
     assert_eq!(r.where_is("c"), "work/inbox/c.yaml");
     assert_ne!(r.where_is("x"), "work/review/x.yaml");
+    assert_eq!(r.git_status(), "", "every change committed");
+}
+
+#[test]
+fn mcp_reassign_takes_a_held_task_from_its_agent_as_the_cli_does() {
+    let repo = TestRepo::with_agents(&["a", "b"]);
+    let r = &repo;
+    r.task("h", "title: Held\nagent: a\n");
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("h"), "work/assigned/a/h.yaml");
+    with_server(r, |client| async move {
+        let moved = ok(&client, "reassign", json!({"id": "h", "agent": "b"})).await;
+        assert_eq!(moved["op"], "reassign", "{moved}");
+        assert_eq!(moved["commits"], 1, "{moved}");
+        assert_eq!(moved["state"], "assigned", "{moved}");
+        let again = ok(&client, "reassign", json!({"id": "h", "agent": "b"})).await;
+        assert_eq!(again["commits"], 0, "{again}");
+        client.cancel().await.expect("close");
+    });
+    assert_eq!(r.where_is("h"), "work/assigned/b/h.yaml");
+    let (_, err) = r.code(&["complete", "h", "--agent", "a", "--attempt", "1"], 1);
+    assert!(err.contains("not accepted"), "{err}");
     assert_eq!(r.git_status(), "", "every change committed");
 }
 

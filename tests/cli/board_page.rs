@@ -268,6 +268,45 @@ fn board_page_forms_run_the_operations_and_refuse_other_origins() {
 }
 
 #[test]
+fn board_page_reassigns_a_held_task_from_its_page() {
+    let r = TestRepo::with_agents(&["alice", "bob"]);
+    r.ok(&["new", "Write the spec", "--id", "spec", "--agent", "alice"]);
+    r.ok(&["tick"]);
+    let s = Server::start(&r);
+    let page = s.get("/tasks/spec").body;
+    let form = page
+        .split("action=\"/tasks/spec/reassign\"")
+        .nth(1)
+        .and_then(|rest| rest.split("</form>").next())
+        .unwrap_or_else(|| panic!("the task page has a reassign form: {page}"));
+    assert!(
+        form.contains("<select") && form.contains(">bob</option>") && form.contains("<label"),
+        "{form}"
+    );
+    let origin = format!("http://{}", s.addr);
+    let post = |from: &str, site: &str, body: &str| -> Resp {
+        s.req(
+            "POST",
+            "/tasks/spec/reassign",
+            &[FORM, ("Origin", from), ("Sec-Fetch-Site", site)],
+            body,
+        )
+    };
+    let evil = post("http://evil.example", "cross-site", "agent=bob&back=%2F");
+    assert_eq!(evil.status, 403, "{}", evil.body);
+    assert_eq!(r.where_is("spec"), "work/assigned/alice/spec.yaml");
+    assert_eq!(post(&origin, "same-origin", "back=%2F").status, 400);
+    assert_eq!(post(&origin, "same-origin", "agent=carol").status, 400);
+    let moved = post(&origin, "same-origin", "agent=bob&back=%2Ftasks%2Fspec");
+    assert_eq!(moved.status, 303, "{}", moved.body);
+    assert_eq!(moved.header("location"), Some("/tasks/spec"));
+    assert_eq!(r.where_is("spec"), "work/assigned/bob/spec.yaml");
+    assert!(r.read("work/assigned/bob/spec.yaml").contains("attempt: 2"));
+    let done = s.get("/tasks/spec").body;
+    assert!(done.contains("reassign spec from alice to bob"), "{done}");
+}
+
+#[test]
 fn board_page_has_landmarks_labels_and_a_wall_mode() {
     let r = team_repo();
     let s = Server::start(&r);

@@ -14,7 +14,7 @@ const DONE_FILE: &str = ".git/coord/stat-cache.d/done.bin";
 
 /// Whether the cache file at `rel` is one coord wrote (its format's first bytes).
 fn written(r: &TestRepo, rel: &str) -> bool {
-    std::fs::read(r.abs(rel)).is_ok_and(|b| b.starts_with(b"coord stat-cache 8\n"))
+    std::fs::read(r.abs(rel)).is_ok_and(|b| b.starts_with(b"coord stat-cache 9\n"))
 }
 
 /// A repo with agent `bot` and the done task `old` (output 1) committed by a person, cached

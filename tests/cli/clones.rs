@@ -104,6 +104,44 @@ fn a_result_for_a_task_cancelled_meanwhile_is_kept_as_stale_and_sync_goes_on() {
 }
 
 #[test]
+fn a_reassign_made_while_the_task_changed_upstream_lands_on_the_new_agent() {
+    let net = Net::new(&["alice", "bob"]);
+    let (agent, person) = (net.clone(), net.clone());
+    net.person_adds("t", 1);
+    agent.ok(&["sync"]);
+    person.ok(&["sync"]);
+    assert_eq!(agent.where_is("t-0"), "work/assigned/alice/t-0.yaml");
+    agent.ok(&["heartbeat", "t-0", "--agent", "alice", "--attempt", "1"]);
+    let path = "work/assigned/alice/t-0.yaml";
+    agent.write(
+        path,
+        &agent
+            .read(path)
+            .replace("title: Task t-0", "title: Task t-0, edited"),
+    );
+    agent.ok(&["sync"]);
+    person.ok(&["reassign", "t-0", "bob"]);
+    let (_, err) = person.code(&["sync"], 0);
+    let (at, text) = on_remote(&net, "t-0");
+    assert_eq!(at, "work/assigned/bob/t-0.yaml", "{err}");
+    for field in [
+        "title: Task t-0, edited",
+        "agent: bob",
+        "assigned_to: bob",
+        "attempt: 2",
+        "reassigned to bob",
+    ] {
+        assert!(text.contains(field), "{field}: {text}");
+    }
+    agent.ok(&["sync"]);
+    let (_, err) = agent.code(
+        &["heartbeat", "t-0", "--agent", "alice", "--attempt", "1"],
+        1,
+    );
+    assert!(err.contains("stop working"), "{err}");
+}
+
+#[test]
 fn a_persons_edit_of_a_task_coord_assigned_meanwhile_lands_in_the_moved_file() {
     let net = Net::new(&["alice"]);
     let (person, ci) = (net.clone(), net.clone());

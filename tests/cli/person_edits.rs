@@ -70,7 +70,7 @@ fn a_task_in_the_inbox_can_be_cancelled() {
 }
 
 #[test]
-fn a_task_no_agent_holds_yet_is_reassigned_and_a_held_one_is_not() {
+fn a_task_no_agent_holds_yet_is_reassigned() {
     let r = TestRepo::with_agents(&["alice", "bob"]);
     r.ok(&["agents", "disable", "alice"]);
     r.ok(&["new", "Write the spec", "--id", "spec", "--agent", "alice"]);
@@ -86,13 +86,82 @@ fn a_task_no_agent_holds_yet_is_reassigned_and_a_held_one_is_not() {
     r.ok(&["tick"]);
     assert_eq!(r.where_is("spec"), "work/assigned/bob/spec.yaml");
     let before = r.commit_count();
-    let (_, err) = r.code(&["reassign", "spec", "alice"], 1);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("assigned") && err.contains("cancel"), "{err}");
     let (_, err) = r.code(&["reassign", "spec", "carol"], 1);
     assert!(err.contains("carol") && err.contains("alice, bob"), "{err}");
     assert_eq!(r.commit_count(), before);
     assert!(r.git_status().is_empty(), "{}", r.git_status());
+}
+
+#[test]
+fn a_held_task_is_taken_from_its_agent_whose_late_result_is_set_aside() {
+    let r = TestRepo::with_agents(&["alice", "bob"]);
+    r.ok(&["new", "Write the spec", "--id", "spec", "--agent", "alice"]);
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("spec"), "work/assigned/alice/spec.yaml");
+    let before = r.commit_count();
+    let answer = r.json(&["reassign", "spec", "bob"]);
+    assert_eq!(answer["op"], "reassign");
+    assert_eq!(answer["state"], "assigned");
+    assert_eq!(r.commit_count(), before + 1);
+    assert_eq!(r.where_is("spec"), "work/assigned/bob/spec.yaml");
+    let text = r.read("work/assigned/bob/spec.yaml");
+    for field in ["agent: bob", "assigned_to: bob", "attempt: 2", "cancelled"] {
+        assert!(text.contains(field), "{field}: {text}");
+    }
+    assert!(r.ok(&["log", "spec"]).contains("reassign spec"));
+    let (_, err) = r.code(
+        &["complete", "spec", "--agent", "alice", "--attempt", "1"],
+        1,
+    );
+    assert!(err.contains("not accepted"), "{err}");
+    let text = r.read("work/assigned/bob/spec.yaml");
+    assert!(
+        text.contains("stale_result") && !text.contains("\nresult:"),
+        "{text}"
+    );
+    let (_, err) = r.code(&["heartbeat", "spec", "--agent", "alice"], 1);
+    assert!(err.contains("stop working"), "{err}");
+    r.ok(&["complete", "spec", "--agent", "bob", "--attempt", "2"]);
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("spec"), "work/done/spec.yaml");
+    assert!(r.git_status().is_empty(), "{}", r.git_status());
+}
+
+#[test]
+fn a_held_task_with_a_result_waiting_or_its_own_agent_is_left_as_it_is() {
+    let r = TestRepo::with_agents(&["alice", "bob"]);
+    r.ok(&["new", "Write the spec", "--id", "spec", "--agent", "alice"]);
+    r.ok(&["tick"]);
+    let before = r.commit_count();
+    let (_, err) = r.code(&["reassign", "spec", "alice"], 0);
+    assert!(err.contains("already"), "{err}");
+    r.ok(&["complete", "spec", "--agent", "alice", "--attempt", "1"]);
+    let before_refused = r.commit_count();
+    let (_, err) = r.code(&["reassign", "spec", "bob"], 1);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("result waiting"), "{err}");
+    assert_eq!(r.commit_count(), before_refused);
+    assert_eq!(before + 1, before_refused);
+    assert_eq!(r.where_is("spec"), "work/assigned/alice/spec.yaml");
+}
+
+#[test]
+fn a_held_task_waits_in_ready_for_an_agent_that_cannot_take_it_now() {
+    let r = TestRepo::with_agents(&["alice", "bob"]);
+    r.ok(&["new", "Write the spec", "--id", "spec", "--agent", "alice"]);
+    r.ok(&["tick"]);
+    r.ok(&["agents", "disable", "bob"]);
+    r.ok(&["reassign", "spec", "bob"]);
+    assert_eq!(r.where_is("spec"), "work/ready/spec.yaml");
+    let text = r.read("work/ready/spec.yaml");
+    assert!(
+        text.contains("agent: bob") && !text.contains("lease_expires_at"),
+        "{text}"
+    );
+    r.ok(&["agents", "enable", "bob"]);
+    r.ok(&["tick"]);
+    assert_eq!(r.where_is("spec"), "work/assigned/bob/spec.yaml");
+    assert!(r.read("work/assigned/bob/spec.yaml").contains("attempt: 2"));
 }
 
 #[test]

@@ -67,6 +67,7 @@ fn serve_reads_tasks_with_etags_board_agents_health_and_openapi() {
         "/v1/tasks/{id}/reject",
         "/v1/tasks/{id}/cancel",
         "/v1/tasks/{id}/retry",
+        "/v1/tasks/{id}/reassign",
         "/v1/board",
         "/v1/agents",
         "/v1/events",
@@ -716,4 +717,24 @@ fn serve_events_report_a_persons_committed_move_once_as_theirs() {
         metrics.contains(r#"coord_transitions_total{from="inbox",to="cancelled"} 1"#),
         "{metrics}"
     );
+}
+
+#[test]
+fn serve_reassigns_a_held_task_as_the_cli_does() {
+    let r = TestRepo::with_agents(&["alice", "bob"]);
+    r.ok(&["new", "Write the docs", "--id", "docs", "--agent", "alice"]);
+    r.ok(&["tick"]);
+    let s = Server::start(&r);
+    assert_eq!(s.post("/v1/tasks/docs/reassign", "{}").status, 400);
+    let moved = s.post("/v1/tasks/docs/reassign", r#"{"agent": "bob"}"#);
+    assert_eq!(moved.status, 200, "{}", moved.body);
+    assert_eq!(moved.json()["state"], "assigned");
+    assert_eq!(r.where_is("docs"), "work/assigned/bob/docs.yaml");
+    let late = s.post(
+        "/v1/tasks/docs/complete",
+        r#"{"agent": "alice", "attempt": 1}"#,
+    );
+    assert_eq!(late.status, 409, "{}", late.body);
+    let unknown = s.post("/v1/tasks/docs/reassign", r#"{"agent": "carol"}"#);
+    assert_eq!(unknown.status, 400, "{}", unknown.body);
 }

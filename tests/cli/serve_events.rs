@@ -1,10 +1,11 @@
 //! `/v1/events` exact and resumable, through the real binary: event ids from the clone's
 //! event journal that stay valid across restarts, `Last-Event-ID` and `since` resuming with
-//! no loss and no duplicate, rewritten history (amend, reset, a sync's replay, a force-push
+//! no loss and no duplicate (also when the server is killed while it appends to the journal),
+//! rewritten history (amend, reset, a sync's replay, a force-push
 //! fetched by sync) publishing only the transitions that really changed, and `/metrics`
 //! counting the transitions in history.
 
-use crate::harness::{Net, TestRepo};
+use crate::harness::{Net, Rng, TestRepo};
 use crate::http::Server;
 use crate::http_client::{Events, Sent};
 use serde_json::Value;
@@ -133,6 +134,82 @@ fn events_resume_after_a_disconnect_and_a_restart_with_every_transition_once() {
     );
     let bad = s.req("GET", "/v1/events?since=abc", &[], "");
     assert_eq!(bad.status, 400, "{}", bad.body);
+}
+
+#[test]
+fn events_survive_kills_of_the_server_while_transitions_stream() {
+    let r = TestRepo::with_agents(&["writer --max-active 1000"]);
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(7, |d| d.as_nanos() as u64 | 1);
+    eprintln!("seed {seed}");
+    let mut rng = Rng(seed);
+    let s = Server::start(&r);
+    let mut ev = s.events();
+    r.task("base", "title: A task\n");
+    r.ok(&["tick"]);
+    read(&mut ev, 3);
+    let mut seen = ev.transitions();
+    drop(s);
+    let open = |s: &Server, seen: &[Sent]| {
+        let last = seen.last().and_then(|e| e.id).expect("an id");
+        Events::open_at(&s.addr, "/v1/events", &format!("Last-Event-ID: {last}\r\n"))
+    };
+    for n in 0..6 {
+        let s = Server::start(&r);
+        let mut ev = open(&s, &seen);
+        for i in 0..10 {
+            r.task(&format!("t{n}-{i}"), "title: A task\n");
+        }
+        // The tick commits while the server reads history and appends to its journal; the
+        // server is killed at a random point of that.
+        let mut tick = r.spawn(&["tick"]);
+        let wait = 300 + rng.below(1500);
+        ev.until(Duration::from_millis(wait), |_| false);
+        drop(s);
+        assert!(tick.wait().expect("tick").success());
+        let got = ev.transitions();
+        eprintln!(
+            "session {n}: killed after {wait} ms, {} transitions sent",
+            got.len()
+        );
+        seen.extend(got);
+    }
+    let history: Vec<Key> = logged(&r)
+        .into_iter()
+        .filter(|k| k.0.starts_with('t') || k.0 == "base")
+        .collect();
+    assert_eq!(
+        history.len(),
+        3 + 6 * 30,
+        "each task added, made ready, assigned"
+    );
+    let s = Server::start(&r);
+    let mut last = open(&s, &seen);
+    read(&mut last, history.len() - seen.len());
+    last.until(Duration::from_millis(500), |_| false);
+    seen.extend(last.transitions());
+    let keys = exactly_once(&seen);
+    assert_eq!(
+        keys, history,
+        "every transition of history, in its order, once (seed {seed})"
+    );
+    let m = s.get("/metrics").body;
+    assert_eq!(
+        sample_sum(&m, "coord_transitions_total{"),
+        logged(&r).len() as f64,
+        "the counters count each transition of history once: {m}"
+    );
+    let journal = std::fs::read_to_string(r.abs(".git/coord/events/log.jsonl")).expect("journal");
+    let ids: Vec<u64> = journal
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok()?["id"].as_u64())
+        .collect();
+    assert_eq!(
+        ids,
+        (1..=ids.len() as u64).collect::<Vec<_>>(),
+        "the journal holds each id once"
+    );
 }
 
 #[test]
