@@ -12,6 +12,7 @@ pub mod forms;
 pub mod guard;
 pub mod html;
 pub mod hub;
+pub mod hubmode;
 pub mod metrics;
 pub mod problem;
 pub mod ticker;
@@ -54,6 +55,8 @@ pub struct Options {
     /// The names (`name` or `name:port`, as clients put them in `Host`) the server also
     /// answers to besides its loopback names; only with a token.
     pub public_hosts: Vec<String>,
+    /// Run as a fleet's hub (`--hub`) with `hub:` of coord.yaml.
+    pub hub: bool,
 }
 
 /// Why the server could not start or stopped.
@@ -82,6 +85,20 @@ pub enum ServeError {
     /// The repository could not be read.
     #[error("{0}")]
     Repo(#[from] hub::HubError),
+    /// Hub mode could not take the lease, or could not start.
+    #[error("coord serve --hub: {0}")]
+    Hub(crate::ops::Error),
+    /// A newer hub took the lease over: this one stopped.
+    #[error("coord serve --hub: {0}")]
+    Superseded(String),
+    /// `hub.lease` is too short for the time between pushes.
+    #[error("hub.lease ({lease}s) must be at least three times the time between two pushes ({every}s at hub.pushes_per_minute)")]
+    ShortLease {
+        /// The lease, in seconds.
+        lease: u64,
+        /// The time between pushes, in seconds.
+        every: u64,
+    },
     /// The tick loop (`--tick`) could not start.
     #[error("coord serve --tick: {0}")]
     Tick(#[from] crate::watch::WatchError),
@@ -125,6 +142,8 @@ pub struct App {
     pub streams: Arc<tokio::sync::Semaphore>,
     /// What the board's filters read of each task, by content hash.
     pub facts: cards::FactCache,
+    /// Hub mode, when the server runs as a fleet's hub.
+    pub mode: Option<Arc<hubmode::HubMode>>,
 }
 
 impl App {
@@ -141,6 +160,7 @@ impl App {
             hosts: guard::hosts_of(addr, public_hosts),
             streams: Arc::new(tokio::sync::Semaphore::new(MAX_STREAMS)),
             facts: cards::FactCache::default(),
+            mode: None,
         }
     }
 }
@@ -187,7 +207,15 @@ pub fn run(mut opener: Opener, opts: Options) -> Result<(), ServeError> {
     check_options(&opts)?;
     opener.options.wait.get_or_insert(WRITE_WAIT);
     let dir = opener.dir.clone();
-    let hub = hub::Hub::open(opener)?;
+    let settings = match opts.hub {
+        true => Some(hub_settings(&mut opener)?),
+        false => None,
+    };
+    let taken = match &settings {
+        Some(s) => Some(hubmode::take(&opener, s).map_err(ServeError::Hub)?),
+        None => None,
+    };
+    let hub = hub::Hub::open(opener.clone())?;
     hub.watch()?;
     crate::ops::webhooks::start(
         &dir,
@@ -211,17 +239,43 @@ pub fn run(mut opener: Opener, opts: Options) -> Result<(), ServeError> {
         Some(w) => Some(ticker::start(Arc::clone(&hub), w)?),
         None => None,
     };
-    let app = Arc::new(App::new(hub, opts.token, addr, &opts.public_hosts));
+    let (lost_tx, lost_rx) = tokio::sync::oneshot::channel();
+    let mut app = App::new(Arc::clone(&hub), opts.token, addr, &opts.public_hosts);
+    if let (Some((mode, held)), Some(s)) = (taken, settings) {
+        crate::term::write_err(format_args!(
+            "coord: hub of {} in epoch {}, pushing at most {} times a minute",
+            s.remote, mode.epoch, s.pushes_per_minute
+        ));
+        let seen = Arc::clone(&hub);
+        hubmode::start_pushing(
+            Arc::clone(&mode),
+            held,
+            opener,
+            s,
+            move || seen.changed(),
+            lost_tx,
+        )
+        .map_err(io)?;
+        app.mode = Some(mode);
+    }
+    let app = Arc::new(app);
     crate::term::write_out(format_args!("http://{addr}"));
     crate::term::write_err(format_args!(
         "coord: serving the board on http://{addr}/ and the API under /v1; Ctrl-C stops"
     ));
+    let lost = async {
+        match lost_rx.await {
+            Ok(why) => why,
+            Err(_) => std::future::pending().await,
+        }
+    };
     // Not a graceful shutdown: event streams never end by themselves, and every write is
     // committed before its answer, so nothing is lost by stopping at once.
     rt.block_on(async move {
         tokio::select! {
             served = serve(listener, router(app)) => served.map_err(io),
             () = stopped() => Ok(()),
+            why = lost => Err(ServeError::Superseded(why)),
         }
     })?;
     // The same signal stops the tick loop after the tick in progress.
@@ -229,6 +283,22 @@ pub fn run(mut opener: Opener, opts: Options) -> Result<(), ServeError> {
         let _ = t.join();
     }
     Ok(())
+}
+
+/// Returns the hub's settings from coord.yaml and makes `opener` act on the clone alone
+/// (the hub pushes in batches of its own).
+fn hub_settings(opener: &mut Opener) -> Result<hubmode::Settings, ServeError> {
+    opener.options.local = true;
+    let coord = opener.open().map_err(ServeError::Hub)?;
+    let s = hubmode::Settings::of(&coord.store().config.hub);
+    let every = 60 / u64::from(s.pushes_per_minute);
+    if s.lease.as_secs() < 3 * every {
+        return Err(ServeError::ShortLease {
+            lease: s.lease.as_secs(),
+            every,
+        });
+    }
+    Ok(s)
 }
 
 /// Refuses what cannot be served safely: a non-loopback address without a token or a public

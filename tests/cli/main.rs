@@ -34,6 +34,7 @@ mod history_blocks;
 mod history_folders;
 mod http;
 mod http_client;
+mod hub;
 mod import;
 mod index_write;
 mod inplace;
