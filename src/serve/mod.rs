@@ -32,6 +32,10 @@ pub const BODY_LIMIT: usize = 1024 * 1024;
 /// How long a write waits for another coordinator's lock before answering 503.
 pub const WRITE_WAIT: Duration = Duration::from_secs(2);
 
+/// How long a hub's write waits for the lock (held by its own batch, or a person's command
+/// in its clone) before answering 503.
+pub const HUB_WRITE_WAIT: Duration = Duration::from_secs(30);
+
 /// How long a connection may take to send a request's headers (the first one, or the next
 /// on a kept-alive connection) before it is closed: a client that never finishes them holds
 /// nothing for longer.
@@ -289,6 +293,8 @@ pub fn run(mut opener: Opener, opts: Options) -> Result<(), ServeError> {
 /// (the hub pushes in batches of its own).
 fn hub_settings(opener: &mut Opener) -> Result<hubmode::Settings, ServeError> {
     opener.options.local = true;
+    // Writes queue in the hub one at a time; the one at the head waits out a batch.
+    opener.options.wait = Some(HUB_WRITE_WAIT);
     let coord = opener.open().map_err(ServeError::Hub)?;
     let s = hubmode::Settings::of(&coord.store().config.hub);
     let every = 60 / u64::from(s.pushes_per_minute);

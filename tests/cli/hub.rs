@@ -274,3 +274,60 @@ fn a_result_for_a_grant_of_an_older_epoch_is_kept_as_stale_result_and_not_credit
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.json()["task"]["result"]["output"]["from"], "new");
 }
+
+/// Claims over HTTP through a hub cost about what the CLI's claims cost at 2,000 tasks (a
+/// plain `coord serve` reads the whole repository again after each: about 9 times as long),
+/// and concurrent claims queue in the hub instead of answering 503.
+#[test]
+fn hub_claims_at_2000_tasks_cost_about_what_cli_claims_cost_and_never_answer_503() {
+    let n = 2000;
+    let net = Net::new(&[]);
+    let seed = &net.seed;
+    seed.ok(&["agents", "add", "w", "--pull", "--max-active", "1000"]);
+    let yaml = seed.read("coord.yaml");
+    seed.write("coord.yaml", &format!("{yaml}hub: {{remote: origin}}\n"));
+    for i in 0..n {
+        seed.task(&format!("t{i}"), &format!("title: Task {i}\n"));
+    }
+    seed.git(&["add", "-A"]);
+    seed.git(&["commit", "-q", "-m", "people drop tasks"]);
+    seed.ok(&["tick"]);
+    seed.git(&["push", "-q", "origin", "main"]);
+    let cli = net.clone();
+    cli.ok(&["status"]);
+    let started = Instant::now();
+    for _ in 0..5 {
+        cli.ok(&["claim", "--agent", "w"]);
+    }
+    let by_cli = started.elapsed().as_secs_f64();
+
+    let clone = net.clone();
+    let hub = Hub::start(&clone);
+    let started = Instant::now();
+    for i in 0..5 {
+        hub.claim(&format!("t{i}"), "w");
+    }
+    let by_hub = started.elapsed().as_secs_f64();
+    eprintln!("5 claims at {n} tasks: CLI {by_cli:.2} s, hub over HTTP {by_hub:.2} s");
+    assert!(
+        by_hub <= 2.0 * by_cli,
+        "hub {by_hub:.2} s vs CLI {by_cli:.2} s"
+    );
+
+    let addr = hub.addr.clone();
+    let racers: Vec<_> = (10..20)
+        .map(|i| {
+            let addr = addr.clone();
+            std::thread::spawn(move || {
+                let body = json!({"agent": "w"}).to_string();
+                let path = format!("/v1/tasks/t{i}/claim");
+                request(&addr, "POST", &path, &[], body.as_bytes()).status
+            })
+        })
+        .collect();
+    let codes: Vec<u16> = racers
+        .into_iter()
+        .map(|t| t.join().expect("racer"))
+        .collect();
+    assert!(codes.iter().all(|c| *c == 200), "{codes:?}");
+}
