@@ -52,7 +52,8 @@ pub struct HubMode {
     stopped: AtomicBool,
     /// When the lease as last renewed lapses, by this machine's clock.
     valid_until: Mutex<Instant>,
-    /// One write at a time: writes wait their turn here instead of timing out on the lock.
+    /// One write or batch at a time: writes wait their turn here instead of timing out on
+    /// the lock.
     writes: Mutex<()>,
 }
 
@@ -125,9 +126,13 @@ pub fn start_pushing(
                 std::thread::sleep(settings.interval().saturating_sub(last.elapsed()));
                 let started = Instant::now();
                 let renew = renewed.elapsed() >= settings.lease / 3;
+                // Writes wait for the batch: no answer reads the repository while the
+                // batch's integration and tick move files.
+                let one = mode.writes.lock().unwrap_or_else(|e| e.into_inner());
                 let pushed = opener
                     .open()
                     .and_then(|c| c.hub_push(&mut held, settings.lease, renew));
+                drop(one);
                 match pushed {
                     Ok(report) => {
                         if report.pushes > 0 || renew {
