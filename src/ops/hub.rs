@@ -327,8 +327,10 @@ impl Coord {
         Ok(self.git_hub("commit-tree", &args)?)
     }
 
-    /// Pushes one ref by compare-and-swap.
+    /// Pushes one ref by compare-and-swap, counted in the clone's push times (`coord
+    /// status` warns near the budget).
     fn push_ref(&self, remote: &str, update: &RefUpdate) -> Result<(), Error> {
+        crate::store::Stats::record_push(self.store.repo.git_dir(), self.now.as_second());
         let [lease, spec] = update.push_args();
         self.git_hub("push", &["push", "--quiet", &lease, remote, &spec])?;
         Ok(())
