@@ -184,10 +184,8 @@ fn a_second_hub_is_refused_while_the_lease_is_live_and_a_restarted_hub_keeps_its
         Ok(_) => panic!("a second hub started while the first held the lease"),
     };
     assert_ne!(code, Some(0));
-    let line = err
-        .lines()
-        .find(|l| l.contains("lease"))
-        .unwrap_or_default();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let line = err.lines().next().unwrap_or_default();
     let holder = first.path().display().to_string();
     assert!(
         line.contains(&holder) && line.contains("until 2026-11-22T10:01:00Z"),
@@ -215,11 +213,12 @@ fn a_lapsed_lease_fails_over_in_the_next_epoch_and_the_old_hub_stops() {
     let code = first.exited(Duration::from_secs(20));
     assert!(code.is_some_and(|c| c != 0), "the old hub did not stop");
     let err = first.stderr();
+    let last = err.lines().last().unwrap_or_default();
     assert!(
-        err.lines()
-            .any(|l| l.contains("a newer hub holds the lease") && l.contains("epoch 2")),
+        last.contains("a newer hub holds the lease") && last.contains("epoch 2"),
         "{err}"
     );
+    assert_eq!(err.matches("newer hub").count(), 1, "{err}");
     // The new hub started from the remote: the old hub's grant stands.
     assert_eq!(second.task("t0")["state"], "assigned");
 }
