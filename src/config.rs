@@ -157,17 +157,8 @@ pub struct Config {
     pub run: RunConfig,
     /// The endpoints every event is POSTed to, by name (docs/webhooks.md).
     pub webhooks: BTreeMap<String, Webhook>,
-    /// The hub the agent commands in this folder ask.
+    /// How `coord serve --hub` shares its clone's work through a remote.
     pub hub: HubConfig,
-}
-
-/// `hub:` in coord.yaml.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct HubConfig {
-    /// The URL of the `coord serve` that `claim`, `complete`, `fail`, `heartbeat`, `new` and
-    /// `run` ask instead of the local repository (as `--hub`).
-    pub url: Option<String>,
 }
 
 /// The event kinds a webhook may ask for besides the states a transition ends in.
@@ -279,6 +270,33 @@ impl Default for SyncConfig {
     }
 }
 
+/// `hub:` in coord.yaml: the settings of `coord serve --hub`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HubConfig {
+    /// The URL of the `coord serve` that `claim`, `complete`, `fail`, `heartbeat`, `new` and
+    /// `run` ask instead of the local repository (as `--hub`).
+    pub url: Option<String>,
+    /// The remote the hub pushes its batches to and holds its lease on.
+    pub remote: String,
+    /// The hub's pushes a minute at most (GitHub recommends at most 6 per repository).
+    pub pushes_per_minute: u32,
+    /// How long the hub's lease on the remote lasts unless renewed; another hub may take
+    /// over once it lapsed.
+    pub lease: Duration,
+}
+
+impl Default for HubConfig {
+    fn default() -> Self {
+        HubConfig {
+            url: None,
+            remote: "origin".to_string(),
+            pushes_per_minute: 6,
+            lease: Duration::from_secs(60),
+        }
+    }
+}
+
 /// `run:` in coord.yaml.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -335,13 +353,14 @@ impl Default for Config {
 }
 
 /// The keys of coord.yaml that hold durations.
-const DURATION_KEYS: [&str; 6] = [
+const DURATION_KEYS: [&str; 7] = [
     "/defaults/timeout",
     "/backoff/base",
     "/backoff/max",
     "/circuit_breaker/open_for",
     "/archive_after",
     "/gate_interval",
+    "/hub/lease",
 ];
 
 /// Returns why a duration in the raw config is out of range, naming its key.
@@ -423,6 +442,12 @@ impl Config {
                 "work_dir {:?} must be a relative path inside the repo without '..'",
                 self.work_dir
             ));
+        }
+        if self.hub.pushes_per_minute == 0 {
+            return Err("hub.pushes_per_minute must be at least 1".to_string());
+        }
+        if self.hub.lease.as_secs() < 1 {
+            return Err("hub.lease must be at least 1s".to_string());
         }
         if self.defaults.max_attempts == 0 {
             return Err("defaults.max_attempts must be at least 1".to_string());

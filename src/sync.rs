@@ -52,6 +52,31 @@ pub struct Options {
     pub drop_edits: Vec<replay::DropEdit>,
     /// The clock for recorded changes.
     pub now: Timestamp,
+    /// Another ref pushed with the branch in the same atomic push, compare-and-swap (a hub's
+    /// lease): the branch lands only when this ref still holds its old value on the remote.
+    pub with_ref: Option<RefUpdate>,
+}
+
+/// A ref pushed atomically with the branch, only over the value it is expected to hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefUpdate {
+    /// The full ref name (`refs/coord/hub`).
+    pub name: String,
+    /// The object it must point at on the remote; None: it must not exist.
+    pub old: Option<String>,
+    /// The object it is to point at.
+    pub new: String,
+}
+
+impl RefUpdate {
+    /// Returns the `git push` arguments of this update: `--force-with-lease` and a refspec.
+    pub fn push_args(&self) -> [String; 2] {
+        let old = self.old.as_deref().unwrap_or("");
+        [
+            format!("--force-with-lease={}:{old}", self.name),
+            format!("{}:{}", self.new, self.name),
+        ]
+    }
 }
 
 /// Why a sync stopped.
@@ -355,19 +380,21 @@ pub enum Pushed {
 }
 
 /// Reads `git push --porcelain` output: accepted only when every ref line is accepted (` `
-/// fast-forward, `*` new, `=` up to date); None when git reported no ref at all.
+/// fast-forward, `*` new, `=` up to date; `+` forced only for a ref under `refs/coord/`, a
+/// hub's lease moved by compare-and-swap); None when git reported no ref at all.
 pub fn read_push(stdout: &str) -> Option<Pushed> {
     let mut refs = 0;
     for line in stdout.lines() {
         let mut parts = line.splitn(3, '\t');
-        let (Some(flag), Some(_refs), summary) = (parts.next(), parts.next(), parts.next()) else {
+        let (Some(flag), Some(spec), summary) = (parts.next(), parts.next(), parts.next()) else {
             continue;
         };
         if flag.chars().count() != 1 {
             continue;
         }
         refs += 1;
-        if matches!(flag, " " | "*" | "=") {
+        let lease = flag == "+" && spec.ends_with(":refs/coord/hub");
+        if lease || matches!(flag, " " | "*" | "=") {
             continue;
         }
         let reason = summary.unwrap_or(flag).trim().to_string();
@@ -457,7 +484,7 @@ pub fn run(
         };
         report.pushes += 1;
         Stats::record_push(store.repo.git_dir(), opts.now.as_second());
-        let mut pushed = push(store.root(), &opts.remote, &branch, head);
+        let mut pushed = push(store.root(), opts, &branch, head);
         count_rejection(&store, &pushed);
         if opts.redo_on_reject
             && matches!(pushed, Ok(Pushed::Stale(_)))
@@ -1007,9 +1034,18 @@ fn local_race(stderr: &str) -> bool {
 }
 
 /// Pushes `head` to the remote branch, never forcing.
-fn push(root: &Path, remote: &str, branch: &str, head: Oid) -> Result<Pushed, SyncError> {
+fn push(root: &Path, opts: &Options, branch: &str, head: Oid) -> Result<Pushed, SyncError> {
     let refspec = format!("{head}:refs/heads/{branch}");
-    let out = git(root, "push", &["push", "--porcelain", remote, &refspec])?;
+    let mut args = vec!["push", "--porcelain"];
+    let with = opts.with_ref.as_ref().map(RefUpdate::push_args);
+    if let Some([lease, _]) = &with {
+        args.extend(["--atomic", lease.as_str()]);
+    }
+    args.extend([opts.remote.as_str(), &refspec]);
+    if let Some([_, spec]) = &with {
+        args.push(spec);
+    }
+    let out = git(root, "push", &args)?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     match read_push(&stdout) {
         Some(Pushed::Accepted) if !out.status.success() => None,
@@ -1143,6 +1179,8 @@ mod tests {
         assert!(matches!(read_push(hook), Some(Pushed::Refused(r)) if r.contains("hook declined")));
         let forced = "To /r.git\n+\tabc:refs/heads/main\tabc...def (forced update)\n";
         assert!(matches!(read_push(forced), Some(Pushed::Refused(_))));
+        let lease = "To /r.git\n \tabc:refs/heads/main\tabc..def\n+\tdef:refs/coord/hub\tabc...def (forced update)\n";
+        assert_eq!(read_push(lease), Some(Pushed::Accepted));
         assert_eq!(read_push("To /r.git\nDone\n"), None);
     }
 

@@ -27,6 +27,10 @@ pub struct Args {
     /// With --tick: time between periodic ticks, for leases and backoff (e.g. 60s, 5m)
     #[arg(long, default_value = "60s", requires = "tick")]
     interval: super::wait::FlagDuration,
+    /// Run as a fleet's hub: the only writer of this clone, pushing in batches to `hub.remote`
+    /// under a lease (coord.yaml's `hub:`, docs/fleet.md)
+    #[arg(long)]
+    hub: bool,
     /// With --tick: poll the file system instead of using change events (NFS, WSL)
     #[arg(long, requires = "tick")]
     poll: bool,
@@ -52,6 +56,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
             tick,
             public_hosts: args.public_host,
             agent_tokens: args.agent_tokens.map(|f| ctx.dir.join(f)),
+            hub: args.hub,
         },
     )?;
     Ok(())

@@ -34,6 +34,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
         now: ctx.now,
         redo_on_reject: false,
         drop_edits: args.drop_edit,
+        with_ref: None,
     };
     let report = ctx.coord()?.sync(&opts)?;
     if ctx.json {

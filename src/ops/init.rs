@@ -46,6 +46,8 @@ commit: {author: \"coord <coord@localhost>\"}
 # settle: 2s                      # read a file once unchanged this long; 0s: at once
 # sync: {remote: origin, pushes_per_minute: 6}  # claim, complete, fail and run push through
 #                                 # this remote; status warns near its push budget
+# hub: {remote: origin, pushes_per_minute: 6, lease: 1m}  # coord serve --hub: pushes in
+#                                 # batches under a lease (docs/fleet.md)
 # run: {worktree: true, worktree_base: main, keep_failed_worktrees: true}  # coord run --worktree
 # webhooks:                       # POST every event, signed (docs/webhooks.md)
 #   ops:

@@ -13,6 +13,7 @@ mod doctor;
 mod edit;
 pub mod events;
 mod export;
+pub mod hub;
 pub mod import;
 pub(crate) mod init;
 mod install;
@@ -85,6 +86,9 @@ pub enum Error {
     /// A sync with the remote failed.
     #[error("{0}")]
     Sync(#[source] SyncError),
+    /// Hub mode's lease (`coord serve --hub`).
+    #[error("{0}")]
+    Hub(#[from] hub::HubError),
     /// A value given to an operation is unusable (a usage error: exit 2).
     #[error("{0}")]
     Usage(String),
@@ -151,6 +155,9 @@ pub struct Options {
     /// Files a watcher saw renamed in and not written since, with
     /// their mtime and size then: loads read them without waiting for them to settle.
     pub seen_complete: SeenComplete,
+    /// Acts on this clone only, whatever `sync.remote` says (a hub, its clone's only writer,
+    /// pushes in batches of its own).
+    pub local: bool,
 }
 
 /// How a long-running front end (a watch loop, a server, an MCP server) opens the repository
@@ -230,6 +237,7 @@ pub struct Coord {
     store: Store,
     now: Timestamp,
     wait: Option<Duration>,
+    local: bool,
     keys: OnceCell<KeyRing>,
     sink: Sink,
 }
@@ -253,6 +261,7 @@ impl Coord {
             store,
             now,
             wait: opts.wait,
+            local: opts.local,
             keys: OnceCell::new(),
             sink: Box::new(|_| {}),
         })

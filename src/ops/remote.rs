@@ -15,8 +15,11 @@ pub(crate) type Step<'s> = dyn FnMut(&Session<'_>) -> Result<usize, Error> + 's;
 
 impl Coord {
     /// Returns the remote an agent command syncs with: `flag` when given, else `sync.remote`
-    /// of coord.yaml; None to act here only.
+    /// of coord.yaml; None to act here only (always, when opened [`super::Options::local`]).
     pub fn remote<'a>(&'a self, flag: Option<&'a str>) -> Option<&'a str> {
+        if self.local {
+            return None;
+        }
         flag.or(self.store.config.sync.remote.as_deref())
     }
 
@@ -31,6 +34,7 @@ impl Coord {
             now: self.now,
             redo_on_reject: false,
             drop_edits: Vec::new(),
+            with_ref: None,
         };
         self.sync(&opts).map(drop)
     }
@@ -52,6 +56,7 @@ impl Coord {
             now: self.now,
             redo_on_reject: true,
             drop_edits: Vec::new(),
+            with_ref: None,
         };
         let mut boxed = |store: &Session<'_>| step(store).map_err(|e| Box::new(e) as TickError);
         let mut say = |line: &str| self.emit(Event::Status(line));

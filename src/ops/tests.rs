@@ -600,6 +600,7 @@ fn sync_options() -> crate::sync::Options {
         redo_on_reject: false,
         drop_edits: Vec::new(),
         now: NOW.parse::<Timestamp>().expect("time"),
+        with_ref: None,
     }
 }
 

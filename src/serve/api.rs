@@ -153,7 +153,7 @@ pub(super) async fn list(With(app): With<Arc<App>>, q: Params, headers: HeaderMa
         },
         None => None,
     };
-    let snap = app.hub.snapshot();
+    let snap = fresh(&app).await;
     Ok(tagged(&headers, &page(&snap, &filter, after, limit), false))
 }
 
@@ -241,7 +241,7 @@ pub(super) async fn one(
     headers: HeaderMap,
 ) -> Answer {
     let id = task_id(p)?;
-    let body = task_body(&app.hub.snapshot(), &id)?;
+    let body = task_body(&*fresh(&app).await, &id)?;
     Ok(tagged(&headers, &body, false))
 }
 
@@ -314,9 +314,14 @@ pub(super) async fn create(With(app): With<Arc<App>>, headers: HeaderMap, body: 
         task.idempotency_key = Some(key.to_string());
     }
     let opener = app.hub.opener();
+    let mode = app.mode.clone();
     let made = blocking(move || {
-        let made = opener.open().and_then(|c| c.new_task(&task));
-        made.map_err(|e| Problem::of(&e))
+        let make = || opener.open().and_then(|c| c.new_task(&task));
+        match &mode {
+            None => make(),
+            Some(m) => m.write(make).map_err(|r| refused(&r))?,
+        }
+        .map_err(|e| Problem::of(&e))
     })
     .await?;
     if !made.same {
@@ -325,7 +330,7 @@ pub(super) async fn create(With(app): With<Arc<App>>, headers: HeaderMap, body: 
             made.id
         )));
     }
-    refresh(&app).await;
+    written(&app).await;
     let location = HeaderValue::from_str(&format!("/v1/tasks/{}", made.id))
         .unwrap_or(HeaderValue::from_static("/v1/tasks"));
     let answer = json!({"id": made.id, "path": made.path});
@@ -346,6 +351,30 @@ pub fn parse_body<T: for<'de> Deserialize<'de>>(body: &Bytes) -> Result<T, Probl
         body
     };
     serde_json::from_slice(bytes).map_err(|e| Problem::bad(format!("bad JSON body: {e}")))
+}
+
+/// After a write: reads the repository again, so the next read sees it; a hub reads it again
+/// in the background instead (its answers come from the write itself).
+pub(super) async fn written(app: &Arc<App>) {
+    match &app.mode {
+        Some(_) => app.hub.changed(),
+        None => refresh(app).await,
+    }
+}
+
+/// Answers a write a hub refused (503: another hub, or a lapsed lease).
+fn refused(r: &super::hubmode::Refusal) -> Problem {
+    Problem::new(StatusCode::SERVICE_UNAVAILABLE, r.to_string())
+}
+
+/// Returns the snapshot a read answers from: in a hub, read again first when a write
+/// changed something since (its writes do not wait for the reading).
+pub(super) async fn fresh(app: &Arc<App>) -> Arc<Snapshot> {
+    if app.mode.is_some() {
+        let hub = Arc::clone(&app.hub);
+        let _ = tokio::task::spawn_blocking(move || hub.refresh_if_changed()).await;
+    }
+    app.hub.snapshot()
 }
 
 /// Reads the repository again after a write, so the next read sees it.
@@ -374,6 +403,9 @@ struct ActBody {
     fatal: bool,
     #[serde(default)]
     reason: Option<String>,
+    /// The epoch of the hub that granted the attempt (hub mode's claim answers carry it).
+    #[serde(default)]
+    epoch: Option<u64>,
 }
 
 impl ActBody {
@@ -421,8 +453,15 @@ pub(super) async fn act(
     }
     let opener = app.hub.opener();
     let task = id.clone();
-    let receipt = blocking(move || run_action(&opener, &task, &action, b)).await?;
-    refresh(&app).await;
+    let mode = app.mode.clone();
+    let receipt = blocking(move || match &mode {
+        None => run_action(&opener, &task, &action, b),
+        Some(m) => m
+            .write(|| hub_action(&opener, m.epoch, &task, &action, b))
+            .map_err(|r| refused(&r))?,
+    })
+    .await?;
+    written(&app).await;
     let body = match receipt {
         Some(r) => r,
         None => task_body(&app.hub.snapshot(), &id)?,
@@ -478,20 +517,7 @@ fn run_action(
             let receipt = coord.claim_id(id, &agent).map_err(fail)?;
             Ok(Some(serde_json::to_value(receipt).unwrap_or(Value::Null)))
         }
-        "complete" => {
-            let verdict = Verdict::Success {
-                output: b.output,
-                next_agents: b.next_agent,
-            };
-            report(&coord, id, &verdict, &how)
-        }
-        "fail" => {
-            let verdict = Verdict::Failure {
-                message: need(b.error, "error")?,
-                retryable: !b.fatal,
-            };
-            report(&coord, id, &verdict, &how)
-        }
+        "complete" | "fail" => report(&coord, id, &verdict_of(action, b)?, &how),
         "heartbeat" => coord
             .heartbeat(id, &how.fence, None)
             .map_err(fail)
@@ -515,6 +541,92 @@ fn run_action(
     }
 }
 
+/// Returns the result a `complete` or `fail` body reports.
+fn verdict_of(action: &str, b: ActBody) -> Result<Verdict, Problem> {
+    Ok(match action {
+        "complete" => Verdict::Success {
+            output: b.output,
+            next_agents: b.next_agent,
+        },
+        _ => Verdict::Failure {
+            message: b
+                .error
+                .ok_or_else(|| Problem::bad(format!("{action} needs \"error\" in the body")))?,
+            retryable: !b.fatal,
+        },
+    })
+}
+
+/// Runs one action in a hub of `epoch`: a claim's receipt carries the epoch; a result or
+/// heartbeat for a grant of another epoch is refused (the result kept as `stale_result`);
+/// any other action answers with the task as the write left it, read from its file.
+fn hub_action(
+    opener: &Opener,
+    epoch: u64,
+    id: &TaskId,
+    action: &str,
+    b: ActBody,
+) -> Result<Option<Value>, Problem> {
+    if let Some(theirs) = b.epoch.filter(|e| *e != epoch) {
+        if matches!(action, "complete" | "fail" | "heartbeat") {
+            return Err(other_epoch(opener, epoch, theirs, id, action, b));
+        }
+    }
+    let answer = match run_action(opener, id, action, b)? {
+        Some(mut receipt) => {
+            receipt["epoch"] = json!(epoch);
+            receipt
+        }
+        None => {
+            let coord = opener.open().map_err(|e| Problem::of(&e))?;
+            let mut copies = coord.show(id).map_err(|e| Problem::of(&e))?;
+            match copies.len() {
+                1 => copies.remove(0),
+                _ => json!(copies),
+            }
+        }
+    };
+    Ok(Some(answer))
+}
+
+/// Refuses a result or heartbeat for a grant of epoch `theirs` in a hub of `epoch`; keeps a
+/// result in the task's history as `stale_result`.
+fn other_epoch(
+    opener: &Opener,
+    epoch: u64,
+    theirs: u64,
+    id: &TaskId,
+    action: &str,
+    b: ActBody,
+) -> Problem {
+    let why = format!(
+        "task '{id}': attempt {} was granted in epoch {theirs}, not by this hub (epoch {epoch})",
+        b.attempt.map_or("?".to_string(), |n| n.to_string())
+    );
+    if action == "heartbeat" {
+        return Problem::conflict(format!(
+            "{why}: the heartbeat was refused; stop working on it"
+        ));
+    }
+    let (agent, attempt) = (b.agent.clone(), b.attempt);
+    let kept = verdict_of(action, b).and_then(|v| {
+        let mut result = v.to_value();
+        result["attempt"] = json!(attempt);
+        result["agent"] = json!(agent);
+        result["epoch"] = json!(theirs);
+        let coord = opener.open().map_err(|e| Problem::of(&e))?;
+        coord
+            .set_aside_result(id, result)
+            .map_err(|e| Problem::of(&e))
+    });
+    match kept {
+        Ok(()) => Problem::conflict(format!(
+            "{why}: your result was not accepted (it is kept in its coord.history as stale_result); stop working on it"
+        )),
+        Err(p) => p,
+    }
+}
+
 /// Writes a result as `coord complete` / `coord fail` do; a stale report is kept in the
 /// task's history and answered with 409.
 fn report(
@@ -535,12 +647,12 @@ fn report(
 
 /// `GET /v1/board`: the status view (`coord status --json`), with a strong ETag.
 pub(super) async fn board(With(app): With<Arc<App>>, headers: HeaderMap) -> Answer {
-    Ok(tagged(&headers, &app.hub.snapshot().view, false))
+    Ok(tagged(&headers, &fresh(&app).await.view, false))
 }
 
 /// `GET /v1/agents`: the agents (`coord agents --json`), with a strong ETag.
 pub(super) async fn agents(With(app): With<Arc<App>>, headers: HeaderMap) -> Answer {
-    let body = json!(crate::view::agents(&app.hub.snapshot().board));
+    let body = json!(crate::view::agents(&fresh(&app).await.board));
     Ok(tagged(&headers, &body, false))
 }
 

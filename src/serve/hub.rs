@@ -273,6 +273,15 @@ impl Hub {
         false
     }
 
+    /// Reads the repository again when a write or a change marked it changed since the last
+    /// reading (a hub's reads see its writes).
+    pub fn refresh_if_changed(&self) -> Result<(), HubError> {
+        match self.dirty.load(Ordering::SeqCst) {
+            true => self.refresh(),
+            false => Ok(()),
+        }
+    }
+
     /// Reloads at the next poll (a tick this server ran changed something).
     pub fn changed(&self) {
         self.dirty.store(true, Ordering::SeqCst);

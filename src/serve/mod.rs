@@ -13,6 +13,7 @@ pub mod forms;
 pub mod guard;
 pub mod html;
 pub mod hub;
+pub mod hubmode;
 pub mod metrics;
 pub mod problem;
 pub mod ticker;
@@ -31,6 +32,10 @@ pub const BODY_LIMIT: usize = 1024 * 1024;
 
 /// How long a write waits for another coordinator's lock before answering 503.
 pub const WRITE_WAIT: Duration = Duration::from_secs(2);
+
+/// How long a hub's write waits for the lock (held by its own batch, or a person's command
+/// in its clone) before answering 503.
+pub const HUB_WRITE_WAIT: Duration = Duration::from_secs(30);
 
 /// How long a connection may take to send a request's headers (the first one, or the next
 /// on a kept-alive connection) before it is closed: a client that never finishes them holds
@@ -57,6 +62,8 @@ pub struct Options {
     pub public_hosts: Vec<String>,
     /// The file of each agent's token (`--agent-tokens`); only with the server's token.
     pub agent_tokens: Option<std::path::PathBuf>,
+    /// Run as a fleet's hub (`--hub`) with `hub:` of coord.yaml.
+    pub hub: bool,
 }
 
 /// Why the server could not start or stopped.
@@ -91,6 +98,20 @@ pub enum ServeError {
     /// The agent tokens file cannot be used.
     #[error("--agent-tokens {0}")]
     AgentTokens(#[from] guard::TokensError),
+    /// Hub mode could not take the lease, or could not start.
+    #[error("coord serve --hub: {0}")]
+    Hub(crate::ops::Error),
+    /// A newer hub took the lease over: this one stopped.
+    #[error("coord serve --hub: {0}")]
+    Superseded(String),
+    /// `hub.lease` is too short for the time between pushes.
+    #[error("hub.lease ({lease}s) must be at least three times the time between two pushes ({every}s at hub.pushes_per_minute)")]
+    ShortLease {
+        /// The lease, in seconds.
+        lease: u64,
+        /// The time between pushes, in seconds.
+        every: u64,
+    },
     /// The tick loop (`--tick`) could not start.
     #[error("coord serve --tick: {0}")]
     Tick(#[from] crate::watch::WatchError),
@@ -139,6 +160,8 @@ pub struct App {
     pub agent_tokens: guard::AgentTokens,
     /// The answers of agent writes by idempotency key.
     pub replies: agent::Replies,
+    /// Hub mode, when the server runs as a fleet's hub.
+    pub mode: Option<Arc<hubmode::HubMode>>,
 }
 
 impl App {
@@ -156,6 +179,7 @@ impl App {
             streams: Arc::new(tokio::sync::Semaphore::new(MAX_STREAMS)),
             agent_tokens: guard::AgentTokens::default(),
             replies: agent::Replies::default(),
+            mode: None,
         }
     }
 }
@@ -211,7 +235,15 @@ pub fn run(mut opener: Opener, opts: Options) -> Result<(), ServeError> {
     };
     opener.options.wait.get_or_insert(WRITE_WAIT);
     let dir = opener.dir.clone();
-    let hub = hub::Hub::open(opener)?;
+    let settings = match opts.hub {
+        true => Some(hub_settings(&mut opener)?),
+        false => None,
+    };
+    let taken = match &settings {
+        Some(s) => Some(hubmode::take(&opener, s).map_err(ServeError::Hub)?),
+        None => None,
+    };
+    let hub = hub::Hub::open(opener.clone())?;
     hub.watch()?;
     crate::ops::webhooks::start(
         &dir,
@@ -235,20 +267,46 @@ pub fn run(mut opener: Opener, opts: Options) -> Result<(), ServeError> {
         Some(w) => Some(ticker::start(Arc::clone(&hub), w)?),
         None => None,
     };
-    let app = Arc::new(App {
+    let (lost_tx, lost_rx) = tokio::sync::oneshot::channel();
+    let mut app = App {
         agent_tokens,
-        ..App::new(hub, opts.token, addr, &opts.public_hosts)
-    });
+        ..App::new(Arc::clone(&hub), opts.token, addr, &opts.public_hosts)
+    };
+    if let (Some((mode, held)), Some(s)) = (taken, settings) {
+        crate::term::write_err(format_args!(
+            "coord: hub of {} in epoch {}, pushing at most {} times a minute",
+            s.remote, mode.epoch, s.pushes_per_minute
+        ));
+        let seen = Arc::clone(&hub);
+        hubmode::start_pushing(
+            Arc::clone(&mode),
+            held,
+            opener,
+            s,
+            move || seen.changed(),
+            lost_tx,
+        )
+        .map_err(io)?;
+        app.mode = Some(mode);
+    }
+    let app = Arc::new(app);
     crate::term::write_out(format_args!("http://{addr}"));
     crate::term::write_err(format_args!(
         "coord: serving the board on http://{addr}/ and the API under /v1; Ctrl-C stops"
     ));
+    let lost = async {
+        match lost_rx.await {
+            Ok(why) => why,
+            Err(_) => std::future::pending().await,
+        }
+    };
     // Not a graceful shutdown: event streams never end by themselves, and every write is
     // committed before its answer, so nothing is lost by stopping at once.
     rt.block_on(async move {
         tokio::select! {
             served = serve(listener, router(app)) => served.map_err(io),
             () = stopped() => Ok(()),
+            why = lost => Err(ServeError::Superseded(why)),
         }
     })?;
     // The same signal stops the tick loop after the tick in progress.
@@ -256,6 +314,24 @@ pub fn run(mut opener: Opener, opts: Options) -> Result<(), ServeError> {
         let _ = t.join();
     }
     Ok(())
+}
+
+/// Returns the hub's settings from coord.yaml and makes `opener` act on the clone alone
+/// (the hub pushes in batches of its own).
+fn hub_settings(opener: &mut Opener) -> Result<hubmode::Settings, ServeError> {
+    opener.options.local = true;
+    // Writes queue in the hub one at a time; the one at the head waits out a batch.
+    opener.options.wait = Some(HUB_WRITE_WAIT);
+    let coord = opener.open().map_err(ServeError::Hub)?;
+    let s = hubmode::Settings::of(&coord.store().config.hub);
+    let every = 60 / u64::from(s.pushes_per_minute);
+    if s.lease.as_secs() < 3 * every {
+        return Err(ServeError::ShortLease {
+            lease: s.lease.as_secs(),
+            every,
+        });
+    }
+    Ok(s)
 }
 
 /// Refuses what cannot be served safely: a non-loopback address without a token or a public

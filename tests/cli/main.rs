@@ -36,6 +36,7 @@ mod history_commits;
 mod history_folders;
 mod http;
 mod http_client;
+mod hub;
 mod hub_client;
 mod import;
 mod index_write;

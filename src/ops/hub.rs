@@ -1,0 +1,338 @@
+//! Hub mode's work on the repository (`coord serve --hub`): the lease on the remote that makes
+//! one hub at a time the writer of the branch (`refs/coord/hub`: a commit whose message names
+//! the holder, the epoch and the expiry, only ever moved by compare-and-swap pushes), the batch
+//! pushed with each renewal (a `coord sync` whose push carries the lease atomically with the
+//! branch, so a hub that lost the lease cannot land anything), and the results of grants of
+//! another epoch, kept as `stale_result`. See docs/fleet.md.
+
+use super::{Coord, Error};
+use crate::engine::commands;
+use crate::git::command::git_output;
+use crate::model::TaskId;
+use crate::sync::{self, RefUpdate};
+use jiff::Timestamp;
+use serde_json::Value;
+use std::time::Duration;
+
+/// The ref on the remote that holds the hub's lease.
+pub const LEASE_REF: &str = "refs/coord/hub";
+/// Where this clone keeps the last lease it read from the remote.
+const SEEN_REF: &str = "refs/coord/hub-remote";
+/// git's empty tree: the lease commit holds no files.
+const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+/// How long a batch waits for the coordinator lock (a person's command in the hub's clone).
+const PUSH_WAIT: Duration = Duration::from_secs(10);
+
+/// Who holds the hub's lease, in which epoch, and until when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The holder: host name and the clone's folder.
+    pub holder: String,
+    /// Counts the hubs that took over; every grant carries it.
+    pub epoch: u64,
+    /// When the lease lapses unless renewed.
+    pub expires: Timestamp,
+}
+
+/// The lease as this hub last wrote it on the remote.
+#[derive(Debug, Clone)]
+pub struct Held {
+    /// The lease.
+    pub lease: Lease,
+    /// The commit of it on the remote.
+    oid: String,
+    /// The remote.
+    pub remote: String,
+}
+
+/// Why the hub cannot hold or use the lease.
+#[derive(Debug, thiserror::Error)]
+pub enum HubError {
+    /// Another hub's lease is live.
+    #[error("another hub holds the lease on {remote}: {holder}, epoch {epoch}, until {expires}; stop it, or start this one after that")]
+    Held {
+        /// The remote.
+        remote: String,
+        /// The other hub.
+        holder: String,
+        /// Its epoch.
+        epoch: u64,
+        /// When its lease lapses.
+        expires: Timestamp,
+    },
+    /// A newer hub took the lease over.
+    #[error("a newer hub holds the lease on {remote}: {holder}, epoch {epoch} (this hub's was {mine}); this hub stopped writing")]
+    Superseded {
+        /// The remote.
+        remote: String,
+        /// The newer hub.
+        holder: String,
+        /// Its epoch.
+        epoch: u64,
+        /// This hub's epoch.
+        mine: u64,
+    },
+    /// The lease commit on the remote is not one a hub wrote.
+    #[error("the hub lease {LEASE_REF} on {remote} is unreadable ({why}); delete it with 'git push {remote} :{LEASE_REF}' once no hub runs")]
+    Unreadable {
+        /// The remote.
+        remote: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A git command failed.
+    #[error("git {action} failed: {message}")]
+    Git {
+        /// What git was doing.
+        action: &'static str,
+        /// git's last lines.
+        message: String,
+    },
+}
+
+impl Lease {
+    /// Returns the lease commit's message.
+    fn message(&self) -> String {
+        format!(
+            "coord: hub lease\n\nCoord-Hub-Holder: {}\nCoord-Hub-Epoch: {}\nCoord-Hub-Expires: {}\n",
+            self.holder, self.epoch, self.expires
+        )
+    }
+
+    /// Reads a lease commit's message.
+    fn parse(message: &str) -> Option<Lease> {
+        let field = |key: &str| {
+            message
+                .lines()
+                .find_map(|l| l.strip_prefix(key)?.strip_prefix(": "))
+                .map(str::trim)
+        };
+        Some(Lease {
+            holder: field("Coord-Hub-Holder")?.to_string(),
+            epoch: field("Coord-Hub-Epoch")?.parse().ok()?,
+            expires: field("Coord-Hub-Expires")?.parse().ok()?,
+        })
+    }
+}
+
+/// Returns this clone's name as a lease holder: the host name and the clone's folder.
+pub fn holder_of(root: &std::path::Path) -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_string());
+    format!("{host}:{}", root.display())
+}
+
+impl Coord {
+    /// Runs git in the clone; its stdout on success.
+    fn git_hub(&self, action: &'static str, args: &[&str]) -> Result<String, HubError> {
+        let out = git_output(self.store.root(), args).map_err(|e| HubError::Git {
+            action,
+            message: e.to_string(),
+        })?;
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            let last: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+            return Err(HubError::Git {
+                action,
+                message: last[last.len().saturating_sub(2)..].join(" "),
+            });
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    /// Reads the lease on `remote`: None when no hub ever held it.
+    pub fn read_lease(&self, remote: &str) -> Result<Option<(Lease, String)>, Error> {
+        let spec = format!("+{LEASE_REF}:{SEEN_REF}");
+        match self.git_hub("fetch", &["fetch", "--quiet", "--no-tags", remote, &spec]) {
+            Err(HubError::Git { message, .. }) if message.contains("couldn't find remote ref") => {
+                return Ok(None)
+            }
+            other => other?,
+        };
+        let oid = self.git_hub("rev-parse", &["rev-parse", SEEN_REF])?;
+        let text = self.git_hub("cat-file", &["cat-file", "commit", &oid])?;
+        let message = text.split_once("\n\n").map_or("", |(_, m)| m);
+        let lease = Lease::parse(message).ok_or_else(|| HubError::Unreadable {
+            remote: remote.to_string(),
+            why: format!("commit {oid} names no holder, epoch and expiry"),
+        })?;
+        Ok(Some((lease, oid)))
+    }
+
+    /// Takes the lease on `remote` for `holder` until `lease_for` from now: a new lease in
+    /// epoch 1; the holder's own lease (a restarted hub) in its epoch; a lapsed one in the
+    /// next epoch. Refuses while another holder's lease is live.
+    pub fn take_lease(
+        &self,
+        remote: &str,
+        holder: &str,
+        lease_for: Duration,
+    ) -> Result<Held, Error> {
+        let seen = self.read_lease(remote)?;
+        let epoch = match &seen {
+            None => 1,
+            Some((l, _)) if l.holder == holder => l.epoch,
+            Some((l, _)) if l.expires > self.now => {
+                return Err(HubError::Held {
+                    remote: remote.to_string(),
+                    holder: l.holder.clone(),
+                    epoch: l.epoch,
+                    expires: l.expires,
+                }
+                .into())
+            }
+            Some((l, _)) => l.epoch + 1,
+        };
+        let lease = Lease {
+            holder: holder.to_string(),
+            epoch,
+            expires: self.expiry(lease_for),
+        };
+        let old = seen.map(|(_, oid)| oid);
+        let oid = self.lease_commit(&lease)?;
+        let update = RefUpdate {
+            name: LEASE_REF.to_string(),
+            old,
+            new: oid.clone(),
+        };
+        if let Err(e) = self.push_ref(remote, &update) {
+            // Another hub moved it first: say who.
+            return Err(match self.read_lease(remote)? {
+                Some((l, _)) if l.holder != holder => HubError::Held {
+                    remote: remote.to_string(),
+                    holder: l.holder,
+                    epoch: l.epoch,
+                    expires: l.expires,
+                }
+                .into(),
+                _ => e,
+            });
+        }
+        Ok(Held {
+            lease,
+            oid,
+            remote: remote.to_string(),
+        })
+    }
+
+    /// Pushes everything committed since the last batch with the lease renewed, in one atomic
+    /// push after integrating the remote's new commits as `coord sync` does (and ticking);
+    /// with nothing to push, renews the lease alone when `renew`. Fails with
+    /// [`HubError::Superseded`] once another hub holds the lease.
+    pub fn hub_push(
+        &self,
+        held: &mut Held,
+        lease_for: Duration,
+        renew: bool,
+    ) -> Result<sync::Report, Error> {
+        self.still_held(held)?;
+        let lease = Lease {
+            expires: self.expiry(lease_for),
+            ..held.lease.clone()
+        };
+        let update = RefUpdate {
+            name: LEASE_REF.to_string(),
+            old: Some(held.oid.clone()),
+            new: self.lease_commit(&lease)?,
+        };
+        let opts = sync::Options {
+            remote: held.remote.clone(),
+            branch: None,
+            max_retries: 0,
+            wait: PUSH_WAIT,
+            redo_on_reject: false,
+            drop_edits: Vec::new(),
+            now: self.now,
+            with_ref: Some(update.clone()),
+        };
+        let report = match self.sync(&opts) {
+            Ok(r) => r,
+            Err(e) => {
+                self.still_held(held)?;
+                return Err(e);
+            }
+        };
+        if report.pushes == 0 && !renew {
+            return Ok(report);
+        }
+        if report.pushes == 0 {
+            if let Err(e) = self.push_ref(&held.remote, &update) {
+                self.still_held(held)?;
+                return Err(e);
+            }
+        }
+        held.oid = update.new;
+        held.lease = lease;
+        Ok(report)
+    }
+
+    /// Keeps a result for `id` that answered a grant of another hub's epoch in its
+    /// `coord.history` as a `stale_result`, wherever the task is.
+    pub fn set_aside_result(&self, id: &TaskId, result: Value) -> Result<(), Error> {
+        self.act(&|b, i| commands::set_aside(b, i, id, result.clone()))
+            .map(drop)
+    }
+
+    /// Fails with [`HubError::Superseded`] when the remote's lease is no longer `held`'s.
+    fn still_held(&self, held: &Held) -> Result<(), Error> {
+        match self.read_lease(&held.remote)? {
+            Some((_, oid)) if oid == held.oid => Ok(()),
+            Some((l, _)) => Err(HubError::Superseded {
+                remote: held.remote.clone(),
+                holder: l.holder,
+                epoch: l.epoch,
+                mine: held.lease.epoch,
+            }
+            .into()),
+            None => Err(HubError::Superseded {
+                remote: held.remote.clone(),
+                holder: "nobody (the lease was deleted)".to_string(),
+                epoch: 0,
+                mine: held.lease.epoch,
+            }
+            .into()),
+        }
+    }
+
+    /// Returns when a lease taken now for `lease_for` lapses.
+    fn expiry(&self, lease_for: Duration) -> Timestamp {
+        let span = jiff::SignedDuration::from_secs(lease_for.as_secs() as i64);
+        self.now.checked_add(span).unwrap_or(self.now)
+    }
+
+    /// Writes the lease as a commit of the empty tree; returns its id.
+    fn lease_commit(&self, lease: &Lease) -> Result<String, Error> {
+        self.git_hub(
+            "hash-object",
+            &["hash-object", "-t", "tree", "-w", "/dev/null"],
+        )?;
+        let name = format!("user.name={}", self.store.identity.name);
+        let email = format!("user.email={}", self.store.identity.email);
+        let message = lease.message();
+        let args = [
+            "-c",
+            &name,
+            "-c",
+            &email,
+            "commit-tree",
+            "--no-gpg-sign",
+            EMPTY_TREE,
+            "-m",
+            &message,
+        ];
+        Ok(self.git_hub("commit-tree", &args)?)
+    }
+
+    /// Pushes one ref by compare-and-swap, counted in the clone's push times (`coord
+    /// status` warns near the budget).
+    fn push_ref(&self, remote: &str, update: &RefUpdate) -> Result<(), Error> {
+        crate::store::Stats::record_push(self.store.repo.git_dir(), self.now.as_second());
+        let [lease, spec] = update.push_args();
+        self.git_hub("push", &["push", "--quiet", &lease, remote, &spec])?;
+        Ok(())
+    }
+}

@@ -1,0 +1,158 @@
+//! Hub mode (`coord serve --hub`): the server is its clone's only writer and the coordinator
+//! of a fleet. It takes the lease on the remote before it serves, answers writes once they are
+//! committed in its clone (without reading the whole repository again), and pushes them in
+//! batches at most `hub.pushes_per_minute` times a minute, each push renewing the lease
+//! ([`crate::ops::hub`]). Every grant carries the hub's epoch; a result or heartbeat naming
+//! another epoch is refused (a result kept as `stale_result`). A hub that finds a newer hub on
+//! the lease stops writing and the server exits. See docs/fleet.md.
+
+use crate::config::HubConfig;
+use crate::ops::hub::{holder_of, Held, HubError};
+use crate::ops::{self, Opener};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long before its lease lapses the hub stops granting (its clock and the remote's
+/// readers' clocks may differ a little).
+const MARGIN: Duration = Duration::from_secs(2);
+
+/// The settings of a hub: `hub:` of coord.yaml.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The remote it pushes to and holds its lease on.
+    pub remote: String,
+    /// Its pushes a minute at most.
+    pub pushes_per_minute: u32,
+    /// How long its lease lasts unless renewed.
+    pub lease: Duration,
+}
+
+impl Settings {
+    /// Returns the settings of `hub:` in coord.yaml.
+    pub fn of(c: &HubConfig) -> Settings {
+        Settings {
+            remote: c.remote.clone(),
+            pushes_per_minute: c.pushes_per_minute.max(1),
+            lease: Duration::from_secs(c.lease.as_secs().max(1) as u64),
+        }
+    }
+
+    /// Returns the time between two batches: a minute over the push budget.
+    fn interval(&self) -> Duration {
+        Duration::from_secs(60) / self.pushes_per_minute
+    }
+}
+
+/// What the handlers ask of hub mode.
+pub struct HubMode {
+    /// The epoch of this hub's lease; every grant carries it.
+    pub epoch: u64,
+    /// Set once a newer hub holds the lease: no more writes.
+    stopped: AtomicBool,
+    /// When the lease as last renewed lapses, by this machine's clock.
+    valid_until: Mutex<Instant>,
+    /// One write or batch at a time: writes wait their turn here instead of timing out on
+    /// the lock.
+    writes: Mutex<()>,
+}
+
+/// Why a hub refuses a write.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    /// A newer hub holds the lease.
+    #[error("this hub stopped writing: a newer hub holds the lease; send requests to it")]
+    Stopped,
+    /// The lease could not be renewed in time.
+    #[error(
+        "this hub's lease lapsed (the remote could not be reached to renew it); try again shortly"
+    )]
+    Lapsed,
+}
+
+impl HubMode {
+    /// Runs `write` as the only write in progress, once the lease is known to be held.
+    pub fn write<T>(&self, write: impl FnOnce() -> T) -> Result<T, Refusal> {
+        let _one = self.writes.lock().unwrap_or_else(|e| e.into_inner());
+        if self.stopped.load(Ordering::SeqCst) {
+            return Err(Refusal::Stopped);
+        }
+        let until = *self.valid_until.lock().unwrap_or_else(|e| e.into_inner());
+        if Instant::now() + MARGIN > until {
+            return Err(Refusal::Lapsed);
+        }
+        Ok(write())
+    }
+
+    fn renewed(&self, lease: Duration) {
+        *self.valid_until.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now() + lease;
+    }
+}
+
+/// Takes the lease for the clone `opener` opens; refuses while another hub holds it.
+pub fn take(opener: &Opener, settings: &Settings) -> Result<(Arc<HubMode>, Held), ops::Error> {
+    let coord = opener.open()?;
+    let holder = holder_of(coord.store().root());
+    let mut held = coord.take_lease(&settings.remote, &holder, settings.lease)?;
+    // Start from the remote's latest, before answering anything.
+    coord.hub_push(&mut held, settings.lease, false)?;
+    let mode = Arc::new(HubMode {
+        epoch: held.lease.epoch,
+        stopped: AtomicBool::new(false),
+        valid_until: Mutex::new(Instant::now() + settings.lease),
+        writes: Mutex::new(()),
+    });
+    Ok((mode, held))
+}
+
+/// Starts the thread that pushes a batch every minute over the push budget (renewing the
+/// lease with it, or alone when a third of the lease passed without a push) and calls
+/// `changed` after each batch. It ends once a newer hub holds the lease, sending why on
+/// `lost`.
+pub fn start_pushing(
+    mode: Arc<HubMode>,
+    mut held: Held,
+    opener: Opener,
+    settings: Settings,
+    changed: impl Fn() + Send + 'static,
+    lost: tokio::sync::oneshot::Sender<String>,
+) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("coord-hub-push".into())
+        .spawn(move || {
+            let mut renewed = Instant::now();
+            let mut last = renewed;
+            loop {
+                std::thread::sleep(settings.interval().saturating_sub(last.elapsed()));
+                let started = Instant::now();
+                let renew = renewed.elapsed() >= settings.lease / 3;
+                // Writes wait for the batch: no answer reads the repository while the
+                // batch's integration and tick move files.
+                let one = mode.writes.lock().unwrap_or_else(|e| e.into_inner());
+                let pushed = opener
+                    .open()
+                    .and_then(|c| c.hub_push(&mut held, settings.lease, renew));
+                drop(one);
+                match pushed {
+                    Ok(report) => {
+                        if report.pushes > 0 || renew {
+                            renewed = started;
+                            mode.renewed(settings.lease);
+                        }
+                        changed();
+                    }
+                    Err(ops::Error::Hub(e @ HubError::Superseded { .. })) => {
+                        let _one = mode.writes.lock().unwrap_or_else(|e| e.into_inner());
+                        mode.stopped.store(true, Ordering::SeqCst);
+                        let _ = lost.send(e.to_string());
+                        return;
+                    }
+                    Err(e) => crate::term::write_err(format_args!(
+                        "coord: the hub's batch did not land ({e}); trying again"
+                    )),
+                }
+                last = started;
+            }
+        })
+        .map(drop)
+}
