@@ -127,6 +127,8 @@ pub struct AgentState {
     pub coord: AgentCoord,
     /// Whether `coord` changed this tick.
     pub changed: bool,
+    /// Why its budget is spent, with when the period ends; None while it has room.
+    pub over_budget: Option<(String, Timestamp)>,
 }
 
 /// The working state of one planning pass.
@@ -226,6 +228,7 @@ impl<'a> World<'a> {
                         profile: a.profile.clone(),
                         coord: a.profile.coord.clone(),
                         changed: false,
+                        over_budget: board.budget_spent(a, inputs.now),
                     };
                     (n.clone(), st)
                 })
@@ -675,6 +678,7 @@ impl<'a> World<'a> {
                 profile: AgentProfile::default(),
                 coord: AgentCoord::default(),
                 changed: false,
+                over_budget: None,
             });
         if st.coord != coord {
             st.coord = coord;

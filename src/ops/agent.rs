@@ -7,6 +7,7 @@ use super::{apply, Coord, Error, Sink, AGENT_WAIT};
 use crate::board::Board;
 use crate::engine::commands::{self, CommandError, Fence, Outcome, Receipt, Report};
 use crate::engine::Signer;
+use crate::model::metrics::Metrics;
 use crate::model::{AgentName, TaskId};
 use crate::store::{Origin, Session};
 use serde_json::{json, Value};
@@ -81,6 +82,19 @@ pub struct How {
     pub sign: bool,
     /// Overwrite a result already waiting (the old one is kept in `coord.history`).
     pub replace: bool,
+    /// What the attempt cost, written as `result.metrics`.
+    pub metrics: Option<Metrics>,
+}
+
+impl How {
+    /// Returns the `result:` fields `verdict` writes, with the metrics when given.
+    pub fn result_of(&self, verdict: &Verdict) -> Value {
+        let mut result = verdict.to_value();
+        if let Some(m) = &self.metrics {
+            result["metrics"] = json!(m);
+        }
+        result
+    }
 }
 
 /// What became of a reported result.
@@ -357,7 +371,7 @@ impl Coord {
                 return Ok(reported);
             }
         }
-        let result = verdict.to_value();
+        let result = how.result_of(verdict);
         let mut reported = None;
         let mut written = None;
         let mut step = |store: &Session<'_>| -> Result<usize, Error> {
@@ -450,7 +464,7 @@ impl Coord {
                     .is_some_and(|name| names.iter().any(|n| n == name))
         };
         let board = session.load_scoped(&looked)?;
-        let result = verdict.to_value();
+        let result = how.result_of(verdict);
         let report = self.report_of(&result, how);
         let Ok(done) = commands::report(&board, &self.inputs(&session), id, report) else {
             return Ok(None);

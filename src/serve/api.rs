@@ -373,6 +373,8 @@ struct ActBody {
     fatal: bool,
     #[serde(default)]
     reason: Option<String>,
+    #[serde(default)]
+    metrics: Option<crate::model::metrics::Metrics>,
 }
 
 impl ActBody {
@@ -465,6 +467,7 @@ fn run_action(
         fence: b.fence(),
         sign: false,
         replace: b.replace,
+        metrics: b.metrics.clone(),
     };
     match action {
         "claim" => {

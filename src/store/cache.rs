@@ -29,6 +29,7 @@ use super::settle::Written;
 use crate::board::{AgentEntry, ProfileFile, TaskFile};
 use crate::check::{Summary, Waiting};
 use crate::hash::{checksum, Sum};
+use crate::model::metrics::Spent;
 use crate::model::{AgentName, Priority, State, TaskId};
 use crate::text::{CacheFile, Stored, StoredRun, Text};
 use std::borrow::Cow;
@@ -210,6 +211,7 @@ struct SummaryRef<'a> {
     assigned_to: Option<&'a str>,
     idempotency_key: Option<&'a str>,
     waiting: Option<Cow<'a, Waiting>>,
+    spent: Cow<'a, [Spent]>,
 }
 
 impl EntryRef<'_> {
@@ -234,6 +236,7 @@ impl EntryRef<'_> {
                     assigned_to: s.assigned_to.map(AgentName::new).transpose().ok()?,
                     idempotency_key: s.idempotency_key.map(str::to_string),
                     waiting: s.waiting.clone().map(|w| Box::new(w.into_owned())),
+                    spent: s.spent.clone().into_owned(),
                 },
                 text,
             ),
@@ -827,6 +830,7 @@ fn entry_of<'b>(rel: &'b str, key: StatKey, source: &'b Source<'b>) -> EntryRef<
                 assigned_to: s.assigned_to.as_ref().map(AgentName::as_str),
                 idempotency_key: s.idempotency_key.as_deref(),
                 waiting: s.waiting.as_deref().map(Cow::Borrowed),
+                spent: Cow::Borrowed(&s.spent),
             });
             EntryRef {
                 rel,
@@ -950,6 +954,7 @@ fn encode_entry(out: &mut Vec<u8>, e: &EntryRef<'_>, text_at: u64) {
             put_opt(out, summary.assigned_to);
             put_opt(out, summary.idempotency_key);
             put_waiting(out, summary.waiting.as_deref());
+            put_spent(out, &summary.spent);
         }
     }
     out.extend_from_slice(&text_at.to_le_bytes());
@@ -998,6 +1003,21 @@ fn put_waiting(out: &mut Vec<u8>, w: Option<&Waiting>) {
 fn put_list<'s>(out: &mut Vec<u8>, items: impl ExactSizeIterator<Item = &'s str>) {
     out.extend_from_slice(&(items.len() as u64).to_le_bytes());
     items.for_each(|s| put_str(out, s));
+}
+
+/// Encodes a task's spends: a count, then each as JSON.
+fn put_spent(out: &mut Vec<u8>, spent: &[Spent]) {
+    let each: Vec<String> = spent
+        .iter()
+        .filter_map(|s| serde_json::to_string(s).ok())
+        .collect();
+    put_list(out, each.iter().map(String::as_str));
+}
+
+/// Decodes what `put_spent` wrote; None when the bytes are not such an encoding.
+fn read_spent(r: &mut Reader<'_>) -> Option<Vec<Spent>> {
+    let each = r.list()?.into_iter().map(serde_json::from_str);
+    each.collect::<Result<_, _>>().ok()
 }
 
 /// Decodes what `put_waiting` wrote; None when the bytes are not such an encoding.
@@ -1082,6 +1102,7 @@ fn entry_at(bytes: &[u8], at: usize) -> Option<(EntryRef<'_>, usize)> {
             assigned_to: r.opt()?,
             idempotency_key: r.opt()?,
             waiting: read_waiting(&mut r)?.map(Cow::Owned),
+            spent: Cow::Owned(read_spent(&mut r)?),
         }),
         _ => return None,
     };
@@ -1144,7 +1165,7 @@ impl<'b> Reader<'b> {
 
 /// Returns the salt of the cache: coord's version and the bytes of the task schema in force.
 pub fn salt(schema: &[u8]) -> u64 {
-    let mut bytes = format!("stat-cache 2 coord {}", env!("CARGO_PKG_VERSION")).into_bytes();
+    let mut bytes = format!("stat-cache 3 coord {}", env!("CARGO_PKG_VERSION")).into_bytes();
     bytes.push(0);
     bytes.extend_from_slice(schema);
     crate::board::content_hash(&bytes)
