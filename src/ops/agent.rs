@@ -434,7 +434,7 @@ impl Coord {
         written: Reported,
     ) -> Result<Reported, Error> {
         self.sync_now(remote)?;
-        let (board, _) = self.store.load()?;
+        let (board, _) = self.read().load()?;
         if holds_result(&board, id, result, &written) {
             return Ok(written);
         }
