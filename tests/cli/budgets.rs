@@ -143,3 +143,72 @@ fn results_in_history_folders_taken_whole_still_count_for_budgets_and_status() {
     let bot = &r.json(&["status"])["agents"][0];
     assert_eq!(bot["circuit_reason"], "budget: cost 3.00 of 2.50 today");
 }
+
+#[test]
+fn coord_run_takes_metrics_from_the_program_and_stops_taking_work_once_the_budget_is_spent() {
+    use crate::agents_run::{args, repo, run_to_end, state};
+    let r = repo(&[("a", "max_active: 1\nbudget: {tokens_per_day: 1000}\n")]);
+    for id in ["t1", "t2", "t3"] {
+        r.task(id, &format!("title: Task {id}\nagent: a\n"));
+    }
+    let cmd: Vec<String> = [
+        "sh",
+        "-c",
+        "echo '{\"ok\": true, \"metrics\": {\"tokens_in\": 600, \"model\": \"m\"}}'",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let (code, out, err) = run_to_end(&r, &args(&["a", "--once"], &cmd));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out.lines().count(),
+        2,
+        "two tasks ran, then the budget stopped it: {out}"
+    );
+    assert_eq!(
+        (state(&r, "t1"), state(&r, "t2")),
+        ("done".into(), "done".into())
+    );
+    assert_eq!(state(&r, "t3"), "ready");
+    let t1 = crate::agents_run::task(&r, "t1");
+    assert_eq!(t1["task"]["result"]["metrics"]["tokens_in"], 600, "{t1}");
+    assert_eq!(
+        t1["task"]["result"]["output"],
+        serde_json::json!({"ok": true})
+    );
+    let status = r.ok_on_system_clock(&["status"]);
+    assert!(
+        status.contains("circuit open (budget: 1,200 of 1,000 tokens today)"),
+        "{status}"
+    );
+}
+
+#[test]
+fn metrics_arrive_through_mcp_and_rest() {
+    let r = TestRepo::with_agents(&["p --pull"]);
+    r.task("by-mcp", "title: One\n");
+    r.task("by-rest", "title: Two\n");
+    r.ok(&["tick"]);
+    crate::agents_mcp::with_server(&r, |client| async move {
+        let claimed =
+            crate::agents_mcp::ok(&client, "claim", serde_json::json!({"agent": "p"})).await;
+        let id = claimed["id"].as_str().unwrap_or_default().to_string();
+        let args = serde_json::json!({"id": id, "agent": "p", "attempt": 1, "metrics": {"tokens_out": 70, "cost": 0.25}});
+        crate::agents_mcp::ok(&client, "complete", args).await;
+    });
+    r.ok(&["tick"]);
+    let s = Server::start(&r);
+    let claim = s.post("/v1/tasks/by-rest/claim", r#"{"agent": "p"}"#);
+    assert_eq!(claim.status, 200, "{}", claim.body);
+    let done = s.post(
+        "/v1/tasks/by-rest/complete",
+        r#"{"agent": "p", "attempt": 1, "metrics": {"tokens_out": 30, "duration_s": 12}}"#,
+    );
+    assert_eq!(done.status, 200, "{}", done.body);
+    s.stop();
+    let status = r.json(&["status"]);
+    let p = &status["spending"]["agents"]["p"];
+    assert_eq!(p["tokens_out"], 100, "{status}");
+    assert_eq!(p["results"], 2, "{status}");
+}
