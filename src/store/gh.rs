@@ -120,7 +120,7 @@ impl GhGates {
 
     /// Asks gh about `gate`: whether it is open and what gh said.
     fn ask(&self, gate: &Gate) -> Result<(bool, String), String> {
-        let (args, read): (Vec<String>, fn(&Value) -> Option<(bool, String)>) = match gate {
+        let (args, read): (Vec<String>, Reader) = match gate {
             Gate::PrMerged(pr) => (pr_args(pr), read_pr),
             Gate::RunSucceeded(run) => run_args(run),
             _ => return Err("not a gate gh answers".into()),
@@ -175,6 +175,9 @@ impl GhGates {
     }
 }
 
+/// Reads gh's JSON answer: whether the gate is open and what gh said, in words.
+type Reader = fn(&Value) -> Option<(bool, String)>;
+
 /// Splits `owner/repo#N` into `--repo owner/repo` and `N`.
 fn split_repo(s: &str) -> (Vec<String>, &str) {
     match s.split_once('#') {
@@ -201,7 +204,7 @@ fn read_pr(v: &Value) -> Option<(bool, String)> {
 /// `gh run view ID [--repo owner/repo] --json status,conclusion`, or for `workflow/branch`
 /// `gh run list --workflow W --branch B --limit 1 [--repo owner/repo] --json
 /// databaseId,status,conclusion`.
-fn run_args(run: &str) -> (Vec<String>, fn(&Value) -> Option<(bool, String)>) {
+fn run_args(run: &str) -> (Vec<String>, Reader) {
     let (repo, rest) = split_repo(run);
     let json = ["--json".to_string()];
     match rest.split_once('/') {
