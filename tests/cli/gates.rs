@@ -186,3 +186,27 @@ fn gh_gates_move_the_task_once_the_pull_request_is_merged_and_the_run_is_green()
     with_path(&r, &on, &["tick"]);
     assert_eq!(r.find("deploy"), ["work/assigned/bot/deploy.yaml"]);
 }
+
+#[test]
+fn a_gh_that_hangs_is_cut_off_and_the_tick_goes_on() {
+    let mut r = TestRepo::with_agents(&["bot"]);
+    let dir = gh_stand_in(&r);
+    // This stand-in never answers, as a gh stuck on the network would.
+    std::fs::write(dir.join("gh"), "#!/bin/sh\nexec sleep 60\n").expect("write gh");
+    let path = format!("{}:/usr/bin:/bin", dir.display());
+    r.task(
+        "deploy",
+        "title: Deploy\nagent: bot\nwait_for:\n  - pr_merged: 7\n  - run_succeeded: ci.yml/main\n",
+    );
+    r.at("2026-11-28T03:00:00Z");
+    let started = std::time::Instant::now();
+    with_path(&r, &path, &["tick"]);
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(25), "{took:?}");
+    assert_eq!(r.find("deploy"), ["work/blocked/deploy.yaml"]);
+    let out = with_path(&r, "/usr/bin:/bin", &["--json", "status"]);
+    assert!(
+        out.contains("no answer from gh yet; the last call failed: gh took longer than 10s"),
+        "{out}"
+    );
+}
