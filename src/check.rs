@@ -5,6 +5,7 @@
 //! ([`crate::text`]).
 
 use crate::expr;
+use crate::model::metrics::{Metrics, Spent};
 use crate::model::{
     AgentName, CoordBlock, Duration, Priority, State, TaskId, TaskResult, TaskSpec,
 };
@@ -150,7 +151,7 @@ pub fn from_parsed(text: String, doc: Doc) -> Option<TaskDoc> {
 /// agent (adoption, dependency states), the idempotency key (`coord new`), what a board
 /// shows and filters on ([`Shown`]) and, for a task that has not started, what orders and
 /// places it (assignment, dependencies). Kept in the stat cache next to the text.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Summary {
     /// `coord.state`; none when absent or not a state's name.
     pub state: Option<State>,
@@ -164,6 +165,9 @@ pub struct Summary {
     pub waiting: Option<Box<Waiting>>,
     /// What a board's filters read of it.
     pub shown: Shown,
+    /// What the task's results cost (`result.metrics`, its own and those kept in its
+    /// history): totals and budgets read these without parsing the task.
+    pub spent: Vec<Spent>,
 }
 
 /// What the board of `coord serve` filters and searches on, for every task: kept in the
@@ -205,8 +209,43 @@ impl Summary {
             idempotency_key: task.spec.idempotency_key.clone(),
             waiting: not_started.then(|| Box::new(Waiting::of(task))),
             shown: Shown::of(task),
+            spent: spends_of(task),
         }
     }
+}
+
+/// Returns the spends a task records: its result's metrics (recorded when the task
+/// finished; a result still waiting counts as now) and those of the results its history
+/// keeps (recorded when set aside), each with the agent the result names or the task's.
+fn spends_of(task: &TaskDoc) -> Vec<Spent> {
+    let agent_of = |r: &serde_json::Value, fallback: Option<&AgentName>| {
+        r.get("agent")
+            .and_then(|a| serde_json::from_value(a.clone()).ok())
+            .or_else(|| fallback.cloned())
+    };
+    let own = task.doc.value.get("result").and_then(|r| {
+        Some(Spent {
+            agent: agent_of(r, task.coord.assigned_to.as_ref()),
+            at: task.coord.finished_at,
+            metrics: Metrics::of_result(r)?,
+        })
+    });
+    let kept = task.coord.history.iter().filter_map(|h| {
+        let r = h.result()?;
+        let v = h.to_value();
+        let fallback = v
+            .get("agent")
+            .and_then(|a| serde_json::from_value(a.clone()).ok());
+        Some(Spent {
+            agent: agent_of(r, fallback.as_ref().or(task.coord.assigned_to.as_ref())),
+            at: v
+                .get("at")
+                .and_then(serde_json::Value::as_str)
+                .and_then(|t| t.parse().ok()),
+            metrics: Metrics::of_result(r)?,
+        })
+    });
+    kept.chain(own).collect()
 }
 
 /// What the assignment queue (priority, due, creation), the choice of an agent (agent,

@@ -221,6 +221,9 @@ impl Hub {
         };
         body["replace"] = json!(how.replace);
         body["attempt"] = json!(how.fence.attempt);
+        if let Some(metrics) = &how.metrics {
+            body["metrics"] = json!(metrics);
+        }
         if how.sign {
             body["signature"] = json!(signature(id, verdict, &how.fence)?);
         }

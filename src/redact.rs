@@ -7,9 +7,21 @@ use serde_json::Value;
 /// The replacement for secret values.
 pub const REDACTED: &str = "[REDACTED]";
 
-/// Returns whether a key names a secret (token, secret, password, api_key, authorization).
+/// The keys that count tokens rather than hold one (`result.metrics`, `budget:`).
+const TOKEN_COUNTS: [&str; 4] = [
+    "tokens_in",
+    "tokens_out",
+    "tokens_per_day",
+    "tokens_per_month",
+];
+
+/// Returns whether a key names a secret (token, secret, password, api_key, authorization);
+/// the keys that count tokens do not.
 pub fn is_secret_key(key: &str) -> bool {
     let k = key.to_ascii_lowercase().replace('-', "_");
+    if TOKEN_COUNTS.contains(&k.as_str()) {
+        return false;
+    }
     [
         "token",
         "secret",
@@ -149,6 +161,7 @@ mod tests {
         assert_eq!(r["nested"]["Password"], json!(REDACTED));
         assert_eq!(r["note"], json!("use [REDACTED] now"));
         assert!(looks_like_token("AKIAABCDEFGHIJKLMNOP"));
+        assert!(!is_secret_key("tokens_in") && is_secret_key("tokens"));
         assert_eq!(
             redact_text(r#"value "ghp_abcdefghijklmnopqrstuvwxyz" is not one of"#),
             r#"value "[REDACTED]" is not one of"#

@@ -207,7 +207,33 @@ impl Board {
                 }
             }
         }
+        for b in self.spending_blocks() {
+            for at in 0..b.len() {
+                want(b, b.name_at(at));
+            }
+        }
         wanted
+    }
+
+    /// Returns the blocks whose files an agent's budget counts, when a profile sets one:
+    /// the finished folders and the two newest months of the archive (a task finished this
+    /// month is archived this month or the next).
+    fn spending_blocks(&self) -> Vec<&Block> {
+        if !self.has_budgets() {
+            return Vec::new();
+        }
+        let mut months: Vec<&str> = self
+            .blocks
+            .iter()
+            .filter(|b| b.folder.state == State::Archived)
+            .map(|b| b.rel.as_str())
+            .collect();
+        months.sort_unstable();
+        let recent = &months[months.len().saturating_sub(2)..];
+        self.blocks
+            .iter()
+            .filter(|b| b.folder.state != State::Archived || recent.contains(&b.rel.as_str()))
+            .collect()
     }
 
     /// Returns the files of the blocks holding a dependency of one of `files` (block files

@@ -12,6 +12,7 @@ use std::sync::Arc;
 mod blocks;
 mod build;
 mod checks;
+mod spend;
 pub use blocks::Block;
 pub use build::{content_hash, is_ignored, is_layout, is_month, task_at, Cached, RawFile, StandIn};
 pub use checks::Checks;

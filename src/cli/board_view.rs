@@ -77,6 +77,7 @@ pub fn render(v: &Value, st: Style) -> String {
     let mut out = String::new();
     out.push_str(&format!("tasks: {}\n", counts(v)));
     lanes(&mut out, v, st);
+    spending(&mut out, &v["spending"], st);
     let held: HashMap<String, String> = v["held"]
         .as_array()
         .into_iter()
@@ -231,6 +232,9 @@ fn mode(a: &Value) -> String {
 }
 
 fn circuit(a: &Value, st: Style) -> String {
+    if let Some(why) = a["circuit_reason"].as_str() {
+        return st.warn(&format!("open ({})", line(&json!(why))));
+    }
     match a["open_until"].as_str() {
         Some(t) if a["probe_due"] == json!(true) => {
             st.warn(&format!("open until {t}, next task is a probe"))
@@ -238,6 +242,34 @@ fn circuit(a: &Value, st: Style) -> String {
         Some(t) if a["circuit"] == json!("open") => st.warn(&format!("open until {t}")),
         _ => line(&a["circuit"]),
     }
+}
+
+/// What the tasks spent (`result.metrics`): in all, by agent and for the last days.
+fn spending(out: &mut String, s: &Value, st: Style) {
+    if s["total"]["results"].as_u64().unwrap_or(0) == 0 {
+        return;
+    }
+    out.push_str(&format!("{}\n", st.heading("spent")));
+    out.push_str(&format!("  {:<20} {}\n", "in all", totals(&s["total"])));
+    for (agent, t) in s["agents"].as_object().into_iter().flatten() {
+        out.push_str(&format!("  {:<20} {}\n", line(&json!(agent)), totals(t)));
+    }
+    let days: Vec<_> = s["days"].as_object().into_iter().flatten().collect();
+    for (day, t) in days.iter().rev().take(7) {
+        out.push_str(&format!("  {:<20} {}\n", day, totals(t)));
+    }
+}
+
+/// One line of totals: tokens in and out, cost, results.
+fn totals(t: &Value) -> String {
+    let n = |k: &str| crate::model::metrics::grouped(t[k].as_u64().unwrap_or(0));
+    format!(
+        "{} tokens in, {} out, cost {:.2}, {} result(s)",
+        n("tokens_in"),
+        n("tokens_out"),
+        t["cost"].as_f64().unwrap_or(0.0),
+        n("results")
+    )
 }
 
 fn invalid(out: &mut String, v: &Value, st: Style) {

@@ -13,6 +13,7 @@ mod notices;
 use super::Ctx;
 use crate::error::CliError;
 use crate::error::UsageError;
+use crate::model::metrics::Metrics;
 use crate::model::{AgentName, Authority, Duration, Priority, State, TaskId};
 use crate::ops::Fence;
 use crate::ops::{self, Verdict};
@@ -274,6 +275,11 @@ struct CompleteParams {
     /// coord.history).
     #[serde(default)]
     replace: bool,
+    /// What the attempt cost: {tokens_in, tokens_out, cost, model, duration_s}, each
+    /// optional.
+    #[serde(default)]
+    #[schemars(with = "Option<Map<String, Value>>")]
+    metrics: Option<Metrics>,
 }
 
 /// Arguments of `fail`.
@@ -297,6 +303,11 @@ struct FailParams {
     /// coord.history).
     #[serde(default)]
     replace: bool,
+    /// What the attempt cost: {tokens_in, tokens_out, cost, model, duration_s}, each
+    /// optional.
+    #[serde(default)]
+    #[schemars(with = "Option<Map<String, Value>>")]
+    metrics: Option<Metrics>,
 }
 
 /// Arguments of `approve` and `retry`.
@@ -553,8 +564,8 @@ impl Server {
             output: p.output,
             next_agents: p.next_agent,
         };
-        self.report(p.id, fence(p.agent, p.attempt), verdict, p.replace)
-            .await
+        let how = written(fence(p.agent, p.attempt), p.replace, p.metrics);
+        self.report(p.id, verdict, how).await
     }
 
     #[tool(
@@ -572,8 +583,8 @@ impl Server {
             message: p.error,
             retryable: !p.fatal,
         };
-        self.report(p.id, fence(p.agent, p.attempt), verdict, p.replace)
-            .await
+        let how = written(fence(p.agent, p.attempt), p.replace, p.metrics);
+        self.report(p.id, verdict, how).await
     }
 
     #[tool(
@@ -686,13 +697,8 @@ impl Server {
     }
 
     /// Writes a result as `coord complete`/`fail --agent --attempt` do.
-    async fn report(&self, id: TaskId, fence: Fence, verdict: Verdict, replace: bool) -> Answer {
-        let attempt = fence.attempt;
-        let how = ops::How {
-            fence,
-            replace,
-            ..ops::How::default()
-        };
+    async fn report(&self, id: TaskId, verdict: Verdict, how: ops::How) -> Answer {
+        let attempt = how.fence.attempt;
         self.answer(move |ctx| {
             ctx.coord()?
                 .report(&id, &verdict, &how, None)
@@ -828,6 +834,16 @@ fn fence(agent: AgentName, attempt: u32) -> Fence {
     Fence {
         agent: Some(agent),
         attempt: Some(attempt),
+    }
+}
+
+/// How a result an agent reports over MCP is written: fenced, with its metrics.
+fn written(fence: Fence, replace: bool, metrics: Option<Metrics>) -> ops::How {
+    ops::How {
+        fence,
+        replace,
+        metrics,
+        ..ops::How::default()
     }
 }
 

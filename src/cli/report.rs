@@ -5,6 +5,7 @@ use super::hub::HubArg;
 use super::synced::SyncArg;
 use super::Ctx;
 use crate::error::{CliError, Exit, JSON_VERSION};
+use crate::model::metrics::Metrics;
 use crate::model::time;
 use crate::model::{AgentName, TaskId};
 use crate::ops::{self, Claimed, Verdict};
@@ -168,6 +169,10 @@ pub struct How {
     /// Overwrite a result that is already waiting (the old one is kept in coord.history)
     #[arg(long)]
     replace: bool,
+    /// What the attempt cost, as key=value pairs: tokens_in, tokens_out, cost, model,
+    /// duration_s (e.g. tokens_in=700,cost=0.12)
+    #[arg(long, value_name = "K=V,...")]
+    metrics: Option<Metrics>,
     #[command(flatten)]
     fence: FenceArgs,
     #[command(flatten)]
@@ -179,6 +184,7 @@ fn write_result(ctx: &Ctx, id: &TaskId, verdict: &Verdict, how: How) -> Result<(
         fence: how.fence.fence(),
         sign: how.sign,
         replace: how.replace,
+        metrics: how.metrics,
         signed: None,
     };
     let remote = how.sync.sync.as_deref();

@@ -93,6 +93,17 @@ fn print_copy(c: &Value, look: Look) {
             out!("  - {}", history_line(h, look));
         }
     }
+    let spent = &c["spent"];
+    if spent["results"].as_u64().unwrap_or(0) > 0 {
+        out!(
+            "spent: {} tokens in, {} out, cost {:.2}, {:.0}s over {} result(s)",
+            spent["tokens_in"],
+            spent["tokens_out"],
+            spent["cost"].as_f64().unwrap_or(0.0),
+            spent["duration_s"].as_f64().unwrap_or(0.0),
+            spent["results"]
+        );
+    }
 }
 
 /// Returns a history entry on one line: as compact JSON, or, when times are local, its time

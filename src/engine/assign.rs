@@ -109,6 +109,15 @@ pub enum Unavailable {
     Pull(AgentName),
     /// The agent's circuit is half-open with its probe task running.
     HalfOpen(AgentName),
+    /// The agent's budget is spent: its circuit is open until the period ends.
+    Budget {
+        /// The agent.
+        agent: AgentName,
+        /// Which limit, as `budget: 1,020 of 1,000 tokens today`.
+        why: String,
+        /// When the period ends.
+        until: jiff::Timestamp,
+    },
     /// The agent's circuit is open.
     Open {
         /// The agent.
@@ -134,9 +143,10 @@ impl Unavailable {
     /// profile): what a claim that found nothing tells.
     pub fn keeps_agent_out(&self) -> bool {
         match self {
-            Unavailable::AtLimit { .. } | Unavailable::Open { .. } | Unavailable::Disabled(_) => {
-                true
-            }
+            Unavailable::AtLimit { .. }
+            | Unavailable::Open { .. }
+            | Unavailable::Budget { .. }
+            | Unavailable::Disabled(_) => true,
             Unavailable::Each(all) => all.iter().any(Unavailable::keeps_agent_out),
             _ => false,
         }
@@ -161,6 +171,11 @@ impl std::fmt::Display for Unavailable {
             Unavailable::HalfOpen(agent) => {
                 write!(f, "agent {agent} is half-open with a probe task running")
             }
+            Unavailable::Budget { agent, why, until } => write!(
+                f,
+                "circuit of agent {agent} is open ({why}) until {}; raise its budget in work/agents/{agent}.yaml to go on now",
+                crate::model::time::format(*until)
+            ),
             Unavailable::Open { agent, until } => write!(
                 f,
                 "circuit of agent {agent} is open until {}",
@@ -251,6 +266,15 @@ fn available(w: &World<'_>, agent: &AgentName, claiming: bool) -> Result<usize, 
                 agent: agent.clone(),
                 until: st.coord.open_until,
             },
+        });
+    }
+    if let Some((why, until)) = &st.over_budget {
+        // A quiet tick looks again when the period ends.
+        w.clock.reached(*until);
+        return Err(Unavailable::Budget {
+            agent: agent.clone(),
+            why: why.clone(),
+            until: *until,
         });
     }
     let load = w.load_of(agent);

@@ -43,7 +43,7 @@ pub fn run(w: &mut World<'_>) {
         let gates = w
             .closed_gates(&gates)
             .iter()
-            .map(|g| g.describe())
+            .map(|g| w.describe_gate(g))
             .collect();
         w.note(Note::Blocked { id, open, gates });
     }

@@ -127,6 +127,8 @@ pub struct AgentState {
     pub coord: AgentCoord,
     /// Whether `coord` changed this tick.
     pub changed: bool,
+    /// Why its budget is spent, with when the period ends; None while it has room.
+    pub over_budget: Option<(String, Timestamp)>,
 }
 
 /// The working state of one planning pass.
@@ -226,6 +228,7 @@ impl<'a> World<'a> {
                         profile: a.profile.clone(),
                         coord: a.profile.coord.clone(),
                         changed: false,
+                        over_budget: board.budget_spent(a, inputs.now),
                     };
                     (n.clone(), st)
                 })
@@ -408,7 +411,7 @@ impl<'a> World<'a> {
             .filter(|g| match g.time() {
                 Some(t) => !self.clock.reached(t),
                 None if matches!(g, crate::model::gate::Gate::Time(_)) => true,
-                None => self.gates.open(g) != Some(true),
+                None => self.gates.open(g, self.clock.now()) != Some(true),
             })
             .collect();
         if closed.iter().any(|g| g.time().is_none()) {
@@ -416,6 +419,15 @@ impl<'a> World<'a> {
             self.clock.reached(self.clock.after(interval));
         }
         closed
+    }
+
+    /// Returns a gate in words for `status`, with the last answer of one asked outside the
+    /// repository.
+    pub fn describe_gate(&self, gate: &crate::model::gate::Gate) -> String {
+        match self.gates.last_answer(gate) {
+            Some(said) => format!("{} ({said})", gate.describe()),
+            None => gate.describe(),
+        }
     }
 
     /// Returns whether the deadline `kind` written as `at`, `span` after its writer's start,
@@ -685,6 +697,7 @@ impl<'a> World<'a> {
                 profile: AgentProfile::default(),
                 coord: AgentCoord::default(),
                 changed: false,
+                over_budget: None,
             });
         if st.coord != coord {
             st.coord = coord;

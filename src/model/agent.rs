@@ -67,6 +67,8 @@ pub struct AgentProfile {
     pub assign: AssignMode,
     /// Free text.
     pub description: Option<String>,
+    /// Limits on what the agent spends; its circuit opens while one is reached.
+    pub budget: Option<super::metrics::Budget>,
     /// Circuit breaker state.
     pub coord: AgentCoord,
 }
@@ -79,6 +81,7 @@ impl Default for AgentProfile {
             enabled: true,
             assign: AssignMode::Push,
             description: None,
+            budget: None,
             coord: AgentCoord::default(),
         }
     }

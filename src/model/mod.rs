@@ -9,6 +9,7 @@ mod endpoint;
 pub mod gate;
 mod history;
 mod ids;
+pub mod metrics;
 pub mod schedule;
 pub(crate) mod state;
 mod task;

@@ -220,6 +220,9 @@ pub struct TaskResult {
     /// The agent that wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentName>,
+    /// What the attempt cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<super::metrics::Metrics>,
 }
 
 /// The coordinator-owned `coord:` block. Read leniently: a person's stray edit never makes a

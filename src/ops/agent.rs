@@ -7,6 +7,7 @@ use super::{apply, Coord, Error, Sink, AGENT_WAIT};
 use crate::board::Board;
 use crate::engine::commands::{self, CommandError, Fence, Outcome, Receipt, Report};
 use crate::engine::Signer;
+use crate::model::metrics::Metrics;
 use crate::model::{AgentName, TaskId};
 use crate::store::{Origin, Session};
 use serde_json::{json, Value};
@@ -129,6 +130,8 @@ pub struct How {
     /// own machine, with the attempt it was granted); checked like any other when the task
     /// is ticked.
     pub signed: Option<Signature>,
+    /// What the attempt cost, written as `result.metrics`.
+    pub metrics: Option<Metrics>,
 }
 
 /// A `signature:` value the reporter made itself, written as it is.
@@ -138,6 +141,17 @@ pub struct Signature(pub String);
 impl Signer for Signature {
     fn sign(&self, _: &TaskId, _: u32, _: &AgentName, _: &Value) -> Result<String, String> {
         Ok(self.0.clone())
+    }
+}
+
+impl How {
+    /// Returns the `result:` fields `verdict` writes, with the metrics when given.
+    pub fn result_of(&self, verdict: &Verdict) -> Value {
+        let mut result = verdict.to_value();
+        if let Some(m) = &self.metrics {
+            result["metrics"] = json!(m);
+        }
+        result
     }
 }
 
@@ -415,7 +429,7 @@ impl Coord {
                 return Ok(reported);
             }
         }
-        let result = verdict.to_value();
+        let result = how.result_of(verdict);
         let mut reported = None;
         let mut written = None;
         let mut step = |store: &Session<'_>| -> Result<usize, Error> {
@@ -508,7 +522,7 @@ impl Coord {
                     .is_some_and(|name| names.iter().any(|n| n == name))
         };
         let board = session.load_scoped(&looked)?;
-        let result = verdict.to_value();
+        let result = how.result_of(verdict);
         let report = self.report_of(&result, how);
         let Ok(done) = commands::report(&board, &self.inputs(&session), id, report) else {
             return Ok(None);

@@ -13,6 +13,7 @@ use crate::client::Hub;
 use crate::error::{CliError, Exit};
 use crate::model::{AgentName, TaskId};
 use crate::ops::Fence;
+use crate::model::metrics::Metrics;
 use crate::ops::LockError;
 use crate::ops::{self, Opener, Verdict, Work, Worktree};
 use serde_json::Value;
@@ -644,6 +645,22 @@ struct Worker {
     trees: Option<Trees>,
 }
 
+/// Splits the `metrics` map off a command's output object: what the attempt cost, written as
+/// the result's `metrics`.
+fn metrics_of(output: Option<Value>) -> Result<(Option<Value>, Option<Metrics>), String> {
+    let Some(Value::Object(mut map)) = output else {
+        return Ok((output, None));
+    };
+    let metrics = match map.remove("metrics") {
+        None => None,
+        Some(m) => Some(
+            serde_json::from_value(m)
+                .map_err(|e| format!("the command's metrics do not read: {e}"))?,
+        ),
+    };
+    Ok((Some(Value::Object(map)), metrics))
+}
+
 /// Splits a command's output into what it says and the agents it hands off to: a mapping's
 /// `next_agent` (a name or a list of names), as a task file's `result.next_agent` does.
 fn handoff(output: Option<Value>) -> Result<(Option<Value>, Vec<AgentName>), String> {
@@ -893,7 +910,11 @@ impl Worker {
                 true,
             );
         }
-        let (mut output, next_agents) = match handoff(output_of(&f.stdout)) {
+        let (mut output, metrics) = match metrics_of(output_of(&f.stdout)) {
+            Ok(split) => split,
+            Err(why) => return fail(&why, true),
+        };
+        let (mut output, next_agents) = match handoff(output.take()) {
             Ok(split) => split,
             Err(why) => return fail(&why, true),
         };
@@ -907,7 +928,14 @@ impl Worker {
             output,
             next_agents,
         };
-        self.report(&t.id, t.attempt, verdict, Kind::Done, None, started)
+        self.report(
+            &t.id,
+            t.attempt,
+            (verdict, metrics),
+            Kind::Done,
+            None,
+            started,
+        )
     }
 
     /// Finishes the attempt's logs once the command ended: a stderr longer than the log
@@ -936,21 +964,23 @@ impl Worker {
             retryable,
         };
         let kind = if retryable { Kind::Failed } else { Kind::Fatal };
-        self.report(id, attempt, verdict, kind, Some(msg.to_string()), started)
+        let result = (verdict, None);
+        self.report(id, attempt, result, kind, Some(msg.to_string()), started)
     }
 
     /// Writes the result for the attempt this worker was given, as `coord complete`/`fail` do.
+    /// `result` is the verdict with what the attempt cost, when the command said.
     fn report(
         &self,
         id: &TaskId,
         attempt: u32,
-        verdict: Verdict,
+        result: (Verdict, Option<Metrics>),
         kind: Kind,
         message: Option<String>,
         started: Instant,
     ) -> Told {
         let secs = started.elapsed().as_secs_f64();
-        match self.write_result(id, attempt, &verdict) {
+        match self.write_result(id, attempt, &result.0, result.1) {
             Ok(()) => Told {
                 kind,
                 message,
@@ -987,11 +1017,17 @@ impl Worker {
     /// attempt that is no longer current is kept in history as `stale_result` and refused.
     /// While the task's file is being written (the command wrote a note into it), the report
     /// waits for it to settle, up to [`SETTLE_WAIT`].
-    fn write_result(&self, id: &TaskId, attempt: u32, verdict: &Verdict) -> Result<(), PlaceError> {
+    fn write_result(
+        &self,
+        id: &TaskId,
+        attempt: u32,
+        verdict: &Verdict,
+        metrics: Option<Metrics>,
+    ) -> Result<(), PlaceError> {
         let fence = self.fence(attempt);
         let start = Instant::now();
         loop {
-            match self.place.report(id, verdict, &fence) {
+            match self.place.report(id, verdict, &fence, metrics.clone()) {
                 Err(e) if e.is("being_written") && start.elapsed() < SETTLE_WAIT => {
                     std::thread::sleep(SETTLE_POLL);
                 }

@@ -4,6 +4,7 @@
 //! runner's loop (run/harness.rs) does not know which it has.
 
 use crate::client::{ClientError, Hub};
+use crate::model::metrics::Metrics;
 use crate::model::{AgentName, AssignMode, TaskId};
 use crate::ops::{self, CommandError, Fence, LockError, Opener, Verdict, Work};
 use std::sync::{Arc, Mutex};
@@ -171,9 +172,17 @@ impl Place {
 
     /// Writes the result of the attempt `fence` names, as `coord complete`/`fail` do: a
     /// report for an attempt that is no longer current is kept in history and refused.
-    pub fn report(&self, id: &TaskId, verdict: &Verdict, fence: &Fence) -> Result<(), PlaceError> {
+    /// `metrics` is what the attempt cost, written as `result.metrics`.
+    pub fn report(
+        &self,
+        id: &TaskId,
+        verdict: &Verdict,
+        fence: &Fence,
+        metrics: Option<Metrics>,
+    ) -> Result<(), PlaceError> {
         let how = ops::How {
             fence: fence.clone(),
+            metrics,
             ..ops::How::default()
         };
         match self {

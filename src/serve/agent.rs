@@ -215,6 +215,7 @@ struct ReportBody {
     error: Option<String>,
     fatal: bool,
     signature: Option<String>,
+    metrics: Option<crate::model::metrics::Metrics>,
 }
 
 /// `POST /v1/agents/{agent}/tasks/{id}/{complete|fail|heartbeat}`: as `coord complete`,
@@ -262,6 +263,7 @@ fn run_action(
         sign: false,
         replace: b.replace,
         signed: b.signature.map(Signature),
+        metrics: b.metrics,
     };
     let verdict = match action {
         "heartbeat" => return heartbeat(&coord, id, &how.fence),

@@ -406,6 +406,8 @@ struct ActBody {
     /// The epoch of the hub that granted the attempt (hub mode's claim answers carry it).
     #[serde(default)]
     epoch: Option<u64>,
+    #[serde(default)]
+    metrics: Option<crate::model::metrics::Metrics>,
 }
 
 impl ActBody {
@@ -507,6 +509,7 @@ fn run_action(
         sign: false,
         replace: b.replace,
         signed: None,
+        metrics: b.metrics.clone(),
     };
     match action {
         "claim" => {

@@ -417,6 +417,7 @@ fn lanes(out: &mut String, snap: &Snapshot, cx: &Context) {
         if let Some(why) = a["disabled_because"].as_str() {
             let _ = write!(out, "<p class=\"why\">{}</p>", esc(why));
         }
+        spent_today(out, &a);
         out.push_str("<ul>");
         let mine = snap
             .board
@@ -430,6 +431,23 @@ fn lanes(out: &mut String, snap: &Snapshot, cx: &Context) {
         out.push_str("</ul></section>");
     }
     out.push_str("</div>");
+}
+
+/// An agent's spend today and, while its budget keeps its circuit open, why.
+fn spent_today(out: &mut String, a: &Value) {
+    if let Some(why) = a["circuit_reason"].as_str() {
+        let _ = write!(out, "<p class=\"why\">circuit open: {}</p>", esc(why));
+    }
+    let t = &a["spent_today"];
+    if t["results"].as_u64().unwrap_or(0) > 0 {
+        let tokens = t["tokens_in"].as_u64().unwrap_or(0) + t["tokens_out"].as_u64().unwrap_or(0);
+        let _ = write!(
+            out,
+            "<p class=\"spent\">spent today: {} tokens, cost {:.2}</p>",
+            crate::model::metrics::grouped(tokens),
+            t["cost"].as_f64().unwrap_or(0.0)
+        );
+    }
 }
 
 /// Why tasks wait, from the status view.

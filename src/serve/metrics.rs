@@ -169,6 +169,7 @@ pub fn render(
         head(&mut out, name, "counter", help);
         let _ = writeln!(out, "{name} {n}");
     }
+    spent(&mut out, snap, now);
     recorded(&mut out, stats);
     let help = "Seconds the last read of the repository took.";
     head(&mut out, "coord_snapshot_read_seconds", "gauge", help);
@@ -185,6 +186,32 @@ pub fn render(
     );
     let _ = writeln!(out, "coord_event_listeners {listeners}");
     out
+}
+
+/// What the tasks spent by agent (`result.metrics`), summed from the task files.
+fn spent(out: &mut String, snap: &Snapshot, now: Timestamp) {
+    let s = snap.board.spending(now);
+    let help = "Tokens the results of the tasks report (result.metrics), by agent and direction.";
+    head(out, "coord_tokens_total", "counter", help);
+    for (agent, t) in &s.agents {
+        for (dir, n) in [("in", t.tokens_in), ("out", t.tokens_out)] {
+            let _ = writeln!(
+                out,
+                "coord_tokens_total{{agent=\"{}\",direction=\"{dir}\"}} {n}",
+                label(agent)
+            );
+        }
+    }
+    let help = "Cost the results of the tasks report (result.metrics), by agent.";
+    head(out, "coord_cost_total", "counter", help);
+    for (agent, t) in &s.agents {
+        let _ = writeln!(
+            out,
+            "coord_cost_total{{agent=\"{}\"}} {}",
+            label(agent),
+            t.cost
+        );
+    }
 }
 
 /// What the coord processes of this clone recorded: ticks (a `coord tick` in a shell,

@@ -29,6 +29,7 @@ use super::settle::Written;
 use crate::board::{AgentEntry, ProfileFile, TaskFile};
 use crate::check::{Shown, Summary, Waiting};
 use crate::hash::{checksum, Sum};
+use crate::model::metrics::Spent;
 use crate::model::{AgentName, Priority, State, TaskId};
 use crate::text::{CacheFile, Stored, StoredRun, Text};
 use std::borrow::Cow;
@@ -211,6 +212,7 @@ struct SummaryRef<'a> {
     idempotency_key: Option<&'a str>,
     waiting: Option<Cow<'a, Waiting>>,
     shown: Cow<'a, Shown>,
+    spent: Cow<'a, [Spent]>,
 }
 
 impl EntryRef<'_> {
@@ -236,6 +238,7 @@ impl EntryRef<'_> {
                     idempotency_key: s.idempotency_key.map(str::to_string),
                     waiting: s.waiting.clone().map(|w| Box::new(w.into_owned())),
                     shown: s.shown.clone().into_owned(),
+                    spent: s.spent.clone().into_owned(),
                 },
                 text,
             ),
@@ -830,6 +833,7 @@ fn entry_of<'b>(rel: &'b str, key: StatKey, source: &'b Source<'b>) -> EntryRef<
                 idempotency_key: s.idempotency_key.as_deref(),
                 waiting: s.waiting.as_deref().map(Cow::Borrowed),
                 shown: Cow::Borrowed(&s.shown),
+                spent: Cow::Borrowed(&s.spent),
             });
             EntryRef {
                 rel,
@@ -954,6 +958,7 @@ fn encode_entry(out: &mut Vec<u8>, e: &EntryRef<'_>, text_at: u64) {
             put_opt(out, summary.idempotency_key);
             put_waiting(out, summary.waiting.as_deref());
             put_shown(out, &summary.shown);
+            put_spent(out, &summary.spent);
         }
     }
     out.extend_from_slice(&text_at.to_le_bytes());
@@ -1020,6 +1025,21 @@ fn read_shown(r: &mut Reader<'_>) -> Option<Shown> {
 fn put_list<'s>(out: &mut Vec<u8>, items: impl ExactSizeIterator<Item = &'s str>) {
     out.extend_from_slice(&(items.len() as u64).to_le_bytes());
     items.for_each(|s| put_str(out, s));
+}
+
+/// Encodes a task's spends: a count, then each as JSON.
+fn put_spent(out: &mut Vec<u8>, spent: &[Spent]) {
+    let each: Vec<String> = spent
+        .iter()
+        .filter_map(|s| serde_json::to_string(s).ok())
+        .collect();
+    put_list(out, each.iter().map(String::as_str));
+}
+
+/// Decodes what `put_spent` wrote; None when the bytes are not such an encoding.
+fn read_spent(r: &mut Reader<'_>) -> Option<Vec<Spent>> {
+    let each = r.list()?.into_iter().map(serde_json::from_str);
+    each.collect::<Result<_, _>>().ok()
 }
 
 /// Decodes what `put_waiting` wrote; None when the bytes are not such an encoding.
@@ -1105,6 +1125,7 @@ fn entry_at(bytes: &[u8], at: usize) -> Option<(EntryRef<'_>, usize)> {
             idempotency_key: r.opt()?,
             waiting: read_waiting(&mut r)?.map(Cow::Owned),
             shown: Cow::Owned(read_shown(&mut r)?),
+            spent: Cow::Owned(read_spent(&mut r)?),
         }),
         _ => return None,
     };
@@ -1167,7 +1188,7 @@ impl<'b> Reader<'b> {
 
 /// Returns the salt of the cache: coord's version and the bytes of the task schema in force.
 pub fn salt(schema: &[u8]) -> u64 {
-    let mut bytes = format!("stat-cache 2 coord {}", env!("CARGO_PKG_VERSION")).into_bytes();
+    let mut bytes = format!("stat-cache 3 coord {}", env!("CARGO_PKG_VERSION")).into_bytes();
     bytes.push(0);
     bytes.extend_from_slice(schema);
     crate::board::content_hash(&bytes)

@@ -13,6 +13,7 @@ mod edit;
 #[cfg(test)]
 mod faults;
 mod gates;
+mod gh;
 mod history;
 mod indexed;
 mod load;
@@ -107,6 +108,8 @@ pub struct Store {
     /// A digest of the stat keys of `coord.yaml` and the schema file, taken before they were
     /// read; None when one was too recent to trust (the quiet mark needs it).
     setup_keys: Option<u64>,
+    /// The answers to the gates `gh` answers (the last answers are read once, then kept).
+    gh: gh::GhGates,
     /// Files `coord watch` saw renamed in and not written since.
     seen_complete: std::collections::HashMap<String, Written>,
 }
@@ -164,7 +167,13 @@ impl Store {
         let schema_salt = cache::salt(schema_text.as_deref().unwrap_or_default().as_bytes());
         let proven = cache::written_under(&repo.git_dir().join(cache::PATH), schema_salt);
         let task_schema = Schema::task_for_repo(schema_text.as_deref(), &schema_path, proven)?;
+        let gh = gh::GhGates::new(
+            &root,
+            &repo.git_dir().join("coord"),
+            config.gate_interval.to_signed(),
+        );
         Ok(Store {
+            gh,
             repo,
             config,
             identity,

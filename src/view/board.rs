@@ -6,6 +6,7 @@
 
 use crate::board::{AgentEntry, Board, TaskFile};
 use crate::engine::{self, Clock, Inputs, Note, Plan};
+use crate::model::metrics::{Period, Totals};
 use crate::model::time;
 use crate::model::{AgentName, State};
 use jiff::Timestamp;
@@ -52,6 +53,7 @@ pub fn planned(
     let mut view = json!({
         "counts": counts,
         "agents": agents(board, &clock),
+        "spending": spending(board, now),
         "oldest_ready": oldest_ready(board),
         "review": review(board),
         "waiting": waiting(&plan.notes),
@@ -245,13 +247,24 @@ fn agents(board: &Board, clock: &Clock) -> Vec<Value> {
         .values()
         .map(|a| {
             let active = board.load_of(&a.name);
+            let over = board.budget_spent(a, clock.now());
+            if let Some((_, next)) = &over {
+                clock.reached(*next);
+            }
+            let circuit = match &over {
+                Some(_) => "open",
+                None => a.profile.coord.circuit.as_str(),
+            };
             json!({
                 "name": a.name,
                 "active": active,
                 "limit": a.profile.max_active,
                 "enabled": a.profile.enabled,
                 "assign": a.profile.assign,
-                "circuit": a.profile.coord.circuit.as_str(),
+                "circuit": circuit,
+                "circuit_reason": over.as_ref().map(|(why, _)| why),
+                "budget": a.profile.budget,
+                "spent_today": agent_spent(board, &a.name, Period::Day, clock.now()),
                 "open_until": a.profile.coord.open_until.map(time::format),
                 "probe_due": engine::retry::gate(&a.profile.coord, |t| clock.reached(t)) == engine::retry::Gate::Probe,
                 "disabled_because": disabled_because(a),
@@ -259,6 +272,25 @@ fn agents(board: &Board, clock: &Clock) -> Vec<Value> {
             })
         })
         .collect()
+}
+
+/// Returns what `agent` spent in the `period` around `now`.
+fn agent_spent(board: &Board, agent: &AgentName, period: Period, now: Timestamp) -> Totals {
+    let (start, next) = period.bounds(now);
+    Totals::of(
+        board
+            .spends()
+            .map(|(_, s)| s)
+            .filter(|s| s.agent.as_ref() == Some(agent))
+            .filter(|s| s.at.is_none_or(|at| at >= start && at < next)),
+    )
+}
+
+/// Returns the totals of what the board's tasks spent (`result.metrics`): all of it, by
+/// agent and by UTC day (`coord status`; `coord show` gives a task's).
+pub fn spending(board: &Board, now: Timestamp) -> Value {
+    let s = board.spending(now);
+    json!({"total": s.total, "agents": s.agents, "days": s.days})
 }
 
 /// Returns why an agent gets no new work because of its profile: the profile does not read

@@ -43,6 +43,7 @@ pub fn task_copy(f: &TaskFile) -> Value {
         Ok(task) => json!({
             "id": f.id, "state": f.folder.state.as_str(), "agent": f.folder.agent, "path": f.path,
             "task": task.peek(|d| redact_value(&d.doc.value)),
+            "spent": crate::model::metrics::Totals::of(&task.summary().spent),
         }),
         Err(errors) => json!({
             "id": f.id, "state": f.folder.state.as_str(), "path": f.path,

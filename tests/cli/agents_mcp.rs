@@ -11,7 +11,10 @@ use serde_json::{json, Value};
 type Client = RunningService<RoleClient, ()>;
 
 /// Runs `f` against `coord mcp` started in `r` (with its fixed clock).
-fn with_server<F: std::future::Future<Output = ()>>(r: &TestRepo, f: impl FnOnce(Client) -> F) {
+pub(crate) fn with_server<F: std::future::Future<Output = ()>>(
+    r: &TestRepo,
+    f: impl FnOnce(Client) -> F,
+) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -42,7 +45,7 @@ async fn call(client: &rmcp::Peer<RoleClient>, tool: &'static str, args: Value) 
 }
 
 /// Calls a tool that must succeed and returns its answer.
-async fn ok(client: &rmcp::Peer<RoleClient>, tool: &'static str, args: Value) -> Value {
+pub(crate) async fn ok(client: &rmcp::Peer<RoleClient>, tool: &'static str, args: Value) -> Value {
     let (failed, v) = call(client, tool, args).await;
     assert!(!failed, "{tool} failed: {v}");
     v

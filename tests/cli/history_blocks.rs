@@ -18,7 +18,7 @@ fn dependent(dep: &str) -> String {
 
 /// Whether the record holds the folder `rel` (work-relative) judged: the flag byte follows
 /// its path (length first, 8 bytes), its stat key (56 bytes) and its tree id (20 bytes).
-fn judged(r: &TestRepo, rel: &str) -> bool {
+pub fn judged(r: &TestRepo, rel: &str) -> bool {
     let mut stored = (rel.len() as u64).to_le_bytes().to_vec();
     stored.extend_from_slice(rel.as_bytes());
     let bytes = std::fs::read(r.abs(RECORD)).unwrap_or_default();

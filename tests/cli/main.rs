@@ -12,6 +12,7 @@ mod archive_compact;
 mod archive_months;
 mod board_browser;
 mod board_page;
+mod budgets;
 mod burst_memory;
 mod cache_files;
 mod cdp;

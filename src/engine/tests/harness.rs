@@ -346,7 +346,7 @@ pub fn summaries(plan: &Plan) -> Vec<String> {
 pub(super) struct NoGates;
 
 impl crate::model::gate::GateAnswers for NoGates {
-    fn open(&self, _: &crate::model::gate::Gate) -> Option<bool> {
+    fn open(&self, _: &crate::model::gate::Gate, _: jiff::Timestamp) -> Option<bool> {
         None
     }
 }
