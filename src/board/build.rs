@@ -63,7 +63,7 @@ impl StandIn {
 pub enum Cached {
     /// A task that passed the per-file checks, and its content hash; `bytes` is unused and the
     /// task's text is what the file holds.
-    Task(Task, u64),
+    Task(Box<Task>, u64),
     /// An agent profile whose text (in `bytes`) passed the profile schema.
     Profile,
 }
@@ -144,7 +144,7 @@ impl Board {
         match classify(&f.rel, &month) {
             Kind::Task(folder, id) => {
                 let (mut hash, read) = match (f.cached, &f.bytes) {
-                    (Some(Cached::Task(task, hash)), _) => (hash, Ok(Arc::new(task))),
+                    (Some(Cached::Task(task, hash)), _) => (hash, Ok(Arc::new(*task))),
                     (_, Ok(b)) => (
                         content_hash(b),
                         check::read_task(id.as_str(), b, task_schema, limits)

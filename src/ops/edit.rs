@@ -122,7 +122,13 @@ impl Coord {
             guard: vec![(file.path.clone(), file.hash)],
             op: Some(Operation::of(OpKind::Edit)),
         };
-        let n = super::apply(&session, &self.sink, &Plan::one(t), self.now, Origin::Command)?;
+        let n = super::apply(
+            &session,
+            &self.sink,
+            &Plan::one(t),
+            self.now,
+            Origin::Command,
+        )?;
         if let Some((path, why)) = session.first_skipped() {
             return Err(Error::Unchanged { path, why });
         }

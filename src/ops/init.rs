@@ -46,8 +46,12 @@ commit: {author: \"coord <coord@localhost>\"}
 # settle: 2s                      # read a file once unchanged this long; 0s: at once
 # sync: {remote: origin, pushes_per_minute: 6}  # claim, complete, fail and run push through
 #                                 # this remote; status warns near its push budget
-# hub: {remote: origin, pushes_per_minute: 6, lease: 1m}  # coord serve --hub: pushes in
-#                                 # batches under a lease (docs/fleet.md)
+# hub:                            # a fleet's hub (docs/fleet.md)
+#   url: https://hub.example.com  # claim, complete, fail, heartbeat, new and run in this
+#                                 # folder ask this coord serve instead
+#   remote: origin                # coord serve --hub pushes in batches to this remote
+#   pushes_per_minute: 6          # under a lease renewed on it
+#   lease: 1m
 # run: {worktree: true, worktree_base: main, keep_failed_worktrees: true}  # coord run --worktree
 # webhooks:                       # POST every event, signed (docs/webhooks.md)
 #   ops:
@@ -57,8 +61,6 @@ commit: {author: \"coord <coord@localhost>\"}
 #     max_attempts: 8              # failed tries before the event's dead letter
 #     retry: {base: 1s, max: 5m}   # exponential backoff with jitter
 #     timeout: 10s                 # per request
-# hub: {url: \"https://hub.example.com\"}  # claim, complete, fail, heartbeat, new and run
-#                                 # in this folder ask this coord serve instead
 # rules:                          # conditional routing after success
 #   - when: {agent: research, output_contains: competitor}
 #     then: competitive-analysis

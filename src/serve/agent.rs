@@ -5,7 +5,7 @@
 //! with the same `Idempotency-Key` gets the first answer ([`Replies`]): a claim whose answer
 //! was lost in transit is not made twice.
 
-use super::api::{blocking, params, parse_body, refresh, Json, Params};
+use super::api::{blocking, params, parse_body, written, Json, Params};
 use super::problem::Problem;
 use super::App;
 use crate::model::{AgentName, TaskId};
@@ -78,6 +78,15 @@ where
                 })?,
         ),
     };
+    // In a hub, the write waits its turn behind the batch being pushed and is refused once
+    // the lease is not held.
+    let mode = app.mode.clone();
+    let write = move || match &mode {
+        None => write(),
+        Some(m) => m.write(write).map_err(|r| {
+            Problem::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, r.to_string())
+        })?,
+    };
     let answer = match key {
         None => blocking(write).await?,
         Some(k) => {
@@ -96,7 +105,7 @@ where
             })??
         }
     };
-    refresh(app).await;
+    written(app).await;
     Ok(Json(answer).into_response())
 }
 
@@ -127,20 +136,26 @@ pub(super) async fn claim(
     let b: ClaimBody = parse_body(&body)?;
     let opener = app.hub.opener();
     let scope = format!("{agent}\nclaim");
+    let epoch = app.mode.as_ref().map(|m| m.epoch);
     once(&app, &headers, scope, move || {
         let coord = opener.open().map_err(|e| Problem::of(&e))?;
-        match b.work {
+        let mut answer = match b.work {
             true => {
                 let work = coord
                     .claim_work(&agent, None, &mut Vec::new())
                     .map_err(|e| Problem::of(&e))?;
-                Ok(json!({"claimed": work.is_some(), "work": work.as_ref().map(work_json)}))
+                json!({"claimed": work.is_some(), "work": work.as_ref().map(work_json)})
             }
-            false => Ok(coord
+            false => coord
                 .claim(&agent, None)
                 .map_err(|e| Problem::of(&e))?
-                .answer()),
+                .answer(),
+        };
+        if let Some(epoch) = epoch {
+            // The epoch that granted it, as a hub's claims by id answer.
+            answer["epoch"] = json!(epoch);
         }
+        Ok(answer)
     })
     .await
 }

@@ -1496,7 +1496,7 @@ mod tests {
         );
         let task = crate::check::Task::unparsed(text, summary);
         let raw = RawFile {
-            cached: Some(crate::board::Cached::Task(task, hash)),
+            cached: Some(crate::board::Cached::Task(Box::new(task), hash)),
             ..RawFile::new("done/a.yaml".to_string(), Ok(Vec::new()))
         };
         let (t, a) = (Schema::builtin_task(), Schema::builtin_agent());

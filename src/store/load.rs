@@ -518,7 +518,7 @@ fn from_cache(rel: String, hit: Hit) -> RawFile {
     let (bytes, cached) = match hit.kind {
         cache::Kind::Task(summary, text) => {
             let task = crate::check::Task::unparsed(text, summary);
-            (Vec::new(), Cached::Task(task, hit.hash))
+            (Vec::new(), Cached::Task(Box::new(task), hit.hash))
         }
         cache::Kind::Profile(text) => (text.into_bytes(), Cached::Profile),
     };

@@ -505,3 +505,42 @@ fn a_fleet_through_a_hub_killed_mid_run_loses_nothing_and_grants_nothing_twice()
         "{n_pushes} pushes in {seconds:.1} s over 120 a minute"
     );
 }
+
+/// An agent on another machine works through a hub with the CLI: `coord run --hub` in a
+/// folder with no repository claims, runs and reports every task through the hub's agent
+/// routes, whose claims carry the hub's epoch; the hub lands every result on the remote.
+#[test]
+fn coord_run_through_a_hub_lands_every_result_on_the_remote() {
+    let net = fleet("{remote: origin, pushes_per_minute: 600, lease: 1m}", 6);
+    let hub = Hub::start(&net.clone());
+    let url = format!("http://{}", hub.addr);
+    let granted = hub.post("/v1/agents/v/claim", json!({}));
+    assert_eq!(granted.status, 200, "{}", granted.body);
+    let granted = granted.json();
+    assert_eq!(granted["epoch"], 1, "{granted}");
+    let taken = granted["id"].as_str().expect("an id").to_string();
+
+    let folder = TestRepo::empty();
+    let o = folder
+        .cmd(&[
+            "run",
+            "--hub",
+            &url,
+            "w",
+            "--once",
+            "--",
+            "sh",
+            "-c",
+            "cat >/dev/null",
+        ])
+        .output()
+        .expect("coord run --hub");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let done = |id: &str| remote_place(&net, id) == "work/done";
+    let rest: Vec<String> = (0..6)
+        .map(|i| format!("t{i}"))
+        .filter(|id| *id != taken)
+        .collect();
+    let landed = eventually(Duration::from_secs(20), || rest.iter().all(|id| done(id)));
+    assert!(landed, "not all on the remote: {}", hub.stderr());
+}
