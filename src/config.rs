@@ -458,8 +458,9 @@ impl Config {
     }
 }
 
-/// Refuses an endpoint name that cannot name a file, a URL that is not http(s), no tries, and
-/// an event no transition has.
+/// Refuses an endpoint name that cannot name a file, a URL that is not http(s) or names no
+/// host, no tries, a `secret_env` that names no variable, a zero timeout or retry base, a
+/// retry base above its max, and an event no transition has.
 fn check_webhook(name: &str, hook: &Webhook) -> Result<(), String> {
     let named = !name.is_empty()
         && name.len() <= 64
@@ -471,14 +472,41 @@ fn check_webhook(name: &str, hook: &Webhook) -> Result<(), String> {
             "webhooks.{name}: a name is 1 to 64 letters, digits, '-' or '_'"
         ));
     }
-    if !(hook.url.starts_with("http://") || hook.url.starts_with("https://")) {
+    let lower = hook.url.to_ascii_lowercase();
+    let Some(rest) = lower
+        .strip_prefix("http://")
+        .or_else(|| lower.strip_prefix("https://"))
+    else {
         return Err(format!(
             "webhooks.{name}.url {:?} must start with http:// or https://",
+            hook.url
+        ));
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = host.rsplit('@').next().unwrap_or("");
+    if host.is_empty() || host.starts_with(':') {
+        return Err(format!(
+            "webhooks.{name}.url {:?} names no host; write http://host/path",
             hook.url
         ));
     }
     if hook.max_attempts == 0 {
         return Err(format!("webhooks.{name}.max_attempts must be at least 1"));
+    }
+    if let Some(var) = &hook.secret_env {
+        if var.is_empty() || var.contains(['=', '\0']) {
+            return Err(format!(
+                "webhooks.{name}.secret_env {var:?} is no variable name; write one like OPS_HOOK_SECRET"
+            ));
+        }
+    }
+    if hook.timeout.0.is_zero() {
+        return Err(format!("webhooks.{name}.timeout must be more than 0s"));
+    }
+    if hook.retry.base.0.is_zero() || hook.retry.base.0 > hook.retry.max.0 {
+        return Err(format!(
+            "webhooks.{name}.retry.base must be more than 0s and at most retry.max"
+        ));
     }
     let known = |e: &String| {
         WEBHOOK_KINDS.contains(&e.as_str())
@@ -549,10 +577,33 @@ mod tests {
                 "webhooks: {a: {url: \"http://x\", timeout: 5 s}}\n",
                 "a whole number and a unit",
             ),
+            (
+                "webhooks: {a: {url: \"http://x\", secret_env: \"\"}}\n",
+                "secret_env",
+            ),
+            (
+                "webhooks: {a: {url: \"http://x\", secret_env: \"A=B\"}}\n",
+                "secret_env",
+            ),
+            ("webhooks: {a: {url: \"http://\"}}\n", "no host"),
+            ("webhooks: {a: {url: \"http:///p\"}}\n", "no host"),
+            (
+                "webhooks: {a: {url: \"http://x\", timeout: 0s}}\n",
+                "timeout",
+            ),
+            (
+                "webhooks: {a: {url: \"http://x\", retry: {base: 0s}}}\n",
+                "retry.base",
+            ),
+            (
+                "webhooks: {a: {url: \"http://x\", retry: {base: 5m, max: 1m}}}\n",
+                "retry.base",
+            ),
         ] {
             let e = load(text).expect_err(text).to_string();
             assert!(e.contains(says), "{text}: {e}");
         }
+        load("webhooks: {a: {url: \"HTTP://X:80/p\"}}\n").expect("capitals");
         let c = load("webhooks: {a: {url: \"http://x\", events: [dead_letter, done]}}\n")
             .expect("valid");
         let hook = &c.webhooks["a"];

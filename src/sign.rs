@@ -186,6 +186,18 @@ pub fn key_dir_from_env() -> Option<PathBuf> {
     key_dir(get("XDG_CONFIG_HOME").as_deref(), get("HOME").as_deref())
 }
 
+/// Returns this process's environment variables whose names are UTF-8; a value that is not
+/// becomes one that no key parses from, so using it says which variable is at fault.
+fn utf8_vars() -> impl Iterator<Item = (String, String)> {
+    std::env::vars_os().filter_map(|(k, v)| {
+        let k = k.into_string().ok()?;
+        let v = v
+            .into_string()
+            .unwrap_or_else(|_| "(not UTF-8)".to_string());
+        Some((k, v))
+    })
+}
+
 /// Agents' keys, loaded before planning so that signing and verifying are pure.
 #[derive(Debug, Clone, Default)]
 pub struct KeyRing {
@@ -212,7 +224,7 @@ impl KeyRing {
 
     /// Loads the keys this process can see.
     pub fn from_env() -> KeyRing {
-        KeyRing::load(std::env::vars(), key_dir_from_env().as_deref())
+        KeyRing::load(utf8_vars(), key_dir_from_env().as_deref())
     }
 
     /// Returns an agent's key: its environment variable first, else its key file.

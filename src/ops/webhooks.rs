@@ -16,10 +16,11 @@ use crate::config::Webhook;
 use crate::git::{Oid, Repo};
 use crate::store::Store;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How often the deliverer looks for new events.
@@ -28,6 +29,15 @@ const POLL: Duration = Duration::from_millis(200);
 const LOCK_RETRY: Duration = Duration::from_secs(2);
 /// The dead-letter record, under the webhooks folder.
 pub const DEAD: &str = "dead.jsonl";
+/// How long `coord status` lists a cursor that was found unreadable and replaced.
+const RECOVERED_SHOWN_MS: u64 = 24 * 3600 * 1000;
+/// The most of a receiver's answer that is read.
+const ANSWER_LIMIT: u64 = 1 << 20;
+/// Held while a dead letter is written, so the endpoints' threads append whole lines.
+static BURYING: Mutex<()> = Mutex::new(());
+
+/// Where each process's lines of trouble go, shared by the endpoints' threads.
+type Say = Arc<Mutex<Box<dyn Fn(&str) + Send>>>;
 
 /// Where an endpoint stands (`<name>.json`).
 #[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
@@ -41,6 +51,22 @@ pub struct Cursor {
     /// Why the last try failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// The URL the cursor is for: an endpoint given a new URL starts at the journal's end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Why the cursor was replaced (its file unreadable or gone) and where delivery resumed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<String>,
+    /// When it was replaced (ms since the epoch).
+    #[serde(default)]
+    pub recovered_at: u64,
+}
+
+/// What reading an endpoint's cursor file found.
+enum Found {
+    Missing,
+    Unreadable(String),
+    Cursor(Cursor),
 }
 
 /// One event the deliverer gave up on, a line of the dead-letter record.
@@ -69,24 +95,51 @@ fn cursor_path(git_dir: &Path, name: &str) -> PathBuf {
     dir(git_dir).join(format!("{name}.json"))
 }
 
-/// Reads endpoint `name`'s cursor; None before its first delivery.
+/// Reads endpoint `name`'s cursor; None before its first delivery or when unreadable.
 pub fn cursor(git_dir: &Path, name: &str) -> Option<Cursor> {
-    let bytes = crate::fsx::read_private(&cursor_path(git_dir, name)).ok()?;
-    serde_json::from_slice(&bytes).ok()
-}
-
-fn save(git_dir: &Path, name: &str, c: &Cursor) {
-    if let Ok(bytes) = serde_json::to_vec(c) {
-        let _ = crate::fsx::write_private(&cursor_path(git_dir, name), &bytes, false);
+    match read_cursor(git_dir, name) {
+        Found::Cursor(c) => Some(c),
+        Found::Missing | Found::Unreadable(_) => None,
     }
 }
 
-/// Returns every dead letter of the clone, oldest first.
-pub fn dead_letters(git_dir: &Path) -> Vec<DeadLetter> {
+fn read_cursor(git_dir: &Path, name: &str) -> Found {
+    match crate::fsx::read_private(&cursor_path(git_dir, name)) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Found::Missing,
+        Err(e) => Found::Unreadable(format!("is unreadable ({e})")),
+        Ok(bytes) => match serde_json::from_slice(&bytes) {
+            Ok(c) => Found::Cursor(c),
+            Err(e) => Found::Unreadable(format!("is no cursor ({e})")),
+        },
+    }
+}
+
+/// Writes a cursor durably (temporary file, fsync, rename).
+fn save(git_dir: &Path, name: &str, c: &Cursor) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec(c).map_err(std::io::Error::other)?;
+    crate::fsx::write_private(&cursor_path(git_dir, name), &bytes, true)
+}
+
+/// Returns every dead letter of the clone, oldest first, once per endpoint and event, and
+/// how many lines of the record are unreadable.
+fn dead_record(git_dir: &Path) -> (Vec<DeadLetter>, usize) {
     let text = crate::fsx::read_private_text(&dir(git_dir).join(DEAD)).unwrap_or_default();
-    text.lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
+    let mut seen = BTreeSet::new();
+    let mut bad = 0;
+    let mut letters = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        match serde_json::from_str::<DeadLetter>(line) {
+            Ok(d) if seen.insert((d.endpoint.clone(), d.id)) => letters.push(d),
+            Ok(_) => {}
+            Err(_) => bad += 1,
+        }
+    }
+    (letters, bad)
+}
+
+/// Returns every dead letter of the clone, oldest first, once per endpoint and event.
+pub fn dead_letters(git_dir: &Path) -> Vec<DeadLetter> {
+    dead_record(git_dir).0
 }
 
 /// What `/metrics` shows of one endpoint.
@@ -104,8 +157,8 @@ pub struct Report {
     pub dead: u64,
 }
 
-/// Returns every endpoint that has a cursor or a dead letter, by name.
-pub fn report(git_dir: &Path) -> Vec<Report> {
+/// Returns every endpoint of `configured` that has a cursor or a dead letter, by name.
+pub fn report(git_dir: &Path, configured: &BTreeSet<String>) -> Vec<Report> {
     let last = Journal::open(git_dir).last();
     let mut names: BTreeMap<String, u64> = BTreeMap::new();
     for d in dead_letters(git_dir) {
@@ -120,6 +173,7 @@ pub fn report(git_dir: &Path) -> Vec<Report> {
     }
     names
         .into_iter()
+        .filter(|(name, _)| configured.contains(name))
         .map(|(name, dead)| {
             let at = cursor(git_dir, &name).unwrap_or_default();
             Report {
@@ -137,7 +191,7 @@ pub fn report(git_dir: &Path) -> Vec<Report> {
 /// status`, the board and the live board list them.
 fn problems(git_dir: &Path) -> Vec<Value> {
     let mut by_endpoint: BTreeMap<&str, Vec<&DeadLetter>> = BTreeMap::new();
-    let dead = dead_letters(git_dir);
+    let (dead, bad) = dead_record(git_dir);
     for d in &dead {
         by_endpoint.entry(&d.endpoint).or_default().push(d);
     }
@@ -159,6 +213,28 @@ fn problems(git_dir: &Path) -> Vec<Value> {
             );
             Some(json!({"path": path, "message": message}))
         })
+        .chain((bad > 0).then(|| {
+            let message = format!("{bad} line(s) of this dead-letter record are unreadable; fix or delete them");
+            json!({"path": path, "message": message})
+        }))
+        .chain(recovered(git_dir))
+        .collect()
+}
+
+/// Returns the cursors replaced in the last day, as problems.
+fn recovered(git_dir: &Path) -> Vec<Value> {
+    let entries = std::fs::read_dir(dir(git_dir)).into_iter().flatten();
+    let now = epoch_ms();
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let file = e.file_name().to_string_lossy().into_owned();
+            let name = file.strip_suffix(".json")?;
+            let c = cursor(git_dir, name)?;
+            let note = c.recovered?;
+            (now.saturating_sub(c.recovered_at) < RECOVERED_SHOWN_MS)
+                .then(|| json!({"path": format!(".git/coord/webhooks/{file}"), "message": note}))
+        })
         .collect()
 }
 
@@ -175,9 +251,9 @@ pub fn add_problems(git_dir: &Path, view: &mut Value) {
 
 /// Starts the clone's deliverer on a thread of its own when coord.yaml names webhooks;
 /// returns whether it did. Before it returns, the event journal has read history up to HEAD
-/// and each endpoint without a cursor starts at the journal's end, so the events of later
-/// ticks are delivered and earlier history is not. `say` gets one line per trouble worth
-/// telling (a secret not set).
+/// and each endpoint without a cursor, or whose cursor is for another URL, starts at the
+/// journal's end (saved at once), so the events of later ticks are delivered and earlier
+/// history is not. `say` gets one line per trouble worth telling (a secret not set).
 pub fn start(root: &Path, say: Box<dyn Fn(&str) + Send>) -> Result<bool, super::Error> {
     let store = Store::open(root)?;
     if store.config.webhooks.is_empty() {
@@ -190,23 +266,35 @@ pub fn start(root: &Path, say: Box<dyn Fn(&str) + Send>) -> Result<bool, super::
         .record(&store.repo, store.work_dir(), head, Vec::new())
         .map_err(journal_error)?;
     let _ = std::fs::create_dir_all(dir(&git_dir));
-    for name in store.config.webhooks.keys() {
-        if cursor(&git_dir, name).is_none() {
+    for (name, hook) in &store.config.webhooks {
+        let fresh = match read_cursor(&git_dir, name) {
+            Found::Missing => true,
+            Found::Unreadable(_) => false,
+            Found::Cursor(c) => c.url.as_ref().is_some_and(|u| *u != hook.url),
+        };
+        if fresh {
             let start = Cursor {
                 cursor: journal.last(),
+                url: Some(hook.url.clone()),
                 ..Cursor::default()
             };
-            save(&git_dir, name, &start);
+            save(&git_dir, name, &start).map_err(|source| super::Error::Io {
+                what: "write",
+                path: cursor_path(&git_dir, name).display().to_string(),
+                source,
+            })?;
         }
     }
     let root = root.to_path_buf();
-    std::thread::spawn(move || deliver_forever(&root, &*say));
+    let say: Say = Arc::new(Mutex::new(say));
+    std::thread::spawn(move || deliver_forever(&root, &say));
     Ok(true)
 }
 
-/// Takes the deliverer's lock (waiting while another process holds it), then delivers until
-/// the process ends.
-fn deliver_forever(root: &Path, say: &dyn Fn(&str)) {
+/// Takes the deliverer's lock (waiting while another process holds it), then delivers to
+/// each endpoint on a thread of its own, so a slow one never holds up another, and reads
+/// new history into the journal until the process ends.
+fn deliver_forever(root: &Path, say: &Say) {
     let Ok(store) = Store::open(root) else {
         return;
     };
@@ -218,10 +306,21 @@ fn deliver_forever(root: &Path, say: &dyn Fn(&str)) {
         }
         std::thread::sleep(LOCK_RETRY);
     };
-    let mut deliverer = Deliverer::new(store, say);
+    for (name, hook) in store.config.webhooks.clone() {
+        let Ok(mine) = Store::open(root) else {
+            return;
+        };
+        let mut endpoint = Endpoint::new(mine, name, hook, Arc::clone(say));
+        std::thread::spawn(move || loop {
+            let wake = endpoint.pass();
+            std::thread::sleep(wake.saturating_duration_since(Instant::now()).min(POLL));
+        });
+    }
+    let journal = Journal::open(&git_dir);
     loop {
-        let wake = deliverer.pass();
-        std::thread::sleep(wake.saturating_duration_since(Instant::now()).min(POLL));
+        let head = store.repo.head().ok().and_then(|h| h.oid);
+        let _ = journal.record(&store.repo, store.work_dir(), head, Vec::new());
+        std::thread::sleep(POLL);
     }
 }
 
@@ -244,75 +343,109 @@ fn take_lock(git_dir: &Path) -> Option<File> {
     Some(file)
 }
 
-/// The deliverer of one clone, holding its lock.
-struct Deliverer<'s> {
+/// The deliverer of one endpoint, on its own thread while the clone's lock is held.
+struct Endpoint {
+    name: String,
+    hook: Webhook,
     store: Store,
     journal: Journal,
     git_dir: PathBuf,
-    agents: HashMap<String, ureq::Agent>,
-    /// The endpoints whose missing secret was told.
-    told: HashSet<String>,
+    agent: ureq::Agent,
+    /// Whether the trouble with its secret was told.
+    told: bool,
+    /// The cursor last saved: what delivery resumes from when its file goes.
+    at: Option<Cursor>,
     /// The task and attempt each commit's task files name, read once per commit.
     read: HashMap<String, Vec<(String, Value)>>,
-    say: &'s dyn Fn(&str),
+    say: Say,
 }
 
-impl<'s> Deliverer<'s> {
-    fn new(store: Store, say: &'s dyn Fn(&str)) -> Deliverer<'s> {
+impl Endpoint {
+    fn new(store: Store, name: String, hook: Webhook, say: Say) -> Endpoint {
         let git_dir = store.repo.git_dir().to_path_buf();
-        Deliverer {
+        let config = ureq::Agent::config_builder()
+            .timeout_global(Some(hook.timeout.0))
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .user_agent(concat!("coord/", env!("CARGO_PKG_VERSION")))
+            .build();
+        Endpoint {
             journal: Journal::open(&git_dir),
+            at: cursor(&git_dir, &name),
             store,
             git_dir,
-            agents: HashMap::new(),
-            told: HashSet::new(),
+            agent: ureq::Agent::new_with_config(config),
+            told: false,
             read: HashMap::new(),
+            name,
+            hook,
             say,
         }
     }
 
-    /// Reads new history into the journal and delivers to every endpoint what it can now;
-    /// returns when the next pass is due.
-    fn pass(&mut self) -> Instant {
-        let mut wake = Instant::now() + POLL;
-        let head = self.store.repo.head().ok().and_then(|h| h.oid);
-        let work_dir = self.store.work_dir().to_string();
-        if self
-            .journal
-            .record(&self.store.repo, &work_dir, head, Vec::new())
-            .is_err()
-        {
-            return wake;
-        }
-        let hooks = self.store.config.webhooks.clone();
-        for (name, hook) in &hooks {
-            wake = wake.min(self.endpoint(name, hook));
-        }
-        if self.read.len() > 4096 {
-            self.read.clear();
-        }
-        wake
+    fn tell(&self, line: &str) {
+        let say = self.say.lock().unwrap_or_else(|e| e.into_inner());
+        say(line);
     }
 
-    /// Delivers endpoint `name`'s events in order until one fails; returns when to look again.
-    fn endpoint(&mut self, name: &str, hook: &Webhook) -> Instant {
-        let later = Instant::now() + POLL;
-        let secret = match &hook.secret_env {
-            Some(var) => match std::env::var(var) {
-                Ok(s) if !s.is_empty() => Some(s),
-                _ => {
-                    if self.told.insert(name.to_string()) {
-                        (self.say)(&format!("coord: webhook {name}: the environment variable {var} (secret_env) is not set; its events wait until a deliverer starts with it"));
-                    }
-                    return later;
-                }
-            },
-            None => None,
+    /// The endpoint's secret; Err when `secret_env` names a variable not set or not UTF-8.
+    fn secret(&mut self) -> Result<Option<String>, ()> {
+        let Some(var) = &self.hook.secret_env else {
+            return Ok(None);
         };
-        let mut at = cursor(&self.git_dir, name).unwrap_or_else(|| Cursor {
-            cursor: self.journal.last(),
-            ..Cursor::default()
-        });
+        let why = match std::env::var(var) {
+            Ok(s) if !s.is_empty() => return Ok(Some(s)),
+            Err(std::env::VarError::NotUnicode(_)) => "is not UTF-8",
+            _ => "is not set",
+        };
+        if !self.told {
+            self.told = true;
+            let name = &self.name;
+            self.tell(&format!("coord: webhook {name}: the environment variable {var} (secret_env) {why}; its events wait until a deliverer starts with it set"));
+        }
+        Err(())
+    }
+
+    /// Saves the cursor (and keeps it, should its file go).
+    fn keep(&mut self, at: &Cursor) {
+        if let Err(e) = save(&self.git_dir, &self.name, at) {
+            let name = &self.name;
+            self.tell(&format!(
+                "coord: webhook {name}: cannot save its cursor: {e}"
+            ));
+        }
+        self.at = Some(at.clone());
+    }
+
+    /// The cursor to go on from: its file, else (gone or unreadable) the one last saved, or
+    /// the journal's start; a replaced cursor is saved at once and told.
+    fn current(&mut self) -> Cursor {
+        let why = match read_cursor(&self.git_dir, &self.name) {
+            Found::Cursor(c) => return c,
+            Found::Missing => "was gone".to_string(),
+            Found::Unreadable(why) => why,
+        };
+        let from = self.at.as_ref().map_or(0, |c| c.cursor);
+        let name = &self.name;
+        let note = format!("webhook {name}: its cursor file {why}; delivery resumed after event {from}, so receivers may get some events twice");
+        self.tell(&format!("coord: {note}"));
+        let at = Cursor {
+            url: Some(self.hook.url.clone()),
+            recovered: Some(note),
+            recovered_at: epoch_ms(),
+            ..self.at.clone().unwrap_or_default()
+        };
+        self.keep(&at);
+        at
+    }
+
+    /// Delivers the endpoint's events in order until one fails; returns when to look again.
+    fn pass(&mut self) -> Instant {
+        let later = Instant::now() + POLL;
+        let Ok(secret) = self.secret() else {
+            return later;
+        };
+        let mut at = self.current();
         let now = epoch_ms();
         if at.not_before > now {
             return Instant::now() + Duration::from_millis(at.not_before - now);
@@ -323,6 +456,7 @@ impl<'s> Deliverer<'s> {
         let Ok(events) = self.journal.after(at.cursor) else {
             return later;
         };
+        let hook = self.hook.clone();
         for logged in events {
             let event = self.event(&logged);
             let kind = event["kind"].as_str().unwrap_or("");
@@ -331,85 +465,85 @@ impl<'s> Deliverer<'s> {
                 at.cursor = logged.id;
                 continue;
             }
-            match self.post(name, hook, secret.as_deref(), &event) {
+            match self.post(secret.as_deref(), &event) {
                 Ok(()) => {
                     at = Cursor {
                         cursor: logged.id,
-                        ..Cursor::default()
+                        ..self.kept(&at)
                     };
-                    save(&self.git_dir, name, &at);
+                    self.keep(&at);
                 }
                 Err(error) => {
                     at.failures += 1;
                     if at.failures >= hook.max_attempts {
-                        self.bury(name, &event, at.failures, &error);
+                        self.bury(&event, at.failures, &error);
                         at = Cursor {
                             cursor: logged.id,
-                            ..Cursor::default()
+                            ..self.kept(&at)
                         };
-                        save(&self.git_dir, name, &at);
+                        self.keep(&at);
                         continue;
                     }
-                    let wait = backoff(hook, at.failures);
+                    let wait = backoff(&hook, at.failures);
                     at.not_before = epoch_ms() + wait.as_millis() as u64;
                     at.last_error = Some(error);
-                    save(&self.git_dir, name, &at);
+                    self.keep(&at);
                     return Instant::now() + wait;
                 }
             }
         }
-        save(&self.git_dir, name, &at);
+        self.keep(&at);
+        if self.read.len() > 4096 {
+            self.read.clear();
+        }
         later
     }
 
-    /// Writes a dead letter for `event`.
-    fn bury(&self, name: &str, event: &Value, attempts: u32, error: &str) {
+    /// A cursor with no failures that keeps `at`'s URL and note.
+    fn kept(&self, at: &Cursor) -> Cursor {
+        Cursor {
+            url: Some(self.hook.url.clone()),
+            recovered: at.recovered.clone(),
+            recovered_at: at.recovered_at,
+            ..Cursor::default()
+        }
+    }
+
+    /// Writes a dead letter for `event`, unless the record has one for it already (a
+    /// deliverer killed before it saved the cursor); a torn last line is ended first.
+    fn bury(&self, event: &Value, attempts: u32, error: &str) {
+        let name = &self.name;
         let dead = DeadLetter {
-            endpoint: name.to_string(),
+            endpoint: name.clone(),
             id: event["id"].as_u64().unwrap_or(0),
             event: event.clone(),
             attempts,
             error: error.to_string(),
             at: jiff::Timestamp::now().to_string(),
         };
-        let Ok(mut line) = serde_json::to_vec(&dead) else {
+        let _held = BURYING.lock().unwrap_or_else(|e| e.into_inner());
+        let known = dead_letters(&self.git_dir)
+            .iter()
+            .any(|d| d.endpoint == dead.endpoint && d.id == dead.id);
+        if known {
             return;
-        };
-        line.push(b'\n');
-        let written = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(dir(&self.git_dir).join(DEAD))
-            .and_then(|mut f| f.write_all(&line));
-        if let Err(e) = written {
-            (self.say)(&format!(
+        }
+        if let Err(e) = append_line(&dir(&self.git_dir).join(DEAD), &dead) {
+            self.tell(&format!(
                 "coord: webhook {name}: cannot write the dead letter of event {}: {e}",
                 dead.id
             ));
         }
     }
 
-    /// POSTs one event; Err says why it was not taken (an error, a status other than 2xx).
-    fn post(
-        &mut self,
-        name: &str,
-        hook: &Webhook,
-        secret: Option<&str>,
-        event: &Value,
-    ) -> Result<(), String> {
-        let agent = self.agents.entry(name.to_string()).or_insert_with(|| {
-            let config = ureq::Agent::config_builder()
-                .timeout_global(Some(hook.timeout.0))
-                .http_status_as_error(false)
-                .max_redirects(0)
-                .user_agent(concat!("coord/", env!("CARGO_PKG_VERSION")))
-                .build();
-            ureq::Agent::new_with_config(config)
-        });
+    /// POSTs one event; Err says why it was not taken (an error, a status other than 2xx,
+    /// an answer cut off).
+    fn post(&mut self, secret: Option<&str>, event: &Value) -> Result<(), String> {
         let body = event.to_string();
         let timestamp = (epoch_ms() / 1000).to_string();
-        let mut request = agent
-            .post(&hook.url)
+        let mut request = self
+            .agent
+            .post(&self.hook.url)
             .header("content-type", "application/json")
             .header("x-coord-event-id", event["id"].to_string())
             .header("x-coord-timestamp", &timestamp);
@@ -419,9 +553,15 @@ impl<'s> Deliverer<'s> {
             request = request.header("x-coord-signature", format!("sha256={mac}"));
         }
         let mut response = request.send(body.as_bytes()).map_err(|e| e.to_string())?;
-        let _ = response.body_mut().read_to_string();
+        let read = std::io::copy(
+            &mut response.body_mut().as_reader().take(ANSWER_LIMIT),
+            &mut std::io::sink(),
+        );
         match response.status().as_u16() {
-            200..=299 => Ok(()),
+            200..=299 => match read {
+                Ok(_) => Ok(()),
+                Err(e) => Err(format!("the answer was cut off: {e}")),
+            },
             code => Err(format!("HTTP {code}")),
         }
     }
@@ -467,6 +607,27 @@ impl<'s> Deliverer<'s> {
             .and_then(|files| files.iter().find(|(f, _)| *f == name))
             .map_or(Value::Null, |(_, v)| v.clone())
     }
+}
+
+/// Appends `value` as one JSON line to `path`, starting a new line when the file does not
+/// end with one.
+fn append_line(path: &Path, value: &impl serde::Serialize) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(value).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    let mut f = OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .open(path)?;
+    if f.seek(SeekFrom::End(0))? > 0 {
+        f.seek(SeekFrom::End(-1))?;
+        let mut last = [0u8];
+        f.read_exact(&mut last)?;
+        if last[0] != b'\n' {
+            line.insert(0, b'\n');
+        }
+    }
+    f.write_all(&line)
 }
 
 /// Returns the `coord:` block of each task file commit `commit` added or changed, by file
@@ -540,6 +701,29 @@ mod tests {
                 assert!((low..=high).contains(&ms), "{failures}: {ms}");
             }
         }
+    }
+
+    #[test]
+    fn a_torn_dead_letter_line_is_counted_and_ends_before_the_next_and_twins_read_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let git_dir = dir.path();
+        let path = super::dir(git_dir).join(DEAD);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, "{\"endpoint\": \"ops\", \"id").expect("torn");
+        let dead = DeadLetter {
+            endpoint: "ops".into(),
+            id: 7,
+            event: json!({"id": 7}),
+            attempts: 3,
+            error: "HTTP 500".into(),
+            at: "2026-01-01T00:00:00Z".into(),
+        };
+        append_line(&path, &dead).expect("append");
+        append_line(&path, &dead).expect("append again");
+        let (letters, bad) = dead_record(git_dir);
+        assert_eq!((letters.len(), letters[0].id, bad), (1, 7, 1));
+        let view = problems(git_dir).to_vec();
+        assert!(json!(view).to_string().contains("1 line(s)"), "{view:?}");
     }
 
     #[test]

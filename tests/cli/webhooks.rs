@@ -423,3 +423,107 @@ fn one_deliverer_of_serve_and_watch_posts_with_the_ids_of_the_event_stream() {
     assert_eq!(streamed.len(), total, "each transition streamed once");
     assert_eq!(posted, streamed, "the same events under the same ids");
 }
+
+/// Waits until `path` holds a cursor at or past `id`; fails the test after 20 seconds.
+fn wait_cursor(r: &TestRepo, name: &str, id: u64) {
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(r.abs(&format!(".git/coord/webhooks/{name}.json")));
+        let at = text
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["cursor"].as_u64());
+        if at.is_some_and(|at| at >= id) {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "cursor {at:?} < {id}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_cursor_deleted_while_delivering_or_corrupt_at_a_restart_loses_no_event() {
+    let r = TestRepo::with_agents(&["writer"]);
+    let receiver = Receiver::start(0, Duration::ZERO);
+    configure(&r, &receiver.url(), "");
+    let mut w = watch(&r);
+    // The new endpoint's starting point is saved at once.
+    wait_cursor(&r, "ops", 0);
+    let first = journal_last(&r);
+    drop_tasks(&r, 1);
+    receiver.wait(Duration::from_secs(20), "the first task", |ids| {
+        ids.len() >= 3
+    });
+    std::fs::remove_file(r.abs(".git/coord/webhooks/ops.json")).expect("rm cursor");
+    r.task("t-after-rm", "title: A task\nagent: writer\n");
+    r.ok(&["--wait", "30s", "tick"]);
+    let gone = journal_last(&r);
+    receiver.wait(Duration::from_secs(20), "after the cursor went", |ids| {
+        ((first + 1)..=gone).all(|id| ids.contains(&id))
+    });
+    w.kill().expect("kill");
+    w.wait().expect("reaped");
+    let before = journal_last(&r);
+    assert!(before > first);
+    std::fs::write(r.abs(".git/coord/webhooks/ops.json"), "{").expect("corrupt");
+    r.task("t-after-corrupt", "title: A task\nagent: writer\n");
+    r.ok(&["tick"]);
+    let mut w = watch(&r);
+    let start = Instant::now();
+    while journal_last(&r) <= before {
+        assert!(start.elapsed() < Duration::from_secs(20), "no new events");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let last = journal_last(&r);
+    receiver.wait(Duration::from_secs(20), "after the corrupt cursor", |ids| {
+        ((before + 1)..=last).all(|id| ids.contains(&id))
+    });
+    w.kill().expect("kill");
+    w.wait().expect("reaped");
+    let text = r.ok(&["status"]);
+    assert!(
+        text.contains("webhook ops") && text.contains("cursor"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_variable_that_is_not_utf8_does_not_break_a_tick() {
+    use std::os::unix::ffi::OsStrExt;
+    let r = TestRepo::with_agents(&["writer"]);
+    let bad = std::ffi::OsStr::from_bytes(b"\xff");
+    r.cmd(&["tick"]).env("FOO", bad).assert().success();
+    r.cmd(&["tick"])
+        .env("COORD_KEY_WRITER", bad)
+        .assert()
+        .success();
+}
+
+#[test]
+fn a_hanging_endpoint_never_delays_a_healthy_one() {
+    let r = TestRepo::with_agents(&["writer"]);
+    let healthy = Receiver::start(0, Duration::ZERO);
+    let hanging = Receiver::start(0, Duration::from_secs(60));
+    let extra = format!(
+        "  slow:\n    url: {}\n    retry: {{base: 200ms, max: 2s}}\n    timeout: 4s\n",
+        hanging.url()
+    );
+    configure(&r, &healthy.url(), &extra);
+    let mut w = watch(&r);
+    wait_cursor(&r, "slow", 0);
+    drop_tasks(&r, 4);
+    let start = Instant::now();
+    healthy.wait(Duration::from_secs(30), "the healthy endpoint", |ids| {
+        ids.len() >= 9
+    });
+    let took = start.elapsed();
+    w.kill().expect("kill");
+    w.wait().expect("reaped");
+    assert!(
+        took < Duration::from_secs(4),
+        "the healthy one took {took:?}"
+    );
+}
