@@ -512,7 +512,8 @@ fn a_fleet_through_a_hub_killed_mid_run_loses_nothing_and_grants_nothing_twice()
 #[test]
 fn coord_run_through_a_hub_lands_every_result_on_the_remote() {
     let net = fleet("{remote: origin, pushes_per_minute: 600, lease: 1m}", 6);
-    let hub = Hub::start(&net.clone());
+    let clone = net.clone();
+    let hub = Hub::start(&clone);
     let url = format!("http://{}", hub.addr);
     let granted = hub.post("/v1/agents/v/claim", json!({}));
     assert_eq!(granted.status, 200, "{}", granted.body);
