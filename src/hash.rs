@@ -1,5 +1,19 @@
 //! Hashing helpers shared by every layer: FNV-1a (content keys, jitter) and the 64-bit
 //! checksum coord's own files under `.git/coord/` carry. None resists anyone choosing the bytes.
+//! Also the random ids (idempotency keys, run ids) that only need to differ.
+
+/// Returns 128 random bits in hex: an id no other process makes. Without the OS's randomness,
+/// the time and the pid still tell two apart.
+pub fn random_hex() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        bytes = (nanos ^ (u128::from(std::process::id()) << 96)).to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
 
 /// Returns the 64-bit FNV-1a hash of `bytes`.
 pub fn fnv1a(bytes: &[u8]) -> u64 {
@@ -96,6 +110,12 @@ pub fn mixed(entry: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn random_ids_differ() {
+        assert_ne!(random_hex(), random_hex());
+        assert_eq!(random_hex().len(), 32);
+    }
 
     #[test]
     fn checksum_changes_with_any_byte_and_the_length() {

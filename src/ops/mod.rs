@@ -314,7 +314,7 @@ impl Coord {
     /// Takes the coordinator lock (waiting `Options::wait`, else `default`) and finishes
     /// anything a killed run left. Refuses, before writing anything, when git is in the middle
     /// of an operation or HEAD is detached. Returns the session that holds the lock until it
-    /// ends ([`Session::finish`], or when it is dropped).
+    /// ends (`Session::finish`, or when it is dropped).
     pub fn lock(&self, default: Duration) -> Result<Session<'_>, Error> {
         let store = &self.store;
         store.repo.refuse_unfinished()?;

@@ -29,7 +29,7 @@ impl Coord {
 }
 
 impl Coord {
-    /// Gives a task to agent `to` ([`commands::reassign`]): one no agent holds yet gets
+    /// Gives a task to agent `to` (the engine's reassign command): one no agent holds yet gets
     /// `agent: to`; one an agent holds is taken from it, its attempt ended as cancelled, and
     /// given to `to` with a new attempt (or left in `ready/` for `to` when it cannot take one
     /// now). Refused for an unknown agent, a task in review or finished, and one with a result

@@ -582,7 +582,7 @@ impl Harness<'_> {
                 ("COORD_TASK_FILE".into(), t.file.display().to_string()),
             ],
             cwd: self.workdir.clone(),
-            run_id: run_id(),
+            run_id: crate::hash::random_hex(),
             log: Some((
                 logs::path(&self.logs, t.id.as_str(), t.attempt, Stream::Stdout),
                 logs::path(&self.logs, t.id.as_str(), t.attempt, Stream::Stderr),
@@ -699,19 +699,6 @@ fn with_branch(output: Option<Value>, tree: &Worktree, commit: String) -> Value 
     map.insert("branch".into(), Value::String(tree.branch.clone()));
     map.insert("commit".into(), Value::String(commit));
     Value::Object(map)
-}
-
-/// Returns a new run id: 128 random bits, in hex.
-fn run_id() -> String {
-    let mut bytes = [0u8; 16];
-    if getrandom::fill(&mut bytes).is_err() {
-        // No randomness: the pid and the time still tell attempts apart.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        bytes = (nanos ^ (u128::from(std::process::id()) << 96)).to_le_bytes();
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Why a command did not end by itself.
