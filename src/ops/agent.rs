@@ -294,19 +294,20 @@ impl Coord {
         &self,
         agent: &AgentName,
         remote: Option<&str>,
-        unsettled: &mut Vec<Receipt>,
+        unsettled: &mut Vec<(Receipt, Option<String>)>,
     ) -> Result<Claimed, Error> {
         self.claim_checked(agent, remote, &|| false, unsettled)
     }
 
     /// Claims as [`Coord::claim_unless`] does, asking `withdrawn` only before the commit; the
-    /// claims of tries that did not land are added to `unsettled`.
+    /// claims of tries that did not land are added to `unsettled`, each with the commit that
+    /// made it here.
     fn claim_checked(
         &self,
         agent: &AgentName,
         remote: Option<&str>,
         withdrawn: &dyn Fn() -> bool,
-        unsettled: &mut Vec<Receipt>,
+        unsettled: &mut Vec<(Receipt, Option<String>)>,
     ) -> Result<Claimed, Error> {
         let remote = self.remote(remote);
         if remote.is_none() {
@@ -323,12 +324,13 @@ impl Coord {
                 return Err(withdrawn_before(agent));
             }
             let n = apply(store, &self.sink, &claim.plan, self.now, Origin::Command)?;
-            tries.push(claim.receipt);
+            let commit = store.repo.head()?.oid.map(|oid| oid.to_string());
+            tries.push((claim.receipt, commit));
             Ok(ticked + n)
         };
         let stepped = self.run_step(remote, &mut step);
         let granted = match stepped {
-            Ok(()) => tries.pop(),
+            Ok(()) => tries.pop().map(|(receipt, _)| receipt),
             Err(_) => None,
         };
         unsettled.extend(tries);

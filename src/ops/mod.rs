@@ -51,7 +51,7 @@ pub use status::{Cursor, PushRate, Status, TaskFilter, TaskPage, Tentative};
 pub use tick::{describe, Moved, Planned, Ticked, TICK_WAIT};
 pub use validate::{validate, Validation};
 pub use verify::{Verified, Violation, ViolationKind};
-pub use work::{Lost, Work};
+pub use work::{Lost, Unsettled, Work};
 pub use worktree::Worktree;
 
 use crate::engine::{AcceptAll, Inputs, Plan, Transition};

@@ -69,6 +69,18 @@ impl std::fmt::Display for Lost {
     }
 }
 
+/// A claim a runner made whose push did not land, which a push of its own clone may still
+/// carry to the remote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsettled {
+    /// The task claimed.
+    pub id: TaskId,
+    /// The attempt the claim granted.
+    pub attempt: u32,
+    /// The commit that made the claim in this clone, when it was read.
+    pub commit: Option<String>,
+}
+
 impl Coord {
     /// Returns how `agent` takes work (push or pull); an unknown agent is an error.
     pub fn assign_mode(&self, agent: &AgentName) -> Result<AssignMode, Error> {
@@ -90,6 +102,21 @@ impl Coord {
             Some(remote) => landed(self.store(), remote, found),
             None => Ok(found),
         }
+    }
+
+    /// Returns whether `commit` (a claim made in this clone whose push did not land) is on
+    /// `remote`'s branch as last fetched: another push of this clone carried it there. A
+    /// claim of the same task and attempt by the same agent in another clone is not.
+    pub fn carried_to(&self, remote: &str, commit: &str) -> Result<bool, Error> {
+        let repo = &self.store().repo;
+        let branch = repo.head()?.branch.unwrap_or_default();
+        let Some(tip) = repo.ref_target(&format!("refs/remotes/{remote}/{branch}"))? else {
+            return Ok(false);
+        };
+        let Ok(oid) = crate::git::Oid::from_str(commit) else {
+            return Ok(false);
+        };
+        Ok(repo.is_ancestor(oid, tip).unwrap_or(false))
     }
 
     /// Returns why `id` is no longer `agent`'s for `attempt`, as a runner or the MCP server
@@ -118,18 +145,22 @@ impl Coord {
     }
 
     /// Claims one task for `agent` as [`Coord::claim`] does and returns it as work; None when
-    /// there is nothing to claim. Adds to `unsettled` the (task, attempt) of each claim made
-    /// on the way whose push did not land: another push of this clone (a `coord sync`) may
-    /// have carried it to `remote` all the same, and then it is the caller's to run.
+    /// there is nothing to claim. Adds to `unsettled` each claim made on the way whose push
+    /// did not land: another push of this clone (a `coord sync`) may have carried it to
+    /// `remote` all the same ([`Coord::carried_to`]), and then it is the caller's to run.
     pub fn claim_work(
         &self,
         agent: &AgentName,
         remote: Option<&str>,
-        unsettled: &mut Vec<(TaskId, u32)>,
+        unsettled: &mut Vec<Unsettled>,
     ) -> Result<Option<Work>, Error> {
         let mut tried = Vec::new();
         let claimed = self.claim_noting(agent, remote, &mut tried);
-        unsettled.extend(tried.into_iter().map(|r| (r.id, r.attempt)));
+        unsettled.extend(tried.into_iter().map(|(r, commit)| Unsettled {
+            id: r.id,
+            attempt: r.attempt,
+            commit,
+        }));
         let id = match claimed? {
             Claimed::Granted(receipt) => receipt.id,
             Claimed::Nothing { .. } => return Ok(None),

@@ -340,7 +340,7 @@ struct Harness<'a> {
     /// The claims this runner made whose push did not land (a `coord sync` in this clone
     /// committed or pushed meanwhile), by task: the sync may carry one to the remote all the
     /// same, and then it is this runner's to run.
-    unsettled: std::cell::RefCell<BTreeMap<TaskId, u32>>,
+    unsettled: std::cell::RefCell<BTreeMap<TaskId, ops::Unsettled>>,
 }
 
 /// What a report left for the next `coord sync` to push says.
@@ -468,14 +468,26 @@ impl Harness<'_> {
         let mut landed = coord.work_of(agent, Some(&remote.name))?;
         let ran = self.ran.borrow();
         let mut taken = Vec::new();
-        unsettled.retain(|id, &mut attempt| {
+        unsettled.retain(|id, u| {
+            let attempt = u.attempt;
             let is = |w: &Work| &w.id == id && w.attempt == attempt;
             if running.contains_key(id) || ran.get(id) == Some(&attempt) {
                 return false;
             }
-            if let Some(at) = landed.iter().position(is).filter(|_| taken.len() < free) {
-                taken.push(landed.swap_remove(at));
-                return false;
+            // The remote holding this (task, attempt) for the agent is not enough: a runner of
+            // the same agent in another clone may hold it. Only a claim this clone pushed is
+            // this runner's.
+            let ours = u
+                .commit
+                .as_deref()
+                .is_some_and(|c| coord.carried_to(&remote.name, c).unwrap_or(false));
+            if let Some(at) = landed.iter().position(is) {
+                if ours && taken.len() < free {
+                    taken.push(landed.swap_remove(at));
+                    return false;
+                }
+                // Another clone's claim of the same attempt is not this runner's to run.
+                return ours;
             }
             let pending = here.iter().any(|w| is(w) && !w.lease_left.is_zero());
             pending || !synced
@@ -550,7 +562,9 @@ impl Harness<'_> {
         while taken.len() < free {
             let mut unsettled = Vec::new();
             let claimed = self.place.claim_work(agent, &mut unsettled);
-            self.unsettled.borrow_mut().extend(unsettled);
+            self.unsettled
+                .borrow_mut()
+                .extend(unsettled.into_iter().map(|u| (u.id.clone(), u)));
             match claimed {
                 Ok(Some(t)) => {
                     self.unsettled.borrow_mut().remove(&t.id);

@@ -160,7 +160,7 @@ impl Place {
     pub fn claim_work(
         &self,
         agent: &AgentName,
-        unsettled: &mut Vec<(TaskId, u32)>,
+        unsettled: &mut Vec<ops::Unsettled>,
     ) -> Result<Option<Work>, PlaceError> {
         match self {
             Place::Repo { opener, remote } => on_repo(opener, remote, |coord, remote| {
