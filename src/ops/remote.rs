@@ -26,17 +26,22 @@ impl Coord {
     /// Runs a `coord sync` with `remote` now: what the next sync would do for a step left in
     /// this clone (a sync here committed while its push ran), replayed by the sync's rules.
     pub(crate) fn sync_now(&self, remote: &str) -> Result<(), Error> {
-        let opts = sync::Options {
+        self.sync(&self.step_options(remote, false)).map(drop)
+    }
+
+    /// The sync options of an agent's step on `remote`: `redo_on_reject` redoes the step on
+    /// the remote's newer tip when its push is rejected.
+    fn step_options(&self, remote: &str, redo_on_reject: bool) -> sync::Options {
+        sync::Options {
             remote: remote.to_string(),
             branch: None,
             max_retries: RETRIES,
             wait: self.wait.unwrap_or(AGENT_WAIT),
             now: self.now,
-            redo_on_reject: false,
+            redo_on_reject,
             drop_edits: Vec::new(),
             with_ref: None,
-        };
-        self.sync(&opts).map(drop)
+        }
     }
 
     /// Runs `step` under the lock after recording people's changes: on this repository, or on
@@ -48,16 +53,7 @@ impl Coord {
             step(&session)?;
             return Ok(session.finish()?);
         };
-        let opts = sync::Options {
-            remote: remote.to_string(),
-            branch: None,
-            max_retries: RETRIES,
-            wait: self.wait.unwrap_or(AGENT_WAIT),
-            now: self.now,
-            redo_on_reject: true,
-            drop_edits: Vec::new(),
-            with_ref: None,
-        };
+        let opts = self.step_options(remote, true);
         let mut boxed = |store: &Session<'_>| step(store).map_err(|e| Box::new(e) as TickError);
         let mut say = |line: &str| self.emit(Event::Status(line));
         match sync::run(self.store.root(), &opts, &mut boxed, &mut say) {

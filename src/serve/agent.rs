@@ -5,11 +5,11 @@
 //! with the same `Idempotency-Key` gets the first answer ([`Replies`]): a claim whose answer
 //! was lost in transit is not made twice.
 
-use super::api::{blocking, params, parse_body, written, Json, Params};
+use super::api::{blocking, params, parse_body, verdict, written, Json, Params};
 use super::problem::Problem;
 use super::App;
 use crate::model::{AgentName, TaskId};
-use crate::ops::{Coord, Fence, How, Opener, Signature, Verdict, Work};
+use crate::ops::{Coord, Fence, How, Opener, Signature, Work};
 use axum::body::Bytes;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State as With};
@@ -280,19 +280,10 @@ fn run_action(
         signed: b.signature.map(Signature),
         metrics: b.metrics,
     };
-    let verdict = match action {
-        "heartbeat" => return heartbeat(&coord, id, &how.fence),
-        "complete" => Verdict::Success {
-            output: b.output,
-            next_agents: b.next_agent,
-        },
-        _ => Verdict::Failure {
-            message: b
-                .error
-                .ok_or_else(|| Problem::bad("fail needs \"error\" in the body"))?,
-            retryable: !b.fatal,
-        },
-    };
+    if action == "heartbeat" {
+        return heartbeat(&coord, id, &how.fence);
+    }
+    let verdict = verdict(action, b.output, b.next_agent, b.error, b.fatal)?;
     let reported = coord
         .report(id, &verdict, &how, None)
         .map_err(|e| Problem::of(&e))?;

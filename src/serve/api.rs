@@ -546,16 +546,27 @@ fn run_action(
 
 /// Returns the result a `complete` or `fail` body reports.
 fn verdict_of(action: &str, b: ActBody) -> Result<Verdict, Problem> {
+    verdict(action, b.output, b.next_agent, b.error, b.fatal)
+}
+
+/// Returns the verdict a `complete` (else `fail`) body names; a `fail` without `error` is
+/// refused.
+pub(super) fn verdict(
+    action: &str,
+    output: Option<Value>,
+    next_agents: Vec<AgentName>,
+    error: Option<String>,
+    fatal: bool,
+) -> Result<Verdict, Problem> {
     Ok(match action {
         "complete" => Verdict::Success {
-            output: b.output,
-            next_agents: b.next_agent,
+            output,
+            next_agents,
         },
         _ => Verdict::Failure {
-            message: b
-                .error
+            message: error
                 .ok_or_else(|| Problem::bad(format!("{action} needs \"error\" in the body")))?,
-            retryable: !b.fatal,
+            retryable: !fatal,
         },
     })
 }
