@@ -3,10 +3,11 @@
 //! committed in its clone (without reading the whole repository again), and pushes them in
 //! batches at most `hub.pushes_per_minute` times a minute, each push renewing the lease
 //! ([`crate::ops::hub`]). It writes only while its lease, counted on its own monotonic clock
-//! from before the push that last renewed it, has not run out (less a margin); every write
-//! waits its turn in one queue. Every grant carries the hub's epoch; a result or heartbeat naming
-//! another epoch is refused (a result kept as `stale_result`). A hub that finds a newer hub on
-//! the lease stops writing and the server exits. See docs/fleet.md.
+//! from before the push that last renewed it, has not run out (less a margin); every write,
+//! the board's forms included, waits its turn in one queue. Every grant carries the hub's
+//! epoch; a result or heartbeat naming another epoch is refused (a result kept as
+//! `stale_result`). A hub that finds a newer hub on the lease stops writing and the server
+//! exits. See docs/fleet.md.
 
 use crate::config::HubConfig;
 use crate::ops::hub::{holder_of, Held, HubError};

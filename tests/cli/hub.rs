@@ -591,3 +591,43 @@ fn coord_run_through_a_hub_lands_every_result_on_the_remote() {
     let landed = eventually(Duration::from_secs(20), || rest.iter().all(|id| done(id)));
     assert!(landed, "not all on the remote: {}", hub.stderr());
 }
+
+#[test]
+fn board_forms_in_a_hub_queue_with_its_writes_land_in_the_next_batch_and_stop_once_the_lease_lapsed(
+) {
+    let net = fleet("{remote: origin, pushes_per_minute: 60, lease: 6s}", 2);
+    let clone = net.clone();
+    let hub = Hub::start(&clone);
+    let origin = format!("http://{}", hub.addr);
+    let form = |path: &str, body: &str| {
+        let headers = [
+            ("Content-Type", "application/x-www-form-urlencoded"),
+            ("Origin", origin.as_str()),
+            ("Sec-Fetch-Site", "same-origin"),
+        ];
+        request(&hub.addr, "POST", path, &headers, body.as_bytes())
+    };
+    let cancelled = form("/tasks/t0/cancel", "reason=not+needed&back=%2F");
+    assert_eq!(cancelled.status, 303, "{}", cancelled.body);
+    let made = form("/tasks", "title=From+the+board&back=%2F");
+    assert_eq!(made.status, 303, "{}", made.body);
+    let landed = eventually(Duration::from_secs(20), || {
+        let new_there = std::process::Command::new("git")
+            .current_dir(net.remote.path())
+            .args(["grep", "-q", "From the board", "main", "--", "work"])
+            .status()
+            .is_ok_and(|s| s.success());
+        remote_place(&net, "t0") == "work/cancelled" && new_there
+    });
+    assert!(landed, "the board's actions did not reach the remote");
+    // The remote cannot be reached: the lease lapses, and the forms are refused like the API.
+    block_pushes(&clone);
+    std::thread::sleep(Duration::from_secs(7));
+    let before = clone.commit_count();
+    let refused = form("/tasks/t1/cancel", "reason=late&back=%2F");
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert!(refused.body.contains("lease lapsed"), "{}", refused.body);
+    let refused = form("/tasks", "title=Too+late&back=%2F");
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert_eq!(clone.commit_count(), before, "a refused form committed");
+}
