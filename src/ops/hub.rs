@@ -65,7 +65,7 @@ pub struct Held {
 #[derive(Debug, thiserror::Error)]
 pub enum HubError {
     /// Another hub renewed its lease while this one waited for it to lapse.
-    #[error("another hub holds the lease on {remote} and renews it: {holder}, epoch {epoch}; stop it, or start this one once it stopped (it takes over after {}s without a renewal)", period.as_secs())]
+    #[error("another hub holds the lease on {remote} and renews it: {holder}, epoch {epoch}; stop it, or start this one once it has stopped (it takes over after {}s without a renewal)", period.as_secs())]
     Held {
         /// The remote.
         remote: String,
