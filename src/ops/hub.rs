@@ -1,18 +1,25 @@
 //! Hub mode's work on the repository (`coord serve --hub`): the lease on the remote that makes
 //! one hub at a time the writer of the branch (`refs/coord/hub`: a commit whose message names
-//! the holder, the epoch and the expiry, only ever moved by compare-and-swap pushes), the batch
+//! the holder, the epoch, the lease's length, a renewal count and, for people, the expiry by
+//! the holder's clock; only ever moved by compare-and-swap pushes), the batch
 //! pushed with each renewal (a `coord sync` whose push carries the lease atomically with the
 //! branch, so a hub that lost the lease cannot land anything), and the results of grants of
 //! another epoch, kept as `stale_result`. See docs/fleet.md.
+//!
+//! No wall clock decides who holds the lease. A contender takes it over only after it watched
+//! the ref stay unchanged for a whole lease on its own monotonic clock; the holder counts its
+//! lease from before the push that renewed it, on its own monotonic clock, and stops writing
+//! before that runs out (`serve::hubmode`). Every renewal writes a new commit, so a live holder
+//! always moves the ref.
 
-use super::{Coord, Error};
+use super::{Coord, Error, Event};
 use crate::engine::commands;
 use crate::git::command::git_output;
 use crate::model::TaskId;
 use crate::sync::{self, RefUpdate};
 use jiff::Timestamp;
 use serde_json::Value;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The ref on the remote that holds the hub's lease.
 pub const LEASE_REF: &str = "refs/coord/hub";
@@ -23,14 +30,20 @@ const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 /// How long a batch waits for the coordinator lock (a person's command in the hub's clone).
 const PUSH_WAIT: Duration = Duration::from_secs(10);
 
-/// Who holds the hub's lease, in which epoch, and until when.
+/// Who holds the hub's lease, in which epoch, and for how long.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
     /// The holder: host name and the clone's folder.
     pub holder: String,
     /// Counts the hubs that took over; every grant carries it.
     pub epoch: u64,
-    /// When the lease lapses unless renewed.
+    /// How long the lease lasts unless renewed: a contender waits this long, on its own
+    /// clock, without seeing a renewal before it takes over.
+    pub period: Duration,
+    /// Counts the writes of the lease, so that each renewal is a new commit.
+    pub renewal: u64,
+    /// When the lease lapses unless renewed, by the holder's clock: for people to read, never
+    /// compared with another clock.
     pub expires: Timestamp,
 }
 
@@ -43,13 +56,16 @@ pub struct Held {
     oid: String,
     /// The remote.
     pub remote: String,
+    /// When the push that last wrote the lease started, by this machine's monotonic clock:
+    /// no contender can take the lease over before a whole period after it.
+    pub written: Instant,
 }
 
 /// Why the hub cannot hold or use the lease.
 #[derive(Debug, thiserror::Error)]
 pub enum HubError {
-    /// Another hub's lease is live.
-    #[error("another hub holds the lease on {remote}: {holder}, epoch {epoch}, until {expires}; stop it, or start this one after that")]
+    /// Another hub renewed its lease while this one waited for it to lapse.
+    #[error("another hub holds the lease on {remote} and renews it: {holder}, epoch {epoch}; stop it, or start this one once it has stopped (it takes over after {}s without a renewal)", period.as_secs())]
     Held {
         /// The remote.
         remote: String,
@@ -57,8 +73,8 @@ pub enum HubError {
         holder: String,
         /// Its epoch.
         epoch: u64,
-        /// When its lease lapses.
-        expires: Timestamp,
+        /// How long a lease goes without a renewal before another hub takes it over.
+        period: Duration,
     },
     /// A newer hub took the lease over.
     #[error("a newer hub holds the lease on {remote}: {holder}, epoch {epoch} (this hub's was {mine}); this hub stopped writing")]
@@ -94,12 +110,17 @@ impl Lease {
     /// Returns the lease commit's message.
     fn message(&self) -> String {
         format!(
-            "coord: hub lease\n\nCoord-Hub-Holder: {}\nCoord-Hub-Epoch: {}\nCoord-Hub-Expires: {}\n",
-            self.holder, self.epoch, self.expires
+            "coord: hub lease\n\nCoord-Hub-Holder: {}\nCoord-Hub-Epoch: {}\nCoord-Hub-Lease-Seconds: {}\nCoord-Hub-Renewal: {}\nCoord-Hub-Expires: {}\n",
+            self.holder,
+            self.epoch,
+            self.period.as_secs(),
+            self.renewal,
+            self.expires
         )
     }
 
-    /// Reads a lease commit's message.
+    /// Reads a lease commit's message; one written before the length and the renewal count
+    /// were has none (0).
     fn parse(message: &str) -> Option<Lease> {
         let field = |key: &str| {
             message
@@ -110,8 +131,22 @@ impl Lease {
         Some(Lease {
             holder: field("Coord-Hub-Holder")?.to_string(),
             epoch: field("Coord-Hub-Epoch")?.parse().ok()?,
+            period: Duration::from_secs(
+                field("Coord-Hub-Lease-Seconds").map_or(Some(0), |s| s.parse().ok())?,
+            ),
+            renewal: field("Coord-Hub-Renewal").map_or(Some(0), |s| s.parse().ok())?,
             expires: field("Coord-Hub-Expires")?.parse().ok()?,
         })
+    }
+}
+
+/// Returns the refusal naming the hub whose lease `l` on `remote` is live.
+fn held_by(remote: &str, l: Lease, period: Duration) -> HubError {
+    HubError::Held {
+        remote: remote.to_string(),
+        holder: l.holder,
+        epoch: l.epoch,
+        period: period.max(l.period),
     }
 }
 
@@ -163,9 +198,12 @@ impl Coord {
         Ok(Some((lease, oid)))
     }
 
-    /// Takes the lease on `remote` for `holder` until `lease_for` from now: a new lease in
-    /// epoch 1; the holder's own lease (a restarted hub) in its epoch; a lapsed one in the
-    /// next epoch. Refuses while another holder's lease is live.
+    /// Takes the lease on `remote` for `holder`, lasting `lease_for` unless renewed: a new
+    /// lease in epoch 1; the holder's own lease (a restarted hub) in its epoch; another
+    /// holder's in the next epoch once this machine watched it go a whole lease without a
+    /// renewal ([`HubError::Held`] as soon as it sees one). Taking another holder's lease
+    /// also sets the clone's lease floor, so the grants of the older hub each get a whole
+    /// lease from now on this clone's clock before they can time out.
     pub fn take_lease(
         &self,
         remote: &str,
@@ -173,23 +211,20 @@ impl Coord {
         lease_for: Duration,
     ) -> Result<Held, Error> {
         let seen = self.read_lease(remote)?;
-        let epoch = match &seen {
-            None => 1,
-            Some((l, _)) if l.holder == holder => l.epoch,
-            Some((l, _)) if l.expires > self.now => {
-                return Err(HubError::Held {
-                    remote: remote.to_string(),
-                    holder: l.holder.clone(),
-                    epoch: l.epoch,
-                    expires: l.expires,
-                }
-                .into())
+        let (epoch, renewal) = match &seen {
+            None => (1, 0),
+            Some((l, _)) if l.holder == holder => (l.epoch, l.renewal + 1),
+            Some((l, oid)) => {
+                self.wait_out(remote, l, oid, lease_for)?;
+                self.lock(PUSH_WAIT)?.floor_leases(self.now)?;
+                (l.epoch + 1, l.renewal + 1)
             }
-            Some((l, _)) => l.epoch + 1,
         };
         let lease = Lease {
             holder: holder.to_string(),
             epoch,
+            period: lease_for,
+            renewal,
             expires: self.expiry(lease_for),
         };
         let old = seen.map(|(_, oid)| oid);
@@ -199,16 +234,11 @@ impl Coord {
             old,
             new: oid.clone(),
         };
+        let written = Instant::now();
         if let Err(e) = self.push_ref(remote, &update) {
             // Another hub moved it first: say who.
             return Err(match self.read_lease(remote)? {
-                Some((l, _)) if l.holder != holder => HubError::Held {
-                    remote: remote.to_string(),
-                    holder: l.holder,
-                    epoch: l.epoch,
-                    expires: l.expires,
-                }
-                .into(),
+                Some((l, _)) if l.holder != holder => held_by(remote, l, lease_for).into(),
                 _ => e,
             });
         }
@@ -216,7 +246,41 @@ impl Coord {
             lease,
             oid,
             remote: remote.to_string(),
+            written,
         })
+    }
+
+    /// Waits until the lease `seen` (commit `oid`) has gone a whole lease (the longer of its
+    /// own and `lease_for`) unchanged, timed from after this machine read it, on its
+    /// monotonic clock; fails with [`HubError::Held`] as soon as the holder renews it.
+    fn wait_out(
+        &self,
+        remote: &str,
+        seen: &Lease,
+        oid: &str,
+        lease_for: Duration,
+    ) -> Result<(), Error> {
+        let since = Instant::now();
+        let period = lease_for.max(seen.period);
+        self.emit(Event::Status(&format!(
+            "coord: {} holds the hub lease on {remote} in epoch {}; taking it over if it goes {}s without a renewal",
+            seen.holder,
+            seen.epoch,
+            period.as_secs()
+        )));
+        let poll = (period / 6).clamp(Duration::from_millis(200), Duration::from_secs(10));
+        loop {
+            let left = period.saturating_sub(since.elapsed());
+            if left.is_zero() {
+                return Ok(());
+            }
+            std::thread::sleep(left.min(poll));
+            match self.read_lease(remote)? {
+                Some((l, now)) if now != oid => return Err(held_by(remote, l, period).into()),
+                // Unchanged, or deleted (then taking it over fails on the swap).
+                _ => {}
+            }
+        }
     }
 
     /// Pushes everything committed since the last batch with the lease renewed, in one atomic
@@ -231,6 +295,8 @@ impl Coord {
     ) -> Result<sync::Report, Error> {
         self.still_held(held)?;
         let lease = Lease {
+            period: lease_for,
+            renewal: held.lease.renewal + 1,
             expires: self.expiry(lease_for),
             ..held.lease.clone()
         };
@@ -249,6 +315,7 @@ impl Coord {
             now: self.now,
             with_ref: Some(update.clone()),
         };
+        let written = Instant::now();
         let report = match self.sync(&opts) {
             Ok(r) => r,
             Err(e) => {
@@ -267,6 +334,7 @@ impl Coord {
         }
         held.oid = update.new;
         held.lease = lease;
+        held.written = written;
         Ok(report)
     }
 

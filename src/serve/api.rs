@@ -363,7 +363,7 @@ pub(super) async fn written(app: &Arc<App>) {
 }
 
 /// Answers a write a hub refused (503: another hub, or a lapsed lease).
-fn refused(r: &super::hubmode::Refusal) -> Problem {
+pub(super) fn refused(r: &super::hubmode::Refusal) -> Problem {
     Problem::new(StatusCode::SERVICE_UNAVAILABLE, r.to_string())
 }
 

@@ -3,9 +3,11 @@
 //! operations as the command line and the API, behind the guard's same-origin check like
 //! every write, so another site's page cannot post them; each answers 303 back to the page
 //! it came from (`back`, a path on this server), so the pages work without their script, and
-//! the script posts the same forms and refreshes in place.
+//! the script posts the same forms and refreshes in place. In a hub they queue with the API's
+//! writes and are refused (503) once the hub does not hold its lease.
 
-use super::api::{blocking, refresh, task_id};
+use super::api::{blocking, refresh, refused, task_id};
+use super::hubmode::HubMode;
 use super::problem::Problem;
 use super::App;
 use crate::model::{AgentName, Priority};
@@ -87,16 +89,19 @@ pub(super) async fn act(
         _ => None,
     };
     let opener = app.hub.opener();
+    let mode = app.mode.clone();
     blocking(move || {
-        let c = opener.open().map_err(|e| Problem::of(&e))?;
-        let done = match (action.as_str(), &agent) {
-            ("approve", _) => c.approve(&id),
-            ("reject", _) => c.reject(&id, &reason),
-            ("cancel", _) => c.cancel(&id, &reason),
-            ("reassign", Some(to)) => c.reassign(&id, to),
-            _ => c.retry(&id),
-        };
-        done.map(|_| ()).map_err(|e| Problem::of(&e))
+        in_turn(mode.as_deref(), || {
+            let c = opener.open().map_err(|e| Problem::of(&e))?;
+            let done = match (action.as_str(), &agent) {
+                ("approve", _) => c.approve(&id),
+                ("reject", _) => c.reject(&id, &reason),
+                ("cancel", _) => c.cancel(&id, &reason),
+                ("reassign", Some(to)) => c.reassign(&id, to),
+                _ => c.retry(&id),
+            };
+            done.map(|_| ()).map_err(|e| Problem::of(&e))
+        })
     })
     .await?;
     refresh(&app).await;
@@ -112,13 +117,28 @@ pub(super) async fn new_task(
     let back = back(&f.back, "/")?;
     let task = task_of(f)?;
     let opener = app.hub.opener();
+    let mode = app.mode.clone();
     blocking(move || {
-        let made = opener.open().and_then(|c| c.new_task(&task));
-        made.map(|_| ()).map_err(|e| Problem::of(&e))
+        in_turn(mode.as_deref(), || {
+            let made = opener.open().and_then(|c| c.new_task(&task));
+            made.map(|_| ()).map_err(|e| Problem::of(&e))
+        })
     })
     .await?;
     refresh(&app).await;
     Ok(see_other(&back))
+}
+
+/// Runs `write` at once, or in a hub in its turn with the hub's other writes (refused once the
+/// hub does not hold its lease).
+fn in_turn(
+    mode: Option<&HubMode>,
+    write: impl FnOnce() -> Result<(), Problem>,
+) -> Result<(), Problem> {
+    match mode {
+        None => write(),
+        Some(m) => m.write(write).map_err(|r| refused(&r))?,
+    }
 }
 
 /// Reads the new-task form into the task `coord new` writes.

@@ -2,9 +2,12 @@
 //! of a fleet. It takes the lease on the remote before it serves, answers writes once they are
 //! committed in its clone (without reading the whole repository again), and pushes them in
 //! batches at most `hub.pushes_per_minute` times a minute, each push renewing the lease
-//! ([`crate::ops::hub`]). Every grant carries the hub's epoch; a result or heartbeat naming
-//! another epoch is refused (a result kept as `stale_result`). A hub that finds a newer hub on
-//! the lease stops writing and the server exits. See docs/fleet.md.
+//! ([`crate::ops::hub`]). It writes only while its lease, counted on its own monotonic clock
+//! from before the push that last renewed it, has not run out (less a margin); every write,
+//! the board's forms included, waits its turn in one queue. Every grant carries the hub's
+//! epoch; a result or heartbeat naming another epoch is refused (a result kept as
+//! `stale_result`). A hub that finds a newer hub on the lease stops writing and the server
+//! exits. See docs/fleet.md.
 
 use crate::config::HubConfig;
 use crate::ops::hub::{holder_of, Held, HubError};
@@ -13,8 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// How long before its lease lapses the hub stops granting (its clock and the remote's
-/// readers' clocks may differ a little).
+/// How long before its lease lapses the hub stops writing, at most (a tenth of a shorter
+/// lease): monotonic clocks on two machines may run at slightly different rates.
 const MARGIN: Duration = Duration::from_secs(2);
 
 /// The settings of a hub: `hub:` of coord.yaml.
@@ -42,6 +45,12 @@ impl Settings {
     fn interval(&self) -> Duration {
         Duration::from_secs(60) / self.pushes_per_minute
     }
+
+    /// Returns how long after the push that wrote the lease started this hub may write: the
+    /// lease less a margin, on its own monotonic clock.
+    fn valid_for(&self) -> Duration {
+        self.lease - MARGIN.min(self.lease / 10)
+    }
 }
 
 /// What the handlers ask of hub mode.
@@ -50,7 +59,8 @@ pub struct HubMode {
     pub epoch: u64,
     /// Set once a newer hub holds the lease: no more writes.
     stopped: AtomicBool,
-    /// When the lease as last renewed lapses, by this machine's clock.
+    /// Until when this hub may write: the lease as last renewed less a margin, by this
+    /// machine's monotonic clock.
     valid_until: Mutex<Instant>,
     /// One write or batch at a time: writes wait their turn here instead of timing out on
     /// the lock.
@@ -78,18 +88,21 @@ impl HubMode {
             return Err(Refusal::Stopped);
         }
         let until = *self.valid_until.lock().unwrap_or_else(|e| e.into_inner());
-        if Instant::now() + MARGIN > until {
+        if Instant::now() >= until {
             return Err(Refusal::Lapsed);
         }
         Ok(write())
     }
 
-    fn renewed(&self, lease: Duration) {
-        *self.valid_until.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now() + lease;
+    /// Records the lease as `held` last wrote it.
+    fn renewed(&self, held: &Held, settings: &Settings) {
+        *self.valid_until.lock().unwrap_or_else(|e| e.into_inner()) =
+            held.written + settings.valid_for();
     }
 }
 
-/// Takes the lease for the clone `opener` opens; refuses while another hub holds it.
+/// Takes the lease for the clone `opener` opens: waits out another hub's lease, refusing as
+/// soon as that hub renews it.
 pub fn take(opener: &Opener, settings: &Settings) -> Result<(Arc<HubMode>, Held), ops::Error> {
     let coord = opener.open()?;
     let holder = holder_of(coord.store().root());
@@ -99,7 +112,7 @@ pub fn take(opener: &Opener, settings: &Settings) -> Result<(Arc<HubMode>, Held)
     let mode = Arc::new(HubMode {
         epoch: held.lease.epoch,
         stopped: AtomicBool::new(false),
-        valid_until: Mutex::new(Instant::now() + settings.lease),
+        valid_until: Mutex::new(held.written + settings.valid_for()),
         writes: Mutex::new(()),
     });
     Ok((mode, held))
@@ -137,7 +150,7 @@ pub fn start_pushing(
                     Ok(report) => {
                         if report.pushes > 0 || renew {
                             renewed = started;
-                            mode.renewed(settings.lease);
+                            mode.renewed(&held, &settings);
                         }
                         changed();
                     }

@@ -100,6 +100,16 @@ impl Hub {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+
+    /// Sends the hub `SIG<name>` (STOP, CONT).
+    fn signal(&self, name: &str) {
+        let pid = self.child.id().to_string();
+        let sent = std::process::Command::new("kill")
+            .args([&format!("-{name}"), &pid])
+            .status()
+            .expect("kill");
+        assert!(sent.success(), "kill -{name} {pid}");
+    }
 }
 
 impl Drop for Hub {
@@ -120,6 +130,12 @@ fn remote_place(net: &Net, id: &str) -> String {
         .find(|l| l.ends_with(&format!("/{id}.yaml")))
         .map(|l| l.rsplit_once('/').map_or("", |(d, _)| d).to_string())
         .unwrap_or_default()
+}
+
+/// Makes every later push from `clone` to its remote fail, as an unreachable remote does.
+fn block_pushes(clone: &TestRepo) {
+    let body = "echo 'remote unreachable' >&2\nexit 1";
+    clone.wrap_remote_program("receivepack", "blocked-pushes", body);
 }
 
 /// Waits up to `within` for `done`.
@@ -174,31 +190,42 @@ fn hub_commits_each_write_at_once_and_pushes_them_in_batches_within_the_budget()
 }
 
 #[test]
-fn a_second_hub_is_refused_while_the_lease_is_live_and_a_restarted_hub_keeps_its_epoch() {
-    let net = fleet("{remote: origin, pushes_per_minute: 600, lease: 1m}", 2);
+fn a_second_hub_an_hour_ahead_is_refused_while_the_lease_is_renewed_and_a_restarted_hub_keeps_its_epoch(
+) {
+    let net = fleet("{remote: origin, pushes_per_minute: 60, lease: 6s}", 3);
     let first = net.clone();
     let hub = Hub::start(&first);
-    let second = net.clone();
+    assert_eq!(hub.claim("t0", "w")["epoch"], 1);
+    let landed = eventually(Duration::from_secs(20), || {
+        remote_place(&net, "t0") == "work/assigned/w"
+    });
+    assert!(landed, "the first hub's grant did not reach the remote");
+    // Its clock says the first hub's lease lapsed an hour ago: it must not decide.
+    let mut second = net.clone();
+    second.at("2026-11-22T11:00:00Z");
     let (code, err) = match Hub::try_start(&second) {
         Err(refused) => refused,
-        Ok(_) => panic!("a second hub started while the first held the lease"),
+        Ok(_) => panic!("a second hub took the lease while the first renewed it"),
     };
     assert_ne!(code, Some(0));
-    assert_eq!(err.lines().count(), 1, "{err}");
-    let line = err.lines().next().unwrap_or_default();
+    let line = err.lines().last().unwrap_or_default();
     let holder = first.path().display().to_string();
     assert!(
-        line.contains(&holder) && line.contains("until 2026-11-22T10:01:00Z"),
+        line.contains("another hub holds the lease") && line.contains(&holder),
         "{err}"
     );
+    // The first hub still grants in its epoch, and its grant stands.
+    assert_eq!(hub.claim("t1", "v")["epoch"], 1);
+    assert_eq!(hub.task("t0")["state"], "assigned");
     drop(hub);
     let again = Hub::start(&first);
-    assert_eq!(again.claim("t0", "w")["epoch"], 1);
+    assert_eq!(again.claim("t2", "w")["epoch"], 1);
 }
 
 #[test]
-fn a_lapsed_lease_fails_over_in_the_next_epoch_and_the_old_hub_stops() {
-    let net = fleet("{remote: origin, pushes_per_minute: 600, lease: 1m}", 2);
+fn a_hub_that_stops_renewing_is_taken_over_after_a_whole_lease_and_its_grants_get_a_full_lease_on_the_new_clock(
+) {
+    let net = fleet("{remote: origin, pushes_per_minute: 60, lease: 6s}", 2);
     let old = net.clone();
     let mut first = Hub::start(&old);
     assert_eq!(first.claim("t0", "w")["epoch"], 1);
@@ -206,10 +233,22 @@ fn a_lapsed_lease_fails_over_in_the_next_epoch_and_the_old_hub_stops() {
         remote_place(&net, "t0") == "work/assigned/w"
     });
     assert!(landed, "the old hub's grant did not reach the remote");
+    first.signal("STOP");
+    // A push the hub had started finishes in its own process.
+    std::thread::sleep(Duration::from_secs(1));
     let mut newer = net.clone();
-    newer.at("2026-11-22T10:02:00Z");
+    newer.at("2026-11-22T11:00:00Z");
+    let waited = Instant::now();
     let second = Hub::start(&newer);
+    assert!(
+        waited.elapsed() >= Duration::from_secs(6),
+        "took over after {:?}, before a whole lease without renewal",
+        waited.elapsed()
+    );
     assert_eq!(second.claim("t1", "v")["epoch"], 2);
+    // The old hub's grant was written an hour before by the new hub's clock; it stands.
+    assert_eq!(second.task("t0")["state"], "assigned");
+    first.signal("CONT");
     let code = first.exited(Duration::from_secs(20));
     assert!(code.is_some_and(|c| c != 0), "the old hub did not stop");
     let err = first.stderr();
@@ -219,16 +258,23 @@ fn a_lapsed_lease_fails_over_in_the_next_epoch_and_the_old_hub_stops() {
         "{err}"
     );
     assert_eq!(err.matches("newer hub").count(), 1, "{err}");
-    // The new hub started from the remote: the old hub's grant stands.
-    assert_eq!(second.task("t0")["state"], "assigned");
+    drop(second);
+    assert_eq!(remote_place(&net, "t0"), "work/assigned/w");
+    // The inherited grant's 30m lease runs from the takeover, by the new hub's clock.
+    newer.at("2026-11-22T11:29:00Z").ok(&["tick"]);
+    assert_eq!(newer.where_is("t0"), "work/assigned/w/t0.yaml");
+    newer.at("2026-11-22T11:31:00Z").ok(&["tick"]);
+    let after = newer.where_is("t0");
+    assert!(newer.read(&after).contains("code: timeout"), "{after}");
 }
 
 #[test]
 fn a_result_for_a_grant_of_an_older_epoch_is_kept_as_stale_result_and_not_credited() {
-    // One push a minute: the old hub's grant stays in its clone when it is killed.
-    let net = fleet("{remote: origin, pushes_per_minute: 1, lease: 3m}", 1);
+    let net = fleet("{remote: origin, pushes_per_minute: 60, lease: 6s}", 1);
     let old = net.clone();
     let first = Hub::start(&old);
+    // The old hub's pushes fail from now on: its grant stays in its clone.
+    block_pushes(&old);
     let granted = first.claim("t0", "w");
     assert_eq!(
         (granted["epoch"].clone(), granted["attempt"].clone()),
@@ -544,4 +590,44 @@ fn coord_run_through_a_hub_lands_every_result_on_the_remote() {
         .collect();
     let landed = eventually(Duration::from_secs(20), || rest.iter().all(|id| done(id)));
     assert!(landed, "not all on the remote: {}", hub.stderr());
+}
+
+#[test]
+fn board_forms_in_a_hub_queue_with_its_writes_land_in_the_next_batch_and_stop_once_the_lease_lapsed(
+) {
+    let net = fleet("{remote: origin, pushes_per_minute: 60, lease: 6s}", 2);
+    let clone = net.clone();
+    let hub = Hub::start(&clone);
+    let origin = format!("http://{}", hub.addr);
+    let form = |path: &str, body: &str| {
+        let headers = [
+            ("Content-Type", "application/x-www-form-urlencoded"),
+            ("Origin", origin.as_str()),
+            ("Sec-Fetch-Site", "same-origin"),
+        ];
+        request(&hub.addr, "POST", path, &headers, body.as_bytes())
+    };
+    let cancelled = form("/tasks/t0/cancel", "reason=not+needed&back=%2F");
+    assert_eq!(cancelled.status, 303, "{}", cancelled.body);
+    let made = form("/tasks", "title=From+the+board&back=%2F");
+    assert_eq!(made.status, 303, "{}", made.body);
+    let landed = eventually(Duration::from_secs(20), || {
+        let new_there = std::process::Command::new("git")
+            .current_dir(net.remote.path())
+            .args(["grep", "-q", "From the board", "main", "--", "work"])
+            .status()
+            .is_ok_and(|s| s.success());
+        remote_place(&net, "t0") == "work/cancelled" && new_there
+    });
+    assert!(landed, "the board's actions did not reach the remote");
+    // The remote cannot be reached: the lease lapses, and the forms are refused like the API.
+    block_pushes(&clone);
+    std::thread::sleep(Duration::from_secs(7));
+    let before = clone.commit_count();
+    let refused = form("/tasks/t1/cancel", "reason=late&back=%2F");
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert!(refused.body.contains("lease lapsed"), "{}", refused.body);
+    let refused = form("/tasks", "title=Too+late&back=%2F");
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert_eq!(clone.commit_count(), before, "a refused form committed");
 }
