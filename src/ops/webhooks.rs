@@ -9,6 +9,8 @@
 //! dead-letter record (`.git/coord/webhooks/dead.jsonl`) and delivery moves on. One deliverer
 //! runs per clone, on a thread of its own, whichever of `coord watch` and `coord serve` starts
 //! it: an OS lock on `.git/coord/webhooks/lock` (the others wait for it, delivering nothing).
+//! A one-shot `tick` or `sync` delivers for a bounded time under the same lock (`once`).
+//! `coord webhooks` lists the endpoints and sends dead letters again.
 //! Reads and writes `.git/coord/webhooks/`, the journal and git history; sends HTTP.
 
 use super::events::{Journal, JournalError, Logged};
@@ -327,7 +329,7 @@ fn problems(git_dir: &Path) -> Vec<Value> {
             let last = all.last()?;
             let e = &last.event;
             let message = format!(
-                "webhook {name} gave up on {} event(s); the last, {} ({} {} -> {}), after {} attempts: {}; fix the receiver, then resend them from this file and delete it",
+                "webhook {name} gave up on {} event(s); the last, {} ({} {} -> {}), after {} attempts: {}; fix the receiver, then run 'coord webhooks retry {name}'",
                 all.len(),
                 last.id,
                 e["task"].as_str().unwrap_or(""),

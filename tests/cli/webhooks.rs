@@ -706,3 +706,57 @@ fn a_one_shot_tick_delivers_its_transitions() {
         .success();
     assert_each_once(&receiver, 6);
 }
+
+#[test]
+fn coord_webhooks_lists_endpoints_and_retry_resends_dead_letters() {
+    let r = TestRepo::with_agents(&["writer --max-active 10"]);
+    // Every event fails its one try, then the receiver is fixed.
+    let receiver = Receiver::start(3, Duration::ZERO);
+    configure(&r, &receiver.url(), "    max_attempts: 1\n");
+    let tick = |r: &TestRepo| {
+        r.cmd(&["tick", "--webhooks"])
+            .env("HOOK_SECRET", SECRET)
+            .assert()
+            .success();
+    };
+    tick(&r);
+    drop_tasks(&r, 1);
+    tick(&r);
+    assert!(receiver.delivered().is_empty());
+    let listed = r.json(&["webhooks"]);
+    let ops = &listed["endpoints"][0];
+    assert_eq!(
+        (&ops["name"], &ops["pending"], &ops["dead_letters"]),
+        (&"ops".into(), &0.into(), &3.into()),
+        "{listed}"
+    );
+    let text = r.ok(&["webhooks"]);
+    assert!(
+        text.contains(&receiver.url()) && text.contains("3 dead"),
+        "{text}"
+    );
+    let (_, err) = r.code(&["webhooks", "retry", "nope"], 2);
+    assert!(err.contains("no webhook 'nope'"), "{err}");
+    let out = r
+        .cmd(&["--json", "webhooks", "retry", "ops"])
+        .env("HOOK_SECRET", SECRET)
+        .output()
+        .expect("retry");
+    assert!(out.status.success(), "{out:?}");
+    let retried: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        retried["sent"].as_array().map(Vec::len),
+        Some(3),
+        "{retried}"
+    );
+    assert_eq!(receiver.delivered(), BTreeSet::from([1, 2, 3]));
+    assert!(
+        receiver.hits().iter().all(|h| verifies(h, &h.body)),
+        "signed"
+    );
+    assert_eq!(r.json(&["webhooks"])["endpoints"][0]["dead_letters"], 0);
+    assert!(
+        !r.ok(&["status"]).contains("webhook ops"),
+        "no problem left"
+    );
+}

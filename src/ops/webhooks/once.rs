@@ -3,7 +3,7 @@
 //! pending, for a bounded time, then return.
 //!
 //! A cron job's runs may each start from a fresh clone, so `coord sync` also keeps each
-//! endpoint's cursor on the remote: `refs/coord/webhooks/<name>` names a blob, [`Remote`],
+//! endpoint's cursor on the remote: `refs/coord/webhooks/<name>` names a blob, `Remote`,
 //! holding the branch commit the endpoint has taken every event up to, the journal id of the
 //! last of those events, its failures and its dead letters. A clone whose event journal has
 //! never been read starts it from the cursor furthest behind, so the ids go on where the last
