@@ -760,3 +760,31 @@ fn coord_webhooks_lists_endpoints_and_retry_resends_dead_letters() {
         "no problem left"
     );
 }
+
+#[test]
+fn a_one_shot_sync_leaves_delivery_to_the_watch_of_its_clone() {
+    let receiver = Receiver::start(0, Duration::ZERO);
+    let net = cron_net(&receiver.url(), "");
+    let cron = net.clone();
+    let mut w = watch(&cron);
+    wait_cursor(&cron, "ops", 0);
+    let added = net.person_adds("w", 3).len();
+    let out = cron
+        .cmd(&["--wait", "30s", "sync", "--webhooks"])
+        .env("HOOK_SECRET", SECRET)
+        .output()
+        .expect("coord sync");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("another process of this clone delivers"),
+        "{said}"
+    );
+    receiver.wait(Duration::from_secs(30), "the watch delivers", |ids| {
+        ids.len() >= 3 * added
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    w.kill().expect("kill");
+    w.wait().expect("reaped");
+    assert_each_once(&receiver, 3 * added);
+}
