@@ -53,6 +53,7 @@ mod validate;
 mod verify;
 pub mod wait;
 pub(crate) mod watch;
+mod webhooks;
 
 use crate::engine::Transition;
 use crate::error::{CliError, UsageError};
@@ -183,6 +184,9 @@ enum Command {
     Demo(demo::Args),
     /// List recurring tasks (work/schedules/) with their next slots
     Schedules(schedules::Args),
+    /// List the webhook endpoints with their cursor, pending events and dead letters, or
+    /// send dead letters again
+    Webhooks(webhooks::Args),
     /// Run a command once per task of an agent: task JSON on stdin, heartbeats, timeout, report
     Run(run::Args),
     /// Serve the REST API under /v1, the live board at / and /metrics over HTTP
@@ -407,6 +411,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<(), CliError> {
         Command::Keygen(a) => keygen::run(ctx, a)?,
         Command::Agents(a) => agents::run(ctx, a)?,
         Command::Schedules(a) => schedules::run(ctx, a)?,
+        Command::Webhooks(a) => webhooks::run(ctx, a)?,
         Command::Archive(a) => archive::run(ctx, a)?,
         Command::Doctor(a) => doctor::run(ctx, a)?,
         Command::Sync(a) => sync::run(ctx, a)?,

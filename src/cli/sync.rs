@@ -22,6 +22,8 @@ pub struct Args {
     /// message prints it); the remote's version of that file stays. Repeatable
     #[arg(long, value_name = "COMMIT:PATH")]
     drop_edit: Vec<crate::sync::replay::DropEdit>,
+    #[command(flatten)]
+    deliver: super::webhooks::Deliver,
 }
 
 /// Runs `coord sync`.
@@ -36,6 +38,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
         drop_edits: args.drop_edit,
         with_ref: None,
     };
+    let once = args.deliver.prepare(ctx, Some(&opts.remote))?;
     let report = ctx.coord()?.sync(&opts)?;
     if ctx.json {
         super::print_answer(json!({
@@ -57,5 +60,5 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
             opts.remote, report.rejected
         ));
     }
-    Ok(())
+    args.deliver.deliver(ctx, once)
 }

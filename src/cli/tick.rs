@@ -13,6 +13,8 @@ pub struct Args {
     /// Print the plan and change nothing
     #[arg(long)]
     dry_run: bool,
+    #[command(flatten)]
+    deliver: super::webhooks::Deliver,
 }
 
 /// Runs `coord tick`.
@@ -31,6 +33,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     if coord.inbox_is_a_burst() {
         fix_malloc_thresholds(ctx);
     }
+    let once = args.deliver.prepare(ctx, None)?;
     let ticked = coord.tick()?;
     let skipped = ticked.skipped;
     if ctx.json {
@@ -56,6 +59,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     } else if ticked.commits == 0 && skipped == 0 {
         ctx.status("coord: nothing to do");
     }
+    args.deliver.deliver(ctx, once)?;
     if skipped > 0 {
         return Err(super::Found(format!(
             "{skipped} task file(s) left where they were after a file operation failed; the other tasks moved; 'coord status' lists them"

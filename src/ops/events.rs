@@ -188,6 +188,34 @@ impl Journal {
         self.mark().map_or(0, |m| m.last)
     }
 
+    /// Returns the commit the journal last read up to and the id of the last event, None
+    /// before the first reading.
+    pub fn position(&self) -> Option<(Option<String>, u64)> {
+        self.mark().map(|m| (m.head, m.last))
+    }
+
+    /// Starts a journal that has no reading yet at `head`, with `last` as the last id given,
+    /// so that the next reading publishes what follows `head` from id `last + 1` (a fresh
+    /// clone going on from where another clone's journal stood); returns whether it did.
+    pub fn seed(&self, head: Oid, last: u64) -> Result<bool, JournalError> {
+        std::fs::create_dir_all(&self.dir).map_err(self.io("create", ""))?;
+        let lock = File::create(self.path("lock")).map_err(self.io("create", "lock"))?;
+        lock.lock().map_err(self.io("lock", "lock"))?;
+        if self.mark().is_some() {
+            return Ok(false);
+        }
+        let bytes = self.append(0, &[])?;
+        let mark = Mark {
+            head: Some(head.to_string()),
+            last,
+            bytes,
+        };
+        let text = serde_json::to_vec(&mark).unwrap_or_default();
+        crate::fsx::write_private(&self.path("mark.json"), &text, true)
+            .map_err(self.io("write", "mark.json"))?;
+        Ok(true)
+    }
+
     /// Reads history up to `head` (the branch's tip as the caller read it) and publishes
     /// what it adds since the last reading, then `loose` (changes no commit records), each
     /// with the next id; returns the events it published. One caller at a time per clone

@@ -9,6 +9,8 @@
 //! dead-letter record (`.git/coord/webhooks/dead.jsonl`) and delivery moves on. One deliverer
 //! runs per clone, on a thread of its own, whichever of `coord watch` and `coord serve` starts
 //! it: an OS lock on `.git/coord/webhooks/lock` (the others wait for it, delivering nothing).
+//! A one-shot `tick` or `sync` delivers for a bounded time under the same lock (`once`).
+//! `coord webhooks` lists the endpoints and sends dead letters again.
 //! Reads and writes `.git/coord/webhooks/`, the journal and git history; sends HTTP.
 
 use super::events::{Journal, JournalError, Logged};
@@ -22,6 +24,9 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+mod once;
+pub use once::{prepare, Delivered, Once, ONCE_FOR};
 
 /// How often the deliverer looks for new events.
 const POLL: Duration = Duration::from_millis(200);
@@ -187,6 +192,128 @@ pub fn report(git_dir: &Path, configured: &BTreeSet<String>) -> Vec<Report> {
         .collect()
 }
 
+/// One endpoint of coord.yaml as `coord webhooks` lists it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Listed {
+    /// Its name.
+    pub name: String,
+    /// Its URL.
+    pub url: String,
+    /// The events it asked for (empty: every event).
+    pub events: Vec<String>,
+    /// The last event id it took or gave up on (None before a deliverer first saw it).
+    pub cursor: Option<u64>,
+    /// The events after its cursor in the clone's journal.
+    pub pending: u64,
+    /// Failed tries of its next event.
+    pub failures: u32,
+    /// Why the last try failed.
+    pub last_error: Option<String>,
+    /// Its dead letters in the clone's record.
+    pub dead_letters: u64,
+}
+
+/// Lists every endpoint of coord.yaml with where its delivery stands in this clone.
+pub fn list(store: &Store) -> Vec<Listed> {
+    let git_dir = store.repo.git_dir();
+    let last = Journal::open(git_dir).last();
+    let dead = dead_letters(git_dir);
+    store
+        .config
+        .webhooks
+        .iter()
+        .map(|(name, hook)| {
+            let at = cursor(git_dir, name);
+            Listed {
+                name: name.clone(),
+                url: hook.url.clone(),
+                events: hook.events.clone(),
+                cursor: at.as_ref().map(|c| c.cursor),
+                pending: at.as_ref().map_or(0, |c| last.saturating_sub(c.cursor)),
+                failures: at.as_ref().map_or(0, |c| c.failures),
+                last_error: at.and_then(|c| c.last_error),
+                dead_letters: dead.iter().filter(|d| d.endpoint == *name).count() as u64,
+            }
+        })
+        .collect()
+}
+
+/// What `coord webhooks retry` did: the dead letters sent again and taken (now gone from
+/// the record), and those that failed again (kept), each with why.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Retried {
+    /// The endpoint and event id of each dead letter taken.
+    pub sent: Vec<(String, u64)>,
+    /// The endpoint, event id and error of each that failed again.
+    pub failed: Vec<(String, u64, String)>,
+}
+
+/// Sends the dead letters of endpoint `only` (every endpoint when None) once each, oldest
+/// first, with the endpoint's secret and timeout; removes those taken from the record.
+pub fn retry(store: Store, only: Option<&str>) -> Result<Retried, super::Error> {
+    if let Some(name) = only.filter(|n| !store.config.webhooks.contains_key(*n)) {
+        return Err(super::Error::Usage(format!(
+            "no webhook '{name}' in coord.yaml; 'coord webhooks' lists them"
+        )));
+    }
+    let git_dir = store.repo.git_dir().to_path_buf();
+    let _held = BURYING.lock().unwrap_or_else(|e| e.into_inner());
+    let (letters, _) = dead_record(&git_dir);
+    let mut done = Retried::default();
+    let hooks = store.config.webhooks.clone();
+    let say: Say = Arc::new(Mutex::new(Box::new(|_: &str| {})));
+    let mut endpoints: BTreeMap<String, Endpoint> = BTreeMap::new();
+    for d in &letters {
+        let wanted = only.is_none_or(|n| n == d.endpoint);
+        let Some(hook) = hooks.get(&d.endpoint).filter(|_| wanted) else {
+            continue;
+        };
+        if !endpoints.contains_key(&d.endpoint) {
+            let mine = Store::open(store.root())?;
+            let e = Endpoint::new(mine, d.endpoint.clone(), hook.clone(), Arc::clone(&say));
+            endpoints.insert(d.endpoint.clone(), e);
+        }
+        let Some(endpoint) = endpoints.get_mut(&d.endpoint) else {
+            continue;
+        };
+        let tried = match endpoint.secret() {
+            Ok(secret) => endpoint.post(secret.as_deref(), &d.event),
+            Err(()) => Err(format!(
+                "the environment variable {} (secret_env) is not set",
+                hook.secret_env.as_deref().unwrap_or("")
+            )),
+        };
+        match tried {
+            Ok(()) => done.sent.push((d.endpoint.clone(), d.id)),
+            Err(e) => done.failed.push((d.endpoint.clone(), d.id, e)),
+        }
+    }
+    if !done.sent.is_empty() {
+        forget(&git_dir, &done.sent)?;
+    }
+    Ok(done)
+}
+
+/// Rewrites the dead-letter record without the letters `sent` names (lines that do not
+/// read stay).
+fn forget(git_dir: &Path, sent: &[(String, u64)]) -> Result<(), super::Error> {
+    let path = dir(git_dir).join(DEAD);
+    let text = crate::fsx::read_private_text(&path).unwrap_or_default();
+    let kept: String = text
+        .lines()
+        .filter(|line| {
+            let d = serde_json::from_str::<DeadLetter>(line).ok();
+            !d.is_some_and(|d| sent.iter().any(|(e, id)| *e == d.endpoint && *id == d.id))
+        })
+        .map(|line| format!("{line}\n"))
+        .collect();
+    crate::fsx::write_private(&path, kept.as_bytes(), true).map_err(|source| super::Error::Io {
+        what: "write",
+        path: path.display().to_string(),
+        source,
+    })
+}
+
 /// Returns the dead letters as problems of the board view (one per endpoint), as `coord
 /// status`, the board and the live board list them.
 fn problems(git_dir: &Path) -> Vec<Value> {
@@ -202,7 +329,7 @@ fn problems(git_dir: &Path) -> Vec<Value> {
             let last = all.last()?;
             let e = &last.event;
             let message = format!(
-                "webhook {name} gave up on {} event(s); the last, {} ({} {} -> {}), after {} attempts: {}; fix the receiver, then resend them from this file and delete it",
+                "webhook {name} gave up on {} event(s); the last, {} ({} {} -> {}), after {} attempts: {}; fix the receiver, then run 'coord webhooks retry {name}'",
                 all.len(),
                 last.id,
                 e["task"].as_str().unwrap_or(""),
@@ -259,6 +386,16 @@ pub fn start(root: &Path, say: Box<dyn Fn(&str) + Send>) -> Result<bool, super::
     if store.config.webhooks.is_empty() {
         return Ok(false);
     }
+    begin(&store)?;
+    let root = root.to_path_buf();
+    let say: Say = Arc::new(Mutex::new(say));
+    std::thread::spawn(move || deliver_forever(&root, &say));
+    Ok(true)
+}
+
+/// Reads history up to HEAD into the event journal, then starts each endpoint without a
+/// cursor, or whose cursor is for another URL, at the journal's end (saved at once).
+fn begin(store: &Store) -> Result<(), super::Error> {
     let git_dir = store.repo.git_dir().to_path_buf();
     let journal = Journal::open(&git_dir);
     let head = store.repo.head()?.oid;
@@ -285,10 +422,7 @@ pub fn start(root: &Path, say: Box<dyn Fn(&str) + Send>) -> Result<bool, super::
             })?;
         }
     }
-    let root = root.to_path_buf();
-    let say: Say = Arc::new(Mutex::new(say));
-    std::thread::spawn(move || deliver_forever(&root, &say));
-    Ok(true)
+    Ok(())
 }
 
 /// Takes the deliverer's lock (waiting while another process holds it), then delivers to
@@ -497,6 +631,20 @@ impl Endpoint {
             self.read.clear();
         }
         later
+    }
+
+    /// Delivers until every event is taken, the next try would start after `deadline`, or
+    /// the secret is missing; returns the cursor it left.
+    fn until(&mut self, deadline: Instant) -> Cursor {
+        while self.secret().is_ok() {
+            let wake = self.pass();
+            let at = self.current();
+            if at.cursor >= self.journal.last() || wake > deadline {
+                return at;
+            }
+            std::thread::sleep(wake.saturating_duration_since(Instant::now()));
+        }
+        self.current()
     }
 
     /// A cursor with no failures that keeps `at`'s URL and note.

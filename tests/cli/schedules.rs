@@ -193,3 +193,32 @@ fn a_schedule_name_too_long_for_its_slot_ids_is_named_not_skipped_silently() {
     assert!(out.contains("rename the file"), "{out}");
     assert!(err.contains("1 schedule(s) do not read"), "{err}");
 }
+
+#[test]
+fn a_slot_task_reverted_on_the_remote_is_not_created_again_by_a_fresh_clone() {
+    let net = Net::new(&["bot"]);
+    net.seed.commit_file(
+        "work/schedules/hourly.yaml",
+        HOURLY,
+        "add the hourly schedule",
+    );
+    net.seed.git(&["push", "-q", "origin", "main"]);
+    let before = net.seed.git(&["rev-parse", "HEAD"]).trim().to_string();
+    let mut a = net.clone();
+    a.at("2026-11-28T03:20:00Z").ok(&["sync"]);
+    // A person reverts what the tick made and pushes the revert.
+    net.seed.git(&["pull", "-q", "--ff-only", "origin", "main"]);
+    net.seed
+        .git(&["revert", "--no-edit", &format!("{before}..HEAD")]);
+    net.seed.git(&["push", "-q", "origin", "main"]);
+    // Clones that never saw the slot, and the one that made it, tick the same hour again.
+    let mut fresh = net.clone();
+    fresh.at("2026-11-28T03:40:00Z").ok(&["sync"]);
+    a.at("2026-11-28T03:50:00Z").ok(&["sync"]);
+    assert!(fresh.find("hourly.20261128T0300Z").is_empty(), "re-created");
+    fresh.at("2026-11-28T04:01:00Z").ok(&["sync"]);
+    assert_eq!(
+        created(net.remote.path(), "main", "hourly"),
+        ["hourly.20261128T0300Z", "hourly.20261128T0400Z"]
+    );
+}

@@ -69,6 +69,13 @@ fn every_json_answer_matches_its_schema() {
         "cron: '0 9 * * *'\ntask: {title: Daily digest}\n",
     );
     ok(&r, "schedules", &["schedules"], 0);
+    let hooked = TestRepo::new();
+    let config = hooked.read("coord.yaml")
+        + "\nwebhooks: {ops: {url: \"http://127.0.0.1:9/h\", events: [done]}}\n";
+    hooked.commit_file("coord.yaml", &config, "a webhook");
+    let listed = ok(&hooked, "webhooks", &["webhooks"], 0);
+    assert_eq!(listed["endpoints"][0]["name"], "ops", "{listed}");
+    ok(&r, "webhooks-retry", &["webhooks", "retry", "--all"], 0);
     ok(
         &r,
         "new",

@@ -4,7 +4,7 @@
 //! gaps), signatures checked with the recipe of docs/webhooks.md, and a receiver gone for
 //! good ending in a dead-letter record that `coord status` and `/metrics` show.
 
-use crate::harness::TestRepo;
+use crate::harness::{git_in, Net, TestRepo};
 use crate::http::Server;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -526,4 +526,265 @@ fn a_hanging_endpoint_never_delays_a_healthy_one() {
         took < Duration::from_secs(4),
         "the healthy one took {took:?}"
     );
+}
+
+/// A remote whose main holds coord.yaml with the endpoint `ops` (see [`configure`]), the
+/// agent `alice`, and the person's clone that seeded it.
+fn cron_net(url: &str, extra: &str) -> Net {
+    let net = Net::new(&["alice"]);
+    configure(&net.seed, url, extra);
+    net.seed.git(&["push", "-q", "origin", "main"]);
+    net
+}
+
+/// A clone of depth 1, as actions/checkout makes for each run of the workflow.
+fn checkout(net: &Net) -> TestRepo {
+    let r = TestRepo::empty_in_memory();
+    let url = format!("file://{}", net.remote.path().display());
+    git_in(r.path(), &["clone", "-q", "--depth", "1", &url, "."]);
+    r
+}
+
+/// One run of the cron job in `r`: `coord sync` with `flags`, the secret in its environment;
+/// returns its stderr and how long it took.
+fn cron_sync(r: &TestRepo, flags: &[&str]) -> (String, Duration) {
+    let args: Vec<&str> = ["sync"].iter().chain(flags).copied().collect();
+    let start = Instant::now();
+    let out = r
+        .cmd(&args)
+        .env("HOOK_SECRET", SECRET)
+        .output()
+        .expect("coord sync");
+    let took = start.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "coord {args:?}: {stderr}");
+    (stderr, took)
+}
+
+/// The agent's clone completes every task assigned to it and syncs (delivering nothing).
+fn agent_completes(agent: &TestRepo) -> usize {
+    agent.ok(&["sync"]);
+    let dir = agent.abs("work/assigned/alice");
+    let ids: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    name.strip_suffix(".yaml").map(str::to_string)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    for id in &ids {
+        agent.ok(&["complete", id]);
+    }
+    agent.ok(&["sync"]);
+    ids.len()
+}
+
+/// Asserts that the receiver took every event once by id: each id names one transition
+/// and each transition one id, the ids run from 1 without a gap, and `expected` transitions
+/// came; returns how many deliveries there were.
+fn assert_each_once(receiver: &Receiver, expected: usize) -> usize {
+    let ok: Vec<Hit> = receiver
+        .hits()
+        .into_iter()
+        .filter(|h| h.status == 200)
+        .collect();
+    let mut by_id: BTreeMap<u64, BTreeSet<(String, String, String)>> = BTreeMap::new();
+    let mut by_key: BTreeMap<(String, String, String), BTreeSet<u64>> = BTreeMap::new();
+    for h in &ok {
+        let v = h.json();
+        assert_eq!(
+            v["id"].as_u64(),
+            Some(h.id()),
+            "the body names the header's id"
+        );
+        let s = |k: &str| v[k].as_str().unwrap_or("none").to_string();
+        let key = (s("task"), s("from"), s("to"));
+        by_id.entry(h.id()).or_default().insert(key.clone());
+        by_key.entry(key).or_default().insert(h.id());
+        assert!(verifies(h, &h.body), "signed: {h:?}");
+    }
+    let twice: Vec<_> = by_id.iter().filter(|(_, k)| k.len() > 1).collect();
+    assert!(twice.is_empty(), "an id for two transitions: {twice:?}");
+    let split: Vec<_> = by_key.iter().filter(|(_, ids)| ids.len() > 1).collect();
+    assert!(split.is_empty(), "a transition under two ids: {split:?}");
+    let ids: Vec<u64> = by_id.keys().copied().collect();
+    assert_eq!(
+        ids,
+        (1..=ids.len() as u64).collect::<Vec<_>>(),
+        "ids from 1, no gap"
+    );
+    assert_eq!(
+        by_key.len(),
+        expected,
+        "every transition: {:?}",
+        by_key.keys()
+    );
+    ok.len()
+}
+
+#[test]
+fn a_cron_loop_of_one_shot_syncs_delivers_every_transition_once() {
+    let receiver = Receiver::start(0, Duration::ZERO);
+    let net = cron_net(&receiver.url(), "");
+    let (cron, agent) = (net.clone(), net.clone());
+    cron_sync(&cron, &["--webhooks"]);
+    let mut expected = 0;
+    for round in 0..4 {
+        expected += 3 * net.person_adds(&format!("r{round}"), 5).len();
+        cron_sync(&cron, &["--webhooks"]);
+        expected += agent_completes(&agent);
+        cron_sync(&cron, &["--webhooks"]);
+    }
+    let deliveries = assert_each_once(&receiver, expected);
+    assert_eq!(deliveries, expected, "each delivered once");
+}
+
+#[test]
+fn cron_runs_from_fresh_clones_neither_flood_nor_lose_with_a_receiver_failing_a_while() {
+    // The first five tries fail: the first run with events ends before its retries do.
+    let receiver = Receiver::start(5, Duration::ZERO);
+    let net = cron_net(&receiver.url(), "    max_attempts: 20\n");
+    let agent = net.clone();
+    cron_sync(&checkout(&net), &["--webhooks"]);
+    let mut expected = 3 * net.person_adds("first", 5).len();
+    let (said, _) = cron_sync(&checkout(&net), &["--webhooks-for", "1s"]);
+    assert!(receiver.delivered().is_empty(), "still failing");
+    assert!(said.contains("pending"), "{said}");
+    for round in 0..3 {
+        expected += 3 * net.person_adds(&format!("r{round}"), 4).len();
+        cron_sync(&checkout(&net), &["--webhooks-for", "10s"]);
+        expected += agent_completes(&agent);
+        cron_sync(&checkout(&net), &["--webhooks-for", "10s"]);
+    }
+    let deliveries = assert_each_once(&receiver, expected);
+    assert!(
+        deliveries <= expected + 2,
+        "{deliveries} deliveries of {expected} events: a fresh clone floods"
+    );
+}
+
+#[test]
+fn a_one_shot_sync_never_hangs_on_a_dead_receiver_and_its_events_wait() {
+    let hanging = Receiver::start(0, Duration::from_secs(60));
+    let net = cron_net(&hanging.url(), "    max_attempts: 20\n");
+    let config = net
+        .seed
+        .read("coord.yaml")
+        .replace("timeout: 5s", "timeout: 1s");
+    net.seed
+        .commit_file("coord.yaml", &config, "a short timeout");
+    net.seed.git(&["push", "-q", "origin", "main"]);
+    let cron = net.clone();
+    cron_sync(&cron, &["--webhooks"]);
+    net.person_adds("late", 2);
+    let (said, took) = cron_sync(&cron, &["--webhooks-for", "2s"]);
+    assert!(took < Duration::from_secs(8), "took {took:?}: {said}");
+    assert!(said.contains("pending"), "{said}");
+    let listed = cron.json(&["webhooks"]);
+    let ops = &listed["endpoints"][0];
+    assert_eq!(ops["name"], "ops", "{listed}");
+    assert!(ops["pending"].as_u64() >= Some(6), "{listed}");
+    assert!(ops["failures"].as_u64() >= Some(1), "{listed}");
+}
+
+#[test]
+fn a_one_shot_tick_delivers_its_transitions() {
+    let r = TestRepo::with_agents(&["writer --max-active 10"]);
+    let receiver = Receiver::start(0, Duration::ZERO);
+    configure(&r, &receiver.url(), "");
+    r.cmd(&["tick", "--webhooks"])
+        .env("HOOK_SECRET", SECRET)
+        .assert()
+        .success();
+    drop_tasks(&r, 2);
+    r.cmd(&["tick", "--webhooks"])
+        .env("HOOK_SECRET", SECRET)
+        .assert()
+        .success();
+    assert_each_once(&receiver, 6);
+}
+
+#[test]
+fn coord_webhooks_lists_endpoints_and_retry_resends_dead_letters() {
+    let r = TestRepo::with_agents(&["writer --max-active 10"]);
+    // Every event fails its one try, then the receiver is fixed.
+    let receiver = Receiver::start(3, Duration::ZERO);
+    configure(&r, &receiver.url(), "    max_attempts: 1\n");
+    let tick = |r: &TestRepo| {
+        r.cmd(&["tick", "--webhooks"])
+            .env("HOOK_SECRET", SECRET)
+            .assert()
+            .success();
+    };
+    tick(&r);
+    drop_tasks(&r, 1);
+    tick(&r);
+    assert!(receiver.delivered().is_empty());
+    let listed = r.json(&["webhooks"]);
+    let ops = &listed["endpoints"][0];
+    assert_eq!(
+        (&ops["name"], &ops["pending"], &ops["dead_letters"]),
+        (&"ops".into(), &0.into(), &3.into()),
+        "{listed}"
+    );
+    let text = r.ok(&["webhooks"]);
+    assert!(
+        text.contains(&receiver.url()) && text.contains("3 dead"),
+        "{text}"
+    );
+    let (_, err) = r.code(&["webhooks", "retry", "nope"], 2);
+    assert!(err.contains("no webhook 'nope'"), "{err}");
+    let out = r
+        .cmd(&["--json", "webhooks", "retry", "ops"])
+        .env("HOOK_SECRET", SECRET)
+        .output()
+        .expect("retry");
+    assert!(out.status.success(), "{out:?}");
+    let retried: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        retried["sent"].as_array().map(Vec::len),
+        Some(3),
+        "{retried}"
+    );
+    assert_eq!(receiver.delivered(), BTreeSet::from([1, 2, 3]));
+    assert!(
+        receiver.hits().iter().all(|h| verifies(h, &h.body)),
+        "signed"
+    );
+    assert_eq!(r.json(&["webhooks"])["endpoints"][0]["dead_letters"], 0);
+    assert!(
+        !r.ok(&["status"]).contains("webhook ops"),
+        "no problem left"
+    );
+}
+
+#[test]
+fn a_one_shot_sync_leaves_delivery_to_the_watch_of_its_clone() {
+    let receiver = Receiver::start(0, Duration::ZERO);
+    let net = cron_net(&receiver.url(), "");
+    let cron = net.clone();
+    let mut w = watch(&cron);
+    wait_cursor(&cron, "ops", 0);
+    let added = net.person_adds("w", 3).len();
+    let out = cron
+        .cmd(&["--wait", "30s", "sync", "--webhooks"])
+        .env("HOOK_SECRET", SECRET)
+        .output()
+        .expect("coord sync");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("another process of this clone delivers"),
+        "{said}"
+    );
+    receiver.wait(Duration::from_secs(30), "the watch delivers", |ids| {
+        ids.len() >= 3 * added
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    w.kill().expect("kill");
+    w.wait().expect("reaped");
+    assert_each_once(&receiver, 3 * added);
 }
