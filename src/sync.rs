@@ -25,7 +25,7 @@ use crate::engine::{AcceptAll, Inputs, Plan};
 use crate::git::{GitError, Identity, LocalCommit, Oid, Repo, UNRELATED};
 use crate::lock::{self, LockError};
 use crate::model::TaskId;
-use crate::store::{Origin, Rejection, Session, Stats, Store, StoreError, TICK_TRAILER};
+use crate::store::{Origin, RaceWon, Rejection, Session, Stats, Store, StoreError, TICK_TRAILER};
 use jiff::Timestamp;
 use put_off::PutOff;
 use replay::{Clash, Defer, Stop};
@@ -428,6 +428,117 @@ pub fn backoff(attempt: u32, random: u64) -> Duration {
     Duration::from_millis(half + random % (cap_ms - half + 1))
 }
 
+/// The longest an agent's step waits for its turn in a race: a round longer than this (a
+/// remote that hangs) is not a measure of the race.
+const RACE_WAIT_CAP: Duration = Duration::from_secs(2);
+
+/// Returns how long an agent's step waits before it tries again after losing a race to
+/// another clone's push (the remote moved): a random part of `round / losses`, where `round`
+/// is how long its last attempt took. The wait shrinks with each race lost in a row, so a
+/// clone that keeps losing comes back sooner, never later, than the clone that just won (a
+/// wait that grew to seconds let the winner win again and again while the others slept).
+pub fn race_wait(losses: u32, round: Duration, random: u64) -> Duration {
+    let cap = round.min(RACE_WAIT_CAP).as_millis() as u64 / u64::from(losses.max(1));
+    Duration::from_millis(random % (cap + 1))
+}
+
+/// Returns how long an agent's step waits before its first fetch when this clone's previous
+/// step won a race less than four rounds ago: between half and all of that round, so that
+/// the clones that lost it, coming back within a round, go first. None otherwise.
+pub fn sit_out(won: Option<RaceWon>, now_ms: u64, random: u64) -> Option<Duration> {
+    let won = won?;
+    let round = won.round_ms.min(RACE_WAIT_CAP.as_millis() as u64);
+    let since = now_ms.checked_sub(won.at_ms)?;
+    (since < 4 * round).then(|| Duration::from_millis(round / 2 + random % (round / 2 + 1)))
+}
+
+/// When a rejected push is tried again and when it gives up: `coord sync` counts every
+/// rejection; an agent's step counts only rejections after which the remote had not moved
+/// (no other clone's push landed), so it never gives up while others make progress and
+/// work may be ready for it. A lost race waits [`race_wait`], a stall [`backoff`].
+struct Retries {
+    /// Counting only stalls (an agent's step) instead of every rejection.
+    step: bool,
+    /// Rejections that count towards `max_retries`.
+    counted: u32,
+    /// Races lost in a row (rejections after which the remote had moved).
+    losses: u32,
+    /// The remote tip the last rejected attempt started from.
+    rejected_from: Option<Option<Oid>>,
+    /// Whether other clones' pushes landed while this one ran (it lost a race, or its first
+    /// fetch found the remote moved on since this clone last saw it).
+    contended: bool,
+    /// How long the last attempt took, fetch to push.
+    round: Duration,
+}
+
+impl Retries {
+    /// No rejection yet.
+    fn new(step: bool) -> Retries {
+        Retries {
+            step,
+            counted: 0,
+            losses: 0,
+            rejected_from: None,
+            contended: false,
+            round: Duration::ZERO,
+        }
+    }
+
+    /// Notes a rejected push of an attempt that started from `tip`.
+    fn rejected(&mut self, tip: Option<Oid>) {
+        self.rejected_from = Some(tip);
+        if !self.step {
+            self.counted += 1;
+        }
+    }
+
+    /// Notes the remote tip an attempt fetched, and the one this clone knew before: a race
+    /// lost when the remote moved since the last rejection, a stall when it did not.
+    fn fetched(&mut self, known: Option<Oid>, tip: Option<Oid>) {
+        self.contended |= known.is_some() && known != tip;
+        match self.rejected_from.take() {
+            Some(before) if before != tip => self.losses += 1,
+            Some(_) => {
+                self.losses = 0;
+                self.counted += u32::from(self.step);
+            }
+            None => {}
+        }
+    }
+
+    /// Returns how long to wait before the next attempt.
+    fn wait(&self, random: u64) -> Duration {
+        match (self.step, self.losses) {
+            (true, 1..) => race_wait(self.losses, self.round, random),
+            _ => backoff(self.counted.max(1), random),
+        }
+    }
+}
+
+/// Waits before an agent's step when this clone won the last race ([`sit_out`]).
+fn wait_for_turn(git_dir: &Path) {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let random = getrandom::u64().unwrap_or(0);
+    if let Some(wait) = sit_out(Stats::read(git_dir).race_won, now_ms, random) {
+        std::thread::sleep(wait);
+    }
+}
+
+/// Notes, for the clone's next step, a race its step won after `retries`.
+fn note_race_won(git_dir: &Path, retries: &Retries) {
+    if !(retries.step && retries.contended) {
+        return;
+    }
+    let at_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let round_ms = retries.round.as_millis() as u64;
+    Stats::record_race_won(git_dir, RaceWon { at_ms, round_ms });
+}
+
 /// Runs `coord sync` in the repository around `dir`. `tick` runs one tick with the lock held
 /// and returns its commit count; `say` prints a progress line.
 pub fn run(
@@ -442,14 +553,28 @@ pub fn run(
     plain_name("remote", &opts.remote)?;
     let tracking = format!("refs/remotes/{}/{branch}", opts.remote);
     let mut report = Report::default();
-    let mut attempt = 0;
+    let mut retries = Retries::new(opts.redo_on_reject);
+    let mut last_rejection = None;
+    if opts.redo_on_reject {
+        wait_for_turn(store.repo.git_dir());
+    }
     loop {
-        if attempt > 0 {
-            std::thread::sleep(backoff(attempt, getrandom::u64().unwrap_or(0)));
+        if let Some(reason) = last_rejection.take() {
+            if retries.counted > opts.max_retries {
+                return Err(SyncError::Rejected {
+                    remote: opts.remote.clone(),
+                    branch,
+                    attempts: report.pushes,
+                    reason,
+                });
+            }
+            std::thread::sleep(retries.wait(getrandom::u64().unwrap_or(0)));
         }
-        attempt += 1;
+        let started = std::time::Instant::now();
+        let known = store.repo.ref_target(&tracking)?;
         fetch(store.root(), &opts.remote, &branch, &tracking)?;
         let remote_tip = store.repo.ref_target(&tracking)?;
+        retries.fetched(known, remote_tip);
         let (before, head) = {
             let session = store.session(Some(lock::acquire(store.repo.git_dir(), opts.wait)?));
             let store = &session;
@@ -485,6 +610,7 @@ pub fn run(
         report.pushes += 1;
         Stats::record_push(store.repo.git_dir(), opts.now.as_second());
         let mut pushed = push(store.root(), opts, &branch, head);
+        retries.round = started.elapsed();
         count_rejection(&store, &pushed);
         if opts.redo_on_reject
             && matches!(pushed, Ok(Pushed::Stale(_)))
@@ -500,7 +626,10 @@ pub fn run(
             undo(&store, opts, head, before).map_err(|e| not_undone(e, opts, &branch, &pushed))?;
         }
         match pushed? {
-            Pushed::Accepted => return Ok(report),
+            Pushed::Accepted => {
+                note_race_won(store.repo.git_dir(), &retries);
+                return Ok(report);
+            }
             Pushed::Refused(reason) => {
                 return Err(SyncError::Refused {
                     remote: opts.remote.clone(),
@@ -508,19 +637,13 @@ pub fn run(
                     reason,
                 })
             }
-            Pushed::Stale(reason) if attempt <= opts.max_retries => {
+            Pushed::Stale(reason) => {
                 report.rejected += 1;
+                retries.rejected(remote_tip);
                 say(&format!(
                     "coord: push rejected ({reason}); fetching and trying again"
                 ));
-            }
-            Pushed::Stale(reason) => {
-                return Err(SyncError::Rejected {
-                    remote: opts.remote.clone(),
-                    branch,
-                    attempts: report.pushes,
-                    reason,
-                })
+                last_rejection = Some(reason);
             }
         }
     }
@@ -1211,6 +1334,57 @@ mod tests {
         assert!(backoff(3, 7) > backoff(3, 0));
         assert_eq!(backoff(30, u64::MAX), backoff(30, u64::MAX % 2501));
         assert!(backoff(30, u64::MAX) <= Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_step_that_keeps_losing_races_waits_less_each_time() {
+        let round = Duration::from_millis(400);
+        assert_eq!(race_wait(1, round, 400), round);
+        assert_eq!(race_wait(2, round, 200), Duration::from_millis(200));
+        assert_eq!(
+            race_wait(4, round, u64::MAX),
+            race_wait(4, round, u64::MAX % 101)
+        );
+        assert!(race_wait(1, Duration::from_secs(60), u64::MAX) <= RACE_WAIT_CAP);
+    }
+
+    #[test]
+    fn the_winner_of_a_recent_race_sits_out_part_of_a_round() {
+        let won = RaceWon {
+            at_ms: 10_000,
+            round_ms: 200,
+        };
+        assert_eq!(
+            sit_out(Some(won), 10_100, 0),
+            Some(Duration::from_millis(100))
+        );
+        assert_eq!(
+            sit_out(Some(won), 10_799, 100),
+            Some(Duration::from_millis(200))
+        );
+        assert_eq!(sit_out(Some(won), 10_800, 0), None);
+        assert_eq!(sit_out(Some(won), 9_000, 0), None, "a clock set back");
+        assert_eq!(sit_out(None, 10_100, 0), None);
+    }
+
+    #[test]
+    fn a_step_gives_up_only_on_rejections_while_the_remote_stood_still() {
+        let oid = |n: u8| Oid::from_bytes(&[n; 20]).ok();
+        let (a, b) = (oid(1), oid(2));
+        let mut step = Retries::new(true);
+        step.fetched(a, a);
+        assert!(!step.contended);
+        step.rejected(a);
+        step.fetched(a, b);
+        assert_eq!((step.counted, step.losses), (0, 1));
+        assert!(step.contended);
+        step.rejected(b);
+        step.fetched(b, b);
+        assert_eq!((step.counted, step.losses), (1, 0));
+        let mut sync = Retries::new(false);
+        sync.rejected(a);
+        sync.fetched(a, b);
+        assert_eq!(sync.counted, 1);
     }
 
     #[test]

@@ -28,7 +28,7 @@ mod sightings;
 pub use settle::Written;
 mod skipped;
 mod stats;
-pub use stats::{Rejection, Stats};
+pub use stats::{RaceWon, Rejection, Stats};
 mod walk;
 #[cfg(test)]
 pub(crate) use cache::StatKey;

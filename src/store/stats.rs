@@ -2,7 +2,8 @@
 //! run (a `coord tick` in a shell, `coord watch`, a sync's tick, `coord serve --tick`) with
 //! their total and last duration, and the pushes the remote rejected (stale: it moved on;
 //! refused: a hook or a protected branch), and when the latest pushes were made (for the push
-//! budget `coord status` warns near). Kept in `.git/coord/stats` as `name value` lines;
+//! budget `coord status` warns near), and when an agent's step last won a push race that other
+//! clones ran too (so that its next step lets them go first). Kept in `.git/coord/stats` as `name value` lines;
 //! each update is a read, change and atomic rewrite under an exclusive lock of
 //! `.git/coord/stats.lock`, so concurrent processes lose no count. Best effort: a failure
 //! only means one count is missed. Does file I/O under `.git/coord/` only.
@@ -36,6 +37,18 @@ pub struct Stats {
     /// When the latest pushes were made, landed or rejected (seconds since the epoch, oldest
     /// first, at most [`PUSH_TIMES_KEPT`]).
     pub push_times: Vec<i64>,
+    /// When an agent's step last landed a push while other clones' pushes were landing too
+    /// (milliseconds since the epoch, the system clock), and how long its last attempt took.
+    pub race_won: Option<RaceWon>,
+}
+
+/// A push race an agent's step won: when, and how long the winning attempt took.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RaceWon {
+    /// When it landed (milliseconds since the epoch, the system clock).
+    pub at_ms: u64,
+    /// How long its attempt took, fetch to push (milliseconds).
+    pub round_ms: u64,
 }
 
 /// How many push instants the file keeps: a budget's window of 10 minutes at 6 a minute.
@@ -82,6 +95,11 @@ impl Stats {
         self.push_times.iter().filter(|&&t| t >= since).count()
     }
 
+    /// Notes a push race an agent's step won.
+    pub fn record_race_won(git_dir: &Path, won: RaceWon) {
+        update(git_dir, |s| s.race_won = Some(won));
+    }
+
     /// Counts a push the remote rejected.
     pub fn record_rejection(git_dir: &Path, why: Rejection) {
         update(git_dir, |s| match why {
@@ -115,8 +133,12 @@ fn update(git_dir: &Path, change: impl FnOnce(&mut Stats)) {
 
 fn encode(s: &Stats) -> String {
     let times: Vec<String> = s.push_times.iter().map(i64::to_string).collect();
+    let race = match s.race_won {
+        Some(w) => format!("race_won {} {}\n", w.at_ms, w.round_ms),
+        None => String::new(),
+    };
     format!(
-        "{MAGIC}\nticks {}\ntick_seconds {}\nlast_tick_seconds {}\npushes_stale {}\npushes_refused {}\npush_times {}\n",
+        "{MAGIC}\nticks {}\ntick_seconds {}\nlast_tick_seconds {}\npushes_stale {}\npushes_refused {}\npush_times {}\n{race}",
         s.ticks,
         s.tick_seconds,
         s.last_tick_seconds,
@@ -159,6 +181,14 @@ fn decode(text: &str) -> Stats {
                     .take(PUSH_TIMES_KEPT)
                     .collect()
             }
+            "race_won" => {
+                s.race_won = value.split_once(' ').and_then(|(at, round)| {
+                    Some(RaceWon {
+                        at_ms: at.parse().ok()?,
+                        round_ms: round.parse().ok()?,
+                    })
+                })
+            }
             _ => {}
         }
     }
@@ -198,6 +228,16 @@ mod tests {
         assert_eq!(s.push_times.len(), PUSH_TIMES_KEPT);
         assert_eq!(s.push_times.first(), Some(&1_006));
         assert_eq!(s.pushes_since(1_060), 10);
+        let won = RaceWon {
+            at_ms: 1_700_000_000_123,
+            round_ms: 80,
+        };
+        Stats::record_race_won(dir.path(), won);
+        let s = Stats::read(dir.path());
+        assert_eq!(
+            (s.race_won, s.push_times.len()),
+            (Some(won), PUSH_TIMES_KEPT)
+        );
     }
 
     #[test]

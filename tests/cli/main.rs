@@ -16,6 +16,7 @@ mod budgets;
 mod burst_memory;
 mod cache_files;
 mod cdp;
+mod claim_races;
 mod clocks;
 mod clones;
 mod clones_history;
