@@ -55,6 +55,20 @@ pub struct Options {
     /// Another ref pushed with the branch in the same atomic push, compare-and-swap (a hub's
     /// lease): the branch lands only when this ref still holds its old value on the remote.
     pub with_ref: Option<RefUpdate>,
+    /// What integrating does with this clone's tick commits the remote lacks.
+    pub ticks: Ticks,
+}
+
+/// What integrating does with this clone's own tick commits when both sides moved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ticks {
+    /// Drops them: the sync's tick derives them again on the remote's newer tip (`coord
+    /// sync`, an agent's step).
+    Redo,
+    /// Replays them by meaning, as coord's other commits: a hub answered agents on them (it
+    /// granted a task its tick had just accepted or unblocked), so its later writes stand only
+    /// on them. One the remote made moot is dropped, for the tick to redo.
+    Keep,
 }
 
 /// A ref pushed atomically with the branch, only over the value it is expected to hold.
@@ -306,14 +320,15 @@ pub enum Integration {
     Refuse(Box<LocalCommit>),
 }
 
-/// Sorts the local-only commits: tick commits are dropped, coord's other commits and people's
-/// commits kept (replayed), and the first merge or signed commit is returned as the reason
-/// to refuse: a copy of it would lose a parent or its signature. A commit is coord's when its
+/// Sorts the local-only commits: tick commits are dropped (kept with [`Ticks::Keep`]), coord's
+/// other commits and people's commits kept (replayed), and the first merge or signed commit is
+/// returned as the reason to refuse: a copy of it would lose a parent or its signature. A commit is coord's when its
 /// summary is, nobody else committed it (an amend would), and it has coord's author or names
 /// its task in a `Coord-Task` trailer (coord.yaml's author may have changed since).
 pub fn sort_local(
     commits: &[LocalCommit],
     identity: &Identity,
+    ticks: Ticks,
 ) -> Result<(Vec<replay::Kept>, usize), Box<LocalCommit>> {
     let mut keep = Vec::new();
     let mut dropped = 0;
@@ -326,7 +341,8 @@ pub fn sort_local(
             && (c.author_email == identity.email && c.author_name == identity.name
                 || c.info.trailers.iter().any(|(k, _)| k == "Coord-Task"));
         let (key, value) = TICK_TRAILER.split_once(": ").unwrap_or_default();
-        if coords && c.info.trailers.iter().any(|(k, v)| k == key && v == value) {
+        let tick = c.info.trailers.iter().any(|(k, v)| k == key && v == value);
+        if coords && tick && ticks == Ticks::Redo {
             dropped += 1;
         } else {
             keep.push(replay::Kept {
@@ -344,6 +360,7 @@ pub fn integration(
     head: Option<Oid>,
     remote: Option<Oid>,
     identity: &Identity,
+    ticks: Ticks,
 ) -> Result<Integration, GitError> {
     let Some(remote) = remote else {
         return Ok(Integration::Ahead);
@@ -358,7 +375,7 @@ pub fn integration(
         return Ok(Integration::FastForward(remote));
     }
     let local = repo.commits_between(head, remote)?;
-    Ok(match sort_local(&local, identity) {
+    Ok(match sort_local(&local, identity, ticks) {
         Ok((keep, dropped)) => Integration::Rebuild {
             onto: remote,
             keep,
@@ -761,7 +778,7 @@ fn integrate(
     say: &mut dyn FnMut(&str),
 ) -> Result<(), SyncError> {
     let head = store.repo.head()?.oid;
-    let integration = integration(&store.repo, head, remote_tip, &store.identity)?;
+    let integration = integration(&store.repo, head, remote_tip, &store.identity, opts.ticks)?;
     if let (Some(tip), false) = (remote_tip, matches!(integration, Integration::Ahead)) {
         refuse_still_written(store, &opts.remote, head, tip)?;
     }
@@ -795,6 +812,7 @@ fn integrate(
                 .map_err(|stop| stopped(stop, opts, branch))?;
             put_off(store, &keep, &replay.again, replay.tip.unwrap_or(onto))?;
             store.repo.switch_to(head, replay.tip.unwrap_or(onto))?;
+            let dropped = dropped + replay.rederived;
             report.dropped += dropped;
             report.replayed += replay.redone;
             say(&format!(
@@ -1242,7 +1260,7 @@ mod tests {
             ),
             commit(4, "coord", "coord: assign b to bob", &tick),
         ];
-        let (keep, dropped) = sort_local(&commits, &id).unwrap();
+        let (keep, dropped) = sort_local(&commits, &id, Ticks::Redo).unwrap();
         assert_eq!(dropped, 2);
         let kept = |c: &LocalCommit, persons| replay::Kept {
             commit: c.clone(),
@@ -1252,21 +1270,21 @@ mod tests {
 
         let mut person = commits.to_vec();
         person.insert(2, commit(5, "alice", "fix typo", &tick));
-        let (keep, dropped) = sort_local(&person, &id).unwrap();
+        let (keep, dropped) = sort_local(&person, &id, Ticks::Redo).unwrap();
         assert_eq!(
             dropped, 2,
             "a person's tick trailer does not make it coord's"
         );
         assert_eq!(keep[1], kept(&person[2], true));
         let impostor = commit(7, "coord", "add a file by hand", &tick);
-        let (keep, _) = sort_local(std::slice::from_ref(&impostor), &id).unwrap();
+        let (keep, _) = sort_local(std::slice::from_ref(&impostor), &id, Ticks::Redo).unwrap();
         assert_eq!(keep, [kept(&impostor, true)], "summary must be coord's");
         let mut amended = commits[1].clone();
         amended.committed_by_author = false;
-        let (keep, _) = sort_local(std::slice::from_ref(&amended), &id).unwrap();
+        let (keep, _) = sort_local(std::slice::from_ref(&amended), &id, Ticks::Redo).unwrap();
         assert_eq!(keep, [kept(&amended, true)], "a person amended it");
         let old_author = commit(9, "coord-bot", "coord: assign c to carl", &tick);
-        let (keep, dropped) = sort_local(&[old_author], &id).unwrap();
+        let (keep, dropped) = sort_local(&[old_author], &id, Ticks::Redo).unwrap();
         assert_eq!(
             (keep.len(), dropped),
             (0, 1),
@@ -1276,11 +1294,17 @@ mod tests {
         let mut merge = commit(6, "coord", "coord: merge", &[]);
         merge.parents = 2;
         merge.not_copyable = Some("a merge");
-        assert!(sort_local(&[merge], &id).is_err());
+        assert!(sort_local(&[merge], &id, Ticks::Redo).is_err());
         let mut signed = commit(8, "alice", "signed", &[]);
         signed.not_copyable = Some("a signed commit");
         person.insert(0, signed);
-        assert_eq!(sort_local(&person, &id).unwrap_err().info.summary, "signed");
+        assert_eq!(
+            sort_local(&person, &id, Ticks::Redo)
+                .unwrap_err()
+                .info
+                .summary,
+            "signed"
+        );
     }
 
     #[test]

@@ -314,6 +314,8 @@ impl Coord {
             drop_edits: Vec::new(),
             now: self.now,
             with_ref: Some(update.clone()),
+            // Agents were answered on the hub's ticks: its grants stand on them.
+            ticks: sync::Ticks::Keep,
         };
         let written = Instant::now();
         let report = match self.sync(&opts) {

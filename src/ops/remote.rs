@@ -41,6 +41,7 @@ impl Coord {
             redo_on_reject,
             drop_edits: Vec::new(),
             with_ref: None,
+            ticks: sync::Ticks::Redo,
         }
     }
 

@@ -601,6 +601,7 @@ fn sync_options() -> crate::sync::Options {
         drop_edits: Vec::new(),
         now: NOW.parse::<Timestamp>().expect("time"),
         with_ref: None,
+        ticks: crate::sync::Ticks::Redo,
     }
 }
 

@@ -67,6 +67,9 @@ pub struct Replay {
     /// to be redone, had unblocked them), with the later operations on those tasks: made
     /// again, oldest first, on the tip sync's tick leaves ([`Defer::BlockedClaims`]).
     pub again: Vec<Kept>,
+    /// This clone's own tick commits kept to replay ([`crate::sync::Ticks::Keep`]) that the
+    /// tip made moot: left for the sync's tick to derive again.
+    pub rederived: usize,
 }
 
 /// Why a person's change of one path could not be replayed.
@@ -146,6 +149,9 @@ enum Step {
     HandOffAgain(String),
     /// A claim of a task the tip has blocked: made again after sync's tick.
     ClaimAgain,
+    /// One of this clone's own tick commits the tip made moot: the sync's tick derives it
+    /// again.
+    Rederive,
 }
 
 /// A person's edit to leave out of the replay when it conflicts (`coord sync --drop-edit
@@ -269,6 +275,7 @@ pub fn replay(
                 put_off.extend(trailer(c, "Coord-Task"));
                 out.again.push(kept.clone());
             }
+            Step::Rederive => out.rederived += 1,
         }
     }
     let used = used.borrow();
@@ -333,6 +340,9 @@ impl Replayer<'_> {
             let edits: Vec<_> = changes.iter().map(as_committed).collect();
             return Ok(Step::Redone(self.commit_with(&edits)?));
         }
+        if !self.persons && self.is_tick() {
+            return self.tick_again(&changes);
+        }
         // A new file and a person's edit are merged path by path; an operation on a task is
         // redone by its precondition.
         let files = self.persons
@@ -360,8 +370,30 @@ impl Replayer<'_> {
     /// Returns whether this is a tick commit a person amended (a person's commit, by its
     /// committer, with a tick's trailer).
     fn amended_tick(&self) -> bool {
+        self.persons && self.is_tick()
+    }
+
+    /// Returns whether the commit carries the tick's trailer.
+    fn is_tick(&self) -> bool {
         let (key, value) = TICK_TRAILER.split_once(": ").unwrap_or_default();
-        self.persons && self.trailer(key) == Some(value)
+        self.trailer(key) == Some(value)
+    }
+
+    /// Redoes one of this clone's own tick commits that does not apply as it is (kept by a
+    /// hub, [`crate::sync::Ticks::Keep`]): a move of one task, on the tip's copy of the task
+    /// (a person's edit made meanwhile stays), when the tip has it as the tick found it. A
+    /// commit of several transitions, or one whose task moved on, is left for the sync's tick
+    /// to derive again: a tick commit never stops a sync.
+    fn tick_again(&self, changes: &[PathChange]) -> Result<Step, Stop> {
+        let subjects = self.commit.info.trailers.iter();
+        let named = subjects.filter(|(k, _)| k == "Coord-Task" || k == "Coord-Agent");
+        let (Some(id), 1) = (self.trailer("Coord-Task"), named.count()) else {
+            return Ok(Step::Rederive);
+        };
+        Ok(match self.operation(id, changes)? {
+            Step::Redone(tip) => Step::Redone(tip),
+            _ => Step::Rederive,
+        })
     }
 
     /// Returns whether every path still holds the bytes and mode the commit started from, and

@@ -8,6 +8,8 @@ use crate::http::{request, Resp};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A remote whose coord.yaml sets `hub:` and whose main holds `n` ready tasks `t0…`.
@@ -45,9 +47,17 @@ impl Hub {
 
     /// Starts the hub; its exit code and stderr when it does not serve.
     fn try_start(clone: &TestRepo) -> Result<Hub, (Option<i32>, String)> {
+        Hub::try_start_with(clone, &[])
+    }
+
+    /// Starts the hub with more arguments (`--tick`); its exit code and stderr when it does
+    /// not serve.
+    fn try_start_with(clone: &TestRepo, more: &[&str]) -> Result<Hub, (Option<i32>, String)> {
         let stderr = clone.home().join(format!("hub-{}.err", std::process::id()));
         let file = std::fs::File::create(&stderr).expect("stderr file");
-        let mut cmd = clone.spawn_cmd(&["serve", "--hub", "--listen", "127.0.0.1:0"]);
+        let mut args = vec!["serve", "--hub", "--listen", "127.0.0.1:0"];
+        args.extend(more);
+        let mut cmd = clone.spawn_cmd(&args);
         cmd.stdout(Stdio::piped()).stderr(file);
         let mut child = cmd.spawn().expect("spawn coord serve --hub");
         let mut line = String::new();
@@ -630,4 +640,267 @@ fn board_forms_in_a_hub_queue_with_its_writes_land_in_the_next_batch_and_stop_on
     let refused = form("/tasks", "title=Too+late&back=%2F");
     assert_eq!(refused.status, 503, "{}", refused.body);
     assert_eq!(clone.commit_count(), before, "a refused form committed");
+}
+
+/// Makes the hub clone's pushes to its remote fail while `flag` exists (the remote out of
+/// reach), so that what the hub commits stays in its clone until the flag is removed.
+fn pushes_fail_while(clone: &TestRepo, flag: &std::path::Path) {
+    let body = format!(
+        "if [ -e '{}' ]; then echo 'the remote is out of reach' >&2; exit 1; fi\nexec git-receive-pack \"$@\"",
+        flag.display()
+    );
+    clone.wrap_remote_program("receivepack", "down-while-flagged", &body);
+}
+
+/// The seed (a person) pulls, retitles the task file at `rel`, commits by hand and pushes.
+fn person_retitles(net: &Net, rel: &str) {
+    net.seed.git(&["pull", "-q", "--ff-only", "origin", "main"]);
+    let text = retitled(&net.seed.read(rel));
+    net.seed.commit_file(rel, &text, &format!("retitle {rel}"));
+    net.seed.git(&["push", "-q", "origin", "main"]);
+}
+
+/// Returns a task file's text with " (edited)" added to its title.
+fn retitled(text: &str) -> String {
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| match l.starts_with("title: ") {
+            true => format!("{l} (edited)"),
+            false => l.to_string(),
+        })
+        .collect();
+    lines.join("\n") + "\n"
+}
+
+/// Returns the claims on the remote's main, as (task, attempt, agent), one per claim commit.
+fn claims_on_remote(net: &Net) -> Vec<(String, u64, String)> {
+    let log = git_in(net.remote.path(), &["log", "--format=%B%x00", "main"]);
+    log.split('\0')
+        .filter_map(|message| {
+            let field = |key: &str| {
+                message
+                    .lines()
+                    .find_map(|l| l.strip_prefix(key)?.strip_prefix(": "))
+                    .map(str::trim)
+            };
+            (field("Coord-Op")? == "claim").then_some(())?;
+            let attempt = field("Coord-Pre-Attempt")?.parse::<u64>().ok()? + 1;
+            Some((
+                field("Coord-Task")?.to_string(),
+                attempt,
+                field("Coord-By")?.to_string(),
+            ))
+        })
+        .collect()
+}
+
+/// A task the hub's own tick accepted and then granted, in a batch that did not land, stays
+/// granted when a person's push reaches the remote before the next batch: the claim's commit
+/// lands, the task is not granted again, nothing is reported lost.
+#[test]
+fn a_grant_made_on_the_hubs_unpushed_tick_stands_when_a_persons_push_lands_first() {
+    let net = fleet("{remote: origin, pushes_per_minute: 600, lease: 1m}", 1);
+    let clone = net.clone();
+    let flag = clone.home().join("remote-down");
+    pushes_fail_while(&clone, &flag);
+    let hub = Hub::start(&clone);
+    std::fs::write(&flag, "").expect("flag");
+    let ids = net.person_adds("p", 1);
+    let accepted = eventually(Duration::from_secs(20), || {
+        hub.task(&ids[0])["state"] == "ready"
+    });
+    assert!(
+        accepted,
+        "the hub did not accept {}: {}",
+        ids[0],
+        hub.stderr()
+    );
+    let grant = hub.claim(&ids[0], "w");
+    assert_eq!(grant["attempt"], 1, "{grant}");
+    person_retitles(&net, "work/ready/t0.yaml");
+    std::fs::remove_file(&flag).expect("unflag");
+
+    let landed = eventually(Duration::from_secs(20), || {
+        remote_place(&net, &ids[0]) == "work/assigned/w"
+    });
+    let err = hub.stderr();
+    assert!(landed, "the grant of {} did not land: {err}", ids[0]);
+    assert!(!err.contains("lost claim"), "{err}");
+    let again = hub.post(
+        &format!("/v1/tasks/{}/claim", ids[0]),
+        json!({"agent": "v"}),
+    );
+    assert_eq!(again.status, 409, "granted again: {}", again.body);
+    let claims = claims_on_remote(&net);
+    assert_eq!(claims, [(ids[0].clone(), 1, "w".to_string())], "{err}");
+    let (verified, _) = net.clone().code(&["verify"], 0);
+    assert!(verified.trim_end().ends_with(": clean"), "{verified}");
+    let t0 = git_in(net.remote.path(), &["show", "main:work/ready/t0.yaml"]);
+    assert!(
+        t0.contains("title: Task 0 (edited)"),
+        "the person's edit was lost: {t0}"
+    );
+}
+
+/// What the agents of a mixed round were answered: grants (task, attempt, agent) and the
+/// completions answered otherwise than 200.
+#[derive(Default)]
+struct Answers {
+    grants: Vec<(String, u64, String)>,
+    refused: Vec<String>,
+}
+
+/// One agent of a mixed round over REST: claims ready tasks (the newest arrivals first) and
+/// completes them with the grant's attempt and epoch, until `busy` is off and nothing is
+/// ready for a while.
+fn mixed_agent(addr: &str, name: &str, busy: &AtomicBool, answers: &Mutex<Answers>) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut idle = 0;
+    while Instant::now() < deadline && (idle < 30 || busy.load(Ordering::SeqCst)) {
+        let list = request(addr, "GET", "/v1/tasks?state=ready&limit=100", &[], b"").json();
+        let items = list["items"].as_array().cloned().unwrap_or_default();
+        let ids: Vec<&str> = items.iter().filter_map(|t| t["id"].as_str()).collect();
+        let fresh = ids.iter().find(|id| !id.starts_with('t'));
+        let Some(id) = fresh.or(ids.first()) else {
+            idle += 1;
+            std::thread::sleep(Duration::from_millis(100));
+            continue;
+        };
+        idle = 0;
+        let claim = json!({"agent": name}).to_string();
+        let r = request(
+            addr,
+            "POST",
+            &format!("/v1/tasks/{id}/claim"),
+            &[],
+            claim.as_bytes(),
+        );
+        if r.status != 200 {
+            continue;
+        }
+        let grant = r.json();
+        let attempt = grant["attempt"].as_u64().expect("attempt");
+        let mut a = answers.lock().expect("answers");
+        a.grants.push((id.to_string(), attempt, name.to_string()));
+        drop(a);
+        std::thread::sleep(Duration::from_millis(50));
+        let done = json!({"agent": name, "attempt": attempt, "epoch": grant["epoch"], "output": {"by": name}});
+        let path = format!("/v1/tasks/{id}/complete");
+        let r = request(addr, "POST", &path, &[], done.to_string().as_bytes());
+        if r.status != 200 {
+            let why = format!("{name} completing {id}: {} {}", r.status, r.body);
+            answers.lock().expect("answers").refused.push(why);
+        }
+    }
+}
+
+/// A person on another clone pushing during the batches: new tasks, edits of ready tasks and
+/// edits of tasks the hub granted, in turn. A push that loses the race is given up.
+fn mixed_person(person: &TestRepo, pushes: usize, rng: &mut crate::harness::Rng) {
+    for k in 0..pushes {
+        std::thread::sleep(Duration::from_millis(150 + rng.below(300)));
+        person.git(&["fetch", "-q", "origin"]);
+        person.git(&["reset", "-q", "--hard", "origin/main"]);
+        let folder = ["work/inbox", "work/ready", "work/assigned"][k % 3];
+        let files = person.git(&["ls-files", "work/ready", "work/assigned"]);
+        let pick: Vec<&str> = files
+            .lines()
+            .filter(|f| f.starts_with(folder) && f.ends_with(".yaml"))
+            .collect();
+        if k % 3 == 0 {
+            person.task(
+                &format!("p{k}"),
+                &crate::harness::task_yaml(&format!("p{k}")),
+            );
+        } else if let Some(rel) = rng.pick(&pick) {
+            let text = retitled(&person.read(rel));
+            person.write(rel, &text);
+        } else {
+            continue;
+        }
+        person.git(&["add", "-A", "work"]);
+        person.git(&["commit", "-q", "-m", &format!("person's change {k}")]);
+        let mut push = std::process::Command::new("git");
+        push.current_dir(person.path())
+            .args(["push", "-q", "origin", "main"]);
+        for (key, value) in crate::harness::git_env() {
+            push.env(key, value);
+        }
+        let _ = push.output().expect("git push");
+    }
+}
+
+/// Rounds of a mixed run through a hub with `--tick`: agents claim and complete over REST,
+/// tasks arrive over REST (the hub's tick accepts them between batches) and from a person's
+/// pushes, and the person edits ready tasks and granted ones during the batches. No task is
+/// granted twice in one attempt, every result is credited, every answered claim's commit is
+/// on the remote (and no other), and a fresh clone verifies clean.
+#[test]
+fn a_persons_pushes_during_the_batches_never_drop_a_claim_the_hub_answered() {
+    for round in 1..=3u64 {
+        let net = fleet("{remote: origin, pushes_per_minute: 120, lease: 1m}", 6);
+        let clone = net.clone();
+        let hub = Hub::try_start_with(&clone, &["--tick"])
+            .unwrap_or_else(|(code, err)| panic!("hub exited {code:?}: {err}"));
+        let busy = Arc::new(AtomicBool::new(true));
+        let answers = Arc::new(Mutex::new(Answers::default()));
+        let agents: Vec<_> = ["w", "v"]
+            .into_iter()
+            .map(|name| {
+                let (addr, busy, answers) = (hub.addr.clone(), busy.clone(), answers.clone());
+                std::thread::spawn(move || mixed_agent(&addr, name, &busy, &answers))
+            })
+            .collect();
+        let addr = hub.addr.clone();
+        let creator = std::thread::spawn(move || {
+            let mut rng = crate::harness::Rng(round * 7919);
+            for k in 0..10 {
+                std::thread::sleep(Duration::from_millis(100 + rng.below(300)));
+                let body = json!({"title": format!("Rest {k}"), "id": format!("r{k}")});
+                let r = request(&addr, "POST", "/v1/tasks", &[], body.to_string().as_bytes());
+                assert!(r.status < 300, "create r{k}: {} {}", r.status, r.body);
+            }
+        });
+        let person = net.clone();
+        let mut rng = crate::harness::Rng(round * 104_729);
+        mixed_person(&person, 12, &mut rng);
+        creator.join().expect("creator");
+        busy.store(false, Ordering::SeqCst);
+        for a in agents {
+            a.join().expect("agent");
+        }
+        let answers = std::mem::take(&mut *answers.lock().expect("answers"));
+        let err = hub.stderr();
+        let mut granted = answers.grants.clone();
+        granted.sort();
+        let before = granted.len();
+        granted.dedup_by(|a, b| (&a.0, a.1) == (&b.0, b.1));
+        assert_eq!(
+            granted.len(),
+            before,
+            "round {round}: a (task, attempt) granted twice: {:?}\n{err}",
+            answers.grants
+        );
+        assert!(
+            answers.refused.is_empty(),
+            "round {round}: results not credited: {:?}\n{err}",
+            answers.refused
+        );
+        let on_remote = eventually(Duration::from_secs(30), || {
+            let mut claims = claims_on_remote(&net);
+            claims.sort();
+            claims == granted
+        });
+        let claims = claims_on_remote(&net);
+        assert!(
+            on_remote,
+            "round {round}: answered {granted:?}, on the remote {claims:?}\n{err}"
+        );
+        let (verified, _) = net.clone().code(&["verify"], 0);
+        assert!(
+            verified.trim_end().ends_with(": clean"),
+            "round {round}: {verified}"
+        );
+        eprintln!("round {round}: {} grants, all on the remote", granted.len());
+    }
 }
