@@ -7,6 +7,7 @@
 //! nothing here prints. Does I/O through the store and the lock.
 
 mod agent;
+mod answer;
 mod archive;
 pub(crate) mod demo;
 mod doctor;
@@ -36,7 +37,11 @@ mod worktree;
 
 pub use crate::engine::commands::{CommandError, Fence};
 pub use crate::lock::LockError;
-pub use agent::{Claimed, How, NothingClaimed, Reported, Signature, Verdict};
+pub use agent::{Claimed, How, Reported, Signature, Verdict};
+pub use answer::{
+    schemas, AnswerSchema, Beat, BeatOp, ClaimAnswer, Granted, NothingClaimed, ReportAnswer,
+    ReportOp, Version, Versioned, JSON_VERSION,
+};
 pub use archive::Archived;
 pub use doctor::{Finding, FindingCode};
 pub use edit::EditSource;

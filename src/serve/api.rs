@@ -524,7 +524,7 @@ fn run_action(
         "heartbeat" => coord
             .heartbeat(id, &how.fence, None)
             .map_err(fail)
-            .map(|()| None),
+            .map(|_| None),
         "approve" => coord.approve(id).map_err(fail).map(|_| None),
         "reject" => {
             let reason = need(b.reason, "reason")?;
