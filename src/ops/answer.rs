@@ -224,6 +224,11 @@ pub fn schemas() -> Vec<AnswerSchema> {
             "coord complete|fail --json",
             "A result written into an assigned task; the next tick takes it.",
         ),
+        versioned::<super::TaskPage>(
+            "list",
+            "coord list --json",
+            "The tasks that pass every filter given, one row each, in the board's order.",
+        ),
         versioned::<super::Created>(
             "new",
             "coord new --json",

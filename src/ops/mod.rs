@@ -52,7 +52,7 @@ pub use log::LogEntry;
 pub use new::{Created, NewTask};
 pub use profiles::{AddedAgent, NewAgent};
 pub use schedules::ScheduleRow;
-pub use status::{Cursor, PushRate, Status, TaskFilter, TaskPage, Tentative};
+pub use status::{Cursor, PushRate, Status, TaskFilter, TaskPage, TaskRow, Tentative};
 pub use tick::{describe, Moved, Planned, Ticked, TICK_WAIT};
 pub use validate::{validate, Validation};
 pub use verify::{Verified, Violation, ViolationKind};

@@ -1,6 +1,6 @@
-//! One answer per agent operation: `claim`, `heartbeat` and `complete` answer with the same
-//! fields through `--json` (inside its `version` envelope), the REST agent routes and the MCP
-//! tools, each the shape its schema under `schemas/json/` describes.
+//! One answer per operation: `claim`, `heartbeat`, `complete` and `new` answer with the same
+//! fields through `--json` (inside its `version` envelope), the REST routes and the MCP tools,
+//! each the shape its schema under `schemas/json/` describes.
 
 use crate::agents_mcp::{ok, with_server};
 use crate::harness::TestRepo;
@@ -9,8 +9,8 @@ use crate::schemas::check;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-/// The answers of one front end: claim, heartbeat, complete, then a claim of nothing.
-type Answers = [Value; 4];
+/// The answers of one front end: claim, heartbeat, complete, a claim of nothing, new.
+type Answers = [Value; 5];
 
 /// Returns the answer's field names, without the `--json` envelope's `version`.
 fn fields(v: &Value) -> Vec<String> {
@@ -41,7 +41,9 @@ fn claim_heartbeat_and_report_answer_alike_from_every_front_end() {
     let fence = ["--agent", "p", "--attempt", "1"];
     let beat = r.json(&[&["heartbeat", &id][..], &fence].concat());
     let done = r.json(&[&["complete", &id][..], &fence].concat());
-    by.insert("cli", [claim, beat, done, Value::Null]);
+    // Tasks no agent here may take: no claim below finds them.
+    let made = r.json(&["new", "More", "--id", "d1", "--capability", "x"]);
+    by.insert("cli", [claim, beat, done, Value::Null, made]);
 
     let s = Server::start(&r);
     let claim = s.post("/v1/agents/p/claim", "{}").json();
@@ -49,7 +51,13 @@ fn claim_heartbeat_and_report_answer_alike_from_every_front_end() {
     let at = |action: &str| format!("/v1/agents/p/tasks/{id}/{action}");
     let beat = s.post(&at("heartbeat"), r#"{"attempt": 1}"#).json();
     let done = s.post(&at("complete"), r#"{"attempt": 1}"#).json();
-    by.insert("rest", [claim, beat, done, Value::Null]);
+    let made = s
+        .post(
+            "/v1/tasks",
+            r#"{"title": "More", "id": "d2", "capabilities": ["x"]}"#,
+        )
+        .json();
+    by.insert("rest", [claim, beat, done, Value::Null, made]);
 
     let mcp = std::sync::Mutex::new(None);
     let slot = &mcp;
@@ -59,7 +67,13 @@ fn claim_heartbeat_and_report_answer_alike_from_every_front_end() {
         let beat = ok(&client, "heartbeat", fence.clone()).await;
         let done = ok(&client, "complete", fence).await;
         let nothing = ok(&client, "claim", json!({"agent": "p"})).await;
-        *slot.lock().expect("lock") = Some([claim, beat, done, nothing]);
+        let made = ok(
+            &client,
+            "new",
+            json!({"title": "More", "id": "d3", "capabilities": ["x"]}),
+        )
+        .await;
+        *slot.lock().expect("lock") = Some([claim, beat, done, nothing, made]);
     });
     let mcp = mcp.into_inner().expect("lock").expect("the MCP answers");
     assert_eq!(mcp[3]["claimed"], false, "{}", mcp[3]);
@@ -68,7 +82,7 @@ fn claim_heartbeat_and_report_answer_alike_from_every_front_end() {
     by.get_mut("cli").expect("cli")[3] = serde_json::from_str(&out).expect("JSON");
     by.get_mut("rest").expect("rest")[3] = s.post("/v1/agents/p/claim", "{}").json();
 
-    let schemas = ["claim", "heartbeat", "report", "claim"];
+    let schemas = ["claim", "heartbeat", "report", "claim", "new"];
     for (n, schema) in schemas.iter().enumerate() {
         let cli = fields(&by["cli"][n]);
         for front in ["rest", "mcp"] {
