@@ -185,6 +185,13 @@ pub struct ReportAnswer {
     pub recorded: bool,
 }
 
+/// The agents (`coord agents --json`; `GET /v1/agents` answers the list alone).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Agents {
+    /// Each agent, by name.
+    pub agents: Vec<super::AgentRow>,
+}
+
 /// One answer schema under `schemas/json/`: the file's name and the schema of its `--json`
 /// answer.
 pub struct AnswerSchema {
@@ -228,6 +235,11 @@ pub fn schemas() -> Vec<AnswerSchema> {
             "list",
             "coord list --json",
             "The tasks that pass every filter given, one row each, in the board's order.",
+        ),
+        versioned::<Agents>(
+            "agents",
+            "coord agents --json",
+            "The agents with their capabilities, load, limit, mode and circuit.",
         ),
         versioned::<super::Created>(
             "new",

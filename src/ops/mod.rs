@@ -37,10 +37,11 @@ mod worktree;
 
 pub use crate::engine::commands::{CommandError, Fence};
 pub use crate::lock::LockError;
+pub use crate::view::AgentRow;
 pub use agent::{Claimed, How, Reported, Signature, Verdict};
 pub use answer::{
-    schemas, AnswerSchema, Beat, BeatOp, ClaimAnswer, Granted, NothingClaimed, ReportAnswer,
-    ReportOp, Version, Versioned, JSON_VERSION,
+    schemas, Agents, AnswerSchema, Beat, BeatOp, ClaimAnswer, Granted, NothingClaimed,
+    ReportAnswer, ReportOp, Version, Versioned, JSON_VERSION,
 };
 pub use archive::Archived;
 pub use doctor::{Finding, FindingCode};

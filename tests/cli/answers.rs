@@ -92,3 +92,13 @@ fn claim_heartbeat_and_report_answer_alike_from_every_front_end() {
         }
     }
 }
+
+#[test]
+fn agents_answer_the_same_rows_from_the_command_line_and_rest() {
+    let r = TestRepo::with_agents(&["p --pull", "q --capability x"]);
+    let cli = r.json(&["agents"]);
+    let s = Server::start(&r);
+    let rest = s.get("/v1/agents").json();
+    assert_eq!(rest, cli["agents"], "{rest}\n{cli}");
+    versioned("agents", &json!({"agents": rest}));
+}
