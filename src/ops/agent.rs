@@ -563,19 +563,7 @@ impl Coord {
         fence: &Fence,
         remote: Option<&str>,
     ) -> Result<Beat, Error> {
-        match self.remote(remote) {
-            None => self
-                .act(&|b, i| commands::heartbeat(b, i, id, fence))
-                .map(drop)?,
-            Some(remote) => {
-                let mut step = |store: &Session<'_>| -> Result<usize, Error> {
-                    let (board, _) = store.load()?;
-                    let plan = commands::heartbeat(&board, &self.inputs(store), id, fence)?;
-                    apply(store, &self.sink, &plan, self.now, Origin::Command)
-                };
-                self.run_step(Some(remote), &mut step)?
-            }
-        }
+        self.extend_lease(id, fence, remote)?;
         let (state, lease) = self.now_in(id)?;
         Ok(Beat {
             op: BeatOp::Heartbeat,
@@ -583,6 +571,27 @@ impl Coord {
             state,
             lease_expires_at: lease,
         })
+    }
+
+    /// Extends the lease as [`Coord::heartbeat`] does, without reading the task again for
+    /// an answer (a runner's heartbeats).
+    pub(crate) fn extend_lease(
+        &self,
+        id: &TaskId,
+        fence: &Fence,
+        remote: Option<&str>,
+    ) -> Result<(), Error> {
+        let Some(remote) = self.remote(remote) else {
+            return self
+                .act(&|b, i| commands::heartbeat(b, i, id, fence))
+                .map(drop);
+        };
+        let mut step = |store: &Session<'_>| -> Result<usize, Error> {
+            let (board, _) = store.load()?;
+            let plan = commands::heartbeat(&board, &self.inputs(store), id, fence)?;
+            apply(store, &self.sink, &plan, self.now, Origin::Command)
+        };
+        self.run_step(Some(remote), &mut step)
     }
 
     /// Reports `verdict` as [`Coord::report`] does and answers as every front end does: a
