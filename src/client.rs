@@ -7,8 +7,10 @@
 
 use crate::engine::commands::Receipt;
 use crate::engine::Signer;
-use crate::model::{AgentName, TaskId};
-use crate::ops::{Claimed, Created, Fence, How, NewTask, Verdict, Work};
+use crate::model::{AgentName, State, TaskId};
+use crate::ops::{
+    Beat, BeatOp, Claimed, Created, Fence, How, NewTask, ReportAnswer, Verdict, Work,
+};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -105,25 +107,20 @@ impl std::fmt::Debug for Hub {
     }
 }
 
-/// What a report through the hub became: the attempt the result was stamped with, and the
-/// task's state after it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct ReportedThere {
-    /// The agent whose folder the task is in.
-    pub agent: Option<AgentName>,
-    /// The attempt the result was stamped with.
-    pub attempt: u32,
-    /// The task's state now.
-    pub state: Value,
+/// A report's answer as a hub gives it (older hubs without `op` and `recorded`).
+#[derive(Debug, Deserialize)]
+struct ReportedThere {
+    agent: Option<AgentName>,
+    attempt: u32,
+    state: State,
 }
 
-/// What a heartbeat through the hub left: the task's state and its new lease.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct Beat {
-    /// The task's state now.
-    pub state: Value,
-    /// When the lease runs out now.
-    pub lease_expires_at: Value,
+/// A heartbeat's answer as a hub gives it (older hubs without `op` and `id`).
+#[derive(Debug, Deserialize)]
+struct BeatThere {
+    state: State,
+    #[serde(default, with = "crate::model::time::recorded")]
+    lease_expires_at: Option<jiff::Timestamp>,
 }
 
 impl Hub {
@@ -206,7 +203,7 @@ impl Hub {
         id: &TaskId,
         verdict: &Verdict,
         how: &How,
-    ) -> Result<ReportedThere, ClientError> {
+    ) -> Result<ReportAnswer, ClientError> {
         let (action, mut body) = match verdict {
             Verdict::Success {
                 output,
@@ -229,14 +226,28 @@ impl Hub {
         }
         let path = Hub::action_path(id, action, &how.fence);
         let answer = self.write(&path, &body)?;
-        self.read(&path, answer)
+        let there: ReportedThere = self.read(&path, answer)?;
+        Ok(ReportAnswer {
+            op: verdict.op(),
+            id: id.clone(),
+            agent: there.agent,
+            state: there.state,
+            attempt: there.attempt,
+            recorded: true,
+        })
     }
 
     /// Extends the lease of task `id` (as `coord heartbeat`).
     pub fn heartbeat(&self, id: &TaskId, fence: &Fence) -> Result<Beat, ClientError> {
         let path = Hub::action_path(id, "heartbeat", fence);
         let answer = self.write(&path, &json!({"attempt": fence.attempt}))?;
-        self.read(&path, answer)
+        let there: BeatThere = self.read(&path, answer)?;
+        Ok(Beat {
+            op: BeatOp::Heartbeat,
+            id: id.clone(),
+            state: there.state,
+            lease_expires_at: there.lease_expires_at,
+        })
     }
 
     /// Returns why task `id` is no longer `agent`'s `attempt` (as a runner checks while the

@@ -40,7 +40,7 @@ impl From<Exit> for ExitCode {
 pub struct UsageError(pub String);
 
 /// The version of the JSON objects coord prints (docs/json.md).
-pub const JSON_VERSION: u32 = 1;
+pub const JSON_VERSION: u32 = crate::ops::JSON_VERSION;
 
 /// A failure as the command line reports it (jj's `CommandError`): the error and its causes,
 /// the exit code, a code naming the kind and hints. A library error is mapped by its type

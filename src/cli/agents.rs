@@ -4,7 +4,7 @@
 use super::Ctx;
 use crate::error::CliError;
 use crate::model::AgentName;
-use crate::ops::NewAgent;
+use crate::ops::{self, NewAgent};
 use serde_json::json;
 
 /// Arguments of `coord agents`.
@@ -91,31 +91,25 @@ fn change(ctx: &Ctx, verb: &str, name: &AgentName) -> Result<(), CliError> {
 fn list(ctx: &Ctx) -> Result<(), CliError> {
     let rows = ctx.coord()?.agents()?;
     if ctx.json {
-        super::print_answer(json!({ "agents": rows }));
+        super::print_answer(ops::Agents { agents: rows });
         return Ok(());
     }
     if rows.is_empty() {
         out!("no agents; add one with 'coord agents add NAME'");
     }
     for r in rows {
-        let caps: Vec<String> =
-            serde_json::from_value(r["capabilities"].clone()).unwrap_or_default();
         let line = format!(
             "{:<20} {}/{} {:<8} {:<9} {}{}",
-            r["name"].as_str().unwrap_or_default(),
-            r["active"],
-            r["max_active"],
-            if r["enabled"] == json!(true) {
-                r["assign"].as_str().unwrap_or_default()
-            } else {
-                "disabled"
+            r.name.as_str(),
+            r.active,
+            r.max_active,
+            match r.enabled {
+                true => r.assign.as_str(),
+                false => "disabled",
             },
-            r["circuit"].as_str().unwrap_or_default(),
-            caps.join(","),
-            r["error"]
-                .as_str()
-                .map(|e| format!("  ({e})"))
-                .unwrap_or_default(),
+            r.circuit.as_str(),
+            r.capabilities.join(","),
+            r.error.map(|e| format!("  ({e})")).unwrap_or_default(),
         );
         out!("{}", crate::redact::error_line(&line));
     }

@@ -4,8 +4,7 @@
 use super::Ctx;
 use crate::error::CliError;
 use crate::model::{AgentName, Priority, State};
-use crate::ops::TaskFilter;
-use serde_json::{json, Value};
+use crate::ops::{TaskFilter, TaskPage, TaskRow};
 
 /// Arguments of `coord list`.
 #[derive(Debug, clap::Args)]
@@ -34,7 +33,10 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     };
     let rows = ctx.coord()?.list(&filter)?;
     if ctx.json {
-        super::print_answer(json!({ "tasks": rows }));
+        super::print_answer(TaskPage {
+            tasks: rows,
+            next_cursor: None,
+        });
         return Ok(());
     }
     if rows.is_empty() {
@@ -76,19 +78,19 @@ fn line(row: &[String; 6], widths: &[usize; 5], look: Option<super::human::Look>
 }
 
 /// Returns a task's row: id, state, agent, priority, attempt and title ("-" for none).
-fn cells(v: &Value) -> [String; 6] {
-    let text = |k: &str, none: &str| crate::redact::one_line(v[k].as_str().unwrap_or(none));
-    let attempt = v["attempt"]
-        .as_u64()
+fn cells(row: &TaskRow) -> [String; 6] {
+    let text = |s: Option<&str>, none: &str| crate::redact::one_line(s.unwrap_or(none));
+    let attempt = row
+        .attempt
         .filter(|n| *n > 0)
         .map_or("-".to_string(), |n| n.to_string());
     [
-        text("id", "-"),
-        text("state", "-"),
-        text("agent", "-"),
-        text("priority", "normal"),
+        text(Some(row.id.as_str()), "-"),
+        text(Some(row.state.as_str()), "-"),
+        text(row.agent.as_ref().map(AgentName::as_str), "-"),
+        text(row.priority.map(Priority::as_str), "normal"),
         attempt,
-        text("title", "(does not read)"),
+        text(row.title.as_deref(), "(does not read)"),
     ]
 }
 

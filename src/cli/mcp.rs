@@ -485,10 +485,8 @@ impl Server {
         self.agents.add(&p.agent);
         self.answer(move |ctx| {
             let withdrawn = || ct.is_cancelled();
-            Ok(ctx
-                .coord()?
-                .claim_unless(&p.agent, None, &withdrawn)?
-                .answer())
+            let claimed = ctx.coord()?.claim_unless(&p.agent, None, &withdrawn)?;
+            Ok(json!(claimed.answer()))
         })
         .await
     }
@@ -507,15 +505,8 @@ impl Server {
     async fn heartbeat(&self, Parameters(p): Parameters<HeartbeatParams>) -> Answer {
         self.agents.add(&p.agent);
         let fence = fence(p.agent, p.attempt);
-        self.answer(move |ctx| {
-            ctx.coord()?.heartbeat(&p.id, &fence, None)?;
-            let task = ctx.coord()?.show(&p.id)?;
-            let lease = task
-                .first()
-                .map(|t| t["task"]["coord"]["lease_expires_at"].clone());
-            Ok(json!({"id": p.id, "lease_expires_at": lease}))
-        })
-        .await
+        self.answer(move |ctx| Ok(json!(ctx.coord()?.heartbeat(&p.id, &fence, None)?)))
+            .await
     }
 
     #[tool(
@@ -698,13 +689,12 @@ impl Server {
 
     /// Writes a result as `coord complete`/`fail --agent --attempt` do.
     async fn report(&self, id: TaskId, verdict: Verdict, how: ops::How) -> Answer {
-        let attempt = how.fence.attempt;
         self.answer(move |ctx| {
-            ctx.coord()?
-                .report(&id, &verdict, &how, None)
-                .map_err(|e| super::report::replace_hint(e, REPLACE_HINT))?
-                .accepted(&id)?;
-            Ok(json!({"id": id, "attempt": attempt, "recorded": true}))
+            let answer = ctx
+                .coord()?
+                .report_answer(&id, &verdict, &how, None)
+                .map_err(|e| super::report::replace_hint(e, REPLACE_HINT))?;
+            Ok(json!(answer))
         })
         .await
     }

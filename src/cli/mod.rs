@@ -495,14 +495,10 @@ pub fn print_json(v: &serde_json::Value) {
 }
 
 /// Prints a command's `--json` answer (docs/json.md): `"version"` first, then the fields of
-/// `fields` (an object).
-pub fn print_answer(fields: serde_json::Value) {
-    let mut answer = serde_json::Map::new();
-    answer.insert("version".into(), crate::error::JSON_VERSION.into());
-    if let serde_json::Value::Object(m) = fields {
-        answer.extend(m.into_iter().filter(|(k, _)| k != "version"));
-    }
-    print_json(&serde_json::Value::Object(answer));
+/// `answer` (an object).
+pub fn print_answer<T: serde::Serialize>(answer: T) {
+    let versioned = ops::Versioned::of(answer);
+    print_json(&serde_json::to_value(versioned).unwrap_or_default());
 }
 
 /// Returns a transition as a `--json` answer lists it: the task, the states and the summary.

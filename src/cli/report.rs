@@ -4,7 +4,7 @@
 use super::hub::HubArg;
 use super::synced::SyncArg;
 use super::Ctx;
-use crate::error::{CliError, Exit, JSON_VERSION};
+use crate::error::{CliError, Exit};
 use crate::model::metrics::Metrics;
 use crate::model::time;
 use crate::model::{AgentName, TaskId};
@@ -128,7 +128,7 @@ fn nothing(ctx: &Ctx, agent: AgentName, why: String) -> CliError {
     }
     .to_string();
     if ctx.json {
-        super::print_answer(serde_json::json!(ops::NothingClaimed::of(agent, &why)));
+        super::print_answer(ops::NothingClaimed::of(agent, &why));
     } else if !ctx.quiet {
         err!("coord: {line}");
     }
@@ -188,29 +188,16 @@ fn write_result(ctx: &Ctx, id: &TaskId, verdict: &Verdict, how: How) -> Result<(
         signed: None,
     };
     let remote = how.sync.sync.as_deref();
-    let (attempt, state) = match super::hub::of(ctx, &how.hub, remote)? {
-        Some(hub) => {
-            let there = hub.report(id, verdict, &written).map_err(pending_there)?;
-            stamped(ctx, &written, there.agent.as_ref(), there.attempt);
-            (there.attempt, there.state)
-        }
-        None => {
-            let attempt = report(ctx, id, verdict, &written, remote)?;
-            (attempt, Value::Null)
-        }
+    let answer = match super::hub::of(ctx, &how.hub, remote)? {
+        Some(hub) => hub.report(id, verdict, &written).map_err(pending_there)?,
+        None => ctx
+            .coord()?
+            .report_answer(id, verdict, &written, remote)
+            .map_err(|e| replace_hint(e, REPLACE_HINT))?,
     };
+    stamped(ctx, &written, answer.agent.as_ref(), answer.attempt);
     if ctx.json {
-        let op = match verdict {
-            Verdict::Success { .. } => "complete",
-            Verdict::Failure { .. } => "fail",
-        };
-        let state = match state {
-            Value::Null => super::state_of(&ctx.coord()?, id)?,
-            there => there,
-        };
-        super::print_json(&serde_json::json!({
-            "version": JSON_VERSION, "op": op, "id": id, "state": state, "attempt": attempt,
-        }));
+        super::print_answer(answer);
     }
     Ok(())
 }
@@ -225,52 +212,16 @@ fn stamped(ctx: &Ctx, written: &ops::How, agent: Option<&AgentName>, attempt: u3
     }
 }
 
-/// Reports `verdict` for task `id` as `coord complete`/`fail` do (here, or through `remote`):
-/// a refused report (a stale attempt, a task that moved on upstream) is an error. Returns the
-/// attempt the result is stamped with.
-fn report(
-    ctx: &Ctx,
-    id: &TaskId,
-    verdict: &Verdict,
-    written: &ops::How,
-    remote: Option<&str>,
-) -> Result<u32, CliError> {
-    let reported = ctx
-        .coord()?
-        .report(id, verdict, written, remote)
-        .map_err(|e| replace_hint(e, REPLACE_HINT))?;
-    let (agent, attempt) = reported.accepted(id)?;
-    stamped(ctx, written, agent.as_ref(), attempt);
-    Ok(attempt)
-}
-
 /// Runs `coord heartbeat`.
 /// With `--json`, prints `{version, op, id, state, lease_expires_at}`.
 pub fn heartbeat(ctx: &Ctx, args: HeartbeatArgs) -> Result<(), CliError> {
     let fence = args.fence.fence();
-    let (state, lease) = match super::hub::of(ctx, &args.hub, None)? {
-        Some(hub) => {
-            let beat = hub.heartbeat(&args.id, &fence)?;
-            (beat.state, beat.lease_expires_at)
-        }
-        None => {
-            let coord = ctx.coord()?;
-            coord.heartbeat(&args.id, &fence, None)?;
-            let copies = coord.show(&args.id)?;
-            let first = copies.first();
-            (
-                first.map_or(Value::Null, |c| c["state"].clone()),
-                first.map_or(Value::Null, |c| {
-                    c["task"]["coord"]["lease_expires_at"].clone()
-                }),
-            )
-        }
+    let beat = match super::hub::of(ctx, &args.hub, None)? {
+        Some(hub) => hub.heartbeat(&args.id, &fence)?,
+        None => ctx.coord()?.heartbeat(&args.id, &fence, None)?,
     };
     if ctx.json {
-        super::print_json(&serde_json::json!({
-            "version": JSON_VERSION, "op": "heartbeat", "id": args.id,
-            "state": state, "lease_expires_at": lease,
-        }));
+        super::print_answer(beat);
     }
     Ok(())
 }

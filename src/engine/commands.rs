@@ -191,16 +191,18 @@ fn done(w: World<'_>) -> Result<Plan, CommandError> {
 
 /// What an agent needs to know about the task it claimed: the fence it must name when it
 /// reports (`--agent`, `--attempt`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Receipt {
     /// The task.
     pub id: TaskId,
     /// The agent it was given to.
     pub agent: AgentName,
     /// The attempt granted.
+    #[schemars(range(min = 1))]
     pub attempt: u32,
     /// When the lease runs out unless extended with `coord heartbeat`.
     #[serde(with = "crate::model::time::recorded")]
+    #[schemars(schema_with = "crate::model::time::recorded_schema")]
     pub lease_expires_at: Option<Timestamp>,
     /// The task file's repo-relative path.
     pub path: String,

@@ -3,8 +3,11 @@
 use serde::{Deserialize, Serialize};
 
 /// push: the tick assigns; pull: only `coord claim` takes work.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
+#[schemars(inline)]
 pub enum AssignMode {
     /// The tick assigns tasks to the agent.
     #[default]
@@ -13,9 +16,22 @@ pub enum AssignMode {
     Pull,
 }
 
+impl AssignMode {
+    /// Returns the name as written in profiles.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AssignMode::Push => "push",
+            AssignMode::Pull => "pull",
+        }
+    }
+}
+
 /// Circuit-breaker state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
+#[schemars(inline)]
 pub enum Circuit {
     /// Healthy: gets work.
     #[default]

@@ -6,9 +6,20 @@ use std::sync::Arc;
 
 /// A task's state, named as its folder under `work/`.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
+#[schemars(inline)]
 pub enum State {
     /// New, not yet validated.
     Inbox,

@@ -8,9 +8,21 @@ use serde_json::Value;
 
 /// Task priority; assignment takes critical first.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Deserialize, Serialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Default,
+    Deserialize,
+    Serialize,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
+#[schemars(inline)]
 pub enum Priority {
     /// Lowest.
     Low,

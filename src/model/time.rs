@@ -14,6 +14,17 @@ pub fn format(t: Timestamp) -> String {
     t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
+/// Returns the JSON Schema of an optional instant as [`recorded`] writes it: whole seconds in
+/// UTC, or null.
+pub(crate) fn recorded_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "anyOf": [
+            {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$"},
+            {"type": "null"}
+        ]
+    })
+}
+
 /// (De)serializes an optional instant of a `coord:` block: written with [`format`]; read from
 /// any RFC 3339 text, anything else reading as none.
 pub(crate) mod recorded {

@@ -3,13 +3,15 @@
 //! Outcomes that are not failures — nothing to claim, a stale report kept in history — are
 //! values.
 
+use super::answer::{Beat, BeatOp, ClaimAnswer, Granted, NothingClaimed, ReportAnswer, ReportOp};
 use super::{apply, Coord, Error, Sink, AGENT_WAIT};
 use crate::board::Board;
 use crate::engine::commands::{self, CommandError, Fence, Outcome, Receipt, Report};
 use crate::engine::Signer;
 use crate::model::metrics::Metrics;
-use crate::model::{AgentName, TaskId};
+use crate::model::{AgentName, State, TaskId};
 use crate::store::{Origin, Session};
+use jiff::Timestamp;
 use serde_json::{json, Value};
 
 /// What a claim found.
@@ -28,45 +30,14 @@ pub enum Claimed {
 }
 
 impl Claimed {
-    /// Returns the answer of `claim --json` without its version, as the MCP tool and the
-    /// hub's claim route give it too: `{claimed: true, id, agent, attempt, lease_expires_at,
-    /// path}`, or `{claimed: false, agent, why}`.
-    pub fn answer(&self) -> Value {
+    /// Returns the answer every front end gives: `claim --json` (with its version), the MCP
+    /// tool and the hub's claim route.
+    pub fn answer(&self) -> ClaimAnswer {
         match self {
-            Claimed::Granted(receipt) => {
-                let mut answer = json!({ "claimed": true });
-                if let (Value::Object(m), Ok(Value::Object(fields))) =
-                    (&mut answer, serde_json::to_value(receipt))
-                {
-                    m.extend(fields);
-                }
-                answer
+            Claimed::Granted(receipt) => ClaimAnswer::Granted(Granted::of(receipt.clone())),
+            Claimed::Nothing { agent, why } => {
+                ClaimAnswer::Nothing(NothingClaimed::of(agent.clone(), why))
             }
-            Claimed::Nothing { agent, why } => json!(NothingClaimed::of(agent.clone(), why)),
-        }
-    }
-}
-
-/// The answer of a claim that found nothing to claim (`claim --json`, the MCP tool, the hub).
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct NothingClaimed {
-    /// Always false.
-    pub claimed: bool,
-    /// The agent that asked.
-    pub agent: AgentName,
-    /// Why, when one reason stands out; else null.
-    pub why: Option<String>,
-}
-
-impl NothingClaimed {
-    /// Returns the answer for `agent`, with `why` as [`Claimed::Nothing`] gives it (a
-    /// leading `: `, or empty).
-    pub fn of(agent: AgentName, why: &str) -> NothingClaimed {
-        let why = why.trim_start_matches([':', ' ']);
-        NothingClaimed {
-            claimed: false,
-            agent,
-            why: (!why.is_empty()).then(|| why.to_string()),
         }
     }
 }
@@ -91,6 +62,14 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// Returns the operation that reports this verdict.
+    pub fn op(&self) -> ReportOp {
+        match self {
+            Verdict::Success { .. } => ReportOp::Complete,
+            Verdict::Failure { .. } => ReportOp::Fail,
+        }
+    }
+
     /// Returns the `result:` fields this verdict writes.
     pub fn to_value(&self) -> Value {
         match self {
@@ -216,6 +195,14 @@ fn own_result(board: &Board, id: &TaskId, how: &How) -> bool {
         let held = f.read.as_ref().ok().and_then(|t| t.doc.value.get("result"));
         held.is_some_and(|r| r["attempt"] == json!(attempt) && r["agent"] == json!(agent))
     })
+}
+
+/// Returns whether the work-relative path `rel` names a file of task `id`.
+fn is_file_of(rel: &str, id: &TaskId) -> bool {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    name.strip_suffix(".yaml")
+        .or_else(|| name.strip_suffix(".yml"))
+        .is_some_and(|stem| stem == id.as_str())
 }
 
 /// Returns "nothing to claim" as an outcome, any other error as it is.
@@ -515,14 +502,7 @@ impl Coord {
         how: &How,
     ) -> Result<Option<Reported>, Error> {
         let session = self.lock(AGENT_WAIT)?;
-        let names = [format!("{id}.yaml"), format!("{id}.yml")];
-        let looked = |rel: &str| {
-            rel.starts_with("agents/")
-                || rel
-                    .rsplit('/')
-                    .next()
-                    .is_some_and(|name| names.iter().any(|n| n == name))
-        };
+        let looked = |rel: &str| rel.starts_with("agents/") || is_file_of(rel, id);
         let board = session.load_scoped(&looked)?;
         let result = how.result_of(verdict);
         let report = self.report_of(&result, how);
@@ -576,8 +556,31 @@ impl Coord {
     }
 
     /// Extends the lease of an assigned task, here or on the tip of `remote` (see
-    /// [`Coord::remote`]).
-    pub fn heartbeat(&self, id: &TaskId, fence: &Fence, remote: Option<&str>) -> Result<(), Error> {
+    /// [`Coord::remote`]); returns the lease in force afterwards.
+    pub fn heartbeat(
+        &self,
+        id: &TaskId,
+        fence: &Fence,
+        remote: Option<&str>,
+    ) -> Result<Beat, Error> {
+        self.extend_lease(id, fence, remote)?;
+        let (state, lease) = self.now_in(id)?;
+        Ok(Beat {
+            op: BeatOp::Heartbeat,
+            id: id.clone(),
+            state,
+            lease_expires_at: lease,
+        })
+    }
+
+    /// Extends the lease as [`Coord::heartbeat`] does, without reading the task again for
+    /// an answer (a runner's heartbeats).
+    pub(crate) fn extend_lease(
+        &self,
+        id: &TaskId,
+        fence: &Fence,
+        remote: Option<&str>,
+    ) -> Result<(), Error> {
         let Some(remote) = self.remote(remote) else {
             return self
                 .act(&|b, i| commands::heartbeat(b, i, id, fence))
@@ -589,5 +592,41 @@ impl Coord {
             apply(store, &self.sink, &plan, self.now, Origin::Command)
         };
         self.run_step(Some(remote), &mut step)
+    }
+
+    /// Reports `verdict` as [`Coord::report`] does and answers as every front end does: a
+    /// result that was not accepted (a stale attempt, a task that moved on upstream) is an
+    /// error.
+    pub fn report_answer(
+        &self,
+        id: &TaskId,
+        verdict: &Verdict,
+        how: &How,
+        remote: Option<&str>,
+    ) -> Result<ReportAnswer, Error> {
+        let (agent, attempt) = self.report(id, verdict, how, remote)?.accepted(id)?;
+        let (state, _) = self.now_in(id)?;
+        Ok(ReportAnswer {
+            op: verdict.op(),
+            id: id.clone(),
+            agent,
+            state,
+            attempt,
+            recorded: true,
+        })
+    }
+
+    /// Returns the state of task `id` (its first copy's) and its lease, as its files read
+    /// now (only the task's own files are read).
+    fn now_in(&self, id: &TaskId) -> Result<(State, Option<Timestamp>), Error> {
+        let board = self.read().load_scoped(&|rel| is_file_of(rel, id))?;
+        let first = board.find(id).into_iter().next();
+        let file = first.ok_or_else(|| CommandError::NotFound(id.clone()))?;
+        let lease = file
+            .read
+            .as_ref()
+            .ok()
+            .and_then(|t| t.coord.lease_expires_at);
+        Ok((file.folder.state, lease))
     }
 }

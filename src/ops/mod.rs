@@ -7,6 +7,7 @@
 //! nothing here prints. Does I/O through the store and the lock.
 
 mod agent;
+mod answer;
 mod archive;
 pub(crate) mod demo;
 mod doctor;
@@ -36,7 +37,12 @@ mod worktree;
 
 pub use crate::engine::commands::{CommandError, Fence};
 pub use crate::lock::LockError;
-pub use agent::{Claimed, How, NothingClaimed, Reported, Signature, Verdict};
+pub use crate::view::AgentRow;
+pub use agent::{Claimed, How, Reported, Signature, Verdict};
+pub use answer::{
+    schemas, Agents, AnswerSchema, Beat, BeatOp, ClaimAnswer, Granted, NothingClaimed,
+    ReportAnswer, ReportOp, Version, Versioned, JSON_VERSION,
+};
 pub use archive::Archived;
 pub use doctor::{Finding, FindingCode};
 pub use edit::EditSource;
@@ -47,7 +53,7 @@ pub use log::LogEntry;
 pub use new::{Created, NewTask};
 pub use profiles::{AddedAgent, NewAgent};
 pub use schedules::ScheduleRow;
-pub use status::{Cursor, PushRate, Status, TaskFilter, TaskPage, Tentative};
+pub use status::{Cursor, PushRate, Status, TaskFilter, TaskPage, TaskRow, Tentative};
 pub use tick::{describe, Moved, Planned, Ticked, TICK_WAIT};
 pub use validate::{validate, Validation};
 pub use verify::{Verified, Violation, ViolationKind};

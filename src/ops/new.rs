@@ -52,7 +52,7 @@ pub struct NewTask {
 }
 
 /// What `new` did.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Created {
     /// The task's id.
     pub id: TaskId,

@@ -7,7 +7,7 @@ use crate::engine::{Op, Plan, Transition};
 use crate::model::{AgentName, Endpoint};
 use crate::store::Origin;
 use crate::yaml::emit_block;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// A profile to add.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,7 +34,7 @@ pub struct AddedAgent {
 impl Coord {
     /// Returns every agent with its capabilities, load, limit, assignment mode and circuit
     /// (the JSON `coord agents` prints).
-    pub fn agents(&self) -> Result<Vec<Value>, Error> {
+    pub fn agents(&self) -> Result<Vec<super::AgentRow>, Error> {
         let (board, _) = self.read().load()?;
         Ok(crate::view::agents(&board))
     }

@@ -8,9 +8,8 @@ use super::{Coord, Error, Event};
 use crate::board::{Board, TaskFile};
 use crate::engine::commands::known_agent;
 use crate::engine::Plan;
-use crate::model::time;
 use crate::model::{AgentName, Priority, State, TaskId, TaskSpec};
-use crate::redact::redact_value;
+use crate::redact::{redact_text, redact_value};
 use crate::store::{Session, Store, Walk};
 use jiff::Timestamp;
 use serde_json::{json, Value};
@@ -127,7 +126,7 @@ impl Coord {
         &self,
         state: Option<State>,
         agent: Option<&AgentName>,
-    ) -> Result<Vec<Value>, Error> {
+    ) -> Result<Vec<TaskRow>, Error> {
         self.list(&TaskFilter {
             state,
             agent: agent.cloned(),
@@ -137,7 +136,7 @@ impl Coord {
 
     /// Returns one line of facts per task, as [`Coord::tasks`] does, for the tasks that pass
     /// every filter given (`coord list`). An unknown agent is an error.
-    pub fn list(&self, filter: &TaskFilter) -> Result<Vec<Value>, Error> {
+    pub fn list(&self, filter: &TaskFilter) -> Result<Vec<TaskRow>, Error> {
         let (board, _) = self.read().load()?;
         if let Some(a) = &filter.agent {
             known_agent(&board, a)?;
@@ -151,14 +150,37 @@ impl Coord {
     }
 }
 
-/// One page of task lines in id order (then path, for copies of one id), as `coord mcp`'s
-/// `list` answers it.
-#[derive(Debug, Clone, serde::Serialize)]
+/// One page of task rows in id order (then path, for copies of one id), as `coord mcp`'s
+/// `list` answers it; `coord list --json` answers every row in one page.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct TaskPage {
-    /// The tasks of this page, one line each (as [`Coord::list`] gives them).
-    pub tasks: Vec<Value>,
-    /// What to pass for the next page; None on the last page.
+    /// The tasks of this page, one row each.
+    pub tasks: Vec<TaskRow>,
+    /// What to pass for the next page; null on the last page.
     pub next_cursor: Option<String>,
+}
+
+/// One task's facts, as `coord list` shows them. Redacted.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct TaskRow {
+    /// The task.
+    pub id: TaskId,
+    /// The state its folder stands for.
+    pub state: State,
+    /// The agent whose folder holds it; null outside `assigned/`.
+    pub agent: Option<AgentName>,
+    /// Its title; null when the file does not read.
+    pub title: Option<String>,
+    /// Its priority; null when it names none or does not read.
+    pub priority: Option<Priority>,
+    /// Attempts started so far; null when the file does not read.
+    pub attempt: Option<u32>,
+    /// When the current attempt's lease ends.
+    #[serde(with = "crate::model::time::recorded")]
+    #[schemars(schema_with = "crate::model::time::recorded_schema")]
+    pub lease_expires_at: Option<Timestamp>,
+    /// The file, repo-relative.
+    pub path: String,
 }
 
 /// A position in the tasks in id order: the id and path of the last task a page held. Given
@@ -297,18 +319,18 @@ fn belongs_to(t: &crate::board::TaskFile, agent: &AgentName) -> bool {
             .is_ok_and(|d| d.spec.agent.as_ref() == Some(agent))
 }
 
-fn task_line(t: &crate::board::TaskFile) -> Value {
+fn task_line(t: &crate::board::TaskFile) -> TaskRow {
     let doc = t.read.as_ref().ok();
-    redact_value(&json!({
-        "id": t.id,
-        "state": t.folder.state.as_str(),
-        "agent": t.folder.agent,
-        "title": doc.map(|d| &d.spec.title),
-        "priority": doc.and_then(|d| d.spec.priority),
-        "attempt": doc.map(|d| d.coord.attempt),
-        "lease_expires_at": doc.and_then(|d| d.coord.lease_expires_at).map(time::format),
-        "path": t.path,
-    }))
+    TaskRow {
+        id: t.id.clone(),
+        state: t.folder.state,
+        agent: t.folder.agent.clone(),
+        title: doc.map(|d| redact_text(&d.spec.title)),
+        priority: doc.and_then(|d| d.spec.priority),
+        attempt: doc.map(|d| d.coord.attempt),
+        lease_expires_at: doc.and_then(|d| d.coord.lease_expires_at),
+        path: t.path.clone(),
+    }
 }
 
 /// What `coord status -v` says when it shows the board a tick saved.

@@ -200,7 +200,7 @@ impl Place {
     pub fn heartbeat(&self, id: &TaskId, fence: &Fence) -> Result<(), PlaceError> {
         match self {
             Place::Repo { opener, remote } => on_repo(opener, remote, |coord, remote| {
-                coord.heartbeat(id, fence, remote)
+                coord.extend_lease(id, fence, remote)
             }),
             Place::Hub(hub) => hub.heartbeat(id, fence).map(drop).map_err(Into::into),
         }

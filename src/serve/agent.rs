@@ -139,20 +139,22 @@ pub(super) async fn claim(
     let epoch = app.mode.as_ref().map(|m| m.epoch);
     once(&app, &headers, scope, move || {
         let coord = opener.open().map_err(|e| Problem::of(&e))?;
-        let mut answer = match b.work {
-            true => {
-                let work = coord
-                    .claim_work(&agent, None, &mut Vec::new())
-                    .map_err(|e| Problem::of(&e))?;
-                json!({"claimed": work.is_some(), "work": work.as_ref().map(work_json)})
-            }
-            false => coord
+        if !b.work {
+            let answer = coord
                 .claim(&agent, None)
                 .map_err(|e| Problem::of(&e))?
-                .answer(),
-        };
-        if let Some(epoch) = epoch {
+                .answer();
             // The epoch that granted it, as a hub's claims by id answer.
+            return Ok(json!(match epoch {
+                Some(epoch) => answer.in_epoch(epoch),
+                None => answer,
+            }));
+        }
+        let work = coord
+            .claim_work(&agent, None, &mut Vec::new())
+            .map_err(|e| Problem::of(&e))?;
+        let mut answer = json!({"claimed": work.is_some(), "work": work.as_ref().map(work_json)});
+        if let Some(epoch) = epoch {
             answer["epoch"] = json!(epoch);
         }
         Ok(answer)
@@ -284,29 +286,16 @@ fn run_action(
         return heartbeat(&coord, id, &how.fence);
     }
     let verdict = verdict(action, b.output, b.next_agent, b.error, b.fatal)?;
-    let reported = coord
-        .report(id, &verdict, &how, None)
+    let answer = coord
+        .report_answer(id, &verdict, &how, None)
         .map_err(|e| Problem::of(&e))?;
-    let (agent, attempt) = reported.accepted(id).map_err(|e| Problem::of(&e))?;
-    Ok(json!({"id": id, "agent": agent, "attempt": attempt, "state": state(&coord, id)?}))
+    Ok(json!(answer))
 }
 
 /// Extends the lease; answers the task's state and new lease.
 fn heartbeat(coord: &Coord, id: &TaskId, fence: &Fence) -> Result<Value, Problem> {
-    coord
+    let beat = coord
         .heartbeat(id, fence, None)
         .map_err(|e| Problem::of(&e))?;
-    let copies = coord.show(id).map_err(|e| Problem::of(&e))?;
-    let first = copies.first();
-    Ok(json!({
-        "id": id,
-        "state": first.map(|c| &c["state"]),
-        "lease_expires_at": first.map(|c| &c["task"]["coord"]["lease_expires_at"]),
-    }))
-}
-
-/// Returns the state task `id` is in now (its first copy's).
-fn state(coord: &Coord, id: &TaskId) -> Result<Value, Problem> {
-    let copies = coord.show(id).map_err(|e| Problem::of(&e))?;
-    Ok(copies.first().map_or(Value::Null, |c| c["state"].clone()))
+    Ok(json!(beat))
 }

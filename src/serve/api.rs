@@ -9,9 +9,9 @@ use super::App;
 use crate::board::TaskFile;
 use crate::model::{AgentName, State, TaskId};
 use crate::ops::Fence;
-use crate::ops::NewTask;
 use crate::ops::Opener;
 use crate::ops::{self, Coord, How, Reported, TaskFilter, Verdict};
+use crate::ops::{Created, NewTask};
 use axum::body::Bytes;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State as With};
@@ -333,7 +333,11 @@ pub(super) async fn create(With(app): With<Arc<App>>, headers: HeaderMap, body: 
     written(&app).await;
     let location = HeaderValue::from_str(&format!("/v1/tasks/{}", made.id))
         .unwrap_or(HeaderValue::from_static("/v1/tasks"));
-    let answer = json!({"id": made.id, "path": made.path});
+    // A replay answers as the first time did (`created: true`); its header tells it.
+    let answer = json!(Created {
+        created: true,
+        ..made.clone()
+    });
     let mut r = (StatusCode::CREATED, Json(answer)).into_response();
     r.headers_mut().insert(header::LOCATION, location);
     if !made.created {
@@ -524,7 +528,7 @@ fn run_action(
         "heartbeat" => coord
             .heartbeat(id, &how.fence, None)
             .map_err(fail)
-            .map(|()| None),
+            .map(|_| None),
         "approve" => coord.approve(id).map_err(fail).map(|_| None),
         "reject" => {
             let reason = need(b.reason, "reason")?;

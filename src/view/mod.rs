@@ -6,7 +6,7 @@ pub mod board;
 
 use crate::board::{Board, TaskFile};
 use crate::engine::commands::CommandError;
-use crate::model::{State, TaskId};
+use crate::model::{AgentName, AssignMode, Circuit, State, TaskId};
 use crate::redact::{one_line, redact_value};
 use crate::store::Store;
 use serde_json::{json, Value};
@@ -52,23 +52,42 @@ pub fn task_copy(f: &TaskFile) -> Value {
     }
 }
 
+/// One agent as `coord agents` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct AgentRow {
+    /// The agent.
+    pub name: AgentName,
+    /// What it can do.
+    pub capabilities: Vec<String>,
+    /// The tasks in its folder.
+    pub active: usize,
+    /// How many it may hold at once.
+    pub max_active: u32,
+    /// Whether it gets work.
+    pub enabled: bool,
+    /// How it gets work: `push` (the tick assigns) or `pull` (`coord claim`).
+    pub assign: AssignMode,
+    /// Its circuit breaker.
+    pub circuit: Circuit,
+    /// Why its profile does not read; null when it does.
+    pub error: Option<String>,
+}
+
 /// Returns each agent with its capabilities, load, limit, assignment mode, circuit and the
 /// error of a profile that does not read (`coord agents --json`).
-pub fn agents(board: &Board) -> Vec<Value> {
+pub fn agents(board: &Board) -> Vec<AgentRow> {
     board
         .agents
         .values()
-        .map(|a| {
-            json!({
-                "name": a.name,
-                "capabilities": a.profile.capabilities,
-                "active": board.load_of(&a.name),
-                "max_active": a.profile.max_active,
-                "enabled": a.profile.enabled,
-                "assign": a.profile.assign,
-                "circuit": a.profile.coord.circuit.as_str(),
-                "error": a.error.as_ref().map(|e| e.message.clone()),
-            })
+        .map(|a| AgentRow {
+            name: a.name.clone(),
+            capabilities: a.profile.capabilities.clone(),
+            active: board.load_of(&a.name),
+            max_active: a.profile.max_active,
+            enabled: a.profile.enabled,
+            assign: a.profile.assign,
+            circuit: a.profile.coord.circuit,
+            error: a.error.as_ref().map(|e| e.message.clone()),
         })
         .collect()
 }

@@ -43,11 +43,13 @@ fn agent_commands_answer_one_json_object() {
     }
     assert_eq!(
         r.json(&[&["complete", "x"][..], &fence].concat()),
-        json!({"version": 1, "op": "complete", "id": "x", "state": "assigned", "attempt": 1})
+        json!({"version": 1, "op": "complete", "id": "x", "agent": "p", "state": "assigned",
+               "attempt": 1, "recorded": true})
     );
     assert_eq!(
         r.json(&[&["fail", "y", "--error", "boom"][..], &fence].concat()),
-        json!({"version": 1, "op": "fail", "id": "y", "state": "assigned", "attempt": 1})
+        json!({"version": 1, "op": "fail", "id": "y", "agent": "p", "state": "assigned",
+               "attempt": 1, "recorded": true})
     );
 }
 

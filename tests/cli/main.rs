@@ -8,6 +8,7 @@ mod agents_run;
 mod agents_run_contract;
 mod agents_run_once;
 mod agents_run_worktree;
+mod answers;
 mod archive_compact;
 mod archive_months;
 mod board_browser;

@@ -12,7 +12,7 @@ const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/json");
 
 /// Asserts that `text` is one JSON value that `schema` (a file name under `schemas/json/`
 /// without `.json`) accepts, and returns it.
-fn check(schema: &str, args: &[&str], text: &str) -> Value {
+pub(crate) fn check(schema: &str, args: &[&str], text: &str) -> Value {
     let path = Path::new(DIR).join(format!("{schema}.json"));
     let raw = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
     let schema_json: Value = serde_json::from_str(&raw).expect("schema is JSON");
@@ -222,6 +222,32 @@ fn demo_json_matches_its_schema() {
     let out = r.ok_on_system_clock(&["--json", "demo", dir]);
     let v = check("demo", &["demo"], &out);
     assert_eq!(v["board"]["counts"]["done"], 9, "{v}");
+}
+
+/// The command that rewrites the generated schemas from the types.
+const REWRITE: &str = "COORD_WRITE_SCHEMAS=1 cargo test --test cli schemas::";
+
+#[test]
+fn generated_schemas_match_the_answer_types() {
+    let write = std::env::var_os("COORD_WRITE_SCHEMAS").is_some();
+    let mut stale = Vec::new();
+    for generated in coord::ops::schemas() {
+        let path = Path::new(DIR).join(format!("{}.json", generated.name));
+        let text =
+            serde_json::to_string_pretty(&generated.schema).expect("a schema is JSON") + "\n";
+        if std::fs::read_to_string(&path).ok().as_deref() == Some(text.as_str()) {
+            continue;
+        }
+        if write {
+            std::fs::write(&path, &text).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+        } else {
+            stale.push(format!("schemas/json/{}.json", generated.name));
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "{stale:?} differ from what the answer types generate; rewrite them with {REWRITE}"
+    );
 }
 
 #[test]

@@ -103,12 +103,10 @@ impl Server {
         let now: Held = coord
             .list(&filter)
             .ok()?
-            .iter()
+            .into_iter()
             .filter_map(|r| {
-                let id = TaskId::new(r["id"].as_str()?).ok()?;
-                let agent = AgentName::new(r["agent"].as_str()?).ok()?;
-                let attempt = u32::try_from(r["attempt"].as_u64()?).ok()?;
-                agents.contains(&agent).then_some((id, (agent, attempt)))
+                let (agent, attempt) = (r.agent?, r.attempt?);
+                agents.contains(&agent).then_some((r.id, (agent, attempt)))
             })
             .collect();
         let mut events = Vec::new();

@@ -1,0 +1,250 @@
+//! The answers of the operations as every front end gives them: one `Serialize` type per
+//! answer, serialized as it is by `--json` (inside the [`Versioned`] envelope), REST and MCP,
+//! and the JSON Schemas under `schemas/json/` generated from those types ([`schemas`]).
+
+use crate::engine::commands::Receipt;
+use crate::model::{AgentName, State, TaskId};
+use jiff::Timestamp;
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::{Serialize, Serializer};
+use std::borrow::Cow;
+
+/// The version of every `--json` answer (docs/json.md): raised when a field is removed or
+/// renamed, not when one is added.
+pub const JSON_VERSION: u32 = 1;
+
+/// The `"version": 1` of a `--json` answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Version;
+
+impl Serialize for Version {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u32(JSON_VERSION)
+    }
+}
+
+impl JsonSchema for Version {
+    fn schema_name() -> Cow<'static, str> {
+        "Version".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"const": JSON_VERSION})
+    }
+}
+
+/// A `--json` answer: `version` first, then the answer's own fields. REST and MCP give the
+/// answer without it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Versioned<T> {
+    /// The version of the answer's shape.
+    pub version: Version,
+    /// The answer.
+    #[serde(flatten)]
+    pub answer: T,
+}
+
+impl<T> Versioned<T> {
+    /// Wraps `answer`.
+    pub fn of(answer: T) -> Versioned<T> {
+        Versioned {
+            version: Version,
+            answer,
+        }
+    }
+}
+
+/// What a claim answers: the task granted, or that there is nothing to claim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ClaimAnswer {
+    /// A task was granted.
+    Granted(Granted),
+    /// Nothing may go to the agent now.
+    Nothing(NothingClaimed),
+}
+
+impl ClaimAnswer {
+    /// Returns the answer as a hub of `epoch` gives it.
+    pub fn in_epoch(mut self, epoch: u64) -> ClaimAnswer {
+        match &mut self {
+            ClaimAnswer::Granted(g) => g.epoch = Some(epoch),
+            ClaimAnswer::Nothing(n) => n.epoch = Some(epoch),
+        }
+        self
+    }
+}
+
+/// A claim that granted a task: its receipt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Granted {
+    /// Always true.
+    #[schemars(extend("const" = true))]
+    pub claimed: bool,
+    /// What the agent was granted.
+    #[serde(flatten)]
+    pub receipt: Receipt,
+    /// The epoch of the hub that granted it (a hub's answers only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<u64>,
+}
+
+impl Granted {
+    /// Returns the answer for `receipt`.
+    pub fn of(receipt: Receipt) -> Granted {
+        Granted {
+            claimed: true,
+            receipt,
+            epoch: None,
+        }
+    }
+}
+
+/// A claim that found nothing to claim (exit 4 at the command line).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct NothingClaimed {
+    /// Always false.
+    #[schemars(extend("const" = false))]
+    pub claimed: bool,
+    /// The agent that asked.
+    pub agent: AgentName,
+    /// Why, when one reason stands out; else null.
+    pub why: Option<String>,
+    /// The epoch of the hub that answered (a hub's answers only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<u64>,
+}
+
+impl NothingClaimed {
+    /// Returns the answer for `agent`, with `why` as a claim's refusal gives it (a leading
+    /// `: `, or empty).
+    pub fn of(agent: AgentName, why: &str) -> NothingClaimed {
+        let why = why.trim_start_matches([':', ' ']);
+        NothingClaimed {
+            claimed: false,
+            agent,
+            why: (!why.is_empty()).then(|| why.to_string()),
+            epoch: None,
+        }
+    }
+}
+
+/// The operation a heartbeat answer names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum BeatOp {
+    /// `heartbeat`.
+    Heartbeat,
+}
+
+/// A heartbeat's answer: the lease in force afterwards.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Beat {
+    /// Always `heartbeat`.
+    pub op: BeatOp,
+    /// The task.
+    pub id: TaskId,
+    /// Its state now.
+    pub state: State,
+    /// When the lease runs out unless extended again.
+    #[serde(with = "crate::model::time::recorded")]
+    #[schemars(schema_with = "crate::model::time::recorded_schema")]
+    pub lease_expires_at: Option<Timestamp>,
+}
+
+/// The operation a report answer names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReportOp {
+    /// `complete`: the work is done.
+    Complete,
+    /// `fail`: the work failed.
+    Fail,
+}
+
+/// A result's answer (`complete`, `fail`): written into the task, waiting for the next tick.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct ReportAnswer {
+    /// `complete` or `fail`.
+    pub op: ReportOp,
+    /// The task.
+    pub id: TaskId,
+    /// The agent whose folder the task is in; null for a task no agent holds.
+    pub agent: Option<AgentName>,
+    /// The task's state now.
+    pub state: State,
+    /// The attempt the result is stamped with.
+    #[schemars(range(min = 1))]
+    pub attempt: u32,
+    /// Always true: a result that was not recorded is an error, not an answer.
+    #[schemars(extend("const" = true))]
+    pub recorded: bool,
+}
+
+/// The agents (`coord agents --json`; `GET /v1/agents` answers the list alone).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Agents {
+    /// Each agent, by name.
+    pub agents: Vec<super::AgentRow>,
+}
+
+/// One answer schema under `schemas/json/`: the file's name and the schema of its `--json`
+/// answer.
+pub struct AnswerSchema {
+    /// The file name without `.json`.
+    pub name: &'static str,
+    /// The schema as it is written to the file.
+    pub schema: Schema,
+}
+
+/// Returns the schema of `Versioned<T>` under `name`, titled and described.
+fn versioned<T: JsonSchema>(name: &'static str, title: &str, description: &str) -> AnswerSchema {
+    let mut settings = schemars::generate::SchemaSettings::draft2020_12().for_serialize();
+    settings.inline_subschemas = true;
+    let mut schema = settings
+        .into_generator()
+        .into_root_schema_for::<Versioned<T>>();
+    schema.insert(
+        "$id".into(),
+        format!("https://coord.dev/schemas/json/{name}.json").into(),
+    );
+    schema.insert("title".into(), title.into());
+    schema.insert("description".into(), description.into());
+    AnswerSchema { name, schema }
+}
+
+/// Returns the answer schemas generated from the types here, by file name.
+pub fn schemas() -> Vec<AnswerSchema> {
+    vec![
+        versioned::<ClaimAnswer>(
+            "claim",
+            "coord claim --json",
+            "A claim: the receipt, or nothing to claim (exit 4).",
+        ),
+        versioned::<Beat>("heartbeat", "coord heartbeat --json", "The lease extended."),
+        versioned::<ReportAnswer>(
+            "report",
+            "coord complete|fail --json",
+            "A result written into an assigned task; the next tick takes it.",
+        ),
+        versioned::<super::TaskPage>(
+            "list",
+            "coord list --json",
+            "The tasks that pass every filter given, one row each, in the board's order.",
+        ),
+        versioned::<Agents>(
+            "agents",
+            "coord agents --json",
+            "The agents with their capabilities, load, limit, mode and circuit.",
+        ),
+        versioned::<super::Created>(
+            "new",
+            "coord new --json",
+            "The task written, or the one an idempotency key names.",
+        ),
+    ]
+}

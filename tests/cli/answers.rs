@@ -1,0 +1,104 @@
+//! One answer per operation: `claim`, `heartbeat`, `complete` and `new` answer with the same
+//! fields through `--json` (inside its `version` envelope), the REST routes and the MCP tools,
+//! each the shape its schema under `schemas/json/` describes.
+
+use crate::agents_mcp::{ok, with_server};
+use crate::harness::TestRepo;
+use crate::http::Server;
+use crate::schemas::check;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// The answers of one front end: claim, heartbeat, complete, a claim of nothing, new.
+type Answers = [Value; 5];
+
+/// Returns the answer's field names, without the `--json` envelope's `version`.
+fn fields(v: &Value) -> Vec<String> {
+    let object = v.as_object().unwrap_or_else(|| panic!("an object: {v}"));
+    object.keys().filter(|k| *k != "version").cloned().collect()
+}
+
+/// Checks an answer of REST or MCP, given `version`, against the schema of its command.
+fn versioned(schema: &str, v: &Value) {
+    let mut with = json!({"version": 1});
+    with.as_object_mut()
+        .expect("object")
+        .extend(v.as_object().expect("object").clone());
+    check(schema, &[schema], &with.to_string());
+}
+
+#[test]
+fn claim_heartbeat_and_report_answer_alike_from_every_front_end() {
+    let r = TestRepo::with_agents(&["p --pull --max-active 3"]);
+    for id in ["a", "b", "c"] {
+        r.ok(&["new", "Work", "--id", id, "--agent", "p"]);
+    }
+    r.ok(&["tick"]);
+    let mut by: BTreeMap<&str, Answers> = BTreeMap::new();
+
+    let claim = r.json(&["claim", "--agent", "p"]);
+    let id = claim["id"].as_str().expect("id").to_string();
+    let fence = ["--agent", "p", "--attempt", "1"];
+    let beat = r.json(&[&["heartbeat", &id][..], &fence].concat());
+    let done = r.json(&[&["complete", &id][..], &fence].concat());
+    // Tasks no agent here may take: no claim below finds them.
+    let made = r.json(&["new", "More", "--id", "d1", "--capability", "x"]);
+    by.insert("cli", [claim, beat, done, Value::Null, made]);
+
+    let s = Server::start(&r);
+    let claim = s.post("/v1/agents/p/claim", "{}").json();
+    let id = claim["id"].as_str().expect("id").to_string();
+    let at = |action: &str| format!("/v1/agents/p/tasks/{id}/{action}");
+    let beat = s.post(&at("heartbeat"), r#"{"attempt": 1}"#).json();
+    let done = s.post(&at("complete"), r#"{"attempt": 1}"#).json();
+    let made = s
+        .post(
+            "/v1/tasks",
+            r#"{"title": "More", "id": "d2", "capabilities": ["x"]}"#,
+        )
+        .json();
+    by.insert("rest", [claim, beat, done, Value::Null, made]);
+
+    let mcp = std::sync::Mutex::new(None);
+    let slot = &mcp;
+    with_server(&r, |client| async move {
+        let claim = ok(&client, "claim", json!({"agent": "p"})).await;
+        let fence = json!({"id": claim["id"], "agent": "p", "attempt": 1});
+        let beat = ok(&client, "heartbeat", fence.clone()).await;
+        let done = ok(&client, "complete", fence).await;
+        let nothing = ok(&client, "claim", json!({"agent": "p"})).await;
+        let made = ok(
+            &client,
+            "new",
+            json!({"title": "More", "id": "d3", "capabilities": ["x"]}),
+        )
+        .await;
+        *slot.lock().expect("lock") = Some([claim, beat, done, nothing, made]);
+    });
+    let mcp = mcp.into_inner().expect("lock").expect("the MCP answers");
+    assert_eq!(mcp[3]["claimed"], false, "{}", mcp[3]);
+    by.insert("mcp", mcp);
+    let (out, _) = r.code(&["--json", "claim", "--agent", "p"], 4);
+    by.get_mut("cli").expect("cli")[3] = serde_json::from_str(&out).expect("JSON");
+    by.get_mut("rest").expect("rest")[3] = s.post("/v1/agents/p/claim", "{}").json();
+
+    let schemas = ["claim", "heartbeat", "report", "claim", "new"];
+    for (n, schema) in schemas.iter().enumerate() {
+        let cli = fields(&by["cli"][n]);
+        for front in ["rest", "mcp"] {
+            let answer = &by[front][n];
+            assert_eq!(fields(answer), cli, "{front} {schema}: {answer}");
+            versioned(schema, answer);
+        }
+    }
+}
+
+#[test]
+fn agents_answer_the_same_rows_from_the_command_line_and_rest() {
+    let r = TestRepo::with_agents(&["p --pull", "q --capability x"]);
+    let cli = r.json(&["agents"]);
+    let s = Server::start(&r);
+    let rest = s.get("/v1/agents").json();
+    assert_eq!(rest, cli["agents"], "{rest}\n{cli}");
+    versioned("agents", &json!({"agents": rest}));
+}
