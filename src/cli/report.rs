@@ -238,7 +238,7 @@ fn report(
     let reported = ctx
         .coord()?
         .report(id, verdict, written, remote)
-        .map_err(|e| replace_hint(e, REPLACE_HINT))?;
+        .map_err(|e| crate::error::replace_hint(e, REPLACE_HINT))?;
     let (agent, attempt) = reported.accepted(id)?;
     stamped(ctx, written, agent.as_ref(), attempt);
     Ok(attempt)
@@ -295,24 +295,13 @@ fn read_output(ctx: &Ctx, src: &PathBuf) -> anyhow::Result<Value> {
 /// What to do about a result already waiting, at the command line.
 const REPLACE_HINT: &str = "pass --replace to overwrite it (the old one is kept in coord.history)";
 
-/// Returns a hub's refusal of a report, with the hint of [`replace_hint`] when a result is
+/// Returns a hub's refusal of a report, with the hint of [`crate::error::replace_hint`] when a result is
 /// already waiting.
 fn pending_there(e: crate::client::ClientError) -> CliError {
     let pending = e.code() == Some("result_pending");
     let e = CliError::from(e);
     match pending {
         true => e.with_hint(REPLACE_HINT),
-        false => e,
-    }
-}
-
-/// Returns a report's error, with `hint` (how to replace the result) when a result is
-/// already waiting.
-pub(crate) fn replace_hint(e: ops::Error, hint: &str) -> CliError {
-    let pending = matches!(e, ops::Error::Command(CommandError::ResultPending(_)));
-    let e = CliError::from(e);
-    match pending {
-        true => e.with_hint(hint),
         false => e,
     }
 }

@@ -631,3 +631,27 @@ fn board_forms_in_a_hub_queue_with_its_writes_land_in_the_next_batch_and_stop_on
     assert_eq!(refused.status, 503, "{}", refused.body);
     assert_eq!(clone.commit_count(), before, "a refused form committed");
 }
+
+#[test]
+fn a_claim_over_mcp_goes_through_the_hubs_queue_and_lands_in_its_batch() {
+    let net = fleet("{remote: origin, pushes_per_minute: 60, lease: 1m}", 1);
+    let clone = net.clone();
+    let hub = Hub::start(&clone);
+    let addr = hub.addr.clone();
+    crate::serve_mcp::on_runtime(async move {
+        let client = crate::serve_mcp::connect(&addr, None, ())
+            .await
+            .expect("initialize");
+        let claimed = crate::agents_mcp::ok(&client, "claim", json!({"agent": "w"})).await;
+        assert_eq!(
+            (&claimed["claimed"], &claimed["id"]),
+            (&json!(true), &json!("t0")),
+            "{claimed}"
+        );
+        client.cancel().await.expect("close");
+    });
+    let landed = eventually(Duration::from_secs(20), || {
+        remote_place(&net, "t0") == "work/assigned/w"
+    });
+    assert!(landed, "the claim did not reach the remote in a batch");
+}

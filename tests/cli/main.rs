@@ -67,6 +67,7 @@ mod scoped;
 mod serve;
 mod serve_events;
 mod serve_guard;
+mod serve_mcp;
 mod serve_memory;
 mod ship;
 mod smoke;
