@@ -329,6 +329,40 @@ fn command_kind(e: &CommandError) -> (Exit, &'static str) {
     (Exit::Problem, code)
 }
 
+/// Returns a report's error, with `hint` (how to replace the result) when a result is
+/// already waiting.
+pub fn replace_hint(e: crate::ops::Error, hint: &str) -> CliError {
+    let pending = matches!(
+        e,
+        crate::ops::Error::Command(CommandError::ResultPending(_))
+    );
+    let e = CliError::from(e);
+    match pending {
+        true => e.with_hint(hint),
+        false => e,
+    }
+}
+
+/// Returns what `new` made, or refused (code `conflict`, as `POST /v1/tasks` answers 409)
+/// when the idempotency key is an earlier task's whose fields differ: the new task would be
+/// lost silently otherwise.
+pub fn same_fields(
+    created: crate::ops::Created,
+    task: &crate::ops::NewTask,
+) -> Result<crate::ops::Created, CliError> {
+    if created.same {
+        return Ok(created);
+    }
+    let key = task.idempotency_key.as_deref().unwrap_or_default();
+    let error = anyhow::anyhow!(
+        "idempotency key {key:?} was used before for task '{}' with other fields; nothing was written",
+        created.id
+    );
+    Err(CliError::new(error, Exit::Problem, "conflict").with_hint(
+        "use a new idempotency key for another task, or the same fields to get the first one",
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

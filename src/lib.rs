@@ -58,6 +58,7 @@ pub mod fuzz;
 pub mod git;
 pub(crate) mod hash;
 pub(crate) mod lock;
+pub(crate) mod mcp;
 pub mod model;
 pub mod ops;
 pub(crate) mod redact;

@@ -6,7 +6,7 @@ use super::Ctx;
 use crate::error::CliError;
 use crate::error::JSON_VERSION;
 use crate::model::{AgentName, TaskId};
-use crate::ops::Coord;
+use crate::ops::{Acted, Coord};
 use serde_json::{json, Value};
 
 /// Arguments naming one task.
@@ -81,38 +81,6 @@ pub fn retry(ctx: &Ctx, a: IdArgs) -> Result<(), CliError> {
     let coord = ctx.coord()?;
     let commits = coord.retry(&a.id)?;
     done(ctx, &coord, "retry", &a.id, commits)
-}
-
-/// What a person's command did: the operation, the task, the commits made and the state the
-/// task is in now (`--json` and the MCP tools of the same names).
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Acted<'a> {
-    /// The command: approve, reject, cancel, retry or reassign.
-    pub op: &'a str,
-    /// The task.
-    pub id: &'a TaskId,
-    /// The commits made.
-    pub commits: usize,
-    /// The task's state now (null when no file has the id any more).
-    pub state: serde_json::Value,
-}
-
-impl<'a> Acted<'a> {
-    /// Returns what `op` did to `id` with `commits` commits, reading the state it left.
-    pub fn of(
-        coord: &Coord,
-        op: &'a str,
-        id: &'a TaskId,
-        commits: usize,
-    ) -> Result<Acted<'a>, CliError> {
-        let state = super::state_of(coord, id)?;
-        Ok(Acted {
-            op,
-            id,
-            commits,
-            state,
-        })
-    }
 }
 
 /// With `--json`, prints what the command did ([`Acted`]).

@@ -3,10 +3,10 @@
 //! the id.
 
 use super::Ctx;
+use crate::error::CliError;
 use crate::error::UsageError;
-use crate::error::{CliError, Exit};
 use crate::model::{AgentName, Authority, Duration, Priority, TaskId};
-use crate::ops::{Created, NewTask};
+use crate::ops::NewTask;
 use serde_json::{Map, Value};
 
 /// Arguments of `coord new`.
@@ -105,7 +105,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     };
     let created = match super::hub::of(ctx, &args.hub, None)? {
         Some(hub) => hub.new_task(&task)?,
-        None => same_fields(ctx.coord()?.new_task(&task)?, &task)?,
+        None => crate::error::same_fields(ctx.coord()?.new_task(&task)?, &task)?,
     };
     if ctx.json {
         super::print_answer(serde_json::to_value(&created)?);
@@ -113,23 +113,6 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
         out!("{}", created.id);
     }
     Ok(())
-}
-
-/// Returns what `new` made, or refused (code `conflict`, as `POST /v1/tasks` answers 409)
-/// when the idempotency key is an earlier task's whose fields differ: the new task would be
-/// lost silently otherwise.
-pub(crate) fn same_fields(created: Created, task: &NewTask) -> Result<Created, CliError> {
-    if created.same {
-        return Ok(created);
-    }
-    let key = task.idempotency_key.as_deref().unwrap_or_default();
-    let error = anyhow::anyhow!(
-        "idempotency key {key:?} was used before for task '{}' with other fields; nothing was written",
-        created.id
-    );
-    Err(CliError::new(error, Exit::Problem, "conflict").with_hint(
-        "use a new idempotency key for another task, or the same fields to get the first one",
-    ))
 }
 
 fn parse_input(pairs: &[String]) -> anyhow::Result<Map<String, Value>> {

@@ -193,7 +193,7 @@ fn write_result(ctx: &Ctx, id: &TaskId, verdict: &Verdict, how: How) -> Result<(
         None => ctx
             .coord()?
             .report_answer(id, verdict, &written, remote)
-            .map_err(|e| replace_hint(e, REPLACE_HINT))?,
+            .map_err(|e| crate::error::replace_hint(e, REPLACE_HINT))?,
     };
     stamped(ctx, &written, answer.agent.as_ref(), answer.attempt);
     if ctx.json {
@@ -246,24 +246,13 @@ fn read_output(ctx: &Ctx, src: &PathBuf) -> anyhow::Result<Value> {
 /// What to do about a result already waiting, at the command line.
 const REPLACE_HINT: &str = "pass --replace to overwrite it (the old one is kept in coord.history)";
 
-/// Returns a hub's refusal of a report, with the hint of [`replace_hint`] when a result is
+/// Returns a hub's refusal of a report, with the hint of [`crate::error::replace_hint`] when a result is
 /// already waiting.
 fn pending_there(e: crate::client::ClientError) -> CliError {
     let pending = e.code() == Some("result_pending");
     let e = CliError::from(e);
     match pending {
         true => e.with_hint(REPLACE_HINT),
-        false => e,
-    }
-}
-
-/// Returns a report's error, with `hint` (how to replace the result) when a result is
-/// already waiting.
-pub(crate) fn replace_hint(e: ops::Error, hint: &str) -> CliError {
-    let pending = matches!(e, ops::Error::Command(CommandError::ResultPending(_)));
-    let e = CliError::from(e);
-    match pending {
-        true => e.with_hint(hint),
         false => e,
     }
 }

@@ -51,6 +51,7 @@ pub use init::{init, Initialized, Setup};
 pub use install::Touched;
 pub use log::LogEntry;
 pub use new::{Created, NewTask};
+pub use person::Acted;
 pub use profiles::{AddedAgent, NewAgent};
 pub use schedules::ScheduleRow;
 pub use status::{Cursor, PushRate, Status, TaskFilter, TaskPage, TaskRow, Tentative};

@@ -39,3 +39,38 @@ impl Coord {
         self.act(&|b, i| commands::reassign(b, i, id, to))
     }
 }
+
+/// What a person's command did: the operation, the task, the commits made and the state the
+/// task is in now (`--json` and the MCP tools of the same names).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Acted<'a> {
+    /// The command: approve, reject, cancel, retry or reassign.
+    pub op: &'a str,
+    /// The task.
+    pub id: &'a TaskId,
+    /// The commits made.
+    pub commits: usize,
+    /// The task's state now (null when no file has the id any more).
+    pub state: serde_json::Value,
+}
+
+impl<'a> Acted<'a> {
+    /// Returns what `op` did to `id` with `commits` commits, reading the state it left.
+    pub fn of(
+        coord: &Coord,
+        op: &'a str,
+        id: &'a TaskId,
+        commits: usize,
+    ) -> Result<Acted<'a>, Error> {
+        let state = coord
+            .show(id)?
+            .first()
+            .map_or(serde_json::Value::Null, |c| c["state"].clone());
+        Ok(Acted {
+            op,
+            id,
+            commits,
+            state,
+        })
+    }
+}

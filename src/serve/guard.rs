@@ -8,6 +8,7 @@
 //! every error answer as `application/problem+json`; and the security headers every answer
 //! carries (a restrictive CSP among them). Pure, but for reading the agent tokens file once.
 
+use super::mcp::{Caller, PATH as MCP};
 use super::problem::Problem;
 use super::App;
 use crate::model::AgentName;
@@ -59,6 +60,13 @@ pub async fn check(State(app): State<Arc<App>>, mut req: Request, next: Next) ->
             origin_ok(req.method(), req.uri().path(), req.headers())?;
             Ok(who)
         });
+    if let Ok(who) = &verdict {
+        // The MCP server reads who calls from here: an agent's token acts as that agent only.
+        req.extensions_mut().insert(match who {
+            Who::Person => Caller::Person,
+            Who::Agent(a) => Caller::Agent(a.clone()),
+        });
+    }
     let res = match verdict {
         Ok(who) => match without_token(req.uri()) {
             Some(uri) if app.token.is_some() && is_page(req.method(), uri.path()) => {
@@ -195,7 +203,8 @@ fn who(app: &App, headers: &HeaderMap, query: Option<&str>) -> Result<Who, Probl
 
 /// An agent's token reads everything, writes new tasks, and acts under its own
 /// `/v1/agents/<agent>/` routes only: it cannot claim, report or heartbeat as another agent,
-/// nor approve, reject, cancel or retry (403).
+/// nor approve, reject, cancel or retry (403). At `/mcp` each tool checks the same
+/// ([`crate::mcp`]).
 fn agent_may(who: &Who, method: &Method, path: &str) -> Result<(), Problem> {
     let Who::Agent(agent) = who else {
         return Ok(());
@@ -206,6 +215,7 @@ fn agent_may(who: &Who, method: &Method, path: &str) -> Result<(), Problem> {
         || path.starts_with(&own)
         || (*method == Method::POST && path == "/v1/tasks")
         || (read && path == "/v1/agents")
+        || path == MCP
     {
         return Ok(());
     }
@@ -378,12 +388,13 @@ fn host_ok(hosts: &[String], headers: &HeaderMap) -> Result<(), Problem> {
     ))
 }
 
-/// A write or an event stream opened by a browser must come from a page of this server: its
+/// A write or an event stream (`/v1/events`, and the MCP server's at `/mcp`) opened by a
+/// browser must come from a page of this server: its
 /// `Origin` must name the `Host` it was sent to, and `Sec-Fetch-Site` (when sent) must say
 /// same-origin. Programs that send neither header are not browsers and pass.
 fn origin_ok(method: &Method, path: &str, headers: &HeaderMap) -> Result<(), Problem> {
     let read = matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
-    if read && path != EVENTS {
+    if read && path != EVENTS && path != MCP {
         return Ok(());
     }
     let get = |h| headers.get(h).and_then(|v: &HeaderValue| v.to_str().ok());

@@ -1,7 +1,8 @@
 //! `coord serve`: one process answering HTTP on one address: the REST API under `/v1`
 //! ([`api`]), server-sent events and Prometheus metrics ([`events`]), the live board at `/`
 //! ([`html`], what its cards show in [`cards`], people's actions posted from it in [`forms`]),
-//! all behind the same checks ([`guard`]). Handlers read the hub's snapshot
+//! the MCP server over streamable HTTP at `/mcp` ([`mcp`]), all behind the same checks
+//! ([`guard`]). Handlers read the hub's snapshot
 //! ([`hub`]) and write through the same operations as the command line. axum on a small tokio
 //! runtime; the page's script and style are embedded in the binary.
 
@@ -14,6 +15,7 @@ pub mod guard;
 pub mod html;
 pub mod hub;
 pub mod hubmode;
+pub mod mcp;
 pub mod metrics;
 pub mod problem;
 pub mod ticker;
@@ -184,8 +186,8 @@ impl App {
     }
 }
 
-/// Returns the whole router: the API under `/v1`, `/metrics` and `/healthz`, the board's
-/// pages and its embedded assets.
+/// Returns the whole router: the API under `/v1`, `/metrics` and `/healthz`, the MCP server
+/// at `/mcp`, the board's pages and its embedded assets.
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/v1/tasks", get(api::list).post(api::create))
@@ -202,6 +204,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/events", get(events::events))
         .route("/metrics", get(events::metrics))
         .route("/healthz", get(api::health))
+        .route_service(mcp::PATH, mcp::service(&app))
         .route("/", get(html::page))
         .route("/board", get(html::fragment))
         .route("/agents", get(html::agents))

@@ -29,7 +29,11 @@ pub(crate) fn with_server<F: std::future::Future<Output = ()>>(
 }
 
 /// Calls a tool; returns whether it answered a tool error, and its structured answer.
-async fn call(client: &rmcp::Peer<RoleClient>, tool: &'static str, args: Value) -> (bool, Value) {
+pub(crate) async fn call(
+    client: &rmcp::Peer<RoleClient>,
+    tool: &'static str,
+    args: Value,
+) -> (bool, Value) {
     let Value::Object(args) = args else {
         panic!("arguments are an object")
     };
@@ -805,7 +809,7 @@ fn nothing_to_claim_answers_the_same_fields_in_mcp_and_the_cli() {
 
 /// A client that passes on each log message's data the server sends.
 #[derive(Clone)]
-struct Listener(tokio::sync::mpsc::UnboundedSender<Value>);
+pub(crate) struct Listener(pub(crate) tokio::sync::mpsc::UnboundedSender<Value>);
 
 impl rmcp::ClientHandler for Listener {
     #[allow(deprecated)] // The SDK marks MCP log messages as deprecated; clients still show them.
@@ -819,7 +823,10 @@ impl rmcp::ClientHandler for Listener {
 }
 
 /// Waits up to `secs` for the next message the server sends.
-async fn next_notice(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Value>, secs: u64) -> Value {
+pub(crate) async fn next_notice(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<Value>,
+    secs: u64,
+) -> Value {
     tokio::time::timeout(std::time::Duration::from_secs(secs), rx.recv())
         .await
         .expect("a notification in time")

@@ -904,3 +904,27 @@ fn a_persons_pushes_during_the_batches_never_drop_a_claim_the_hub_answered() {
         eprintln!("round {round}: {} grants, all on the remote", granted.len());
     }
 }
+
+#[test]
+fn a_claim_over_mcp_goes_through_the_hubs_queue_and_lands_in_its_batch() {
+    let net = fleet("{remote: origin, pushes_per_minute: 60, lease: 1m}", 1);
+    let clone = net.clone();
+    let hub = Hub::start(&clone);
+    let addr = hub.addr.clone();
+    crate::serve_mcp::on_runtime(async move {
+        let client = crate::serve_mcp::connect(&addr, None, ())
+            .await
+            .expect("initialize");
+        let claimed = crate::agents_mcp::ok(&client, "claim", json!({"agent": "w"})).await;
+        assert_eq!(
+            (&claimed["claimed"], &claimed["id"]),
+            (&json!(true), &json!("t0")),
+            "{claimed}"
+        );
+        client.cancel().await.expect("close");
+    });
+    let landed = eventually(Duration::from_secs(20), || {
+        remote_place(&net, "t0") == "work/assigned/w"
+    });
+    assert!(landed, "the claim did not reach the remote in a batch");
+}

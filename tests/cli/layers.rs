@@ -19,7 +19,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("pure core", &["board", "engine", "sign"]),
     ("doing", &["lock", "git", "store", "sync"]),
     ("operations", &["view", "watch", "ops", "client", "error"]),
-    ("front ends", &["fuzz", "run", "serve", "cli"]),
+    ("front ends", &["fuzz", "run", "mcp", "serve", "cli"]),
 ];
 
 /// Front ends reach the library through the operations: none imports the pure core or the

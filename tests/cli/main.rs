@@ -68,6 +68,7 @@ mod scoped;
 mod serve;
 mod serve_events;
 mod serve_guard;
+mod serve_mcp;
 mod serve_memory;
 mod ship;
 mod smoke;

@@ -59,11 +59,14 @@ pub(super) fn event_of(lost: Lost) -> &'static str {
     }
 }
 
-/// Tells the client of its agents' tasks until it goes away.
+/// Tells the client of its agents' tasks until it goes away (its session ends).
 pub(super) async fn tell(server: Server, peer: Peer<RoleServer>) {
     let mut held = Held::new();
     loop {
         tokio::time::sleep(EVERY).await;
+        if peer.is_transport_closed() {
+            return;
+        }
         let agents = server.agents.all();
         if agents.is_empty() {
             continue;
@@ -95,7 +98,7 @@ impl Server {
     /// Returns the attempts `agents` hold now and the events since `before`; None when the
     /// board cannot be read now (the next look tells).
     fn changes(&self, agents: &BTreeSet<AgentName>, before: &Held) -> Option<(Held, Vec<Value>)> {
-        let coord = self.ctx().ok()?.coord().ok()?;
+        let coord = self.open().ok()?;
         let filter = TaskFilter {
             state: Some(State::Assigned),
             ..TaskFilter::default()
