@@ -618,7 +618,7 @@ fn check_ledgers(check: &TestRepo, ledger: &[Entry], lost_with_hub: &BTreeSet<St
     // A grant is (task, attempt, epoch): the hub after a failover may grant the same attempt
     // number again in its own epoch. Agent routes that do not say the epoch count as one.
     let mut holders: BTreeMap<(String, u64, Option<u64>), Vec<String>> = BTreeMap::new();
-    let (mut sent, mut recorded, mut in_window) = (0, 0, 0);
+    let (mut sent, mut recorded, mut in_window, mut refused) = (0, 0, 0, 0);
     for e in ledger {
         match e {
             Entry::Granted {
@@ -638,6 +638,8 @@ fn check_ledgers(check: &TestRepo, ledger: &[Entry], lost_with_hub: &BTreeSet<St
             } => {
                 sent += 1;
                 if !*told {
+                    // Refused: its task came back meanwhile (a failover, a lapsed lease).
+                    refused += 1;
                     continue;
                 }
                 recorded += 1;
@@ -663,8 +665,8 @@ fn check_ledgers(check: &TestRepo, ledger: &[Entry], lost_with_hub: &BTreeSet<St
         );
     }
     format!(
-        "{} grants, {sent} results sent, {recorded} told recorded, {in_window} of them lost \
-         with the failed-over hub's last batch",
+        "{} grants, {sent} results sent, {refused} refused, {recorded} told recorded, \
+         {in_window} of them lost with the failed-over hub's last batch",
         holders.values().map(Vec::len).sum::<usize>()
     )
 }
