@@ -348,6 +348,18 @@ fn runner_ledger(name: &str, given: &Path, events: &Path) -> Vec<Entry> {
     ledger
 }
 
+/// Stops the agents when dropped, also when the test fails: each runner's thread ends its
+/// `coord run` within a poll (100 ms) of the flag, and is given a second for it.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if !self.0.swap(true, Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+}
+
 /// The number of done tasks the hub at `addr` shows; None when it does not answer.
 fn done_count(addr: &str) -> Option<usize> {
     let r = try_request(addr, "GET", "/v1/board", &[], b"")?;
@@ -464,6 +476,7 @@ fn a_fleet_through_a_hub_killed_twice_and_failed_over_keeps_every_answer() {
     let started = Instant::now();
     let mut hub = Hub::start(&first, &addr, 1, Duration::from_secs(10));
     let stop = Arc::new(AtomicBool::new(false));
+    let _stop_on_failure = StopOnDrop(Arc::clone(&stop));
     let run_threads: Vec<_> = runners
         .iter()
         .map(|name| {
