@@ -44,9 +44,21 @@ pub fn request(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> Resp {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("timeout");
+    try_request(addr, method, path, headers, body)
+        .unwrap_or_else(|| panic!("no answer from {addr} to {method} {path}"))
+}
+
+/// Sends one request as [`request`] does; None when the server cannot be reached or closes
+/// the connection without an answer (it is down, or was killed mid-request).
+pub fn try_request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Option<Resp> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
     let mut head = format!(
         "{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
         body.len()
@@ -58,12 +70,13 @@ pub fn request(
         head.push_str(&format!("{k}: {v}\r\n"));
     }
     head.push_str("\r\n");
-    s.write_all(head.as_bytes()).expect("send head");
+    s.write_all(head.as_bytes()).ok()?;
     // A server may answer (413) before reading the whole body and close.
     let _ = s.write_all(body);
     let mut raw = Vec::new();
     let _ = s.read_to_end(&mut raw);
-    parse(&raw)
+    let answered = raw.windows(4).any(|w| w == b"\r\n\r\n") && raw.starts_with(b"HTTP/");
+    answered.then(|| parse(&raw))
 }
 
 fn parse(raw: &[u8]) -> Resp {
