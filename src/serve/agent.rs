@@ -213,6 +213,7 @@ fn work_json(w: &Work) -> Value {
     json!({
         "id": w.id,
         "attempt": w.attempt,
+        "epoch": w.epoch,
         "timeout_secs": w.timeout.as_secs(),
         "lease_left_secs": w.lease_left.as_secs(),
         "path": w.path,
@@ -226,6 +227,7 @@ fn work_json(w: &Work) -> Value {
 #[serde(default, deny_unknown_fields)]
 struct ReportBody {
     attempt: Option<u32>,
+    epoch: Option<u64>,
     output: Option<Value>,
     next_agent: Vec<AgentName>,
     replace: bool,
@@ -237,7 +239,8 @@ struct ReportBody {
 
 /// `POST /v1/agents/{agent}/tasks/{id}/{complete|fail|heartbeat}`: as `coord complete`,
 /// `fail` and `heartbeat --agent AGENT` answer with `--json` (without `version` and `op`);
-/// a result for another attempt is kept in the task's history and refused (409, `stale`).
+/// a result for another attempt (or epoch) is kept in the task's history and refused (409,
+/// `stale`).
 pub(super) async fn act(
     With(app): With<Arc<App>>,
     p: Result<Path<(String, String, String)>, PathRejection>,
@@ -276,6 +279,7 @@ fn run_action(
         fence: Fence {
             agent: Some(agent.clone()),
             attempt: b.attempt,
+            epoch: b.epoch,
         },
         sign: false,
         replace: b.replace,

@@ -243,6 +243,8 @@ pub fn run(mut opener: Opener, opts: Options) -> Result<(), ServeError> {
         Some(s) => Some(hubmode::take(&opener, s).map_err(ServeError::Hub)?),
         None => None,
     };
+    // Every attempt the hub starts (a claim, its tick's assignments) records its epoch.
+    opener.options.epoch = taken.as_ref().map(|(mode, _)| mode.epoch);
     let hub = hub::Hub::open(opener.clone())?;
     hub.watch()?;
     crate::ops::webhooks::start(

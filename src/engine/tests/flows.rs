@@ -333,6 +333,7 @@ fn a_heartbeat_with_more_than_half_the_lease_left_plans_nothing() {
     let wrong = Fence {
         agent: Some(AgentName::new("bob").expect("name")),
         attempt: Some(1),
+        epoch: None,
     };
     let refused = s.command(|b, i| commands::heartbeat(b, i, &id, &wrong));
     assert!(refused.is_err(), "a fenced heartbeat is refused first");

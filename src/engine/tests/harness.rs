@@ -123,6 +123,7 @@ impl Sim {
             attempts: &NoHistory,
             sightings: &crate::engine::sighting::NoSightings,
             gates: &NoGates,
+            epoch: None,
         };
         engine::plan(board, &inputs)
     }
@@ -180,6 +181,7 @@ impl Sim {
             attempts: &NoHistory,
             sightings: &crate::engine::sighting::NoSightings,
             gates: &NoGates,
+            epoch: None,
         };
         let out = f(&board, &inputs)?;
         self.apply(out.plan());
@@ -240,6 +242,7 @@ impl Sim {
             Some(Fence {
                 agent: Some(t.folder.agent.clone()?),
                 attempt: Some(task.coord.attempt),
+                epoch: task.coord.epoch,
             })
         });
         held.unwrap_or_default()
