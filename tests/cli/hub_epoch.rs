@@ -2,12 +2,16 @@
 //! that made it, and a result, heartbeat or release is checked against it whether it comes
 //! through the task routes, the agent routes (`coord complete/fail/heartbeat --hub`) or
 //! `coord run --hub`. After a failover a result for the old hub's grant is kept as
-//! `stale_result` and never credited; one naming no epoch is refused.
+//! `stale_result` and never credited; one naming no epoch is refused. Agent routes write
+//! only into their own agent's tasks.
 
 use crate::harness::TestRepo;
+use crate::http::{request, Server};
 use crate::hub::{block_pushes, eventually, fleet, remote_place, Hub};
 use serde_json::{json, Value};
-use std::process::Output;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Output, Stdio};
 use std::time::Duration;
 
 /// Returns stderr of `o`.
@@ -149,4 +153,93 @@ fn coord_run_through_a_hub_carries_the_epoch_from_claim_to_report() {
     let done = |id: &str| remote_place(&net, id) == "work/done";
     let landed = eventually(Duration::from_secs(20), || done("t0") && done("t1"));
     assert!(landed, "not on the remote: {}", err(&o));
+}
+
+const ADMIN: &str = "admin-token-0123456789";
+const TOKEN_A: &str = "token-of-agent-a-0123";
+const TOKEN_GHOST: &str = "token-of-agent-ghost-01";
+
+/// Writes an agent tokens file for a and `ghost` (an agent with no profile) in `there`'s
+/// home; returns its path.
+fn tokens_file(there: &TestRepo) -> String {
+    let file = there.home().join("agent-tokens.yaml");
+    let text = format!("a: {TOKEN_A}\nghost: {TOKEN_GHOST}\n");
+    std::fs::write(&file, text).expect("write tokens");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    file.to_str().expect("utf8").to_string()
+}
+
+#[test]
+fn an_agents_token_writes_nothing_into_another_agents_task() {
+    let there = TestRepo::with_agents(&["a --pull", "b --pull"]);
+    there.ok(&["new", "One", "--id", "one"]);
+    there.ok(&["tick"]);
+    there.ok(&["claim", "--agent", "b"]);
+    let file = tokens_file(&there);
+    let s = Server::start_with(
+        &there,
+        &["--listen", "127.0.0.1:0", "--agent-tokens", &file],
+        &[("COORD_SERVE_TOKEN", ADMIN)],
+    );
+    let commits = there.commit_count();
+    let auth = format!("Bearer {TOKEN_A}");
+    for action in ["complete", "fail", "heartbeat"] {
+        let path = format!("/v1/agents/a/tasks/one/{action}");
+        let body = json!({"attempt": 1, "error": "not mine"}).to_string();
+        let r = request(
+            &s.addr,
+            "POST",
+            &path,
+            &[("Authorization", &auth)],
+            body.as_bytes(),
+        );
+        assert_eq!(r.status, 403, "{action}: {}", r.body);
+        assert!(r.body.contains("never agent a's"), "{}", r.body);
+    }
+    assert_eq!(there.commit_count(), commits, "a refusal writes nothing");
+    let shown = there.json(&["show", "one"]);
+    let history = &shown["task"]["coord"]["history"];
+    assert!(history.as_array().is_none_or(Vec::is_empty), "{shown}");
+
+    let cancel = request(
+        &s.addr,
+        "POST",
+        "/v1/tasks/one/cancel",
+        &[("Authorization", &auth)],
+        b"{}",
+    );
+    assert_eq!(cancel.status, 403, "{}", cancel.body);
+    let detail = cancel.json()["detail"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        detail.ends_with("this needs the server's token") && !detail.contains("  "),
+        "{detail:?}"
+    );
+}
+
+#[test]
+fn an_agent_tokens_file_naming_an_agent_without_a_profile_is_warned_about_at_start() {
+    let there = TestRepo::with_agents(&["a --pull"]);
+    let file = tokens_file(&there);
+    let log = there.home().join("serve.err");
+    let mut cmd = there.spawn_cmd(&["serve", "--listen", "127.0.0.1:0", "--agent-tokens", &file]);
+    cmd.env("COORD_SERVE_TOKEN", ADMIN)
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).expect("log"));
+    let mut child = cmd.spawn().expect("spawn coord serve");
+    let mut line = String::new();
+    let out = child.stdout.take().expect("stdout");
+    BufReader::new(out).read_line(&mut line).expect("read");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(line.starts_with("http://"), "did not serve: {line:?}");
+    let text = std::fs::read_to_string(&log).expect("stderr");
+    let warned: Vec<&str> = text.lines().filter(|l| l.contains("ghost")).collect();
+    assert_eq!(warned.len(), 1, "{text}");
+    assert!(
+        warned[0].contains("no profile") && warned[0].contains("work/agents/ghost.yaml"),
+        "{text}"
+    );
 }
