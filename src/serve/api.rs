@@ -523,7 +523,13 @@ fn run_action(
                 .clone()
                 .ok_or_else(|| Problem::bad("claim needs \"agent\" in the body"))?;
             let receipt = coord.claim_id(id, &agent).map_err(fail)?;
-            Ok(Some(serde_json::to_value(receipt).unwrap_or(Value::Null)))
+            let epoch = receipt.as_ref().and_then(|r| r.epoch);
+            let mut answer = serde_json::to_value(receipt).unwrap_or(Value::Null);
+            if let Some(epoch) = epoch {
+                // The epoch the grant recorded (a hub's), to send back with reports.
+                answer["epoch"] = json!(epoch);
+            }
+            Ok(Some(answer))
         }
         "complete" | "fail" => report(&coord, id, &verdict_of(action, b)?, &how),
         "heartbeat" => coord
