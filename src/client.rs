@@ -218,6 +218,9 @@ impl Hub {
         };
         body["replace"] = json!(how.replace);
         body["attempt"] = json!(how.fence.attempt);
+        if let Some(epoch) = how.fence.epoch {
+            body["epoch"] = json!(epoch);
+        }
         if let Some(metrics) = &how.metrics {
             body["metrics"] = json!(metrics);
         }
@@ -240,7 +243,11 @@ impl Hub {
     /// Extends the lease of task `id` (as `coord heartbeat`).
     pub fn heartbeat(&self, id: &TaskId, fence: &Fence) -> Result<Beat, ClientError> {
         let path = Hub::action_path(id, "heartbeat", fence);
-        let answer = self.write(&path, &json!({"attempt": fence.attempt}))?;
+        let mut body = json!({"attempt": fence.attempt});
+        if let Some(epoch) = fence.epoch {
+            body["epoch"] = json!(epoch);
+        }
+        let answer = self.write(&path, &body)?;
         let there: BeatThere = self.read(&path, answer)?;
         Ok(Beat {
             op: BeatOp::Heartbeat,
@@ -306,6 +313,8 @@ impl Hub {
                 id: TaskId,
                 agent: AgentName,
                 attempt: u32,
+                #[serde(default)]
+                epoch: Option<u64>,
                 #[serde(with = "crate::model::time::recorded")]
                 lease_expires_at: Option<jiff::Timestamp>,
                 path: String,
@@ -315,6 +324,7 @@ impl Hub {
                 id: g.id,
                 agent: g.agent,
                 attempt: g.attempt,
+                epoch: g.epoch,
                 lease_expires_at: g.lease_expires_at,
                 path: g.path,
             }));
@@ -337,6 +347,8 @@ impl Hub {
         struct There {
             id: TaskId,
             attempt: u32,
+            #[serde(default)]
+            epoch: Option<u64>,
             timeout_secs: u64,
             lease_left_secs: u64,
             path: String,
@@ -348,6 +360,7 @@ impl Hub {
             file: PathBuf::from(&t.path),
             id: t.id,
             attempt: t.attempt,
+            epoch: t.epoch,
             timeout: Duration::from_secs(t.timeout_secs.max(1)),
             lease_left: Duration::from_secs(t.lease_left_secs),
             path: t.path,

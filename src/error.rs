@@ -322,7 +322,7 @@ fn command_kind(e: &CommandError) -> (Exit, &'static str) {
         CommandError::Unsafe(_) => "unsafe",
         CommandError::Stale(_) => "stale",
         CommandError::ResultPending(_) => "result_pending",
-        CommandError::Unfenced { .. } => "unfenced",
+        CommandError::Unfenced { .. } | CommandError::NoEpoch { .. } => "unfenced",
         CommandError::Unsigned { .. } => "unsigned",
         CommandError::BeingWritten(_) => "being_written",
     };

@@ -1000,6 +1000,7 @@ fn command(
         attempts: store,
         sightings: store,
         gates: store.store(),
+        epoch: None,
     };
     let planned = plan(&board, &inputs);
     if let Ok(p) = &planned {

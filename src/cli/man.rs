@@ -159,8 +159,8 @@ const ENVIRONMENT: &[(&str, &str)] = &[
         "the time to use as now (RFC 3339), as --now does",
     ),
     (
-        "COORD_AGENT, COORD_ATTEMPT",
-        "the agent and attempt a report is for, as --agent and --attempt do",
+        "COORD_AGENT, COORD_ATTEMPT, COORD_EPOCH",
+        "the agent, attempt and hub epoch a report is for, as --agent, --attempt and --epoch do",
     ),
     ("COORD_KEY_<AGENT>", "an agent's signing key, for --sign"),
     (

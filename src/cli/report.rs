@@ -28,8 +28,9 @@ pub struct ClaimArgs {
     hub: HubArg,
 }
 
-/// The agent and attempt an agent command names, so a zombie (an agent whose lease was
-/// reclaimed) cannot report for the attempt that replaced it.
+/// The agent, attempt and hub epoch an agent command names, so a zombie (an agent whose
+/// lease was reclaimed, or whose hub was replaced) cannot report for the attempt that
+/// replaced it.
 #[derive(Debug, clap::Args)]
 pub struct FenceArgs {
     /// The agent that worked on the task (as 'coord claim' granted it)
@@ -38,6 +39,9 @@ pub struct FenceArgs {
     /// The attempt worked on (as 'coord claim' printed it)
     #[arg(long, env = "COORD_ATTEMPT", value_name = "N")]
     attempt: Option<u32>,
+    /// The epoch of the hub that granted the attempt (as 'coord claim' printed it)
+    #[arg(long, env = "COORD_EPOCH", value_name = "N")]
+    epoch: Option<u64>,
 }
 
 impl FenceArgs {
@@ -45,6 +49,7 @@ impl FenceArgs {
         Fence {
             agent: self.agent.clone(),
             attempt: self.attempt,
+            epoch: self.epoch,
         }
     }
 }
@@ -111,8 +116,9 @@ fn print_claimed(ctx: &Ctx, claimed: &Claimed) -> Result<(), CliError> {
     } else {
         out!("{}", r.id);
         let lease = r.lease_expires_at.map_or("never".into(), time::format);
+        let epoch = r.epoch.map_or(String::new(), |n| format!(" --epoch {n}"));
         ctx.status(&format!(
-            "coord: {} is attempt {} of {} (lease until {lease}); report with --agent {} --attempt {}",
+            "coord: {} is attempt {} of {} (lease until {lease}); report with --agent {} --attempt {}{epoch}",
             r.id, r.attempt, r.agent, r.agent, r.attempt
         ));
     }

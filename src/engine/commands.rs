@@ -77,6 +77,15 @@ pub enum CommandError {
         /// The agent holding it.
         agent: AgentName,
     },
+    /// A report, heartbeat or release naming an agent or attempt but no epoch, for an attempt
+    /// a hub granted: after a failover it may be for an older hub's grant of the same attempt.
+    #[error("task '{id}' is an attempt a hub granted (epoch {epoch}): a report naming no epoch may be for an older hub's grant; name the epoch your claim printed with --epoch (or COORD_EPOCH, which 'coord run' sets)")]
+    NoEpoch {
+        /// The task.
+        id: TaskId,
+        /// The epoch of the hub that granted its current attempt.
+        epoch: u64,
+    },
     /// An unsigned report in a repository that requires signed results: the tick would fail
     /// the task with `bad_signature`.
     #[error("this repository requires signed results (require_signed_results in coord.yaml): pass --sign with {var} set or {agent}'s key file ('coord keygen {agent}' makes one); an unsigned result would fail the task with bad_signature")]
@@ -200,6 +209,10 @@ pub struct Receipt {
     /// The attempt granted.
     #[schemars(range(min = 1))]
     pub attempt: u32,
+    /// The epoch of the hub that granted it, to name when reporting (none outside a hub);
+    /// a claim's answer shows it ([`crate::ops::answer::Granted`]).
+    #[serde(skip)]
+    pub epoch: Option<u64>,
     /// When the lease runs out unless extended with `coord heartbeat`.
     #[serde(with = "crate::model::time::recorded")]
     #[schemars(schema_with = "crate::model::time::recorded_schema")]
@@ -302,6 +315,7 @@ fn take(
         id: id.clone(),
         agent: agent.clone(),
         attempt: e.task.coord.attempt,
+        epoch: e.task.coord.epoch,
         lease_expires_at: e.task.coord.lease_expires_at,
         path: e.path.clone(),
     });
@@ -622,23 +636,27 @@ fn retry_invalid(board: &Board, id: &TaskId) -> Plan {
     plan
 }
 
-/// The agent and attempt a reporter says it worked on (`--agent`, `--attempt`, or
-/// `COORD_AGENT` / `COORD_ATTEMPT`). Empty for a person at a terminal.
+/// The attempt token a reporter says it worked on: the agent, the attempt and, for an
+/// attempt a hub granted, the hub's epoch (`--agent`, `--attempt`, `--epoch`, or
+/// `COORD_AGENT` / `COORD_ATTEMPT` / `COORD_EPOCH`). Empty for a person at a terminal.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Fence {
     /// The agent.
     pub agent: Option<AgentName>,
     /// The attempt.
     pub attempt: Option<u32>,
+    /// The epoch of the hub that granted the attempt.
+    pub epoch: Option<u64>,
 }
 
 impl Fence {
     /// Returns whether the reporter named anything.
     pub fn is_named(&self) -> bool {
-        self.agent.is_some() || self.attempt.is_some()
+        self.agent.is_some() || self.attempt.is_some() || self.epoch.is_some()
     }
 
-    /// Returns why the fence does not match the task's current attempt, if it does not.
+    /// Returns why the fence does not match the task's current attempt, if it does not: the
+    /// agent, the attempt or the epoch named is not the current attempt's.
     fn mismatch(&self, e: &Entry) -> Option<String> {
         let c = &e.task.coord;
         let assigned = e.folder.state == State::Assigned;
@@ -647,21 +665,39 @@ impl Fence {
             .as_ref()
             .is_none_or(|a| assigned && e.folder.agent.as_ref() == Some(a));
         let attempt_ok = self.attempt.is_none_or(|n| assigned && n == c.attempt);
-        if agent_ok && attempt_ok {
+        let epoch_ok = self.epoch.is_none_or(|n| assigned && Some(n) == c.epoch);
+        if agent_ok && attempt_ok && epoch_ok {
             return None;
         }
         let named = match (&self.agent, self.attempt) {
             (Some(a), Some(n)) => format!("attempt {n} of {a}"),
             (Some(a), None) => format!("agent {a}"),
             (None, Some(n)) => format!("attempt {n}"),
-            (None, None) => "nothing".to_string(),
+            (None, None) => "that attempt".to_string(),
         };
         let now = match (&e.folder.agent, assigned) {
-            (Some(a), true) => format!("is attempt {} of {a}", c.attempt),
+            (Some(a), true) => format!("is attempt {} of {a}{}", c.attempt, in_epoch(c.epoch)),
             _ => format!("is {} (last attempt {})", e.folder.state, c.attempt),
         };
+        let named = format!("{named}{}", in_epoch(self.epoch));
         Some(format!("task '{}' {now}, not {named}", e.id))
     }
+
+    /// Refuses a fence naming an agent or attempt but no epoch for an attempt a hub granted.
+    fn epoch_named(&self, e: &Entry) -> Result<(), CommandError> {
+        match e.task.coord.epoch {
+            Some(epoch) if self.is_named() && self.epoch.is_none() => Err(CommandError::NoEpoch {
+                id: e.id.clone(),
+                epoch,
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Returns " granted in epoch N" for an attempt a hub granted, else "".
+fn in_epoch(epoch: Option<u64>) -> String {
+    epoch.map_or(String::new(), |n| format!(" granted in epoch {n}"))
 }
 
 fn fenced_entry(w: &World<'_>, id: &TaskId) -> Result<Entry, CommandError> {
@@ -687,6 +723,7 @@ fn held_entry(
     if let Some(why) = fence.mismatch(&e) {
         return Err(CommandError::Stale(format!("{why}: {refused}")));
     }
+    fence.epoch_named(&e)?;
     assigned_entry(w, id)
 }
 
@@ -826,6 +863,7 @@ pub fn report(
         return Ok(stale);
     }
     let e = assigned_entry(&w, id)?;
+    report.fence.epoch_named(&e)?;
     refuse_unfenced(&e, &report.fence)?;
     if let Some(agent) = e.folder.agent.as_ref() {
         if w.config.require_signed_results && report.signer.is_none() {
@@ -904,6 +942,9 @@ fn refuse_stale(mut w: World<'_>, e: &Entry, report: &Report<'_>, why: String) -
     }
     if let Some(a) = &report.fence.agent {
         result["agent"] = json!(a);
+    }
+    if let Some(n) = report.fence.epoch {
+        result["epoch"] = json!(n);
     }
     let mut c = e.task.coord.clone();
     c.history.push(HistoryEntry::StaleResult {

@@ -298,6 +298,9 @@ pub struct Inputs<'a> {
     pub sightings: &'a dyn sighting::Sightings,
     /// Answers the gates of waiting tasks that need the repository (refs, merges, paths).
     pub gates: &'a dyn crate::model::gate::GateAnswers,
+    /// The epoch of the hub planning (its lease's), recorded in every attempt it starts; None
+    /// outside a hub.
+    pub epoch: Option<u64>,
 }
 
 /// Plans one tick (docs/behaviour.md): adoption of hand moves, intake, completion and timeouts,

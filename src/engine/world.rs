@@ -147,6 +147,8 @@ pub struct World<'a> {
     sightings: &'a dyn super::sighting::Sightings,
     /// Answers repository gates.
     gates: &'a dyn crate::model::gate::GateAnswers,
+    /// The hub's epoch, recorded in each attempt started (None outside a hub).
+    pub epoch: Option<u64>,
     /// Live, unique, readable tasks by id, except those of `archived`.
     live: BTreeMap<TaskId, Entry>,
     /// The archived tasks that are the one live copy of their id and read, sorted by id, as
@@ -200,6 +202,7 @@ impl<'a> World<'a> {
             attempts: inputs.attempts,
             sightings: inputs.sightings,
             gates: inputs.gates,
+            epoch: inputs.epoch,
             live: BTreeMap::new(),
             archived: Vec::new(),
             ids: board

@@ -272,6 +272,10 @@ struct HeartbeatParams {
     agent: AgentName,
     /// The attempt worked on.
     attempt: u32,
+    /// The epoch of the hub that granted the attempt, when a hub granted it (the claim's
+    /// answer has it).
+    #[serde(default)]
+    epoch: Option<u64>,
 }
 
 /// Arguments of `complete`.
@@ -286,6 +290,10 @@ struct CompleteParams {
     agent: AgentName,
     /// The attempt worked on.
     attempt: u32,
+    /// The epoch of the hub that granted the attempt, when a hub granted it (the claim's
+    /// answer has it).
+    #[serde(default)]
+    epoch: Option<u64>,
     /// The output: any JSON value (the next step gets it as input.previous).
     output: Option<Value>,
     /// Hand off to these agents instead of the task's next_agent.
@@ -315,6 +323,10 @@ struct FailParams {
     agent: AgentName,
     /// The attempt worked on.
     attempt: u32,
+    /// The epoch of the hub that granted the attempt, when a hub granted it (the claim's
+    /// answer has it).
+    #[serde(default)]
+    epoch: Option<u64>,
     /// What went wrong.
     error: String,
     /// Another attempt cannot help: do not retry.
@@ -530,7 +542,7 @@ impl Server {
     ) -> Answer {
         self.agents.add(&p.agent);
         let acts = p.agent.clone();
-        let fence = fence(p.agent, p.attempt);
+        let fence = fence(p.agent, p.attempt, p.epoch);
         self.write(&request, Acts::As(&acts), move |coord| {
             Ok(json!(coord.heartbeat(&p.id, &fence, None)?))
         })
@@ -593,7 +605,7 @@ impl Server {
             output: p.output,
             next_agents: p.next_agent,
         };
-        let how = written(fence(p.agent, p.attempt), p.replace, p.metrics);
+        let how = written(fence(p.agent, p.attempt, p.epoch), p.replace, p.metrics);
         self.report(&request, p.id, verdict, how).await
     }
 
@@ -616,7 +628,7 @@ impl Server {
             message: p.error,
             retryable: !p.fatal,
         };
-        let how = written(fence(p.agent, p.attempt), p.replace, p.metrics);
+        let how = written(fence(p.agent, p.attempt, p.epoch), p.replace, p.metrics);
         self.report(&request, p.id, verdict, how).await
     }
 
@@ -987,10 +999,11 @@ fn one_or_copies(mut copies: Vec<Value>) -> Value {
     }
 }
 
-fn fence(agent: AgentName, attempt: u32) -> Fence {
+fn fence(agent: AgentName, attempt: u32, epoch: Option<u64>) -> Fence {
     Fence {
         agent: Some(agent),
         attempt: Some(attempt),
+        epoch,
     }
 }
 

@@ -258,6 +258,10 @@ pub struct CoordBlock {
     /// `attempt` keeps growing so a late result of an old attempt is never accepted.
     #[serde(skip_serializing_if = "is_zero")]
     pub attempt_base: u32,
+    /// The epoch of the hub that granted the current attempt (docs/fleet.md); none when no
+    /// hub granted it. A report must name the same epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<u64>,
     /// When intake accepted the task.
     #[serde(
         skip_serializing_if = "Option::is_none",

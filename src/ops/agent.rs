@@ -250,6 +250,7 @@ impl Coord {
         let fence = Fence {
             agent: Some(receipt.agent.clone()),
             attempt: Some(receipt.attempt),
+            epoch: receipt.epoch,
         };
         self.release(&receipt.id, &fence, remote)?;
         Ok(Claimed::Nothing {

@@ -98,8 +98,8 @@ impl Granted {
     pub fn of(receipt: Receipt) -> Granted {
         Granted {
             claimed: true,
+            epoch: receipt.epoch,
             receipt,
-            epoch: None,
         }
     }
 }

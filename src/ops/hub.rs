@@ -3,22 +3,19 @@
 //! the holder, the epoch, the lease's length, a renewal count and, for people, the expiry by
 //! the holder's clock; only ever moved by compare-and-swap pushes), the batch
 //! pushed with each renewal (a `coord sync` whose push carries the lease atomically with the
-//! branch, so a hub that lost the lease cannot land anything), and the results of grants of
-//! another epoch, kept as `stale_result`. See docs/fleet.md.
+//! branch, so a hub that lost the lease cannot land anything). Each grant records the hub's
+//! epoch; the engine's fence checks reports against it.
 //!
 //! No wall clock decides who holds the lease. A contender takes it over only after it watched
 //! the ref stay unchanged for a whole lease on its own monotonic clock; the holder counts its
 //! lease from before the push that renewed it, on its own monotonic clock, and stops writing
 //! before that runs out (`serve::hubmode`). Every renewal writes a new commit, so a live holder
-//! always moves the ref.
+//! always moves the ref. See docs/fleet.md.
 
 use super::{Coord, Error, Event};
-use crate::engine::commands;
 use crate::git::command::git_output;
-use crate::model::TaskId;
 use crate::sync::{self, RefUpdate};
 use jiff::Timestamp;
-use serde_json::Value;
 use std::time::{Duration, Instant};
 
 /// The ref on the remote that holds the hub's lease.
@@ -338,13 +335,6 @@ impl Coord {
         held.lease = lease;
         held.written = written;
         Ok(report)
-    }
-
-    /// Keeps a result for `id` that answered a grant of another hub's epoch in its
-    /// `coord.history` as a `stale_result`, wherever the task is.
-    pub fn set_aside_result(&self, id: &TaskId, result: Value) -> Result<(), Error> {
-        self.act(&|b, i| commands::set_aside(b, i, id, result.clone()))
-            .map(drop)
     }
 
     /// Fails with [`HubError::Superseded`] when the remote's lease is no longer `held`'s.

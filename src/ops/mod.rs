@@ -165,6 +165,8 @@ pub struct Options {
     /// Acts on this clone only, whatever `sync.remote` says (a hub, its clone's only writer,
     /// pushes in batches of its own).
     pub local: bool,
+    /// The epoch of the hub opening it (its lease's): every attempt it starts records it.
+    pub epoch: Option<u64>,
 }
 
 /// How a long-running front end (a watch loop, a server, an MCP server) opens the repository
@@ -245,6 +247,7 @@ pub struct Coord {
     now: Timestamp,
     wait: Option<Duration>,
     local: bool,
+    epoch: Option<u64>,
     keys: OnceCell<KeyRing>,
     sink: Sink,
 }
@@ -269,6 +272,7 @@ impl Coord {
             now,
             wait: opts.wait,
             local: opts.local,
+            epoch: opts.epoch,
             keys: OnceCell::new(),
             sink: Box::new(|_| {}),
         })
@@ -305,7 +309,7 @@ impl Coord {
     /// step's opening of it): with `require_signed_results`, a verifier holding the agents'
     /// keys.
     pub fn inputs<'a>(&'a self, session: &'a Session<'_>) -> Inputs<'a> {
-        inputs_for(session, self.now, self.keys())
+        inputs_for(session, self.now, self.keys(), self.epoch)
     }
 
     fn emit(&self, event: Event<'_>) {
@@ -459,11 +463,12 @@ pub(crate) enum Folders {
     Finished,
 }
 
-/// Returns the planner inputs over `session` at `now`.
+/// Returns the planner inputs over `session` at `now`, in a hub of `epoch` (None outside one).
 pub(crate) fn inputs_for<'a>(
     session: &'a Session<'_>,
     now: Timestamp,
     keys: &'a KeyRing,
+    epoch: Option<u64>,
 ) -> Inputs<'a> {
     let store = session.store();
     let verifier: &dyn crate::engine::Verifier = if store.config.require_signed_results {
@@ -478,6 +483,7 @@ pub(crate) fn inputs_for<'a>(
         attempts: session,
         sightings: session,
         gates: store,
+        epoch,
     }
 }
 

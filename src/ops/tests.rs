@@ -101,6 +101,7 @@ fn nothing_to_claim_and_a_stale_report_are_outcomes_not_errors() {
         fence: Fence {
             agent: Some(alice.clone()),
             attempt: Some(receipt.attempt + 1),
+            epoch: None,
         },
         ..How::default()
     };
@@ -578,6 +579,7 @@ fn claim_a_task_this_clone_unblocked(coord: &Coord) -> crate::engine::commands::
         fence: Fence {
             agent: Some("alice".parse().expect("agent")),
             attempt: Some(1),
+            epoch: None,
         },
         ..How::default()
     };
@@ -757,6 +759,7 @@ fn a_claim_withdrawn_after_its_commit_is_released_and_its_attempt_not_counted() 
         fence: Fence {
             agent: Some(alice.clone()),
             attempt: Some(2),
+            epoch: None,
         },
         ..How::default()
     };

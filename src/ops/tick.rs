@@ -102,7 +102,7 @@ impl Coord {
     /// stops the other tasks; the files skipped are recorded for `status` and `doctor`.
     pub fn tick(&self) -> Result<Ticked, Error> {
         let session = self.lock(Duration::ZERO)?;
-        let ticked = pass(&session, &self.sink, self.now, self.keys())?;
+        let ticked = pass(&session, &self.sink, self.now, (self.keys(), self.epoch))?;
         session.finish()?;
         Ok(ticked)
     }
@@ -110,7 +110,7 @@ impl Coord {
     /// Runs one pass on `store`: this repository as a step of a sync opened it, with the lock
     /// held and a killed run's work finished (a sync step's tick).
     pub fn tick_on(&self, store: &Session<'_>) -> Result<Ticked, Error> {
-        pass(store, &self.sink, self.now, self.keys())
+        pass(store, &self.sink, self.now, (self.keys(), self.epoch))
     }
 
     /// Runs one tick on the tip of `remote` and pushes it, as a step of an agent command
@@ -138,7 +138,7 @@ impl Coord {
             }
             Err(e) => return Err(e),
         };
-        let pass = pass(&session, &self.sink, self.now, self.keys())?;
+        let pass = pass(&session, &self.sink, self.now, (self.keys(), self.epoch))?;
         session.finish()?;
         let n = pass.commits;
         self.emit(Event::Detail(&format!(
@@ -177,7 +177,13 @@ impl Coord {
 
 /// Runs one pass on `store`, whose lock the caller holds and whose killed run is finished,
 /// and counts it with its duration in the clone's stats (`coord serve`'s `/metrics`).
-fn pass(store: &Session<'_>, sink: &Sink, now: Timestamp, keys: &KeyRing) -> Result<Ticked, Error> {
+/// `keys` are the agents' keys and the epoch of the hub planning (None outside a hub).
+fn pass(
+    store: &Session<'_>,
+    sink: &Sink,
+    now: Timestamp,
+    keys: (&KeyRing, Option<u64>),
+) -> Result<Ticked, Error> {
     let started = Instant::now();
     let ticked = reconcile(store, sink, now, keys)?;
     Stats::record_tick(store.repo.git_dir(), started.elapsed());
@@ -192,7 +198,7 @@ fn reconcile(
     store: &Session<'_>,
     sink: &Sink,
     now: Timestamp,
-    keys: &KeyRing,
+    keys: (&KeyRing, Option<u64>),
 ) -> Result<Ticked, Error> {
     let scheduled = super::schedules::run_due(store, sink, now)?;
     let mut ticked = Ticked {
@@ -283,14 +289,14 @@ fn window_pass(
     store: &Session<'_>,
     sink: &Sink,
     now: Timestamp,
-    keys: &KeyRing,
+    keys: (&KeyRing, Option<u64>),
     window: Window<'_>,
     ticked: &mut Ticked,
 ) -> Result<WindowDone, Error> {
     let (first, after) = (window.walked.is_some(), window.after);
     let (mut board, recorded, mut last) = load_recorded(store, sink, now, window)?;
     store.look(&board, now);
-    let inputs = inputs_for(store, now, keys);
+    let inputs = inputs_for(store, now, keys.0, keys.1);
     let committed = RefCell::new(Vec::new());
     let collect = |event: &Event<'_>| {
         if let Event::Applied(t, Applied::Committed | Applied::LeftAsFound(_)) = event {

@@ -23,6 +23,8 @@ pub struct Work {
     pub id: TaskId,
     /// The attempt granted (to name when reporting).
     pub attempt: u32,
+    /// The epoch of the hub that granted it (to name when reporting; none outside a hub).
+    pub epoch: Option<u64>,
     /// The task's timeout (at least a second).
     pub timeout: Duration,
     /// What is left of the lease now.
@@ -224,6 +226,7 @@ fn waiting_in_folder(board: &Board, agent: &AgentName, now: Timestamp, store: &S
             Some(Work {
                 id: f.id.clone(),
                 attempt: task.coord.attempt,
+                epoch: task.coord.epoch,
                 timeout: Duration::from_secs(timeout.as_secs().max(1) as u64),
                 lease_left: Duration::from_secs(lease_left),
                 path: f.path.clone(),

@@ -515,7 +515,7 @@ impl Harness<'_> {
                     format!("coord run was killed while the command ran; ended its {n} process(es)")
                 }
             };
-            let worker = self.worker();
+            let worker = self.worker(r.epoch);
             let told = worker.report_failure(&id, r.attempt, &msg, true, Instant::now());
             if let (Some(path), Ok(repo)) = (&r.worktree, self.place.open()) {
                 worker.put_away(&repo, path, Kind::Failed);
@@ -526,10 +526,12 @@ impl Harness<'_> {
         }
     }
 
-    fn worker(&self) -> Worker {
+    /// Returns a worker for an attempt granted in `epoch` (by a hub; None otherwise).
+    fn worker(&self, epoch: Option<u64>) -> Worker {
         Worker {
             place: self.place.clone(),
             agent: self.runner.agent.clone(),
+            epoch,
             stop_now: self.stop_now.clone(),
             records: self.records.clone(),
             logs: self.logs.clone(),
@@ -594,7 +596,10 @@ impl Harness<'_> {
                 ("COORD_AGENT".into(), agent.to_string()),
                 ("COORD_ATTEMPT".into(), t.attempt.to_string()),
                 ("COORD_TASK_FILE".into(), t.file.display().to_string()),
-            ],
+            ]
+            .into_iter()
+            .chain(t.epoch.map(|n| ("COORD_EPOCH".into(), n.to_string())))
+            .collect(),
             cwd: self.workdir.clone(),
             run_id: crate::hash::random_hex(),
             log: Some((
@@ -602,7 +607,7 @@ impl Harness<'_> {
                 logs::path(&self.logs, t.id.as_str(), t.attempt, Stream::Stderr),
             )),
         };
-        let worker = self.worker();
+        let worker = self.worker(t.epoch);
         std::thread::spawn(move || {
             let told = worker.work(&t, &job);
             let _ = tx.send(Msg::Ended(Ended {
@@ -653,6 +658,8 @@ fn stop_on_signals(tx: Sender<Msg>) -> Result<signal_hook::iterator::Handle, Run
 struct Worker {
     place: Place,
     agent: AgentName,
+    /// The epoch of the hub that granted the attempt worked on: reports name it.
+    epoch: Option<u64>,
     stop_now: Arc<AtomicBool>,
     records: PathBuf,
     logs: PathBuf,
@@ -836,6 +843,7 @@ impl Worker {
         Record {
             task: t.id.to_string(),
             attempt: t.attempt,
+            epoch: t.epoch,
             run_id: job.run_id.clone(),
             runner: std::process::id(),
             pid: None,
@@ -1046,6 +1054,7 @@ impl Worker {
         Fence {
             agent: Some(self.agent.clone()),
             attempt: Some(attempt),
+            epoch: self.epoch,
         }
     }
 }

@@ -20,6 +20,9 @@ pub struct Record {
     pub task: String,
     /// The attempt.
     pub attempt: u32,
+    /// The epoch of the hub that granted the attempt, when a hub did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<u64>,
     /// The run id given to the command (`COORD_RUN_ID`).
     pub run_id: String,
     /// The runner's pid.

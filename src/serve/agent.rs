@@ -213,6 +213,7 @@ fn work_json(w: &Work) -> Value {
     json!({
         "id": w.id,
         "attempt": w.attempt,
+        "epoch": w.epoch,
         "timeout_secs": w.timeout.as_secs(),
         "lease_left_secs": w.lease_left.as_secs(),
         "path": w.path,
@@ -226,6 +227,7 @@ fn work_json(w: &Work) -> Value {
 #[serde(default, deny_unknown_fields)]
 struct ReportBody {
     attempt: Option<u32>,
+    epoch: Option<u64>,
     output: Option<Value>,
     next_agent: Vec<AgentName>,
     replace: bool,
@@ -237,7 +239,8 @@ struct ReportBody {
 
 /// `POST /v1/agents/{agent}/tasks/{id}/{complete|fail|heartbeat}`: as `coord complete`,
 /// `fail` and `heartbeat --agent AGENT` answer with `--json` (without `version` and `op`);
-/// a result for another attempt is kept in the task's history and refused (409, `stale`).
+/// a result for another attempt (or epoch) is kept in the task's history and refused (409,
+/// `stale`); a task never granted to the agent is refused and left as it is (403).
 pub(super) async fn act(
     With(app): With<Arc<App>>,
     p: Result<Path<(String, String, String)>, PathRejection>,
@@ -272,10 +275,17 @@ fn run_action(
     b: ReportBody,
 ) -> Result<Value, Problem> {
     let coord = opener.open().map_err(|e| Problem::of(&e))?;
+    if !granted_to(&coord, id, agent)? {
+        return Err(Problem::new(
+            axum::http::StatusCode::FORBIDDEN,
+            format!("task '{id}' was never agent {agent}'s: its routes cannot report on it"),
+        ));
+    }
     let how = How {
         fence: Fence {
             agent: Some(agent.clone()),
             attempt: b.attempt,
+            epoch: b.epoch,
         },
         sign: false,
         replace: b.replace,
@@ -290,6 +300,22 @@ fn run_action(
         .report_answer(id, &verdict, &how, None)
         .map_err(|e| Problem::of(&e))?;
     Ok(json!(answer))
+}
+
+/// Returns whether task `id` is or was `agent`'s: assigned to it, or a result or failed
+/// attempt of it in the task (a set-aside `stale_result` names its reporter, not a holder).
+fn granted_to(coord: &Coord, id: &TaskId, agent: &AgentName) -> Result<bool, Problem> {
+    let copies = coord.show(id).map_err(|e| Problem::of(&e))?;
+    let names = |v: &Value| v.as_str() == Some(agent.as_str());
+    Ok(copies.iter().any(|copy| {
+        let task = &copy["task"];
+        let history = task["coord"]["history"].as_array().into_iter().flatten();
+        names(&task["coord"]["assigned_to"])
+            || names(&task["result"]["agent"])
+            || history
+                .filter(|h| h["event"] != "stale_result")
+                .any(|h| names(&h["agent"]) || names(&h["result"]["agent"]))
+    }))
 }
 
 /// Extends the lease; answers the task's state and new lease.

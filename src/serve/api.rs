@@ -419,6 +419,7 @@ impl ActBody {
         Fence {
             agent: self.agent.clone(),
             attempt: self.attempt,
+            epoch: self.epoch,
         }
     }
 }
@@ -463,7 +464,7 @@ pub(super) async fn act(
     let receipt = blocking(move || match &mode {
         None => run_action(&opener, &task, &action, b),
         Some(m) => m
-            .write(|| hub_action(&opener, m.epoch, &task, &action, b))
+            .write(|| hub_action(&opener, &task, &action, b))
             .map_err(|r| refused(&r))?,
     })
     .await?;
@@ -522,7 +523,13 @@ fn run_action(
                 .clone()
                 .ok_or_else(|| Problem::bad("claim needs \"agent\" in the body"))?;
             let receipt = coord.claim_id(id, &agent).map_err(fail)?;
-            Ok(Some(serde_json::to_value(receipt).unwrap_or(Value::Null)))
+            let epoch = receipt.as_ref().and_then(|r| r.epoch);
+            let mut answer = serde_json::to_value(receipt).unwrap_or(Value::Null);
+            if let Some(epoch) = epoch {
+                // The epoch the grant recorded (a hub's), to send back with reports.
+                answer["epoch"] = json!(epoch);
+            }
+            Ok(Some(answer))
         }
         "complete" | "fail" => report(&coord, id, &verdict_of(action, b)?, &how),
         "heartbeat" => coord
@@ -575,74 +582,25 @@ pub(super) fn verdict(
     })
 }
 
-/// Runs one action in a hub of `epoch`: a claim's receipt carries the epoch; a result or
-/// heartbeat for a grant of another epoch is refused (the result kept as `stale_result`);
-/// any other action answers with the task as the write left it, read from its file.
+/// Runs one action in a hub: a claim answers its receipt (with the epoch the grant
+/// recorded); any other action answers with the task as the write left it, read from its
+/// file. A result or heartbeat for a grant of another epoch is refused by the engine's fence
+/// (the result kept as `stale_result`).
 fn hub_action(
     opener: &Opener,
-    epoch: u64,
     id: &TaskId,
     action: &str,
     b: ActBody,
 ) -> Result<Option<Value>, Problem> {
-    if let Some(theirs) = b.epoch.filter(|e| *e != epoch) {
-        if matches!(action, "complete" | "fail" | "heartbeat") {
-            return Err(other_epoch(opener, epoch, theirs, id, action, b));
-        }
+    if let Some(receipt) = run_action(opener, id, action, b)? {
+        return Ok(Some(receipt));
     }
-    let answer = match run_action(opener, id, action, b)? {
-        Some(mut receipt) => {
-            receipt["epoch"] = json!(epoch);
-            receipt
-        }
-        None => {
-            let coord = opener.open().map_err(|e| Problem::of(&e))?;
-            let mut copies = coord.show(id).map_err(|e| Problem::of(&e))?;
-            match copies.len() {
-                1 => copies.remove(0),
-                _ => json!(copies),
-            }
-        }
-    };
-    Ok(Some(answer))
-}
-
-/// Refuses a result or heartbeat for a grant of epoch `theirs` in a hub of `epoch`; keeps a
-/// result in the task's history as `stale_result`.
-fn other_epoch(
-    opener: &Opener,
-    epoch: u64,
-    theirs: u64,
-    id: &TaskId,
-    action: &str,
-    b: ActBody,
-) -> Problem {
-    let why = format!(
-        "task '{id}': attempt {} was granted in epoch {theirs}, not by this hub (epoch {epoch})",
-        b.attempt.map_or("?".to_string(), |n| n.to_string())
-    );
-    if action == "heartbeat" {
-        return Problem::conflict(format!(
-            "{why}: the heartbeat was refused; stop working on it"
-        ));
-    }
-    let (agent, attempt) = (b.agent.clone(), b.attempt);
-    let kept = verdict_of(action, b).and_then(|v| {
-        let mut result = v.to_value();
-        result["attempt"] = json!(attempt);
-        result["agent"] = json!(agent);
-        result["epoch"] = json!(theirs);
-        let coord = opener.open().map_err(|e| Problem::of(&e))?;
-        coord
-            .set_aside_result(id, result)
-            .map_err(|e| Problem::of(&e))
-    });
-    match kept {
-        Ok(()) => Problem::conflict(format!(
-            "{why}: your result was not accepted (it is kept in its coord.history as stale_result); stop working on it"
-        )),
-        Err(p) => p,
-    }
+    let coord = opener.open().map_err(|e| Problem::of(&e))?;
+    let mut copies = coord.show(id).map_err(|e| Problem::of(&e))?;
+    Ok(Some(match copies.len() {
+        1 => copies.remove(0),
+        _ => json!(copies),
+    }))
 }
 
 /// Writes a result as `coord complete` / `coord fail` do; a stale report is kept in the

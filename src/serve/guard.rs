@@ -157,6 +157,11 @@ impl AgentTokens {
         Ok(AgentTokens { tokens })
     }
 
+    /// Returns the agents the file names.
+    pub fn agents(&self) -> impl Iterator<Item = &AgentName> {
+        self.tokens.iter().map(|(a, _)| a)
+    }
+
     /// Returns the agent whose token `given` is (every token compared, in constant time).
     fn agent_of(&self, given: &str) -> Option<&AgentName> {
         self.tokens
@@ -219,12 +224,16 @@ fn agent_may(who: &Who, method: &Method, path: &str) -> Result<(), Problem> {
     {
         return Ok(());
     }
-    let detail = match path.strip_prefix("/v1/agents/").and_then(|r| r.split('/').next()) {
+    let detail = match path
+        .strip_prefix("/v1/agents/")
+        .and_then(|r| r.split('/').next())
+    {
         Some(other) if !other.is_empty() => {
             format!("the token of agent {agent} cannot act as agent {other}")
         }
         _ => format!(
-            "the token of agent {agent} may only add tasks and act under {own}; this needs the              server's token"
+            "the token of agent {agent} may only add tasks and act under {own}; this needs the \
+             server's token"
         ),
     };
     Err(Problem::new(StatusCode::FORBIDDEN, detail))

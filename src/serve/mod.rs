@@ -246,7 +246,10 @@ pub fn run(mut opener: Opener, opts: Options) -> Result<(), ServeError> {
         Some(s) => Some(hubmode::take(&opener, s).map_err(ServeError::Hub)?),
         None => None,
     };
+    // Every attempt the hub starts (a claim, its tick's assignments) records its epoch.
+    opener.options.epoch = taken.as_ref().map(|(mode, _)| mode.epoch);
     let hub = hub::Hub::open(opener.clone())?;
+    warn_of_tokens_without_profiles(&hub, &agent_tokens);
     hub.watch()?;
     crate::ops::webhooks::start(
         &dir,
@@ -317,6 +320,24 @@ pub fn run(mut opener: Opener, opts: Options) -> Result<(), ServeError> {
         let _ = t.join();
     }
     Ok(())
+}
+
+/// Warns, one line each, of agents the tokens file names that have no profile: their tokens
+/// act for an agent that can claim nothing until its profile is added.
+fn warn_of_tokens_without_profiles(hub: &hub::Hub, tokens: &guard::AgentTokens) {
+    let Ok(coord) = hub.opener().open() else {
+        return;
+    };
+    let store = coord.store();
+    let agents = format!("{}/agents", store.config.work_dir);
+    for agent in tokens.agents() {
+        let profile = format!("{agents}/{agent}.yaml");
+        if !store.abs(&profile).is_file() {
+            crate::term::write_err(format_args!(
+                "coord: warning: --agent-tokens names agent {agent}, which has no profile ({profile}): its token can claim nothing until one is added ('coord agents add {agent}')"
+            ));
+        }
+    }
 }
 
 /// Returns the hub's settings from coord.yaml and makes `opener` act on the clone alone

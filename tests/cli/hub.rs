@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A remote whose coord.yaml sets `hub:` and whose main holds `n` ready tasks `t0…`.
-fn fleet(hub: &str, n: usize) -> Net {
+pub(crate) fn fleet(hub: &str, n: usize) -> Net {
     let net = Net::new(&[]);
     for agent in ["w", "v"] {
         net.seed
@@ -32,16 +32,16 @@ fn fleet(hub: &str, n: usize) -> Net {
 }
 
 /// A running `coord serve --hub`, its stderr kept in a file; killed when dropped.
-struct Hub {
+pub(crate) struct Hub {
     child: Child,
-    addr: String,
+    pub(crate) addr: String,
     stderr: std::path::PathBuf,
 }
 
 impl Hub {
     /// Starts the hub in `clone` and waits for its address; panics with its stderr if it
     /// exits instead.
-    fn start(clone: &TestRepo) -> Hub {
+    pub(crate) fn start(clone: &TestRepo) -> Hub {
         Hub::try_start(clone).unwrap_or_else(|(code, err)| panic!("hub exited {code:?}: {err}"))
     }
 
@@ -76,17 +76,17 @@ impl Hub {
         }
     }
 
-    fn post(&self, path: &str, body: Value) -> Resp {
+    pub(crate) fn post(&self, path: &str, body: Value) -> Resp {
         request(&self.addr, "POST", path, &[], body.to_string().as_bytes())
     }
 
-    fn claim(&self, id: &str, agent: &str) -> Value {
+    pub(crate) fn claim(&self, id: &str, agent: &str) -> Value {
         let r = self.post(&format!("/v1/tasks/{id}/claim"), json!({"agent": agent}));
         assert_eq!(r.status, 200, "claim {id}: {}", r.body);
         r.json()
     }
 
-    fn task(&self, id: &str) -> Value {
+    pub(crate) fn task(&self, id: &str) -> Value {
         request(&self.addr, "GET", &format!("/v1/tasks/{id}"), &[], b"").json()
     }
 
@@ -106,7 +106,7 @@ impl Hub {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 
-    fn kill_9(mut self) {
+    pub(crate) fn kill_9(mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -130,7 +130,7 @@ impl Drop for Hub {
 }
 
 /// Returns the remote's main: the folder of task `id`'s file, or "" when it has none.
-fn remote_place(net: &Net, id: &str) -> String {
+pub(crate) fn remote_place(net: &Net, id: &str) -> String {
     let files = git_in(
         net.remote.path(),
         &["ls-tree", "-r", "--name-only", "main", "work"],
@@ -143,13 +143,13 @@ fn remote_place(net: &Net, id: &str) -> String {
 }
 
 /// Makes every later push from `clone` to its remote fail, as an unreachable remote does.
-fn block_pushes(clone: &TestRepo) {
+pub(crate) fn block_pushes(clone: &TestRepo) {
     let body = "echo 'remote unreachable' >&2\nexit 1";
     clone.wrap_remote_program("receivepack", "blocked-pushes", body);
 }
 
 /// Waits up to `within` for `done`.
-fn eventually(within: Duration, mut done: impl FnMut() -> bool) -> bool {
+pub(crate) fn eventually(within: Duration, mut done: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + within;
     while Instant::now() < end {
         if done() {

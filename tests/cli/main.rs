@@ -41,6 +41,7 @@ mod http;
 mod http_client;
 mod hub;
 mod hub_client;
+mod hub_epoch;
 mod hub_fleet;
 mod import;
 mod index_write;

@@ -333,9 +333,53 @@ fn a_heartbeat_with_more_than_half_the_lease_left_plans_nothing() {
     let wrong = Fence {
         agent: Some(AgentName::new("bob").expect("name")),
         attempt: Some(1),
+        epoch: None,
     };
     let refused = s.command(|b, i| commands::heartbeat(b, i, &id, &wrong));
     assert!(refused.is_err(), "a fenced heartbeat is refused first");
+}
+
+#[test]
+fn a_hubs_grant_records_its_epoch_and_every_fenced_command_checks_it() {
+    let mut s = sim_with(&["alice"]);
+    s.epoch = Some(2);
+    s.drop_task("a", "title: x\ntimeout: 10m\n");
+    s.tick(at(0));
+    assert_eq!(s.coord("a").epoch, Some(2));
+    let id = tid("a");
+    let fence = |epoch| Fence {
+        agent: Some(agent("alice")),
+        attempt: Some(1),
+        epoch,
+    };
+    let other = s.command(|b, i| commands::heartbeat(b, i, &id, &fence(Some(1))));
+    assert!(
+        matches!(&other, Err(commands::CommandError::Stale(m)) if m.contains("granted in epoch 2")),
+        "{other:?}"
+    );
+    let unnamed = s.command(|b, i| commands::release(b, i, &id, &fence(None)));
+    assert!(
+        matches!(
+            unnamed,
+            Err(commands::CommandError::NoEpoch { epoch: 2, .. })
+        ),
+        "{unnamed:?}"
+    );
+    let late = s.command(|b, i| {
+        let mut report = commands::Report::new(json!({"status": "success"}));
+        report.fence = fence(Some(1));
+        commands::report(b, i, &id, report)
+    });
+    let stale = late.expect("set aside").outcome;
+    assert!(matches!(stale, commands::Outcome::Stale(_)), "{stale:?}");
+    let kept = s.coord("a").history;
+    assert!(
+        matches!(kept.last(), Some(HistoryEntry::StaleResult { result, .. }) if result["epoch"] == 1),
+        "{kept:?}"
+    );
+    s.command(|b, i| commands::release(b, i, &id, &fence(Some(2))))
+        .expect("the grant's own epoch releases it");
+    assert_eq!(s.path_of("a"), "ready/a.yaml");
 }
 
 #[test]

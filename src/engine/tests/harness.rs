@@ -46,6 +46,8 @@ pub struct Sim {
     /// Files (paths under `work/`) still being written: a new inbox file is not on the board
     /// yet, any other stays there frozen, as the store loads them.
     pub settling: BTreeSet<String>,
+    /// The epoch of the hub planning, as a hub's inputs give it (None: no hub).
+    pub epoch: Option<u64>,
 }
 
 impl Default for Sim {
@@ -63,6 +65,7 @@ impl Sim {
             config: Config::default(),
             now: at(0),
             settling: BTreeSet::new(),
+            epoch: None,
         }
     }
 
@@ -123,6 +126,7 @@ impl Sim {
             attempts: &NoHistory,
             sightings: &crate::engine::sighting::NoSightings,
             gates: &NoGates,
+            epoch: self.epoch,
         };
         engine::plan(board, &inputs)
     }
@@ -180,6 +184,7 @@ impl Sim {
             attempts: &NoHistory,
             sightings: &crate::engine::sighting::NoSightings,
             gates: &NoGates,
+            epoch: self.epoch,
         };
         let out = f(&board, &inputs)?;
         self.apply(out.plan());
@@ -240,6 +245,7 @@ impl Sim {
             Some(Fence {
                 agent: Some(t.folder.agent.clone()?),
                 attempt: Some(task.coord.attempt),
+                epoch: task.coord.epoch,
             })
         });
         held.unwrap_or_default()

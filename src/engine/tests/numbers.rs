@@ -68,6 +68,7 @@ fn run_everything(d: Duration, text: &str, now: Timestamp) {
         attempts: &crate::engine::NoHistory,
         sightings: &crate::engine::sighting::NoSightings,
         gates: &super::harness::NoGates,
+        epoch: None,
     };
     let _ = archive::plan(&s.board(), &inputs, d);
 }

@@ -232,6 +232,7 @@ impl Run {
             attempts: &NoHistory,
             sightings: &crate::engine::sighting::NoSightings,
             gates: &super::harness::NoGates,
+            epoch: None,
         };
         let plan = crate::engine::plan(&board, &inputs);
         let view = board_view::view(&board, &inputs, &BTreeMap::new());

@@ -537,6 +537,7 @@ fn archived_tasks_get_no_planning_entry_but_are_found_by_id() {
         attempts: &NoHistory,
         sightings: &crate::engine::sighting::NoSightings,
         gates: &super::harness::NoGates,
+        epoch: None,
     };
     let w = World::new(&board, &inputs);
     let live: Vec<&str> = w.live_entries().map(|e| e.id.as_str()).collect();
