@@ -589,7 +589,7 @@ impl Server {
         )
     )]
     async fn approve(&self, Parameters(p): Parameters<IdParams>) -> Answer {
-        self.person("approve", p.id, |coord, id| coord.approve(id))
+        self.person(ops::PersonOp::Approve, p.id, |coord, id| coord.approve(id))
             .await
     }
 
@@ -604,8 +604,10 @@ impl Server {
         )
     )]
     async fn reject(&self, Parameters(p): Parameters<RejectParams>) -> Answer {
-        self.person("reject", p.id, move |coord, id| coord.reject(id, &p.reason))
-            .await
+        self.person(ops::PersonOp::Reject, p.id, move |coord, id| {
+            coord.reject(id, &p.reason)
+        })
+        .await
     }
 
     #[tool(
@@ -619,8 +621,10 @@ impl Server {
         )
     )]
     async fn cancel(&self, Parameters(p): Parameters<CancelParams>) -> Answer {
-        self.person("cancel", p.id, move |coord, id| coord.cancel(id, &p.reason))
-            .await
+        self.person(ops::PersonOp::Cancel, p.id, move |coord, id| {
+            coord.cancel(id, &p.reason)
+        })
+        .await
     }
 
     #[tool(
@@ -634,7 +638,7 @@ impl Server {
         )
     )]
     async fn retry(&self, Parameters(p): Parameters<IdParams>) -> Answer {
-        self.person("retry", p.id, |coord, id| coord.retry(id))
+        self.person(ops::PersonOp::Retry, p.id, |coord, id| coord.retry(id))
             .await
     }
 
@@ -650,7 +654,7 @@ impl Server {
         )
     )]
     async fn reassign(&self, Parameters(p): Parameters<ReassignParams>) -> Answer {
-        self.person("reassign", p.id, move |coord, id| {
+        self.person(ops::PersonOp::Reassign, p.id, move |coord, id| {
             coord.reassign(id, &p.agent)
         })
         .await
@@ -703,14 +707,14 @@ impl Server {
     /// `--json` does.
     async fn person(
         &self,
-        op: &'static str,
+        op: ops::PersonOp,
         id: TaskId,
         act: impl FnOnce(&ops::Coord, &TaskId) -> Result<usize, ops::Error> + Send + 'static,
     ) -> Answer {
         self.answer(move |ctx| {
             let coord = ctx.coord()?;
             let commits = act(&coord, &id)?;
-            Ok(json!(super::gate::Acted::of(&coord, op, &id, commits)?))
+            Ok(json!(coord.acted(op, &id, commits)?))
         })
         .await
     }

@@ -443,14 +443,6 @@ impl From<Found> for CliError {
     }
 }
 
-/// Returns the state task `id` is in now (its first copy's), for a command's `--json` answer.
-fn state_of(coord: &Coord, id: &crate::model::TaskId) -> Result<serde_json::Value, ops::Error> {
-    let copies = coord.show(id)?;
-    Ok(copies
-        .first()
-        .map_or(serde_json::Value::Null, |c| c["state"].clone()))
-}
-
 /// Starts coord again with the same arguments and `vars` added to its environment, unless
 /// one of them is set already (by this exec, or by the user, whose value stands) or the
 /// command line is not the process's own (`ctx.restartable`): glibc reads its malloc tunables

@@ -40,8 +40,8 @@ pub use crate::lock::LockError;
 pub use crate::view::AgentRow;
 pub use agent::{Claimed, How, Reported, Signature, Verdict};
 pub use answer::{
-    schemas, Agents, AnswerSchema, Beat, BeatOp, ClaimAnswer, Granted, NothingClaimed,
-    ReportAnswer, ReportOp, Version, Versioned, JSON_VERSION,
+    schemas, Acted, Agents, AnswerSchema, Beat, BeatOp, ClaimAnswer, Granted, NothingClaimed,
+    PersonOp, ReportAnswer, ReportOp, Version, Versioned, JSON_VERSION,
 };
 pub use archive::Archived;
 pub use doctor::{Finding, FindingCode};

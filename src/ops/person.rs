@@ -2,6 +2,7 @@
 //! `retry` and `reassign` (planned in the engine). Each commits its change and returns the
 //! number of commits it made.
 
+use super::answer::{Acted, PersonOp};
 use super::{Coord, Error, Folders};
 use crate::engine::commands;
 use crate::model::{AgentName, TaskId};
@@ -37,5 +38,22 @@ impl Coord {
     /// `to` has it already).
     pub fn reassign(&self, id: &TaskId, to: &AgentName) -> Result<usize, Error> {
         self.act(&|b, i| commands::reassign(b, i, id, to))
+    }
+}
+
+impl Coord {
+    /// Returns the answer of `op` on task `id`, which made `commits` commits: the state the
+    /// task's first copy is in now (only the task's own files are read).
+    pub fn acted(&self, op: PersonOp, id: &TaskId, commits: usize) -> Result<Acted, Error> {
+        let board = self
+            .read()
+            .load_scoped(&|rel| super::agent::is_file_of(rel, id))?;
+        let state = board.find(id).first().map(|f| f.folder.state);
+        Ok(Acted {
+            op,
+            id: id.clone(),
+            commits,
+            state,
+        })
     }
 }

@@ -10,7 +10,7 @@ use crate::board::TaskFile;
 use crate::model::{AgentName, State, TaskId};
 use crate::ops::Fence;
 use crate::ops::Opener;
-use crate::ops::{self, Coord, How, Reported, TaskFilter, Verdict};
+use crate::ops::{self, Coord, How, PersonOp, Reported, TaskFilter, Verdict};
 use crate::ops::{Created, NewTask};
 use axum::body::Bytes;
 use axum::extract::rejection::{PathRejection, QueryRejection};
@@ -496,7 +496,8 @@ fn version_matches(body: &Value, wanted: &HeaderValue, id: &TaskId) -> Result<()
     ))
 }
 
-/// Runs one action through the library's operations; returns the claim's receipt.
+/// Runs one action through the library's operations; returns the claim's receipt or what a
+/// person's action did (none for a result or heartbeat).
 fn run_action(
     opener: &Opener,
     id: &TaskId,
@@ -529,23 +530,35 @@ fn run_action(
             .heartbeat(id, &how.fence, None)
             .map_err(fail)
             .map(|_| None),
-        "approve" => coord.approve(id).map_err(fail).map(|_| None),
+        "approve" => acted(&coord, PersonOp::Approve, id, coord.approve(id)),
         "reject" => {
             let reason = need(b.reason, "reason")?;
-            coord.reject(id, &reason).map_err(fail).map(|_| None)
+            acted(&coord, PersonOp::Reject, id, coord.reject(id, &reason))
         }
         "cancel" => {
             let reason = b.reason.unwrap_or_default();
-            coord.cancel(id, &reason).map_err(fail).map(|_| None)
+            acted(&coord, PersonOp::Cancel, id, coord.cancel(id, &reason))
         }
         "reassign" => {
             let agent = b
                 .agent
                 .ok_or_else(|| Problem::bad("reassign needs \"agent\" in the body"))?;
-            coord.reassign(id, &agent).map_err(fail).map(|_| None)
+            acted(&coord, PersonOp::Reassign, id, coord.reassign(id, &agent))
         }
-        _ => coord.retry(id).map_err(fail).map(|_| None),
+        _ => acted(&coord, PersonOp::Retry, id, coord.retry(id)),
     }
+}
+
+/// Answers a person's operation `op` on `id` that made `commits` commits, as `--json` does.
+fn acted(
+    coord: &Coord,
+    op: PersonOp,
+    id: &TaskId,
+    commits: Result<usize, ops::Error>,
+) -> Result<Option<Value>, Problem> {
+    let answer = commits.and_then(|n| coord.acted(op, id, n));
+    let answer = answer.map_err(|e| Problem::of(&e))?;
+    Ok(Some(serde_json::to_value(answer).unwrap_or(Value::Null)))
 }
 
 /// Returns the result a `complete` or `fail` body reports.
@@ -577,7 +590,8 @@ pub(super) fn verdict(
 
 /// Runs one action in a hub of `epoch`: a claim's receipt carries the epoch; a result or
 /// heartbeat for a grant of another epoch is refused (the result kept as `stale_result`);
-/// any other action answers with the task as the write left it, read from its file.
+/// a person's action answers what it did; a result or heartbeat answers with the task as
+/// the write left it, read from its file.
 fn hub_action(
     opener: &Opener,
     epoch: u64,
@@ -591,10 +605,11 @@ fn hub_action(
         }
     }
     let answer = match run_action(opener, id, action, b)? {
-        Some(mut receipt) => {
+        Some(mut receipt) if action == "claim" => {
             receipt["epoch"] = json!(epoch);
             receipt
         }
+        Some(acted) => acted,
         None => {
             let coord = opener.open().map_err(|e| Problem::of(&e))?;
             let mut copies = coord.show(id).map_err(|e| Problem::of(&e))?;
