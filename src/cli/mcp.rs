@@ -415,8 +415,11 @@ impl Server {
     )]
     async fn log(&self, Parameters(p): Parameters<LogParams>) -> Answer {
         let limit = Some(p.limit.unwrap_or(50));
-        self.answer(move |ctx| Ok(json!({"entries": ctx.coord()?.log(p.id.as_ref(), limit)?})))
-            .await
+        self.answer(move |ctx| {
+            let entries = ctx.coord()?.log(p.id.as_ref(), limit)?;
+            Ok(json!(ops::Log { entries }))
+        })
+        .await
     }
 
     #[tool(

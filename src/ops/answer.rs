@@ -222,6 +222,14 @@ pub struct Agents {
     pub agents: Vec<super::AgentRow>,
 }
 
+/// Transitions from git history, newest first (`coord log --json` and the MCP `log` tool;
+/// `GET /v1/tasks/{id}/log` pages the entries as `items`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Log {
+    /// The transitions.
+    pub entries: Vec<super::LogEntry>,
+}
+
 /// One answer schema under `schemas/json/`: the file's name and the schema of its `--json`
 /// answer.
 pub struct AnswerSchema {
@@ -275,6 +283,11 @@ pub fn schemas() -> Vec<AnswerSchema> {
             "gate",
             "coord approve|reject|cancel|retry|reassign --json",
             "What a person's command did and where the task is now.",
+        ),
+        versioned::<Log>(
+            "log",
+            "coord log --json",
+            "Transitions from git history, newest first.",
         ),
         versioned::<super::Created>(
             "new",

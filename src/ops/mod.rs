@@ -40,7 +40,7 @@ pub use crate::lock::LockError;
 pub use crate::view::AgentRow;
 pub use agent::{Claimed, How, Reported, Signature, Verdict};
 pub use answer::{
-    schemas, Acted, Agents, AnswerSchema, Beat, BeatOp, ClaimAnswer, Granted, NothingClaimed,
+    schemas, Acted, Agents, AnswerSchema, Beat, BeatOp, ClaimAnswer, Granted, Log, NothingClaimed,
     PersonOp, ReportAnswer, ReportOp, Version, Versioned, JSON_VERSION,
 };
 pub use archive::Archived;

@@ -151,3 +151,36 @@ fn person_actions_answer_alike_from_every_front_end() {
         }
     }
 }
+
+#[test]
+fn a_tasks_log_answers_the_same_entries_from_every_front_end() {
+    let r = TestRepo::with_agents(&["p --pull"]);
+    r.ok(&["new", "Work", "--id", "w", "--agent", "p"]);
+    r.ok(&["tick"]);
+    r.ok(&["cancel", "w", "--reason", "not needed"]);
+    let cli = r.json(&["log", "w"]);
+    assert!(
+        cli["entries"].as_array().is_some_and(|e| e.len() >= 2),
+        "{cli}"
+    );
+    check("log", &["log", "w"], &cli.to_string());
+
+    let s = Server::start(&r);
+    let rest = s.get("/v1/tasks/w/log").json();
+    assert_eq!(
+        rest["items"], cli["entries"],
+        "REST against the command line"
+    );
+
+    let mcp = std::sync::Mutex::new(None);
+    let slot = &mcp;
+    with_server(&r, |client| async move {
+        *slot.lock().expect("lock") = Some(ok(&client, "log", json!({"id": "w"})).await);
+    });
+    let mcp = mcp.into_inner().expect("lock").expect("the MCP answer");
+    assert_eq!(
+        mcp,
+        json!({"entries": cli["entries"]}),
+        "MCP against the command line"
+    );
+}
