@@ -1,13 +1,12 @@
 //! A person's commands on one task: `approve` / `reject` (authority gate), `cancel`,
 //! `retry` and `reassign`; each calls its operation ([`crate::ops::Coord`]) and, with `--json`, prints
-//! `{version, op, id, commits, state}`.
+//! what it did ([`crate::ops::Acted`]).
 
 use super::Ctx;
 use crate::error::CliError;
-use crate::error::JSON_VERSION;
 use crate::model::{AgentName, TaskId};
-use crate::ops::{Acted, Coord};
-use serde_json::{json, Value};
+use crate::ops::{Coord, PersonOp, Versioned};
+use serde_json::json;
 
 /// Arguments naming one task.
 #[derive(Debug, clap::Args)]
@@ -49,21 +48,21 @@ pub struct ReassignArgs {
 pub fn approve(ctx: &Ctx, a: IdArgs) -> Result<(), CliError> {
     let coord = ctx.coord()?;
     let commits = coord.approve(&a.id)?;
-    done(ctx, &coord, "approve", &a.id, commits)
+    done(ctx, &coord, PersonOp::Approve, &a.id, commits)
 }
 
 /// Runs `coord reject`.
 pub fn reject(ctx: &Ctx, a: RejectArgs) -> Result<(), CliError> {
     let coord = ctx.coord()?;
     let commits = coord.reject(&a.id, &a.reason)?;
-    done(ctx, &coord, "reject", &a.id, commits)
+    done(ctx, &coord, PersonOp::Reject, &a.id, commits)
 }
 
 /// Runs `coord cancel`.
 pub fn cancel(ctx: &Ctx, a: CancelArgs) -> Result<(), CliError> {
     let coord = ctx.coord()?;
     let commits = coord.cancel(&a.id, &a.reason)?;
-    done(ctx, &coord, "cancel", &a.id, commits)
+    done(ctx, &coord, PersonOp::Cancel, &a.id, commits)
 }
 
 /// Runs `coord reassign`.
@@ -73,27 +72,26 @@ pub fn reassign(ctx: &Ctx, a: ReassignArgs) -> Result<(), CliError> {
     if commits == 0 {
         ctx.status(&format!("coord: {} is {}'s already", a.id, a.agent));
     }
-    done(ctx, &coord, "reassign", &a.id, commits)
+    done(ctx, &coord, PersonOp::Reassign, &a.id, commits)
 }
 
 /// Runs `coord retry`.
 pub fn retry(ctx: &Ctx, a: IdArgs) -> Result<(), CliError> {
     let coord = ctx.coord()?;
     let commits = coord.retry(&a.id)?;
-    done(ctx, &coord, "retry", &a.id, commits)
+    done(ctx, &coord, PersonOp::Retry, &a.id, commits)
 }
 
-/// With `--json`, prints what the command did ([`Acted`]).
-fn done(ctx: &Ctx, coord: &Coord, op: &str, id: &TaskId, commits: usize) -> Result<(), CliError> {
+/// With `--json`, prints what the command did ([`crate::ops::Acted`]).
+fn done(
+    ctx: &Ctx,
+    coord: &Coord,
+    op: PersonOp,
+    id: &TaskId,
+    commits: usize,
+) -> Result<(), CliError> {
     if ctx.json {
-        let mut answer = json!({"version": JSON_VERSION});
-        if let (Some(answer), Value::Object(acted)) = (
-            answer.as_object_mut(),
-            json!(Acted::of(coord, op, id, commits)?),
-        ) {
-            answer.extend(acted);
-        }
-        super::print_json(&answer);
+        super::print_json(&json!(Versioned::of(coord.acted(op, id, commits)?)));
     }
     Ok(())
 }

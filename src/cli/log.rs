@@ -6,7 +6,6 @@ use super::Ctx;
 use crate::error::CliError;
 use crate::model::{Endpoint, TaskId};
 use crate::ops::LogEntry;
-use serde_json::json;
 
 /// Arguments of `coord log`.
 #[derive(Debug, clap::Args)]
@@ -38,7 +37,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
         .coord()?
         .history(args.id.as_ref(), args.limit, args.all)?;
     if ctx.json {
-        super::print_answer(json!({ "entries": entries }));
+        super::print_answer(crate::ops::Log { entries });
         return Ok(());
     }
     let look = ctx.look;

@@ -444,8 +444,11 @@ impl Server {
     )]
     async fn log(&self, Parameters(p): Parameters<LogParams>) -> Answer {
         let limit = Some(p.limit.unwrap_or(50));
-        self.answer(move |coord| Ok(json!({"entries": coord.log(p.id.as_ref(), limit)?})))
-            .await
+        self.answer(move |coord| {
+            let entries = coord.log(p.id.as_ref(), limit)?;
+            Ok(json!(ops::Log { entries }))
+        })
+        .await
     }
 
     #[tool(
@@ -647,7 +650,7 @@ impl Server {
         Parameters(p): Parameters<IdParams>,
         request: RequestContext<RoleServer>,
     ) -> Answer {
-        self.person(&request, "approve", p.id, |coord, id| coord.approve(id))
+        self.person(&request, ops::PersonOp::Approve, p.id, |coord, id| coord.approve(id))
             .await
     }
 
@@ -666,7 +669,7 @@ impl Server {
         Parameters(p): Parameters<RejectParams>,
         request: RequestContext<RoleServer>,
     ) -> Answer {
-        self.person(&request, "reject", p.id, move |coord, id| {
+        self.person(&request, ops::PersonOp::Reject, p.id, move |coord, id| {
             coord.reject(id, &p.reason)
         })
         .await
@@ -687,7 +690,7 @@ impl Server {
         Parameters(p): Parameters<CancelParams>,
         request: RequestContext<RoleServer>,
     ) -> Answer {
-        self.person(&request, "cancel", p.id, move |coord, id| {
+        self.person(&request, ops::PersonOp::Cancel, p.id, move |coord, id| {
             coord.cancel(id, &p.reason)
         })
         .await
@@ -708,7 +711,7 @@ impl Server {
         Parameters(p): Parameters<IdParams>,
         request: RequestContext<RoleServer>,
     ) -> Answer {
-        self.person(&request, "retry", p.id, |coord, id| coord.retry(id))
+        self.person(&request, ops::PersonOp::Retry, p.id, |coord, id| coord.retry(id))
             .await
     }
 
@@ -728,7 +731,7 @@ impl Server {
         Parameters(p): Parameters<ReassignParams>,
         request: RequestContext<RoleServer>,
     ) -> Answer {
-        self.person(&request, "reassign", p.id, move |coord, id| {
+        self.person(&request, ops::PersonOp::Reassign, p.id, move |coord, id| {
             coord.reassign(id, &p.agent)
         })
         .await
@@ -874,13 +877,13 @@ impl Server {
     async fn person(
         &self,
         request: &RequestContext<RoleServer>,
-        op: &'static str,
+        op: ops::PersonOp,
         id: TaskId,
         act: impl FnOnce(&Coord, &TaskId) -> Result<usize, ops::Error> + Send + 'static,
     ) -> Answer {
         self.write(request, Acts::AsPerson, move |coord| {
             let commits = act(coord, &id)?;
-            Ok(json!(ops::Acted::of(coord, op, &id, commits)?))
+            Ok(json!(coord.acted(op, &id, commits)?))
         })
         .await
     }

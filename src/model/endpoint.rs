@@ -33,6 +33,19 @@ impl Endpoint {
     }
 }
 
+impl schemars::JsonSchema for Endpoint {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Endpoint".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A task's state, or `new`, `agent`, `added`, `initialized`, `circuit <state>`.",
+            "type": "string"
+        })
+    }
+}
+
 impl From<State> for Endpoint {
     fn from(s: State) -> Endpoint {
         Endpoint::State(s)

@@ -198,7 +198,7 @@ fn own_result(board: &Board, id: &TaskId, how: &How) -> bool {
 }
 
 /// Returns whether the work-relative path `rel` names a file of task `id`.
-fn is_file_of(rel: &str, id: &TaskId) -> bool {
+pub(super) fn is_file_of(rel: &str, id: &TaskId) -> bool {
     let name = rel.rsplit('/').next().unwrap_or(rel);
     name.strip_suffix(".yaml")
         .or_else(|| name.strip_suffix(".yml"))

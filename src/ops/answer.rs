@@ -185,11 +185,49 @@ pub struct ReportAnswer {
     pub recorded: bool,
 }
 
+/// A person's operation on one task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PersonOp {
+    /// `approve`: the task in review goes on.
+    Approve,
+    /// `reject`: the task in review fails.
+    Reject,
+    /// `cancel`: the task stops.
+    Cancel,
+    /// `retry`: the finished task goes back to the inbox.
+    Retry,
+    /// `reassign`: the task goes to another agent.
+    Reassign,
+}
+
+/// What a person's operation (`approve`, `reject`, `cancel`, `retry`, `reassign`) did: the
+/// same answer from `--json`, `POST /v1/tasks/{id}/{op}` and the MCP tools.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Acted {
+    /// The operation.
+    pub op: PersonOp,
+    /// The task.
+    pub id: TaskId,
+    /// The commits made (none when there was nothing to change).
+    pub commits: usize,
+    /// The task's state now; null when no file has the id any more.
+    pub state: Option<State>,
+}
+
 /// The agents (`coord agents --json`; `GET /v1/agents` answers the list alone).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Agents {
     /// Each agent, by name.
     pub agents: Vec<super::AgentRow>,
+}
+
+/// Transitions from git history, newest first (`coord log --json` and the MCP `log` tool;
+/// `GET /v1/tasks/{id}/log` pages the entries as `items`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Log {
+    /// The transitions.
+    pub entries: Vec<super::LogEntry>,
 }
 
 /// One answer schema under `schemas/json/`: the file's name and the schema of its `--json`
@@ -240,6 +278,16 @@ pub fn schemas() -> Vec<AnswerSchema> {
             "agents",
             "coord agents --json",
             "The agents with their capabilities, load, limit, mode and circuit.",
+        ),
+        versioned::<Acted>(
+            "gate",
+            "coord approve|reject|cancel|retry|reassign --json",
+            "What a person's command did and where the task is now.",
+        ),
+        versioned::<Log>(
+            "log",
+            "coord log --json",
+            "Transitions from git history, newest first.",
         ),
         versioned::<super::Created>(
             "new",

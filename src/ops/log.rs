@@ -9,12 +9,14 @@ use crate::redact::one_line;
 use jiff::Timestamp;
 
 /// One transition as history records it; serialized as `coord log --json` prints it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct LogEntry {
     /// The commit id in hex.
+    #[schemars(regex(pattern = r"^[0-9a-f]{40}$"))]
     pub commit: String,
     /// When it was committed (RFC 3339 in JSON).
     #[serde(serialize_with = "rfc3339")]
+    #[schemars(schema_with = "rfc3339_schema")]
     pub time: Timestamp,
     /// The task (or agent, for profile updates) it concerns.
     #[serde(rename = "task")]
@@ -23,11 +25,12 @@ pub struct LogEntry {
     pub from: Option<Endpoint>,
     /// Where it ended (`Coord-To`), when recorded.
     pub to: Option<Endpoint>,
-    /// The operation (`Coord-Op`: new, claim, complete, ...), when recorded.
+    /// The command (`Coord-Op`: new, claim, complete, ...), or add, edit, delete for a
+    /// person's change; null when not recorded.
     pub op: Option<String>,
     /// The summary line without the `coord: ` prefix, on one line.
     pub summary: String,
-    /// Who, for a person's change (the commit's author); None for coord's transitions.
+    /// Who, for a person's change (the commit's author); absent for coord's transitions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
 }
@@ -131,6 +134,14 @@ impl LogEntry {
 /// Serializes a timestamp as its RFC 3339 text.
 fn rfc3339<S: serde::Serializer>(t: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(t)
+}
+
+/// The schema of an entry's `time`.
+fn rfc3339_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$"
+    })
 }
 
 impl Coord {

@@ -40,8 +40,8 @@ pub use crate::lock::LockError;
 pub use crate::view::AgentRow;
 pub use agent::{Claimed, How, Reported, Signature, Verdict};
 pub use answer::{
-    schemas, Agents, AnswerSchema, Beat, BeatOp, ClaimAnswer, Granted, NothingClaimed,
-    ReportAnswer, ReportOp, Version, Versioned, JSON_VERSION,
+    schemas, Acted, Agents, AnswerSchema, Beat, BeatOp, ClaimAnswer, Granted, Log, NothingClaimed,
+    PersonOp, ReportAnswer, ReportOp, Version, Versioned, JSON_VERSION,
 };
 pub use archive::Archived;
 pub use doctor::{Finding, FindingCode};
@@ -51,7 +51,6 @@ pub use init::{init, Initialized, Setup};
 pub use install::Touched;
 pub use log::LogEntry;
 pub use new::{Created, NewTask};
-pub use person::Acted;
 pub use profiles::{AddedAgent, NewAgent};
 pub use schedules::ScheduleRow;
 pub use status::{Cursor, PushRate, Status, TaskFilter, TaskPage, TaskRow, Tentative};

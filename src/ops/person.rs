@@ -2,6 +2,7 @@
 //! `retry` and `reassign` (planned in the engine). Each commits its change and returns the
 //! number of commits it made.
 
+use super::answer::{Acted, PersonOp};
 use super::{Coord, Error, Folders};
 use crate::engine::commands;
 use crate::model::{AgentName, TaskId};
@@ -40,35 +41,17 @@ impl Coord {
     }
 }
 
-/// What a person's command did: the operation, the task, the commits made and the state the
-/// task is in now (`--json` and the MCP tools of the same names).
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Acted<'a> {
-    /// The command: approve, reject, cancel, retry or reassign.
-    pub op: &'a str,
-    /// The task.
-    pub id: &'a TaskId,
-    /// The commits made.
-    pub commits: usize,
-    /// The task's state now (null when no file has the id any more).
-    pub state: serde_json::Value,
-}
-
-impl<'a> Acted<'a> {
-    /// Returns what `op` did to `id` with `commits` commits, reading the state it left.
-    pub fn of(
-        coord: &Coord,
-        op: &'a str,
-        id: &'a TaskId,
-        commits: usize,
-    ) -> Result<Acted<'a>, Error> {
-        let state = coord
-            .show(id)?
-            .first()
-            .map_or(serde_json::Value::Null, |c| c["state"].clone());
+impl Coord {
+    /// Returns the answer of `op` on task `id`, which made `commits` commits: the state the
+    /// task's first copy is in now (only the task's own files are read).
+    pub fn acted(&self, op: PersonOp, id: &TaskId, commits: usize) -> Result<Acted, Error> {
+        let board = self
+            .read()
+            .load_scoped(&|rel| super::agent::is_file_of(rel, id))?;
+        let state = board.find(id).first().map(|f| f.folder.state);
         Ok(Acted {
             op,
-            id,
+            id: id.clone(),
             commits,
             state,
         })

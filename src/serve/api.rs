@@ -10,7 +10,7 @@ use crate::board::TaskFile;
 use crate::model::{AgentName, State, TaskId};
 use crate::ops::Fence;
 use crate::ops::Opener;
-use crate::ops::{self, Coord, How, Reported, TaskFilter, Verdict};
+use crate::ops::{self, Coord, How, PersonOp, Reported, TaskFilter, Verdict};
 use crate::ops::{Created, NewTask};
 use axum::body::Bytes;
 use axum::extract::rejection::{PathRejection, QueryRejection};
@@ -497,7 +497,8 @@ fn version_matches(body: &Value, wanted: &HeaderValue, id: &TaskId) -> Result<()
     ))
 }
 
-/// Runs one action through the library's operations; returns the claim's receipt.
+/// Runs one action through the library's operations; returns the claim's receipt or what a
+/// person's action did (none for a result or heartbeat).
 fn run_action(
     opener: &Opener,
     id: &TaskId,
@@ -536,23 +537,35 @@ fn run_action(
             .heartbeat(id, &how.fence, None)
             .map_err(fail)
             .map(|_| None),
-        "approve" => coord.approve(id).map_err(fail).map(|_| None),
+        "approve" => acted(&coord, PersonOp::Approve, id, coord.approve(id)),
         "reject" => {
             let reason = need(b.reason, "reason")?;
-            coord.reject(id, &reason).map_err(fail).map(|_| None)
+            acted(&coord, PersonOp::Reject, id, coord.reject(id, &reason))
         }
         "cancel" => {
             let reason = b.reason.unwrap_or_default();
-            coord.cancel(id, &reason).map_err(fail).map(|_| None)
+            acted(&coord, PersonOp::Cancel, id, coord.cancel(id, &reason))
         }
         "reassign" => {
             let agent = b
                 .agent
                 .ok_or_else(|| Problem::bad("reassign needs \"agent\" in the body"))?;
-            coord.reassign(id, &agent).map_err(fail).map(|_| None)
+            acted(&coord, PersonOp::Reassign, id, coord.reassign(id, &agent))
         }
-        _ => coord.retry(id).map_err(fail).map(|_| None),
+        _ => acted(&coord, PersonOp::Retry, id, coord.retry(id)),
     }
+}
+
+/// Answers a person's operation `op` on `id` that made `commits` commits, as `--json` does.
+fn acted(
+    coord: &Coord,
+    op: PersonOp,
+    id: &TaskId,
+    commits: Result<usize, ops::Error>,
+) -> Result<Option<Value>, Problem> {
+    let answer = commits.and_then(|n| coord.acted(op, id, n));
+    let answer = answer.map_err(|e| Problem::of(&e))?;
+    Ok(Some(serde_json::to_value(answer).unwrap_or(Value::Null)))
 }
 
 /// Returns the result a `complete` or `fail` body reports.
@@ -583,8 +596,8 @@ pub(super) fn verdict(
 }
 
 /// Runs one action in a hub: a claim answers its receipt (with the epoch the grant
-/// recorded); any other action answers with the task as the write left it, read from its
-/// file. A result or heartbeat for a grant of another epoch is refused by the engine's fence
+/// recorded), a person's action what it did; a result or heartbeat answers with the task as
+/// the write left it, read from its file. A result or heartbeat for a grant of another epoch is refused by the engine's fence
 /// (the result kept as `stale_result`).
 fn hub_action(
     opener: &Opener,
@@ -592,8 +605,8 @@ fn hub_action(
     action: &str,
     b: ActBody,
 ) -> Result<Option<Value>, Problem> {
-    if let Some(receipt) = run_action(opener, id, action, b)? {
-        return Ok(Some(receipt));
+    if let Some(answer) = run_action(opener, id, action, b)? {
+        return Ok(Some(answer));
     }
     let coord = opener.open().map_err(|e| Problem::of(&e))?;
     let mut copies = coord.show(id).map_err(|e| Problem::of(&e))?;

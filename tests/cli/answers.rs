@@ -1,4 +1,4 @@
-//! One answer per operation: `claim`, `heartbeat`, `complete` and `new` answer with the same
+//! One answer per operation: `claim`, `heartbeat`, `complete`, `new` and a person's actions answer with the same
 //! fields through `--json` (inside its `version` envelope), the REST routes and the MCP tools,
 //! each the shape its schema under `schemas/json/` describes.
 
@@ -101,4 +101,86 @@ fn agents_answer_the_same_rows_from_the_command_line_and_rest() {
     let rest = s.get("/v1/agents").json();
     assert_eq!(rest, cli["agents"], "{rest}\n{cli}");
     versioned("agents", &json!({"agents": rest}));
+}
+
+#[test]
+fn person_actions_answer_alike_from_every_front_end() {
+    let r = TestRepo::with_agents(&["p --capability x"]);
+    for id in ["c1", "c2", "c3"] {
+        r.ok(&["new", "Not needed", "--id", id]);
+    }
+    let mut by: BTreeMap<&str, [Value; 2]> = BTreeMap::new();
+    let cancel = r.json(&["cancel", "c1", "--reason", "not needed"]);
+    let retry = r.json(&["retry", "c1"]);
+    by.insert("cli", [cancel, retry]);
+
+    let s = Server::start(&r);
+    let cancel = s.post("/v1/tasks/c2/cancel", r#"{"reason": "not needed"}"#);
+    assert_eq!(cancel.status, 200, "{}", cancel.body);
+    let retry = s.post("/v1/tasks/c2/retry", "");
+    assert_eq!(retry.status, 200, "{}", retry.body);
+    by.insert("rest", [cancel.json(), retry.json()]);
+
+    let mcp = std::sync::Mutex::new(None);
+    let slot = &mcp;
+    with_server(&r, |client| async move {
+        let cancel = ok(
+            &client,
+            "cancel",
+            json!({"id": "c3", "reason": "not needed"}),
+        )
+        .await;
+        let retry = ok(&client, "retry", json!({"id": "c3"})).await;
+        *slot.lock().expect("lock") = Some([cancel, retry]);
+    });
+    by.insert(
+        "mcp",
+        mcp.into_inner().expect("lock").expect("the MCP answers"),
+    );
+
+    for (n, cli) in by["cli"].iter().enumerate() {
+        let mut cli = cli.clone();
+        let object = cli.as_object_mut().expect("object");
+        object.remove("version");
+        object.remove("id");
+        for front in ["rest", "mcp"] {
+            let mut answer = by[front][n].clone();
+            versioned("gate", &answer);
+            answer.as_object_mut().expect("object").remove("id");
+            assert_eq!(answer, cli, "{front} against the command line");
+        }
+    }
+}
+
+#[test]
+fn a_tasks_log_answers_the_same_entries_from_every_front_end() {
+    let r = TestRepo::with_agents(&["p --pull"]);
+    r.ok(&["new", "Work", "--id", "w", "--agent", "p"]);
+    r.ok(&["tick"]);
+    r.ok(&["cancel", "w", "--reason", "not needed"]);
+    let cli = r.json(&["log", "w"]);
+    assert!(
+        cli["entries"].as_array().is_some_and(|e| e.len() >= 2),
+        "{cli}"
+    );
+    check("log", &["log", "w"], &cli.to_string());
+
+    let s = Server::start(&r);
+    let rest = s.get("/v1/tasks/w/log").json();
+    assert_eq!(
+        rest["items"], cli["entries"],
+        "REST against the command line"
+    );
+
+    let mcp = std::sync::Mutex::new(None);
+    let slot = &mcp;
+    with_server(&r, |client| async move {
+        *slot.lock().expect("lock") = Some(ok(&client, "log", json!({"id": "w"})).await);
+    });
+    let mcp = mcp.into_inner().expect("lock").expect("the MCP answer");
+    assert_eq!(
+        mcp,
+        json!({"entries": cli["entries"]}),
+        "MCP against the command line"
+    );
 }
