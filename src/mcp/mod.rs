@@ -522,7 +522,9 @@ impl Server {
         let agent = p.agent.clone();
         self.write(&request, Acts::As(&agent), move |coord| {
             let withdrawn = || ct.is_cancelled();
-            Ok(json!(coord.claim_unless(&p.agent, None, &withdrawn)?.answer()))
+            Ok(json!(coord
+                .claim_unless(&p.agent, None, &withdrawn)?
+                .answer()))
         })
         .await
     }
@@ -650,8 +652,10 @@ impl Server {
         Parameters(p): Parameters<IdParams>,
         request: RequestContext<RoleServer>,
     ) -> Answer {
-        self.person(&request, ops::PersonOp::Approve, p.id, |coord, id| coord.approve(id))
-            .await
+        self.person(&request, ops::PersonOp::Approve, p.id, |coord, id| {
+            coord.approve(id)
+        })
+        .await
     }
 
     #[tool(
@@ -711,8 +715,10 @@ impl Server {
         Parameters(p): Parameters<IdParams>,
         request: RequestContext<RoleServer>,
     ) -> Answer {
-        self.person(&request, ops::PersonOp::Retry, p.id, |coord, id| coord.retry(id))
-            .await
+        self.person(&request, ops::PersonOp::Retry, p.id, |coord, id| {
+            coord.retry(id)
+        })
+        .await
     }
 
     #[tool(
