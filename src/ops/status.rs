@@ -1,13 +1,15 @@
 //! The reading operations: `status` (the board view and the assignments not yet on the
-//! remote), `show` (one task's files) and `tasks`/`list` (one line per task, filtered). They take no
-//! lock and write nothing; they read the store and git. Also what a tick that found nothing to
-//! do saves for `status` ([`saved_status`]), which status shows while the repository is in the
-//! same state and nothing the board shows has come due.
+//! remote), `show` (one task's files) and `tasks`/`list` (one line per task, filtered). They
+//! write nothing and take no lock (`show` takes it to read again a task it found in no folder
+//! or in several: a move was under way); they read the store and git. Also what a tick that
+//! found nothing to do saves for `status` ([`saved_status`]), which status shows while the
+//! repository is in the same state and nothing the board shows has come due.
 
-use super::{Coord, Error, Event};
+use super::{Coord, Error, Event, AGENT_WAIT};
 use crate::board::{Board, TaskFile};
 use crate::engine::commands::known_agent;
 use crate::engine::Plan;
+use crate::lock;
 use crate::model::{AgentName, Priority, State, TaskId, TaskSpec};
 use crate::redact::{redact_text, redact_value};
 use crate::store::{Session, Store, Walk};
@@ -116,6 +118,17 @@ impl Coord {
     /// --json` prints each; an id no file has is an error.
     pub fn show(&self, id: &TaskId) -> Result<Vec<Value>, Error> {
         let (board, _) = self.read().load()?;
+        let copies = crate::view::task_copies(&board, id);
+        if copies.as_ref().is_ok_and(|c| c.len() == 1) {
+            return Ok(copies?);
+        }
+        // Not found, or in several places: a tick or write may have been moving its file
+        // while the folders were read. Once the lock is had, any move is over.
+        let Ok(guard) = lock::acquire(self.store.repo.git_dir(), self.wait.unwrap_or(AGENT_WAIT))
+        else {
+            return Ok(copies?);
+        };
+        let (board, _) = self.store.session(Some(guard)).load()?;
         Ok(crate::view::task_copies(&board, id)?)
     }
 
