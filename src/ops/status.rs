@@ -12,7 +12,7 @@ use crate::engine::Plan;
 use crate::lock;
 use crate::model::{AgentName, Priority, State, TaskId, TaskSpec};
 use crate::redact::{redact_text, redact_value};
-use crate::store::{Session, Store, Walk};
+use crate::store::{Session, Store, StoreError, Walk};
 use jiff::Timestamp;
 use serde_json::{json, Value};
 
@@ -117,19 +117,28 @@ impl Coord {
     /// Returns every file of task `id` (one, unless the id is duplicated) as `coord show
     /// --json` prints each; an id no file has is an error.
     pub fn show(&self, id: &TaskId) -> Result<Vec<Value>, Error> {
-        let (board, _) = self.read().load()?;
-        let copies = crate::view::task_copies(&board, id);
-        if copies.as_ref().is_ok_and(|c| c.len() == 1) {
-            return Ok(copies?);
-        }
-        // Not found, or in several places: a tick or write may have been moving its file
-        // while the folders were read. Once the lock is had, any move is over.
-        let Ok(guard) = lock::acquire(self.store.repo.git_dir(), self.wait.unwrap_or(AGENT_WAIT))
-        else {
-            return Ok(copies?);
-        };
-        let (board, _) = self.store.session(Some(guard)).load()?;
+        let board = self.load_settled(id, &|s| Ok(s.load()?.0))?;
         Ok(crate::view::task_copies(&board, id)?)
+    }
+
+    /// Returns the board `load` reads without the lock; when task `id` is in no folder or in
+    /// several there (a tick or write may have been moving its file while the folders were
+    /// read), the board `load` reads again under the lock, once any move is over. When the
+    /// lock cannot be had in time, the first reading stands.
+    pub(super) fn load_settled(
+        &self,
+        id: &TaskId,
+        load: &dyn Fn(&Session<'_>) -> Result<Board, StoreError>,
+    ) -> Result<Board, Error> {
+        let board = load(&self.read())?;
+        if board.find(id).len() == 1 {
+            return Ok(board);
+        }
+        let wait = self.wait.unwrap_or(AGENT_WAIT);
+        let Ok(guard) = lock::acquire(self.store.repo.git_dir(), wait) else {
+            return Ok(board);
+        };
+        Ok(load(&self.store.session(Some(guard)))?)
     }
 
     /// Returns one line of facts per task (id, state, agent, title, priority, attempt, lease
