@@ -618,9 +618,9 @@ impl Coord {
     }
 
     /// Returns the state of task `id` (its first copy's) and its lease, as its files read
-    /// now (only the task's own files are read).
+    /// now (only the task's own files are read), once a move of them under way is over.
     fn now_in(&self, id: &TaskId) -> Result<(State, Option<Timestamp>), Error> {
-        let board = self.read().load_scoped(&|rel| is_file_of(rel, id))?;
+        let board = self.load_settled(id, &|s| s.load_scoped(&|rel| is_file_of(rel, id)))?;
         let first = board.find(id).into_iter().next();
         let file = first.ok_or_else(|| CommandError::NotFound(id.clone()))?;
         let lease = file

@@ -1,16 +1,18 @@
 //! The reading operations: `status` (the board view and the assignments not yet on the
-//! remote), `show` (one task's files) and `tasks`/`list` (one line per task, filtered). They take no
-//! lock and write nothing; they read the store and git. Also what a tick that found nothing to
-//! do saves for `status` ([`saved_status`]), which status shows while the repository is in the
-//! same state and nothing the board shows has come due.
+//! remote), `show` (one task's files) and `tasks`/`list` (one line per task, filtered). They
+//! write nothing and take no lock (`show` takes it to read again a task it found in no folder
+//! or in several: a move was under way); they read the store and git. Also what a tick that
+//! found nothing to do saves for `status` ([`saved_status`]), which status shows while the
+//! repository is in the same state and nothing the board shows has come due.
 
-use super::{Coord, Error, Event};
+use super::{Coord, Error, Event, AGENT_WAIT};
 use crate::board::{Board, TaskFile};
 use crate::engine::commands::known_agent;
 use crate::engine::Plan;
+use crate::lock;
 use crate::model::{AgentName, Priority, State, TaskId, TaskSpec};
 use crate::redact::{redact_text, redact_value};
-use crate::store::{Session, Store, Walk};
+use crate::store::{Session, Store, StoreError, Walk};
 use jiff::Timestamp;
 use serde_json::{json, Value};
 
@@ -115,8 +117,28 @@ impl Coord {
     /// Returns every file of task `id` (one, unless the id is duplicated) as `coord show
     /// --json` prints each; an id no file has is an error.
     pub fn show(&self, id: &TaskId) -> Result<Vec<Value>, Error> {
-        let (board, _) = self.read().load()?;
+        let board = self.load_settled(id, &|s| Ok(s.load()?.0))?;
         Ok(crate::view::task_copies(&board, id)?)
+    }
+
+    /// Returns the board `load` reads without the lock; when task `id` is in no folder or in
+    /// several there (a tick or write may have been moving its file while the folders were
+    /// read), the board `load` reads again under the lock, once any move is over. When the
+    /// lock cannot be had in time, the first reading stands.
+    pub(super) fn load_settled(
+        &self,
+        id: &TaskId,
+        load: &dyn Fn(&Session<'_>) -> Result<Board, StoreError>,
+    ) -> Result<Board, Error> {
+        let board = load(&self.read())?;
+        if board.find(id).len() == 1 {
+            return Ok(board);
+        }
+        let wait = self.wait.unwrap_or(AGENT_WAIT);
+        let Ok(guard) = lock::acquire(self.store.repo.git_dir(), wait) else {
+            return Ok(board);
+        };
+        Ok(load(&self.store.session(Some(guard)))?)
     }
 
     /// Returns one line of facts per task (id, state, agent, title, priority, attempt, lease

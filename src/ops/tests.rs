@@ -770,3 +770,33 @@ fn a_claim_withdrawn_after_its_commit_is_released_and_its_attempt_not_counted() 
         "one failed attempt of two: retried, the withdrawn one not counted"
     );
 }
+
+#[test]
+fn a_task_caught_half_way_through_a_move_is_shown_once_the_move_is_over() {
+    let t = tempfile::tempdir().expect("tempdir");
+    init(t.path());
+    std::fs::write(
+        t.path().join("work/inbox/a.yaml"),
+        "title: T\ncapabilities: [code]\n",
+    )
+    .expect("task");
+    let coord = open(t.path());
+    coord.tick().expect("tick");
+    let id = "a".parse().expect("id");
+    let before = coord.show(&id).expect("show");
+    let path = before[0]["path"].as_str().expect("path").to_string();
+    // A coordinator holds the lock in the middle of moving the file: it is in no folder.
+    let held = crate::lock::acquire(coord.store().repo.git_dir(), std::time::Duration::ZERO)
+        .expect("lock");
+    let (from, to) = (t.path().join(&path), t.path().join("moving"));
+    std::fs::rename(&from, &to).expect("take the file out");
+    let mover = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        std::fs::rename(&to, &from).expect("put the file back");
+        drop(held);
+    });
+    let copies = coord.show(&id).expect("show");
+    mover.join().expect("mover");
+    assert_eq!(copies.len(), 1, "{copies:?}");
+    assert_eq!(copies, before);
+}
