@@ -121,28 +121,12 @@ struct StatusParams {
     full: bool,
 }
 
-/// A task's state (the folder its file is in).
-#[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-enum StateParam {
-    Inbox,
-    Blocked,
-    Ready,
-    Review,
-    Assigned,
-    Done,
-    Failed,
-    Cancelled,
-    Invalid,
-    Archived,
-}
-
 /// Arguments of `list`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ListParams {
     /// Only tasks in this state.
-    state: Option<StateParam>,
+    state: Option<State>,
     /// Only tasks of this agent (in its folder, or naming it in `agent:`).
     #[schemars(with = "Option<String>")]
     agent: Option<AgentName>,
@@ -179,16 +163,6 @@ struct LogParams {
     limit: Option<usize>,
 }
 
-/// A task's priority.
-#[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-enum PriorityParam {
-    Low,
-    Normal,
-    High,
-    Critical,
-}
-
 /// How much a person wants to be asked about a task.
 #[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -216,7 +190,7 @@ struct NewParams {
     #[serde(default)]
     capabilities: Vec<String>,
     /// The priority (default normal).
-    priority: Option<PriorityParam>,
+    priority: Option<Priority>,
     /// Ids of tasks that must be done first.
     #[serde(default)]
     #[schemars(with = "Vec<String>")]
@@ -416,7 +390,7 @@ impl Server {
     )]
     async fn list(&self, Parameters(p): Parameters<ListParams>) -> Answer {
         let filter = ops::TaskFilter {
-            state: p.state.and_then(|s| State::parse(&name_of(s))),
+            state: p.state,
             agent: p.agent,
             ..ops::TaskFilter::default()
         };
@@ -480,7 +454,7 @@ impl Server {
                 description: p.description.clone(),
                 agent: p.agent.clone(),
                 capabilities: p.capabilities.clone(),
-                priority: p.priority.map(priority),
+                priority: p.priority,
                 depends_on: p.depends_on.clone(),
                 next_agents: p.next_agent.clone(),
                 join_agent: p.join_agent.clone(),
@@ -1026,50 +1000,10 @@ fn written(fence: Fence, replace: bool, metrics: Option<Metrics>) -> ops::How {
     }
 }
 
-fn name_of(s: StateParam) -> String {
-    serde_json::to_value(s)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
-fn priority(p: PriorityParam) -> Priority {
-    match p {
-        PriorityParam::Low => Priority::Low,
-        PriorityParam::Normal => Priority::Normal,
-        PriorityParam::High => Priority::High,
-        PriorityParam::Critical => Priority::Critical,
-    }
-}
-
 fn authority(a: AuthorityParam) -> Authority {
     match a {
         AuthorityParam::JustDoIt => Authority::JustDoIt,
         AuthorityParam::DoItAndShowMe => Authority::DoItAndShowMe,
         AuthorityParam::AskMeFirst => Authority::AskMeFirst,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_state_has_a_parameter_of_the_same_name() {
-        let params = [
-            StateParam::Inbox,
-            StateParam::Blocked,
-            StateParam::Ready,
-            StateParam::Review,
-            StateParam::Assigned,
-            StateParam::Done,
-            StateParam::Failed,
-            StateParam::Cancelled,
-            StateParam::Invalid,
-            StateParam::Archived,
-        ];
-        let names: Vec<String> = params.into_iter().map(name_of).collect();
-        let states: Vec<&str> = State::ALL.iter().map(|s| s.as_str()).collect();
-        assert_eq!(names, states);
     }
 }
