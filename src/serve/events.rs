@@ -151,10 +151,7 @@ pub async fn metrics(With(app): With<Arc<App>>) -> Response {
         let counters = app.hub.counters.lock().unwrap_or_else(|e| e.into_inner());
         let stats = crate::store::Stats::read(&app.hub.git_dir);
         let mut text = super::metrics::render(&snap, &counters, &stats, app.hub.listeners(), now);
-        let configured = crate::config::Config::load(&app.hub.opener().dir.join("coord.yaml"))
-            .map(|c| c.webhooks.into_keys().collect())
-            .unwrap_or_default();
-        let hooks = crate::ops::webhooks::report(&app.hub.git_dir, &configured);
+        let hooks = crate::ops::webhooks::report(&app.hub.git_dir, &snap.webhooks);
         super::metrics::webhooks(&mut text, &hooks);
         text
     };

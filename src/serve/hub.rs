@@ -48,6 +48,8 @@ pub struct Snapshot {
     pub view: Value,
     /// The priority of tasks that name none.
     pub default_priority: Priority,
+    /// The names of the webhook endpoints coord.yaml configures.
+    pub webhooks: std::collections::BTreeSet<String>,
     /// How long reading took.
     pub took: Duration,
     /// Whether no writer was at work while it was read (HEAD unchanged, the lock free at the
@@ -350,6 +352,7 @@ fn load(opener: &Opener, generation: u64) -> Result<Snapshot, HubError> {
         board,
         view: crate::redact::redact_value(&view),
         default_priority: store.config.defaults.priority,
+        webhooks: store.config.webhooks.keys().cloned().collect(),
         took: started.elapsed(),
         steady,
     })

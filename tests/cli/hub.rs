@@ -160,16 +160,22 @@ pub(crate) fn eventually(within: Duration, mut done: impl FnMut() -> bool) -> bo
     done()
 }
 
-#[test]
-fn hub_commits_each_write_at_once_and_pushes_them_in_batches_within_the_budget() {
-    let net = fleet("{remote: origin, pushes_per_minute: 60, lease: 1m}", 10);
-    let clone = net.clone();
+/// Makes every push of `clone` to its remote append a line to the returned file.
+fn count_pushes(clone: &TestRepo) -> std::path::PathBuf {
     let pushes = clone.home().join("pushes");
     let count = format!(
         "echo push >> '{}'\nexec git-receive-pack \"$@\"",
         pushes.display()
     );
     clone.wrap_remote_program("receivepack", "count-pushes", &count);
+    pushes
+}
+
+#[test]
+fn hub_commits_each_write_at_once_and_pushes_them_in_batches_within_the_budget() {
+    let net = fleet("{remote: origin, pushes_per_minute: 60, lease: 1m}", 10);
+    let clone = net.clone();
+    let pushes = count_pushes(&clone);
     let started = Instant::now();
     let hub = Hub::start(&clone);
     for i in 0..10 {
@@ -492,12 +498,7 @@ fn a_fleet_through_a_hub_killed_mid_run_loses_nothing_and_grants_nothing_twice()
     seed.git(&["push", "-q", "origin", "main"]);
 
     let clone = net.clone();
-    let pushes = clone.home().join("pushes");
-    let count = format!(
-        "echo push >> '{}'\nexec git-receive-pack \"$@\"",
-        pushes.display()
-    );
-    clone.wrap_remote_program("receivepack", "count-pushes", &count);
+    let pushes = count_pushes(&clone);
     let started = Instant::now();
     let hub = Hub::start(&clone);
     let addr = std::sync::Arc::new(std::sync::Mutex::new(hub.addr.clone()));
