@@ -1,6 +1,7 @@
 //! Hashing helpers shared by every layer: FNV-1a (content keys, jitter) and the 64-bit
 //! checksum coord's own files under `.git/coord/` carry. None resists anyone choosing the bytes.
-//! Also the random ids (idempotency keys, run ids) that only need to differ.
+//! Also the random ids (idempotency keys, run ids) that only need to differ, and the digest a
+//! task file records of a claim's idempotency key.
 
 /// Returns 128 random bits in hex: an id no other process makes. Without the OS's randomness,
 /// the time and the pid still tell two apart.
@@ -13,6 +14,16 @@ pub fn random_hex() -> String {
         bytes = (nanos ^ (u128::from(std::process::id()) << 96)).to_le_bytes();
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Returns the first 128 bits of the SHA-256 of `text`, in hex: what a file records in place
+/// of a key a client chose (an idempotency key), the same on every machine.
+pub fn digest_hex(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes())[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Returns the 64-bit FNV-1a hash of `bytes`.

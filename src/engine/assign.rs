@@ -345,7 +345,8 @@ pub fn give(
     moved
 }
 
-/// Starts a new attempt in `c`: attempt + 1, the hub's epoch, lease, resolved input. Errs with `bad_expression`.
+/// Starts a new attempt in `c`: attempt + 1, the hub's epoch, the claim's key, lease, resolved
+/// input. Errs with `bad_expression`.
 pub fn start_attempt(
     w: &World<'_>,
     id: &TaskId,
@@ -366,6 +367,7 @@ pub fn start_attempt(
     }
     c.attempt = c.attempt.saturating_add(1);
     c.epoch = w.epoch;
+    c.claim_key = w.claim_key.clone();
     c.assigned_to = Some(agent.clone());
     c.assigned_at = Some(w.now());
     c.lease_expires_at = Some(whole_second(w.clock.after(timeout.to_signed())));

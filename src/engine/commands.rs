@@ -230,10 +230,21 @@ pub struct Claim {
     pub receipt: Receipt,
 }
 
-/// Takes the best ready task `agent` may have (pull model).
-pub fn claim(board: &Board, inputs: &Inputs<'_>, agent: &AgentName) -> Result<Claim, CommandError> {
+/// Takes the best ready task `agent` may have (pull model). With `key` (the digest of the
+/// claim's idempotency key) the grant records it, and a task already granted under it to
+/// `agent` is answered again instead ([`granted_under`]).
+pub fn claim(
+    board: &Board,
+    inputs: &Inputs<'_>,
+    agent: &AgentName,
+    key: Option<&str>,
+) -> Result<Claim, CommandError> {
+    if let Some(again) = key.and_then(|k| granted_under(board, agent, k)) {
+        return Ok(again);
+    }
     known_agent(board, agent)?;
-    let w = World::new(board, inputs);
+    let mut w = World::new(board, inputs);
+    w.claim_key = key.map(str::to_string);
     let mut why = Vec::new();
     for id in queue(&w) {
         if backoff_wait(&w, &id).is_some() {
@@ -269,15 +280,22 @@ pub fn reads_other_tasks(board: &Board, id: &TaskId) -> bool {
 
 /// Takes task `id` for `agent` (pull model, one named task): refused with `WrongState` unless
 /// the task is ready, and with `NothingToClaim` when the agent may not have it now (limit,
-/// circuit, capabilities, backoff).
+/// circuit, capabilities, backoff). With `key`, as [`claim`]: a grant of `id` to `agent`
+/// under it is answered again.
 pub fn claim_task(
     board: &Board,
     inputs: &Inputs<'_>,
     id: &TaskId,
     agent: &AgentName,
+    key: Option<&str>,
 ) -> Result<Claim, CommandError> {
+    let again = key.and_then(|k| granted_under(board, agent, k));
+    if let Some(again) = again.filter(|c| c.receipt.id == *id) {
+        return Ok(again);
+    }
     known_agent(board, agent)?;
-    let w = world_of(board, inputs, id)?;
+    let mut w = world_of(board, inputs, id)?;
+    w.claim_key = key.map(str::to_string);
     let state = state_of(&w, id)?;
     if state != State::Ready {
         return Err(wrong(id, state, "only ready tasks can be claimed"));
@@ -301,6 +319,34 @@ pub fn claim_task(
     }
     let a = pick(&w, id, Some(agent)).map_err(|why| refuse(why.to_string()))?;
     take(w, board, id.clone(), &a)
+}
+
+/// Returns the grant a claim of `agent` under `key` (the digest of its idempotency key) made,
+/// when its attempt is still open: the task in the agent's folder, assigned to it under that
+/// key, without a result. The claim is answered with it again (the same attempt and epoch),
+/// planning nothing: its first answer was lost, also when the coordinator that made it
+/// stopped since.
+pub fn granted_under(board: &Board, agent: &AgentName, key: &str) -> Option<Claim> {
+    let mine =
+        |f: &&TaskFile| f.folder.state == State::Assigned && f.folder.agent.as_ref() == Some(agent);
+    board.tasks.iter().filter(mine).find_map(|f| {
+        let task = f.read.as_ref().ok()?;
+        let c = &task.coord;
+        let open = c.assigned_to.as_ref() == Some(agent)
+            && c.claim_key.as_deref() == Some(key)
+            && task.result.is_none();
+        open.then(|| Claim {
+            plan: Plan::default(),
+            receipt: Receipt {
+                id: f.id.clone(),
+                agent: agent.clone(),
+                attempt: c.attempt,
+                epoch: c.epoch,
+                lease_expires_at: c.lease_expires_at,
+                path: f.path.clone(),
+            },
+        })
+    })
 }
 
 /// Assigns `id` to `agent` and returns the plan with its receipt.

@@ -149,6 +149,9 @@ pub struct World<'a> {
     gates: &'a dyn crate::model::gate::GateAnswers,
     /// The hub's epoch, recorded in each attempt started (None outside a hub).
     pub epoch: Option<u64>,
+    /// The digest of the idempotency key of the claim being planned, recorded in the attempt
+    /// it starts (None for any other plan).
+    pub claim_key: Option<String>,
     /// Live, unique, readable tasks by id, except those of `archived`.
     live: BTreeMap<TaskId, Entry>,
     /// The archived tasks that are the one live copy of their id and read, sorted by id, as
@@ -203,6 +206,7 @@ impl<'a> World<'a> {
             sightings: inputs.sightings,
             gates: inputs.gates,
             epoch: inputs.epoch,
+            claim_key: None,
             live: BTreeMap::new(),
             archived: Vec::new(),
             ids: board

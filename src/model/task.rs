@@ -262,6 +262,10 @@ pub struct CoordBlock {
     /// hub granted it. A report must name the same epoch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub epoch: Option<u64>,
+    /// A digest of the `Idempotency-Key` of the claim that started the current attempt, when
+    /// it carried one (a claim over HTTP): that claim sent again is answered with this grant.
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub claim_key: Option<String>,
     /// When intake accepted the task.
     #[serde(
         skip_serializing_if = "Option::is_none",

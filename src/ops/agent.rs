@@ -335,7 +335,7 @@ impl Coord {
     pub fn claim_id(&self, id: &TaskId, agent: &AgentName) -> Result<Option<Receipt>, Error> {
         let receipt = std::cell::RefCell::new(None);
         self.act(&|board, i| {
-            let c = commands::claim_task(board, i, id, agent)?;
+            let c = commands::claim_task(board, i, id, agent, self.claim_key())?;
             *receipt.borrow_mut() = Some(c.receipt);
             Ok(c.plan)
         })?;
@@ -352,7 +352,7 @@ impl Coord {
         agent: &AgentName,
     ) -> Result<(commands::Claim, usize), Error> {
         let (board, _) = store.load()?;
-        match commands::claim(&board, &self.inputs(store), agent) {
+        match commands::claim(&board, &self.inputs(store), agent, self.claim_key()) {
             Err(nothing @ CommandError::NothingToClaim { .. }) => {
                 drop(board);
                 let ticked = self.tick_on(store)?.commits;
@@ -360,7 +360,8 @@ impl Coord {
                     return Err(nothing.into());
                 }
                 let (board, _) = store.load()?;
-                Ok((commands::claim(&board, &self.inputs(store), agent)?, ticked))
+                let claim = commands::claim(&board, &self.inputs(store), agent, self.claim_key())?;
+                Ok((claim, ticked))
             }
             other => Ok((other?, 0)),
         }
@@ -381,7 +382,8 @@ impl Coord {
             rel.starts_with("ready/") || rel.starts_with(&mine) || rel.starts_with("agents/")
         };
         let board = session.load_scoped(&looked)?;
-        let Ok(claim) = commands::claim(&board, &self.inputs(&session), agent) else {
+        let inputs = self.inputs(&session);
+        let Ok(claim) = commands::claim(&board, &inputs, agent, self.claim_key()) else {
             return Ok(None);
         };
         if commands::reads_other_tasks(&board, &claim.receipt.id)

@@ -166,6 +166,10 @@ pub struct Options {
     pub local: bool,
     /// The epoch of the hub opening it (its lease's): every attempt it starts records it.
     pub epoch: Option<u64>,
+    /// The idempotency key of the claim this opening makes (a claim over HTTP): the grant
+    /// records a digest of it, and a claim under a key already granted to the agent is
+    /// answered with that grant again ([`crate::engine::commands::granted_under`]).
+    pub claim_key: Option<String>,
 }
 
 /// How a long-running front end (a watch loop, a server, an MCP server) opens the repository
@@ -247,6 +251,7 @@ pub struct Coord {
     wait: Option<Duration>,
     local: bool,
     epoch: Option<u64>,
+    claim_key: Option<String>,
     keys: OnceCell<KeyRing>,
     sink: Sink,
 }
@@ -272,6 +277,7 @@ impl Coord {
             wait: opts.wait,
             local: opts.local,
             epoch: opts.epoch,
+            claim_key: opts.claim_key.as_deref().map(crate::hash::digest_hex),
             keys: OnceCell::new(),
             sink: Box::new(|_| {}),
         })
@@ -309,6 +315,11 @@ impl Coord {
     /// keys.
     pub fn inputs<'a>(&'a self, session: &'a Session<'_>) -> Inputs<'a> {
         inputs_for(session, self.now, self.keys(), self.epoch)
+    }
+
+    /// Returns the digest of the idempotency key of the claim this opening makes, if any.
+    fn claim_key(&self) -> Option<&str> {
+        self.claim_key.as_deref()
     }
 
     fn emit(&self, event: Event<'_>) {

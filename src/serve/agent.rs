@@ -3,7 +3,8 @@
 //! answered as those commands answer with `--json`. The agent is in the path, so an agent's
 //! token is checked against it before the body is read ([`super::guard`]). A write sent again
 //! with the same `Idempotency-Key` gets the first answer ([`Replies`]): a claim whose answer
-//! was lost in transit is not made twice.
+//! was lost in transit is not made twice. A claim's key is also recorded in its grant
+//! ([`claiming`]), so that holds after a restart or a failover too.
 
 use super::api::{blocking, params, parse_body, verdict, written, Json, Params};
 use super::problem::Problem;
@@ -28,7 +29,7 @@ const KEPT_REPLIES: usize = 4096;
 /// The answers of agent writes by idempotency key, for as long as the server runs (at most
 /// [`KEPT_REPLIES`]): the same key again gets the first answer without doing the write
 /// again, also while the first is still being made. A refusal is not kept (a retry asks
-/// again).
+/// again). A claim's grant outlasts these: it records the key ([`claiming`]).
 #[derive(Default)]
 pub struct Replies {
     kept: Mutex<Kept>,
@@ -61,23 +62,34 @@ impl Replies {
     }
 }
 
+/// Returns the request's `Idempotency-Key`, if any; refused unless 1 to 255 visible
+/// characters.
+fn key_of(headers: &HeaderMap) -> Result<Option<&str>, Problem> {
+    let Some(k) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    k.to_str()
+        .ok()
+        .filter(|k| !k.is_empty() && k.len() <= 255)
+        .map(Some)
+        .ok_or_else(|| Problem::bad("Idempotency-Key must be 1 to 255 visible characters"))
+}
+
+/// Returns `opener` opening for a claim under the request's `Idempotency-Key`: the grant
+/// records its digest, and the same claim sent again, also to a hub started again since or
+/// to the hub that took over, is answered with that grant.
+pub(super) fn claiming(mut opener: Opener, headers: &HeaderMap) -> Result<Opener, Problem> {
+    opener.options.claim_key = key_of(headers)?.map(str::to_string);
+    Ok(opener)
+}
+
 /// Runs `write` once per idempotency key in `scope` (an agent's route; every time without a
 /// key).
 async fn once<F>(app: &Arc<App>, headers: &HeaderMap, scope: String, write: F) -> Answer
 where
     F: FnOnce() -> Result<Value, Problem> + Send + 'static,
 {
-    let key = match headers.get("idempotency-key") {
-        None => None,
-        Some(k) => Some(
-            k.to_str()
-                .ok()
-                .filter(|k| !k.is_empty() && k.len() <= 255)
-                .ok_or_else(|| {
-                    Problem::bad("Idempotency-Key must be 1 to 255 visible characters")
-                })?,
-        ),
-    };
+    let key = key_of(headers)?;
     // In a hub, the write waits its turn behind the batch being pushed and is refused once
     // the lease is not held.
     let mode = app.mode.clone();
@@ -134,7 +146,7 @@ pub(super) async fn claim(
     let Path(name) = p.map_err(|e| Problem::bad(format!("bad path: {e}")))?;
     let agent = agent_of(&name)?;
     let b: ClaimBody = parse_body(&body)?;
-    let opener = app.hub.opener();
+    let opener = claiming(app.hub.opener(), &headers)?;
     let scope = format!("{agent}\nclaim");
     let epoch = app.mode.as_ref().map(|m| m.epoch);
     once(&app, &headers, scope, move || {

@@ -458,7 +458,10 @@ pub(super) async fn act(
         refresh(&app).await;
         version_matches(&task_body(&app.hub.snapshot(), &id)?, wanted, &id)?;
     }
-    let opener = app.hub.opener();
+    let opener = match action.as_str() {
+        "claim" => super::agent::claiming(app.hub.opener(), &headers)?,
+        _ => app.hub.opener(),
+    };
     let task = id.clone();
     let mode = app.mode.clone();
     let receipt = blocking(move || match &mode {

@@ -395,27 +395,35 @@ fn hub_claims_at_2000_tasks_cost_about_what_cli_claims_cost_and_never_answer_503
     assert!(codes.iter().all(|c| *c == 200), "{codes:?}");
 }
 
-/// Sends a request; None when the hub is down (refused, or killed before it answered).
-fn try_request(addr: &str, method: &str, path: &str, body: &Value) -> Option<Resp> {
+/// Sends a request with `headers`; None when the hub is down (refused, or killed before it
+/// answered).
+fn try_request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> Option<Resp> {
     std::net::TcpStream::connect(addr).ok()?;
     let body = body.to_string();
-    std::panic::catch_unwind(|| request(addr, method, path, &[], body.as_bytes())).ok()
+    std::panic::catch_unwind(|| request(addr, method, path, headers, body.as_bytes())).ok()
 }
 
 /// One agent over REST: claims ready tasks and completes them with the grant's epoch until
-/// none is left, riding out the hub's restarts; returns its ledger of (task, attempt, epoch,
-/// agent).
+/// none is left, riding out the hub's restarts (a claim whose answer is lost is sent again
+/// with its `Idempotency-Key`, as `coord claim --hub` does); returns its ledger of (task,
+/// attempt, epoch, agent).
 fn agent_loop(
     addr: &std::sync::Mutex<String>,
     name: &str,
     seed: usize,
 ) -> Vec<(String, u64, u64, String)> {
     let mut ledger = Vec::new();
-    let mut idle = 0;
+    let (mut idle, mut claims) = (0, 0);
     let at = || addr.lock().expect("addr").clone();
     while idle < 50 {
-        let Some(list) = try_request(&at(), "GET", "/v1/tasks?state=ready&limit=16", &json!({}))
-        else {
+        let ready = "/v1/tasks?state=ready&limit=16";
+        let Some(list) = try_request(&at(), "GET", ready, &[], &json!({})) else {
             std::thread::sleep(Duration::from_millis(100));
             continue;
         };
@@ -428,8 +436,15 @@ fn agent_loop(
         idle = 0;
         let id = task["id"].as_str().unwrap_or_default().to_string();
         let claim = json!({"agent": name});
-        let Some(r) = try_request(&at(), "POST", &format!("/v1/tasks/{id}/claim"), &claim) else {
-            continue;
+        claims += 1;
+        let key = format!("{name}-{claims}");
+        let path = format!("/v1/tasks/{id}/claim");
+        let r = loop {
+            let sent = try_request(&at(), "POST", &path, &[("Idempotency-Key", &key)], &claim);
+            match sent {
+                Some(r) => break r,
+                None => std::thread::sleep(Duration::from_millis(100)),
+            }
         };
         if r.status != 200 {
             continue;
@@ -443,7 +458,13 @@ fn agent_loop(
             json!({"agent": name, "attempt": attempt, "epoch": epoch, "output": {"by": name}});
         let mut lost_answer = false;
         loop {
-            match try_request(&at(), "POST", &format!("/v1/tasks/{id}/complete"), &done) {
+            match try_request(
+                &at(),
+                "POST",
+                &format!("/v1/tasks/{id}/complete"),
+                &[],
+                &done,
+            ) {
                 Some(r) if r.status == 200 => {
                     ledger.push((id.clone(), attempt, epoch, name.to_string()));
                     break;
@@ -928,4 +949,66 @@ fn a_claim_over_mcp_goes_through_the_hubs_queue_and_lands_in_its_batch() {
         remote_place(&net, "t0") == "work/assigned/w"
     });
     assert!(landed, "the claim did not reach the remote in a batch");
+}
+
+/// Posts `body` to `path` with `Idempotency-Key: key`; the answer's JSON, asserting 200.
+fn post_keyed(hub: &Hub, path: &str, key: &str, body: Value) -> Value {
+    let headers = [("Idempotency-Key", key)];
+    let r = request(
+        &hub.addr,
+        "POST",
+        path,
+        &headers,
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{path} with key {key}: {}", r.body);
+    r.json()
+}
+
+/// Returns the ids of the tasks in the hub clone's `assigned/` folders.
+fn assigned_in(clone: &TestRepo, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| format!("t{i}"))
+        .filter(|id| clone.where_is(id).starts_with("work/assigned/"))
+        .collect()
+}
+
+/// A hub killed (-9) after it committed a claim, before the claimer read the answer: the
+/// claim sent again with the same `Idempotency-Key` to the hub started again gets the same
+/// grant (task, attempt, epoch), on the agent route and on the task route, and no other task
+/// is assigned.
+#[test]
+fn a_claim_resent_with_its_key_to_a_hub_killed_after_committing_it_gets_the_same_grant() {
+    let net = fleet("{remote: origin, pushes_per_minute: 60, lease: 1m}", 4);
+    let clone = net.clone();
+    let hub = Hub::start(&clone);
+    let lost = post_keyed(&hub, "/v1/agents/w/claim", "key-w-1", json!({}));
+    assert_eq!(lost["claimed"], true, "{lost}");
+    hub.kill_9();
+    let hub = Hub::start(&clone);
+    let again = post_keyed(&hub, "/v1/agents/w/claim", "key-w-1", json!({}));
+    let grant = |v: &Value| (v["id"].clone(), v["attempt"].clone(), v["epoch"].clone());
+    assert_eq!(grant(&again), grant(&lost), "{again}");
+    assert_eq!(assigned_in(&clone, 4), [lost["id"].as_str().expect("id")]);
+
+    let free = ["t0", "t1", "t2", "t3"]
+        .into_iter()
+        .find(|id| clone.where_is(id).starts_with("work/ready/"))
+        .expect("a ready task");
+    let path = format!("/v1/tasks/{free}/claim");
+    let lost = post_keyed(&hub, &path, "key-v-1", json!({"agent": "v"}));
+    hub.kill_9();
+    let hub = Hub::start(&clone);
+    let again = post_keyed(&hub, &path, "key-v-1", json!({"agent": "v"}));
+    assert_eq!(grant(&again), grant(&lost), "{again}");
+    assert_eq!(assigned_in(&clone, 4).len(), 2, "{again}");
+    // Another key is another claim: the task is taken.
+    let r = request(
+        &hub.addr,
+        "POST",
+        &path,
+        &[("Idempotency-Key", "key-v-2")],
+        json!({"agent": "v"}).to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 409, "{}", r.body);
 }

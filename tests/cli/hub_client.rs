@@ -607,3 +607,83 @@ fn hub_run_serves_a_push_agent_through_a_server() {
     );
     assert_eq!(refused.status.code(), Some(2));
 }
+
+/// A proxy that forwards each request to the address in `to`, except that on the first it
+/// runs `between` once the server answered (a hub killed and started again), sends the later
+/// requests to the address that returns, and drops the answer: the claimer never reads it.
+fn proxy_with_restart(to: String, between: impl FnOnce() -> String + Send + 'static) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let to = Arc::new(std::sync::Mutex::new(to));
+    type Between = Box<dyn FnOnce() -> String + Send>;
+    let between: Arc<std::sync::Mutex<Option<Between>>> =
+        Arc::new(std::sync::Mutex::new(Some(Box::new(between))));
+    std::thread::spawn(move || {
+        for mut client in listener.incoming().flatten() {
+            let (to, between) = (Arc::clone(&to), Arc::clone(&between));
+            std::thread::spawn(move || {
+                while let Some(req) = read_message(&mut client) {
+                    let target = to.lock().expect("to").clone();
+                    let mut server = TcpStream::connect(&target).expect("connect to the hub");
+                    server
+                        .write_all(&with_host(&req, &target))
+                        .expect("forward");
+                    let Some(res) = read_message(&mut server) else {
+                        return;
+                    };
+                    if let Some(restart) = between.lock().expect("between").take() {
+                        *to.lock().expect("to") = restart();
+                        return;
+                    }
+                    if client.write_all(&res).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// `coord claim --hub` whose hub is killed (-9) after it committed the claim and started
+/// again before the answer arrived: the claim, sent again with its key, gets the same grant
+/// from the new hub, and no second task is assigned.
+#[test]
+fn hub_claim_whose_hub_is_killed_before_it_answers_gets_the_same_grant_from_the_restarted_hub() {
+    let net = crate::hub::fleet("{remote: origin, pushes_per_minute: 60, lease: 1m}", 2);
+    let clone = Arc::new(net.clone());
+    let hub = crate::hub::Hub::start(&clone);
+    let first = hub.addr.clone();
+    let held = Arc::new(std::sync::Mutex::new(None));
+    let (c, h) = (Arc::clone(&clone), Arc::clone(&held));
+    let proxy = proxy_with_restart(first, move || {
+        hub.kill_9();
+        let again = crate::hub::Hub::start(&c);
+        let addr = again.addr.clone();
+        *h.lock().expect("held") = Some(again);
+        addr
+    });
+    let folder = agent_folder();
+    let o = through(
+        &folder,
+        &format!("http://{proxy}"),
+        &["claim", "--agent", "w", "--json"],
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        held.lock().expect("held").is_some(),
+        "the hub was not restarted"
+    );
+    let got = answer(&o);
+    assert_eq!(
+        (&got["attempt"], &got["epoch"]),
+        (&json!(1), &json!(1)),
+        "{got}"
+    );
+    let assigned: Vec<&str> = ["t0", "t1"]
+        .into_iter()
+        .filter(|id| clone.where_is(id).starts_with("work/assigned/"))
+        .collect();
+    assert_eq!(assigned, [got["id"].as_str().unwrap_or_default()], "{got}");
+}

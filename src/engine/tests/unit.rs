@@ -200,7 +200,7 @@ fn pull_agents_get_work_only_by_claim() {
 
     let alice = super::harness::agent("alice");
     let claim = s
-        .command(|b, i| commands::claim(b, i, &alice))
+        .command(|b, i| commands::claim(b, i, &alice, None))
         .expect("claim");
     assert_eq!(claim.receipt.id, tid("b"), "the best ready task");
     assert_eq!(claim.receipt.attempt, 1);
@@ -211,7 +211,7 @@ fn pull_agents_get_work_only_by_claim() {
     assert!(s.tick(at(1)).is_empty());
 
     let err = s
-        .command(|b, i| commands::claim(b, i, &alice))
+        .command(|b, i| commands::claim(b, i, &alice, None))
         .expect_err("at limit");
     assert_eq!(
         err,
@@ -353,7 +353,9 @@ fn duplicate_id_is_noted_and_never_assigned() {
         .expect_err("dup");
     assert_eq!(err, CommandError::Duplicate(tid("a")));
     let alice = super::harness::agent("alice");
-    assert!(s.command(|b, i| commands::claim(b, i, &alice)).is_err());
+    assert!(s
+        .command(|b, i| commands::claim(b, i, &alice, None))
+        .is_err());
 }
 
 #[test]
