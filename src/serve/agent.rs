@@ -100,7 +100,7 @@ where
         })?,
     };
     let answer = match key {
-        None => blocking(write).await?,
+        None => blocking(write).await,
         Some(k) => {
             // A task of its own: a client that hangs up does not stop the write half-way,
             // and its retry finds the answer kept.
@@ -109,16 +109,19 @@ where
                 tokio::spawn(
                     async move { cell.get_or_try_init(|| blocking(write)).await.cloned() },
                 );
-            made.await.map_err(|e| {
-                Problem::new(
-                    axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                    format!("the request failed: {e}"),
-                )
-            })??
+            made.await
+                .map_err(|e| {
+                    Problem::new(
+                        axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                        format!("the request failed: {e}"),
+                    )
+                })
+                .and_then(|a| a)
         }
     };
+    // A refusal may have kept something (a stale result): reads show it too.
     written(app).await;
-    Ok(Json(answer).into_response())
+    Ok(Json(answer?).into_response())
 }
 
 /// Returns the agent of the path.
