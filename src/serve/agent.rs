@@ -293,7 +293,7 @@ fn run_action(
     if !granted_to(&coord, id, agent)? {
         return Err(Problem::new(
             axum::http::StatusCode::FORBIDDEN,
-            format!("task '{id}' was never agent {agent}'s: its routes cannot report on it"),
+            never_granted(id, agent, b.epoch, opener.options.epoch),
         ));
     }
     let how = How {
@@ -315,6 +315,23 @@ fn run_action(
         .report_answer(id, &verdict, &how, None)
         .map_err(|e| Problem::of(&e))?;
     Ok(json!(answer))
+}
+
+/// Says why a report on task `id` is refused when its history never granted it to `agent`:
+/// with an epoch older than the hub's (`current`), the grant was an older hub's that never
+/// reached the remote before a failover.
+fn never_granted(
+    id: &TaskId,
+    agent: &AgentName,
+    named: Option<u64>,
+    current: Option<u64>,
+) -> String {
+    match (named, current) {
+        (Some(e), Some(now)) if e < now => format!(
+            "task '{id}' was never agent {agent}'s here: its grant of epoch {e} was made by an older hub and never reached the remote (this hub is epoch {now}); the result is not credited, claim again"
+        ),
+        _ => format!("task '{id}' was never agent {agent}'s: its routes cannot report on it"),
+    }
 }
 
 /// Returns whether task `id` is or was `agent`'s: assigned to it, or a result or failed
