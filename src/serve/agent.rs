@@ -100,7 +100,7 @@ where
         })?,
     };
     let answer = match key {
-        None => blocking(write).await?,
+        None => blocking(write).await,
         Some(k) => {
             // A task of its own: a client that hangs up does not stop the write half-way,
             // and its retry finds the answer kept.
@@ -109,16 +109,19 @@ where
                 tokio::spawn(
                     async move { cell.get_or_try_init(|| blocking(write)).await.cloned() },
                 );
-            made.await.map_err(|e| {
-                Problem::new(
-                    axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                    format!("the request failed: {e}"),
-                )
-            })??
+            made.await
+                .map_err(|e| {
+                    Problem::new(
+                        axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                        format!("the request failed: {e}"),
+                    )
+                })
+                .and_then(|a| a)
         }
     };
+    // A refusal may have kept something (a stale result): reads show it too.
     written(app).await;
-    Ok(Json(answer).into_response())
+    Ok(Json(answer?).into_response())
 }
 
 /// Returns the agent of the path.
@@ -290,7 +293,7 @@ fn run_action(
     if !granted_to(&coord, id, agent)? {
         return Err(Problem::new(
             axum::http::StatusCode::FORBIDDEN,
-            format!("task '{id}' was never agent {agent}'s: its routes cannot report on it"),
+            never_granted(id, agent, b.epoch, opener.options.epoch),
         ));
     }
     let how = How {
@@ -312,6 +315,23 @@ fn run_action(
         .report_answer(id, &verdict, &how, None)
         .map_err(|e| Problem::of(&e))?;
     Ok(json!(answer))
+}
+
+/// Says why a report on task `id` is refused when its history never granted it to `agent`:
+/// with an epoch older than the hub's (`current`), the grant was an older hub's that never
+/// reached the remote before a failover.
+fn never_granted(
+    id: &TaskId,
+    agent: &AgentName,
+    named: Option<u64>,
+    current: Option<u64>,
+) -> String {
+    match (named, current) {
+        (Some(e), Some(now)) if e < now => format!(
+            "task '{id}' was never agent {agent}'s here: its grant of epoch {e} was made by an older hub and never reached the remote (this hub is epoch {now}); the result is not credited, claim again"
+        ),
+        _ => format!("task '{id}' was never agent {agent}'s: its routes cannot report on it"),
+    }
 }
 
 /// Returns whether task `id` is or was `agent`'s: assigned to it, or a result or failed

@@ -1,7 +1,8 @@
 //! The REST API under `/v1`: reads answer from the hub's snapshot (the JSON of `coord show`,
 //! `status`, `agents`, `log`); writes run the same operations as the command line (`new`, the
 //! engine's single-task commands through the shared session, which takes the coordinator
-//! lock), then refresh the snapshot so the next read sees them.
+//! lock); a read that starts after a write's answer shows the write
+//! ([`super::hub::Hub::fresh`]).
 
 use super::hub::Snapshot;
 use super::problem::Problem;
@@ -323,7 +324,9 @@ pub(super) async fn create(With(app): With<Arc<App>>, headers: HeaderMap, body: 
         }
         .map_err(|e| Problem::of(&e))
     })
-    .await?;
+    .await;
+    written(&app).await;
+    let made = made?;
     if !made.same {
         return Err(Problem::conflict(format!(
             "Idempotency-Key was used before for task '{}' with other fields; use a new key",
@@ -357,12 +360,14 @@ pub fn parse_body<T: for<'de> Deserialize<'de>>(body: &Bytes) -> Result<T, Probl
     serde_json::from_slice(bytes).map_err(|e| Problem::bad(format!("bad JSON body: {e}")))
 }
 
-/// After a write: reads the repository again, so the next read sees it; a hub reads it again
-/// in the background instead (its answers come from the write itself).
+/// After a write, answered or refused (a refusal may have kept something, as a stale result
+/// is): counts it, so that every read that starts after the answer shows it. A plain server
+/// reads the repository again before answering, so its events go out with the answer; a hub
+/// leaves the reading to the next read or poll (its answers come from the write itself).
 pub(super) async fn written(app: &Arc<App>) {
-    match &app.mode {
-        Some(_) => app.hub.changed(),
-        None => refresh(app).await,
+    app.hub.wrote();
+    if app.mode.is_none() {
+        fresh(app).await;
     }
 }
 
@@ -371,20 +376,16 @@ pub(super) fn refused(r: &super::hubmode::Refusal) -> Problem {
     Problem::new(StatusCode::SERVICE_UNAVAILABLE, r.to_string())
 }
 
-/// Returns the snapshot a read answers from: in a hub, read again first when a write
-/// changed something since (its writes do not wait for the reading).
-pub(super) async fn fresh(app: &Arc<App>) -> Arc<Snapshot> {
-    if app.mode.is_some() {
-        let hub = Arc::clone(&app.hub);
-        let _ = tokio::task::spawn_blocking(move || hub.refresh_if_changed()).await;
-    }
-    app.hub.snapshot()
-}
-
-/// Reads the repository again after a write, so the next read sees it.
-pub(super) async fn refresh(app: &Arc<App>) {
+/// Returns the snapshot a read answers from: one that shows every write answered before
+/// the read started ([`super::hub::Hub::fresh`]); the last one when the repository cannot
+/// be read (the watcher says why).
+pub(crate) async fn fresh(app: &Arc<App>) -> Arc<Snapshot> {
     let hub = Arc::clone(&app.hub);
-    let _ = tokio::task::spawn_blocking(move || hub.refresh()).await;
+    let read = tokio::task::spawn_blocking(move || hub.fresh()).await;
+    match read {
+        Ok(Ok(snap)) => snap,
+        _ => app.hub.snapshot(),
+    }
 }
 
 /// The body of each action.
@@ -455,8 +456,11 @@ pub(super) async fn act(
     let b: ActBody = parse_body(&body)?;
     if let Some(wanted) = headers.get(header::IF_MATCH) {
         // Read again first: the tag is compared with the task as it is now.
-        refresh(&app).await;
-        version_matches(&task_body(&app.hub.snapshot(), &id)?, wanted, &id)?;
+        let hub = Arc::clone(&app.hub);
+        let now = tokio::task::spawn_blocking(move || hub.reread()).await;
+        let snap = now.ok().and_then(Result::ok);
+        let snap = snap.unwrap_or_else(|| app.hub.snapshot());
+        version_matches(&task_body(&snap, &id)?, wanted, &id)?;
     }
     let opener = match action.as_str() {
         "claim" => super::agent::claiming(app.hub.opener(), &headers)?,
@@ -470,11 +474,11 @@ pub(super) async fn act(
             .write(|| hub_action(&opener, &task, &action, b))
             .map_err(|r| refused(&r))?,
     })
-    .await?;
+    .await;
     written(&app).await;
-    let body = match receipt {
+    let body = match receipt? {
         Some(r) => r,
-        None => task_body(&app.hub.snapshot(), &id)?,
+        None => task_body(&*fresh(&app).await, &id)?,
     };
     Ok(Json(body).into_response())
 }

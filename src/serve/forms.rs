@@ -6,7 +6,7 @@
 //! the script posts the same forms and refreshes in place. In a hub they queue with the API's
 //! writes and are refused (503) once the hub does not hold its lease.
 
-use super::api::{blocking, refresh, refused, task_id};
+use super::api::{blocking, refused, task_id, written};
 use super::hubmode::HubMode;
 use super::problem::Problem;
 use super::App;
@@ -90,7 +90,7 @@ pub(super) async fn act(
     };
     let opener = app.hub.opener();
     let mode = app.mode.clone();
-    blocking(move || {
+    let done = blocking(move || {
         in_turn(mode.as_deref(), || {
             let c = opener.open().map_err(|e| Problem::of(&e))?;
             let done = match (action.as_str(), &agent) {
@@ -103,8 +103,9 @@ pub(super) async fn act(
             done.map(|_| ()).map_err(|e| Problem::of(&e))
         })
     })
-    .await?;
-    refresh(&app).await;
+    .await;
+    written(&app).await;
+    done?;
     Ok(see_other(&back))
 }
 
@@ -118,14 +119,15 @@ pub(super) async fn new_task(
     let task = task_of(f)?;
     let opener = app.hub.opener();
     let mode = app.mode.clone();
-    blocking(move || {
+    let made = blocking(move || {
         in_turn(mode.as_deref(), || {
             let made = opener.open().and_then(|c| c.new_task(&task));
             made.map(|_| ()).map_err(|e| Problem::of(&e))
         })
     })
-    .await?;
-    refresh(&app).await;
+    .await;
+    written(&app).await;
+    made?;
     Ok(see_other(&back))
 }
 

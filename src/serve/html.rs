@@ -114,7 +114,7 @@ fn board_query(
 /// `GET /`: the board. (Opened with `?token=`, the guard has put the token in a cookie.)
 pub(super) async fn page(With(app): With<Arc<App>>, q: Params) -> Result<Response, Problem> {
     let (query, _) = board_query(q, &[])?;
-    let snap = app.hub.snapshot();
+    let snap = super::api::fresh(&app).await;
     let now = app.hub.opener().now();
     let main = format!(
         "<main id=\"main\" data-live=\"/board{}\">{}</main>",
@@ -135,7 +135,8 @@ pub(super) async fn page(With(app): With<Arc<App>>, q: Params) -> Result<Respons
 pub(super) async fn fragment(With(app): With<Arc<App>>, q: Params) -> Result<Response, Problem> {
     let (query, _) = board_query(q, &[])?;
     let now = app.hub.opener().now();
-    Ok(html(board(&app.hub.snapshot(), &query, now)))
+    let snap = super::api::fresh(&app).await;
+    Ok(html(board(&snap, &query, now)))
 }
 
 /// The search and filter form, and the new-task form.
@@ -365,7 +366,7 @@ fn button(out: &mut String, id: &str, action: &str, back: &str) {
 /// `GET /agents`: one lane per agent.
 pub(super) async fn agents(With(app): With<Arc<App>>, q: Params) -> Result<Response, Problem> {
     let (query, _) = board_query(q, &[])?;
-    let snap = app.hub.snapshot();
+    let snap = super::api::fresh(&app).await;
     let now = app.hub.opener().now();
     let notes = Notes::of(&snap.view);
     let cx = Context {
@@ -548,7 +549,7 @@ pub(super) async fn column(
             .map_err(|_| Problem::bad(format!("from {f:?} is not a number")))?,
         None => 0,
     };
-    let snap = app.hub.snapshot();
+    let snap = super::api::fresh(&app).await;
     let now = app.hub.opener().now();
     let notes = Notes::of(&snap.view);
     let mut tasks: Vec<&TaskFile> = cards::filter(&snap.board.tasks, &query, snap.default_priority)
@@ -606,7 +607,7 @@ pub(super) async fn task(
     p: Result<Path<String>, PathRejection>,
 ) -> Result<Response, Problem> {
     let id = task_id(p)?;
-    let snap = app.hub.snapshot();
+    let snap = super::api::fresh(&app).await;
     let copies = crate::view::task_copies(&snap.board, &id).map_err(|e| Problem::of_command(&e))?;
     let opener = app.hub.opener();
     let log_id = id.clone();

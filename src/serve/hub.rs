@@ -18,7 +18,7 @@ use crate::store::Store;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 use tokio::sync::broadcast;
@@ -32,6 +32,9 @@ const POLL: Duration = Duration::from_millis(100);
 const REFRESH_EVERY: Duration = Duration::from_secs(10);
 /// How long a writer may hold the lock before the snapshot is read anyway (a killed holder).
 const WRITER_FRESH: Duration = Duration::from_secs(10);
+/// How long a read that must show a write waits for the coordinator lock (a writer half-way
+/// through moving files) before it reads without it.
+const SETTLE_WAIT: Duration = Duration::from_secs(5);
 /// How long a state change no commit explains waits for one (a person's `git mv` followed by
 /// `git commit`) before it is reported as not committed.
 pub const COMMIT_GRACE: Duration = Duration::from_secs(2);
@@ -52,8 +55,9 @@ pub struct Snapshot {
     pub webhooks: std::collections::BTreeSet<String>,
     /// How long reading took.
     pub took: Duration,
-    /// Whether no writer was at work while it was read (HEAD unchanged, the lock free at the
-    /// end): only such a reading is compared with the last to find transitions.
+    /// Whether no other writer was at work while it was read (HEAD unchanged, the lock free
+    /// at the end or held by the reading): only such a reading is compared with the last to
+    /// find transitions.
     pub steady: bool,
 }
 
@@ -85,10 +89,22 @@ pub struct Event {
 }
 
 /// The shared state of the server: the snapshot, the event channel and the counters.
+///
+/// Reads see the writes answered before they started: each write the server answers is
+/// counted ([`Hub::wrote`]) once it is committed, each snapshot records the count as it was
+/// before its reading began, and a read whose snapshot counts fewer reads again first
+/// ([`Hub::fresh`]).
 pub struct Hub {
     opener: Opener,
+    /// What reads answer from.
     current: RwLock<Arc<Snapshot>>,
-    reloading: Mutex<()>,
+    /// The last reading compared with the one before it (transitions published up to it);
+    /// held while reading again, one reading at a time.
+    reloading: Mutex<Arc<Snapshot>>,
+    /// How many writes the server answered (counted once committed).
+    wrote: AtomicU64,
+    /// How many of them the snapshot reads answer from shows.
+    seen: AtomicU64,
     events: broadcast::Sender<Arc<Event>>,
     journal: Journal,
     /// The id of the last transition sent to subscribers; held while sending.
@@ -107,7 +123,7 @@ pub struct Hub {
 impl Hub {
     /// Reads the repository around `opener.dir` for the first time.
     pub fn open(opener: Opener) -> Result<Arc<Hub>, HubError> {
-        let first = load(&opener, 1)?;
+        let first = load(&opener, 1, Reading::Free)?;
         let repo = crate::git::Repo::discover(&opener.dir)?;
         let git_dir = repo.git_dir().to_path_buf();
         let journal = Journal::open(&git_dir);
@@ -117,10 +133,13 @@ impl Hub {
         let counters = counted(&repo, &first.board.work_dir, &counts, first.head)?;
         counters.save(&counts, &first.head_hex().unwrap_or_default());
         let (events, _) = broadcast::channel(1024);
+        let first = Arc::new(first);
         Ok(Arc::new(Hub {
             opener,
-            current: RwLock::new(Arc::new(first)),
-            reloading: Mutex::new(()),
+            current: RwLock::new(Arc::clone(&first)),
+            reloading: Mutex::new(first),
+            wrote: AtomicU64::new(0),
+            seen: AtomicU64::new(0),
             events,
             published: Mutex::new(journal.last()),
             journal,
@@ -173,35 +192,81 @@ impl Hub {
         self.events.receiver_count()
     }
 
-    /// Reads the repository again and publishes what changed since the last snapshot.
+    /// Reads the repository again and publishes what changed since the last snapshot; a
+    /// reading made while a writer was at work is left for the next poll.
     pub fn refresh(&self) -> Result<(), HubError> {
-        let _one_at_a_time = self.reloading.lock().unwrap_or_else(|e| e.into_inner());
+        let mut base = self.reloading.lock().unwrap_or_else(|e| e.into_inner());
+        self.reload(&mut base, Reading::Free)
+    }
+
+    /// Returns a snapshot that shows every write counted by [`Hub::wrote`] before the call:
+    /// when the current one does not, reads the repository again first, under the
+    /// coordinator lock so that no writer is half-way through moving files (without it once
+    /// [`SETTLE_WAIT`] has passed: the writes counted are in the reading either way).
+    pub fn fresh(&self) -> Result<Arc<Snapshot>, HubError> {
+        let need = self.wrote.load(Ordering::SeqCst);
+        if self.seen.load(Ordering::SeqCst) < need {
+            let mut base = self.reloading.lock().unwrap_or_else(|e| e.into_inner());
+            // Another read may have read again meanwhile.
+            if self.seen.load(Ordering::SeqCst) < need {
+                self.reload(&mut base, Reading::Settled)?;
+            }
+        }
+        Ok(self.snapshot())
+    }
+
+    /// Reads the repository again under the coordinator lock and returns the reading.
+    pub fn reread(&self) -> Result<Arc<Snapshot>, HubError> {
+        let mut base = self.reloading.lock().unwrap_or_else(|e| e.into_inner());
+        self.reload(&mut base, Reading::Settled)?;
+        Ok(self.snapshot())
+    }
+
+    /// Counts a write the server answers, once it is committed (or refused after keeping
+    /// something, as a stale result is): reads that start from now on show it.
+    pub fn wrote(&self) {
+        self.wrote.fetch_add(1, Ordering::SeqCst);
+        self.dirty.store(true, Ordering::SeqCst);
+    }
+
+    /// Reads the repository `how` and makes the reading what reads answer from; publishes
+    /// the transitions since `base` and makes it the new base when no writer was at work
+    /// and every state change is explained (or waited for long enough).
+    fn reload(&self, base: &mut Arc<Snapshot>, how: Reading) -> Result<(), HubError> {
         self.dirty.store(false, Ordering::SeqCst);
-        let old = self.snapshot();
-        let mut new = load(&self.opener, old.generation)?;
+        let covers = self.wrote.load(Ordering::SeqCst);
+        let mut new = load(&self.opener, base.generation, how)?;
         if !new.steady {
-            // Read again once the writer is done.
+            // Read again once the writer is done; a read that must show a write takes this
+            // reading meanwhile.
             self.dirty.store(true, Ordering::SeqCst);
+            if how == Reading::Settled {
+                self.show(new, covers);
+            }
             return Ok(());
         }
         let repo = crate::git::Repo::discover(&self.opener.dir)?;
         let work_dir = new.board.work_dir.clone();
-        let change = events::change(&repo, &work_dir, old.head, new.head)?;
+        let change = events::change(&repo, &work_dir, base.head, new.head)?;
         let explained: HashSet<&str> = change.iter().flat_map(Change::subjects).collect();
-        let by_hand = moved_by_hand(&old, &new, &explained);
+        let by_hand = moved_by_hand(base, &new, &explained);
         if self.wait_for_commit(!by_hand.is_empty()) {
+            // Reads show the change at once; its transition waits for a commit.
             self.dirty.store(true, Ordering::SeqCst);
+            self.show(new, covers);
             return Ok(());
         }
         let logged = self.journal.record(&repo, &work_dir, new.head, by_hand)?;
         self.count(&repo, &work_dir, change.as_ref(), new.head)?;
-        let changed = !logged.is_empty() || new.view != old.view || new.head != old.head;
+        let changed = !logged.is_empty() || new.view != base.view || new.head != base.head;
+        if changed {
+            new.generation = base.generation + 1;
+        }
+        let (generation, head) = (new.generation, new.head_hex());
+        *base = self.show(new, covers);
         if !changed {
             return Ok(());
         }
-        new.generation = old.generation + 1;
-        let (generation, head) = (new.generation, new.head_hex());
-        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(new);
         self.publish(logged)?;
         let board = json!({"generation": generation, "head": head});
         let _ = self.events.send(Arc::new(Event {
@@ -210,6 +275,14 @@ impl Hub {
             data: board,
         }));
         Ok(())
+    }
+
+    /// Makes `snap` what reads answer from, showing the writes counted up to `covers`.
+    fn show(&self, snap: Snapshot, covers: u64) -> Arc<Snapshot> {
+        let snap = Arc::new(snap);
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&snap);
+        self.seen.fetch_max(covers, Ordering::SeqCst);
+        snap
     }
 
     /// Counts the transitions a move of HEAD added and takes back those it removed; counts
@@ -275,15 +348,6 @@ impl Hub {
         false
     }
 
-    /// Reads the repository again when a write or a change marked it changed since the last
-    /// reading (a hub's reads see its writes).
-    pub fn refresh_if_changed(&self) -> Result<(), HubError> {
-        match self.dirty.load(Ordering::SeqCst) {
-            true => self.refresh(),
-            false => Ok(()),
-        }
-    }
-
     /// Reloads at the next poll (a tick this server ran changed something).
     pub fn changed(&self) {
         self.dirty.store(true, Ordering::SeqCst);
@@ -330,22 +394,38 @@ impl Hub {
     }
 }
 
+/// How a reading treats writers at work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// Without the lock: a writer that starts meanwhile makes the reading unsteady.
+    Free,
+    /// Under the coordinator lock, waiting [`SETTLE_WAIT`] for it.
+    Settled,
+}
+
 /// Reads the board and the status view.
-fn load(opener: &Opener, generation: u64) -> Result<Snapshot, HubError> {
+fn load(opener: &Opener, generation: u64, how: Reading) -> Result<Snapshot, HubError> {
     let started = Instant::now();
     let coord = opener.open()?;
     let store = coord.store();
+    let git_dir = store.repo.git_dir();
+    let lock = match how {
+        Reading::Free => None,
+        Reading::Settled => crate::lock::acquire(git_dir, SETTLE_WAIT).ok(),
+    };
+    let locked = lock.is_some();
     let head = store.repo.head()?.oid;
-    let session = coord.read();
+    let session = store.session(lock);
     let (board, _) = session.load()?;
     // A writer that started during the read (the poll saw the lock free) may have moved
     // files that its commit does not name yet: such a read would report them as moved by
     // hand, and again from the commit once it lands.
     let after = store.repo.head()?.oid;
-    let steady = after == head && !crate::lock::busy(store.repo.git_dir(), WRITER_FRESH);
+    let steady = after == head && (locked || !crate::lock::busy(git_dir, WRITER_FRESH));
     let reasons = crate::view::invalid_reasons(store, &board);
     let mut view = crate::view::board::view(&board, &coord.inputs(&session), &reasons);
-    crate::ops::webhooks::add_problems(store.repo.git_dir(), &mut view);
+    drop(session);
+    crate::ops::webhooks::add_problems(git_dir, &mut view);
     Ok(Snapshot {
         generation,
         head,
@@ -459,9 +539,9 @@ mod tests {
         std::fs::write(t.path().join("coord.yaml"), config + "\nsettle: 0s\n").expect("config");
         std::fs::write(t.path().join("work/agents/alice.yaml"), "max_active: 9\n").expect("agent");
         let opener = Opener::new(t.path().to_path_buf(), opts.clone(), |_| {});
-        let old = load(&opener, 1).expect("load");
+        let old = load(&opener, 1, Reading::Free).expect("load");
         tick_with(t.path(), &opts, "first");
-        let new = load(&opener, 2).expect("load");
+        let new = load(&opener, 2, Reading::Free).expect("load");
         // A writer commits between the reading and the walk of its history.
         tick_with(t.path(), &opts, "second");
         let tasks = |a: &Snapshot, b: &Snapshot| -> Vec<String> {
@@ -478,7 +558,7 @@ mod tests {
             ["first"],
             "only the commits the reading saw"
         );
-        let newer = load(&opener, 3).expect("load");
+        let newer = load(&opener, 3, Reading::Free).expect("load");
         assert_eq!(tasks(&new, &newer), ["second"], "each commit once");
     }
 }

@@ -7,18 +7,26 @@
 //! the board's forms included, waits its turn in one queue. Every grant carries the hub's
 //! epoch; a result or heartbeat naming another epoch is refused (a result kept as
 //! `stale_result`). A hub that finds a newer hub on the lease stops writing and the server
-//! exits. See docs/fleet.md.
+//! exits. Stopped by SIGTERM or SIGINT it refuses new writes, lets the one under way finish
+//! and pushes what it committed, waiting at most [`LAST_PUSH`] for that push; it keeps its
+//! lease (its next start takes it back in the same epoch and pushes whatever is left). See
+//! docs/fleet.md.
 
 use crate::config::HubConfig;
 use crate::ops::hub::{holder_of, Held, HubError};
 use crate::ops::{self, Opener};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long before its lease lapses the hub stops writing, at most (a tenth of a shorter
 /// lease): monotonic clocks on two machines may run at slightly different rates.
 const MARGIN: Duration = Duration::from_secs(2);
+
+/// How long a hub stopping waits for its last push before it leaves what it committed to its
+/// next start.
+pub const LAST_PUSH: Duration = Duration::from_secs(5);
 
 /// The settings of a hub: `hub:` of coord.yaml.
 #[derive(Debug, Clone)]
@@ -59,6 +67,8 @@ pub struct HubMode {
     pub epoch: u64,
     /// Set once a newer hub holds the lease: no more writes.
     stopped: AtomicBool,
+    /// Set once the server is stopping: no more writes.
+    closing: AtomicBool,
     /// Until when this hub may write: the lease as last renewed less a margin, by this
     /// machine's monotonic clock.
     valid_until: Mutex<Instant>,
@@ -73,6 +83,9 @@ pub enum Refusal {
     /// A newer hub holds the lease.
     #[error("this hub stopped writing: a newer hub holds the lease; send requests to it")]
     Stopped,
+    /// The server is stopping.
+    #[error("this hub is stopping; send the request again once it or another hub serves")]
+    Stopping,
     /// The lease could not be renewed in time.
     #[error(
         "this hub's lease lapsed (the remote could not be reached to renew it); try again shortly"
@@ -86,6 +99,9 @@ impl HubMode {
         let _one = self.writes.lock().unwrap_or_else(|e| e.into_inner());
         if self.stopped.load(Ordering::SeqCst) {
             return Err(Refusal::Stopped);
+        }
+        if self.closing.load(Ordering::SeqCst) {
+            return Err(Refusal::Stopping);
         }
         let until = *self.valid_until.lock().unwrap_or_else(|e| e.into_inner());
         if Instant::now() >= until {
@@ -112,16 +128,42 @@ pub fn take(opener: &Opener, settings: &Settings) -> Result<(Arc<HubMode>, Held)
     let mode = Arc::new(HubMode {
         epoch: held.lease.epoch,
         stopped: AtomicBool::new(false),
+        closing: AtomicBool::new(false),
         valid_until: Mutex::new(held.written + settings.valid_for()),
         writes: Mutex::new(()),
     });
     Ok((mode, held))
 }
 
+/// The thread that pushes the batches, as [`start_pushing`] started it.
+pub struct Pusher {
+    /// Tells the thread to push a last batch and end.
+    stop: mpsc::Sender<()>,
+    /// The line the thread says once its last batch landed or failed.
+    last: mpsc::Receiver<String>,
+}
+
+impl Pusher {
+    /// Stops the hub's writes: refuses new ones (503), lets the one under way (or the batch
+    /// under way) finish, and pushes what the hub committed; returns the line saying how that
+    /// went, at the latest after [`LAST_PUSH`]. The lease is kept.
+    pub fn stop(self, mode: &HubMode) -> String {
+        mode.closing.store(true, Ordering::SeqCst);
+        let _ = self.stop.send(());
+        match self.last.recv_timeout(LAST_PUSH) {
+            Ok(line) => line,
+            Err(_) => format!(
+                "coord: the hub's last batch did not land within {}s (the remote did not answer); the next start of this hub pushes what it committed",
+                LAST_PUSH.as_secs()
+            ),
+        }
+    }
+}
+
 /// Starts the thread that pushes a batch every minute over the push budget (renewing the
 /// lease with it, or alone when a third of the lease passed without a push) and calls
 /// `changed` after each batch. It ends once a newer hub holds the lease, sending why on
-/// `lost`.
+/// `lost`, or once told to stop ([`Pusher::stop`]), after a last batch.
 pub fn start_pushing(
     mode: Arc<HubMode>,
     mut held: Held,
@@ -129,14 +171,20 @@ pub fn start_pushing(
     settings: Settings,
     changed: impl Fn() + Send + 'static,
     lost: tokio::sync::oneshot::Sender<String>,
-) -> std::io::Result<()> {
+) -> std::io::Result<Pusher> {
+    let (stop, stopped) = mpsc::channel();
+    let (said, last) = mpsc::channel();
     std::thread::Builder::new()
         .name("coord-hub-push".into())
         .spawn(move || {
             let mut renewed = Instant::now();
             let mut last = renewed;
             loop {
-                std::thread::sleep(settings.interval().saturating_sub(last.elapsed()));
+                let wait = settings.interval().saturating_sub(last.elapsed());
+                if stopped.recv_timeout(wait) != Err(RecvTimeoutError::Timeout) {
+                    let _ = said.send(last_batch(&mode, &mut held, &opener, &settings));
+                    return;
+                }
                 let started = Instant::now();
                 let renew = renewed.elapsed() >= settings.lease / 3;
                 // Writes wait for the batch: no answer reads the repository while the
@@ -166,6 +214,22 @@ pub fn start_pushing(
                 }
                 last = started;
             }
-        })
-        .map(drop)
+        })?;
+    Ok(Pusher { stop, last })
+}
+
+/// Pushes what the hub committed once the write under way is done (later writes are
+/// refused); returns the line saying how it went.
+fn last_batch(mode: &HubMode, held: &mut Held, opener: &Opener, settings: &Settings) -> String {
+    let _one = mode.writes.lock().unwrap_or_else(|e| e.into_inner());
+    let pushed = opener
+        .open()
+        .and_then(|c| c.hub_push(held, settings.lease, false));
+    match pushed {
+        Ok(r) if r.pushes == 0 => "coord: hub stopped; everything it committed was pushed".into(),
+        Ok(_) => "coord: hub stopped after pushing its last batch".into(),
+        Err(e) => format!(
+            "coord: the hub's last batch did not land ({e}); the next start of this hub pushes what it committed"
+        ),
+    }
 }

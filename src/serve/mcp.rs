@@ -56,13 +56,11 @@ impl Writes for Queue {
     }
 
     fn written(&self) {
-        match &self.mode {
-            Some(_) => self.hub.changed(),
-            // Read here as the REST routes read after a write; a failed reading is read
-            // again by the watcher.
-            None => {
-                let _ = self.hub.refresh();
-            }
+        self.hub.wrote();
+        // A plain server reads here as the REST routes read after a write; a failed reading
+        // is read again by the watcher.
+        if self.mode.is_none() {
+            let _ = self.hub.fresh();
         }
     }
 }

@@ -29,6 +29,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// How long a stopping server waits for the requests still running (a write under way).
+const STOP_WAIT: Duration = Duration::from_secs(2);
+
 /// The largest request body accepted (a task, a result).
 pub const BODY_LIMIT: usize = 1024 * 1024;
 
@@ -274,6 +277,7 @@ pub fn run(mut opener: Opener, opts: Options) -> Result<(), ServeError> {
         None => None,
     };
     let (lost_tx, lost_rx) = tokio::sync::oneshot::channel();
+    let mut pushing = None;
     let mut app = App {
         agent_tokens,
         ..App::new(Arc::clone(&hub), opts.token, addr, &opts.public_hosts)
@@ -284,7 +288,7 @@ pub fn run(mut opener: Opener, opts: Options) -> Result<(), ServeError> {
             s.remote, mode.epoch, s.pushes_per_minute
         ));
         let seen = Arc::clone(&hub);
-        hubmode::start_pushing(
+        let pusher = hubmode::start_pushing(
             Arc::clone(&mode),
             held,
             opener,
@@ -294,6 +298,7 @@ pub fn run(mut opener: Opener, opts: Options) -> Result<(), ServeError> {
         )
         .map_err(io)?;
         app.mode = Some(mode);
+        pushing = Some(pusher);
     }
     let app = Arc::new(app);
     crate::term::write_out(format_args!("http://{addr}"));
@@ -307,14 +312,22 @@ pub fn run(mut opener: Opener, opts: Options) -> Result<(), ServeError> {
         }
     };
     // Not a graceful shutdown: event streams never end by themselves, and every write is
-    // committed before its answer, so nothing is lost by stopping at once.
-    rt.block_on(async move {
+    // committed before its answer, so nothing is lost by stopping at once. A hub pushes what
+    // it committed first, for at most a few seconds.
+    let mode = app.mode.clone();
+    let served = rt.block_on(async move {
         tokio::select! {
             served = serve(listener, router(app)) => served.map_err(io),
             () = stopped() => Ok(()),
             why = lost => Err(ServeError::Superseded(why)),
         }
-    })?;
+    });
+    if let (Some(pusher), Some(mode), Ok(())) = (pushing, mode, &served) {
+        crate::term::write_err(format_args!("{}", pusher.stop(&mode)));
+    }
+    // A hub's writes still waiting for their turn were refused.
+    rt.shutdown_timeout(STOP_WAIT);
+    served?;
     // The same signal stops the tick loop after the tick in progress.
     if let Some(t) = ticking {
         let _ = t.join();

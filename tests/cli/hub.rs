@@ -1012,3 +1012,116 @@ fn a_claim_resent_with_its_key_to_a_hub_killed_after_committing_it_gets_the_same
     );
     assert_eq!(r.status, 409, "{}", r.body);
 }
+
+/// How long a hub may take to exit on SIGTERM: the write under way, then its last push
+/// (bounded at 5 s by the hub), on a loaded machine.
+const STOP_BOUND: Duration = Duration::from_secs(12);
+
+/// Claims with `agent` through the hub's agent route until `stop`, reading the board after
+/// each claim; returns the tasks it was granted (answered 200 with `claimed: true`).
+fn polling_agent(addr: &str, agent: &str, stop: &AtomicBool) -> Vec<String> {
+    let mut granted = Vec::new();
+    while !stop.load(Ordering::SeqCst) {
+        let path = format!("/v1/agents/{agent}/claim");
+        match try_request(addr, "POST", &path, &[], &json!({})) {
+            Some(r) if r.status == 200 && r.json()["claimed"] == true => {
+                granted.extend(r.json()["id"].as_str().map(str::to_string));
+            }
+            Some(_) => {}
+            None => return granted,
+        }
+        let _ = try_request(addr, "GET", "/v1/board", &[], &json!({}));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    granted
+}
+
+#[test]
+fn a_hub_stopped_by_sigterm_mid_run_pushes_what_it_answered_and_exits_promptly() {
+    // A batch every 30 s: what the hub answers below waits for it.
+    let net = fleet("{remote: origin, pushes_per_minute: 2, lease: 2m}", 40);
+    let clone = net.clone();
+    let mut hub = Hub::start(&clone);
+    let grant = hub.claim("t0", "w");
+    let done = hub.post(
+        "/v1/agents/w/tasks/t0/complete",
+        json!({"attempt": grant["attempt"], "epoch": grant["epoch"], "output": {"ok": 1}}),
+    );
+    assert_eq!(done.status, 200, "{}", done.body);
+    let stop = Arc::new(AtomicBool::new(false));
+    // Eight agents keep the hub's write queue full.
+    let agents: Vec<_> = ["v", "w"]
+        .repeat(4)
+        .into_iter()
+        .map(|a| {
+            let (addr, stop) = (hub.addr.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || polling_agent(&addr, a, &stop))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let sent = Instant::now();
+    hub.signal("TERM");
+    let code = hub.exited(STOP_BOUND);
+    let took = sent.elapsed();
+    stop.store(true, Ordering::SeqCst);
+    let granted: Vec<String> = agents
+        .into_iter()
+        .flat_map(|a| a.join().expect("agent"))
+        .collect();
+    eprintln!("SIGTERM to exit: {took:?}, {} grants polled", granted.len());
+    assert_eq!(
+        code,
+        Some(0),
+        "no exit within {STOP_BOUND:?}: {}",
+        hub.stderr()
+    );
+    assert_ne!(remote_place(&net, "t0"), "work/ready", "{}", hub.stderr());
+    for id in &granted {
+        let place = remote_place(&net, id);
+        assert!(
+            place.starts_with("work/assigned/"),
+            "{id} was granted but is in {place:?} on the remote: {}",
+            hub.stderr()
+        );
+    }
+    let verified = net.clone().ok(&["verify"]);
+    assert!(verified.trim_end().ends_with(": clean"), "{verified}");
+}
+
+#[test]
+fn a_hub_whose_last_push_hangs_on_sigterm_stops_within_the_bound_and_its_next_start_pushes_it() {
+    let net = fleet("{remote: origin, pushes_per_minute: 2, lease: 2m}", 2);
+    let clone = net.clone();
+    let mut hub = Hub::start(&clone);
+    assert_eq!(hub.claim("t0", "w")["epoch"], 1);
+    // The remote stops answering pushes.
+    clone.wrap_remote_program("receivepack", "hanging-pushes", "sleep 30\nexit 1");
+    let sent = Instant::now();
+    hub.signal("TERM");
+    let code = hub.exited(STOP_BOUND);
+    eprintln!(
+        "SIGTERM to exit with the push hanging: {:?}",
+        sent.elapsed()
+    );
+    assert_eq!(
+        code,
+        Some(0),
+        "no exit within {STOP_BOUND:?}: {}",
+        hub.stderr()
+    );
+    let err = hub.stderr();
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("did not land") && last.contains("next start"),
+        "{err}"
+    );
+    assert_eq!(remote_place(&net, "t0"), "work/ready");
+    clone.git(&["config", "--unset", "remote.origin.receivepack"]);
+    let again = Hub::start(&clone);
+    assert_eq!(remote_place(&net, "t0"), "work/assigned/w", "nothing lost");
+    assert_eq!(
+        again.task("t0")["task"]["coord"]["epoch"],
+        1,
+        "its grant stands"
+    );
+}

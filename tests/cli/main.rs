@@ -72,6 +72,7 @@ mod serve_events;
 mod serve_guard;
 mod serve_mcp;
 mod serve_memory;
+mod serve_reads;
 mod ship;
 mod smoke;
 mod snapshots;
