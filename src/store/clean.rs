@@ -251,8 +251,8 @@ pub(super) struct Base {
 /// What an operation whose recording found `work/` clean leaves for the next one in the
 /// private index's vouch section, which then needs no status scan ([`Session::vouched`]): a
 /// digest of its walk's files other than those it committed, the paths it committed with the
-/// blob id staged for each (checked by content: their stamps are too recent to trust), and HEAD, the
-/// index checksum and the watched files' stat keys as it left them.
+/// blob id staged for each (checked by content: their stamps are too recent to trust), and
+/// HEAD, the index checksum and the watched files' stat keys as it left them.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Vouch {
     digest: u64,

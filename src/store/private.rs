@@ -133,19 +133,19 @@ pub fn forget(git_dir: &Path, section: Section) {
 }
 
 /// Sets `section` of the index of `git_dir` to `bytes`, or removes it, keeping the other
-/// sections; the files of the earlier layout go when no index read. A failure only means the
+/// sections; the files of the earlier layout go when an index is first written. A failure only means the
 /// next operation does without the section.
 pub(super) fn set(git_dir: &Path, section: Section, bytes: Option<Vec<u8>>) {
     let old = read(git_dir);
+    if bytes.is_none() && old.as_ref().is_none_or(|s| s.get(section).is_none()) {
+        return;
+    }
     if old.is_none() {
         for file in OLD_FILES {
             let _ = std::fs::remove_file(git_dir.join(file));
         }
     }
     let mut sections = old.unwrap_or_default();
-    if bytes.is_none() && sections.get(section).is_none() {
-        return;
-    }
     sections.set(section, bytes);
     let _ = crate::fsx::write_private(&git_dir.join(PATH), &sections.encode(), false);
 }
@@ -191,6 +191,8 @@ mod tests {
         for file in OLD_FILES {
             std::fs::write(dir.path().join(file), "old").expect("write");
         }
+        forget(dir.path(), Section::Clean);
+        assert!(dir.path().join(OLD_FILES[0]).exists(), "nothing written, nothing removed");
         set(dir.path(), Section::Clean, Some(b"c".to_vec()));
         set(dir.path(), Section::Quiet, Some(b"q".to_vec()));
         assert!(OLD_FILES.iter().all(|f| !dir.path().join(f).exists()));
