@@ -192,7 +192,10 @@ mod tests {
             std::fs::write(dir.path().join(file), "old").expect("write");
         }
         forget(dir.path(), Section::Clean);
-        assert!(dir.path().join(OLD_FILES[0]).exists(), "nothing written, nothing removed");
+        assert!(
+            dir.path().join(OLD_FILES[0]).exists(),
+            "nothing written, nothing removed"
+        );
         set(dir.path(), Section::Clean, Some(b"c".to_vec()));
         set(dir.path(), Section::Quiet, Some(b"q".to_vec()));
         assert!(OLD_FILES.iter().all(|f| !dir.path().join(f).exists()));
