@@ -60,6 +60,7 @@ pub(crate) mod hash;
 pub(crate) mod lock;
 pub(crate) mod mcp;
 pub mod model;
+pub use store::private as private_index;
 pub mod ops;
 pub(crate) mod redact;
 pub(crate) mod run;

@@ -328,10 +328,8 @@ fn window_pass(
     // A pass that leaves files for a person is not quiet: the next one says so again.
     let clean = store.skipped_count() == 0 && found.attention.is_empty();
     if alone && ticked.commits == 0 && plan.is_empty() && found.settles.is_none() && clean {
-        store.set_quiet_mark(&recorded, now, plan.deadline);
-        if let Some(saved) = saved {
-            store.save_quiet_board(&recorded, now, saved.until, &saved.bytes);
-        }
+        let board = saved.map(|saved| (saved.until, saved.bytes));
+        store.set_quiet_mark(&recorded, now, plan.deadline, board);
     }
     for note in &plan.notes {
         sink(&Event::Detail(&format!("note: {}", describe(note))));

@@ -1,8 +1,9 @@
 //! The clean mark: a digest of what `work/` and the repository looked like when a status scan
-//! last found no uncommitted change under `work/`, kept in `.git/coord/clean-mark`. When the
-//! next tick computes the same digest, nothing a scan depends on has changed, so it skips the
-//! scan (libgit2's walk with an lstat per file and a check of the whole index) — the way git
-//! trusts an index entry whose stat data still matches the file.
+//! last found no uncommitted change under `work/`, kept in the clean section of coord's
+//! private index (`private`). When the next tick computes the same digest, nothing a scan
+//! depends on has changed, so it skips the scan (libgit2's walk with an lstat per file and a
+//! check of the whole index) — the way git trusts an index entry whose stat data still
+//! matches the file.
 //!
 //! The digest covers every path the load's walk saw under `work/` with its stat key (the same
 //! key the stat cache trusts, under the same racy-timestamp rule), HEAD's commit, the index's
@@ -15,7 +16,7 @@
 //!
 //! The clean mark goes stale as soon as coord itself commits (HEAD, the index and the files
 //! it wrote change), so an operation whose recording found `work/` clean also leaves a
-//! [`Vouch`] (`.git/coord/clean-vouch`) after its own commits: a digest of its walk's files
+//! [`Vouch`] (the index's vouch section) after its own commits: a digest of its walk's files
 //! other than those it committed, each committed path with the blob id its index write
 //! staged, and HEAD, the index checksum and the watched files' stat keys as its writes left
 //! them. The next operation (a command, a tick, the next window of a tick) is clean without a
@@ -26,6 +27,7 @@
 //! Does file I/O under `.git/` and reads committed files under `work/`.
 
 use super::cache::StatKey;
+use super::private::{self, Section};
 use super::Session;
 use crate::git::EntryStat;
 use crate::git::{Oid, Staged};
@@ -34,10 +36,6 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::SystemTime;
 
-/// The mark file, relative to the git directory.
-const PATH: &str = "coord/clean-mark";
-/// The first bytes of the mark file.
-const MAGIC: &[u8] = b"coord clean-mark 1\n";
 /// Files outside `work/` whose change can change what a status scan reports (git config and
 /// attributes; ignore rules are covered by refusing a mark when any file under `work/` is
 /// ignored): relative to the work tree root.
@@ -250,11 +248,11 @@ pub(super) struct Base {
     committed: Vec<(String, Option<Staged>)>,
 }
 
-/// What an operation whose recording found `work/` clean leaves for the next one in
-/// `.git/coord/clean-vouch`, which then needs no status scan ([`Session::vouched`]): a digest of
-/// its walk's files other than those it committed, the paths it committed with the blob id
-/// staged for each (checked by content: their stamps are too recent to trust), and HEAD, the
-/// index checksum and the watched files' stat keys as it left them.
+/// What an operation whose recording found `work/` clean leaves for the next one in the
+/// private index's vouch section, which then needs no status scan ([`Session::vouched`]): a
+/// digest of its walk's files other than those it committed, the paths it committed with the
+/// blob id staged for each (checked by content: their stamps are too recent to trust), and
+/// HEAD, the index checksum and the watched files' stat keys as it left them.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Vouch {
     digest: u64,
@@ -262,14 +260,9 @@ pub(super) struct Vouch {
     state: Vec<u8>,
 }
 
-/// The vouch file, relative to the git directory.
-const VOUCH_PATH: &str = "coord/clean-vouch";
-/// The first bytes of the vouch file.
-const VOUCH_MAGIC: &[u8] = b"coord clean-vouch 3\n";
-
 impl Vouch {
     fn encode(&self) -> Vec<u8> {
-        let mut out = VOUCH_MAGIC.to_vec();
+        let mut out = Vec::new();
         out.extend_from_slice(&self.digest.to_le_bytes());
         out.extend_from_slice(&(self.committed.len() as u32).to_le_bytes());
         for (path, id) in &self.committed {
@@ -288,9 +281,9 @@ impl Vouch {
         out
     }
 
-    /// Decodes a vouch file; None when it is not one (truncated, another version).
+    /// Decodes a vouch section; None when it is not one (truncated).
     fn decode(bytes: &[u8]) -> Option<Vouch> {
-        let mut rest = bytes.strip_prefix(VOUCH_MAGIC)?;
+        let mut rest = bytes;
         let mut take = |n: usize| -> Option<&[u8]> {
             let (head, tail) = (rest.get(..n)?, rest.get(n..)?);
             rest = tail;
@@ -437,7 +430,7 @@ impl Session<'_> {
         listing: &Listing,
         state: &RepoState,
     ) -> Option<Vec<(String, Option<Staged>)>> {
-        let bytes = crate::fsx::read_private(&self.repo.git_dir().join(VOUCH_PATH)).ok()?;
+        let bytes = private::section(self.repo.git_dir(), Section::Vouch)?;
         let vouch = Vouch::decode(&bytes)?;
         if state.bytes() != vouch.state {
             return None;
@@ -550,7 +543,7 @@ impl Session<'_> {
     }
 
     fn carried_base(&self, paths: &[String]) -> Option<Base> {
-        let bytes = crate::fsx::read_private(&self.repo.git_dir().join(VOUCH_PATH)).ok()?;
+        let bytes = private::section(self.repo.git_dir(), Section::Vouch)?;
         let vouch = Vouch::decode(&bytes)?;
         let state = self.repo_state(SystemTime::now())?;
         if state.bytes() != vouch.state {
@@ -614,7 +607,6 @@ impl Session<'_> {
     /// when HEAD and the index are still as coord's own writes left them. Otherwise removes
     /// the last one. A failure only means the next operation scans.
     pub(crate) fn leave_vouch(&self) {
-        let path = self.repo.git_dir().join(VOUCH_PATH);
         let vouch = self.base.borrow().as_ref().and_then(|base| {
             // HEAD and the index as coord's own writes left them: the base's state, whose
             // watched files the next operation reads again.
@@ -633,10 +625,8 @@ impl Session<'_> {
                 state: base.state.bytes(),
             })
         });
-        match vouch {
-            Some(v) => drop(crate::fsx::write_private(&path, &v.encode(), false)),
-            None => drop(std::fs::remove_file(&path)),
-        }
+        let bytes = vouch.map(|v| v.encode());
+        private::set(self.repo.git_dir(), Section::Vouch, bytes);
     }
 
     /// Returns HEAD's commit, the index checksum, the watched files' stat keys (trusted at
@@ -686,21 +676,19 @@ impl Session<'_> {
 
     /// Returns whether the last scan that found `work/` clean saw this same state.
     pub(super) fn clean_mark_is(&self, state: u64) -> bool {
-        crate::fsx::read_private(&self.repo.git_dir().join(PATH))
-            .is_ok_and(|b| b.strip_prefix(MAGIC) == Some(&state.to_le_bytes()[..]))
+        private::section(self.repo.git_dir(), Section::Clean)
+            .is_some_and(|b| b == state.to_le_bytes())
     }
 
     /// Removes the clean mark (a failure only leaves a mark no later state matches).
     pub(super) fn remove_clean_mark(&self) {
-        let _ = std::fs::remove_file(self.repo.git_dir().join(PATH));
+        private::set(self.repo.git_dir(), Section::Clean, None);
     }
 
     /// Records that a scan found `work/` clean in `state`. A failure only means the next tick
     /// scans again.
     pub(super) fn set_clean_mark(&self, state: u64) {
-        let mut bytes = MAGIC.to_vec();
-        bytes.extend_from_slice(&state.to_le_bytes());
-        let path = self.repo.git_dir().join(PATH);
-        let _ = crate::fsx::write_private(&path, &bytes, false);
+        let bytes = state.to_le_bytes().to_vec();
+        private::set(self.repo.git_dir(), Section::Clean, Some(bytes));
     }
 }

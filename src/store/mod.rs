@@ -17,6 +17,7 @@ mod gh;
 mod history;
 mod indexed;
 mod load;
+pub mod private;
 mod quiet;
 mod renames;
 mod schedules;
@@ -125,7 +126,7 @@ pub(crate) enum Clean {
     /// The status scan found it clean, but the walk cannot vouch for every file (a stamp
     /// too recent to trust): no clean mark.
     ScannedRecent,
-    /// The vouch the last operation left in `.git/coord/clean-vouch` held: the scan was
+    /// The vouch the last operation left in coord's private index held: the scan was
     /// skipped; with the clean-mark state when the walk can vouch for every file.
     Vouched(Option<u64>),
     /// The walk's stat data matched what the index recorded, and the index's tree for

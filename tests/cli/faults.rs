@@ -428,12 +428,7 @@ fn a_fifo_or_device_in_place_of_coords_own_files_never_hangs_a_command() {
         .filter(|p| p.is_file())
         .collect();
     files.sort();
-    for name in [
-        "history-folders",
-        "stat-cache.bin",
-        "done.bin",
-        "quiet-board",
-    ] {
+    for name in ["history-folders", "stat-cache.bin", "done.bin", "index"] {
         assert!(
             files.iter().any(|p| p.ends_with(name)),
             "{name} in {files:?}"
@@ -480,7 +475,7 @@ fn a_killed_runs_temporary_files_under_git_coord_are_removed_by_recovery() {
     for path in dead {
         std::fs::write(r.abs(path), "half a record").expect("write");
     }
-    let live = format!(".git/coord/.quiet-board.{}.coord-tmp", std::process::id());
+    let live = format!(".git/coord/.index.{}.coord-tmp", std::process::id());
     std::fs::write(r.abs(&live), "being written").expect("write");
     std::fs::write(r.abs(".git/coord.lock"), "4242").expect("write");
     let (_, err) = r.code(&["tick"], 0);

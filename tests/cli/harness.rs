@@ -226,6 +226,19 @@ impl TestRepo {
         self.abs(rel).exists()
     }
 
+    /// Returns whether coord's private index (`.git/coord/index`) holds the section `name`
+    /// (`clean`, `vouch`, `quiet`).
+    pub fn index_holds(&self, name: &str) -> bool {
+        coord::private_index::held(&self.abs(".git"))
+            .iter()
+            .any(|s| s.name() == name)
+    }
+
+    /// Removes the quiet mark from coord's private index: the next tick plans.
+    pub fn forget_quiet_mark(&self) {
+        coord::private_index::forget(&self.abs(".git"), coord::private_index::Section::Quiet);
+    }
+
     /// Drops a task into work/inbox/.
     pub fn task(&self, id: &str, yaml: &str) {
         self.write(&format!("work/inbox/{id}.yaml"), yaml);

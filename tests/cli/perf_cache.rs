@@ -51,6 +51,67 @@ fn corrupt_cache_means_a_full_read() {
     assert_eq!(r.git_status(), "");
 }
 
+/// The files in which an older coord kept what `.git/coord/index` holds now.
+const OLD_LAYOUT: [&str; 4] = [
+    ".git/coord/clean-mark",
+    ".git/coord/clean-vouch",
+    ".git/coord/quiet-mark",
+    ".git/coord/quiet-board",
+];
+
+/// The marks are sections of one file, `.git/coord/index` (docs/design.md): a quiet tick keeps
+/// its mark there, and the files of the earlier layout, which are never read, go at the
+/// first write.
+#[test]
+fn the_marks_live_in_one_index_and_the_old_files_go() {
+    let r = TestRepo::with_agents(&["bot"]);
+    r.task("a", "title: First\n");
+    for old in OLD_LAYOUT {
+        r.write(old, "left by an older coord\n");
+    }
+    // As an older coord left `.git/coord/`: no index.
+    let _ = std::fs::remove_file(r.abs(".git/coord/index"));
+    r.ok(&["tick"]);
+    settle_with(&r, Mark::Quiet);
+    assert!(r.index_holds("quiet") && r.index_holds("vouch"));
+    for old in OLD_LAYOUT {
+        assert!(!r.exists(old), "{old} is removed");
+    }
+}
+
+/// A damaged, cut, emptied or other-version index answers nothing: the tick plans (never an
+/// error), writes the index again, and the next tick trusts it.
+#[test]
+fn a_damaged_index_is_ignored_and_written_again() {
+    let r = TestRepo::with_agents(&["bot"]);
+    r.task("a", "title: First\n");
+    r.ok(&["tick"]);
+    settle_with(&r, Mark::Quiet);
+    let whole = std::fs::read(r.abs(".git/coord/index")).expect("the index");
+    let mut flipped = whole.clone();
+    *flipped.last_mut().expect("a byte") ^= 1;
+    let mut other = whole.clone();
+    other[..b"coord index 1".len()].copy_from_slice(b"coord index 0");
+    let cut = whole[..whole.len() - 3].to_vec();
+    for (what, bytes) in [
+        ("flipped", flipped),
+        ("cut", cut),
+        ("empty", Vec::new()),
+        ("other", other),
+    ] {
+        std::fs::write(r.abs(".git/coord/index"), bytes).expect("write");
+        assert!(!r.index_holds("quiet"), "{what}");
+        assert!(
+            !tick_skips(&r, Mark::Quiet),
+            "{what}: a damaged index answers nothing"
+        );
+        assert!(
+            tick_skips(&r, Mark::Quiet),
+            "{what}: the tick wrote it again"
+        );
+    }
+}
+
 /// What lets a tick skip work on an unchanged `work/`.
 #[derive(Debug, Clone, Copy)]
 enum Mark {
@@ -74,7 +135,7 @@ impl Mark {
 /// removed first); returns whether it said that the mark let it skip.
 fn tick_skips(r: &TestRepo, mark: Mark) -> bool {
     if let Mark::Clean = mark {
-        let _ = std::fs::remove_file(r.abs(".git/coord/quiet-mark"));
+        r.forget_quiet_mark();
     }
     let out = r.run(&["tick", "-v"]);
     assert!(out.status.success(), "{out:?}");
@@ -269,7 +330,7 @@ fn an_ignored_file_under_work_means_no_clean_mark() {
         !tick_skips_the_scan(&r),
         "an ignore rule change alone could reveal the file"
     );
-    assert!(!r.exists(".git/coord/clean-mark"));
+    assert!(!r.index_holds("clean"));
     r.write(".gitignore", "");
     let before = recordings(&r);
     r.ok(&["tick"]);
@@ -358,10 +419,7 @@ fn ready_for_commands() -> TestRepo {
     std::thread::sleep(Duration::from_millis(200));
     // Every stamp settled, the command's walk vouches for every file: it leaves a vouch.
     r.ok(&full_new("warmup"));
-    assert!(
-        r.exists(".git/coord/clean-vouch"),
-        "a vouch after the warm-up"
-    );
+    assert!(r.index_holds("vouch"), "a vouch after the warm-up");
     r
 }
 
@@ -424,10 +482,7 @@ fn a_persons_change_before_a_command_is_recorded_as_theirs() {
         // stamp settled first, so that its walk vouches for every file).
         std::thread::sleep(Duration::from_millis(200));
         r.ok(&full_new(&format!("last{i}")));
-        assert!(
-            r.exists(".git/coord/clean-vouch"),
-            "{what}: no vouch to trust"
-        );
+        assert!(r.index_holds("vouch"), "{what}: no vouch to trust");
         let before = recordings(&r);
         change(&r, i);
         // Past the racy window, only the vouch's stat keys tell the change apart.
@@ -514,7 +569,7 @@ fn a_setting_from_an_included_config_file_is_scanned_for() {
     make_executable(&r.abs("work/ready/t9.yaml"));
     std::thread::sleep(Duration::from_millis(200));
     r.ok(&full_new("vouching"));
-    assert!(r.exists(".git/coord/clean-vouch"), "a vouch to trust");
+    assert!(r.index_holds("vouch"), "a vouch to trust");
     assert_eq!(r.git_status(), "", "git ignores the mode yet");
     std::fs::write(&included, "[core]\n\tfileMode = true\n").expect("write");
     assert!(!status_unrefreshed(&r).is_empty(), "the mode shows now");

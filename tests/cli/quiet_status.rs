@@ -6,8 +6,8 @@
 use crate::harness::TestRepo;
 use std::time::Duration;
 
-/// The saved board, relative to the repo root.
-const SAVED: &str = ".git/coord/quiet-board";
+/// coord's private index, which holds the saved board, relative to the repo root.
+const SAVED: &str = ".git/coord/index";
 /// What `coord status -v` says when it shows the saved board.
 const SAYS_SAVED: &str = "showing the board it saved";
 
@@ -24,11 +24,11 @@ fn shows_saved(r: &TestRepo) -> bool {
     status(r, &["-v", "status"]).1.contains(SAYS_SAVED)
 }
 
-/// Returns what `args` print when status loads and plans: the saved board is moved away for
-/// the run and put back after.
+/// Returns what `args` print when status loads and plans: the saved board is taken out of the
+/// index for the run and put back after.
 fn full_path(r: &TestRepo, args: &[&str]) -> (String, String) {
     let saved = std::fs::read(r.abs(SAVED)).ok();
-    let _ = std::fs::remove_file(r.abs(SAVED));
+    r.forget_quiet_mark();
     let out = status(r, args);
     if let Some(bytes) = saved {
         std::fs::write(r.abs(SAVED), bytes).expect("put the saved board back");
@@ -40,12 +40,15 @@ fn full_path(r: &TestRepo, args: &[&str]) -> (String, String) {
 /// saves the board; checks that status then shows it.
 fn settle(r: &TestRepo) {
     std::thread::sleep(Duration::from_millis(200));
-    let _ = std::fs::remove_file(r.abs(".git/coord/quiet-mark"));
+    r.forget_quiet_mark();
     r.ok(&["tick"]);
     std::thread::sleep(Duration::from_millis(200));
-    let _ = std::fs::remove_file(r.abs(".git/coord/quiet-mark"));
+    r.forget_quiet_mark();
     let said = status(r, &["tick", "-v"]).1;
-    assert!(r.exists(SAVED), "a quiet tick saves the board: {said}");
+    assert!(
+        r.index_holds("quiet"),
+        "a quiet tick saves the board: {said}"
+    );
     assert!(shows_saved(r), "status should show the saved board");
 }
 
@@ -272,7 +275,7 @@ fn a_damaged_saved_board_is_never_shown() {
     damaged[at + 2] = b'o';
     let cut = whole[..whole.len() / 2].to_vec();
     let mut old = whole.clone();
-    old[..b"coord quiet-board 1".len()].copy_from_slice(b"coord quiet-board 0");
+    old[..b"coord index 1".len()].copy_from_slice(b"coord index 0");
     for (what, bytes) in [("damaged", damaged), ("cut", cut), ("old format", old)] {
         std::fs::write(r.abs(SAVED), bytes).expect("write");
         assert!(!shows_saved(&r), "{what}");
@@ -296,6 +299,6 @@ fn no_board_is_saved_where_results_must_be_signed() {
     r.ok(&["tick"]);
     std::thread::sleep(Duration::from_millis(200));
     r.ok(&["tick"]);
-    assert!(!r.exists(SAVED));
+    assert!(!r.index_holds("quiet"));
     assert!(!shows_saved(&r));
 }

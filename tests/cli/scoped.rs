@@ -192,7 +192,7 @@ fn vouched() -> TestRepo {
     let r = ready();
     std::thread::sleep(std::time::Duration::from_millis(200));
     r.ok(&["new", "By key", "--idempotency-key", "k"]);
-    assert!(r.exists(".git/coord/clean-vouch"), "a vouch to carry");
+    assert!(r.index_holds("vouch"), "a vouch to carry");
     r
 }
 
