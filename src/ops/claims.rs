@@ -78,9 +78,14 @@ impl Coord {
             .filter(|c| !claims::holds(&board, c) && as_on_remote(store, &board, remote, c))
             .cloned()
             .collect();
+        let mut spread = Spread::default();
         loop {
             let claim = match commands::claim(&board, &self.inputs(store), agent, self.claim_key())
             {
+                Err(CommandError::NothingToClaim { .. }) if !spread.passed.is_empty() => {
+                    spread.take_back(&mut board);
+                    continue;
+                }
                 Err(nothing @ CommandError::NothingToClaim { .. }) if ticked == 0 => {
                     let lost = std::mem::take(&mut board.claimed);
                     drop(board);
@@ -95,6 +100,9 @@ impl Coord {
                 }
                 other => other?,
             };
+            if spread.passes(&mut board, &claim.receipt.id) {
+                continue;
+            }
             if withdrawn() {
                 return Err(super::agent::withdrawn_before(agent));
             }
@@ -119,8 +127,48 @@ impl Coord {
                         "coord: another clone claimed {id} first; taking the next ready task"
                     )));
                     board.claimed.push(id.clone());
+                    spread.lost();
                 }
             }
         }
+    }
+}
+
+/// How a claim that lost claim refs spreads over the queue: after its n-th lost ref it passes
+/// over up to n of the next ready tasks, at random, so that clones that lost the head of the
+/// queue together do not all race for the next task again.
+#[derive(Default)]
+struct Spread {
+    /// Claim refs lost so far.
+    losses: u64,
+    /// Tasks still to pass over before the next try.
+    skip: u64,
+    /// The tasks passed over (held back on the board).
+    passed: Vec<crate::model::TaskId>,
+}
+
+impl Spread {
+    /// Notes a lost claim ref and draws how many tasks the next try passes over.
+    fn lost(&mut self) {
+        self.losses += 1;
+        self.skip = getrandom::u64().unwrap_or(0) % (self.losses + 1);
+    }
+
+    /// Returns whether to pass over `id`, the best ready task now (held back on `board`).
+    fn passes(&mut self, board: &mut Board, id: &crate::model::TaskId) -> bool {
+        if self.skip == 0 {
+            return false;
+        }
+        self.skip -= 1;
+        self.passed.push(id.clone());
+        board.claimed.push(id.clone());
+        true
+    }
+
+    /// Puts the tasks passed over back on `board`: nothing else was left.
+    fn take_back(&mut self, board: &mut Board) {
+        board.claimed.retain(|id| !self.passed.contains(id));
+        self.passed.clear();
+        self.skip = 0;
     }
 }
