@@ -307,3 +307,35 @@ fn with_program(cmd: std::process::Command, bin: &Path) -> std::process::Command
     }
     c
 }
+
+/// A fresh shallow clone (`git clone --depth 1`) fetches the claim refs with its first claim:
+/// it passes over the task a killed claimer's ref holds and takes the next one.
+#[test]
+fn a_fresh_shallow_clone_passes_over_the_task_a_claim_ref_holds() {
+    let net = pull_net(&["p1", "p2"]);
+    let a = net.clone();
+    net.person_adds("t", 2);
+    net.clone().ok(&["sync"]);
+    let marker = net.remote.path().join("claim-ref-made");
+    hold_first_claim_ref(net.remote.path(), &marker);
+    let mut claimer = a.spawn(&["claim", "--agent", "p1", "--sync"]);
+    let waited = Instant::now();
+    while !marker.exists() {
+        assert!(waited.elapsed() < Duration::from_secs(60), "no claim ref");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    claimer.kill().expect("kill -9");
+    claimer.wait().expect("reap");
+    let shallow = TestRepo::empty_in_memory();
+    let url = format!("file://{}", net.remote.path().display());
+    git_in(shallow.path(), &["clone", "-q", "--depth", "1", &url, "."]);
+    assert_eq!(
+        shallow.ok(&["claim", "--agent", "p2", "--sync"]).trim(),
+        "t-1"
+    );
+    let check = net.clone();
+    assert_eq!(check.where_is("t-0"), "work/ready/t-0.yaml");
+    assert_eq!(check.where_is("t-1"), "work/assigned/p2/t-1.yaml");
+    let (out, _) = check.code(&["verify"], 0);
+    assert!(out.contains("clean"), "{out}");
+}
