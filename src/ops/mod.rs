@@ -9,6 +9,7 @@
 mod agent;
 mod answer;
 mod archive;
+mod claims;
 pub(crate) mod demo;
 mod doctor;
 mod edit;
