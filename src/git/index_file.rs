@@ -136,11 +136,6 @@ impl IndexFile {
         })
     }
 
-    /// Returns the bytes of the index file.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-
     /// Returns the entry at position `i`.
     fn entry(&self, i: usize) -> Option<Entry<'_>> {
         let head = self.head(i)?;
