@@ -422,9 +422,10 @@ impl Repo {
     }
 
     /// [`Repo::write_index`] under coord's own hold of the index lock: libgit2 cannot write an
-    /// index whose lock is taken, so the index is copied under `.git/coord/`, changed and
-    /// written there, then renamed onto the lock file and from it onto the index. Returns
-    /// the checksum of the index written (read before it took the index's place).
+    /// index whose lock is taken, so the index is copied under `.git/coord/` (with its mtime,
+    /// against which libgit2 judges which entries are racy), changed and written there by
+    /// libgit2, then renamed onto the lock file and from it onto the index. Returns the
+    /// checksum of the index written (read before it took the index's place).
     fn write_index_held<'p>(
         &self,
         ops: impl IntoIterator<Item = IndexOp<'p>>,
@@ -444,36 +445,19 @@ impl Repo {
             Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io(&next_lock)(e)),
             _ => {}
         }
-        let ops: Vec<IndexOp<'p>> = ops.into_iter().collect();
-        self.refuse_operation()?;
-        if let Some(index) = self.index_rewritten(&ops) {
-            std::fs::write(&next, index.bytes()).map_err(io(&next))?;
-            let checksum = super::history::checksum_of(&next);
-            self.note_merged_index(checksum);
-            std::fs::rename(&next, &hold.path).map_err(io(&hold.path))?;
-            std::fs::rename(&hold.path, &index_path).map_err(io(&index_path))?;
-            hold.held = false;
-            self.keep_index_file(index, &index_path);
-            return Ok(checksum);
-        }
-        match std::fs::copy(&index_path, &next) {
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                let _ = std::fs::remove_file(&next);
-            }
-            Err(source) => {
-                return Err(GitError::Io {
-                    path: index_path,
-                    source,
-                })
-            }
-        }
+        copy_index(&index_path, &next)?;
         let mut index = git2::Index::open(&next)
+            .map_err(ctx(format!("cannot read {}", index_path.display())))?;
+        // An index of a repository: libgit2 smudges racy entries only in one (the handle lets
+        // go of the index when dropped; coord's own keeps the one it reads).
+        let owner = git2::Repository::open(self.repo.path())
+            .and_then(|owner| owner.set_index(&mut index).map(|()| owner))
             .map_err(ctx(format!("cannot read {}", index_path.display())))?;
         self.apply_index_ops(&mut index, ops)?;
         index
             .write()
             .map_err(ctx(format!("cannot write {}", next.display())))?;
+        drop(owner);
         let checksum = super::history::checksum_of(&next);
         // `apply_index_ops` refused an index with unmerged entries and added none.
         self.note_merged_index(checksum);
@@ -481,29 +465,6 @@ impl Repo {
         std::fs::rename(&hold.path, &index_path).map_err(io(&index_path))?;
         hold.held = false;
         Ok(checksum)
-    }
-
-    /// Returns the index on disk with `ops` made, written without libgit2
-    /// ([`IndexFile::rewritten`]); None when that reader does not take the index or it has
-    /// unmerged entries (libgit2 then writes it, or refuses).
-    fn index_rewritten(&self, ops: &[IndexOp<'_>]) -> Option<IndexFile> {
-        let index = self.index_file()?;
-        let mut changes: Vec<IndexChange<'_>> = ops
-            .iter()
-            .map(|op| match op {
-                IndexOp::Add(entry) => (&entry.path[..], Some(entry)),
-                IndexOp::Remove(path) => (path.as_bytes(), None),
-            })
-            .collect();
-        changes.sort_by(|a, b| a.0.cmp(b.0));
-        changes.dedup_by(|a, b| a.0 == b.0);
-        let differs = |entry: &IndexFileEntry<'_>| {
-            let bytes = std::str::from_utf8(entry.path)
-                .ok()
-                .and_then(|path| std::fs::read(self.workdir.join(path)).ok());
-            bytes.is_none_or(|b| super::blob_id(&b) != Some(entry.id))
-        };
-        index.rewritten(&changes, &differs)
     }
 
     /// Applies `ops` to `index`, after checking no merge, rebase or stash pop started since
@@ -601,6 +562,36 @@ fn unverified_entry(path: &str, id: Oid, mode: i32) -> IndexEntry {
     }
 }
 
+/// The in-memory flag of an entry whose file coord hashed with the stat data it read before
+/// (libgit2 writes no such flag): as git marks what it adds, so that the write does not hash
+/// the file again to decide whether to smudge it.
+const HASHED: u16 = git2::IndexEntryExtendedFlag::UPTODATE.bits();
+
+/// Copies the index at `from` to `to` with its mtime (against which libgit2 judges which
+/// entries are racy); an absent index leaves no copy.
+fn copy_index(from: &Path, to: &Path) -> Result<(), GitError> {
+    let write = |source| GitError::Write {
+        path: to.to_path_buf(),
+        source,
+    };
+    match std::fs::copy(from, to) {
+        Ok(_) => {
+            let mtime = std::fs::metadata(from).and_then(|m| m.modified());
+            let copy = std::fs::File::options().write(true).open(to);
+            copy.and_then(|copy| copy.set_modified(mtime?))
+                .map_err(write)
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => match std::fs::remove_file(to) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(write(e)),
+            _ => Ok(()),
+        },
+        Err(source) => Err(GitError::Io {
+            path: from.to_path_buf(),
+            source,
+        }),
+    }
+}
+
 fn is_missing(e: &io::Error) -> bool {
     matches!(
         e.kind(),
@@ -654,7 +645,7 @@ fn index_entry(path: &str, file: &WorkFile) -> IndexEntry {
         file_size: m.size() as u32,
         id: file.oid,
         flags: 0,
-        flags_extended: 0,
+        flags_extended: HASHED,
         path: path.as_bytes().to_vec(),
     }
 }
@@ -680,7 +671,7 @@ fn index_entry(path: &str, file: &WorkFile) -> IndexEntry {
         file_size: file.meta.len() as u32,
         id: file.oid,
         flags: 0,
-        flags_extended: 0,
+        flags_extended: HASHED,
         path: path.as_bytes().to_vec(),
     }
 }

@@ -108,14 +108,6 @@ impl Repo {
         Some(index)
     }
 
-    /// Keeps `index`, just written at `path`, as the one [`Repo::index_file`] returns until
-    /// it changes (it need not be read back), with the file's mtime.
-    pub(super) fn keep_index_file(&self, index: IndexFile, path: &Path) {
-        let mtime = std::fs::metadata(path).and_then(|m| m.modified()).ok();
-        let index = mtime.map(|mtime| std::sync::Arc::new(index.written_at(mtime)));
-        *self.index_file.borrow_mut() = index;
-    }
-
     /// Returns the id of the tree HEAD's commit has at the folder `dir` (repo-relative);
     /// None on an unborn branch or when it has none.
     pub fn head_tree_id(&self, dir: &str) -> Option<Oid> {

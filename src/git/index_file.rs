@@ -4,9 +4,7 @@
 //! into a map and checks its SHA-1 with collision detection (~30 ms for 100,000 entries);
 //! the questions coord asks of it before committing (is anything unmerged, is this file
 //! staged, is `work/` as HEAD has it and as the walk saw it) need only a pass over the bytes.
-//!
-//! The SHA-1 check keeps the hash's state after each 64 KiB of the file, so that a rewrite
-//! ([`IndexFile::rewritten`]) hashes only from where its bytes part from the ones read.
+//! coord's own index writes are libgit2's ([`Repo::update_index`]).
 //!
 //! Only what this reader fully understands is answered: index versions 2 and 3, SHA-1 ids,
 //! no split index, no sparse folder entries, the file's SHA-1 checksum right. Anything else (or bytes that do not parse) gives
@@ -14,9 +12,6 @@
 
 use super::{Oid, Repo};
 use sha1::{Digest, Sha1};
-
-mod write;
-pub use write::IndexChange;
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -74,12 +69,11 @@ pub(super) struct Head<'a> {
     skip_worktree: bool,
 }
 
-/// A node of the cache tree: a folder, the number of index entries under it and the tree id
-/// of those entries, when still valid (else -1 and None).
-#[derive(Debug, Clone)]
+/// A node of the cache tree: a folder and the tree id of the index entries under it, when
+/// still valid.
+#[derive(Debug)]
 struct TreeNode {
     name: Vec<u8>,
-    count: i64,
     id: Option<Oid>,
     children: Vec<TreeNode>,
 }
@@ -94,13 +88,8 @@ pub struct IndexFile {
     entries_end: usize,
     version: u32,
     tree: Option<TreeNode>,
-    /// The extensions a rewrite keeps as they are (resolve-undo), with where they lie.
-    kept: Vec<std::ops::Range<usize>>,
     /// The index file's mtime: an entry whose file changed at or after it is "racy".
     pub mtime: SystemTime,
-    /// The SHA-1 state after each whole [`CHUNK`] of the content hashed, in order: a rewrite
-    /// whose bytes start as these do hashes only from where they part ([`digest`]).
-    sums: Vec<Sha1>,
 }
 
 impl IndexFile {
@@ -114,8 +103,7 @@ impl IndexFile {
         IndexFile::parse(bytes, mtime)
     }
 
-    /// Parses the bytes of an index file and checks their checksum, keeping the SHA-1 states
-    /// a rewrite can hash on from.
+    /// Parses the bytes of an index file and checks their checksum.
     pub(super) fn parse(bytes: Vec<u8>, mtime: SystemTime) -> Option<IndexFile> {
         if bytes.get(..4)? != b"DIRC" {
             return None;
@@ -128,13 +116,8 @@ impl IndexFile {
         let end = bytes.len().checked_sub(ID_LEN)?;
         // The checksum git and libgit2 check too (zeros: written with `index.skipHash`).
         let (content, sum) = bytes.split_at(end);
-        let mut sums = Vec::new();
-        if sum.iter().any(|&b| b != 0) {
-            let (found, states) = digest(content, &[], 0);
-            if found[..] != *sum {
-                return None;
-            }
-            sums = states;
+        if sum.iter().any(|&b| b != 0) && Sha1::digest(content)[..] != *sum {
+            return None;
         }
         let mut entries = Vec::with_capacity(count.min(end / 62));
         let mut at = 12;
@@ -142,22 +125,15 @@ impl IndexFile {
             entries.push(at);
             at = next_entry(&bytes, at, end)?;
         }
-        let (tree, kept) = extensions(&bytes, at, end)?;
+        let tree = extensions(&bytes, at, end)?;
         Some(IndexFile {
             bytes,
             entries,
             entries_end: at,
             version,
             tree,
-            kept,
             mtime,
-            sums,
         })
-    }
-
-    /// Returns the bytes of the index file.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
     }
 
     /// Returns the entry at position `i`.
@@ -362,16 +338,13 @@ fn path_of(bytes: &[u8], at: usize, end: usize) -> Option<(usize, usize)> {
     (rest.get(len) == Some(&0) && !rest[..len].contains(&0)).then_some((path_at, len))
 }
 
-/// The extensions of an index: the cache tree, and where those a rewrite keeps lie.
-type Extensions = (Option<TreeNode>, Vec<std::ops::Range<usize>>);
-
-/// Reads the extensions from `at` to `end`. None when an extension does not fit, or one
-/// this reader cannot honour is there: a split index, sparse folder entries, or any other
-/// extension git marks as required (a lowercase signature). Optional ones other than the
-/// cache tree and resolve-undo (the untracked cache, the fsmonitor state, offset tables) are
-/// dropped by a rewrite, which git allows: it rebuilds them.
-fn extensions(bytes: &[u8], mut at: usize, end: usize) -> Option<Extensions> {
-    let (mut tree, mut kept) = (None, Vec::new());
+/// Reads the extensions from `at` to `end` and returns the cache tree, if any. None when an
+/// extension does not fit, or one this reader cannot honour is there: a split index, sparse
+/// folder entries, or any other extension git marks as required (a lowercase signature).
+/// Optional ones (resolve-undo, the untracked cache, the fsmonitor state, offset tables) are
+/// passed over.
+fn extensions(bytes: &[u8], mut at: usize, end: usize) -> Option<Option<TreeNode>> {
+    let mut tree = None;
     while at < end {
         let sig = bytes.get(at..at + 4)?;
         let len = be32(bytes, at + 4)? as usize;
@@ -379,13 +352,12 @@ fn extensions(bytes: &[u8], mut at: usize, end: usize) -> Option<Extensions> {
         let data = bytes.get(at + 8..next)?;
         match sig {
             b"TREE" => tree = Some(parse_tree(data, &mut 0)?),
-            b"REUC" => kept.push(at..next),
             [b'A'..=b'Z', ..] => {}
             _ => return None,
         }
         at = next;
     }
-    Some((tree, kept))
+    Some(tree)
 }
 
 /// Parses one node of the cache tree and its children from `pos` (git's format: name, NUL,
@@ -408,7 +380,6 @@ fn parse_tree(data: &[u8], pos: &mut usize) -> Option<TreeNode> {
     };
     let mut node = TreeNode {
         name,
-        count,
         id,
         children: Vec::with_capacity(children.min(data.len())),
     };
@@ -416,26 +387,6 @@ fn parse_tree(data: &[u8], pos: &mut usize) -> Option<TreeNode> {
         node.children.push(parse_tree(data, pos)?);
     }
     Some(node)
-}
-
-/// How many bytes of content lie between two kept SHA-1 states (a multiple of SHA-1's 64-byte
-/// block): 160 states for a 10 MB index.
-const CHUNK: usize = 1 << 16;
-
-/// Returns the SHA-1 of `content` and the state after each whole [`CHUNK`] of it, starting
-/// from `known` (the states of another content) as far as both contents are the same: its
-/// first `same` bytes.
-fn digest(content: &[u8], known: &[Sha1], same: usize) -> ([u8; ID_LEN], Vec<Sha1>) {
-    let reused = (same.min(content.len()) / CHUNK).min(known.len());
-    let mut sums = known[..reused].to_vec();
-    let mut hasher = sums.last().cloned().unwrap_or_default();
-    for chunk in content[reused * CHUNK..].chunks(CHUNK) {
-        hasher.update(chunk);
-        if chunk.len() == CHUNK {
-            sums.push(hasher.clone());
-        }
-    }
-    (hasher.finalize().into(), sums)
 }
 
 fn be32(bytes: &[u8], at: usize) -> Option<u32> {

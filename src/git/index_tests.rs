@@ -124,32 +124,7 @@ fn a_racy_entry_is_hashed_again() {
             .open(d.join(rel))
             .unwrap();
         f.set_modified(SystemTime::now() - age).unwrap();
-        let st = rustix::fs::lstat(d.join(rel)).unwrap();
-        let stat = crate::store::StatKey::of(&st).entry_stat();
-        let mut index = repo.repo.index().unwrap();
-        let mut entry = index.get_path(Path::new(rel), 0).unwrap();
-        entry.ctime = git2::IndexTime::new(stat[0] as i32, stat[1]);
-        entry.mtime = git2::IndexTime::new(stat[2] as i32, stat[3]);
-        (entry.dev, entry.ino, entry.file_size) = (stat[4], stat[5], stat[6]);
-        index.add(&entry).unwrap();
-        // The cache tree the add invalidated, computed again (HEAD's tree: same blob).
-        index.write_tree().unwrap();
-        index.write().unwrap();
-        // libgit2 may have smudged a racy entry on writing (size 0): put the size back (and
-        // the checksum after it), as an index written by another git would have it.
-        let path = d.join(".git/index");
-        let mut bytes = std::fs::read(&path).unwrap();
-        let found = IndexFile::parse(bytes.clone(), SystemTime::now()).unwrap();
-        let i = found
-            .entries()
-            .position(|e| e.path == rel.as_bytes())
-            .unwrap();
-        let at = found.entries[i] + 36;
-        bytes[at..at + 4].copy_from_slice(&stat[6].to_be_bytes());
-        let end = bytes.len() - 20;
-        let sum = <sha1::Sha1 as sha1::Digest>::digest(&bytes[..end]);
-        bytes[end..].copy_from_slice(&sum);
-        std::fs::write(&path, bytes).unwrap();
+        let stat = stage_with_stat_of_file(d, &repo, rel);
         let index = repo.index_file().unwrap();
         assert_eq!(
             index
@@ -167,6 +142,76 @@ fn a_racy_entry_is_hashed_again() {
             "file {age:?} older than the index"
         );
     }
+}
+
+/// Stages HEAD's blob of `rel` with the stat data its file has now, unsmudged (as an index
+/// another git wrote would have it, hashed just before a same-size rewrite); returns them.
+fn stage_with_stat_of_file(d: &Path, repo: &Repo, rel: &str) -> EntryStat {
+    let st = rustix::fs::lstat(d.join(rel)).unwrap();
+    let stat = crate::store::StatKey::of(&st).entry_stat();
+    let mut index = repo.repo.index().unwrap();
+    let mut entry = index.get_path(Path::new(rel), 0).unwrap();
+    entry.ctime = git2::IndexTime::new(stat[0] as i32, stat[1]);
+    entry.mtime = git2::IndexTime::new(stat[2] as i32, stat[3]);
+    (entry.dev, entry.ino, entry.file_size) = (stat[4], stat[5], stat[6]);
+    index.add(&entry).unwrap();
+    // The cache tree the add invalidated, computed again (HEAD's tree: same blob).
+    index.write_tree().unwrap();
+    index.write().unwrap();
+    // libgit2 may have smudged a racy entry on writing (size 0): put the size back (and
+    // the checksum after it), as an index written by another git would have it.
+    let path = d.join(".git/index");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let found = IndexFile::parse(bytes.clone(), SystemTime::now()).unwrap();
+    let i = found
+        .entries()
+        .position(|e| e.path == rel.as_bytes())
+        .unwrap();
+    let at = found.entries[i] + 36;
+    bytes[at..at + 4].copy_from_slice(&stat[6].to_be_bytes());
+    let end = bytes.len() - 20;
+    let sum = <sha1::Sha1 as sha1::Digest>::digest(&bytes[..end]);
+    bytes[end..].copy_from_slice(&sum);
+    std::fs::write(&path, bytes).unwrap();
+    stat
+}
+
+/// An entry coord does not touch, racy in the index it read (its file's mtime at or after
+/// the index's) and whose file changed since git hashed it, is written smudged (size 0), as
+/// git writes it: the new index is later than the file, and a reader would otherwise trust
+/// the entry's stat data and miss the change.
+#[test]
+fn an_untouched_racy_entry_of_a_changed_file_is_written_smudged() {
+    let (dir, repo) = committed();
+    let d = dir.path();
+    let rel = "work/ready/a.yaml";
+    let then = SystemTime::now() - Duration::from_secs(100);
+    std::fs::write(d.join(rel), "title: Q\n").unwrap();
+    let f = std::fs::File::options()
+        .write(true)
+        .open(d.join(rel))
+        .unwrap();
+    f.set_modified(then).unwrap();
+    stage_with_stat_of_file(d, &repo, rel);
+    // The index was written in the file's second: the entry is racy in it.
+    let index = std::fs::File::options()
+        .write(true)
+        .open(d.join(".git/index"))
+        .unwrap();
+    index.set_modified(then).unwrap();
+    write(d, "work/ready/n.yaml", "title: N\n");
+    let paths = vec!["work/ready/n.yaml".to_string()];
+    let now = jiff::Timestamp::from_second(1_700_000_000).unwrap();
+    repo.commit_paths(&paths, "by coord", &Identity::default(), now)
+        .unwrap();
+    let hold = repo.hold_index().unwrap();
+    repo.update_index_holding(&paths, Some(hold)).unwrap();
+    let entry = git2::Index::open(&d.join(".git/index"))
+        .unwrap()
+        .get_path(Path::new(rel), 0)
+        .unwrap();
+    assert_eq!(entry.file_size, 0, "the changed racy entry is smudged");
+    assert_eq!(git(d, &["status", "--porcelain"]), format!(" M {rel}\n"));
 }
 
 #[test]
@@ -207,9 +252,9 @@ fn unmerged_entries_and_other_index_versions_are_seen() {
     assert!(!clean(d, &repo));
 }
 
-/// coord's index write under its hold of the lock goes through the index reader: the
-/// entries it did not change are copied, the cache tree keeps the folders no change is under,
-/// and git and libgit2 read the result (its SHA-1 checks) as the index of HEAD.
+/// coord's index write under its hold of the lock (libgit2's): the entries it did not change
+/// are kept, the cache tree keeps the folders no change is under, and git and libgit2 read
+/// the result (its SHA-1 checks) as the index of HEAD.
 #[test]
 fn an_index_written_again_is_what_git_reads_and_keeps_the_untouched_trees() {
     let (dir, repo) = committed();
@@ -272,47 +317,21 @@ fn an_index_whose_checksum_does_not_match_is_left_to_libgit2() {
     );
 }
 
-/// An entry racy in the index read (its file's mtime at or after the index's second) whose
-/// file changed is written again with its size smudged to 0, as git writes it, so a reader of
-/// the new, later index hashes it instead of trusting its stat data; an unchanged racy entry,
-/// and any entry older than the index, keeps its size.
-#[test]
-fn a_racy_entry_of_a_changed_file_is_written_again_smudged() {
-    let (dir, _repo) = committed();
-    let bytes = std::fs::read(dir.path().join(".git/index")).unwrap();
-    let sizes = |index: &IndexFile| -> Vec<u32> { index.heads().map(|h| h.stat[6]).collect() };
-    let read = IndexFile::parse(bytes.clone(), SystemTime::UNIX_EPOCH).unwrap();
-    let changed = |e: &IndexFileEntry<'_>| e.path == b"work/ready/a.yaml";
-    let racy = read.rewritten(&[], &changed).unwrap();
-    let racy = IndexFile::parse(racy.bytes().to_vec(), SystemTime::UNIX_EPOCH).unwrap();
-    let mut expected = sizes(&read);
-    let a = read
-        .entries()
-        .position(|e| e.path == b"work/ready/a.yaml")
-        .unwrap();
-    expected[a] = 0;
-    assert!(sizes(&read).iter().all(|&s| s > 0));
-    assert_eq!(
-        sizes(&racy),
-        expected,
-        "only the changed racy entry is smudged"
-    );
-    let later = SystemTime::now() + Duration::from_secs(3600);
-    let old = IndexFile::parse(bytes, later).unwrap();
-    let kept = old.rewritten(&[], &changed).unwrap().bytes().to_vec();
-    let kept = IndexFile::parse(kept, later).unwrap();
-    assert_eq!(sizes(&kept), sizes(&read), "no entry was racy");
-}
-
 /// An entry git smudged (size 0 on a non-empty blob: racily clean when written) is never
 /// clean by its stat data, even when a file's stat data were to match it: git's own rule.
 #[test]
 fn a_smudged_entry_is_never_clean_by_its_stat_data() {
     let (dir, repo) = committed();
     let path = dir.path().join(".git/index");
-    let read = IndexFile::parse(std::fs::read(&path).unwrap(), SystemTime::UNIX_EPOCH).unwrap();
-    let smudged = read.rewritten(&[], &|_| true).unwrap();
-    std::fs::write(&path, smudged.bytes()).unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    let read = IndexFile::parse(bytes.clone(), SystemTime::UNIX_EPOCH).unwrap();
+    for &at in &read.entries {
+        bytes[at + 36..at + 40].fill(0);
+    }
+    let end = bytes.len() - 20;
+    let sum = <sha1::Sha1 as sha1::Digest>::digest(&bytes[..end]);
+    bytes[end..].copy_from_slice(&sum);
+    std::fs::write(&path, bytes).unwrap();
     let later = SystemTime::now() + Duration::from_secs(3600);
     std::fs::File::options()
         .write(true)
@@ -328,100 +347,6 @@ fn a_smudged_entry_is_never_clean_by_its_stat_data() {
     assert!(stats.values().all(|s| s[6] == 0), "every entry smudged");
     let clean = repo.clean_by_stat("work", stats.len(), &mut |rel| stats.get(rel).copied());
     assert!(!clean, "a smudged entry was taken as clean");
-}
-
-/// An index rewritten with a change far into it (past several SHA-1 chunks) hashes on from
-/// the state the read kept where the bytes part: its checksum is still the SHA-1 of all its
-/// content, libgit2 reads it, and a second rewrite of the rewritten index (states kept from
-/// the first) is right too.
-#[test]
-fn a_rewrite_that_hashes_on_from_a_kept_state_ends_with_the_whole_sha1() {
-    use sha1::{Digest, Sha1};
-    let (dir, _repo) = committed();
-    let d = dir.path();
-    for i in 0..3000 {
-        write(d, &format!("work/done/t-{i:05}.yaml"), "title: T\n");
-    }
-    git(d, &["add", "-A"]);
-    git(d, &["commit", "-q", "-m", "many"]);
-    let path = d.join(".git/index");
-    let read = IndexFile::read(&path).unwrap();
-    assert!(read.bytes().len() > 4 << 16, "several chunks of 64 KiB");
-    let first = staged_as(d, "work/ready/b.yaml");
-    let second = staged_as(d, "work/ready/c.yaml");
-    let never = |_: &IndexFileEntry<'_>| false;
-    let whole = |index: &IndexFile| {
-        let (content, sum) = index.bytes().split_at(index.bytes().len() - 20);
-        assert_eq!(
-            Sha1::digest(content)[..],
-            *sum,
-            "the checksum is the content's SHA-1"
-        );
-    };
-    // A removal and an addition near the end: the count and the first chunks stay.
-    let changes: Vec<IndexChange<'_>> = vec![
-        (b"work/done/t-02999.yaml", None),
-        (b"work/ready/b.yaml", Some(&first)),
-    ];
-    let once = read.rewritten(&changes, &never).unwrap();
-    whole(&once);
-    let twice = once
-        .rewritten(&[(b"work/ready/c.yaml", Some(&second))], &never)
-        .unwrap();
-    whole(&twice);
-    std::fs::write(&path, twice.bytes()).unwrap();
-    let listed = git2::Index::open(&path).expect("libgit2 reads it, checksum and all");
-    assert!(listed.get_path(Path::new("work/ready/c.yaml"), 0).is_some());
-    assert!(listed
-        .get_path(Path::new("work/done/t-02999.yaml"), 0)
-        .is_none());
-    assert_eq!(listed.len(), 4 + 3000 - 1 + 2);
-}
-
-/// Changes before the first entry, between entries, on entries, of absent paths and after
-/// the last give the entries libgit2 gives for the same adds and removals.
-#[test]
-fn a_rewrite_has_the_entries_libgit2_makes_of_the_same_changes() {
-    let (dir, _repo) = committed();
-    let path = dir.path().join(".git/index");
-    let read = IndexFile::read(&path).unwrap();
-    let mut theirs = git2::Index::open(&path).unwrap();
-    let adds: Vec<git2::IndexEntry> = ["A.md", "work/b.yaml", "work/ready/a.yaml", "zz"]
-        .map(|p| staged_as(dir.path(), p))
-        .into();
-    let mut changes: Vec<IndexChange<'_>> = adds.iter().map(|e| (&e.path[..], Some(e))).collect();
-    changes.extend([
-        (&b"work/done/b.yaml"[..], None),
-        (&b"work/gone.yaml"[..], None),
-    ]);
-    changes.sort_by(|a, b| a.0.cmp(b.0));
-    for (p, entry) in &changes {
-        match entry {
-            Some(e) => theirs.add(e).unwrap(),
-            None => {
-                let _ = theirs.remove_path(Path::new(std::str::from_utf8(p).unwrap()));
-            }
-        }
-    }
-    let ours = read.rewritten(&changes, &|_| false).unwrap();
-    let ours: Vec<(Vec<u8>, Oid, u32)> = ours
-        .entries()
-        .map(|e| (e.path.to_vec(), e.id, e.mode))
-        .collect();
-    let theirs: Vec<(Vec<u8>, Oid, u32)> = theirs.iter().map(|e| (e.path, e.id, e.mode)).collect();
-    assert_eq!(ours, theirs);
-    assert_eq!(ours.len(), 4 + 3 - 1);
-}
-
-/// The index entry of `README.md` in the index of the repository at `dir`, at `path`.
-fn staged_as(dir: &Path, path: &str) -> git2::IndexEntry {
-    let mut entry = git2::Index::open(&dir.join(".git/index"))
-        .unwrap()
-        .get_path(Path::new("README.md"), 0)
-        .unwrap();
-    entry.path = path.as_bytes().to_vec();
-    entry.flags = path.len() as u16;
-    entry
 }
 
 /// A path's length comes from its entry's flags, as git reads it (up to the NUL only for a
@@ -440,7 +365,7 @@ fn a_path_is_as_long_as_its_flags_say_and_a_long_one_ends_at_its_nul() {
         index.get("work/ready/a.yaml").is_some(),
         "after the long one"
     );
-    let mut bytes = index.bytes().to_vec();
+    let mut bytes = std::fs::read(d.join(".git/index")).unwrap();
     // The first entry is README.md's: its flags sit after the stat data and the id.
     let flags_at = 12 + 40 + 20;
     assert_eq!(bytes[flags_at + 1], 9, "README.md");
