@@ -92,7 +92,7 @@ pub struct Spent {
 }
 
 /// Sums of spends.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, schemars::JsonSchema)]
 pub struct Totals {
     /// Results counted.
     pub results: u64,
