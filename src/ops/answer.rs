@@ -334,6 +334,11 @@ pub fn schemas() -> Vec<AnswerSchema> {
             "coord approve|reject|cancel|retry|reassign --json",
             "What a person's command did and where the task is now.",
         ),
+        versioned::<crate::view::board::BoardView>(
+            "status",
+            "coord status --json",
+            "The board: counts per state, agents, what waits and why, problems.",
+        ),
         versioned::<super::TaskView>(
             "show",
             "coord show --json",
