@@ -267,7 +267,9 @@ impl Hub {
     ) -> Result<Option<String>, ClientError> {
         let path = format!("/v1/agents/{agent}/tasks/{id}/lost?attempt={attempt}");
         let answer = self.send("GET", &path, None)?;
-        Ok(answer["lost"].as_str().map(str::to_string))
+        // `why` says it in words; a server before lease statuses answered it as `lost`.
+        let why = answer["why"].as_str().or(answer["lost"].as_str());
+        Ok(why.map(str::to_string))
     }
 
     /// Writes a new task (as `coord new`); every request carries an idempotency key (the

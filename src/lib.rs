@@ -36,8 +36,8 @@
 //! assert!(ticked.commits >= 1, "the tick moved the task on");
 //! let status = coord.status(None)?;
 //! assert_eq!(status.board["counts"]["assigned"], 1);
-//! let copies = coord.show(&created.id)?;
-//! assert_eq!(copies[0]["state"], "assigned");
+//! let shown = coord.show(&created.id)?;
+//! assert_eq!(shown.copy.state.as_str(), "assigned");
 //! # Ok(())
 //! # }
 //! ```

@@ -17,19 +17,19 @@ pub struct Args {
 /// Runs `coord show`.
 pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
     let coord = ctx.coord()?;
-    let copies = coord.show(&args.id)?;
+    let shown = coord.show(&args.id)?;
     if ctx.json {
-        super::print_answer(answer(copies));
+        super::print_answer(&shown);
         return Ok(());
     }
-    if copies.len() > 1 {
+    if !shown.other_copies.is_empty() {
         out!(
             "warning: {} copies of this id; run 'coord doctor'",
-            copies.len()
+            shown.other_copies.len() + 1
         );
     }
-    for c in &copies {
-        print_copy(c, ctx.look);
+    for c in shown.copies() {
+        print_copy(&json!(c), ctx.look);
     }
     let dir = crate::run::logs::folder(coord.store().repo.git_dir());
     let kept = crate::run::logs::attempts(&dir, args.id.as_str());
@@ -41,17 +41,6 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
         );
     }
     Ok(())
-}
-
-/// Returns the `--json` answer: the first copy's fields, and the others under `other_copies`
-/// when the id is in several places.
-fn answer(mut copies: Vec<Value>) -> Value {
-    let others: Vec<Value> = copies.drain(1..).collect();
-    let mut first = copies.pop().unwrap_or_else(|| json!({}));
-    if !others.is_empty() {
-        first["other_copies"] = json!(others);
-    }
-    first
 }
 
 fn print_copy(c: &Value, look: Look) {

@@ -408,7 +408,7 @@ impl Server {
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn show(&self, Parameters(p): Parameters<ShowParams>) -> Answer {
-        self.answer(move |coord| Ok(one_or_copies(coord.show(&p.id)?)))
+        self.answer(move |coord| Ok(json!(coord.show(&p.id)?)))
             .await
     }
 
@@ -543,25 +543,8 @@ impl Server {
             return Ok(refused(e));
         }
         self.agents.add(&p.agent);
-        self.answer(move |coord| {
-            let lost = coord.lost(&p.id, &p.agent, p.attempt)?;
-            let lease = match lost {
-                Some(_) => Value::Null,
-                None => coord.show(&p.id)?.first().map_or(Value::Null, |t| {
-                    t["task"]["coord"]["lease_expires_at"].clone()
-                }),
-            };
-            Ok(json!({
-                "id": p.id,
-                "agent": p.agent,
-                "attempt": p.attempt,
-                "held": lost.is_none(),
-                "lost": lost.map(notices::event_of),
-                "why": lost.map(|l| l.to_string()),
-                "lease_expires_at": lease,
-            }))
-        })
-        .await
+        self.answer(move |coord| Ok(json!(coord.lease_status(&p.id, &p.agent, p.attempt)?)))
+            .await
     }
 
     #[tool(
@@ -881,7 +864,7 @@ impl Server {
         let Ok(id) = TaskId::new(id) else {
             return Ok(None);
         };
-        Ok(Some(one_or_copies(coord.show(&id)?)))
+        Ok(Some(json!(coord.show(&id)?)))
     }
 }
 
@@ -972,14 +955,6 @@ impl ServerHandler for Server {
 /// code naming the kind, hints and the CLI's exit code.
 fn tool_error(e: CliError) -> Value {
     e.to_json()
-}
-
-/// Returns one copy of a task as it is, several (a duplicated id) as `{copies: [...]}`.
-fn one_or_copies(mut copies: Vec<Value>) -> Value {
-    match copies.len() {
-        1 => copies.remove(0),
-        _ => json!({"copies": copies}),
-    }
 }
 
 fn fence(agent: AgentName, attempt: u32, epoch: Option<u64>) -> Fence {

@@ -53,10 +53,7 @@ type Held = BTreeMap<TaskId, (AgentName, u32)>;
 
 /// Returns the event a lost attempt is told as: `cancelled` or `lease_lost`.
 pub(super) fn event_of(lost: Lost) -> &'static str {
-    match lost {
-        Lost::Cancelled => "cancelled",
-        _ => "lease_lost",
-    }
+    crate::ops::LostEvent::of(lost).as_str()
 }
 
 /// Tells the client of its agents' tasks until it goes away (its session ends).

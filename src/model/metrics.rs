@@ -92,7 +92,7 @@ pub struct Spent {
 }
 
 /// Sums of spends.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, schemars::JsonSchema)]
 pub struct Totals {
     /// Results counted.
     pub results: u64,
@@ -133,7 +133,7 @@ impl Totals {
 
 /// `budget:` in an agent's profile: limits per UTC day and month, in tokens (in and out
 /// together) or cost.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Budget {
     /// Tokens a day.

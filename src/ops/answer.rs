@@ -230,6 +230,56 @@ pub struct Log {
     pub entries: Vec<super::LogEntry>,
 }
 
+/// How an attempt lost its task, as a lease status and the MCP notices name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LostEvent {
+    /// A person cancelled the task.
+    Cancelled,
+    /// Anything else: the lease ran out, the task went to another agent or attempt, or is gone.
+    LeaseLost,
+}
+
+impl LostEvent {
+    /// Returns the event `lost` is told as.
+    pub fn of(lost: super::Lost) -> LostEvent {
+        match lost {
+            super::Lost::Cancelled => LostEvent::Cancelled,
+            _ => LostEvent::LeaseLost,
+        }
+    }
+
+    /// Returns the event's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LostEvent::Cancelled => "cancelled",
+            LostEvent::LeaseLost => "lease_lost",
+        }
+    }
+}
+
+/// Whether an attempt still holds its task (the MCP `lease_status` tool and
+/// `GET /v1/agents/{agent}/tasks/{id}/lost`). Read only: the lease is not extended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct LeaseStatus {
+    /// The task.
+    pub id: TaskId,
+    /// The agent asked about.
+    pub agent: AgentName,
+    /// The attempt asked about.
+    pub attempt: u32,
+    /// Whether the attempt still holds the task.
+    pub held: bool,
+    /// How it lost the task; null while held.
+    pub lost: Option<LostEvent>,
+    /// Why it lost the task, in words; null while held.
+    pub why: Option<String>,
+    /// When the lease runs out unless extended; null when lost or without a lease.
+    #[serde(with = "crate::model::time::recorded")]
+    #[schemars(schema_with = "crate::model::time::recorded_schema")]
+    pub lease_expires_at: Option<Timestamp>,
+}
+
 /// One answer schema under `schemas/json/`: the file's name and the schema of its `--json`
 /// answer.
 pub struct AnswerSchema {
@@ -283,6 +333,16 @@ pub fn schemas() -> Vec<AnswerSchema> {
             "gate",
             "coord approve|reject|cancel|retry|reassign --json",
             "What a person's command did and where the task is now.",
+        ),
+        versioned::<crate::view::board::BoardView>(
+            "status",
+            "coord status --json",
+            "The board: counts per state, agents, what waits and why, problems.",
+        ),
+        versioned::<super::TaskView>(
+            "show",
+            "coord show --json",
+            "One task: its state, file and fields; the other copies when the id is in several places.",
         ),
         versioned::<Log>(
             "log",

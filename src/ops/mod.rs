@@ -38,11 +38,11 @@ mod worktree;
 
 pub use crate::engine::commands::{CommandError, Fence};
 pub use crate::lock::LockError;
-pub use crate::view::AgentRow;
+pub use crate::view::{AgentRow, TaskCopy, TaskView};
 pub use agent::{Claimed, How, Reported, Signature, Verdict};
 pub use answer::{
-    schemas, Acted, Agents, AnswerSchema, Beat, BeatOp, ClaimAnswer, Granted, Log, NothingClaimed,
-    PersonOp, ReportAnswer, ReportOp, Version, Versioned, JSON_VERSION,
+    schemas, Acted, Agents, AnswerSchema, Beat, BeatOp, ClaimAnswer, Granted, LeaseStatus, Log,
+    LostEvent, NothingClaimed, PersonOp, ReportAnswer, ReportOp, Version, Versioned, JSON_VERSION,
 };
 pub use archive::Archived;
 pub use doctor::{Finding, FindingCode};

@@ -115,10 +115,10 @@ impl Coord {
     }
 
     /// Returns every file of task `id` (one, unless the id is duplicated) as `coord show
-    /// --json` prints each; an id no file has is an error.
-    pub fn show(&self, id: &TaskId) -> Result<Vec<Value>, Error> {
+    /// --json` prints them; an id no file has is an error.
+    pub fn show(&self, id: &TaskId) -> Result<super::TaskView, Error> {
         let board = self.load_settled(id, &|s| Ok(s.load()?.0))?;
-        Ok(crate::view::task_copies(&board, id)?)
+        Ok(crate::view::task_view(&board, id)?)
     }
 
     /// Returns the board `load` reads without the lock; when task `id` is in no folder or in

@@ -2,7 +2,7 @@
 //! as the command gets it (`Work`: the task JSON on stdin, its attempt, timeout and lease), and
 //! the task a claim granted; with a remote, only assignments the remote has.
 
-use super::{Claimed, Coord, Error};
+use super::{Claimed, Coord, Error, LeaseStatus, LostEvent};
 use crate::board::Board;
 use crate::engine::commands::known_agent;
 use crate::model::time;
@@ -132,18 +132,34 @@ impl Coord {
         attempt: u32,
     ) -> Result<Option<Lost>, Error> {
         let (board, _) = self.read().load()?;
-        let Some(f) = board.tasks.iter().find(|f| &f.id == id) else {
-            return Ok(Some(Lost::Gone));
-        };
-        let current = f.read.as_ref().ok().map(|t| t.coord.attempt);
-        let why = match f.folder.state {
-            State::Cancelled => Some(Lost::Cancelled),
-            State::Done | State::Review | State::Archived => None,
-            State::Assigned if f.folder.agent.as_ref() != Some(agent) => Some(Lost::OtherAgent),
-            State::Assigned => current.filter(|&a| a != attempt).map(Lost::OtherAttempt),
-            other => Some(Lost::TakenBack(other)),
-        };
-        Ok(why)
+        Ok(lost_on(&board, id, agent, attempt))
+    }
+
+    /// Returns whether `agent`'s `attempt` still holds task `id`, how and why it lost it
+    /// ([`Coord::lost`]), and the lease while it holds it.
+    pub fn lease_status(
+        &self,
+        id: &TaskId,
+        agent: &AgentName,
+        attempt: u32,
+    ) -> Result<LeaseStatus, Error> {
+        let (board, _) = self.read().load()?;
+        let lost = lost_on(&board, id, agent, attempt);
+        let lease = board
+            .tasks
+            .iter()
+            .find(|f| &f.id == id)
+            .filter(|_| lost.is_none())
+            .and_then(|f| f.read.as_ref().ok()?.coord.lease_expires_at);
+        Ok(LeaseStatus {
+            id: id.clone(),
+            agent: agent.clone(),
+            attempt,
+            held: lost.is_none(),
+            lost: lost.map(LostEvent::of),
+            why: lost.map(|l| l.to_string()),
+            lease_expires_at: lease,
+        })
     }
 
     /// Claims one task for `agent` as [`Coord::claim`] does and returns it as work; None when
@@ -255,4 +271,19 @@ fn handed_branch(board: &Board, parent: &TaskId) -> Option<String> {
             .starts_with(BRANCH_PREFIX)
             .then(|| branch.to_string())
     })
+}
+
+/// Returns why `id` on `board` is no longer `agent`'s for `attempt` ([`Coord::lost`]).
+fn lost_on(board: &Board, id: &TaskId, agent: &AgentName, attempt: u32) -> Option<Lost> {
+    let Some(f) = board.tasks.iter().find(|f| &f.id == id) else {
+        return Some(Lost::Gone);
+    };
+    let current = f.read.as_ref().ok().map(|t| t.coord.attempt);
+    match f.folder.state {
+        State::Cancelled => Some(Lost::Cancelled),
+        State::Done | State::Review | State::Archived => None,
+        State::Assigned if f.folder.agent.as_ref() != Some(agent) => Some(Lost::OtherAgent),
+        State::Assigned => current.filter(|&a| a != attempt).map(Lost::OtherAttempt),
+        other => Some(Lost::TakenBack(other)),
+    }
 }

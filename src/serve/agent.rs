@@ -195,9 +195,9 @@ pub(super) async fn work(
     Ok(Json(json!({ "items": items })).into_response())
 }
 
-/// `GET /v1/agents/{agent}/tasks/{id}/lost?attempt=N`: `{lost: why}` when the task is no
-/// longer that attempt's (cancelled, taken back, another attempt current), else `{lost:
-/// null}`.
+/// `GET /v1/agents/{agent}/tasks/{id}/lost?attempt=N`: the lease status the MCP
+/// `lease_status` tool answers: whether the attempt still holds the task, how (`lost`:
+/// `cancelled`, `lease_lost`) and why it lost it, and the lease.
 pub(super) async fn lost(
     With(app): With<Arc<App>>,
     p: Result<Path<(String, String)>, PathRejection>,
@@ -212,15 +212,13 @@ pub(super) async fn lost(
         .and_then(|a| a.parse().ok())
         .ok_or_else(|| Problem::bad("lost needs ?attempt=N"))?;
     let opener = app.hub.opener();
-    let why = blocking(move || {
+    let status = blocking(move || {
         let coord = opener.open().map_err(|e| Problem::of(&e))?;
-        let lost = coord
-            .lost(&id, &agent, attempt)
-            .map_err(|e| Problem::of(&e))?;
-        Ok(lost.map(|l| l.to_string()))
+        let status = coord.lease_status(&id, &agent, attempt);
+        status.map_err(|e| Problem::of(&e))
     })
     .await?;
-    Ok(Json(json!({ "lost": why })).into_response())
+    Ok(Json(json!(status)).into_response())
 }
 
 /// Returns one task of work as the hub client reads it.
@@ -337,17 +335,21 @@ fn never_granted(
 /// Returns whether task `id` is or was `agent`'s: assigned to it, or a result or failed
 /// attempt of it in the task (a set-aside `stale_result` names its reporter, not a holder).
 fn granted_to(coord: &Coord, id: &TaskId, agent: &AgentName) -> Result<bool, Problem> {
-    let copies = coord.show(id).map_err(|e| Problem::of(&e))?;
+    let shown = coord.show(id).map_err(|e| Problem::of(&e))?;
     let names = |v: &Value| v.as_str() == Some(agent.as_str());
-    Ok(copies.iter().any(|copy| {
-        let task = &copy["task"];
-        let history = task["coord"]["history"].as_array().into_iter().flatten();
-        names(&task["coord"]["assigned_to"])
-            || names(&task["result"]["agent"])
+    let granted = shown.copies().any(|copy| {
+        let history = copy
+            .field("/coord/history")
+            .as_array()
+            .into_iter()
+            .flatten();
+        names(copy.field("/coord/assigned_to"))
+            || names(copy.field("/result/agent"))
             || history
                 .filter(|h| h["event"] != "stale_result")
                 .any(|h| names(&h["agent"]) || names(&h["result"]["agent"]))
-    }))
+    });
+    Ok(granted)
 }
 
 /// Extends the lease; answers the task's state and new lease.

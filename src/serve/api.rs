@@ -11,7 +11,7 @@ use crate::board::TaskFile;
 use crate::model::{AgentName, State, TaskId};
 use crate::ops::Fence;
 use crate::ops::Opener;
-use crate::ops::{self, Coord, How, PersonOp, Reported, TaskFilter, Verdict};
+use crate::ops::{self, Coord, How, PersonOp, TaskFilter, Verdict};
 use crate::ops::{Created, NewTask};
 use axum::body::Bytes;
 use axum::extract::rejection::{PathRejection, QueryRejection};
@@ -246,15 +246,10 @@ pub(super) async fn one(
     Ok(tagged(&headers, &body, false))
 }
 
-/// Returns a task's copy, or all of them when the id is duplicated.
+/// Returns the task as `coord show --json` answers it (without `version`).
 fn task_body(snap: &Snapshot, id: &TaskId) -> Result<Value, Problem> {
-    let mut copies =
-        crate::view::task_copies(&snap.board, id).map_err(|e| Problem::of_command(&e))?;
-    Ok(if copies.len() == 1 {
-        copies.remove(0)
-    } else {
-        json!(copies)
-    })
+    let shown = crate::view::task_view(&snap.board, id).map_err(|e| Problem::of_command(&e))?;
+    Ok(json!(shown))
 }
 
 /// `GET /v1/tasks/{id}/log`: the task's transitions from commit trailers, newest first.
@@ -466,21 +461,16 @@ pub(super) async fn act(
         "claim" => super::agent::claiming(app.hub.opener(), &headers)?,
         _ => app.hub.opener(),
     };
-    let task = id.clone();
     let mode = app.mode.clone();
-    let receipt = blocking(move || match &mode {
-        None => run_action(&opener, &task, &action, b),
+    let body = blocking(move || match &mode {
+        None => run_action(&opener, &id, &action, b),
         Some(m) => m
-            .write(|| hub_action(&opener, &task, &action, b))
+            .write(|| run_action(&opener, &id, &action, b))
             .map_err(|r| refused(&r))?,
     })
     .await;
     written(&app).await;
-    let body = match receipt? {
-        Some(r) => r,
-        None => task_body(&*fresh(&app).await, &id)?,
-    };
-    Ok(Json(body).into_response())
+    Ok(Json(body?).into_response())
 }
 
 /// Refuses with 412 unless `wanted` (an `If-Match` value: `*` or a list of ETags) names the
@@ -504,14 +494,12 @@ fn version_matches(body: &Value, wanted: &HeaderValue, id: &TaskId) -> Result<()
     ))
 }
 
-/// Runs one action through the library's operations; returns the claim's receipt or what a
-/// person's action did (none for a result or heartbeat).
-fn run_action(
-    opener: &Opener,
-    id: &TaskId,
-    action: &str,
-    b: ActBody,
-) -> Result<Option<Value>, Problem> {
+/// Runs one action through the library's operations; answers as the command's `--json` does
+/// without `version`: the claim's receipt (with the epoch a hub's grant recorded), the lease
+/// a heartbeat extended, the result written, or what a person's action did. A result or
+/// heartbeat for a grant of another epoch is refused by the engine's fence (the result kept
+/// as `stale_result`).
+fn run_action(opener: &Opener, id: &TaskId, action: &str, b: ActBody) -> Result<Value, Problem> {
     let need = |v: Option<String>, what: &str| {
         v.ok_or_else(|| Problem::bad(format!("{action} needs \"{what}\" in the body")))
     };
@@ -537,13 +525,12 @@ fn run_action(
                 // The epoch the grant recorded (a hub's), to send back with reports.
                 answer["epoch"] = json!(epoch);
             }
-            Ok(Some(answer))
+            Ok(answer)
         }
         "complete" | "fail" => report(&coord, id, &verdict_of(action, b)?, &how),
-        "heartbeat" => coord
+        "heartbeat" => Ok(json!(coord
             .heartbeat(id, &how.fence, None)
-            .map_err(fail)
-            .map(|_| None),
+            .map_err(fail)?)),
         "approve" => acted(&coord, PersonOp::Approve, id, coord.approve(id)),
         "reject" => {
             let reason = need(b.reason, "reason")?;
@@ -569,10 +556,9 @@ fn acted(
     op: PersonOp,
     id: &TaskId,
     commits: Result<usize, ops::Error>,
-) -> Result<Option<Value>, Problem> {
+) -> Result<Value, Problem> {
     let answer = commits.and_then(|n| coord.acted(op, id, n));
-    let answer = answer.map_err(|e| Problem::of(&e))?;
-    Ok(Some(serde_json::to_value(answer).unwrap_or(Value::Null)))
+    Ok(json!(answer.map_err(|e| Problem::of(&e))?))
 }
 
 /// Returns the result a `complete` or `fail` body reports.
@@ -602,41 +588,12 @@ pub(super) fn verdict(
     })
 }
 
-/// Runs one action in a hub: a claim answers its receipt (with the epoch the grant
-/// recorded), a person's action what it did; a result or heartbeat answers with the task as
-/// the write left it, read from its file. A result or heartbeat for a grant of another epoch is refused by the engine's fence
-/// (the result kept as `stale_result`).
-fn hub_action(
-    opener: &Opener,
-    id: &TaskId,
-    action: &str,
-    b: ActBody,
-) -> Result<Option<Value>, Problem> {
-    if let Some(answer) = run_action(opener, id, action, b)? {
-        return Ok(Some(answer));
-    }
-    let coord = opener.open().map_err(|e| Problem::of(&e))?;
-    let mut copies = coord.show(id).map_err(|e| Problem::of(&e))?;
-    Ok(Some(match copies.len() {
-        1 => copies.remove(0),
-        _ => json!(copies),
-    }))
-}
-
-/// Writes a result as `coord complete` / `coord fail` do; a stale report is kept in the
-/// task's history and answered with 409.
-fn report(
-    coord: &Coord,
-    id: &TaskId,
-    verdict: &Verdict,
-    how: &How,
-) -> Result<Option<Value>, Problem> {
-    match coord.report(id, verdict, how, None) {
-        Ok(Reported::Stale(e)) => Err(Problem::conflict(e.to_string())),
-        Ok(Reported::MovedOn { state }) => Err(Problem::conflict(format!(
-            "task '{id}' is {state}; the result was kept in its coord.history as stale_result"
-        ))),
-        Ok(Reported::Written { .. }) => Ok(None),
+/// Writes a result as `coord complete` / `coord fail` do and answers as they do; a stale
+/// report is kept in the task's history and answered with 409.
+fn report(coord: &Coord, id: &TaskId, verdict: &Verdict, how: &How) -> Result<Value, Problem> {
+    match coord.report_answer(id, verdict, how, None) {
+        Ok(answer) => Ok(json!(answer)),
+        Err(e @ ops::Error::MovedOn { .. }) => Err(Problem::conflict(e.to_string())),
         Err(e) => Err(Problem::of(&e)),
     }
 }

@@ -22,7 +22,7 @@ use axum::extract::{Path, State as With};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use jiff::Timestamp;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 use std::sync::Arc;
@@ -608,7 +608,8 @@ pub(super) async fn task(
 ) -> Result<Response, Problem> {
     let id = task_id(p)?;
     let snap = super::api::fresh(&app).await;
-    let copies = crate::view::task_copies(&snap.board, &id).map_err(|e| Problem::of_command(&e))?;
+    let shown = crate::view::task_view(&snap.board, &id).map_err(|e| Problem::of_command(&e))?;
+    let copies: Vec<Value> = shown.copies().map(|c| json!(c)).collect();
     let opener = app.hub.opener();
     let log_id = id.clone();
     let log = blocking(move || super::api::log_of(&opener, &log_id, Some(200))).await?;

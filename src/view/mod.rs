@@ -6,10 +6,11 @@ pub mod board;
 
 use crate::board::{Board, TaskFile};
 use crate::engine::commands::CommandError;
+use crate::model::metrics::Totals;
 use crate::model::{AgentName, AssignMode, Circuit, State, TaskId};
 use crate::redact::{one_line, redact_value};
 use crate::store::Store;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Returns the entity a character stands as in HTML when HTML would read it as markup (`&`,
@@ -27,29 +28,92 @@ pub fn html_entity(c: char) -> Option<&'static str> {
 }
 
 /// Returns every copy of a task (one, unless the id is duplicated) as `coord show --json`
-/// prints each: id, state, agent, path and the task (secrets redacted), or the errors of a
-/// file that does not read. Errs with `NotFound` when no file has the id.
-pub fn task_copies(board: &Board, id: &TaskId) -> Result<Vec<Value>, CommandError> {
-    let files = board.find(id);
-    if files.is_empty() {
-        return Err(CommandError::NotFound(id.clone()));
+/// prints it. Errs with `NotFound` when no file has the id.
+pub fn task_view(board: &Board, id: &TaskId) -> Result<TaskView, CommandError> {
+    let mut copies = board.find(id).into_iter().map(task_copy);
+    let first = copies
+        .next()
+        .ok_or_else(|| CommandError::NotFound(id.clone()))?;
+    Ok(TaskView {
+        copy: first,
+        other_copies: copies.collect(),
+    })
+}
+
+/// One task as `coord show --json`, `GET /v1/tasks/{id}` and the MCP `show` tool answer it:
+/// its first copy, and the others when the id is in several places.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
+pub struct TaskView {
+    /// The first copy.
+    #[serde(flatten)]
+    pub copy: TaskCopy,
+    /// The other copies, when the id is in several places (`coord doctor` says which to keep).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub other_copies: Vec<TaskCopy>,
+}
+
+impl TaskView {
+    /// Returns every copy, the first first.
+    pub fn copies(&self) -> impl Iterator<Item = &TaskCopy> {
+        std::iter::once(&self.copy).chain(&self.other_copies)
     }
-    Ok(files.into_iter().map(task_copy).collect())
+}
+
+/// One file of a task: where it is, and its fields (secrets redacted) or why it does not
+/// read.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
+pub struct TaskCopy {
+    /// The task.
+    pub id: TaskId,
+    /// The state its folder stands for.
+    pub state: State,
+    /// The agent whose folder holds it; null outside `assigned/`.
+    pub agent: Option<AgentName>,
+    /// The file, relative to the repository.
+    pub path: String,
+    /// The file's fields, secrets redacted (with `result` and the `coord` block); absent when
+    /// it does not read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, Value>>")]
+    pub task: Option<Value>,
+    /// The totals of its results' `metrics`; absent when the file does not read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spent: Option<Totals>,
+    /// Why the file does not read (instead of `task`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors: Option<Vec<String>>,
+}
+
+impl TaskCopy {
+    /// Returns the field at `pointer` (`/coord/lease_expires_at`) of the task; null when the
+    /// file does not read or has no such field.
+    pub fn field(&self, pointer: &str) -> &Value {
+        self.task
+            .as_ref()
+            .and_then(|t| t.pointer(pointer))
+            .unwrap_or(&Value::Null)
+    }
 }
 
 /// Returns one task file as `coord show --json` prints it.
-pub fn task_copy(f: &TaskFile) -> Value {
+pub fn task_copy(f: &TaskFile) -> TaskCopy {
+    let mut copy = TaskCopy {
+        id: f.id.clone(),
+        state: f.folder.state,
+        agent: f.folder.agent.clone(),
+        path: f.path.clone(),
+        task: None,
+        spent: None,
+        errors: None,
+    };
     match &f.read {
-        Ok(task) => json!({
-            "id": f.id, "state": f.folder.state.as_str(), "agent": f.folder.agent, "path": f.path,
-            "task": task.peek(|d| redact_value(&d.doc.value)),
-            "spent": crate::model::metrics::Totals::of(&task.summary().spent),
-        }),
-        Err(errors) => json!({
-            "id": f.id, "state": f.folder.state.as_str(), "path": f.path,
-            "errors": errors.iter().map(|v| v.render(&f.path)).collect::<Vec<_>>(),
-        }),
+        Ok(task) => {
+            copy.task = Some(task.peek(|d| redact_value(&d.doc.value)));
+            copy.spent = Some(Totals::of(&task.summary().spent));
+        }
+        Err(errors) => copy.errors = Some(errors.iter().map(|v| v.render(&f.path)).collect()),
     }
+    copy
 }
 
 /// One agent as `coord agents` lists it.

@@ -8,7 +8,7 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
 
-type Client = RunningService<RoleClient, ()>;
+pub(crate) type Client = RunningService<RoleClient, ()>;
 
 /// Runs `f` against `coord mcp` started in `r` (with its fixed clock).
 pub(crate) fn with_server<F: std::future::Future<Output = ()>>(

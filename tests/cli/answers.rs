@@ -184,3 +184,114 @@ fn a_tasks_log_answers_the_same_entries_from_every_front_end() {
         "MCP against the command line"
     );
 }
+
+/// Runs `f` against `coord mcp` in `r` and returns what it gives back.
+fn from_mcp<T, F>(r: &TestRepo, f: impl FnOnce(crate::agents_mcp::Client) -> F) -> T
+where
+    F: std::future::Future<Output = T>,
+{
+    let slot = std::sync::Mutex::new(None);
+    let out = &slot;
+    with_server(r, |client| async move {
+        *out.lock().expect("lock") = Some(f(client).await);
+    });
+    slot.into_inner().expect("lock").expect("the MCP answer")
+}
+
+/// Returns a `--json` answer without its `version`.
+fn unversioned(mut v: Value) -> Value {
+    v.as_object_mut().expect("object").remove("version");
+    v
+}
+
+#[test]
+fn a_task_answers_the_same_view_from_every_front_end() {
+    let r = TestRepo::with_agents(&["p"]);
+    r.task("t1", "title: one\nagent: p\n");
+    r.task("t2", "title: two\n");
+    r.ok(&["tick"]);
+    // A copy by hand in another folder: the id is in two places.
+    r.write("work/ready/t1.yaml", &r.read("work/assigned/p/t1.yaml"));
+    let s = Server::start(&r);
+    for id in ["t1", "t2"] {
+        let cli = r.json(&["show", id]);
+        check("show", &["show", id], &cli.to_string());
+        let cli = unversioned(cli);
+        let rest = s.get(&format!("/v1/tasks/{id}")).json();
+        assert_eq!(rest, cli, "REST against the command line");
+        let mcp = from_mcp(&r, |client| async move {
+            ok(&client, "show", json!({ "id": id })).await
+        });
+        assert_eq!(mcp, cli, "MCP against the command line");
+    }
+}
+
+#[test]
+fn the_board_answers_alike_from_every_front_end() {
+    let r = TestRepo::with_agents(&["p --max-active 1"]);
+    r.task("t1", "title: one\nagent: p\n");
+    r.task("t2", "title: two\nagent: p\n");
+    r.task("t3", "title: three\ndepends_on: [t1]\n");
+    r.ok(&["tick"]);
+    let cli = r.json(&["status"]);
+    check("status", &["status"], &cli.to_string());
+    let cli = unversioned(cli);
+    let s = Server::start(&r);
+    let rest = s.get("/v1/board").json();
+    assert_eq!(rest, cli, "REST against the command line");
+    let mcp = from_mcp(&r, |client| async move {
+        ok(&client, "status", json!({"full": true})).await
+    });
+    assert_eq!(mcp, cli, "MCP against the command line");
+}
+
+#[test]
+fn the_task_routes_answer_reports_as_the_command_line_does() {
+    let r = TestRepo::with_agents(&["p --pull --max-active 2"]);
+    r.ok(&["new", "Work", "--id", "a", "--agent", "p"]);
+    r.ok(&["tick"]);
+    r.ok(&["claim", "--agent", "p"]);
+    r.ok(&["new", "Work", "--id", "b", "--agent", "p"]);
+    r.ok(&["tick"]);
+    let fence = ["--agent", "p", "--attempt", "1"];
+    let cli = [
+        r.json(&[&["heartbeat", "a"][..], &fence].concat()),
+        r.json(&[&["fail", "a", "--error", "no"][..], &fence].concat()),
+    ];
+    let s = Server::start(&r);
+    let claimed = s.post("/v1/tasks/b/claim", r#"{"agent": "p"}"#);
+    assert_eq!(claimed.status, 200, "{}", claimed.body);
+    let fence = r#"{"agent": "p", "attempt": 1}"#;
+    let beat = s.post("/v1/tasks/b/heartbeat", fence);
+    let failed = s.post(
+        "/v1/tasks/b/fail",
+        r#"{"agent": "p", "attempt": 1, "error": "no"}"#,
+    );
+    let rest = [beat.json(), failed.json()];
+    for ((cli, rest), schema) in cli.iter().zip(&rest).zip(["heartbeat", "report"]) {
+        assert_eq!(fields(rest), fields(cli), "{schema}: {rest}");
+        versioned(schema, rest);
+    }
+    assert_eq!(rest[0]["id"], "b", "{}", rest[0]);
+    assert_eq!(rest[1]["op"], "fail", "{}", rest[1]);
+}
+
+#[test]
+fn lease_status_answers_alike_from_mcp_and_the_agent_route() {
+    let r = TestRepo::with_agents(&["p --pull --max-active 2"]);
+    r.ok(&["new", "Work", "--id", "a", "--agent", "p"]);
+    r.ok(&["tick"]);
+    r.ok(&["claim", "--agent", "p"]);
+    let s = Server::start(&r);
+    for attempt in [1, 2] {
+        let rest = s
+            .get(&format!("/v1/agents/p/tasks/a/lost?attempt={attempt}"))
+            .json();
+        let mcp = from_mcp(&r, |client| async move {
+            let fence = json!({"id": "a", "agent": "p", "attempt": attempt});
+            ok(&client, "lease_status", fence).await
+        });
+        assert_eq!(rest, mcp, "REST against MCP, attempt {attempt}");
+        assert_eq!(rest["held"], attempt == 1, "{rest}");
+    }
+}

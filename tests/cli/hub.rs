@@ -333,7 +333,9 @@ fn a_result_for_a_grant_of_an_older_epoch_is_kept_as_stale_result_and_not_credit
     let current = json!({"agent": "w", "attempt": 1, "epoch": 2, "output": {"from": "new"}});
     let r = second.post("/v1/tasks/t0/complete", current);
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(r.json()["task"]["result"]["output"]["from"], "new");
+    assert_eq!(r.json()["recorded"], true, "{}", r.body);
+    let task = second.task("t0");
+    assert_eq!(task["task"]["result"]["output"]["from"], "new", "{task}");
 }
 
 /// Claims over HTTP through a hub cost about what the CLI's claims cost at 2,000 tasks (a

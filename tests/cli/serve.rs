@@ -200,7 +200,9 @@ fn serve_runs_the_agent_and_person_actions_with_409_on_conflicts() {
         r#"{"agent": "puller", "attempt": 1, "output": {"pages": 3}}"#,
     );
     assert_eq!(done.status, 200, "{}", done.body);
-    assert_eq!(done.json()["task"]["result"]["output"]["pages"], 3);
+    assert_eq!(done.json()["recorded"], true, "{}", done.body);
+    let task = s.get("/v1/tasks/docs").json();
+    assert_eq!(task["task"]["result"]["output"]["pages"], 3, "{task}");
     assert_eq!(s.post("/v1/tasks/docs/approve", "").status, 409);
     r.ok(&["tick"]);
     assert_eq!(s.post("/v1/tasks/docs/cancel", "{}").status, 409);
@@ -563,7 +565,9 @@ fn serve_fails_approves_and_rejects_through_the_api() {
         r#"{"agent": "puller", "attempt": 1, "error": "out of memory"}"#,
     );
     assert_eq!(failed.status, 200, "{}", failed.body);
-    assert_eq!(failed.json()["task"]["result"]["status"], "failure");
+    assert_eq!(failed.json()["op"], "fail", "{}", failed.body);
+    let task = s.get("/v1/tasks/flaky").json();
+    assert_eq!(task["task"]["result"]["status"], "failure", "{task}");
     let approved = s.post("/v1/tasks/ask/approve", "");
     assert_eq!(approved.status, 200, "{}", approved.body);
     assert_eq!(r.where_is("ask"), "work/ready/ask.yaml");
