@@ -148,7 +148,7 @@ fn run_fleet(net: &Net, clone: &Repo, agents: usize) -> Fleet {
     }
 }
 
-/// One agent: claims the best ready task and completes it for the grant's attempt, through
+/// One agent: claims the best ready task and completes it for the grant's attempt and epoch, through
 /// the agent routes (as `coord claim/complete --hub` do), until none is left; returns its claims' latencies in ms (from the first try to the
 /// answer).
 fn agent_loop(addr: &str, agent: &str, done: &AtomicUsize, refused: &AtomicUsize) -> Vec<f64> {
@@ -169,7 +169,11 @@ fn agent_loop(addr: &str, agent: &str, done: &AtomicUsize, refused: &AtomicUsize
         }
         assert_eq!(r.status, 200, "claim: {}", r.body);
         let id = grant["id"].as_str().expect("an id");
-        let body = serde_json::json!({"attempt": grant["attempt"], "output": {"by": agent}});
+        let body = serde_json::json!({
+            "attempt": grant["attempt"],
+            "epoch": grant["epoch"],
+            "output": {"by": agent},
+        });
         let path = format!("/v1/agents/{agent}/tasks/{id}/complete");
         let r = send(addr, &path, &format!("{agent}-done-{n}"), body.to_string());
         match r.status {

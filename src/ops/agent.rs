@@ -532,7 +532,7 @@ impl Coord {
     }
 
     /// Returns the report of `result` as `how` says.
-    fn report_of<'a>(&'a self, result: &Value, how: &'a How) -> Report<'a> {
+    pub(super) fn report_of<'a>(&'a self, result: &Value, how: &'a How) -> Report<'a> {
         let signer: Option<&dyn Signer> = match &how.signed {
             Some(given) => Some(given as &dyn Signer),
             None => how.sign.then(|| self.keys() as &dyn Signer),
@@ -548,7 +548,7 @@ impl Coord {
     /// Applies a report's plan on `store` (the caller holds the lock); returns the commits
     /// and what became of the result. A stale report's commit is the history entry, so it
     /// is not shown as applied: the refusal says the rest.
-    fn apply_report(
+    pub(super) fn apply_report(
         &self,
         store: &Session<'_>,
         done: commands::Reported,

@@ -15,6 +15,7 @@ mod doctor;
 mod edit;
 pub mod events;
 mod export;
+mod group;
 pub mod hub;
 pub mod import;
 pub(crate) mod init;

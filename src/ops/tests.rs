@@ -801,3 +801,48 @@ fn a_task_caught_half_way_through_a_move_is_shown_once_the_move_is_over() {
     assert!(shown.other_copies.is_empty(), "{shown:?}");
     assert_eq!(shown, before);
 }
+
+/// A group commit stopped at its commit, as a kill -9 there stops it, is finished whole by
+/// the next run: every claim of the group committed, none lost, `work/` clean.
+#[test]
+fn a_group_commit_stopped_at_its_commit_is_finished_whole_by_the_next_run() {
+    use crate::fsx::inject::crash_on;
+    let t = tempfile::tempdir().expect("tempdir");
+    init(t.path());
+    for agent in ["p1", "p2"] {
+        let profile = "capabilities: [y]\nassign: pull\n";
+        let path = t.path().join(format!("work/agents/{agent}.yaml"));
+        std::fs::write(path, profile).expect("agent");
+    }
+    for id in ["a", "b"] {
+        let task = "title: T\ncapabilities: [y]\n";
+        std::fs::write(t.path().join(format!("work/inbox/{id}.yaml")), task).expect("task");
+    }
+    let coord = open(t.path());
+    coord.tick().expect("tick");
+    let session = coord.group_session().expect("group");
+    for agent in ["p1", "p2"] {
+        let agent = agent.parse().expect("agent");
+        let claimed = coord.claim_in_group(&session, &agent, None).expect("claim");
+        assert!(matches!(claimed, Some(Claimed::Granted(_))), "{claimed:?}");
+    }
+    crash_on(Some(("git commit", 1)));
+    let stopped = coord.commit_group(session);
+    crash_on(None);
+    assert!(stopped.is_err(), "the commit was to be stopped");
+    drop(coord);
+    open(t.path()).tick().expect("the next run");
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .current_dir(t.path())
+            .args(args)
+            .output()
+            .expect("git");
+        String::from_utf8(out.stdout).expect("utf8")
+    };
+    let committed = git(&["ls-tree", "-r", "--name-only", "HEAD", "work/assigned"]);
+    for id in ["a", "b"] {
+        assert!(committed.contains(&format!("/{id}.yaml")), "{committed}");
+    }
+    assert_eq!(git(&["status", "--porcelain", "work"]), "");
+}

@@ -7,10 +7,12 @@
 //! ([`claiming`]), so that holds after a restart or a failover too.
 
 use super::api::{blocking, params, parse_body, verdict, written, Json, Params};
+use super::hubmode::Job;
 use super::problem::Problem;
 use super::App;
 use crate::model::{AgentName, TaskId};
-use crate::ops::{Coord, Fence, How, Opener, Signature, Work};
+use crate::ops::{Claimed, Coord, Fence, How, Opener, Signature, Verdict, Work};
+use crate::store::Session;
 use axum::body::Bytes;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State as With};
@@ -84,31 +86,25 @@ pub(super) fn claiming(mut opener: Opener, headers: &HeaderMap) -> Result<Opener
 }
 
 /// Runs `write` once per idempotency key in `scope` (an agent's route; every time without a
-/// key).
-async fn once<F>(app: &Arc<App>, headers: &HeaderMap, scope: String, write: F) -> Answer
-where
-    F: FnOnce() -> Result<Value, Problem> + Send + 'static,
-{
+/// key): in a hub, as part of the next group commit; else on its own.
+async fn once(app: &Arc<App>, headers: &HeaderMap, scope: String, write: Job) -> Answer {
     let key = key_of(headers)?;
-    // In a hub, the write waits its turn behind the batch being pushed and is refused once
-    // the lease is not held.
+    // In a hub, the write waits for the group after the one being committed and is refused
+    // once the lease is not held.
     let mode = app.mode.clone();
-    let write = move || match &mode {
-        None => write(),
-        Some(m) => m.write(write).map_err(|r| {
-            Problem::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, r.to_string())
-        })?,
+    let write = move || async move {
+        match mode {
+            None => blocking(write.alone).await,
+            Some(m) => m.submit(write).await,
+        }
     };
     let answer = match key {
-        None => blocking(write).await,
+        None => write().await,
         Some(k) => {
             // A task of its own: a client that hangs up does not stop the write half-way,
             // and its retry finds the answer kept.
             let cell = app.replies.cell(format!("{scope}\n{k}"));
-            let made =
-                tokio::spawn(
-                    async move { cell.get_or_try_init(|| blocking(write)).await.cloned() },
-                );
+            let made = tokio::spawn(async move { cell.get_or_try_init(write).await.cloned() });
             made.await
                 .map_err(|e| {
                     Problem::new(
@@ -152,18 +148,22 @@ pub(super) async fn claim(
     let opener = claiming(app.hub.opener(), &headers)?;
     let scope = format!("{agent}\nclaim");
     let epoch = app.mode.as_ref().map(|m| m.epoch);
-    once(&app, &headers, scope, move || {
+    let (mine, key) = (agent.clone(), opener.options.claim_key.clone());
+    let grouped = move |coord: &Coord, session: &Session<'_>| {
+        if b.work {
+            return None;
+        }
+        match coord.claim_in_group(session, &mine, key.as_deref()) {
+            Ok(None) => None,
+            Ok(Some(claimed)) => Some(Ok(claim_json(&claimed, epoch))),
+            Err(e) => Some(Err(Problem::of(&e))),
+        }
+    };
+    let alone = move || {
         let coord = opener.open().map_err(|e| Problem::of(&e))?;
         if !b.work {
-            let answer = coord
-                .claim(&agent, None)
-                .map_err(|e| Problem::of(&e))?
-                .answer();
-            // The epoch that granted it, as a hub's claims by id answer.
-            return Ok(json!(match epoch {
-                Some(epoch) => answer.in_epoch(epoch),
-                None => answer,
-            }));
+            let claimed = coord.claim(&agent, None).map_err(|e| Problem::of(&e))?;
+            return Ok(claim_json(&claimed, epoch));
         }
         let work = coord
             .claim_work(&agent, None, &mut Vec::new())
@@ -173,8 +173,22 @@ pub(super) async fn claim(
             answer["epoch"] = json!(epoch);
         }
         Ok(answer)
+    };
+    let job = Job {
+        grouped: Box::new(grouped),
+        alone: Box::new(alone),
+    };
+    once(&app, &headers, scope, job).await
+}
+
+/// Returns a claim's answer, with the epoch that granted it in a hub (as a hub's claims by
+/// id answer).
+fn claim_json(claimed: &Claimed, epoch: Option<u64>) -> Value {
+    let answer = claimed.answer();
+    json!(match epoch {
+        Some(epoch) => answer.in_epoch(epoch),
+        None => answer,
     })
-    .await
 }
 
 /// `GET /v1/agents/{agent}/work`: the agent's assigned tasks without a result, as a push
@@ -273,46 +287,94 @@ pub(super) async fn act(
     let b: ReportBody = parse_body(&body)?;
     let opener = app.hub.opener();
     let scope = format!("{agent}\n{id}\n{action}");
-    once(&app, &headers, scope, move || {
-        run_action(&opener, &id, &agent, &action, b)
-    })
-    .await
+    let report = Arc::new(Report::of(agent, id, &action, b, opener.options.epoch));
+    let mine = Arc::clone(&report);
+    let job = Job {
+        grouped: Box::new(move |coord, session| mine.in_group(coord, session)),
+        alone: Box::new(move || report.alone(&opener)),
+    };
+    once(&app, &headers, scope, job).await
 }
 
-/// Runs one agent action; returns its answer.
-fn run_action(
-    opener: &Opener,
-    id: &TaskId,
-    agent: &AgentName,
-    action: &str,
-    b: ReportBody,
-) -> Result<Value, Problem> {
-    let coord = opener.open().map_err(|e| Problem::of(&e))?;
-    if !granted_to(&coord, id, agent)? {
-        return Err(Problem::new(
-            axum::http::StatusCode::FORBIDDEN,
-            never_granted(id, agent, b.epoch, opener.options.epoch),
-        ));
+/// An agent's report or heartbeat, as its route asked for it.
+struct Report {
+    agent: AgentName,
+    id: TaskId,
+    /// The verdict of a report (a body that names none is refused once the task is known to
+    /// be the agent's); None for a heartbeat.
+    verdict: Option<Result<Verdict, Problem>>,
+    how: How,
+    /// The hub's epoch (None outside a hub).
+    epoch: Option<u64>,
+}
+
+impl Report {
+    /// Reads an action's body.
+    fn of(agent: AgentName, id: TaskId, action: &str, b: ReportBody, epoch: Option<u64>) -> Report {
+        let verdict = (action != "heartbeat")
+            .then(|| verdict(action, b.output, b.next_agent, b.error, b.fatal));
+        let how = How {
+            fence: Fence {
+                agent: Some(agent.clone()),
+                attempt: b.attempt,
+                epoch: b.epoch,
+            },
+            sign: false,
+            replace: b.replace,
+            signed: b.signature.map(Signature),
+            metrics: b.metrics,
+        };
+        Report {
+            agent,
+            id,
+            verdict,
+            how,
+            epoch,
+        }
     }
-    let how = How {
-        fence: Fence {
-            agent: Some(agent.clone()),
-            attempt: b.attempt,
-            epoch: b.epoch,
-        },
-        sign: false,
-        replace: b.replace,
-        signed: b.signature.map(Signature),
-        metrics: b.metrics,
-    };
-    if action == "heartbeat" {
-        return heartbeat(&coord, id, &how.fence);
+
+    /// Refuses a task never granted to the agent (403), and a report without a verdict.
+    fn check(&self, coord: &Coord, session: Option<&Session<'_>>) -> Result<(), Problem> {
+        if !granted_to(coord, session, &self.id, &self.agent)? {
+            return Err(Problem::new(
+                axum::http::StatusCode::FORBIDDEN,
+                never_granted(&self.id, &self.agent, self.how.fence.epoch, self.epoch),
+            ));
+        }
+        match &self.verdict {
+            Some(Err(refused)) => Err(refused.clone()),
+            _ => Ok(()),
+        }
     }
-    let verdict = verdict(action, b.output, b.next_agent, b.error, b.fatal)?;
-    let answer = coord
-        .report_answer(id, &verdict, &how, None)
-        .map_err(|e| Problem::of(&e))?;
-    Ok(json!(answer))
+
+    /// Writes the report in a group commit; None when it goes on its own (a heartbeat, or a
+    /// report that must go the whole way).
+    fn in_group(&self, coord: &Coord, session: &Session<'_>) -> Option<Result<Value, Problem>> {
+        let Some(Ok(verdict)) = &self.verdict else {
+            return None;
+        };
+        if let Err(refused) = self.check(coord, Some(session)) {
+            return Some(Err(refused));
+        }
+        match coord.report_in_group(session, &self.id, verdict, &self.how) {
+            Ok(None) => None,
+            Ok(Some(answer)) => Some(Ok(json!(answer))),
+            Err(e) => Some(Err(Problem::of(&e))),
+        }
+    }
+
+    /// Writes the report or heartbeat on its own; returns its answer.
+    fn alone(&self, opener: &Opener) -> Result<Value, Problem> {
+        let coord = opener.open().map_err(|e| Problem::of(&e))?;
+        self.check(&coord, None)?;
+        let Some(Ok(verdict)) = &self.verdict else {
+            return heartbeat(&coord, &self.id, &self.how.fence);
+        };
+        let answer = coord
+            .report_answer(&self.id, verdict, &self.how, None)
+            .map_err(|e| Problem::of(&e))?;
+        Ok(json!(answer))
+    }
 }
 
 /// Says why a report on task `id` is refused when its history never granted it to `agent`:
@@ -334,8 +396,14 @@ fn never_granted(
 
 /// Returns whether task `id` is or was `agent`'s: assigned to it, or a result or failed
 /// attempt of it in the task (a set-aside `stale_result` names its reporter, not a holder).
-fn granted_to(coord: &Coord, id: &TaskId, agent: &AgentName) -> Result<bool, Problem> {
-    let shown = coord.show(id).map_err(|e| Problem::of(&e))?;
+/// Reads only the task's files (in `session` when given).
+fn granted_to(
+    coord: &Coord,
+    session: Option<&Session<'_>>,
+    id: &TaskId,
+    agent: &AgentName,
+) -> Result<bool, Problem> {
+    let shown = coord.show_task(session, id).map_err(|e| Problem::of(&e))?;
     let names = |v: &Value| v.as_str() == Some(agent.as_str());
     let granted = shown.copies().any(|copy| {
         let history = copy

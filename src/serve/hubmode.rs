@@ -1,6 +1,8 @@
 //! Hub mode (`coord serve --hub`): the server is its clone's only writer and the coordinator
 //! of a fleet. It takes the lease on the remote before it serves, answers writes once they are
-//! committed in its clone (without reading the whole repository again), and pushes them in
+//! committed in its clone (without reading the whole repository again; an agent's claims and
+//! results as group commits: those that queued while the last group was written are applied
+//! together, each checked on its own, in one commit after one sync), and pushes them in
 //! batches at most `hub.pushes_per_minute` times a minute, each push renewing the lease
 //! ([`crate::ops::hub`]). It writes only while its lease, counted on its own monotonic clock
 //! from before the push that last renewed it, has not run out (less a margin); every write,
@@ -12,12 +14,16 @@
 //! lease (its next start takes it back in the same epoch and pushes whatever is left). See
 //! docs/fleet.md.
 
+use super::problem::Problem;
 use crate::config::HubConfig;
 use crate::ops::hub::{holder_of, Held, HubError};
-use crate::ops::{self, Opener};
+use crate::ops::{self, Coord, Opener};
+use crate::store::Session;
+use axum::http::StatusCode;
+use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long before its lease lapses the hub stops writing, at most (a tenth of a shorter
@@ -72,10 +78,33 @@ pub struct HubMode {
     /// Until when this hub may write: the lease as last renewed less a margin, by this
     /// machine's monotonic clock.
     valid_until: Mutex<Instant>,
-    /// One write or batch at a time: writes wait their turn here instead of timing out on
-    /// the lock.
+    /// One write, group or batch at a time: writes wait their turn here instead of timing
+    /// out on the lock.
     writes: Mutex<()>,
+    /// Set while a batch waits for `writes`: the next group waits for the batch.
+    pushing: AtomicBool,
+    /// Where agents' writes queue for the next group commit ([`start_writing`]).
+    queue: OnceLock<mpsc::Sender<(Job, Answer)>>,
 }
+
+/// An agent's write for a group commit: `grouped` applies it in the group's session (None:
+/// it must go the whole way), else `alone` does it on its own after the group's commit.
+pub struct Job {
+    /// Applies the write in a group commit's session.
+    pub grouped: Box<InGroup>,
+    /// Does the write on its own.
+    pub alone: Box<dyn FnOnce() -> Done + Send>,
+}
+
+/// A write's answer, or why it was refused.
+pub type Done = Result<Value, Problem>;
+
+/// Applies a write in a group commit's session: its answer, or None when it must go the
+/// whole way on its own.
+pub type InGroup = dyn FnOnce(&Coord, &Session<'_>) -> Option<Done> + Send;
+
+/// Where a queued write's answer goes.
+type Answer = tokio::sync::oneshot::Sender<Done>;
 
 /// Why a hub refuses a write.
 #[derive(Debug, thiserror::Error)]
@@ -97,6 +126,12 @@ impl HubMode {
     /// Runs `write` as the only write in progress, once the lease is known to be held.
     pub fn write<T>(&self, write: impl FnOnce() -> T) -> Result<T, Refusal> {
         let _one = self.writes.lock().unwrap_or_else(|e| e.into_inner());
+        self.may_write()?;
+        Ok(write())
+    }
+
+    /// Refuses a write once a newer hub holds the lease or the lease ran out.
+    fn may_write(&self) -> Result<(), Refusal> {
         if self.stopped.load(Ordering::SeqCst) {
             return Err(Refusal::Stopped);
         }
@@ -107,7 +142,34 @@ impl HubMode {
         if Instant::now() >= until {
             return Err(Refusal::Lapsed);
         }
-        Ok(write())
+        Ok(())
+    }
+
+    /// Queues an agent's write for the next group commit; returns its answer once the
+    /// group is committed (or the write, gone its own way, is done).
+    pub async fn submit(&self, job: Job) -> Done {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let queued = self.queue.get().map(|q| q.send((job, tx)));
+        if !matches!(queued, Some(Ok(()))) {
+            return Err(Problem::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "this hub stopped writing; try again shortly",
+            ));
+        }
+        rx.await.unwrap_or_else(|_| {
+            Err(Problem::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the hub's writer ended before it answered; send the request again",
+            ))
+        })
+    }
+
+    /// Takes the write queue, after a batch that waits for it.
+    fn lock_writes(&self) -> MutexGuard<'_, ()> {
+        while self.pushing.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        self.writes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Records the lease as `held` last wrote it.
@@ -131,6 +193,8 @@ pub fn take(opener: &Opener, settings: &Settings) -> Result<(Arc<HubMode>, Held)
         closing: AtomicBool::new(false),
         valid_until: Mutex::new(held.written + settings.valid_for()),
         writes: Mutex::new(()),
+        pushing: AtomicBool::new(false),
+        queue: OnceLock::new(),
     });
     Ok((mode, held))
 }
@@ -188,8 +252,11 @@ pub fn start_pushing(
                 let started = Instant::now();
                 let renew = renewed.elapsed() >= settings.lease / 3;
                 // Writes wait for the batch: no answer reads the repository while the
-                // batch's integration and tick move files.
+                // batch's integration and tick move files. The batch goes next, after the
+                // group being committed.
+                mode.pushing.store(true, Ordering::SeqCst);
                 let one = mode.writes.lock().unwrap_or_else(|e| e.into_inner());
+                mode.pushing.store(false, Ordering::SeqCst);
                 let pushed = opener
                     .open()
                     .and_then(|c| c.hub_push(&mut held, settings.lease, renew));
@@ -231,5 +298,75 @@ fn last_batch(mode: &HubMode, held: &mut Held, opener: &Opener, settings: &Setti
         Err(e) => format!(
             "coord: the hub's last batch did not land ({e}); the next start of this hub pushes what it committed"
         ),
+    }
+}
+
+/// Starts the thread that commits agents' writes in groups: the writes queued while it
+/// committed the last group are taken together, once the lease is known to be held, each
+/// applied on its own in one session and all committed in one commit, then each answered;
+/// a write that must go the whole way goes after the group's commit, on its own.
+pub fn start_writing(mode: Arc<HubMode>, opener: Opener) -> std::io::Result<()> {
+    let (tx, rx) = mpsc::channel::<(Job, Answer)>();
+    let _ = mode.queue.set(tx);
+    std::thread::Builder::new()
+        .name("coord-hub-write".into())
+        .spawn(move || {
+            while let Ok(first) = rx.recv() {
+                let _one = mode.lock_writes();
+                // Everything queued meanwhile (behind a batch, a group) joins it.
+                let mut jobs = vec![first];
+                jobs.extend(rx.try_iter());
+                match mode.may_write() {
+                    Ok(()) => write_group(&opener, jobs),
+                    Err(r) => {
+                        let refused = Problem::new(StatusCode::SERVICE_UNAVAILABLE, r.to_string());
+                        for (_, answer) in jobs {
+                            let _ = answer.send(Err(refused.clone()));
+                        }
+                    }
+                }
+            }
+        })
+        .map(drop)
+}
+
+/// Applies `jobs` as one group commit and answers each once the group is committed; those
+/// that must go the whole way go after it, one by one.
+fn write_group(opener: &Opener, jobs: Vec<(Job, Answer)>) {
+    let mut answers = Vec::with_capacity(jobs.len());
+    let mut alone = Vec::new();
+    let committed = opener.open().and_then(|coord| {
+        let session = coord.group_session()?;
+        for (job, answer) in jobs {
+            if session.group_broken() {
+                alone.push((job.alone, answer));
+                continue;
+            }
+            let Job {
+                grouped,
+                alone: own,
+            } = job;
+            match grouped(&coord, &session) {
+                Some(done) => answers.push((answer, done)),
+                None => alone.push((own, answer)),
+            }
+        }
+        coord.commit_group(session)
+    });
+    match committed {
+        Ok(_) => {
+            for (answer, done) in answers {
+                let _ = answer.send(done);
+            }
+        }
+        Err(e) => {
+            let failed = Problem::of(&e);
+            for (answer, _) in answers {
+                let _ = answer.send(Err(failed.clone()));
+            }
+        }
+    }
+    for (write, answer) in alone {
+        let _ = answer.send(write());
     }
 }

@@ -287,6 +287,7 @@ pub fn run(mut opener: Opener, opts: Options) -> Result<(), ServeError> {
             "coord: hub of {} in epoch {}, pushing at most {} times a minute",
             s.remote, mode.epoch, s.pushes_per_minute
         ));
+        hubmode::start_writing(Arc::clone(&mode), opener.clone()).map_err(io)?;
         let seen = Arc::clone(&hub);
         let pusher = hubmode::start_pushing(
             Arc::clone(&mode),

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 /// An error answer.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Problem {
     /// The status.
     pub status: StatusCode,

@@ -18,8 +18,8 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::io::ErrorKind;
 
-const JOURNAL: &str = "journal.json";
-const CURSOR: &str = "journal.pos";
+pub(super) const JOURNAL: &str = "journal.json";
+pub(super) const CURSOR: &str = "journal.pos";
 /// How long an `index.lock` may live before recovery takes it for a killed run's.
 const STALE_INDEX_LOCK: std::time::Duration = std::time::Duration::from_secs(3);
 
@@ -90,7 +90,7 @@ impl Recorded {
 /// Whether a plan is being finished after a killed run: then every transition left in the
 /// journal may be half done (a group's commit comes after all its file operations).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Resume {
+pub(super) enum Resume {
     No,
     Yes,
 }
@@ -251,6 +251,10 @@ impl Session<'_> {
         origin: Origin,
         each: &mut dyn FnMut(&Transition, Applied),
     ) -> Result<(), StoreError> {
+        if origin == Origin::Command && self.grouped.borrow().is_some() {
+            let plan: Vec<&Transition> = plan.iter().collect();
+            return self.apply_in_group(&plan, each);
+        }
         let size = group_size(plan.len(), origin, self.fullest.get());
         let order = if size > 1 {
             intakes_beside_their_next(plan)
@@ -337,7 +341,7 @@ impl Session<'_> {
 
     /// Carries out the file operations of a group's transitions in order, up to the first
     /// that failed; returns each one's outcome.
-    fn run_group<'t>(
+    pub(super) fn run_group<'t>(
         &self,
         group: &'t [Transition],
         resume: Resume,
@@ -437,7 +441,7 @@ impl Session<'_> {
         })
     }
 
-    fn clear_journal(&self) -> Result<(), StoreError> {
+    pub(super) fn clear_journal(&self) -> Result<(), StoreError> {
         for name in [JOURNAL, CURSOR] {
             let path = self.private_dir().join(name);
             if let Err(e) = fs::remove_file(&path) {
@@ -580,7 +584,7 @@ impl Session<'_> {
     }
 
     /// Syncs the folders a group's writes and moves changed (once each), and ends the group.
-    fn sync_group(&self) -> Result<(), StoreError> {
+    pub(super) fn sync_group(&self) -> Result<(), StoreError> {
         let Some(folders) = self.unsynced.borrow_mut().take() else {
             return Ok(());
         };
@@ -589,7 +593,7 @@ impl Session<'_> {
 
     /// Commits the paths of `done` in one commit: the transition's own message for one, a
     /// message recording each of them for several.
-    fn commit(
+    pub(super) fn commit(
         &self,
         done: &[&Transition],
         now: Timestamp,
@@ -620,7 +624,7 @@ impl Session<'_> {
     /// Takes git's index lock before a plan's first file operation or a commit, unless this run
     /// holds it already: a person's git must not start a merge or stash among coord's file
     /// moves, nor record the index between coord's commits and its index write (`write_index`).
-    fn hold_index(&self) -> Result<(), StoreError> {
+    pub(super) fn hold_index(&self) -> Result<(), StoreError> {
         let mut hold = self.index_hold.borrow_mut();
         if hold.is_none() {
             *hold = Some(self.repo.hold_index()?);
@@ -1012,7 +1016,7 @@ fn ctime_ns(m: &std::fs::Metadata) -> i128 {
 /// Returns the plan with one fresh random id on every named operation (`Coord-Op-Id`): two
 /// clones doing the same thing at the same second still make different commits, so a push
 /// lands only the commits of the run that made them.
-fn with_op_id(plan: &[&Transition]) -> Vec<Transition> {
+pub(super) fn with_op_id(plan: &[&Transition]) -> Vec<Transition> {
     let id = op_id();
     let mut plan: Vec<Transition> = plan.iter().map(|t| (*t).clone()).collect();
     for op in plan.iter_mut().filter_map(|t| t.op.as_mut()) {

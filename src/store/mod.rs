@@ -14,6 +14,7 @@ mod edit;
 mod faults;
 mod gates;
 mod gh;
+mod group;
 mod history;
 mod indexed;
 mod load;

@@ -13,7 +13,8 @@ impl Session<'_> {
     /// Returns whether `plan`, made on a scoped load's `board`, may be applied as it is: no
     /// task it acts on has a copy among the files the load left unread, and every file it
     /// touches is in the work tree exactly as HEAD has it and as the index stages it (absent
-    /// from all three for a file it creates). Otherwise the command goes the whole way:
+    /// from all three for a file it creates), or as the group commit under way wrote it.
+    /// Otherwise the command goes the whole way:
     /// people's changes recorded first, every folder read. When it may, the vouch the last
     /// operation left is carried over it (`Session::carry_vouch`).
     pub fn plan_stays_in_scope(&self, board: &Board, plan: &Plan) -> Result<bool, StoreError> {
@@ -26,7 +27,8 @@ impl Session<'_> {
         }
         let paths: Vec<String> = plan.transitions.iter().flat_map(|t| t.paths()).collect();
         let mut files = Vec::with_capacity(paths.len());
-        for path in &paths {
+        // In a group commit, a file the group wrote is as coord left it, not committed yet.
+        for path in paths.iter().filter(|p| !self.group_wrote(p)) {
             match self.disk_file(path) {
                 Ok(found) => files.push((path.as_str(), found)),
                 Err(_) => return Ok(false),

@@ -40,6 +40,9 @@ pub struct Session<'s> {
     /// While a group of transitions is applied: the folders its writes and moves changed,
     /// synced once each before its commit instead of after every rename.
     pub(super) unsynced: RefCell<Option<BTreeSet<String>>>,
+    /// While the session gathers a group commit ([`Session::begin_group`]): the transitions
+    /// done so far, and whether a plan's file operations failed midway.
+    pub(super) grouped: RefCell<Option<super::group::Grouped>>,
     /// Task files this session left where they were after a file operation on them failed.
     pub(super) skipped: RefCell<BTreeMap<String, String>>,
     /// The task files (repo-relative) the last recording of people's changes held back as
@@ -73,6 +76,7 @@ impl Store {
             inbox_window: Cell::new(INBOX_WINDOW),
             packing: Cell::default(),
             unsynced: RefCell::default(),
+            grouped: RefCell::default(),
             skipped: RefCell::default(),
             held_back: RefCell::default(),
             marks: RefCell::new(None),

@@ -1127,3 +1127,88 @@ fn a_hub_whose_last_push_hangs_on_sigterm_stops_within_the_bound_and_its_next_st
         "its grant stands"
     );
 }
+
+/// Sends `POST path` with `body` from one thread per entry, all at once; the answers in order.
+fn all_at_once(addr: &str, posts: Vec<(String, Value)>) -> Vec<Resp> {
+    let start = Arc::new(std::sync::Barrier::new(posts.len()));
+    let sent: Vec<_> = posts
+        .into_iter()
+        .map(|(path, body)| {
+            let (addr, start) = (addr.to_string(), Arc::clone(&start));
+            std::thread::spawn(move || {
+                start.wait();
+                request(&addr, "POST", &path, &[], body.to_string().as_bytes())
+            })
+        })
+        .collect();
+    sent.into_iter().map(|t| t.join().expect("post")).collect()
+}
+
+#[test]
+fn agent_writes_queued_together_share_one_commit_and_each_is_answered_on_its_own_once_committed() {
+    let net = fleet("{remote: origin, pushes_per_minute: 6, lease: 1m}", 16);
+    let clone = net.clone();
+    let hub = Hub::start(&clone);
+    let before = clone.commit_count();
+    let mut claims: Vec<(String, Value)> = ["w", "v"]
+        .iter()
+        .cycle()
+        .take(14)
+        .map(|a| (format!("/v1/agents/{a}/claim"), json!({})))
+        .collect();
+    // A claim refused in the group does not fail the others.
+    claims.push(("/v1/agents/ghost/claim".into(), json!({})));
+    let answers = all_at_once(&hub.addr, claims.clone());
+    let mut granted = Vec::new();
+    for ((path, _), r) in claims.iter().zip(&answers) {
+        if path.contains("ghost") {
+            assert!(r.status >= 400, "{path}: {} {}", r.status, r.body);
+            continue;
+        }
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+        let grant = r.json();
+        assert_eq!(grant["claimed"], true, "{grant}");
+        let id = grant["id"].as_str().expect("id").to_string();
+        let agent = path.split('/').nth(3).expect("agent").to_string();
+        granted.push((agent, id, grant["attempt"].clone(), grant["epoch"].clone()));
+    }
+    let mut ids: Vec<&String> = granted.iter().map(|(_, id, _, _)| id).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 14, "a task granted twice: {granted:?}");
+    let committed = clone.git(&["ls-tree", "-r", "--name-only", "HEAD", "work/assigned"]);
+    for (agent, id, _, _) in &granted {
+        let file = format!("work/assigned/{agent}/{id}.yaml");
+        assert!(committed.contains(&file), "{file} answered, not committed");
+    }
+    let commits = clone.commit_count() - before;
+    assert!(
+        commits <= 7,
+        "14 claims made {commits} commits: not grouped"
+    );
+    // Results for the grants, and one for an attempt never granted, all at once.
+    let mut reports: Vec<(String, Value)> = granted
+        .iter()
+        .map(|(agent, id, attempt, epoch)| {
+            let body = json!({"attempt": attempt, "epoch": epoch, "output": {"ok": true}});
+            (format!("/v1/agents/{agent}/tasks/{id}/complete"), body)
+        })
+        .collect();
+    let (agent, id, _, epoch) = &granted[0];
+    let stale = json!({"attempt": 9, "epoch": epoch, "output": {"ok": false}});
+    reports.insert(
+        0,
+        (format!("/v1/agents/{agent}/tasks/{id}/complete"), stale),
+    );
+    let before = clone.commit_count();
+    let answers = all_at_once(&hub.addr, reports);
+    assert_eq!(answers[0].status, 409, "{}", answers[0].body);
+    for r in &answers[1..] {
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    let commits = clone.commit_count() - before;
+    assert!(
+        commits <= 8,
+        "15 reports made {commits} commits: not grouped"
+    );
+}
