@@ -16,7 +16,6 @@
 //! commits, replays and the branch move go through [`crate::git`] (libgit2). A killed sync
 //! leaves no git process behind (`guard`). See docs/sync.md.
 
-pub mod claims;
 pub(crate) mod put_off;
 pub mod replay;
 
@@ -58,10 +57,6 @@ pub struct Options {
     pub with_ref: Option<RefUpdate>,
     /// What integrating does with this clone's tick commits the remote lacks.
     pub ticks: Ticks,
-    /// Whether the step is a claim its claim ref already made the agent's
-    /// ([`claims`]): a branch push that loses a race keeps the claim's commit here for the
-    /// next sync to carry, instead of undoing and redoing the step.
-    pub claimed_by_ref: bool,
 }
 
 /// What integrating does with this clone's own tick commits when both sides moved.
@@ -634,11 +629,6 @@ pub fn run(
         let mut pushed = push(store.root(), opts, &branch, head);
         retries.round = started.elapsed();
         count_rejection(&store, &pushed);
-        if opts.claimed_by_ref && matches!(pushed, Ok(Pushed::Stale(_))) {
-            report.rejected += 1;
-            say("coord: the claim ref holds the task; the branch moved meanwhile, so the assignment goes with this clone's next sync");
-            return Ok(report);
-        }
         if opts.redo_on_reject
             && matches!(pushed, Ok(Pushed::Stale(_)))
             && landed_meanwhile(&store, opts, &branch, &tracking, head)
@@ -1087,16 +1077,7 @@ fn plain_name(what: &'static str, name: &str) -> Result<(), SyncError> {
 /// yet leaves no ref (the first push creates it).
 fn fetch(root: &Path, remote: &str, branch: &str, tracking: &str) -> Result<(), SyncError> {
     let refspec = format!("+refs/heads/{branch}:{tracking}");
-    let claims = claims::refspec(remote);
-    let args = [
-        "fetch",
-        "--quiet",
-        "--no-tags",
-        "--prune",
-        remote,
-        &refspec,
-        &claims,
-    ];
+    let args = ["fetch", "--quiet", "--no-tags", remote, &refspec];
     let mut out = git(root, "fetch", &args)?;
     let mut tries = 1;
     while !out.status.success()

@@ -144,9 +144,6 @@ pub struct Board {
     /// folders it does not act on): their ids exist, and any of them may be a second copy
     /// of a task on the board.
     pub unread: Vec<TaskId>,
-    /// Ready tasks a claim ref on a remote holds for an agent whose claim has not reached
-    /// the branch yet: nothing assigns them (filled by the sync layer before planning).
-    pub claimed: Vec<TaskId>,
     /// The commit HEAD pointed at when the board was loaded (every layout file not settling
     /// is committed as read), when known.
     pub head: Option<String>,

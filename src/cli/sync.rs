@@ -37,7 +37,6 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<(), CliError> {
         redo_on_reject: false,
         drop_edits: args.drop_edit,
         with_ref: None,
-        claimed_by_ref: false,
         ticks: crate::sync::Ticks::Redo,
     };
     let once = args.deliver.prepare(ctx, Some(&opts.remote))?;

@@ -42,7 +42,6 @@ pub fn queue(w: &World<'_>) -> Vec<TaskId> {
         .filter(|e| {
             e.folder.state == State::Ready
                 && !w.is_frozen(&e.id)
-                && !w.is_claimed_elsewhere(&e.id)
                 && super::deps::reopened_dep(w, &e.id).is_none()
         })
         .map(|e| {

@@ -312,11 +312,6 @@ pub fn claim_task(
             "task '{id}' is being written; claim it once its file has settled"
         )));
     }
-    if w.is_claimed_elsewhere(id) {
-        return Err(refuse(format!(
-            "task '{id}' is held by another clone's claim (refs/coord/claims/)"
-        )));
-    }
     if let Some(dep) = super::deps::reopened_dep(&w, id) {
         return Err(refuse(format!(
             "task '{id}' waits: its dependency '{dep}' is not done (moved back out of done/)"

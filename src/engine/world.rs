@@ -690,12 +690,6 @@ impl<'a> World<'a> {
         self.frozen.contains(id)
     }
 
-    /// Returns whether a claim ref on a remote holds ready task `id` for a claim that has
-    /// not reached the branch yet ([`Board::claimed`]): no one else may take it.
-    pub fn is_claimed_elsewhere(&self, id: &TaskId) -> bool {
-        self.board.claimed.contains(id)
-    }
-
     /// Returns whether `file` is the live entry of its id (not a copy beside it).
     pub fn is_entry(&self, file: &TaskFile) -> bool {
         self.entry(&file.id).is_some_and(|e| e.path == file.path)

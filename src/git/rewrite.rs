@@ -42,25 +42,6 @@ impl Repo {
         }
     }
 
-    /// Returns every ref whose name starts with `prefix` and the object it points at, sorted
-    /// by name.
-    pub fn refs_under(&self, prefix: &str) -> Result<Vec<(String, Oid)>, GitError> {
-        let fail = || ctx(format!("cannot list the refs under {prefix}"));
-        let mut found = Vec::new();
-        for r in self
-            .repo
-            .references_glob(&format!("{prefix}*"))
-            .map_err(fail())?
-        {
-            let r = r.map_err(fail())?;
-            if let (Ok(name), Some(oid)) = (r.name(), r.target()) {
-                found.push((name.to_string(), oid));
-            }
-        }
-        found.sort();
-        Ok(found)
-    }
-
     /// Returns whether `ancestor` is `descendant` or one of its ancestors.
     pub fn is_ancestor(&self, ancestor: Oid, descendant: Oid) -> Result<bool, GitError> {
         if ancestor == descendant {

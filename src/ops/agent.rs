@@ -216,7 +216,7 @@ fn nothing_or(e: Error) -> Result<Claimed, Error> {
 }
 
 /// The refusal of a claim withdrawn before it took anything.
-pub(super) fn withdrawn_before(agent: &AgentName) -> Error {
+fn withdrawn_before(agent: &AgentName) -> Error {
     Error::Command(CommandError::NothingToClaim {
         agent: agent.clone(),
         why: ": the claim was withdrawn before it took anything".into(),
@@ -307,10 +307,7 @@ impl Coord {
         }
         let mut tries = Vec::new();
         let mut step = |store: &Session<'_>| -> Result<usize, Error> {
-            let (claim, ticked) = match remote {
-                Some(remote) => self.claim_by_ref(store, agent, remote, withdrawn)?,
-                None => self.claim_or_tick(store, agent)?,
-            };
+            let (claim, ticked) = self.claim_or_tick(store, agent)?;
             if withdrawn() {
                 return Err(withdrawn_before(agent));
             }
@@ -319,10 +316,7 @@ impl Coord {
             tries.push((claim.receipt, commit));
             Ok(ticked + n)
         };
-        let stepped = match remote {
-            Some(remote) => self.run_claim_step(remote, &mut step),
-            None => self.run_step(None, &mut step),
-        };
+        let stepped = self.run_step(remote, &mut step);
         let granted = match stepped {
             Ok(()) => tries.pop().map(|(receipt, _)| receipt),
             Err(_) => None,
@@ -357,8 +351,7 @@ impl Coord {
         store: &Session<'_>,
         agent: &AgentName,
     ) -> Result<(commands::Claim, usize), Error> {
-        let (mut board, _) = store.load()?;
-        super::claims::hold_fetched(store, &mut board)?;
+        let (board, _) = store.load()?;
         match commands::claim(&board, &self.inputs(store), agent, self.claim_key()) {
             Err(nothing @ CommandError::NothingToClaim { .. }) => {
                 drop(board);
@@ -366,8 +359,7 @@ impl Coord {
                 if ticked == 0 {
                     return Err(nothing.into());
                 }
-                let (mut board, _) = store.load()?;
-                super::claims::hold_fetched(store, &mut board)?;
+                let (board, _) = store.load()?;
                 let claim = commands::claim(&board, &self.inputs(store), agent, self.claim_key())?;
                 Ok((claim, ticked))
             }

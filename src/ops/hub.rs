@@ -311,7 +311,6 @@ impl Coord {
             drop_edits: Vec::new(),
             now: self.now,
             with_ref: Some(update.clone()),
-            claimed_by_ref: false,
             // Agents were answered on the hub's ticks: its grants stand on them.
             ticks: sync::Ticks::Keep,
         };

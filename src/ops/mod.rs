@@ -9,7 +9,6 @@
 mod agent;
 mod answer;
 mod archive;
-mod claims;
 pub(crate) mod demo;
 mod doctor;
 mod edit;

@@ -42,7 +42,6 @@ impl Coord {
             drop_edits: Vec::new(),
             with_ref: None,
             ticks: sync::Ticks::Redo,
-            claimed_by_ref: false,
         }
     }
 
@@ -55,25 +54,10 @@ impl Coord {
             step(&session)?;
             return Ok(session.finish()?);
         };
-        self.run_remote_step(&self.step_options(remote, true), step)
-    }
-
-    /// Runs a claim `step` on the tip of `remote` that makes its claim the agent's with a
-    /// claim ref ([`sync::claims`]) before it commits: its commit is pushed, and kept here for
-    /// the next sync when the branch moved meanwhile, never undone.
-    pub(crate) fn run_claim_step(&self, remote: &str, step: &mut Step<'_>) -> Result<(), Error> {
-        let opts = sync::Options {
-            claimed_by_ref: true,
-            ..self.step_options(remote, true)
-        };
-        self.run_remote_step(&opts, step)
-    }
-
-    /// Runs `step` with the sync options `opts`.
-    fn run_remote_step(&self, opts: &sync::Options, step: &mut Step<'_>) -> Result<(), Error> {
+        let opts = self.step_options(remote, true);
         let mut boxed = |store: &Session<'_>| step(store).map_err(|e| Box::new(e) as TickError);
         let mut say = |line: &str| self.emit(Event::Status(line));
-        match sync::run(self.store.root(), opts, &mut boxed, &mut say) {
+        match sync::run(self.store.root(), &opts, &mut boxed, &mut say) {
             Ok(_) => Ok(()),
             Err(SyncError::Tick(e)) => Err(match e.downcast::<Error>() {
                 Ok(e) => *e,

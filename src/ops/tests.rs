@@ -603,7 +603,6 @@ fn sync_options() -> crate::sync::Options {
         drop_edits: Vec::new(),
         now: NOW.parse::<Timestamp>().expect("time"),
         with_ref: None,
-        claimed_by_ref: false,
         ticks: crate::sync::Ticks::Redo,
     }
 }

@@ -295,7 +295,6 @@ fn window_pass(
 ) -> Result<WindowDone, Error> {
     let (first, after) = (window.walked.is_some(), window.after);
     let (mut board, recorded, mut last) = load_recorded(store, sink, now, window)?;
-    super::claims::hold_fetched(store, &mut board)?;
     store.look(&board, now);
     let inputs = inputs_for(store, now, keys.0, keys.1);
     let committed = RefCell::new(Vec::new());
@@ -324,7 +323,6 @@ fn window_pass(
             break (plan, found, saved);
         }
         (board, _, last) = store.load_window(after)?;
-        super::claims::hold_fetched(store, &mut board)?;
     };
     store.save_skipped()?;
     // A pass that leaves files for a person is not quiet: the next one says so again.
