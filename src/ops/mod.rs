@@ -169,7 +169,7 @@ pub struct Options {
     pub epoch: Option<u64>,
     /// The idempotency key of the claim this opening makes (a claim over HTTP): the grant
     /// records a digest of it, and a claim under a key already granted to the agent is
-    /// answered with that grant again ([`crate::engine::commands::granted_under`]).
+    /// answered with that grant again (`engine::commands::granted_under`).
     pub claim_key: Option<String>,
 }
 
