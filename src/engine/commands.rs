@@ -209,9 +209,8 @@ pub struct Receipt {
     /// The attempt granted.
     #[schemars(range(min = 1))]
     pub attempt: u32,
-    /// The epoch of the hub that granted it, to name when reporting (none outside a hub);
-    /// a claim's answer shows it ([`crate::ops::answer::Granted`]).
-    #[serde(skip)]
+    /// The epoch of the hub that granted it, to name when reporting (absent outside a hub).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub epoch: Option<u64>,
     /// When the lease runs out unless extended with `coord heartbeat`.
     #[serde(with = "crate::model::time::recorded")]

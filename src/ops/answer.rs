@@ -72,7 +72,7 @@ impl ClaimAnswer {
     /// Returns the answer as a hub of `epoch` gives it.
     pub fn in_epoch(mut self, epoch: u64) -> ClaimAnswer {
         match &mut self {
-            ClaimAnswer::Granted(g) => g.epoch = Some(epoch),
+            ClaimAnswer::Granted(g) => g.receipt.epoch = Some(epoch),
             ClaimAnswer::Nothing(n) => n.epoch = Some(epoch),
         }
         self
@@ -85,12 +85,10 @@ pub struct Granted {
     /// Always true.
     #[schemars(extend("const" = true))]
     pub claimed: bool,
-    /// What the agent was granted.
+    /// What the agent was granted, with the epoch of the hub that granted it (a hub's
+    /// answers only).
     #[serde(flatten)]
     pub receipt: Receipt,
-    /// The epoch of the hub that granted it (a hub's answers only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub epoch: Option<u64>,
 }
 
 impl Granted {
@@ -98,7 +96,6 @@ impl Granted {
     pub fn of(receipt: Receipt) -> Granted {
         Granted {
             claimed: true,
-            epoch: receipt.epoch,
             receipt,
         }
     }
@@ -230,6 +227,83 @@ pub struct Log {
     pub entries: Vec<super::LogEntry>,
 }
 
+/// One page of `GET /v1/tasks`: each task file whole, as `coord show` gives a copy. The
+/// command line's `list` and MCP's answer [`super::TaskPage`] rows instead; REST keeps the
+/// files whole under `items` for the board's script and its clients.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TaskCopies {
+    /// The task files of this page, in id order (then path).
+    pub items: Vec<super::TaskCopy>,
+    /// What to pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// One page of `GET /v1/tasks/{id}/log`: the entries of [`Log`], paged.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LogPage {
+    /// The transitions of this page, newest first.
+    pub items: Vec<super::LogEntry>,
+    /// What to pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// One task of work as a runner takes it from a hub (`POST /v1/agents/{agent}/claim` with
+/// `{"work": true}`, `GET /v1/agents/{agent}/work`).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct WorkItem {
+    /// The task.
+    pub id: TaskId,
+    /// The attempt granted (to name when reporting).
+    pub attempt: u32,
+    /// The epoch of the hub that granted it; null outside a hub.
+    pub epoch: Option<u64>,
+    /// The task's timeout in seconds.
+    pub timeout_secs: u64,
+    /// What is left of the lease, in seconds.
+    pub lease_left_secs: u64,
+    /// The task file, repo-relative.
+    pub path: String,
+    /// The task as the runner's command reads it on stdin.
+    pub json: serde_json::Value,
+    /// The branch of the task it was handed off from, for a worktree to check out.
+    pub branch: Option<String>,
+}
+
+impl WorkItem {
+    /// Returns the answer for `work`.
+    pub fn of(work: &super::Work) -> WorkItem {
+        WorkItem {
+            id: work.id.clone(),
+            attempt: work.attempt,
+            epoch: work.epoch,
+            timeout_secs: work.timeout.as_secs(),
+            lease_left_secs: work.lease_left.as_secs(),
+            path: work.path.clone(),
+            json: work.json.clone(),
+            branch: work.branch.clone(),
+        }
+    }
+}
+
+/// What a claim of work answers: the task granted as work, or null.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ClaimedWork {
+    /// Whether a task was granted.
+    pub claimed: bool,
+    /// The task granted; null when none.
+    pub work: Option<WorkItem>,
+    /// The epoch of the hub that answered (a hub's answers only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<u64>,
+}
+
+/// An agent's assigned tasks without a result, as work (`GET /v1/agents/{agent}/work`).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct WorkList {
+    /// The tasks, as work.
+    pub items: Vec<WorkItem>,
+}
+
 /// How an attempt lost its task, as a lease status and the MCP notices name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -355,4 +429,37 @@ pub fn schemas() -> Vec<AnswerSchema> {
             "The task written, or the one an idempotency key names.",
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Returns a receipt of attempt 1 of task `t` for agent `p`, granted by a hub of `epoch`.
+    fn receipt(epoch: Option<u64>) -> Receipt {
+        Receipt {
+            id: TaskId::new("t").expect("id"),
+            agent: AgentName::new("p").expect("agent"),
+            attempt: 1,
+            epoch,
+            lease_expires_at: None,
+            path: "work/assigned/p/t.yaml".into(),
+        }
+    }
+
+    #[test]
+    fn a_receipt_carries_the_epoch_of_the_hub_that_granted_it() {
+        let from_hub = serde_json::to_value(receipt(Some(3))).expect("json");
+        assert_eq!(from_hub["epoch"], 3, "{from_hub}");
+        let alone = serde_json::to_value(receipt(None)).expect("json");
+        assert!(alone.get("epoch").is_none(), "{alone}");
+    }
+
+    #[test]
+    fn a_grant_in_an_epoch_names_it_once() {
+        let answer = ClaimAnswer::Granted(Granted::of(receipt(None))).in_epoch(4);
+        let text = serde_json::to_string(&answer).expect("json");
+        assert_eq!(text.matches("\"epoch\"").count(), 1, "{text}");
+        assert!(text.contains("\"epoch\":4"), "{text}");
+    }
 }

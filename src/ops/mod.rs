@@ -41,8 +41,9 @@ pub use crate::lock::LockError;
 pub use crate::view::{AgentRow, TaskCopy, TaskView};
 pub use agent::{Claimed, How, Reported, Signature, Verdict};
 pub use answer::{
-    schemas, Acted, Agents, AnswerSchema, Beat, BeatOp, ClaimAnswer, Granted, LeaseStatus, Log,
-    LostEvent, NothingClaimed, PersonOp, ReportAnswer, ReportOp, Version, Versioned, JSON_VERSION,
+    schemas, Acted, Agents, AnswerSchema, Beat, BeatOp, ClaimAnswer, ClaimedWork, Granted,
+    LeaseStatus, Log, LogPage, LostEvent, NothingClaimed, PersonOp, ReportAnswer, ReportOp,
+    TaskCopies, Version, Versioned, WorkItem, WorkList, JSON_VERSION,
 };
 pub use archive::Archived;
 pub use doctor::{Finding, FindingCode};

@@ -11,7 +11,9 @@ use super::hubmode::Job;
 use super::problem::Problem;
 use super::App;
 use crate::model::{AgentName, TaskId};
-use crate::ops::{Claimed, Coord, Fence, How, Opener, Signature, Verdict, Work};
+use crate::ops::{
+    Claimed, ClaimedWork, Coord, Fence, How, Opener, Signature, Verdict, WorkItem, WorkList,
+};
 use crate::store::Session;
 use axum::body::Bytes;
 use axum::extract::rejection::PathRejection;
@@ -168,11 +170,11 @@ pub(super) async fn claim(
         let work = coord
             .claim_work(&agent, None, &mut Vec::new())
             .map_err(|e| Problem::of(&e))?;
-        let mut answer = json!({"claimed": work.is_some(), "work": work.as_ref().map(work_json)});
-        if let Some(epoch) = epoch {
-            answer["epoch"] = json!(epoch);
-        }
-        Ok(answer)
+        Ok(json!(ClaimedWork {
+            claimed: work.is_some(),
+            work: work.as_ref().map(WorkItem::of),
+            epoch,
+        }))
     };
     let job = Job {
         grouped: Box::new(grouped),
@@ -203,10 +205,10 @@ pub(super) async fn work(
     let items = blocking(move || {
         let coord = opener.open().map_err(|e| Problem::of(&e))?;
         let found = coord.work_of(&agent, None).map_err(|e| Problem::of(&e))?;
-        Ok(found.iter().map(work_json).collect::<Vec<_>>())
+        Ok(found.iter().map(WorkItem::of).collect())
     })
     .await?;
-    Ok(Json(json!({ "items": items })).into_response())
+    Ok(Json(json!(WorkList { items })).into_response())
 }
 
 /// `GET /v1/agents/{agent}/tasks/{id}/lost?attempt=N`: the lease status the MCP
@@ -233,20 +235,6 @@ pub(super) async fn lost(
     })
     .await?;
     Ok(Json(json!(status)).into_response())
-}
-
-/// Returns one task of work as the hub client reads it.
-fn work_json(w: &Work) -> Value {
-    json!({
-        "id": w.id,
-        "attempt": w.attempt,
-        "epoch": w.epoch,
-        "timeout_secs": w.timeout.as_secs(),
-        "lease_left_secs": w.lease_left.as_secs(),
-        "path": w.path,
-        "json": w.json,
-        "branch": w.branch,
-    })
 }
 
 /// The body of an agent's report or heartbeat.

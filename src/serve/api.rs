@@ -12,7 +12,7 @@ use crate::model::{AgentName, State, TaskId};
 use crate::ops::Fence;
 use crate::ops::Opener;
 use crate::ops::{self, Coord, How, PersonOp, TaskFilter, Verdict};
-use crate::ops::{Created, NewTask};
+use crate::ops::{Created, LogEntry, LogPage, NewTask, TaskCopies};
 use axum::body::Bytes;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State as With};
@@ -182,9 +182,9 @@ fn page(
         .last()
         .filter(|_| more)
         .map(|t| cursor_of(&[t.id.as_str(), &t.path]));
-    json!({
-        "items": tasks.iter().map(|t| crate::view::task_copy(t)).collect::<Vec<_>>(),
-        "next_cursor": next,
+    json!(TaskCopies {
+        items: tasks.iter().map(|t| crate::view::task_copy(t)).collect(),
+        next_cursor: next,
     })
 }
 
@@ -271,25 +271,24 @@ pub(super) async fn task_log(
     let start = match &after {
         Some(oid) => entries
             .iter()
-            .position(|e| e["commit"] == oid.as_str())
+            .position(|e| e.commit == *oid)
             .map(|i| i + 1)
             .ok_or_else(|| Problem::bad("the cursor names no commit of this task's log"))?,
         None => 0,
     };
-    let items: Vec<Value> = entries.iter().skip(start).take(limit).cloned().collect();
-    let next = (start + items.len() < entries.len())
-        .then(|| {
-            items
-                .last()
-                .and_then(|e| e["commit"].as_str())
-                .map(|c| cursor_of(&[c]))
-        })
-        .flatten();
-    Ok(tagged(
-        &headers,
-        &json!({"items": items, "next_cursor": next}),
-        true,
-    ))
+    let items: Vec<LogEntry> = entries.into_iter().skip(start).take(limit + 1).collect();
+    let more = items.len() > limit;
+    let mut page = LogPage {
+        items,
+        next_cursor: None,
+    };
+    page.items.truncate(limit);
+    page.next_cursor = page
+        .items
+        .last()
+        .filter(|_| more)
+        .map(|e| cursor_of(&[&e.commit]));
+    Ok(tagged(&headers, &json!(page), true))
 }
 
 /// `POST /v1/tasks`: creates a task like `coord new`; an `Idempotency-Key` used before with
@@ -518,14 +517,7 @@ fn run_action(opener: &Opener, id: &TaskId, action: &str, b: ActBody) -> Result<
                 .agent
                 .clone()
                 .ok_or_else(|| Problem::bad("claim needs \"agent\" in the body"))?;
-            let receipt = coord.claim_id(id, &agent).map_err(fail)?;
-            let epoch = receipt.as_ref().and_then(|r| r.epoch);
-            let mut answer = serde_json::to_value(receipt).unwrap_or(Value::Null);
-            if let Some(epoch) = epoch {
-                // The epoch the grant recorded (a hub's), to send back with reports.
-                answer["epoch"] = json!(epoch);
-            }
-            Ok(answer)
+            Ok(json!(coord.claim_id(id, &agent).map_err(fail)?))
         }
         "complete" | "fail" => report(&coord, id, &verdict_of(action, b)?, &how),
         "heartbeat" => Ok(json!(coord
@@ -631,13 +623,12 @@ pub(super) async fn health(With(app): With<Arc<App>>) -> Answer {
 }
 
 /// Returns task `id`'s transitions, newest first, at most `limit`, as `coord log --json`
-/// prints them.
+/// answers them.
 pub(crate) fn log_of(
     opener: &Opener,
     id: &TaskId,
     limit: Option<usize>,
-) -> Result<Vec<Value>, Problem> {
+) -> Result<Vec<LogEntry>, Problem> {
     let coord = opener.open().map_err(|e| Problem::of(&e))?;
-    let entries = coord.log(Some(id), limit).map_err(|e| Problem::of(&e))?;
-    Ok(entries.iter().map(|e| json!(e)).collect())
+    coord.log(Some(id), limit).map_err(|e| Problem::of(&e))
 }

@@ -627,7 +627,7 @@ pub(super) async fn task(
     }
     run_logs(&mut main, &app.hub.git_dir, &id);
     main.push_str("<h2>log</h2><ol class=\"log\">");
-    for e in &log {
+    for e in log.iter().map(|e| json!(e)) {
         let _ = write!(
             main,
             "<li><time>{}</time> {} → {} {}</li>",

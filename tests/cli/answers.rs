@@ -295,3 +295,99 @@ fn lease_status_answers_alike_from_mcp_and_the_agent_route() {
         assert_eq!(rest["held"], attempt == 1, "{rest}");
     }
 }
+
+/// Returns every item of a paged REST route, following `next_cursor` one item at a time.
+fn all_pages(s: &Server, route: &str) -> Vec<Value> {
+    let mut items = Vec::new();
+    let mut next = String::new();
+    loop {
+        let page = s.get(&format!("{route}?limit=1{next}")).json();
+        items.extend(page["items"].as_array().expect("items").iter().cloned());
+        match page["next_cursor"].as_str() {
+            Some(c) => next = format!("&cursor={c}"),
+            None => return items,
+        }
+    }
+}
+
+#[test]
+fn the_task_list_and_a_log_page_the_same_tasks_and_entries_as_the_command_line() {
+    let r = TestRepo::with_agents(&["p --pull"]);
+    for id in ["a", "b", "c"] {
+        r.ok(&["new", "Work", "--id", id, "--agent", "p"]);
+    }
+    r.ok(&["tick"]);
+    r.ok(&["cancel", "b", "--reason", "not needed"]);
+    let s = Server::start(&r);
+    let cli = r.json(&["list"]);
+    // The command line lists in the board's order, the pages in id order.
+    let mut rows = cli["tasks"].as_array().expect("tasks").clone();
+    rows.sort_by_key(|r| (r["id"].to_string(), r["path"].to_string()));
+    let copies = all_pages(&s, "/v1/tasks");
+    assert_eq!(copies.len(), rows.len(), "{copies:?}\n{cli}");
+    for (copy, row) in copies.iter().zip(&rows) {
+        for field in ["id", "state", "agent", "path"] {
+            assert_eq!(copy[field], row[field], "{field}: {copy}\n{row}");
+        }
+    }
+    let log = r.json(&["log", "b"]);
+    let entries = all_pages(&s, "/v1/tasks/b/log");
+    assert_eq!(
+        Value::from(entries),
+        log["entries"],
+        "REST log against the command line"
+    );
+}
+
+#[test]
+fn a_claim_by_id_answers_the_receipt_the_command_line_grants() {
+    let r = TestRepo::with_agents(&["p --pull --max-active 2"]);
+    r.ok(&["new", "Work", "--id", "a", "--agent", "p"]);
+    r.ok(&["new", "Work", "--id", "b", "--agent", "p"]);
+    r.ok(&["tick"]);
+    let cli = r.json(&["claim", "--agent", "p"]);
+    let s = Server::start(&r);
+    let other = if cli["id"] == "a" { "b" } else { "a" };
+    let rest = s.post(&format!("/v1/tasks/{other}/claim"), r#"{"agent": "p"}"#);
+    assert_eq!(rest.status, 200, "{}", rest.body);
+    let rest = rest.json();
+    let mut granted = fields(&cli);
+    granted.retain(|f| f != "claimed");
+    assert_eq!(fields(&rest), granted, "{rest}\n{cli}");
+    assert_eq!(rest["id"], other, "{rest}");
+}
+
+#[test]
+fn work_answers_alike_from_the_claim_and_the_work_route() {
+    let r = TestRepo::with_agents(&["p --pull --max-active 2"]);
+    r.ok(&["new", "Work", "--id", "a", "--agent", "p"]);
+    r.ok(&["tick"]);
+    let s = Server::start(&r);
+    let claimed = s.post("/v1/agents/p/claim", r#"{"work": true}"#).json();
+    assert_eq!(claimed["claimed"], true, "{claimed}");
+    let waiting = s.get("/v1/agents/p/work").json();
+    // The lease left is counted when asked: a second may have passed.
+    let steady = |w: &Value| {
+        let mut w = w.clone();
+        w.as_object_mut().expect("object").remove("lease_left_secs");
+        w
+    };
+    let items = waiting["items"].as_array().expect("items");
+    assert_eq!(items.len(), 1, "{waiting}");
+    assert_eq!(steady(&items[0]), steady(&claimed["work"]), "{waiting}");
+    let keys = [
+        "attempt",
+        "branch",
+        "epoch",
+        "id",
+        "json",
+        "lease_left_secs",
+        "path",
+        "timeout_secs",
+    ];
+    let mut got = fields(&claimed["work"]);
+    got.sort();
+    assert_eq!(got, keys, "{claimed}");
+    let none = s.post("/v1/agents/p/claim", r#"{"work": true}"#).json();
+    assert_eq!(none, json!({"claimed": false, "work": null}), "{none}");
+}
