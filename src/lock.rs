@@ -141,8 +141,8 @@ pub fn acquire_saying(
 }
 
 /// Returns whether a coordinator is writing in the repository of `git_dir` right now, without
-/// taking the lock (readers such as `coord serve` wait for a consistent `work/` this way and
-/// never delay a writer): the holder's pid is in the lock file, written within `fresh` (a
+/// taking the lock (the server's file watcher waits for a consistent `work/` this way without
+/// delaying a writer): the holder's pid is in the lock file, written within `fresh` (a
 /// killed holder's pid stays behind until the next coordinator).
 pub fn busy(git_dir: &Path, fresh: Duration) -> bool {
     let path = git_dir.join("coord.lock");
